@@ -1,0 +1,39 @@
+"""Shared fixtures: configurations, a fresh DRAM arena per test."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from vta.dram import DRAM
+from vta.env import Environment, load_config
+
+CONFIG_DIR = Path(__file__).resolve().parent.parent / "configs"
+CONFIG_FILES = sorted(p.name for p in CONFIG_DIR.glob("*.json"))
+
+
+def make_env(name: str = "vta_config.json") -> Environment:
+    """Build the environment of one shipped configuration file."""
+    return Environment(load_config(CONFIG_DIR / name))
+
+
+@pytest.fixture
+def env():
+    """The default configuration, made current for the test."""
+    with make_env() as e:
+        yield e
+
+
+@pytest.fixture(params=CONFIG_FILES)
+def any_env(request):
+    """Every shipped configuration in turn, made current for the test."""
+    with make_env(request.param) as e:
+        yield e
+
+
+@pytest.fixture
+def dram():
+    """A fresh 256 MiB arena."""
+    with DRAM(1 << 28) as d:
+        yield d

@@ -1,0 +1,215 @@
+"""The simulated DRAM: one arena shared by the runtime and every device (DESIGN contract 2).
+
+The arena is a single anonymous memory mapping. A *physical address* is a byte offset into it;
+page 0 is never handed out, so address 0 is never valid. The mapping's host address is exposed
+(:attr:`DRAM.host_address`) so that native code (the C runtime, the tsim shim) reads and writes
+the very same bytes that :mod:`vta.sim.fsim` sees through :attr:`DRAM.data`.
+
+Allocation follows the upstream simulator's virtual memory manager in spirit: whole 4 KiB pages,
+so every buffer is aligned to every element size; a freed block is reused by the smallest later
+request that fits, and its pages are returned to the operating system.
+"""
+
+from __future__ import annotations
+
+import bisect
+import mmap
+from typing import Iterator
+
+import numpy as np
+
+from .env import PAGE_BYTES
+from .errors import AllocationError, DRAMAccessError
+
+__all__ = ["DRAM", "PAGE_BYTES", "DEFAULT_CAPACITY"]
+
+#: Default arena size. Pages are only backed by memory once touched.
+DEFAULT_CAPACITY = 1 << 31
+#: Physical addresses are 32 bits wide (driver.h ``vta_phy_addr_t``).
+MAX_CAPACITY = 1 << 32
+
+
+class DRAM:
+    """A page-granular arena of simulated device memory.
+
+    Parameters
+    ----------
+    capacity : int
+        Bytes of address space (a multiple of 4096, at most 4 GiB). Untouched pages cost nothing.
+
+    Raises
+    ------
+    ValueError
+        If ``capacity`` is not a positive multiple of the page size or exceeds 4 GiB.
+
+    Examples
+    --------
+    >>> with DRAM(1 << 20) as dram:
+    ...     addr = dram.alloc(64)
+    ...     dram.write(addr, b"hello")
+    ...     dram.read(addr, 5)
+    b'hello'
+    """
+
+    def __init__(self, capacity: int = DEFAULT_CAPACITY):
+        if capacity <= PAGE_BYTES or capacity % PAGE_BYTES or capacity > MAX_CAPACITY:
+            raise ValueError(
+                f"DRAM capacity {capacity!r} must be a multiple of {PAGE_BYTES} above one page and at most {MAX_CAPACITY}"
+            )
+        self.capacity = capacity
+        self._map = mmap.mmap(-1, capacity, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+        #: The whole arena as a writable uint8 array; index = physical address.
+        self.data = np.frombuffer(self._map, dtype=np.uint8)
+        self._starts: list[int] = []  # sorted start addresses of live allocations
+        self._sizes: dict[int, int] = {}  # start -> requested bytes
+        self._pages: dict[int, int] = {}  # start -> pages reserved
+        self._free: list[tuple[int, int]] = []  # (pages, start) of freed blocks, sorted
+        self._top = PAGE_BYTES  # next never-used address; page 0 stays invalid
+        self._closed = False
+
+    # ---------------------------------------------------------------- lifetime
+    def close(self) -> None:
+        """Release the mapping. Views obtained earlier must not be used afterwards."""
+        if not self._closed:
+            self._closed = True
+            self.data = np.zeros(0, dtype=np.uint8)
+            try:
+                self._map.close()
+            except BufferError:
+                # A NumPy view made by a caller still exports the buffer; the mapping is
+                # released when that view is garbage collected.
+                pass
+
+    def __enter__(self) -> "DRAM":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    @property
+    def host_address(self) -> int:
+        """Host virtual address of physical address 0 (for native code sharing the arena)."""
+        self._check_open()
+        return int(self.data.ctypes.data)
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise AllocationError("this DRAM arena has been closed")
+
+    # ---------------------------------------------------------------- allocation
+    def alloc(self, nbytes: int) -> int:
+        """Allocate ``nbytes`` and return the physical address (page aligned, never 0).
+
+        Raises
+        ------
+        AllocationError
+            If ``nbytes`` is not positive or the arena is exhausted.
+        """
+        self._check_open()
+        if not isinstance(nbytes, (int, np.integer)) or nbytes <= 0:
+            raise AllocationError(f"allocation size must be a positive integer, got {nbytes!r}")
+        nbytes = int(nbytes)
+        pages = -(-nbytes // PAGE_BYTES)
+        i = bisect.bisect_left(self._free, (pages, 0))
+        if i < len(self._free):
+            got, start = self._free.pop(i)
+            pages = got
+        else:
+            start = self._top
+            if start + pages * PAGE_BYTES > self.capacity:
+                used = sum(self._sizes.values())
+                raise AllocationError(
+                    f"DRAM arena of {self.capacity} bytes cannot hold another {nbytes} bytes "
+                    f"({used} bytes live in {len(self._sizes)} allocations); free buffers or use a larger arena"
+                )
+            self._top = start + pages * PAGE_BYTES
+        bisect.insort(self._starts, start)
+        self._sizes[start] = nbytes
+        self._pages[start] = pages
+        return start
+
+    def free(self, addr: int) -> None:
+        """Free the allocation that starts at ``addr``.
+
+        Raises
+        ------
+        AllocationError
+            If ``addr`` is not the start of a live allocation.
+        """
+        self._check_open()
+        if addr not in self._sizes:
+            raise AllocationError(f"address 0x{int(addr):x} is not the start of a live DRAM allocation")
+        pages = self._pages.pop(addr)
+        del self._sizes[addr]
+        self._starts.pop(bisect.bisect_left(self._starts, addr))
+        self._map.madvise(mmap.MADV_DONTNEED, addr, pages * PAGE_BYTES)
+        bisect.insort(self._free, (pages, addr))
+
+    def allocations(self) -> Iterator[tuple[int, int]]:
+        """Yield ``(address, nbytes)`` of every live allocation in address order."""
+        for s in self._starts:
+            yield s, self._sizes[s]
+
+    def size_of(self, addr: int) -> int:
+        """Requested size of the allocation starting at ``addr``."""
+        if addr not in self._sizes:
+            raise AllocationError(f"address 0x{int(addr):x} is not the start of a live DRAM allocation")
+        return self._sizes[addr]
+
+    def find(self, addr: int) -> tuple[int, int] | None:
+        """Return ``(start, nbytes)`` of the live allocation holding ``addr``, or None."""
+        i = bisect.bisect_right(self._starts, addr) - 1
+        if i < 0:
+            return None
+        start = self._starts[i]
+        size = self._sizes[start]
+        return (start, size) if addr < start + size else None
+
+    # ---------------------------------------------------------------- checked access
+    def check(self, addr: int, nbytes: int, what: str = "access") -> None:
+        """Require ``[addr, addr + nbytes)`` to lie inside one live allocation.
+
+        Raises
+        ------
+        DRAMAccessError
+            Naming ``what``, the range, and the allocation (if any) that holds ``addr``.
+        """
+        addr, nbytes = int(addr), int(nbytes)
+        if nbytes <= 0:
+            return
+        found = self.find(addr)
+        if found is None:
+            raise DRAMAccessError(
+                f"{what}: DRAM address 0x{addr:x} (+{nbytes} bytes) is not inside any live allocation"
+            )
+        start, size = found
+        if addr + nbytes > start + size:
+            raise DRAMAccessError(
+                f"{what}: DRAM range 0x{addr:x}..0x{addr + nbytes:x} runs past the end of the allocation "
+                f"0x{start:x}..0x{start + size:x} ({size} bytes)"
+            )
+
+    def view(self, addr: int, nbytes: int, dtype=np.uint8) -> np.ndarray:
+        """A writable NumPy view of ``nbytes`` at ``addr`` (checked to lie in one allocation)."""
+        self._check_open()
+        self.check(addr, nbytes, "view")
+        return self.data[addr:addr + nbytes].view(dtype)
+
+    def write(self, addr: int, data) -> None:
+        """Copy bytes (or any array, by its raw bytes) into DRAM at ``addr``."""
+        buf = np.frombuffer(memoryview(np.ascontiguousarray(data)).cast("B"), dtype=np.uint8)
+        self.view(addr, buf.size)[:] = buf
+
+    def read(self, addr: int, nbytes: int) -> bytes:
+        """Copy ``nbytes`` out of DRAM at ``addr``."""
+        return self.view(addr, nbytes).tobytes()
+
+    def copy_in(self, addr: int, array: np.ndarray) -> None:
+        """Copy a NumPy array into DRAM at ``addr`` (alias of :meth:`write`)."""
+        self.write(addr, array)
+
+    def copy_out(self, addr: int, shape, dtype) -> np.ndarray:
+        """Return a new array of ``shape`` and ``dtype`` read from DRAM at ``addr``."""
+        dtype = np.dtype(dtype)
+        n = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+        return self.view(addr, n).view(dtype).reshape(shape).copy()

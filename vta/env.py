@@ -1,0 +1,381 @@
+"""The hardware configuration and every parameter derived from it.
+
+This is the one place where configuration files and environment variables are read. Everything
+else receives an :class:`Environment` (or asks :func:`get_env` for the current one).
+
+The derived parameters follow the ISA reference, section 1.2: element widths, tile shapes,
+buffer sizes in bytes and depths in elements, and the encodability rules of section 2.8.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+from pathlib import Path
+from typing import Any, Mapping
+
+from .errors import ConfigError
+
+__all__ = ["Environment", "get_env", "load_config", "default_config_path", "DevContext"]
+
+#: Keys a configuration file must provide, and the range each integer key accepts.
+INT_KEYS: dict[str, tuple[int, int]] = {
+    "LOG_INP_WIDTH": (0, 3),
+    "LOG_WGT_WIDTH": (0, 3),
+    "LOG_ACC_WIDTH": (3, 5),
+    "LOG_BATCH": (0, 4),
+    "LOG_BLOCK": (1, 6),
+    "LOG_UOP_BUFF_SIZE": (2, 24),
+    "LOG_INP_BUFF_SIZE": (4, 24),
+    "LOG_WGT_BUFF_SIZE": (4, 26),
+    "LOG_ACC_BUFF_SIZE": (4, 24),
+}
+STR_KEYS = ("TARGET", "HW_VER")
+#: Targets that this project can execute; any other string is accepted but cannot run programs.
+RUNNABLE_TARGETS = ("sim", "tsim", "model")
+
+#: Fixed ISA constants (ISA reference 1.2, hw_spec_const.h).
+INS_WIDTH = 128
+UOP_WIDTH = 32
+LOOP_ITER_WIDTH = 14
+MEMOP_SRAM_ADDR_WIDTH = 16
+MEMOP_DRAM_ADDR_WIDTH = 32
+MEMOP_SIZE_WIDTH = 16
+MEMOP_STRIDE_WIDTH = 16
+MEMOP_PAD_WIDTH = 4
+ALUOP_IMM_WIDTH = 16
+PAGE_BYTES = 4096
+
+
+def default_config_path() -> Path:
+    """Return the path of the default configuration file shipped with the project.
+
+    Returns
+    -------
+    Path
+        ``configs/vta_config.json`` of the source tree when it exists, else the copy packaged
+        inside ``vta/configs``.
+    """
+    here = Path(__file__).resolve().parent
+    for candidate in (here.parent / "configs" / "vta_config.json", here / "configs" / "vta_config.json"):
+        if candidate.is_file():
+            return candidate
+    raise ConfigError("cannot find the default vta_config.json; set VTA_CONFIG to a config file")
+
+
+def load_config(path: str | os.PathLike | None = None) -> dict[str, Any]:
+    """Read a configuration file.
+
+    Parameters
+    ----------
+    path : path-like, optional
+        The file to read. When omitted, the ``VTA_CONFIG`` environment variable names it, and
+        without that the default configuration is used.
+
+    Returns
+    -------
+    dict
+        The raw keys of the file.
+
+    Raises
+    ------
+    ConfigError
+        If the file is missing, is not valid JSON or is not a JSON object.
+    """
+    if path is None:
+        path = os.environ.get("VTA_CONFIG") or default_config_path()
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise ConfigError(f"cannot read VTA config {str(path)!r}: {exc.strerror}") from exc
+    try:
+        cfg = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"VTA config {str(path)!r} is not valid JSON: {exc}") from exc
+    if not isinstance(cfg, dict):
+        raise ConfigError(f"VTA config {str(path)!r} must hold a JSON object, got {type(cfg).__name__}")
+    return cfg
+
+
+class DevContext:
+    """Compiler-facing constants: memory ids, ALU opcodes and queue ids (reference section 0)."""
+
+    MEM_ID_UOP = 0
+    MEM_ID_WGT = 1
+    MEM_ID_INP = 2
+    MEM_ID_ACC = 3
+    MEM_ID_OUT = 4
+    MEM_ID_ACC_8BIT = 5
+    ALU_OPCODE_MIN = 0
+    ALU_OPCODE_MAX = 1
+    ALU_OPCODE_ADD = 2
+    ALU_OPCODE_SHR = 3
+    ALU_OPCODE_MUL = 4
+    QID_LOAD_INP = 1
+    QID_LOAD_WGT = 1
+    QID_LOAD_OUT = 2
+    QID_COMPUTE = 2
+    QID_STORE_OUT = 3
+
+    def __init__(self, env: "Environment"):
+        self.env = env
+
+
+class Environment:
+    """A VTA hardware configuration with all derived parameters.
+
+    Parameters
+    ----------
+    cfg : mapping
+        The keys of ``vta_config.json`` (``TARGET``, ``HW_VER`` and the ``LOG_*`` keys). Derived
+        keys (``LOG_BLOCK_IN`` ...) may be present; they are recomputed and must agree.
+
+    Raises
+    ------
+    ConfigError
+        If a key is missing, has the wrong type or range, or the configuration cannot be encoded
+        by the 128-bit instruction and 32-bit micro-op formats.
+
+    Examples
+    --------
+    >>> env = Environment(load_config())
+    >>> env.BATCH, env.BLOCK_IN, env.BLOCK_OUT
+    (1, 16, 16)
+    >>> with env:
+    ...     assert get_env() is env
+    """
+
+    current: "Environment | None" = None
+
+    # Debug flags of the runtime (reference 4.1).
+    DEBUG_DUMP_INSN = 1 << 1
+    DEBUG_DUMP_UOP = 1 << 2
+    DEBUG_SKIP_READ_BARRIER = 1 << 3
+    DEBUG_SKIP_WRITE_BARRIER = 1 << 4
+    DEBUG_FORCE_SERIAL = 1 << 5
+    MAX_XFER = 1 << 22
+    #: Bytes of the runtime's instruction and uop staging buffers (driver.h VTA_MAX_XFER).
+    RUNTIME_MAX_XFER = 1 << 25
+
+    def __init__(self, cfg: Mapping[str, Any]):
+        if not isinstance(cfg, Mapping):
+            raise ConfigError(f"a VTA config must be a mapping, got {type(cfg).__name__}")
+        self.cfg_dict: dict[str, Any] = dict(cfg)
+        self._prev: list[Environment | None] = []
+        self.mock_mode = False
+        self._derive()
+        self.dev = DevContext(self)
+
+    # ------------------------------------------------------------------ derivation
+    def _derive(self) -> None:
+        cfg = self.cfg_dict
+        for key in STR_KEYS:
+            if key not in cfg:
+                raise ConfigError(f"VTA config lacks key {key!r}")
+            if not isinstance(cfg[key], str):
+                raise ConfigError(f"VTA config key {key!r} must be a string, got {cfg[key]!r}")
+        for key, (lo, hi) in INT_KEYS.items():
+            if key not in cfg:
+                raise ConfigError(f"VTA config lacks key {key!r}")
+            val = cfg[key]
+            if isinstance(val, bool) or not isinstance(val, int):
+                raise ConfigError(f"VTA config key {key!r} must be an integer, got {val!r}")
+            if not lo <= val <= hi:
+                raise ConfigError(f"VTA config key {key!r} = {val!r} is outside the accepted range {lo}..{hi}")
+
+        self.TARGET: str = cfg["TARGET"]
+        self.HW_VER: str = cfg["HW_VER"]
+        for key in INT_KEYS:
+            setattr(self, key, cfg[key])
+        self.LOG_BLOCK_IN = self.LOG_BLOCK_OUT = self.LOG_BLOCK
+        self.LOG_OUT_WIDTH = self.LOG_INP_WIDTH
+        self.LOG_OUT_BUFF_SIZE = self.LOG_ACC_BUFF_SIZE + self.LOG_OUT_WIDTH - self.LOG_ACC_WIDTH
+        derived = {
+            "LOG_BLOCK_IN": self.LOG_BLOCK_IN,
+            "LOG_BLOCK_OUT": self.LOG_BLOCK_OUT,
+            "LOG_OUT_WIDTH": self.LOG_OUT_WIDTH,
+            "LOG_OUT_BUFF_SIZE": self.LOG_OUT_BUFF_SIZE,
+        }
+        for key, val in derived.items():
+            if key in cfg and cfg[key] != val:
+                raise ConfigError(f"VTA config key {key!r} = {cfg[key]!r} contradicts the value {val} derived from the other keys")
+            cfg[key] = val
+
+        self.INP_WIDTH = 1 << self.LOG_INP_WIDTH
+        self.WGT_WIDTH = 1 << self.LOG_WGT_WIDTH
+        self.ACC_WIDTH = 1 << self.LOG_ACC_WIDTH
+        self.OUT_WIDTH = 1 << self.LOG_OUT_WIDTH
+        self.BATCH = 1 << self.LOG_BATCH
+        self.BLOCK_IN = 1 << self.LOG_BLOCK_IN
+        self.BLOCK_OUT = 1 << self.LOG_BLOCK_OUT
+        self.BLOCK = self.BLOCK_IN
+
+        self.UOP_BUFF_SIZE = 1 << self.LOG_UOP_BUFF_SIZE
+        self.INP_BUFF_SIZE = 1 << self.LOG_INP_BUFF_SIZE
+        self.WGT_BUFF_SIZE = 1 << self.LOG_WGT_BUFF_SIZE
+        self.ACC_BUFF_SIZE = 1 << self.LOG_ACC_BUFF_SIZE
+        self.OUT_BUFF_SIZE = 1 << self.LOG_OUT_BUFF_SIZE
+
+        self.INP_ELEM_BITS = self.BATCH * self.BLOCK_IN * self.INP_WIDTH
+        self.WGT_ELEM_BITS = self.BLOCK_OUT * self.BLOCK_IN * self.WGT_WIDTH
+        self.ACC_ELEM_BITS = self.BATCH * self.BLOCK_OUT * self.ACC_WIDTH
+        self.OUT_ELEM_BITS = self.BATCH * self.BLOCK_OUT * self.OUT_WIDTH
+        self.UOP_ELEM_BITS = UOP_WIDTH
+        self.INS_ELEM_BITS = INS_WIDTH
+        for name in ("INP", "WGT", "ACC", "OUT", "UOP", "INS"):
+            bits = getattr(self, f"{name}_ELEM_BITS")
+            if bits % 8:
+                raise ConfigError(
+                    f"a {name} element would be {bits} bits, not a whole number of bytes; "
+                    "raise LOG_BLOCK, LOG_BATCH or the element width"
+                )
+            setattr(self, f"{name}_ELEM_BYTES", bits // 8)
+        # ACC_8BIT loads read one int8 per accumulator lane.
+        self.ACC_8BIT_ELEM_BYTES = self.BATCH * self.BLOCK_OUT
+
+        self.LOG_UOP_BUFF_DEPTH = self.LOG_UOP_BUFF_SIZE - 2  # 4-byte micro-ops
+        self.LOG_INP_BUFF_DEPTH = self.LOG_INP_BUFF_SIZE - self.LOG_BATCH - self.LOG_BLOCK_IN - self.LOG_INP_WIDTH + 3
+        self.LOG_WGT_BUFF_DEPTH = self.LOG_WGT_BUFF_SIZE - self.LOG_BLOCK_OUT - self.LOG_BLOCK_IN - self.LOG_WGT_WIDTH + 3
+        self.LOG_ACC_BUFF_DEPTH = self.LOG_ACC_BUFF_SIZE - self.LOG_BATCH - self.LOG_BLOCK_OUT - self.LOG_ACC_WIDTH + 3
+        self.LOG_OUT_BUFF_DEPTH = self.LOG_OUT_BUFF_SIZE - self.LOG_BATCH - self.LOG_BLOCK_OUT - self.LOG_OUT_WIDTH + 3
+        for name, size_key in (
+            ("UOP", "LOG_UOP_BUFF_SIZE"),
+            ("INP", "LOG_INP_BUFF_SIZE"),
+            ("WGT", "LOG_WGT_BUFF_SIZE"),
+            ("ACC", "LOG_ACC_BUFF_SIZE"),
+        ):
+            log_depth = getattr(self, f"LOG_{name}_BUFF_DEPTH")
+            if log_depth < 1:
+                raise ConfigError(
+                    f"{size_key} = {getattr(self, size_key)} holds fewer than 2 {name} elements of "
+                    f"{getattr(self, f'{name}_ELEM_BYTES')} bytes; raise {size_key}"
+                )
+        self.UOP_BUFF_DEPTH = 1 << self.LOG_UOP_BUFF_DEPTH
+        self.INP_BUFF_DEPTH = 1 << self.LOG_INP_BUFF_DEPTH
+        self.WGT_BUFF_DEPTH = 1 << self.LOG_WGT_BUFF_DEPTH
+        self.ACC_BUFF_DEPTH = 1 << self.LOG_ACC_BUFF_DEPTH
+        self.OUT_BUFF_DEPTH = 1 << self.LOG_OUT_BUFF_DEPTH
+
+        self._check_encodable()
+
+        self.inp_dtype = f"int{self.INP_WIDTH}"
+        self.wgt_dtype = f"int{self.WGT_WIDTH}"
+        self.acc_dtype = f"int{self.ACC_WIDTH}"
+        self.out_dtype = f"int{self.OUT_WIDTH}"
+        self.BITSTREAM = (
+            f"{self.BATCH}x{self.BLOCK}_i{self.INP_WIDTH}w{self.WGT_WIDTH}a{self.ACC_WIDTH}_"
+            f"{self.LOG_UOP_BUFF_SIZE}_{self.LOG_INP_BUFF_SIZE}_{self.LOG_WGT_BUFF_SIZE}_{self.LOG_ACC_BUFF_SIZE}"
+        )
+        self.MODEL = f"{self.TARGET}_{self.BITSTREAM}"
+
+    def _check_encodable(self) -> None:
+        """Apply the rules of ISA reference section 2.8; raise ConfigError naming the broken one."""
+        u, i, w, a = (self.LOG_UOP_BUFF_DEPTH, self.LOG_INP_BUFF_DEPTH, self.LOG_WGT_BUFF_DEPTH, self.LOG_ACC_BUFF_DEPTH)
+        src = max(a, i)
+        if 37 + 2 * u > 64:
+            raise ConfigError(
+                f"LOG_UOP_BUFF_SIZE = {self.LOG_UOP_BUFF_SIZE} gives a uop index of {u} bits; the GEMM/ALU "
+                f"header needs 37 + 2*{u} = {37 + 2 * u} bits but one 64-bit word holds 64 (accepted: LOG_UOP_BUFF_SIZE <= 15)"
+            )
+        if a + src + w > UOP_WIDTH:
+            raise ConfigError(
+                f"a micro-op needs acc {a} + src {src} + wgt {w} = {a + src + w} bits but holds {UOP_WIDTH}; "
+                "lower LOG_ACC_BUFF_SIZE, LOG_INP_BUFF_SIZE or LOG_WGT_BUFF_SIZE"
+            )
+        if 2 * a + 2 * i + 2 * w > 64:
+            raise ConfigError(
+                f"GEMM loop factors need 2*({a}+{i}+{w}) = {2 * (a + i + w)} bits but the second instruction "
+                "word holds 64; lower LOG_ACC_BUFF_SIZE, LOG_INP_BUFF_SIZE or LOG_WGT_BUFF_SIZE"
+            )
+        if 4 * a + 20 > 64:
+            raise ConfigError(
+                f"ALU fields need 4*{a} + 20 = {4 * a + 20} bits but the second instruction word holds 64 "
+                f"(accepted: an acc depth of at most 2^11, here 2^{a}); lower LOG_ACC_BUFF_SIZE"
+            )
+        for name in ("INP", "WGT", "ACC", "OUT"):
+            nbytes = getattr(self, f"{name}_ELEM_BYTES")
+            if nbytes > PAGE_BYTES:
+                raise ConfigError(f"a {name} element of {nbytes} bytes exceeds the {PAGE_BYTES}-byte DRAM page")
+
+    # ------------------------------------------------------------------ constructors
+    @classmethod
+    def from_file(cls, path: str | os.PathLike | None = None) -> "Environment":
+        """Build an environment from a config file (see :func:`load_config`)."""
+        return cls(load_config(path))
+
+    # ------------------------------------------------------------------ context management
+    def __enter__(self) -> "Environment":
+        self._prev.append(Environment.current)
+        Environment.current = self
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        Environment.current = self._prev.pop()
+
+    # ------------------------------------------------------------------ convenience
+    @property
+    def mock(self) -> "Environment":
+        """A shallow copy whose pragmas and GEMM intrinsic do nothing (for unit benchmarks)."""
+        env = copy.copy(self)
+        env._prev = []
+        env.mock_mode = True
+        env.dev = DevContext(env)
+        return env
+
+    @property
+    def dma_copy(self) -> str:
+        """Pragma name of a DMA copy (``skip_dma_copy`` in mock mode)."""
+        return "skip_dma_copy" if self.mock_mode else "dma_copy"
+
+    @property
+    def alu(self) -> str:
+        """Pragma name of an ALU stage (``skip_alu`` in mock mode)."""
+        return "skip_alu" if self.mock_mode else "alu"
+
+    inp_scope = "local.inp_buffer"
+    wgt_scope = "local.wgt_buffer"
+    acc_scope = "local.acc_buffer"
+
+    @property
+    def target_host(self) -> str:
+        """The host target: the system C compiler for every simulated target."""
+        return "c"
+
+    def elem_bytes(self, memory_type: int) -> int:
+        """Bytes of one DRAM element of a memory type (UOP, WGT, INP, ACC, OUT, ACC_8BIT).
+
+        Raises
+        ------
+        ValueError
+            If ``memory_type`` is not one of 0..5.
+        """
+        table = (4, self.WGT_ELEM_BYTES, self.INP_ELEM_BYTES, self.ACC_ELEM_BYTES, self.OUT_ELEM_BYTES, self.ACC_8BIT_ELEM_BYTES)
+        if not 0 <= memory_type < len(table):
+            raise ValueError(f"memory type {memory_type!r} is not one of 0 (UOP) .. 5 (ACC_8BIT)")
+        return table[memory_type]
+
+    def __repr__(self) -> str:
+        return f"Environment({self.MODEL!r})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Environment) and self.cfg_dict == other.cfg_dict and self.mock_mode == other.mock_mode
+
+    def __hash__(self) -> int:
+        return hash((self.BITSTREAM, self.TARGET, self.mock_mode))
+
+
+def get_env() -> Environment:
+    """Return the current environment, building it from the config file on first use.
+
+    The file is the one named by ``VTA_CONFIG``, else the default configuration.
+
+    Raises
+    ------
+    ConfigError
+        If the configuration file is missing, malformed or not encodable.
+    """
+    if Environment.current is None:
+        Environment.current = Environment.from_file()
+    return Environment.current

@@ -1,0 +1,61 @@
+"""Exception types shared by every layer of the stack.
+
+Each error a user can provoke with bad input has its own class, so tests and callers can tell
+them apart, and every message says what was wrong and what would have been accepted.
+"""
+
+from __future__ import annotations
+
+
+class VTAError(Exception):
+    """Base class of every error raised by this package."""
+
+
+class ConfigError(VTAError, ValueError):
+    """A configuration is malformed or cannot be encoded by the ISA."""
+
+
+class EncodingError(VTAError, ValueError):
+    """A value does not fit the instruction or micro-op field it is meant for."""
+
+
+class DecodeError(VTAError, ValueError):
+    """An instruction word holds an invalid opcode, memory type or ALU opcode."""
+
+
+class SimulationError(VTAError, RuntimeError):
+    """Base class of errors raised while a device executes an instruction stream.
+
+    Attributes
+    ----------
+    insn_index : int or None
+        Index of the offending instruction in the stream, when known.
+    """
+
+    def __init__(self, message: str, insn_index: int | None = None):
+        super().__init__(message)
+        self.insn_index = insn_index
+
+
+class InvalidInstructionError(SimulationError):
+    """The stream holds an instruction that no unit can execute (bad opcode, memory type, ...)."""
+
+
+class SRAMIndexError(SimulationError, IndexError):
+    """An instruction addresses an on-chip buffer element outside the buffer."""
+
+
+class DRAMAccessError(SimulationError, IndexError):
+    """An instruction or host copy touches DRAM outside any valid allocation."""
+
+
+class DeadlockError(SimulationError):
+    """No stage can make progress: every unfinished stage waits for a token that never comes."""
+
+
+class TokenOverflowError(SimulationError):
+    """More than 255 dependency tokens are outstanding on one channel."""
+
+
+class AllocationError(VTAError, MemoryError):
+    """The DRAM arena cannot satisfy an allocation, or a free names no live allocation."""
