@@ -21,7 +21,7 @@ import numpy as np
 from .env import PAGE_BYTES
 from .errors import AllocationError, DRAMAccessError
 
-__all__ = ["DRAM", "PAGE_BYTES", "DEFAULT_CAPACITY"]
+__all__ = ["DRAM", "PAGE_BYTES", "DEFAULT_CAPACITY", "global_dram"]
 
 #: Default arena size. Pages are only backed by memory once touched.
 DEFAULT_CAPACITY = 1 << 31
@@ -213,3 +213,17 @@ class DRAM:
         dtype = np.dtype(dtype)
         n = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
         return self.view(addr, n).view(dtype).reshape(shape).copy()
+
+
+_GLOBAL: DRAM | None = None
+
+
+def global_dram() -> DRAM:
+    """The process-wide arena shared by ``ext_dev`` arrays, the native runtime and the devices.
+
+    Created on first use with :data:`DEFAULT_CAPACITY` bytes of address space.
+    """
+    global _GLOBAL
+    if _GLOBAL is None or _GLOBAL._closed:
+        _GLOBAL = DRAM(DEFAULT_CAPACITY)
+    return _GLOBAL

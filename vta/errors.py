@@ -59,3 +59,19 @@ class TokenOverflowError(SimulationError):
 
 class AllocationError(VTAError, MemoryError):
     """The DRAM arena cannot satisfy an allocation, or a free names no live allocation."""
+
+
+class TVMError(VTAError, RuntimeError):
+    """An error reported by native code through the packed-function ABI (``TVMGetLastError``)."""
+
+
+class ModuleLoadError(VTAError, RuntimeError):
+    """A module file is missing, corrupt, or of a format no loader is registered for."""
+
+
+class BuildError(VTAError, RuntimeError):
+    """The system compiler or Verilator failed to build a native library."""
+
+
+class ScheduleError(VTAError, ValueError):
+    """A schedule cannot be lowered to VTA; the message names the stage and the axis."""
