@@ -1,0 +1,1 @@
+"""Helpers for tests and tutorials: running on the configured target, simulator statistics."""
