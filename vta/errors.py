@@ -75,3 +75,11 @@ class BuildError(VTAError, RuntimeError):
 
 class ScheduleError(VTAError, ValueError):
     """A schedule cannot be lowered to VTA; the message names the stage and the axis."""
+
+
+class PackError(VTAError, ValueError):
+    """A program pack directory is incomplete or inconsistent; the message names the file."""
+
+
+class RPCError(VTAError, RuntimeError):
+    """An RPC request failed: a bad frame, a refused path, or an error raised on the server."""
