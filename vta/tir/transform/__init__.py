@@ -1,0 +1,1 @@
+"""Generic TIR passes (one module each). Import the pass modules directly; this file stays empty."""
