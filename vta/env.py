@@ -334,6 +334,16 @@ class Environment:
         """Pragma name of an ALU stage (``skip_alu`` in mock mode)."""
         return "skip_alu" if self.mock_mode else "alu"
 
+    @property
+    def gemm(self):
+        """The GEMM tensor intrinsic for ``tensorize`` (a no-op body in mock mode)."""
+        from .intrin import gemm  # the compiler sits above the environment; import on use
+
+        key = "_gemm_mock" if self.mock_mode else "_gemm"
+        if key not in self.__dict__:
+            self.__dict__[key] = gemm(self, mock=self.mock_mode)
+        return self.__dict__[key]
+
     inp_scope = "local.inp_buffer"
     wgt_scope = "local.wgt_buffer"
     acc_scope = "local.acc_buffer"
