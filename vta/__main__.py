@@ -1,0 +1,183 @@
+"""The ``python -m vta`` command line: run and disassemble program packs, run the demo.
+
+Commands::
+
+    python -m vta run PACK [--seed N] [--trace] [--json]
+    python -m vta disasm PACK
+    python -m vta demo [--config PATH] [--seed N] [--save-pack DIR] [--json]
+
+Exit status: 0 when every checked region matches, 1 when a check fails, 2 on any error (bad
+arguments, a malformed pack, a simulation error), reported as one line on stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Sequence, TextIO
+
+from . import isa
+from .dram import DRAM
+from .env import PAGE_BYTES, Environment, load_config
+from .errors import VTAError
+from .pack import Pack
+
+__all__ = ["main", "make_device", "execute"]
+
+#: Targets ``run`` can execute, with the simulator that implements each.
+SUPPORTED_TARGETS = ("sim",)
+
+
+def make_device(env: Environment, dram: DRAM, seed: int | None = None, trace: bool = False):
+    """Create the device for ``env.TARGET`` attached to ``dram``.
+
+    Raises
+    ------
+    VTAError
+        If the target is not one this command can run.
+    """
+    if env.TARGET == "sim":
+        try:
+            from .sim.fsim import FunctionalSimulator
+        except ImportError as exc:
+            raise VTAError(f"the functional simulator vta.sim.fsim cannot be imported: {exc}") from exc
+        return FunctionalSimulator(env, dram, seed=seed, trace=trace)
+    raise VTAError(f"configuration TARGET {env.TARGET!r} cannot be run here (accepted: {', '.join(SUPPORTED_TARGETS)})")
+
+
+def execute(pack: Pack, seed: int | None = None, trace: bool = False) -> tuple[dict, dict]:
+    """Install ``pack`` in a fresh arena, run it on its target and check it.
+
+    Returns
+    -------
+    (dict, dict)
+        Mismatch counts per checked region, and the device statistics.
+
+    Raises
+    ------
+    VTAError
+        If the pack cannot be installed or the device reports an error.
+    """
+    top = max(r.end for r in pack.regions)
+    capacity = max(top + PAGE_BYTES, 2 * PAGE_BYTES)
+    with DRAM(capacity) as dram:
+        pack.install(dram)
+        device = make_device(pack.env, dram, seed=seed, trace=trace)
+        try:
+            device.clear_stats()
+            stats = pack.run(device)
+            mismatches = pack.check(dram)
+        finally:
+            device.close()
+    return mismatches, stats
+
+
+def _report(pack: Pack, mismatches: dict, stats: dict, as_json: bool, out: TextIO, title: str) -> int:
+    ok = all(v == 0 for v in mismatches.values())
+    if as_json:
+        regions = {}
+        for name, bad in mismatches.items():
+            size = int(pack.expected[name].size)
+            regions[name] = {"pass": bad == 0, "mismatches": bad, "elements": size}
+        json.dump({"name": title, "pass": ok, "regions": regions, "stats": stats}, out, indent=2, default=str)
+        out.write("\n")
+        return 0 if ok else 1
+    out.write(f"{title}: {pack.insn_count} instructions on {pack.env.TARGET} ({pack.env.BITSTREAM})\n")
+    if not mismatches:
+        out.write("  (the pack has no expected outputs to check)\n")
+    for name, bad in mismatches.items():
+        size = int(pack.expected[name].size)
+        verdict = "PASS" if bad == 0 else "FAIL"
+        out.write(f"  {verdict} {name}: {bad} of {size} elements differ\n")
+    out.write("statistics:\n")
+    for key, value in stats.items():
+        text = json.dumps(value, default=str) if isinstance(value, (dict, list)) else value
+        out.write(f"  {key}: {text}\n")
+    out.write(("PASS" if ok else "FAIL") + "\n")
+    return 0 if ok else 1
+
+
+def _cmd_run(args, out: TextIO) -> int:
+    pack = Pack.load(args.pack)
+    mismatches, stats = execute(pack, seed=args.seed, trace=args.trace)
+    return _report(pack, mismatches, stats, args.json, out, str(args.pack))
+
+
+def _cmd_disasm(args, out: TextIO) -> int:
+    pack = Pack.load(args.pack)
+    out.write(isa.disassemble(pack.instructions(), pack.env))
+    return 0
+
+
+def _cmd_demo(args, out: TextIO) -> int:
+    from .demo import build_demo_pack
+
+    env = Environment(load_config(args.config))
+    pack = build_demo_pack(env, seed=args.data_seed)
+    if args.save_pack:
+        pack.save(args.save_pack)
+        if not args.json:
+            out.write(f"wrote the demo pack to {args.save_pack}\n")
+    mismatches, stats = execute(pack, seed=args.seed, trace=args.trace)
+    return _report(pack, mismatches, stats, args.json, out, "demo (GEMM + SHR + clip, checked against NumPy)")
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m vta", description="Run VTA program packs and the demo on a simulator.")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    run = sub.add_parser("run", help="run a program pack on its configuration's target and check it")
+    run.add_argument("pack", type=Path, metavar="PACK", help="pack directory")
+    run.add_argument("--seed", type=int, default=None, help="run a seeded random interleaving allowed by the tokens")
+    run.add_argument("--trace", action="store_true", help="ask the simulator for a trace of the run")
+    run.add_argument("--json", action="store_true", help="print the result as one JSON object")
+    run.set_defaults(func=_cmd_run)
+
+    dis = sub.add_parser("disasm", help="print a pack's instruction stream in the upstream dump format")
+    dis.add_argument("pack", type=Path, metavar="PACK", help="pack directory")
+    dis.set_defaults(func=_cmd_disasm)
+
+    demo = sub.add_parser("demo", help="build, run and check a small GEMM + ALU program")
+    demo.add_argument("--config", type=Path, default=None,
+                      help="configuration file (default: $VTA_CONFIG, else the shipped default)")
+    demo.add_argument("--save-pack", type=Path, default=None, metavar="DIR", help="also write the demo as a pack")
+    demo.add_argument("--seed", type=int, default=None, help="run a seeded random interleaving allowed by the tokens")
+    demo.add_argument("--data-seed", type=int, default=0, help="seed of the random input data (default 0)")
+    demo.add_argument("--trace", action="store_true", help="ask the simulator for a trace of the run")
+    demo.add_argument("--json", action="store_true", help="print the result as one JSON object")
+    demo.set_defaults(func=_cmd_demo)
+    return p
+
+
+def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
+    """Run the command line.
+
+    Parameters
+    ----------
+    argv : sequence of str, optional
+        Arguments without the program name (default: ``sys.argv[1:]``).
+    out : text stream, optional
+        Where results go (default: ``sys.stdout``). Errors always go to ``sys.stderr``.
+
+    Returns
+    -------
+    int
+        0 on success, 1 when a check fails, 2 on an error.
+    """
+    out = out or sys.stdout
+    try:
+        args = _parser().parse_args(argv)
+    except SystemExit as exc:  # argparse has printed its usage message
+        return 0 if exc.code in (0, None) else 2
+    try:
+        return args.func(args, out)
+    except (VTAError, OSError) as exc:
+        lines = str(exc).splitlines() or [repr(exc)]
+        sys.stderr.write(f"vta: error: {type(exc).__name__}: {lines[0]}\n")
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
