@@ -1,0 +1,109 @@
+// Simulation only: the DRAM model behind the core's 64-bit memory channels, served from C.
+//
+// Reads: every request is accepted at once (ready is always high) and queued by the shim, which
+// returns one beat per cycle, in request order, one cycle after the request at the earliest.
+// Writes: one burst at a time. The request is accepted when idle, then len+1 beats are accepted
+// back to back, and the cycle after the last beat the ack is pulsed.
+// The shim checks every burst against the DRAM arena and reports a DRAM error with its address.
+module vta_dpi_mem (
+  input  logic        clk_i,
+  input  logic        rst_ni,
+  // read channel (core side)
+  input  logic        rd_req_valid_i,
+  output logic        rd_req_ready_o,
+  input  logic [31:0] rd_req_addr_i,
+  input  logic [7:0]  rd_req_len_i,
+  input  logic [7:0]  rd_req_id_i,
+  output logic        rd_valid_o,
+  output logic [63:0] rd_data_o,
+  output logic [7:0]  rd_id_o,
+  output logic        rd_last_o,
+  // write channel (core side)
+  input  logic        wr_req_valid_i,
+  output logic        wr_req_ready_o,
+  input  logic [31:0] wr_req_addr_i,
+  input  logic [7:0]  wr_req_len_i,
+  input  logic        wr_valid_i,
+  output logic        wr_ready_o,
+  input  logic [63:0] wr_data_i,
+  input  logic [7:0]  wr_strb_i,
+  input  logic        wr_last_i,
+  output logic        wr_ack_o
+);
+
+  // Hand the shim this edge's accepted read request, write request and write beat; get back the
+  // read beat to present during the next cycle and whether more read beats are queued.
+  import "DPI-C" function void vta_dpi_mem_tick(
+    input  byte unsigned     rd_req,
+    input  int unsigned      rd_addr,
+    input  byte unsigned     rd_len,
+    input  byte unsigned     rd_id,
+    input  byte unsigned     wr_req,
+    input  int unsigned      wr_addr,
+    input  byte unsigned     wr_len,
+    input  byte unsigned     wr_beat,
+    input  longint unsigned  wr_data,
+    input  byte unsigned     wr_strb,
+    output byte unsigned     rd_valid,
+    output longint unsigned  rd_data,
+    output byte unsigned     rd_id_out,
+    output byte unsigned     rd_last,
+    output byte unsigned     rd_busy
+  );
+
+  typedef enum logic [1:0] {WrIdle, WrData, WrAck} wr_state_e;
+
+  wr_state_e       wr_state_q;
+  logic            rd_valid_q, rd_last_q, rd_busy_q;
+  logic [63:0]     rd_data_q;
+  logic [7:0]      rd_id_q;
+  byte unsigned    rd_valid_d, rd_id_d, rd_last_d, rd_busy_d;
+  longint unsigned rd_data_d;
+
+  logic rd_req_fire, wr_req_fire, wr_beat_fire;
+  assign rd_req_ready_o = 1'b1;
+  assign wr_req_ready_o = (wr_state_q == WrIdle);
+  assign wr_ready_o     = (wr_state_q == WrData);
+  assign wr_ack_o       = (wr_state_q == WrAck);
+  assign rd_req_fire    = rd_req_valid_i;
+  assign wr_req_fire    = wr_req_valid_i && wr_req_ready_o;
+  assign wr_beat_fire   = wr_valid_i && wr_ready_o;
+
+  always_ff @(posedge clk_i or negedge rst_ni) begin
+    if (!rst_ni) begin
+      wr_state_q <= WrIdle;
+      rd_valid_q <= 1'b0;
+      rd_data_q  <= '0;
+      rd_id_q    <= '0;
+      rd_last_q  <= 1'b0;
+      rd_busy_q  <= 1'b0;
+    end else begin
+      if (rd_req_fire || wr_req_fire || wr_beat_fire || rd_busy_q) begin
+        vta_dpi_mem_tick({7'b0, rd_req_fire}, rd_req_addr_i, rd_req_len_i, rd_req_id_i,
+                         {7'b0, wr_req_fire}, wr_req_addr_i, wr_req_len_i,
+                         {7'b0, wr_beat_fire}, wr_data_i, wr_strb_i,
+                         rd_valid_d, rd_data_d, rd_id_d, rd_last_d, rd_busy_d);
+        rd_valid_q <= rd_valid_d[0];
+        rd_data_q  <= rd_data_d;
+        rd_id_q    <= rd_id_d;
+        rd_last_q  <= rd_last_d[0];
+        rd_busy_q  <= rd_busy_d[0];
+      end else begin
+        rd_valid_q <= 1'b0;
+        rd_last_q  <= 1'b0;
+      end
+      unique case (wr_state_q)
+        WrIdle:  if (wr_req_fire) wr_state_q <= WrData;
+        WrData:  if (wr_beat_fire && wr_last_i) wr_state_q <= WrAck;
+        WrAck:   wr_state_q <= WrIdle;
+        default: wr_state_q <= WrIdle;
+      endcase
+    end
+  end
+
+  assign rd_valid_o = rd_valid_q;
+  assign rd_data_o  = rd_data_q;
+  assign rd_id_o    = rd_id_q;
+  assign rd_last_o  = rd_last_q;
+
+endmodule

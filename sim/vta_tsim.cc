@@ -1,0 +1,482 @@
+// vta_tsim.cc - the tsim shim: runs the Verilated vta_tsim_top, answers its DPI calls (host
+// register port, memory, simulation control) and exposes the C API of vta_tsim.h.
+//
+// Single-threaded by design: the caller's thread clocks the model. The DPI functions find their
+// model through `g_current`, which every entry point sets for the time it clocks the model; each
+// DPI adapter checks it before use.
+#include "vta_tsim.h"
+
+#include <cstdio>
+#include <cstring>
+#include <deque>
+#include <memory>
+#include <string>
+
+#include "verilated.h"
+#include "Vvta_tsim_top.h"
+#include "Vvta_tsim_top__Dpi.h"
+#if VM_TRACE_FST
+#include "verilated_fst_c.h"
+typedef VerilatedFstC TraceFile;
+#define VTA_TSIM_TRACE_KIND 2
+#elif VM_TRACE
+#include "verilated_vcd_c.h"
+typedef VerilatedVcdC TraceFile;
+#define VTA_TSIM_TRACE_KIND 1
+#else
+#define VTA_TSIM_TRACE_KIND 0
+#endif
+
+#define VTA_TSIM_API extern "C" __attribute__((visibility("default")))
+
+namespace {
+
+constexpr uint32_t kMagic = 0x7a5e1d0cu;
+constexpr uint64_t kPageBytes = 4096;   // physical page 0 is never valid
+constexpr uint32_t kBeatBytes = 8;      // 64-bit memory bus
+constexpr uint32_t kRegCtrl = 0x00, kRegVal0 = 0x08, kRegPtr0 = 0x0C;
+constexpr uint64_t kPollInterval = 64;  // cycles between polls of CTRL/STATUS during a run
+constexpr uint64_t kRegTimeout = 1000;  // cycles a register access may take
+constexpr int kMaxProgressRegs = 8;
+
+thread_local std::string g_error;
+
+void set_error(const std::string& msg) { g_error = msg; }
+
+struct ReadBurst {
+  uint64_t addr;   // byte address of the next beat
+  uint32_t beats;  // beats left
+  uint8_t id;
+  bool bad;        // outside the arena: served as zeros
+};
+
+struct Model {
+  uint32_t magic = kMagic;
+  std::unique_ptr<VerilatedContext> ctx;
+  std::unique_ptr<Vvta_tsim_top> top;
+#if VTA_TSIM_TRACE_KIND
+  std::unique_ptr<TraceFile> trace;
+  uint64_t trace_time = 0;
+#endif
+  uint8_t* arena = nullptr;
+  uint64_t arena_size = 0;
+  uint64_t cycles = 0;      // edges out of reset
+  uint64_t run_cycles = 0;
+  // host port: one access at a time
+  bool req_pending = false, req_issued = false, req_we = false, resp_ready = false;
+  uint8_t req_addr = 0;
+  uint32_t req_wdata = 0, resp_value = 0;
+  // memory
+  std::deque<ReadBurst> reads;
+  uint64_t wr_addr = 0;
+  uint32_t wr_beats = 0;
+  bool wr_bad = false;
+  bool dram_error = false;
+  uint64_t dram_error_addr = 0;
+  uint32_t dram_error_bytes = 0;
+  bool dram_error_write = false;
+  // run control
+  uint32_t status_reg = 0;
+  vta_tsim_progress_fn progress = nullptr;
+  void* progress_user = nullptr;
+  uint64_t progress_interval = 0;
+  uint32_t progress_regs[kMaxProgressRegs] = {};
+  int progress_nregs = 0;
+
+  bool burst_ok(uint64_t addr, uint64_t nbytes) const {
+    return addr >= kPageBytes && addr <= arena_size && nbytes <= arena_size - addr;
+  }
+  void record_dram_error(uint64_t addr, uint32_t nbytes, bool write) {
+    if (dram_error) return;  // keep the first one
+    dram_error = true;
+    dram_error_addr = addr;
+    dram_error_bytes = nbytes;
+    dram_error_write = write;
+  }
+};
+
+thread_local Model* g_current = nullptr;
+
+// Makes `m` the model the DPI adapters serve for the lifetime of the guard.
+struct Current {
+  Model* saved;
+  explicit Current(Model* m) : saved(g_current) { g_current = m; }
+  ~Current() { g_current = saved; }
+};
+
+Model* check(vta_tsim_t* h) {
+  Model* m = reinterpret_cast<Model*>(h);
+  if (m == nullptr || m->magic != kMagic) {
+    set_error("invalid tsim handle (NULL, closed or not a tsim model)");
+    return nullptr;
+  }
+  return m;
+}
+
+inline void tick(Model* m) {
+  m->top->clk_i = 0;
+  m->top->eval();
+#if VTA_TSIM_TRACE_KIND
+  if (m->trace) m->trace->dump(m->trace_time++);
+#endif
+  m->top->clk_i = 1;
+  m->top->eval();
+#if VTA_TSIM_TRACE_KIND
+  if (m->trace) m->trace->dump(m->trace_time++);
+#endif
+}
+
+void do_reset(Model* m) {
+  m->top->rst_ni = 0;
+  for (int i = 0; i < 10; ++i) tick(m);
+  m->top->rst_ni = 1;
+  m->reads.clear();
+  m->wr_beats = 0;
+  m->wr_bad = false;
+  m->req_pending = m->req_issued = m->resp_ready = false;
+  m->dram_error = false;
+}
+
+// Start a register access; it is handed to the core by the next host DPI call.
+void post_access(Model* m, bool we, uint32_t addr, uint32_t value) {
+  m->req_pending = true;
+  m->req_issued = false;
+  m->resp_ready = false;
+  m->req_we = we;
+  m->req_addr = static_cast<uint8_t>(addr);
+  m->req_wdata = value;
+}
+
+bool check_reg_addr(uint32_t addr) {
+  if (addr > 0xFC || (addr & 3u) != 0) {
+    char buf[128];
+    std::snprintf(buf, sizeof buf, "register address 0x%x is not a 4-aligned byte address in 0x00..0xFC",
+                  addr);
+    set_error(buf);
+    return false;
+  }
+  return true;
+}
+
+int reg_write(Model* m, uint32_t addr, uint32_t value) {
+  post_access(m, true, addr, value);
+  for (uint64_t i = 0; i < kRegTimeout && !m->req_issued; ++i) tick(m);
+  if (!m->req_issued) {
+    set_error("register write was not accepted by the host DPI model");
+    return VTA_TSIM_TIMEOUT;
+  }
+  tick(m);  // the core samples the registered request on this edge
+  return VTA_TSIM_OK;
+}
+
+int reg_read(Model* m, uint32_t addr, uint32_t* value) {
+  post_access(m, false, addr, 0);
+  for (uint64_t i = 0; i < kRegTimeout && !m->resp_ready; ++i) tick(m);
+  if (!m->resp_ready) {
+    char buf[128];
+    std::snprintf(buf, sizeof buf, "register read of 0x%02x got no response within %llu cycles",
+                  addr, static_cast<unsigned long long>(kRegTimeout));
+    set_error(buf);
+    return VTA_TSIM_TIMEOUT;
+  }
+  m->resp_ready = false;
+  *value = m->resp_value;
+  return VTA_TSIM_OK;
+}
+
+}  // namespace
+
+// ------------------------------------------------------------------------------------------
+// DPI adapters (declared by the Verilator-generated Vvta_tsim_top__Dpi.h).
+
+unsigned char vta_dpi_sim_tick() {
+  Model* m = g_current;
+  if (m == nullptr) return 1;  // clocked outside the shim: end the simulation
+  ++m->cycles;
+  return 0;
+}
+
+void vta_dpi_host_tick(unsigned char rvalid, unsigned int rdata, unsigned char* req,
+                       unsigned char* we, unsigned char* addr, unsigned int* wdata) {
+  *req = 0;
+  *we = 0;
+  *addr = 0;
+  *wdata = 0;
+  Model* m = g_current;
+  if (m == nullptr) return;
+  if (rvalid && m->req_issued && !m->req_we) {
+    m->resp_value = rdata;
+    m->resp_ready = true;
+    m->req_issued = false;
+  }
+  if (m->req_pending) {
+    *req = 1;
+    *we = m->req_we ? 1 : 0;
+    *addr = m->req_addr;
+    *wdata = m->req_wdata;
+    m->req_pending = false;
+    m->req_issued = true;
+  }
+}
+
+void vta_dpi_mem_tick(unsigned char rd_req, unsigned int rd_addr, unsigned char rd_len,
+                      unsigned char rd_id, unsigned char wr_req, unsigned int wr_addr,
+                      unsigned char wr_len, unsigned char wr_beat, unsigned long long wr_data,
+                      unsigned char wr_strb, unsigned char* rd_valid, unsigned long long* rd_data,
+                      unsigned char* rd_id_out, unsigned char* rd_last, unsigned char* rd_busy) {
+  *rd_valid = 0;
+  *rd_data = 0;
+  *rd_id_out = 0;
+  *rd_last = 0;
+  *rd_busy = 0;
+  Model* m = g_current;
+  if (m == nullptr) return;
+  // Write beat of the current burst (its request was accepted on an earlier edge).
+  if (wr_beat) {
+    if (m->wr_beats == 0) {
+      m->record_dram_error(m->wr_addr, kBeatBytes, true);  // beat without a burst
+    } else {
+      if (!m->wr_bad) {
+        uint8_t* p = m->arena + m->wr_addr;
+        if (wr_strb == 0xFF) {
+          std::memcpy(p, &wr_data, kBeatBytes);
+        } else {
+          for (uint32_t b = 0; b < kBeatBytes; ++b)
+            if (wr_strb & (1u << b)) p[b] = static_cast<uint8_t>(wr_data >> (8 * b));
+        }
+      }
+      m->wr_addr += kBeatBytes;
+      --m->wr_beats;
+    }
+  }
+  if (wr_req) {
+    uint32_t nbytes = (static_cast<uint32_t>(wr_len) + 1) * kBeatBytes;
+    m->wr_addr = wr_addr;
+    m->wr_beats = static_cast<uint32_t>(wr_len) + 1;
+    m->wr_bad = !m->burst_ok(wr_addr, nbytes);
+    if (m->wr_bad) m->record_dram_error(wr_addr, nbytes, true);
+  }
+  if (rd_req) {
+    uint32_t nbytes = (static_cast<uint32_t>(rd_len) + 1) * kBeatBytes;
+    bool bad = !m->burst_ok(rd_addr, nbytes);
+    if (bad) m->record_dram_error(rd_addr, nbytes, false);
+    m->reads.push_back(ReadBurst{rd_addr, static_cast<uint32_t>(rd_len) + 1, rd_id, bad});
+  }
+  // One read beat per cycle, bursts in request order.
+  if (!m->reads.empty()) {
+    ReadBurst& r = m->reads.front();
+    unsigned long long v = 0;
+    if (!r.bad) std::memcpy(&v, m->arena + r.addr, kBeatBytes);
+    *rd_valid = 1;
+    *rd_data = v;
+    *rd_id_out = r.id;
+    r.addr += kBeatBytes;
+    if (--r.beats == 0) {
+      *rd_last = 1;
+      m->reads.pop_front();
+    }
+  }
+  *rd_busy = m->reads.empty() ? 0 : 1;
+}
+
+// ------------------------------------------------------------------------------------------
+// C API
+
+VTA_TSIM_API vta_tsim_t* vta_tsim_create(void* base, uint64_t size, const char* trace_path,
+                                         char* err, uint64_t errlen) {
+  auto fail = [&](const std::string& msg) -> vta_tsim_t* {
+    set_error(msg);
+    if (err != nullptr && errlen > 0) std::snprintf(err, errlen, "%s", msg.c_str());
+    return nullptr;
+  };
+  if (base == nullptr || size <= kPageBytes) return fail("the DRAM arena must be non-NULL and larger than one page");
+#if !VTA_TSIM_TRACE_KIND
+  if (trace_path != nullptr && trace_path[0] != '\0')
+    return fail("this tsim library was built without waveform support; rebuild with trace='vcd' or 'fst'");
+#endif
+  auto m = std::make_unique<Model>();
+  m->arena = static_cast<uint8_t*>(base);
+  m->arena_size = size;
+  m->ctx = std::make_unique<VerilatedContext>();
+  m->ctx->fatalOnError(false);
+#if VTA_TSIM_TRACE_KIND
+  if (trace_path != nullptr && trace_path[0] != '\0') m->ctx->traceEverOn(true);
+#endif
+  m->top = std::make_unique<Vvta_tsim_top>(m->ctx.get(), "TOP");
+#if VTA_TSIM_TRACE_KIND
+  if (trace_path != nullptr && trace_path[0] != '\0') {
+    m->trace = std::make_unique<TraceFile>();
+    m->top->trace(m->trace.get(), 99);
+    m->trace->open(trace_path);
+    if (!m->trace->isOpen()) return fail(std::string("cannot open waveform file ") + trace_path);
+  }
+#endif
+  Current cur(m.get());
+  m->top->clk_i = 0;
+  m->top->rst_ni = 1;
+  m->top->eval();
+  do_reset(m.get());
+  return reinterpret_cast<vta_tsim_t*>(m.release());
+}
+
+VTA_TSIM_API void vta_tsim_destroy(vta_tsim_t* h) {
+  if (h == nullptr) return;
+  Model* m = check(h);
+  if (m == nullptr) return;
+  {
+    Current cur(m);
+    m->top->final();
+#if VTA_TSIM_TRACE_KIND
+    if (m->trace) m->trace->close();
+#endif
+  }
+  m->magic = 0;
+  delete m;
+}
+
+VTA_TSIM_API int vta_tsim_reset(vta_tsim_t* h) {
+  Model* m = check(h);
+  if (m == nullptr) return VTA_TSIM_BAD_HANDLE;
+  Current cur(m);
+  do_reset(m);
+  return VTA_TSIM_OK;
+}
+
+VTA_TSIM_API int vta_tsim_reg_write(vta_tsim_t* h, uint32_t addr, uint32_t value) {
+  Model* m = check(h);
+  if (m == nullptr) return VTA_TSIM_BAD_HANDLE;
+  if (!check_reg_addr(addr)) return VTA_TSIM_BAD_ARG;
+  Current cur(m);
+  return reg_write(m, addr, value);
+}
+
+VTA_TSIM_API int vta_tsim_reg_read(vta_tsim_t* h, uint32_t addr, uint32_t* value) {
+  Model* m = check(h);
+  if (m == nullptr) return VTA_TSIM_BAD_HANDLE;
+  if (value == nullptr) {
+    set_error("value pointer is NULL");
+    return VTA_TSIM_BAD_ARG;
+  }
+  if (!check_reg_addr(addr)) return VTA_TSIM_BAD_ARG;
+  Current cur(m);
+  return reg_read(m, addr, value);
+}
+
+VTA_TSIM_API int vta_tsim_set_status_reg(vta_tsim_t* h, uint32_t addr) {
+  Model* m = check(h);
+  if (m == nullptr) return VTA_TSIM_BAD_HANDLE;
+  if (addr != 0 && !check_reg_addr(addr)) return VTA_TSIM_BAD_ARG;
+  m->status_reg = addr;
+  return VTA_TSIM_OK;
+}
+
+VTA_TSIM_API int vta_tsim_set_progress(vta_tsim_t* h, vta_tsim_progress_fn fn, void* user,
+                                       uint64_t interval, const uint32_t* regs, int nregs) {
+  Model* m = check(h);
+  if (m == nullptr) return VTA_TSIM_BAD_HANDLE;
+  if (fn != nullptr && interval == 0) {
+    set_error("progress interval must be at least one cycle");
+    return VTA_TSIM_BAD_ARG;
+  }
+  if (nregs < 0 || nregs > kMaxProgressRegs || (nregs > 0 && regs == nullptr)) {
+    set_error("progress registers: between 0 and 8 addresses expected");
+    return VTA_TSIM_BAD_ARG;
+  }
+  for (int i = 0; i < nregs; ++i)
+    if (!check_reg_addr(regs[i])) return VTA_TSIM_BAD_ARG;
+  m->progress = fn;
+  m->progress_user = user;
+  m->progress_interval = interval;
+  m->progress_nregs = nregs;
+  for (int i = 0; i < nregs; ++i) m->progress_regs[i] = regs[i];
+  return VTA_TSIM_OK;
+}
+
+VTA_TSIM_API int vta_tsim_run(vta_tsim_t* h, uint32_t insn_phys_addr, uint32_t insn_count,
+                              uint64_t max_cycles) {
+  Model* m = check(h);
+  if (m == nullptr) return VTA_TSIM_BAD_HANDLE;
+  Current cur(m);
+  m->dram_error = false;
+  int rc;
+  if ((rc = reg_write(m, kRegCtrl, 0)) != VTA_TSIM_OK) return rc;
+  if ((rc = reg_write(m, kRegVal0, insn_count)) != VTA_TSIM_OK) return rc;
+  if ((rc = reg_write(m, kRegPtr0, insn_phys_addr)) != VTA_TSIM_OK) return rc;
+  if ((rc = reg_write(m, kRegCtrl, 1)) != VTA_TSIM_OK) return rc;
+  const uint64_t start = m->cycles;
+  uint64_t next_progress = m->progress ? m->progress_interval : UINT64_MAX;
+  for (;;) {
+    for (uint64_t i = 0; i < kPollInterval; ++i) {
+      tick(m);
+      if (m->dram_error) {
+        m->run_cycles = m->cycles - start;
+        return VTA_TSIM_DRAM_ERROR;
+      }
+    }
+    uint32_t ctrl = 0;
+    if ((rc = reg_read(m, kRegCtrl, &ctrl)) != VTA_TSIM_OK) return rc;
+    const uint64_t elapsed = m->cycles - start;
+    if (ctrl & 2u) {
+      m->run_cycles = elapsed;
+      return reg_write(m, kRegCtrl, 0);
+    }
+    if (m->status_reg != 0) {
+      uint32_t status = 0;
+      if ((rc = reg_read(m, m->status_reg, &status)) != VTA_TSIM_OK) return rc;
+      if (status != 0) {
+        m->run_cycles = elapsed;
+        return VTA_TSIM_HW_ERROR;
+      }
+    }
+    if (elapsed >= next_progress) {
+      uint64_t retired = 0;
+      for (int i = 0; i < m->progress_nregs; ++i) {
+        uint32_t v = 0;
+        if ((rc = reg_read(m, m->progress_regs[i], &v)) != VTA_TSIM_OK) return rc;
+        retired += v;
+      }
+      next_progress = elapsed + m->progress_interval;
+      if (m->progress(m->progress_user, elapsed, retired) != 0) {
+        m->run_cycles = elapsed;
+        return VTA_TSIM_STOPPED;
+      }
+    }
+    if (elapsed >= max_cycles) {
+      m->run_cycles = elapsed;
+      return VTA_TSIM_TIMEOUT;
+    }
+  }
+}
+
+VTA_TSIM_API int vta_tsim_step(vta_tsim_t* h, uint64_t n) {
+  Model* m = check(h);
+  if (m == nullptr) return VTA_TSIM_BAD_HANDLE;
+  Current cur(m);
+  for (uint64_t i = 0; i < n; ++i) tick(m);
+  return m->dram_error ? VTA_TSIM_DRAM_ERROR : VTA_TSIM_OK;
+}
+
+VTA_TSIM_API uint64_t vta_tsim_cycles(vta_tsim_t* h) {
+  Model* m = check(h);
+  return m == nullptr ? 0 : m->cycles;
+}
+
+VTA_TSIM_API uint64_t vta_tsim_run_cycles(vta_tsim_t* h) {
+  Model* m = check(h);
+  return m == nullptr ? 0 : m->run_cycles;
+}
+
+VTA_TSIM_API int vta_tsim_dram_error(vta_tsim_t* h, uint64_t* addr, uint32_t* nbytes,
+                                     int* is_write) {
+  Model* m = check(h);
+  if (m == nullptr) return VTA_TSIM_BAD_HANDLE;
+  if (!m->dram_error) return 0;
+  if (addr) *addr = m->dram_error_addr;
+  if (nbytes) *nbytes = m->dram_error_bytes;
+  if (is_write) *is_write = m->dram_error_write ? 1 : 0;
+  return 1;
+}
+
+VTA_TSIM_API int vta_tsim_trace_kind(void) { return VTA_TSIM_TRACE_KIND; }
+
+VTA_TSIM_API const char* vta_tsim_last_error(void) { return g_error.c_str(); }

@@ -1,0 +1,79 @@
+/*
+ * vta_tsim.h - C API of the tsim shim: a Verilated VTA core (top module vta_tsim_top) bound to
+ * a DRAM arena, driven one clock at a time from the calling thread (no threads of its own).
+ *
+ * Memory requests of the core are served by direct access to the arena: physical address A is
+ * byte A of the arena. Every burst must lie inside [4096, arena_size) (page 0 is never valid);
+ * a burst outside stops the next run with VTA_TSIM_DRAM_ERROR and its address is kept.
+ *
+ * Every function taking a handle checks it first and returns VTA_TSIM_BAD_HANDLE (or NULL / 0)
+ * for NULL, freed or foreign pointers. vta_tsim_last_error() explains the last failure.
+ */
+#ifndef VTA_TSIM_H_
+#define VTA_TSIM_H_
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Status codes returned by the functions below. */
+enum {
+  VTA_TSIM_OK = 0,          /* the core finished (run) or the call succeeded */
+  VTA_TSIM_HW_ERROR = 1,    /* the core's STATUS register holds an error code */
+  VTA_TSIM_DRAM_ERROR = 2,  /* a memory burst fell outside the arena */
+  VTA_TSIM_TIMEOUT = 3,     /* max_cycles elapsed before the core finished */
+  VTA_TSIM_STOPPED = 4,     /* the progress callback asked to stop */
+  VTA_TSIM_BAD_HANDLE = -1, /* the handle is NULL, closed or not a tsim model */
+  VTA_TSIM_BAD_ARG = -2,    /* an argument is out of range (see vta_tsim_last_error) */
+};
+
+typedef struct vta_tsim vta_tsim_t;
+
+/* Called every `interval` cycles of a run with the cycles elapsed in the run and the sum of the
+ * retired-instruction registers. Return 0 to continue, non-zero to stop the run. */
+typedef int (*vta_tsim_progress_fn)(void* user, uint64_t cycles, uint64_t retired);
+
+/* Create a model bound to the arena [base, base + size). `trace_path` (NULL for none) names a
+ * waveform file (VCD or FST, as the library was built); tracing needs a library built with
+ * tracing. Returns NULL on failure and writes the reason into err (errlen bytes). The model is
+ * reset on creation. */
+vta_tsim_t* vta_tsim_create(void* base, uint64_t size, const char* trace_path, char* err,
+                            uint64_t errlen);
+/* Flush and close the waveform, free the model. NULL is accepted and ignored. */
+void vta_tsim_destroy(vta_tsim_t* sim);
+/* Hold reset for 10 cycles; forgets queued memory bursts and the last DRAM error. */
+int vta_tsim_reset(vta_tsim_t* sim);
+/* Register accesses through the host port (byte address 0x00..0xFC, 4-aligned). They clock the
+ * core until the access completed. */
+int vta_tsim_reg_write(vta_tsim_t* sim, uint32_t addr, uint32_t value);
+int vta_tsim_reg_read(vta_tsim_t* sim, uint32_t addr, uint32_t* value);
+/* Where the run loop finds the error status register (0 disables the check, the default). */
+int vta_tsim_set_status_reg(vta_tsim_t* sim, uint32_t addr);
+/* Install (fn != NULL) or remove the progress callback. regs/nregs: registers summed into
+ * `retired` (at most 8). */
+int vta_tsim_set_progress(vta_tsim_t* sim, vta_tsim_progress_fn fn, void* user,
+                          uint64_t interval, const uint32_t* regs, int nregs);
+/* Write VAL0 = insn_count and PTR0 = insn_phys_addr, launch, and clock until the core finishes,
+ * reports an error, a burst leaves the arena, or max_cycles elapse. Returns a status code. */
+int vta_tsim_run(vta_tsim_t* sim, uint32_t insn_phys_addr, uint32_t insn_count,
+                 uint64_t max_cycles);
+/* Clock the core for n cycles (tests and the progress of idle designs). */
+int vta_tsim_step(vta_tsim_t* sim, uint64_t n);
+/* Cycles clocked out of reset since creation. */
+uint64_t vta_tsim_cycles(vta_tsim_t* sim);
+/* Cycles of the last run, as counted by the shim from launch to the observed finish. */
+uint64_t vta_tsim_run_cycles(vta_tsim_t* sim);
+/* The last DRAM error: returns 1 and fills the fields if there was one since the last run. */
+int vta_tsim_dram_error(vta_tsim_t* sim, uint64_t* addr, uint32_t* nbytes, int* is_write);
+/* Whether the library was built with waveform support (0 none, 1 VCD, 2 FST). */
+int vta_tsim_trace_kind(void);
+/* Explanation of the last failure on this thread (empty string if none). */
+const char* vta_tsim_last_error(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* VTA_TSIM_H_ */

@@ -1,0 +1,173 @@
+"""Building the tsim hardware library: Verilator on the RTL, the DPI modules and the C++ shim.
+
+The product is one shared library (``libvta_tsim_hw.so``) exporting the C API of
+``sim/vta_tsim.h``. It is cached under ``vta.cache.cache_dir("tsim")`` in a directory named by a
+hash of every source file, the generated ``vta_pkg`` (so of the configuration), the Verilator
+flags and the waveform option; a cache entry is created atomically (built in a temporary
+directory, then renamed), so concurrent builds never see half a library.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+from typing import Sequence
+
+from ..cache import cache_dir, content_key
+from ..env import Environment
+from ..errors import BuildError
+from . import verilator as _verilator
+
+__all__ = ["build", "build_sources", "sources", "LIBRARY_NAME", "TOP_MODULE", "TRACE_KINDS"]
+
+#: File name of the built library inside its cache entry.
+LIBRARY_NAME = "libvta_tsim_hw.so"
+#: The Verilator top module (hw/sim/vta_tsim_top.sv).
+TOP_MODULE = "vta_tsim_top"
+#: Accepted values of the ``trace`` argument.
+TRACE_KINDS = (None, "vcd", "fst")
+
+_REPO = Path(__file__).resolve().parents[2]
+_HW_DIR = _REPO / "hw"
+_SIM_DIR = _REPO / "sim"
+_SHIM_SOURCES = ("vta_tsim.cc", "vta_tsim.h")
+#: Bump when the build recipe changes in a way the flags below do not show.
+_RECIPE_VERSION = "1"
+#: Characters of compiler output kept in a BuildError.
+_TAIL_CHARS = 6000
+
+
+def sources() -> list[Path]:
+    """The SystemVerilog sources of tsim: ``hw/*.sv`` then ``hw/sim/*.sv``, sorted.
+
+    Returns
+    -------
+    list of Path
+    """
+    return sorted(_HW_DIR.glob("*.sv")) + sorted((_HW_DIR / "sim").glob("*.sv"))
+
+
+def _flags(trace: str | None) -> list[str]:
+    flags = [
+        "--cc", "--exe", "--build", "--top-module", TOP_MODULE,
+        "-Wno-fatal", "-Wno-lint", "-Wno-style",
+        "--x-assign", "fast", "--x-initial", "fast",
+        "-MAKEFLAGS", "OPT_FAST=-O2",
+        "-CFLAGS", "-fPIC -fvisibility=hidden -fvisibility-inlines-hidden",
+        "-LDFLAGS", "-shared -Wl,-Bsymbolic",
+    ]
+    if trace == "vcd":
+        flags += ["--trace"]
+    elif trace == "fst":
+        flags += ["--trace-fst", "-LDFLAGS", "-lz"]
+    return flags
+
+
+def build(env: Environment, trace: str | None = None) -> Path:
+    """Build (or find in the cache) the tsim library for ``env``.
+
+    Parameters
+    ----------
+    env : Environment
+        The configuration; its ``vta_pkg`` comes from :func:`vta.sim.hwgen.sv_package`.
+    trace : {None, "vcd", "fst"}
+        Build with waveform support of that kind (the file path is given when a model is
+        created, see :class:`vta.sim.tsim.TSim`).
+
+    Returns
+    -------
+    Path
+        The shared library.
+
+    Raises
+    ------
+    BuildError
+        If Verilator is missing, the RTL generator is not available, or Verilator or the C++
+        compiler fails (the message ends with the tail of their output).
+    ValueError
+        If ``trace`` is not one of :data:`TRACE_KINDS`.
+    """
+    try:
+        from . import hwgen
+    except ImportError as exc:
+        raise BuildError(f"the RTL package generator vta.sim.hwgen cannot be imported: {exc}") from exc
+    package = hwgen.sv_package(env)
+    return build_sources(sources(), package, trace=trace)
+
+
+def build_sources(sv_files: Sequence[Path], package: str, *, trace: str | None = None,
+                  cache: Path | None = None) -> Path:
+    """Build a tsim library from explicit SystemVerilog files and ``vta_pkg`` text.
+
+    :func:`build` is this with the project's sources; tests and benchmarks use it to build in a
+    temporary cache.
+
+    Parameters
+    ----------
+    sv_files : sequence of Path
+        RTL and simulation sources (one of them defines ``vta_tsim_top``).
+    package : str
+        Text of the ``vta_pkg`` SystemVerilog package (compiled first).
+    trace : {None, "vcd", "fst"}
+        Waveform support.
+    cache : Path, optional
+        Cache directory (default ``vta.cache.cache_dir("tsim")``).
+
+    Returns
+    -------
+    Path
+        The shared library.
+
+    Raises
+    ------
+    BuildError
+        If Verilator is missing or the build fails.
+    ValueError
+        If ``trace`` is not one of :data:`TRACE_KINDS`.
+    """
+    if trace not in TRACE_KINDS:
+        raise ValueError(f"trace {trace!r} is not one of {TRACE_KINDS!r}")
+    root = _verilator.ensure_on_path()
+    flags = _flags(trace)
+    sv_files = [Path(p).resolve() for p in sv_files]
+    parts: list[bytes | str] = [_RECIPE_VERSION, str(root), *flags, "vta_pkg.sv", package]
+    for path in sv_files:
+        parts += [path.name, path.read_bytes()]
+    for name in _SHIM_SOURCES:
+        parts += [name, (_SIM_DIR / name).read_bytes()]
+    base = Path(cache) if cache is not None else cache_dir("tsim")
+    base.mkdir(parents=True, exist_ok=True)
+    entry = base / content_key(parts)
+    library = entry / LIBRARY_NAME
+    if library.exists():
+        return library
+
+    tmp = Path(tempfile.mkdtemp(prefix=".build-", dir=base))
+    try:
+        pkg_file = tmp / "vta_pkg.sv"
+        pkg_file.write_text(package)
+        out = tmp / LIBRARY_NAME
+        cmd = [
+            _verilator.verilator_bin(), *flags,
+            "-Mdir", str(tmp / "obj"), "-o", str(out),
+            "-CFLAGS", f"-I{_SIM_DIR}",
+            "--build-jobs", str(min(2, os.cpu_count() or 1)),
+            str(pkg_file), *map(str, sv_files), str(_SIM_DIR / "vta_tsim.cc"),
+        ]
+        proc = subprocess.run(cmd, cwd=tmp, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        if proc.returncode != 0 or not out.exists():
+            tail = proc.stdout[-_TAIL_CHARS:]
+            raise BuildError(f"Verilator build of {TOP_MODULE} failed (exit code {proc.returncode}):\n{tail}")
+        shutil.rmtree(tmp / "obj")
+        try:
+            os.rename(tmp, entry)
+        except OSError:
+            if not library.exists():  # not a concurrent build that won the race
+                raise
+        return library
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
