@@ -1,0 +1,461 @@
+"""Integer arithmetic analysis on TIR expressions.
+
+Three families of helpers used by the simplifier and by the pattern-matching passes:
+
+* constant helpers: :func:`as_const_int`, :func:`is_const_int`;
+* structural identity of expressions (:func:`structural_key`, :func:`structural_equal`), so two
+  separately built ``floordiv(i, 16)`` nodes are recognised as the same term;
+* linear forms: :class:`LinearForm` (integer-coefficient sums of atoms, the canonical form of the
+  simplifier), :func:`detect_linear_equation` (TVM's ``DetectLinearEquation``: coefficients of
+  chosen variables plus the remaining base) and :func:`detect_clip_bound` (TVM's
+  ``DetectClipBound``: per-variable bounds implied by a conjunction of comparisons);
+* interval bounds: :func:`const_bounds` (an inclusive ``(lo, hi)`` interval of an integer
+  expression given the ranges of its variables, ``None`` for an unbounded side).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable, Mapping, Sequence
+
+from . import nodes as n
+
+__all__ = [
+    "as_const_int", "is_const_int", "structural_key", "structural_equal", "LinearForm",
+    "to_linear", "detect_linear_equation", "detect_clip_bound", "const_bounds", "uses_var",
+    "RangeMap",
+]
+
+#: Variable ranges accepted by the analyses: ``Var -> Range`` or ``Var -> (min, extent)``.
+RangeMap = Mapping[n.Var, Any]
+
+
+# ------------------------------------------------------------------------------ constants
+def as_const_int(expr: Any) -> int | None:
+    """The Python int held by ``expr`` when it is an integer constant, else ``None``.
+
+    Plain Python ints (not bools) are accepted too; ``IntImm`` of any integer or bool dtype
+    yields its value.
+    """
+    if isinstance(expr, bool):
+        return int(expr)
+    if isinstance(expr, int):
+        return expr
+    if isinstance(expr, n.IntImm):
+        return expr.value
+    return None
+
+
+def is_const_int(expr: Any, value: int | None = None) -> bool:
+    """Whether ``expr`` is an integer constant (equal to ``value`` when given)."""
+    c = as_const_int(expr)
+    return c is not None and (value is None or c == value)
+
+
+# ------------------------------------------------------------------------------ structure
+def structural_key(node: Any) -> Any:
+    """A hashable key equal for structurally identical expressions.
+
+    Variables and buffers are identified by object identity (two ``Var("i")`` are different),
+    constants by value and dtype, everything else by node type and children.
+    """
+    if isinstance(node, n.Var):
+        return ("var", id(node))
+    if isinstance(node, n.IntImm):
+        return ("int", node.value, node.dtype)
+    if isinstance(node, n.FloatImm):
+        return ("float", node.value, node.dtype)
+    if isinstance(node, n.StringImm):
+        return ("str", node.value)
+    if isinstance(node, (n.PrimExpr, n.Range)):
+        import dataclasses
+
+        parts: list[Any] = [type(node).__name__]
+        for f in dataclasses.fields(node):
+            parts.append(structural_key(getattr(node, f.name)))
+        return tuple(parts)
+    if isinstance(node, tuple):
+        return ("tuple",) + tuple(structural_key(x) for x in node)
+    if isinstance(node, (str, int, float)) or node is None:
+        return node
+    return ("obj", id(node))
+
+
+def structural_equal(a: Any, b: Any) -> bool:
+    """Whether two expressions have the same structure (variables compared by identity)."""
+    return a is b or structural_key(a) == structural_key(b)
+
+
+def uses_var(expr: Any, variables: Iterable[n.Var] | n.Var) -> bool:
+    """Whether ``expr`` mentions any of ``variables`` (compared by identity)."""
+    if isinstance(variables, n.Var):
+        variables = (variables,)
+    ids = {id(v) for v in variables}
+    if not ids:
+        return False
+    found = False
+
+    def visit(x: Any) -> None:
+        nonlocal found
+        if isinstance(x, n.Var) and id(x) in ids:
+            found = True
+
+    from .functor import post_order_visit
+
+    post_order_visit(expr, visit)
+    return found
+
+
+# ------------------------------------------------------------------------------ linear forms
+class LinearForm:
+    """``sum(coef_k * atom_k) + const`` with integer coefficients.
+
+    Atoms are arbitrary expressions (variables, ``floordiv`` nodes, loads, products of
+    variables ...), keyed by :func:`structural_key`; their order is the order of first
+    appearance, so rebuilding an expression is deterministic.
+    """
+
+    __slots__ = ("terms", "const")
+
+    def __init__(self, terms: dict | None = None, const: int = 0):
+        self.terms: dict[Any, list] = terms if terms is not None else {}
+        self.const = const
+
+    @staticmethod
+    def constant(value: int) -> "LinearForm":
+        return LinearForm({}, value)
+
+    @staticmethod
+    def atom(expr: n.PrimExpr, coef: int = 1) -> "LinearForm":
+        return LinearForm({structural_key(expr): [expr, coef]}, 0)
+
+    def copy(self) -> "LinearForm":
+        return LinearForm({k: [a, c] for k, (a, c) in self.terms.items()}, self.const)
+
+    def add(self, other: "LinearForm", scale: int = 1) -> "LinearForm":
+        out = self.copy()
+        for k, (atom, coef) in other.terms.items():
+            if k in out.terms:
+                out.terms[k][1] += coef * scale
+            else:
+                out.terms[k] = [atom, coef * scale]
+        out.const += other.const * scale
+        out.terms = {k: v for k, v in out.terms.items() if v[1] != 0}
+        return out
+
+    def scale(self, factor: int) -> "LinearForm":
+        if factor == 0:
+            return LinearForm.constant(0)
+        return LinearForm({k: [a, c * factor] for k, (a, c) in self.terms.items()}, self.const * factor)
+
+    @property
+    def is_const(self) -> bool:
+        return not self.terms
+
+    def to_expr(self, dtype: str = "int32") -> n.PrimExpr:
+        """Rebuild an expression: positive terms first in order, then negative ones, then the constant."""
+        result: n.PrimExpr | None = None
+        ordered = [t for t in self.terms.values() if t[1] > 0] + [t for t in self.terms.values() if t[1] < 0]
+        for atom, coef in ordered:
+            mag = abs(coef)
+            term = atom if mag == 1 else n.Mul(atom, n.IntImm(mag, dtype))
+            if result is None:
+                result = term if coef > 0 else n.Mul(atom, n.IntImm(coef, dtype))
+            else:
+                result = n.Add(result, term) if coef > 0 else n.Sub(result, term)
+        if result is None:
+            return n.IntImm(self.const, dtype)
+        if self.const > 0:
+            result = n.Add(result, n.IntImm(self.const, dtype))
+        elif self.const < 0:
+            result = n.Sub(result, n.IntImm(-self.const, dtype))
+        return result
+
+
+def to_linear(expr: n.PrimExpr) -> LinearForm:
+    """Decompose an integer expression into a :class:`LinearForm`.
+
+    ``Add``, ``Sub`` and ``Mul`` by a constant are expanded; every other node (including a
+    product of two non-constant expressions) becomes an atom.
+    """
+    if isinstance(expr, n.IntImm):
+        return LinearForm.constant(expr.value)
+    if isinstance(expr, n.Add):
+        return to_linear(expr.a).add(to_linear(expr.b))
+    if isinstance(expr, n.Sub):
+        return to_linear(expr.a).add(to_linear(expr.b), -1)
+    if isinstance(expr, n.Mul):
+        la, lb = to_linear(expr.a), to_linear(expr.b)
+        if lb.is_const:
+            return la.scale(lb.const)
+        if la.is_const:
+            return lb.scale(la.const)
+    return LinearForm.atom(expr)
+
+
+# ------------------------------------------------------------------------------ bounds
+def _range_of(ranges: RangeMap | None, var: n.Var) -> tuple[int | None, int | None] | None:
+    if not ranges or var not in ranges:
+        return None
+    r = ranges[var]
+    if isinstance(r, n.Range):
+        lo, ext = as_const_int(r.min), as_const_int(r.extent)
+    else:
+        lo, ext = as_const_int(r[0]), as_const_int(r[1])
+    if lo is None:
+        return None
+    if ext is None:
+        return (lo, None)
+    return (lo, lo + ext - 1)
+
+
+def _dtype_bounds(dtype: str) -> tuple[int | None, int | None]:
+    if dtype == "bool":
+        return (0, 1)
+    if dtype.startswith("uint"):
+        return (0, (1 << n.dtype_bits(dtype)) - 1)
+    if dtype.startswith("int"):
+        bits = n.dtype_bits(dtype)
+        return (-(1 << (bits - 1)), (1 << (bits - 1)) - 1)
+    return (None, None)
+
+
+def _add_b(a, b):
+    return None if a is None or b is None else a + b
+
+
+def _floordiv_b(lo, hi, c):
+    return (None if lo is None else lo // c, None if hi is None else hi // c)
+
+
+def const_bounds(expr: n.PrimExpr, ranges: RangeMap | None = None) -> tuple[int | None, int | None]:
+    """Inclusive integer bounds ``(lo, hi)`` of ``expr``; ``None`` marks an unknown side.
+
+    Parameters
+    ----------
+    expr : PrimExpr
+        An integer expression.
+    ranges : mapping, optional
+        ``Var -> Range`` (or ``(min, extent)``) for the loop variables in scope; only constant
+        ranges are used.
+    """
+    c = as_const_int(expr)
+    if c is not None:
+        return (c, c)
+    if isinstance(expr, n.Var):
+        r = _range_of(ranges, expr)
+        if r is not None:
+            return r
+        if isinstance(expr, n.SizeVar):
+            return (0, None)
+        return _dtype_bounds(expr.dtype) if expr.dtype == "bool" else (None, None)
+    if isinstance(expr, (n.Add, n.Sub, n.Mul)):
+        lin = to_linear(expr)
+        if not (len(lin.terms) == 1 and lin.const == 0 and next(iter(lin.terms.values()))[1] == 1):
+            lo = hi = lin.const
+            for atom, coef in lin.terms.values():
+                alo, ahi = const_bounds(atom, ranges)
+                if coef < 0:
+                    alo, ahi = ahi, alo
+                lo = _add_b(lo, None if alo is None else alo * coef)
+                hi = _add_b(hi, None if ahi is None else ahi * coef)
+            return (lo, hi)
+        if isinstance(expr, n.Mul):
+            alo, ahi = const_bounds(expr.a, ranges)
+            blo, bhi = const_bounds(expr.b, ranges)
+            if None not in (alo, ahi, blo, bhi):
+                prods = [alo * blo, alo * bhi, ahi * blo, ahi * bhi]
+                return (min(prods), max(prods))
+        return (None, None)
+    if isinstance(expr, (n.FloorDiv, n.FloorMod)):
+        cb = as_const_int(expr.b)
+        if cb is None or cb <= 0:
+            return (None, None)
+        alo, ahi = const_bounds(expr.a, ranges)
+        if isinstance(expr, n.FloorDiv):
+            return _floordiv_b(alo, ahi, cb)
+        if alo is not None and ahi is not None and alo // cb == ahi // cb:
+            return (alo % cb, ahi % cb)
+        return (0, cb - 1)
+    if isinstance(expr, (n.Min, n.Max)):
+        alo, ahi = const_bounds(expr.a, ranges)
+        blo, bhi = const_bounds(expr.b, ranges)
+        pick = min if isinstance(expr, n.Min) else max
+        if isinstance(expr, n.Min):
+            lo = None if alo is None or blo is None else min(alo, blo)
+            hi = bhi if ahi is None else (ahi if bhi is None else min(ahi, bhi))
+        else:
+            lo = blo if alo is None else (alo if blo is None else max(alo, blo))
+            hi = None if ahi is None or bhi is None else pick(ahi, bhi)
+        return (lo, hi)
+    if isinstance(expr, n.Cast):
+        if n.is_int_dtype(expr.dtype) and n.is_int_dtype(expr.value.dtype):
+            lo, hi = const_bounds(expr.value, ranges)
+            dlo, dhi = _dtype_bounds(expr.dtype)
+            if lo is not None and hi is not None and dlo <= lo and hi <= dhi:
+                return (lo, hi)
+            return (dlo, dhi)
+        return (None, None)
+    if isinstance(expr, n.Select):
+        tlo, thi = const_bounds(expr.true_value, ranges)
+        flo, fhi = const_bounds(expr.false_value, ranges)
+        lo = None if tlo is None or flo is None else min(tlo, flo)
+        hi = None if thi is None or fhi is None else max(thi, fhi)
+        return (lo, hi)
+    if isinstance(expr, n.CmpOp) or isinstance(expr, n.Not):
+        return (0, 1)
+    if n.is_int_dtype(expr.dtype) or expr.dtype == "bool":
+        return _dtype_bounds(expr.dtype)
+    return (None, None)
+
+
+# ------------------------------------------------------------------------------ linear equations
+def _linear_in(expr: n.PrimExpr, ids: set[int]):
+    """(coefficient map id(var) -> expr, base expr) or None when non-linear in the variables."""
+    if isinstance(expr, n.Var) and id(expr) in ids:
+        return {id(expr): n.IntImm(1, expr.dtype)}, n.IntImm(0, expr.dtype)
+    if not _mentions(expr, ids):
+        return {}, expr
+    if isinstance(expr, (n.Add, n.Sub)):
+        la, lb = _linear_in(expr.a, ids), _linear_in(expr.b, ids)
+        if la is None or lb is None:
+            return None
+        coefs = dict(la[0])
+        for k, v in lb[0].items():
+            if isinstance(expr, n.Add):
+                coefs[k] = coefs[k] + v if k in coefs else v
+            else:
+                coefs[k] = coefs[k] - v if k in coefs else n.IntImm(0, v.dtype) - v
+        base = la[1] + lb[1] if isinstance(expr, n.Add) else la[1] - lb[1]
+        return coefs, base
+    if isinstance(expr, n.Mul):
+        for lin, other in ((expr.a, expr.b), (expr.b, expr.a)):
+            if not _mentions(other, ids):
+                l = _linear_in(lin, ids)
+                if l is None:
+                    return None
+                return {k: v * other for k, v in l[0].items()}, l[1] * other
+        return None
+    if isinstance(expr, n.Cast) and n.is_int_dtype(expr.dtype) and n.is_int_dtype(expr.value.dtype):
+        return _linear_in(expr.value, ids)
+    return None
+
+
+def _mentions(expr: Any, ids: set[int]) -> bool:
+    found = False
+
+    def visit(x: Any) -> None:
+        nonlocal found
+        if isinstance(x, n.Var) and id(x) in ids:
+            found = True
+
+    from .functor import post_order_visit
+
+    post_order_visit(expr, visit)
+    return found
+
+
+def detect_linear_equation(expr: n.PrimExpr, variables: Sequence[n.Var]) -> list[n.PrimExpr] | None:
+    """Coefficients of ``expr`` as a linear function of ``variables``, plus the base.
+
+    Returns ``[c_0, ..., c_{k-1}, base]`` with ``expr == sum(c_i * v_i) + base``, where no
+    ``c_i`` and not the base mention any of the variables; every entry is simplified (a
+    constant coefficient is an ``IntImm``). Returns ``None`` when ``expr`` is not linear in the
+    variables (e.g. ``v * v``, ``floordiv(v, 2)``, a variable coefficient depending on ``v``).
+    """
+    from .simplify import simplify
+
+    ids = {id(v) for v in variables}
+    res = _linear_in(expr, ids)
+    if res is None:
+        return None
+    coefs, base = res
+    out = []
+    for v in variables:
+        c = coefs.get(id(v), n.IntImm(0, v.dtype))
+        c = simplify(c)
+        if _mentions(c, ids):
+            return None
+        out.append(c)
+    out.append(simplify(base))
+    return out
+
+
+def _conjuncts(cond: n.PrimExpr) -> list[n.PrimExpr]:
+    if isinstance(cond, n.And):
+        return _conjuncts(cond.a) + _conjuncts(cond.b)
+    return [cond]
+
+
+def detect_clip_bound(cond: n.PrimExpr, variables: Sequence[n.Var]) -> list[n.PrimExpr | None] | None:
+    """Per-variable bounds implied by a conjunction of comparisons.
+
+    ``cond`` must be an ``And`` of comparisons (``< <= > >= ==``), each linear in exactly one
+    of ``variables`` with a constant coefficient (and free of the others). Returns
+    ``[min_0, max_0, min_1, max_1, ...]`` (inclusive bounds; ``None`` where the condition sets
+    no bound), or ``None`` when some conjunct does not have that shape.
+    """
+    from .simplify import simplify
+
+    lows: list[Any] = [None] * len(variables)
+    highs: list[Any] = [None] * len(variables)
+    for term in _conjuncts(cond):
+        if not isinstance(term, (n.LT, n.LE, n.GT, n.GE, n.EQ)):
+            return None
+        # Normalise to  diff >= 0  (and for EQ, diff == 0).
+        if isinstance(term, (n.GE, n.GT, n.EQ)):
+            diff = term.a - term.b
+        else:
+            diff = term.b - term.a
+        if isinstance(term, (n.GT, n.LT)):
+            diff = diff - 1
+        coefs = detect_linear_equation(diff, variables)
+        if coefs is None:
+            return None
+        used = [i for i, c in enumerate(coefs[:-1]) if not is_const_int(c, 0)]
+        if len(used) != 1:
+            return None
+        i = used[0]
+        c = as_const_int(coefs[i])
+        base = coefs[-1]
+        if c is None:
+            return None
+        kb = as_const_int(base)
+        # c*v + base >= 0
+        if c > 0:
+            if kb is not None:
+                lo = -(kb // c)  # ceil(-kb / c)
+            elif c == 1:
+                lo = simplify(n.IntImm(0, base.dtype) - base)
+            else:
+                return None
+            new = [("lo", lo)]
+            if isinstance(term, n.EQ):
+                new.append(("hi", lo))
+        else:
+            cpos = -c
+            if kb is not None:
+                hi = kb // cpos
+            elif cpos == 1:
+                hi = base
+            else:
+                return None
+            new = [("hi", hi)]
+            if isinstance(term, n.EQ):
+                new.append(("lo", hi))
+        for side, value in new:
+            value = n.convert(value) if isinstance(value, int) else value
+            store = lows if side == "lo" else highs
+            old = store[i]
+            if old is None:
+                store[i] = value
+                continue
+            ov, nv = as_const_int(old), as_const_int(value)
+            if ov is None or nv is None:
+                if structural_equal(old, value):
+                    continue
+                return None
+            store[i] = n.IntImm(max(ov, nv) if side == "lo" else min(ov, nv))
+    out: list[Any] = []
+    for lo, hi in zip(lows, highs):
+        out.extend([lo, hi])
+    return out
