@@ -34,7 +34,8 @@ namespace {
 constexpr uint32_t kMagic = 0x7a5e1d0cu;
 constexpr uint64_t kPageBytes = 4096;   // physical page 0 is never valid
 constexpr uint32_t kBeatBytes = 8;      // 64-bit memory bus
-constexpr uint32_t kRegCtrl = 0x00, kRegVal0 = 0x08, kRegPtr0 = 0x0C;
+constexpr uint32_t kRegCtrl = 0x00, kRegVal0 = 0x08, kRegPtr0 = 0x0C;  // vta.sim.hwgen map
+constexpr uint32_t kCtrlFinish = 1u << 1, kCtrlError = 1u << 2;      // CTRL bits
 constexpr uint64_t kPollInterval = 64;  // cycles between polls of CTRL/STATUS during a run
 constexpr uint64_t kRegTimeout = 1000;  // cycles a register access may take
 constexpr int kMaxProgressRegs = 8;
@@ -76,7 +77,6 @@ struct Model {
   uint32_t dram_error_bytes = 0;
   bool dram_error_write = false;
   // run control
-  uint32_t status_reg = 0;
   vta_tsim_progress_fn progress = nullptr;
   void* progress_user = nullptr;
   uint64_t progress_interval = 0;
@@ -362,14 +362,6 @@ VTA_TSIM_API int vta_tsim_reg_read(vta_tsim_t* h, uint32_t addr, uint32_t* value
   return reg_read(m, addr, value);
 }
 
-VTA_TSIM_API int vta_tsim_set_status_reg(vta_tsim_t* h, uint32_t addr) {
-  Model* m = check(h);
-  if (m == nullptr) return VTA_TSIM_BAD_HANDLE;
-  if (addr != 0 && !check_reg_addr(addr)) return VTA_TSIM_BAD_ARG;
-  m->status_reg = addr;
-  return VTA_TSIM_OK;
-}
-
 VTA_TSIM_API int vta_tsim_set_progress(vta_tsim_t* h, vta_tsim_progress_fn fn, void* user,
                                        uint64_t interval, const uint32_t* regs, int nregs) {
   Model* m = check(h);
@@ -416,17 +408,13 @@ VTA_TSIM_API int vta_tsim_run(vta_tsim_t* h, uint32_t insn_phys_addr, uint32_t i
     uint32_t ctrl = 0;
     if ((rc = reg_read(m, kRegCtrl, &ctrl)) != VTA_TSIM_OK) return rc;
     const uint64_t elapsed = m->cycles - start;
-    if (ctrl & 2u) {
+    if (ctrl & kCtrlError) {  // the core halted with its STATUS register set
+      m->run_cycles = elapsed;
+      return VTA_TSIM_HW_ERROR;
+    }
+    if (ctrl & kCtrlFinish) {
       m->run_cycles = elapsed;
       return reg_write(m, kRegCtrl, 0);
-    }
-    if (m->status_reg != 0) {
-      uint32_t status = 0;
-      if ((rc = reg_read(m, m->status_reg, &status)) != VTA_TSIM_OK) return rc;
-      if (status != 0) {
-        m->run_cycles = elapsed;
-        return VTA_TSIM_HW_ERROR;
-      }
     }
     if (elapsed >= next_progress) {
       uint64_t retired = 0;

@@ -21,7 +21,7 @@ extern "C" {
 /* Status codes returned by the functions below. */
 enum {
   VTA_TSIM_OK = 0,          /* the core finished (run) or the call succeeded */
-  VTA_TSIM_HW_ERROR = 1,    /* the core's STATUS register holds an error code */
+  VTA_TSIM_HW_ERROR = 1,    /* the core halted with CTRL bit 2 (error); see STATUS */
   VTA_TSIM_DRAM_ERROR = 2,  /* a memory burst fell outside the arena */
   VTA_TSIM_TIMEOUT = 3,     /* max_cycles elapsed before the core finished */
   VTA_TSIM_STOPPED = 4,     /* the progress callback asked to stop */
@@ -49,14 +49,12 @@ int vta_tsim_reset(vta_tsim_t* sim);
  * core until the access completed. */
 int vta_tsim_reg_write(vta_tsim_t* sim, uint32_t addr, uint32_t value);
 int vta_tsim_reg_read(vta_tsim_t* sim, uint32_t addr, uint32_t* value);
-/* Where the run loop finds the error status register (0 disables the check, the default). */
-int vta_tsim_set_status_reg(vta_tsim_t* sim, uint32_t addr);
 /* Install (fn != NULL) or remove the progress callback. regs/nregs: registers summed into
  * `retired` (at most 8). */
 int vta_tsim_set_progress(vta_tsim_t* sim, vta_tsim_progress_fn fn, void* user,
                           uint64_t interval, const uint32_t* regs, int nregs);
 /* Write VAL0 = insn_count and PTR0 = insn_phys_addr, launch, and clock until the core finishes,
- * reports an error, a burst leaves the arena, or max_cycles elapse. Returns a status code. */
+ * halts with an error (CTRL bit 2), a burst leaves the arena, or max_cycles elapse. Returns a status code. */
 int vta_tsim_run(vta_tsim_t* sim, uint32_t insn_phys_addr, uint32_t insn_count,
                  uint64_t max_cycles);
 /* Clock the core for n cycles (tests and the progress of idle designs). */

@@ -2,7 +2,7 @@
 // real vta_top lands. Same ports as vta_top. Registers 0x00..0xFC read back what was written.
 // On launch (CTRL bit 0 rising) it reads VAL0 beats (1..16) from PTR0 in one burst, writes them
 // back to PTR1 in one burst, then sets CTRL = 2 and ECNT0 = cycles since launch.
-module vta_top (
+module vta_top import vta_pkg::*; (
   input  logic        clk_i,
   input  logic        rst_ni,
   input  logic        host_req_i,
@@ -54,7 +54,9 @@ module vta_top (
       rdata_q <= '0;
     end else begin
       rvalid_q <= host_req_i && !host_we_i;
-      rdata_q <= regs_q[host_addr_i[7:2]];
+      rdata_q <= (host_addr_i == REG_CONFIG) ? {8'(CONFIG_MAGIC), 7'd0, 3'(LOG_ACC_WIDTH), 3'(LOG_WGT_WIDTH),
+                                                  3'(LOG_INP_WIDTH), 4'(LOG_BLOCK), 4'(LOG_BATCH)}
+                                               : regs_q[host_addr_i[7:2]];
       if (host_req_i && host_we_i) regs_q[host_addr_i[7:2]] <= host_wdata_i;
       launch_q <= regs_q[0][0];
       cycles_q <= cycles_q + 1;

@@ -1,0 +1,474 @@
+"""tsim: the Verilated RTL of the accelerator as a :class:`~vta.sim.device.Device`.
+
+The hardware library (built by :mod:`vta.sim.tsim_build`) holds the Verilated ``vta_tsim_top``
+and the C++ shim of ``sim/vta_tsim.h``. A :class:`TSim` binds one native model to a DRAM arena:
+the core reads its instructions, micro-ops and data straight from the arena's memory and writes
+results back into it, so fsim and tsim execute the very same bytes.
+
+Statistics keep the upstream keys, counted from the instruction stream each successful run
+executed exactly as fsim counts them, and add the hardware's own counters: ``cycle_count`` (the
+ECNT0 register summed over runs), busy and stall cycles and instructions retired per unit, and
+the tokens left on each channel.
+
+Errors the core reports (its STATUS register) become the same :mod:`vta.errors` exceptions fsim
+raises; a DRAM burst outside the arena, or a transfer outside every live allocation (checked
+before the run, as fsim checks it), is a :class:`~vta.errors.DRAMAccessError`; a design that
+stops making progress trips the core's watchdog and is reported as a
+:class:`~vta.errors.DeadlockError` carrying each unit's instruction index, queue fill and the
+token counts. After any error the core is reset (it halts on errors until reset).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import logging
+import os
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+from .. import isa
+from ..dram import DRAM
+from ..env import Environment
+from ..errors import (ConfigError, DeadlockError, DRAMAccessError, InvalidInstructionError,
+                      ModuleLoadError, SimulationError, SRAMIndexError, TokenOverflowError)
+from . import hwgen
+from .device import STAT_KEYS, Device
+
+__all__ = ["TSim", "Library", "load_library", "HW_STAT_KEYS"]
+
+log = logging.getLogger("vta.tsim")
+
+# Status codes of vta_tsim.h.
+_OK, _HW_ERROR, _DRAM_ERROR, _TIMEOUT, _STOPPED = 0, 1, 2, 3, 4
+_UNITS = ("fetch", "load", "compute", "store")
+_CHANNELS = ("l2g", "g2l", "g2s", "s2g")
+#: Hardware counters added to the upstream statistics keys.
+HW_STAT_KEYS = (("cycle_count",) + tuple(f"{u}_busy_cycles" for u in _UNITS)
+                + tuple(f"{u}_stall_cycles" for u in _UNITS)
+                + tuple(f"{u}_retired" for u in _UNITS) + ("acc_write_count",))
+_ERRORS = {
+    hwgen.ERR_INVALID_INSN: InvalidInstructionError,
+    hwgen.ERR_SRAM_INDEX: SRAMIndexError,
+    hwgen.ERR_TOKEN_OVERFLOW: TokenOverflowError,
+    hwgen.ERR_WATCHDOG: DeadlockError,
+}
+_PROGRESS_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_uint64, ctypes.c_uint64)
+#: Default cycles between progress reports (a log line, or the callback).
+PROGRESS_INTERVAL = 10_000_000
+_INSN_BYTES = 16
+
+
+class Library:
+    """A loaded tsim hardware library (the ctypes binding of ``sim/vta_tsim.h``).
+
+    Parameters
+    ----------
+    path : str or Path
+        The shared library built by :func:`vta.sim.tsim_build.build`.
+
+    Raises
+    ------
+    ModuleLoadError
+        If the file is missing or does not export the tsim C API.
+    """
+
+    def __init__(self, path: str | os.PathLike):
+        self.path = Path(path)
+        if not self.path.is_file():
+            raise ModuleLoadError(f"tsim hardware library {str(self.path)!r} does not exist")
+        try:
+            lib = ctypes.CDLL(str(self.path))
+        except OSError as exc:
+            raise ModuleLoadError(f"cannot load tsim hardware library {str(self.path)!r}: {exc}") from exc
+        u32, u64, vp, i = ctypes.c_uint32, ctypes.c_uint64, ctypes.c_void_p, ctypes.c_int
+        sigs = {
+            "vta_tsim_create": (vp, [vp, u64, ctypes.c_char_p, ctypes.c_char_p, u64]),
+            "vta_tsim_destroy": (None, [vp]),
+            "vta_tsim_reset": (i, [vp]),
+            "vta_tsim_reg_write": (i, [vp, u32, u32]),
+            "vta_tsim_reg_read": (i, [vp, u32, ctypes.POINTER(u32)]),
+            "vta_tsim_set_progress": (i, [vp, _PROGRESS_FN, vp, u64, ctypes.POINTER(u32), i]),
+            "vta_tsim_run": (i, [vp, u32, u32, u64]),
+            "vta_tsim_step": (i, [vp, u64]),
+            "vta_tsim_cycles": (u64, [vp]),
+            "vta_tsim_run_cycles": (u64, [vp]),
+            "vta_tsim_dram_error": (i, [vp, ctypes.POINTER(u64), ctypes.POINTER(u32), ctypes.POINTER(i)]),
+            "vta_tsim_trace_kind": (i, []),
+            "vta_tsim_last_error": (ctypes.c_char_p, []),
+        }
+        for name, (res, args) in sigs.items():
+            try:
+                fn = getattr(lib, name)
+            except AttributeError as exc:
+                raise ModuleLoadError(f"{str(self.path)!r} is not a tsim hardware library: it does not export {name}") from exc
+            fn.restype, fn.argtypes = res, args
+        self.lib = lib
+        #: 0 no waveform support, 1 VCD, 2 FST.
+        self.trace_kind = lib.vta_tsim_trace_kind()
+
+    def last_error(self) -> str:
+        """The shim's explanation of its last failure on this thread."""
+        return (self.lib.vta_tsim_last_error() or b"").decode(errors="replace")
+
+
+_LIBRARIES: dict[Path, Library] = {}
+
+
+def load_library(path: str | os.PathLike) -> Library:
+    """Load (once per process) the tsim hardware library at ``path``.
+
+    Raises
+    ------
+    ModuleLoadError
+        If the file is missing or not a tsim library.
+    """
+    key = Path(path).resolve()
+    if key not in _LIBRARIES:
+        _LIBRARIES[key] = Library(key)
+    return _LIBRARIES[key]
+
+
+def _trace_kind_of(path: Path) -> str:
+    return "fst" if path.suffix.lower() == ".fst" else "vcd"
+
+
+class TSim(Device):
+    """The RTL simulation of the accelerator, bound to a DRAM arena.
+
+    Parameters
+    ----------
+    env : Environment
+        The configuration; the library must have been built for it.
+    dram : DRAM
+        The arena the core reads and writes.
+    library : str, Path or Library, optional
+        A built hardware library; default: :func:`vta.sim.tsim_build.build` for ``env`` (with
+        waveform support when ``trace_path`` is given).
+    trace_path : str or Path, optional
+        Write a waveform of the whole simulation there (``.fst`` for FST, else VCD).
+    progress : callable, optional
+        ``progress(cycles, retired)`` called every ``progress_interval`` cycles of a run, with
+        the cycles elapsed in the run and the instructions retired by load, compute and store.
+        Return True to stop the run (a :class:`~vta.errors.SimulationError`). Without it, a log
+        line is written to the ``vta.tsim`` logger instead.
+    progress_interval : int
+        Cycles between progress reports.
+
+    Raises
+    ------
+    BuildError
+        If the library has to be built and the build fails.
+    ModuleLoadError
+        If the library cannot be loaded, or has no waveform support while ``trace_path`` is set.
+    ConfigError
+        If the library was built for another configuration.
+
+    Examples
+    --------
+    >>> with TSim(env, dram) as dev:          # doctest: +SKIP
+    ...     dev.run(insn_addr, insn_count)
+    ...     dev.stats()["cycle_count"]
+    """
+
+    name = "tsim"
+
+    def __init__(self, env: Environment, dram: DRAM, *, library=None, trace_path=None,
+                 progress: Callable[[int, int], object] | None = None,
+                 progress_interval: int = PROGRESS_INTERVAL):
+        super().__init__(env, dram)
+        self._handle = None
+        trace_path = Path(trace_path) if trace_path is not None else None
+        if library is None:
+            from .tsim_build import build
+            library = build(env, trace=_trace_kind_of(trace_path) if trace_path else None)
+        self._lib = library if isinstance(library, Library) else load_library(library)
+        if trace_path is not None and self._lib.trace_kind == 0:
+            raise ModuleLoadError(
+                f"tsim library {str(self._lib.path)!r} has no waveform support; build it with "
+                f"vta.sim.tsim_build.build(env, trace='vcd' or 'fst') to write {str(trace_path)!r}")
+        if progress_interval <= 0:
+            raise ValueError(f"progress_interval {progress_interval!r} must be a positive number of cycles")
+        err = ctypes.create_string_buffer(512)
+        handle = self._lib.lib.vta_tsim_create(
+            dram.host_address, dram.capacity,
+            str(trace_path).encode() if trace_path else None, err, len(err))
+        if not handle:
+            raise ModuleLoadError(f"cannot create a tsim model from {str(self._lib.path)!r}: {err.value.decode()}")
+        self._handle = ctypes.c_void_p(handle)
+        self.trace_path = trace_path
+        self._progress = progress
+        self._progress_error: BaseException | None = None
+        self._progress_cb = _PROGRESS_FN(self._on_progress)  # kept alive with the device
+        regs = (ctypes.c_uint32 * 3)(hwgen.REG_RETIRED_LOAD, hwgen.REG_RETIRED_COMPUTE, hwgen.REG_RETIRED_STORE)
+        self._call("vta_tsim_set_progress", self._progress_cb, None, progress_interval, regs, 3)
+        self._check_config()
+        self._stats: dict[str, int] = {}
+        self.clear_stats()
+
+    # ------------------------------------------------------------------ native plumbing
+    def _call(self, name: str, *args) -> int:
+        if self._handle is None:
+            raise SimulationError("this tsim device has been closed")
+        rc = getattr(self._lib.lib, name)(self._handle, *args)
+        if rc < 0:
+            raise SimulationError(f"{name} failed: {self._lib.last_error()}")
+        return rc
+
+    def read_reg(self, addr: int) -> int:
+        """Read one 32-bit register of the core through the host port (clocks the core).
+
+        Raises
+        ------
+        SimulationError
+            If the device is closed, the address is not a register or the core does not answer.
+        """
+        value = ctypes.c_uint32()
+        if self._call("vta_tsim_reg_read", addr, ctypes.byref(value)) != _OK:
+            raise SimulationError(f"register read at 0x{addr:02x} failed: {self._lib.last_error()}")
+        return value.value
+
+    def write_reg(self, addr: int, value: int) -> None:
+        """Write one 32-bit register of the core through the host port.
+
+        Raises
+        ------
+        SimulationError
+            If the device is closed, the address is not a register or the write is not taken.
+        """
+        if self._call("vta_tsim_reg_write", addr, value & 0xFFFFFFFF) != _OK:
+            raise SimulationError(f"register write at 0x{addr:02x} failed: {self._lib.last_error()}")
+
+    def _check_config(self) -> None:
+        cfg = self.read_reg(hwgen.REG_CONFIG)
+        env = self.env
+        want = ((hwgen.CONFIG_MAGIC << 24) | (env.LOG_ACC_WIDTH << 14) | (env.LOG_WGT_WIDTH << 11)
+                | (env.LOG_INP_WIDTH << 8) | (env.LOG_BLOCK << 4) | env.LOG_BATCH)
+        if cfg != want:
+            raise ConfigError(
+                f"tsim library {str(self._lib.path)!r} reports CONFIG 0x{cfg:08x}, but {env.MODEL!r} needs "
+                f"0x{want:08x}; build the library for this configuration")
+
+    def _on_progress(self, _user, cycles: int, retired: int) -> int:
+        try:
+            if self._progress is None:
+                log.info("tsim: %.1f M cycles simulated, %d instructions retired", cycles / 1e6, retired)
+                return 0
+            return 1 if self._progress(int(cycles), int(retired)) else 0
+        except BaseException as exc:  # re-raised by run() once the native loop has returned
+            self._progress_error = exc
+            return 1
+
+    # ------------------------------------------------------------------ Device contract
+    def run(self, insn_phys_addr: int, insn_count: int, wait_cycles: int = 0) -> int:
+        """Execute ``insn_count`` instructions at ``insn_phys_addr`` on the RTL; block until FINISH.
+
+        Parameters
+        ----------
+        insn_phys_addr : int
+            Physical address of the first 16-byte instruction.
+        insn_count : int
+            Number of instructions (at least 1).
+        wait_cycles : int
+            Give up after this many cycles (0: no limit; the core's watchdog still stops a
+            design that makes no progress).
+
+        Returns
+        -------
+        int
+            0.
+
+        Raises
+        ------
+        DRAMAccessError
+            If the instructions or a transfer lie outside the live allocations, or a burst
+            leaves the arena.
+        InvalidInstructionError, SRAMIndexError, TokenOverflowError
+            As reported by the core, naming the instruction index, field, value and limit.
+        DeadlockError
+            If the core's watchdog fired; the message holds each unit's state.
+        SimulationError
+            If ``wait_cycles`` elapsed or the progress callback stopped the run.
+        """
+        if isinstance(insn_count, bool) or not isinstance(insn_count, (int, np.integer)) or insn_count < 1:
+            raise ValueError(f"insn_count {insn_count!r} must be a positive integer")
+        if not isinstance(insn_phys_addr, (int, np.integer)) or insn_phys_addr % _INSN_BYTES:
+            raise DRAMAccessError(f"instruction address {insn_phys_addr!r} is not a 16-byte aligned integer")
+        insn_phys_addr, insn_count = int(insn_phys_addr), int(insn_count)
+        self.dram.check(insn_phys_addr, insn_count * _INSN_BYTES, "instruction fetch")
+        cols = isa.decode_array(self.dram.data[insn_phys_addr:insn_phys_addr + insn_count * _INSN_BYTES].copy(), self.env)
+        _check_transfers(self.env, self.dram, cols)
+        self._progress_error = None
+        max_cycles = int(wait_cycles) if wait_cycles and wait_cycles > 0 else (1 << 63)
+        rc = self._call("vta_tsim_run", insn_phys_addr, insn_count, max_cycles)
+        if self._progress_error is not None:
+            exc, self._progress_error = self._progress_error, None
+            self._recover()
+            raise exc
+        if rc == _OK:
+            self._count(cols)
+            return 0
+        if rc == _HW_ERROR:
+            raise self._hardware_error()
+        if rc == _DRAM_ERROR:
+            addr, nbytes, is_write = ctypes.c_uint64(), ctypes.c_uint32(), ctypes.c_int()
+            self._call("vta_tsim_dram_error", ctypes.byref(addr), ctypes.byref(nbytes), ctypes.byref(is_write))
+            state = self._state_text()
+            self._recover()
+            kind = "write" if is_write.value else "read"
+            raise DRAMAccessError(
+                f"tsim: memory {kind} burst 0x{addr.value:x} (+{nbytes.value} bytes) lies outside the DRAM "
+                f"arena 0x1000..0x{self.dram.capacity:x}; {state}")
+        state = self._state_text()
+        self._recover()
+        if rc == _STOPPED:
+            raise SimulationError(f"tsim: the progress callback stopped the run; {state}")
+        raise SimulationError(f"tsim: the run did not finish within wait_cycles={wait_cycles!r} cycles; {state}")
+
+    def stats(self) -> dict:
+        """Counters since the last :meth:`clear_stats`: the upstream keys, then the hardware's.
+
+        ``tokens_<channel>`` is the count left on each channel after the last run.
+        """
+        out = dict(self._stats)
+        out.update({f"tokens_{c}": self.read_reg(hwgen.REG_TOKENS_L2G + 4 * i) for i, c in enumerate(_CHANNELS)})
+        return out
+
+    def clear_stats(self) -> None:
+        """Zero every counter."""
+        self._stats = {key: 0 for key in STAT_KEYS + HW_STAT_KEYS}
+        self._stats.update({f"insn_{name.lower()}": 0 for name in isa.OPCODE_NAMES.values()})
+
+    def reset(self) -> None:
+        """Reset the core: SRAM contents and outstanding tokens are forgotten."""
+        if self._call("vta_tsim_reset") != _OK:
+            raise SimulationError(f"tsim reset failed: {self._lib.last_error()}")
+
+    def close(self) -> None:
+        """Release the native model (and close the waveform file). Idempotent."""
+        if self._handle is not None:
+            self._lib.lib.vta_tsim_destroy(self._handle)
+            self._handle = None
+
+    @property
+    def cycles(self) -> int:
+        """Cycles simulated since the model was created (runs, register accesses, resets)."""
+        return int(self._lib.lib.vta_tsim_cycles(self._handle)) if self._handle is not None else 0
+
+    # ------------------------------------------------------------------ helpers
+    def _count(self, cols) -> None:
+        s = self._stats
+        for key, value in _stream_stats(self.env, cols).items():
+            s[key] += value
+        s["cycle_count"] += self.read_reg(hwgen.REG_ECNT0)
+        s["acc_write_count"] += self.read_reg(hwgen.REG_UCNT0)
+        for i, unit in enumerate(_UNITS):
+            s[f"{unit}_busy_cycles"] += self.read_reg(hwgen.REG_BUSY_FETCH + 4 * i)
+            s[f"{unit}_stall_cycles"] += self.read_reg(hwgen.REG_STALL_FETCH + 4 * i)
+            s[f"{unit}_retired"] += self.read_reg(hwgen.REG_RETIRED_FETCH + 4 * i)
+
+    def state(self) -> dict:
+        """Each unit's state, instruction index and queue fill, and the tokens per channel."""
+        states = self.read_reg(hwgen.REG_UNIT_STATE)
+        out = {}
+        for i, unit in enumerate(_UNITS):
+            nib = (states >> (4 * i)) & 0xF
+            out[unit] = {"state": hwgen.STATE_NAMES.get(nib, f"state {nib}"),
+                         "index": self.read_reg(hwgen.REG_INDEX_FETCH + 4 * i)}
+            if unit != "fetch":
+                out[unit]["queue_fill"] = self.read_reg(hwgen.REG_FILL_LOAD + 4 * (i - 1))
+        out["tokens"] = {c: self.read_reg(hwgen.REG_TOKENS_L2G + 4 * i) for i, c in enumerate(_CHANNELS)}
+        return out
+
+    def _state_text(self) -> str:
+        st = self.state()
+        units = "; ".join(
+            f"{u}: {st[u]['state']} at instruction {st[u]['index']}"
+            + (f", queue fill {st[u]['queue_fill']}" if "queue_fill" in st[u] else "") for u in _UNITS)
+        tokens = ", ".join(f"{c}={n}" for c, n in st["tokens"].items())
+        return f"unit state: {units}; tokens: {tokens}"
+
+    def _hardware_error(self) -> SimulationError:
+        status = self.read_reg(hwgen.REG_STATUS)
+        code, field, unit = status & 0xFF, (status >> 8) & 0xFF, (status >> 16) & 0xF
+        index = self.read_reg(hwgen.REG_ERR_INSN)
+        value = self.read_reg(hwgen.REG_ERR_VALUE)
+        limit = self.read_reg(hwgen.REG_ERR_LIMIT)
+        state = self._state_text()
+        self._recover()
+        cls = _ERRORS.get(code, SimulationError)
+        what = hwgen.ERROR_NAMES.get(code, f"error code {code}")
+        if code == hwgen.ERR_WATCHDOG:
+            msg = f"tsim: no progress for {limit} cycles (watchdog); {state}"
+        else:
+            fname = hwgen.FIELD_NAMES.get(field, f"field {field}")
+            if field == hwgen.FIELD_CHANNEL:
+                value_text = hwgen.CHANNEL_NAMES.get(value, str(value))
+            else:
+                value_text = repr(value)
+            msg = (f"tsim: {what} at instruction {index} ({hwgen.UNIT_NAMES.get(unit, unit)} unit): "
+                   f"{fname} {value_text} (limit {limit}); {state}")
+        return cls(msg, insn_index=None if code == hwgen.ERR_WATCHDOG else index)
+
+    def _recover(self) -> None:
+        """Reset the core after an aborted run (it halts on errors until reset)."""
+        self.reset()
+
+
+def _transfer_bytes(env: Environment, mtype: np.ndarray) -> np.ndarray:
+    out = np.zeros(mtype.shape, dtype=np.int64)
+    for code in isa.MEM_NAMES:
+        try:
+            out[mtype == code] = env.elem_bytes(code)
+        except (ConfigError, KeyError, ValueError):
+            pass
+    return out
+
+
+def _check_transfers(env: Environment, dram: DRAM, cols) -> None:
+    """Raise DRAMAccessError for the first LOAD/STORE whose DRAM range is outside one allocation."""
+    op = cols.header["opcode"]
+    m = cols.mem
+    rows = np.nonzero(((op == isa.OPCODE_LOAD) | (op == isa.OPCODE_STORE)) & (m["x_size"] > 0) & (m["y_size"] > 0))[0]
+    if rows.size == 0:
+        return
+    elem = _transfer_bytes(env, m["memory_type"][rows])
+    start = m["dram_base"][rows] * elem
+    extent = ((m["y_size"][rows] - 1) * m["x_stride"][rows] + m["x_size"][rows]) * elem
+    for k, row in enumerate(rows):
+        if elem[k] == 0:
+            continue  # an invalid memory type: the core reports it
+        try:
+            dram.check(int(start[k]), int(extent[k]), f"instruction {int(row)} ({isa.OPCODE_NAMES[int(op[row])]})")
+        except DRAMAccessError as exc:
+            raise DRAMAccessError(str(exc), insn_index=int(row)) from None
+
+
+def _stream_stats(env: Environment, cols) -> dict[str, int]:
+    """The upstream statistics of one executed stream, counted as fsim counts them."""
+    op = cols.header["opcode"]
+    m = cols.mem
+    load = op == isa.OPCODE_LOAD
+    nelem = m["x_size"] * m["y_size"]
+    mt = m["memory_type"]
+
+    def total(mask, nbytes) -> int:
+        return int(nelem[mask].sum()) * nbytes
+
+    out = {
+        "inp_load_nbytes": total(load & (mt == isa.MEM_INP), env.INP_ELEM_BYTES),
+        "wgt_load_nbytes": total(load & (mt == isa.MEM_WGT), env.WGT_ELEM_BYTES),
+        "acc_load_nbytes": total(load & ((mt == isa.MEM_ACC) | (mt == isa.MEM_ACC_8BIT)), env.ACC_ELEM_BYTES),
+        "uop_load_nbytes": total(load & (mt == isa.MEM_UOP), 4),
+        "out_store_nbytes": total(op == isa.OPCODE_STORE, env.BATCH * env.BLOCK_OUT * env.OUT_WIDTH // 8),
+    }
+    for key, opcode, fmt in (("gemm_counter", isa.OPCODE_GEMM, cols.gemm), ("alu_counter", isa.OPCODE_ALU, cols.alu)):
+        rows = op == opcode
+        if opcode == isa.OPCODE_GEMM:
+            rows &= fmt["reset_reg"] == 0
+        span = np.maximum(fmt["uop_end"] - fmt["uop_bgn"], 0)
+        out[key] = int((fmt["iter_out"] * fmt["iter_in"] * span)[rows].sum())
+    for code, name in isa.OPCODE_NAMES.items():
+        out[f"insn_{name.lower()}"] = int((op == code).sum())
+    return out
