@@ -36,7 +36,7 @@ from ..errors import (ConfigError, DeadlockError, DRAMAccessError, InvalidInstru
 from . import hwgen
 from .device import STAT_KEYS, Device
 
-__all__ = ["TSim", "Library", "load_library", "HW_STAT_KEYS"]
+__all__ = ["TSim", "TSimModule", "Library", "load_library", "init", "register", "HW_STAT_KEYS"]
 
 log = logging.getLogger("vta.tsim")
 
@@ -416,33 +416,31 @@ class TSim(Device):
         self.reset()
 
 
-def _transfer_bytes(env: Environment, mtype: np.ndarray) -> np.ndarray:
-    out = np.zeros(mtype.shape, dtype=np.int64)
-    for code in isa.MEM_NAMES:
-        try:
-            out[mtype == code] = env.elem_bytes(code)
-        except (ConfigError, KeyError, ValueError):
-            pass
-    return out
-
-
 def _check_transfers(env: Environment, dram: DRAM, cols) -> None:
-    """Raise DRAMAccessError for the first LOAD/STORE whose DRAM range is outside one allocation."""
+    """Raise DRAMAccessError for the first LOAD/STORE whose DRAM range is not inside one allocation.
+
+    Only transfers the core would execute are checked (LOAD of UOP/WGT/INP/ACC/ACC_8BIT, STORE
+    of OUT); an invalid memory type is left for the core to report.
+    """
     op = cols.header["opcode"]
     m = cols.mem
-    rows = np.nonzero(((op == isa.OPCODE_LOAD) | (op == isa.OPCODE_STORE)) & (m["x_size"] > 0) & (m["y_size"] > 0))[0]
+    mt = m["memory_type"]
+    elem = np.zeros(len(op), dtype=np.int64)
+    for code in (isa.MEM_UOP, isa.MEM_WGT, isa.MEM_INP, isa.MEM_ACC, isa.MEM_ACC_8BIT):
+        elem[(op == isa.OPCODE_LOAD) & (mt == code)] = env.elem_bytes(code)
+    elem[(op == isa.OPCODE_STORE) & (mt == isa.MEM_OUT)] = env.elem_bytes(isa.MEM_OUT)
+    rows = np.nonzero((elem > 0) & (m["x_size"] > 0) & (m["y_size"] > 0))[0]
     if rows.size == 0:
         return
-    elem = _transfer_bytes(env, m["memory_type"][rows])
-    start = m["dram_base"][rows] * elem
-    extent = ((m["y_size"][rows] - 1) * m["x_stride"][rows] + m["x_size"][rows]) * elem
+    e = elem[rows]
+    start = m["dram_base"][rows] * e
+    extent = ((m["y_size"][rows] - 1) * m["x_stride"][rows] + m["x_size"][rows]) * e
     for k, row in enumerate(rows):
-        if elem[k] == 0:
-            continue  # an invalid memory type: the core reports it
+        name = f"{isa.OPCODE_NAMES[int(op[row])]} {isa.MEM_NAMES[int(mt[row])]}"
         try:
-            dram.check(int(start[k]), int(extent[k]), f"instruction {int(row)} ({isa.OPCODE_NAMES[int(op[row])]})")
+            dram.check(int(start[k]), int(extent[k]), f"instruction {int(row)} ({name})")
         except DRAMAccessError as exc:
-            raise DRAMAccessError(str(exc), insn_index=int(row)) from None
+            raise DRAMAccessError(f"tsim: {exc}", insn_index=int(row)) from None
 
 
 def _stream_stats(env: Environment, cols) -> dict[str, int]:
@@ -472,3 +470,95 @@ def _stream_stats(env: Environment, cols) -> dict[str, int]:
     for code, name in isa.OPCODE_NAMES.items():
         out[f"insn_{name.lower()}"] = int((op == code).sum())
     return out
+
+
+# ---------------------------------------------------------------------------- module loader
+class TSimModule:
+    """A loaded tsim hardware library, as ``runtime.module.loadfile_vta-tsim`` returns it.
+
+    Parameters
+    ----------
+    path : str or Path
+        The library built by :func:`vta.sim.tsim_build.build`.
+
+    Raises
+    ------
+    ModuleLoadError
+        If the file is missing or not a tsim library.
+    """
+
+    type_key = "vta-tsim"
+
+    def __init__(self, path: str | os.PathLike):
+        self.library = load_library(path)
+        self.path = self.library.path
+
+    def __repr__(self) -> str:
+        return f"TSimModule({str(self.path)!r})"
+
+
+def _tsim_env(env: Environment) -> Environment:
+    """``env`` itself when its TARGET is tsim, else the same configuration with TARGET tsim."""
+    return env if env.TARGET == "tsim" else Environment({**env.cfg_dict, "TARGET": "tsim"})
+
+
+def init(module: TSimModule, env: Environment | None = None) -> TSim:
+    """Attach a loaded hardware library: the runtime's tsim device becomes a :class:`TSim` on it.
+
+    The device runs on :func:`vta.dram.global_dram`; a TSim attached earlier for the same
+    configuration is closed.
+
+    Raises
+    ------
+    TypeError
+        If ``module`` is not a :class:`TSimModule`.
+    ConfigError
+        If the library was built for another configuration.
+    """
+    from ..dram import global_dram
+    from ..env import get_env
+    from ..runtime import vta_bridge
+
+    if not isinstance(module, TSimModule):
+        raise TypeError(f"vta.tsim.init needs a module of type 'vta-tsim', got {module!r}")
+    env = _tsim_env(env or get_env())
+    dev = TSim(env, global_dram(), library=module.library)
+    old = vta_bridge.attach_device(env, dev)
+    if isinstance(old, TSim) and old is not dev:
+        old.close()
+    return dev
+
+
+def _current_tsim() -> TSim:
+    from ..env import get_env
+    from ..runtime import vta_bridge
+
+    dev = vta_bridge.device_for(_tsim_env(get_env()))
+    if not isinstance(dev, TSim):
+        raise SimulationError(f"the runtime's tsim device is {dev!r}, not a TSim")
+    return dev
+
+
+def profiler_status() -> str:
+    """JSON text of the runtime tsim device's statistics (``vta.tsim.profiler_status``)."""
+    import json
+
+    return json.dumps(_current_tsim().stats())
+
+
+def profiler_clear() -> None:
+    """Zero the runtime tsim device's statistics (``vta.tsim.profiler_clear``)."""
+    _current_tsim().clear_stats()
+
+
+def register() -> None:
+    """Register the tsim globals with the runtime registry (idempotent)."""
+    from ..runtime.registry import register_func
+
+    register_func("runtime.module.loadfile_vta-tsim", lambda path, fmt="": TSimModule(path), override=True)
+    register_func("vta.tsim.init", init, override=True)
+    register_func("vta.tsim.profiler_status", profiler_status, override=True)
+    register_func("vta.tsim.profiler_clear", profiler_clear, override=True)
+
+
+register()
