@@ -1,0 +1,321 @@
+"""The RPC client: ``connect(host, port)`` returns a :class:`ClientSession`.
+
+A client session offers the same methods as :class:`~vta.rpc.LocalSession`; everything runs
+in the server's process. Its devices carry ``session=<the client>``, so
+``vta.runtime.ndarray.array(np_array, remote.ext_dev(0))`` calls :meth:`ClientSession.alloc_array`
+and the array is created on the server; it comes back as a :class:`RemoteNDArray`.
+"""
+
+from __future__ import annotations
+
+import itertools
+import socket
+import threading
+from typing import Any
+
+import numpy as np
+
+from ..errors import RPCError
+from . import _runtime
+from .local import read_upload
+from .protocol import MAX_HEADER, decode_value, encode_value, recv_frame, send_frame
+from .workspace import DEFAULT_MAX_UPLOAD
+
+__all__ = ["connect", "ClientSession", "RemoteNDArray", "RemoteModule", "RemoteFunction"]
+
+
+class _Remote:
+    """Something that lives on the server, named by a handle of one session."""
+
+    kind = ""
+
+    def __init__(self, session: "ClientSession", handle: int):
+        self._session = session
+        self._handle = handle
+
+    def _tagged(self) -> dict:
+        return {"handle": self._handle, "kind": self.kind}
+
+
+class RemoteFunction(_Remote):
+    """A function on the server; calling it sends the arguments and returns the result."""
+
+    kind = "func"
+
+    def __call__(self, *args: Any) -> Any:
+        return self._session._request("call", func=self, args=list(args))
+
+    def __repr__(self) -> str:
+        return f"<RemoteFunction handle={self._handle}>"
+
+
+class RemoteModule(_Remote):
+    """A module loaded on the server."""
+
+    kind = "module"
+
+    def get_function(self, name: str) -> RemoteFunction:
+        """The module's function ``name``.
+
+        Raises
+        ------
+        RPCError
+            If the module has no such function.
+        """
+        return self._session._request("module_function", module=self, name=name)
+
+    def __getitem__(self, name: str) -> RemoteFunction:
+        return self.get_function(name)
+
+    def __call__(self, *args: Any) -> Any:
+        """Call the module's entry function."""
+        return self._session._request("module_function", module=self, name=None)(*args)
+
+    def __repr__(self) -> str:
+        return f"<RemoteModule handle={self._handle}>"
+
+
+class RemoteNDArray(_Remote):
+    """An array that lives on the server.
+
+    Attributes
+    ----------
+    shape : tuple of int
+    dtype : str
+    device : vta.runtime.Device
+        The device, carrying this array's session.
+    """
+
+    kind = "array"
+
+    def __init__(self, session: "ClientSession", handle: int, shape, dtype: str, device: Any):
+        super().__init__(session, handle)
+        self.shape = tuple(shape)
+        self.dtype = str(dtype)
+        self.device = device
+        self._closed = False
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise RPCError(f"remote array {self.shape} {self.dtype} has been closed")
+
+    def numpy(self) -> np.ndarray:
+        """Copy the data from the server into a new NumPy array.
+
+        Raises
+        ------
+        RPCError
+            If the array is closed or the connection fails.
+        """
+        self._check_open()
+        return self._session._request("array_numpy", array=self)
+
+    asnumpy = numpy
+
+    def copyfrom(self, source: Any) -> "RemoteNDArray":
+        """Copy a NumPy array (of this shape and dtype; lists are converted) to the server.
+
+        Raises
+        ------
+        ValueError
+            If the shape or dtype differs.
+        RPCError
+            If the array is closed or the connection fails.
+        """
+        self._check_open()
+        src = source.numpy() if isinstance(source, RemoteNDArray) else source
+        if not isinstance(src, np.ndarray):
+            src = np.asarray(src, dtype=self.dtype)
+        if src.shape != self.shape or str(src.dtype) != self.dtype:
+            raise ValueError(f"cannot copy an array of shape {src.shape} and dtype {str(src.dtype)!r} into a "
+                             f"remote array of shape {self.shape} and dtype {self.dtype!r}")
+        self._session._request("array_copyfrom", array=self, data=np.ascontiguousarray(src))
+        return self
+
+    def close(self) -> None:
+        """Free the array on the server (idempotent; a closed session frees everything)."""
+        if not self._closed:
+            self._closed = True
+            if not self._session.closed:
+                self._session._request("free", handle=self)
+
+    def __enter__(self) -> "RemoteNDArray":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"<RemoteNDArray shape={self.shape} dtype={self.dtype} handle={self._handle}>"
+
+
+class ClientSession:
+    """A session with a remote :class:`~vta.rpc.server.Server` over one TCP connection.
+
+    Create it with :func:`connect`. Methods are thread-safe (one request at a time).
+    """
+
+    def __init__(self, sock: socket.socket, max_payload: int = DEFAULT_MAX_UPLOAD + MAX_HEADER):
+        self._sock = sock
+        self._lock = threading.Lock()
+        self._ids = itertools.count(1)
+        self._max_payload = max_payload
+        self.closed = False
+
+    # ------------------------------------------------------------------ transport
+    def _encode(self, value: Any) -> dict | None:
+        if isinstance(value, _Remote):
+            if value._session is not self:
+                raise RPCError(f"{value!r} belongs to another session")
+            return value._tagged()
+        return None
+
+    def _resolve(self, tagged: dict) -> Any:
+        kind, h = tagged.get("kind"), tagged.get("handle")
+        if kind == "func":
+            return RemoteFunction(self, h)
+        if kind == "module":
+            return RemoteModule(self, h)
+        if kind == "array":
+            dev_type, dev_id = tagged.get("device", [12, 0])
+            return RemoteNDArray(self, h, tagged.get("shape", []), tagged.get("dtype", ""),
+                                 _runtime.make_device(int(dev_type), int(dev_id), session=self))
+        raise RPCError(f"the server sent a handle of unknown kind {kind!r}")
+
+    def _request(self, op: str, **args: Any) -> Any:
+        if self.closed:
+            raise RPCError("the RPC session is closed")
+        payloads: list[bytes] = []
+        enc = {k: encode_value(v, payloads, self._encode) for k, v in args.items()}
+        with self._lock:
+            req_id = next(self._ids)
+            try:
+                send_frame(self._sock, {"id": req_id, "op": op, "args": enc}, payloads)
+                header, out = recv_frame(self._sock, self._max_payload)
+            except OSError as exc:
+                self._drop()
+                raise RPCError(f"the connection to the RPC server failed during {op!r}: {exc}") from exc
+        if not header.get("ok"):
+            err = header.get("error") or {}
+            e = RPCError(f"remote {err.get('type', 'error')} in {op!r}: {err.get('message', '')}")
+            e.remote_type = err.get("type")
+            raise e
+        if header.get("id") != req_id:
+            self._drop()
+            raise RPCError(f"the server answered request {header.get('id')!r} instead of {req_id}")
+        return decode_value(header.get("result"), out, self._resolve)
+
+    def _drop(self) -> None:
+        self.closed = True
+        self._sock.close()
+
+    # ------------------------------------------------------------------ files
+    def upload(self, path_or_bytes: Any, target: str | None = None) -> None:
+        """Copy a local file (or bytes) into the server session's work directory.
+
+        Raises
+        ------
+        RPCError
+            If the server refuses the name or size, or the connection fails.
+        OSError
+            If the local file cannot be read.
+        """
+        name, data = read_upload(path_or_bytes, target)
+        self._request("upload", name=name, data=data)
+
+    def download(self, name: str) -> bytes:
+        """The contents of a file of the server session's work directory."""
+        return self._request("download", name=name)
+
+    def remove(self, name: str) -> None:
+        """Delete a file of the server session's work directory."""
+        self._request("remove", name=name)
+
+    def listdir(self) -> list[str]:
+        """Names of the files in the server session's work directory."""
+        return self._request("listdir")
+
+    def ping(self) -> str:
+        """Round trip to the server; returns ``"pong"``."""
+        return self._request("ping")
+
+    # ------------------------------------------------------------------ code
+    def load_module(self, name: str) -> RemoteModule:
+        """Load an uploaded module on the server (``vta.runtime.load_module(workdir/name)``)."""
+        return self._request("load_module", name=name)
+
+    def get_function(self, name: str) -> RemoteFunction:
+        """A global function of the server's process."""
+        return self._request("get_function", name=name)
+
+    # ------------------------------------------------------------------ devices and arrays
+    def device(self, dev_type: int | str, dev_id: int = 0) -> Any:
+        """A device of the server, tagged with this session (arrays on it live on the server).
+
+        Raises
+        ------
+        ValueError
+            If the type is unknown or the id is negative.
+        """
+        return _runtime.make_device(dev_type, dev_id, session=self)
+
+    def cpu(self, dev_id: int = 0) -> Any:
+        """The server's CPU device."""
+        return self.device("cpu", dev_id)
+
+    def ext_dev(self, dev_id: int = 0) -> Any:
+        """The server's VTA device."""
+        return self.device("ext_dev", dev_id)
+
+    def alloc_array(self, shape, dtype: str, dev: Any) -> RemoteNDArray:
+        """Allocate an array on the server (the hook ``vta.runtime.ndarray.empty`` calls).
+
+        Raises
+        ------
+        RPCError
+            If ``dev`` belongs to another session or the server cannot allocate.
+        """
+        if getattr(dev, "session", None) is not self:
+            raise RPCError(f"device {dev!r} does not belong to this session")
+        return self._request("alloc_array", shape=[int(d) for d in shape], dtype=str(np.dtype(dtype)),
+                             device_type=int(dev.device_type), device_id=int(dev.device_id))
+
+    # ------------------------------------------------------------------ lifetime
+    def close(self) -> None:
+        """Close the connection; the server ends the session and removes its work directory."""
+        if not self.closed:
+            self.closed = True
+            try:
+                self._sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass  # the server already closed its end
+            self._sock.close()
+
+    def __enter__(self) -> "ClientSession":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def connect(host: str, port: int, timeout: float | None = None) -> ClientSession:
+    """Open a session with an RPC server.
+
+    Parameters
+    ----------
+    host, port
+        The server's address.
+    timeout : float, optional
+        Seconds to wait for the connection and for each reply (default: no limit).
+
+    Raises
+    ------
+    RPCError
+        If the server cannot be reached.
+    """
+    try:
+        sock = socket.create_connection((host, port), timeout=timeout)
+    except OSError as exc:
+        raise RPCError(f"cannot connect to the RPC server at {host}:{port}: {exc}") from exc
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    return ClientSession(sock)

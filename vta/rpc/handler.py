@@ -1,0 +1,188 @@
+"""The server side of one RPC session: decode a request, run it, encode the reply.
+
+A request header is ``{"id": n, "op": name, "args": {...}}``; the reply is ``{"id": n, "ok":
+true, "result": value}`` or ``{"id": n, "ok": false, "error": {"type": name, "message": text}}``.
+Objects that must stay on the server (arrays, modules, functions) are kept in a handle table
+and cross the connection as ``{"handle": h, "kind": ...}``. Operations:
+
+=================  ===========================================  ==========================
+op                 args                                         result
+=================  ===========================================  ==========================
+ping               {}                                           "pong"
+upload             name, data (bytes)                           None
+download           name                                         bytes
+remove             name                                         None
+listdir            {}                                           list of names
+load_module        name                                         module handle
+get_function       name                                         function handle (global)
+module_function    module (handle), name (None = entry)         function handle
+call               func (handle), args (list)                   any value
+alloc_array        shape, dtype, device_type, device_id         array handle
+array_copyfrom     array (handle), data (ndarray)               None
+array_numpy        array (handle)                               ndarray
+free               handle (handle)                              None
+=================  ===========================================  ==========================
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+from typing import Any, Callable
+
+from ..errors import RPCError
+from . import _runtime
+from .protocol import decode_value, encode_value
+from .workspace import DEFAULT_MAX_UPLOAD, Workspace
+
+__all__ = ["SessionHandler"]
+
+log = logging.getLogger(__name__)
+
+
+class SessionHandler:
+    """State and operations of one server session (one connection).
+
+    Parameters
+    ----------
+    workdir_parent : path-like, optional
+        Directory in which the session's private work directory is created.
+    max_upload : int
+        Largest upload accepted, in bytes.
+    """
+
+    def __init__(self, workdir_parent=None, max_upload: int = DEFAULT_MAX_UPLOAD):
+        self.workspace = Workspace(workdir_parent, max_upload)
+        self._handles: dict[int, tuple[str, Any]] = {}
+        self._next = 1
+        self._ops: dict[str, Callable[..., Any]] = {
+            "ping": lambda: "pong",
+            "upload": self.workspace.upload,
+            "download": self.workspace.download,
+            "remove": self.workspace.remove,
+            "listdir": self.workspace.listdir,
+            "load_module": self._load_module,
+            "get_function": _runtime.get_global_func,
+            "module_function": self._module_function,
+            "call": self._call,
+            "alloc_array": self._alloc_array,
+            "array_copyfrom": self._array_copyfrom,
+            "array_numpy": self._array_numpy,
+            "free": self._free,
+        }
+
+    # ------------------------------------------------------------------ handles
+    def _kind_of(self, value: Any) -> str | None:
+        if _runtime.is_ndarray(value):
+            return "array"
+        if _runtime.is_packed_func(value):
+            return "func"
+        if _runtime.is_module(value):
+            return "module"
+        return None
+
+    def _tag(self, value: Any) -> dict | None:
+        kind = self._kind_of(value)
+        if kind is None:
+            return None
+        h = self._next
+        self._next += 1
+        self._handles[h] = (kind, value)
+        tagged = {"handle": h, "kind": kind}
+        if kind == "array":
+            dev = value.device
+            tagged.update(shape=list(value.shape), dtype=str(value.dtype), device=[dev.device_type, dev.device_id])
+        return tagged
+
+    def _resolve(self, tagged: dict) -> Any:
+        h = tagged.get("handle")
+        if not isinstance(h, int) or h not in self._handles:
+            raise RPCError(f"handle {h!r} does not name a live object of this session")
+        return self._handles[h][1]
+
+    def _get(self, value: Any, kind: str, what: str) -> Any:
+        for h, (k, obj) in self._handles.items():
+            if obj is value and k == kind:
+                return obj
+        raise RPCError(f"{what} must be a {kind} handle of this session, got {value!r}")
+
+    def handle_count(self) -> int:
+        """Number of live handles (for tests and diagnostics)."""
+        return len(self._handles)
+
+    # ------------------------------------------------------------------ operations
+    def _load_module(self, name: str) -> Any:
+        return _runtime.load_module(str(self.workspace.file(name)))
+
+    def _module_function(self, module: Any, name: str | None = None) -> Any:
+        mod = self._get(module, "module", "module")
+        if name is None:
+            entry = getattr(mod, "entry_func", None)
+            if entry is None:
+                raise RPCError("the module has no entry function")
+            return entry
+        if not isinstance(name, str):
+            raise RPCError(f"function name must be a string, got {name!r}")
+        return mod.get_function(name)
+
+    def _call(self, func: Any, args: list | None = None) -> Any:
+        f = self._get(func, "func", "func")
+        if not isinstance(args, list):
+            raise RPCError(f"call arguments must be a list, got {args!r}")
+        return f(*args)
+
+    def _alloc_array(self, shape: list, dtype: str, device_type: int, device_id: int = 0) -> Any:
+        return _runtime.nd_empty(shape, dtype, device_type, device_id)
+
+    def _array_copyfrom(self, array: Any, data: Any) -> None:
+        self._get(array, "array", "array").copyfrom(data)
+
+    def _array_numpy(self, array: Any) -> Any:
+        return self._get(array, "array", "array").numpy()
+
+    def _free(self, handle: Any) -> None:
+        for h, (kind, obj) in list(self._handles.items()):
+            if obj is handle:
+                del self._handles[h]
+                if kind == "array" and not any(o is obj for _, o in self._handles.values()):
+                    obj.close()
+                return
+        raise RPCError(f"free: {handle!r} is not a live handle of this session")
+
+    # ------------------------------------------------------------------ dispatch
+    def handle(self, header: dict, payloads: list[bytes]) -> tuple[dict, list[bytes]]:
+        """Run one request and build its reply; never raises for a bad request.
+
+        Returns
+        -------
+        (dict, list of bytes)
+            The reply header and its payloads.
+        """
+        req_id = header.get("id")
+        try:
+            op = header.get("op")
+            if op not in self._ops:
+                raise RPCError(f"unknown operation {op!r}; accepted: {', '.join(sorted(self._ops))}")
+            raw_args = header.get("args", {})
+            if not isinstance(raw_args, dict):
+                raise RPCError(f"request args must be a JSON object, got {type(raw_args).__name__}")
+            args = {str(k): decode_value(v, payloads, self._resolve) for k, v in raw_args.items()}
+            fn = self._ops[op]
+            try:
+                inspect.signature(fn).bind(**args)
+            except TypeError as exc:
+                raise RPCError(f"bad arguments for {op!r}: {exc}") from exc
+            result = fn(**args)
+            out: list[bytes] = []
+            return {"id": req_id, "ok": True, "result": encode_value(result, out, self._tag)}, out
+        except Exception as exc:  # any failure becomes an error reply; the session lives on
+            log.debug("request %r failed", header.get("op"), exc_info=True)
+            return {"id": req_id, "ok": False, "error": {"type": type(exc).__name__, "message": str(exc)}}, []
+
+    def close(self) -> None:
+        """Release every handle's array and remove the work directory."""
+        for kind, obj in self._handles.values():
+            if kind == "array":
+                obj.close()
+        self._handles.clear()
+        self.workspace.close()

@@ -1,0 +1,218 @@
+"""The RPC wire format: length-prefixed frames of a JSON header and raw byte payloads.
+
+A frame is::
+
+    magic   4 bytes   b"VTA\\x01"
+    hlen    u32 LE    length of the JSON header in bytes
+    plen    u64 LE    total length of the payloads
+    header  hlen bytes of UTF-8 JSON (an object)
+    payload plen bytes, split as the header's "payloads" list of lengths says
+
+Values inside a header are plain JSON scalars and lists, or single-key tagged objects:
+``{"bytes": i}`` (payload ``i``), ``{"ndarray": i, "dtype": "<i4", "shape": [..]}`` (a NumPy
+array of a numeric dtype), ``{"dict": {...}}``, and ``{"handle": h, "kind": "array" |
+"module" | "func", ...}`` for objects that live on the server. Nothing is ever unpickled or
+evaluated.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import socket
+import struct
+from typing import Any, Callable
+
+import numpy as np
+
+from ..errors import RPCError
+
+__all__ = ["MAGIC", "send_frame", "recv_frame", "encode_value", "decode_value", "FrameError",
+           "ConnectionClosed", "MAX_HEADER"]
+
+MAGIC = b"VTA\x01"
+_PREFIX = struct.Struct("<4sIQ")
+#: Largest JSON header accepted (1 MiB).
+MAX_HEADER = 1 << 20
+_ARRAY_KINDS = "biuf"
+
+
+class ConnectionClosed(RPCError):
+    """The peer closed the connection (cleanly between frames, or in the middle of one)."""
+
+
+class FrameError(RPCError):
+    """A frame is malformed.
+
+    Attributes
+    ----------
+    fatal : bool
+        True when the stream can no longer be followed (bad magic or an oversized frame whose
+        bytes were not read); the connection must then be closed after replying.
+    """
+
+    def __init__(self, message: str, fatal: bool = False):
+        super().__init__(message)
+        self.fatal = fatal
+
+
+def _recv_exact(sock: socket.socket, n: int, what: str, at_start: bool = False) -> bytearray:
+    buf = bytearray(n)
+    view = memoryview(buf)
+    got = 0
+    while got < n:
+        k = sock.recv_into(view[got:], n - got)
+        if k == 0:
+            if at_start and got == 0:
+                raise ConnectionClosed("the peer closed the connection")
+            raise ConnectionClosed(f"the peer closed the connection in the middle of a frame's {what} "
+                                   f"({got} of {n} bytes received)")
+        got += k
+    return buf
+
+
+def send_frame(sock: socket.socket, header: dict, payloads: list | tuple = ()) -> None:
+    """Send one frame.
+
+    Raises
+    ------
+    OSError
+        If the socket fails.
+    """
+    header = dict(header)
+    header["payloads"] = [len(memoryview(p).cast("B")) for p in payloads]
+    text = json.dumps(header, allow_nan=True).encode()
+    total = sum(header["payloads"])
+    sock.sendall(_PREFIX.pack(MAGIC, len(text), total) + text)
+    for p in payloads:
+        sock.sendall(p)
+
+
+def recv_frame(sock: socket.socket, max_payload: int) -> tuple[dict, list[bytes]]:
+    """Receive one frame.
+
+    Parameters
+    ----------
+    max_payload : int
+        Largest total payload accepted; a larger declared size is a fatal :class:`FrameError`.
+
+    Raises
+    ------
+    ConnectionClosed
+        If the peer closed the connection.
+    FrameError
+        If the frame is malformed (``fatal`` tells whether the stream is lost).
+    """
+    prefix = _recv_exact(sock, _PREFIX.size, "prefix", at_start=True)
+    magic, hlen, plen = _PREFIX.unpack(prefix)
+    if magic != MAGIC:
+        raise FrameError(f"bad frame magic {bytes(magic)!r} (expected {MAGIC!r})", fatal=True)
+    if hlen > MAX_HEADER:
+        raise FrameError(f"frame header of {hlen} bytes exceeds the limit of {MAX_HEADER}", fatal=True)
+    if plen > max_payload:
+        raise FrameError(f"frame payload of {plen} bytes exceeds the limit of {max_payload}", fatal=True)
+    text = _recv_exact(sock, hlen, "header")
+    payload = _recv_exact(sock, plen, "payload") if plen else bytearray()
+    try:
+        header = json.loads(text.decode())
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise FrameError(f"frame header is not valid UTF-8 JSON: {exc}") from exc
+    if not isinstance(header, dict):
+        raise FrameError(f"frame header must be a JSON object, got {type(header).__name__}")
+    sizes = header.pop("payloads", [])
+    if (not isinstance(sizes, list) or not all(isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in sizes)
+            or sum(sizes) != plen):
+        raise FrameError(f"frame header lists payload sizes {sizes!r} that do not add up to the {plen} bytes sent")
+    parts, pos = [], 0
+    mv = memoryview(payload)
+    for s in sizes:
+        parts.append(bytes(mv[pos:pos + s]))
+        pos += s
+    return header, parts
+
+
+# ---------------------------------------------------------------------------------- values
+def encode_value(value: Any, payloads: list, handle_of: Callable[[Any], dict | None] | None = None) -> Any:
+    """Turn ``value`` into JSON-able data, appending raw bytes to ``payloads``.
+
+    ``handle_of(value)`` may return a tagged handle object for values that stay on this side
+    (server arrays, modules, functions) or None.
+
+    Raises
+    ------
+    RPCError
+        If the value has a type that cannot cross the connection.
+    """
+    if value is None or isinstance(value, (bool, str)):
+        return value
+    if isinstance(value, (int, np.integer)):
+        return int(value)
+    if isinstance(value, (float, np.floating)):
+        return float(value)
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        payloads.append(bytes(value))
+        return {"bytes": len(payloads) - 1}
+    if isinstance(value, np.ndarray):
+        if value.dtype.kind not in _ARRAY_KINDS:
+            raise RPCError(f"arrays of dtype {value.dtype} cannot cross the connection (accepted kinds: bool, int, uint, float)")
+        arr = np.ascontiguousarray(value)
+        payloads.append(arr.tobytes())
+        return {"ndarray": len(payloads) - 1, "dtype": arr.dtype.str, "shape": list(arr.shape)}
+    if handle_of is not None:
+        tagged = handle_of(value)
+        if tagged is not None:
+            return tagged
+    if isinstance(value, (list, tuple)):
+        return [encode_value(v, payloads, handle_of) for v in value]
+    if isinstance(value, dict):
+        if not all(isinstance(k, str) for k in value):
+            raise RPCError("only dicts with string keys can cross the connection")
+        return {"dict": {k: encode_value(v, payloads, handle_of) for k, v in value.items()}}
+    raise RPCError(f"a value of type {type(value).__name__} cannot cross the connection")
+
+
+def _payload(payloads: list, index: Any) -> bytes:
+    if not isinstance(index, int) or isinstance(index, bool) or not 0 <= index < len(payloads):
+        raise RPCError(f"payload index {index!r} is not one of the {len(payloads)} payloads of the frame")
+    return payloads[index]
+
+
+def decode_value(data: Any, payloads: list, resolve: Callable[[dict], Any] | None = None) -> Any:
+    """Inverse of :func:`encode_value`; ``resolve(tagged)`` turns a handle object into a value.
+
+    Raises
+    ------
+    RPCError
+        If the data is malformed (an unknown tag, a bad payload index, an array whose size
+        disagrees with its shape, a handle where none is accepted).
+    """
+    if data is None or isinstance(data, (bool, int, float, str)):
+        return data
+    if isinstance(data, list):
+        return [decode_value(v, payloads, resolve) for v in data]
+    if not isinstance(data, dict):
+        raise RPCError(f"cannot decode value {data!r}")
+    if "bytes" in data and len(data) == 1:
+        return _payload(payloads, data["bytes"])
+    if "dict" in data and len(data) == 1 and isinstance(data["dict"], dict):
+        return {k: decode_value(v, payloads, resolve) for k, v in data["dict"].items()}
+    if "ndarray" in data:
+        raw = _payload(payloads, data["ndarray"])
+        try:
+            dtype = np.dtype(str(data.get("dtype")))
+        except TypeError as exc:
+            raise RPCError(f"array dtype {data.get('dtype')!r} is not a NumPy dtype") from exc
+        shape = data.get("shape")
+        if dtype.kind not in _ARRAY_KINDS or dtype.fields is not None:
+            raise RPCError(f"array dtype {data.get('dtype')!r} is refused (accepted kinds: bool, int, uint, float)")
+        if not isinstance(shape, list) or not all(isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in shape):
+            raise RPCError(f"array shape {shape!r} must be a list of non-negative integers")
+        if math.prod(shape) * dtype.itemsize != len(raw):
+            raise RPCError(f"array of shape {shape} and dtype {dtype} needs {math.prod(shape) * dtype.itemsize} "
+                           f"bytes but its payload holds {len(raw)}")
+        return np.frombuffer(raw, dtype=dtype).reshape(shape).copy()
+    if "handle" in data:
+        if resolve is None:
+            raise RPCError(f"a remote handle {data!r} is not accepted here")
+        return resolve(data)
+    raise RPCError(f"cannot decode tagged value with keys {sorted(data)!r}")
