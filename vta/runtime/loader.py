@@ -1,0 +1,258 @@
+"""Loading modules from files and exporting them (reference tvm-vta-software.md 5.5, 5.6).
+
+:func:`load_module` turns ``.o`` and ``.tar`` files into a shared library next to the file,
+linked against the native runtime library of the current configuration (so the undefined
+``VTA*``/``TVM*`` symbols of host code resolve to it), then dispatches on the format to the
+loader registered as ``runtime.module.loadfile_<fmt>``. The ``so`` loader opens the library,
+fills its ``__TVM*`` context pointers, restores the modules of its ``__tvm_dev_mblob`` and
+points ``__tvm_module_ctx`` at the root. :func:`export_library` writes exactly that format.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import shutil
+import tarfile
+import tempfile
+from pathlib import Path
+from typing import Callable
+
+from ..env import get_env
+from ..errors import BuildError, ModuleLoadError, TVMError
+from . import elf
+from .blob import BLOB_SYMBOL, blob_c_source, pack_blob, unpack_blob
+from .module import LibraryModule, Module
+from .native_lib import INCLUDE_DIR, NativeLibrary, compile_shared, loaded_libraries, runtime_library
+from .registry import get_global_func, list_global_func_names, register_func
+
+__all__ = ["load_module", "export_library", "load_library_module"]
+
+_LOADFILE = "runtime.module.loadfile_"
+_LOADBINARY = "runtime.module.loadbinary_"
+#: Suffixes that mean a shared library.
+_SO_ALIASES = ("so", "dll", "dylib", "dso")
+#: Context pointers a library may define, filled with the runtime's functions (``__<name>``).
+_CONTEXT_FUNCTIONS = (
+    "TVMFuncCall", "TVMAPISetLastError", "TVMBackendGetFuncFromEnv", "TVMBackendAllocWorkspace",
+    "TVMBackendFreeWorkspace", "TVMBackendParallelLaunch", "TVMBackendParallelBarrier",
+)
+_MODULE_CTX = "__tvm_module_ctx"
+
+
+def _registered(prefix: str) -> list[str]:
+    return [name[len(prefix):] for name in list_global_func_names() if name.startswith(prefix)]
+
+
+# ----------------------------------------------------------------------------- linking
+def _link(inputs: list[Path], output: Path) -> Path:
+    """Link objects (and C files) into ``output``, against the current runtime library."""
+    runtime = runtime_library(get_env())
+    try:
+        return compile_shared(
+            [*inputs, runtime.path], output, include_dirs=(INCLUDE_DIR,),
+            flags=[f"-Wl,-rpath,{runtime.path.parent}"],
+        )
+    except BuildError as exc:
+        names = ", ".join(p.name for p in inputs)
+        raise ModuleLoadError(f"cannot link {names} into a shared library: {exc}") from exc
+
+
+def _untar(path: Path) -> list[Path]:
+    """Unpack a tar into a fresh directory next to it and return its regular files."""
+    target = Path(tempfile.mkdtemp(prefix=f"{path.name}.", dir=path.parent))
+    try:
+        with tarfile.open(path) as tar:
+            tar.extractall(target, filter="data")
+    except (tarfile.TarError, OSError) as exc:
+        shutil.rmtree(target, ignore_errors=True)
+        raise ModuleLoadError(f"cannot unpack {str(path)!r}: {exc}") from exc
+    members = sorted(p for p in target.rglob("*") if p.is_file())
+    if not members:
+        raise ModuleLoadError(f"{str(path)!r} holds no files to link")
+    return members
+
+
+def load_module(path: str | os.PathLike, fmt: str = "") -> Module:
+    """Load a module from a file.
+
+    Parameters
+    ----------
+    path : path
+        A shared library (``.so``; ``.dll``, ``.dylib``, ``.dso`` are treated alike), an object
+        file (``.o``), a ``.tar`` of objects and C files, or a file of any format a loader is
+        registered for.
+    fmt : str, optional
+        The format, instead of the file suffix.
+
+    Returns
+    -------
+    Module
+        The root module.
+
+    Raises
+    ------
+    ModuleLoadError
+        If the file does not exist, cannot be linked or loaded, its import blob is corrupt, or
+        no loader is registered for its format (the message lists the registered ones).
+    """
+    p = Path(path)
+    if not p.is_file():
+        raise ModuleLoadError(f"module file {str(path)!r} does not exist")
+    p = p.resolve()
+    fmt = fmt or p.suffix.lstrip(".")
+    if fmt in ("o", "obj"):
+        p, fmt = _link([p], p.with_name(p.name + ".so")), "so"
+    elif fmt == "tar":
+        p, fmt = _link(_untar(p), p.with_name(p.name + ".so")), "so"
+    if fmt in _SO_ALIASES:
+        fmt = "so"
+    loader = get_global_func(_LOADFILE + fmt, allow_missing=True)
+    if loader is None:
+        raise ModuleLoadError(
+            f"unknown module format {fmt!r} of {str(path)!r}; registered formats: {_registered(_LOADFILE)} "
+            "(plus 'o' and 'tar', which are linked into 'so')"
+        )
+    module = loader(str(p), fmt)
+    if not isinstance(module, Module):
+        raise ModuleLoadError(f"loader {_LOADFILE + fmt} returned {module!r}, not a Module")
+    return module
+
+
+# ----------------------------------------------------------------------------- the so loader
+def _runtime_for(info: elf.DynamicInfo) -> NativeLibrary | None:
+    needed = set(info.needed)
+    for lib in loaded_libraries():
+        if lib.path.name in needed:
+            return lib
+    return None
+
+
+def _error_reader(cdll: ctypes.CDLL, runtime: NativeLibrary | None) -> Callable[[], str]:
+    if runtime is not None:
+        return runtime.last_error
+    try:
+        # Resolved through the library's own dependencies: the runtime it was linked against.
+        getter = cdll["TVMGetLastError"]
+    except AttributeError:
+        return lambda: "(the library is not linked against a runtime providing TVMGetLastError)"
+    getter.restype = ctypes.c_char_p
+    getter.argtypes = []
+    return lambda: (getter() or b"").decode("utf-8", errors="replace")
+
+
+def _fill_context(cdll: ctypes.CDLL, info: elf.DynamicInfo, path: Path) -> None:
+    for name in _CONTEXT_FUNCTIONS:
+        if info.data(f"__{name}") is None:
+            continue
+        try:
+            address = ctypes.cast(cdll[name], ctypes.c_void_p).value
+        except AttributeError as exc:
+            raise ModuleLoadError(
+                f"{path.name!r} has the context pointer __{name} but no runtime provides {name}; "
+                "load it through vta.runtime.load_module so it is linked against the VTA runtime"
+            ) from exc
+        ctypes.c_void_p.in_dll(cdll, f"__{name}").value = address
+
+
+def load_library_module(path: str | os.PathLike, fmt: str = "so") -> Module:
+    """``runtime.module.loadfile_so``: open a shared library and restore its module tree.
+
+    Raises
+    ------
+    ModuleLoadError
+        If the file is not a loadable ELF64 library, its context pointers cannot be filled, or
+        its import blob is corrupt.
+    """
+    path = Path(path)
+    info = elf.read_dynamic_info(path)
+    runtime = _runtime_for(info)
+    try:
+        cdll = ctypes.CDLL(str(path), mode=os.RTLD_LOCAL)
+    except OSError as exc:
+        raise ModuleLoadError(f"cannot load {str(path)!r}: {exc}") from exc
+    lib_module = LibraryModule(path, cdll, info, _error_reader(cdll, runtime), runtime)
+    _fill_context(cdll, info, path)
+    root: Module = lib_module
+    blob = lib_module.data_symbol(BLOB_SYMBOL)
+    if blob is not None:
+        root = unpack_blob(
+            blob, lib_module, path.name,
+            lambda key: get_global_func(_LOADBINARY + key, allow_missing=True),
+            lambda: _registered(_LOADBINARY),
+        )
+    if info.data(_MODULE_CTX) is not None:
+        ctypes.c_void_p.in_dll(cdll, _MODULE_CTX).value = root.handle()
+    return root
+
+
+register_func(_LOADFILE + "so", load_library_module, override=True)
+
+
+# ----------------------------------------------------------------------------- export
+def export_library(module: Module, path: str | os.PathLike,
+                   workspace_dir: str | os.PathLike | None = None) -> Path:
+    """Write ``module`` with its imports as a shared library (``.so``) or a ``.tar``.
+
+    The modules compiled to objects are saved as ``lib<i>.o``; when the tree holds other
+    modules (or imports at all), a generated ``devc.c`` carries ``__tvm_dev_mblob``. A ``.so``
+    is linked against the current runtime library; a ``.tar`` holds the files, and
+    :func:`load_module` links them.
+
+    Parameters
+    ----------
+    module : Module
+        The root.
+    path : path
+        Output file ending in ``.so`` (``.dll``, ``.dylib``, ``.dso``) or ``.tar``.
+    workspace_dir : path, optional
+        Where the intermediate files go (default: a temporary directory, removed afterwards).
+
+    Returns
+    -------
+    Path
+        ``path``.
+
+    Raises
+    ------
+    ValueError
+        If the suffix is not one of the accepted ones.
+    TVMError
+        If an imported module cannot be serialised, or the library cannot be built.
+    """
+    out = Path(path)
+    kind = out.suffix.lstrip(".")
+    if kind not in (*_SO_ALIASES, "tar"):
+        raise ValueError(f"cannot export a library to {str(path)!r}; accepted suffixes: .so, .dll, .dylib, .dso, .tar")
+    blob, dso_modules = pack_blob(module)
+    with tempfile.TemporaryDirectory(prefix="vta_export_", dir=workspace_dir) as ws:
+        files = []
+        for i, mod in enumerate(dso_modules):
+            obj = Path(ws) / f"lib{i}.o"
+            mod.save(obj)
+            files.append(obj)
+        if module.imported_modules or not module.is_dso_exportable:
+            devc = Path(ws) / "devc.c"
+            devc.write_text(blob_c_source(blob))
+            files.append(devc)
+        if kind == "tar":
+            _write_tar(files, out)
+        else:
+            try:
+                _link(files, out)
+            except ModuleLoadError as exc:
+                raise TVMError(f"cannot export {module!r} to {out.name!r}: {exc}") from exc
+    return out
+
+
+def _write_tar(files: list[Path], out: Path) -> None:
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent)
+    os.close(fd)
+    try:
+        with tarfile.open(tmp, "w") as tar:
+            for f in files:
+                tar.add(f, arcname=f.name)
+        os.replace(tmp, out)
+    finally:
+        Path(tmp).unlink(missing_ok=True)

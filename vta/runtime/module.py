@@ -1,0 +1,433 @@
+"""Runtime modules: named packed functions plus a tree of imported modules (DESIGN contract 3).
+
+Kinds of module:
+
+* :class:`LibraryModule` (type_key ``"library"``): a loaded shared library; its functions are
+  the packed functions it exports, ``__tvm_main__`` names the entry function.
+* :class:`CompiledCModule` (type_key ``"c"``): what the compiler produces, C source plus the
+  object file compiled from it; it can be saved (``.o``/``.c``), exported as a library and,
+  for convenience, called in-process (it is linked and loaded on first use).
+* :class:`PyModule`: functions written in Python, for tests and for module types restored from
+  a ``__tvm_dev_mblob`` by a ``runtime.module.loadbinary_<type_key>`` loader.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+from ..errors import TVMError
+from .abi import ArgTypeCode
+from .elf import DynamicInfo
+from .packed import PackedFunc, handles
+
+__all__ = ["Module", "LibraryModule", "CompiledCModule", "PyModule"]
+
+#: Symbol holding the name of the entry function.
+ENTRY_SYMBOL = "__tvm_main__"
+
+
+class Module:
+    """Base class of every runtime module.
+
+    Subclasses implement :meth:`_local_function` (and, when they can, :meth:`save`,
+    :meth:`get_source` and :meth:`save_to_binary`).
+
+    Attributes
+    ----------
+    type_key : str
+        The module kind (``"library"``, ``"c"``, or a PyModule's own key).
+    """
+
+    type_key = "module"
+    #: True for modules whose code is linked into an exported shared library.
+    is_dso_exportable = False
+
+    def __init__(self) -> None:
+        self._imports: list[Module] = []
+        self._functions: dict[str, PackedFunc] = {}
+        self._env_functions: dict[str, PackedFunc] = {}
+        self._handle: int | None = None
+        self._closed = False
+
+    # ---------------------------------------------------------------- functions
+    def _local_function(self, name: str) -> PackedFunc | None:
+        """This module's own function ``name``, or None."""
+        raise NotImplementedError
+
+    def get_function(self, name: str, query_imports: bool = False) -> PackedFunc:
+        """Look up a function of this module (and optionally of its imports, depth first).
+
+        Raises
+        ------
+        AttributeError
+            If no such function exists; the message names the function and the module.
+        TVMError
+            If the module is closed.
+        """
+        self._check_open()
+        func = self._functions.get(name)
+        if func is None:
+            func = self._local_function(name)
+            if func is None and query_imports:
+                for mod in self._imports:
+                    try:
+                        func = mod.get_function(name, query_imports=True)
+                    except AttributeError:
+                        continue
+                    break
+            if func is None:
+                where = " or its imports" if query_imports else ""
+                raise AttributeError(f"module {self!r} has no function {name!r}{where}")
+            self._functions[name] = func
+        return func
+
+    def __getitem__(self, name: str) -> PackedFunc:
+        if not isinstance(name, str):
+            raise TypeError(f"function names are str, got {name!r}")
+        return self.get_function(name)
+
+    @property
+    def entry_func(self) -> PackedFunc:
+        """The entry function (``__tvm_main__``).
+
+        Raises
+        ------
+        AttributeError
+            If the module has no entry function.
+        """
+        return self.get_function(ENTRY_SYMBOL)
+
+    def __call__(self, *args: Any) -> Any:
+        """Call the entry function."""
+        return self.entry_func(*args)
+
+    def function_from_env(self, name: str) -> PackedFunc | None:
+        """What ``TVMBackendGetFuncFromEnv`` finds: the imports first, then the global registry."""
+        func = self._env_functions.get(name)
+        if func is None:
+            for mod in self._imports:
+                try:
+                    func = mod.get_function(name, query_imports=True)
+                    break
+                except AttributeError:
+                    continue
+            if func is None:
+                from .registry import get_global_func  # the registry sits beside, not below
+
+                func = get_global_func(name, allow_missing=True)
+            if func is not None:
+                self._env_functions[name] = func
+        return func
+
+    # ---------------------------------------------------------------- imports
+    @property
+    def imported_modules(self) -> list["Module"]:
+        """The modules this one imports (a copy of the list)."""
+        return list(self._imports)
+
+    def import_module(self, module: "Module") -> None:
+        """Add ``module`` to this module's imports.
+
+        Raises
+        ------
+        TypeError
+            If ``module`` is not a Module.
+        ValueError
+            If the import would make the import graph cyclic.
+        """
+        if not isinstance(module, Module):
+            raise TypeError(f"import_module expects a Module, got {module!r}")
+        if module is self or self in module._descendants():
+            raise ValueError(f"importing {module!r} into {self!r} would create an import cycle")
+        self._imports.append(module)
+        self._env_functions.clear()
+
+    def _descendants(self) -> list["Module"]:
+        seen: dict[int, Module] = {}
+        stack = list(self._imports)
+        while stack:
+            mod = stack.pop()
+            if id(mod) not in seen:
+                seen[id(mod)] = mod
+                stack.extend(mod._imports)
+        return list(seen.values())
+
+    # ---------------------------------------------------------------- persistence
+    def save(self, path: str | os.PathLike, fmt: str = "") -> None:
+        """Save this module alone (imports are not saved; use :meth:`export_library`).
+
+        Raises
+        ------
+        TVMError
+            If this kind of module cannot be saved in that format.
+        """
+        raise TVMError(f"module {self!r} cannot be saved; only compiled C modules save to .o or .c")
+
+    def get_source(self, fmt: str = "") -> str:
+        """The module's source code.
+
+        Raises
+        ------
+        TVMError
+            If the module has no source.
+        """
+        raise TVMError(f"module {self!r} has no source code")
+
+    def save_to_binary(self) -> bytes:
+        """Serialise the module for the import blob of an exported library.
+
+        Raises
+        ------
+        TVMError
+            If the module type cannot be serialised.
+        """
+        raise TVMError(
+            f"module {self!r} cannot be serialised into an exported library; give its class a "
+            "save_to_binary() and register runtime.module.loadbinary_<type_key>"
+        )
+
+    def export_library(self, path: str | os.PathLike, workspace_dir: str | os.PathLike | None = None) -> Path:
+        """Write this module and its imports as a shared library (``.so``) or a ``.tar``.
+
+        See :func:`vta.runtime.loader.export_library`.
+        """
+        from .loader import export_library  # the loader builds on this module
+
+        return export_library(self, path, workspace_dir=workspace_dir)
+
+    # ---------------------------------------------------------------- lifetime and ABI
+    def _check_open(self) -> None:
+        if self._closed:
+            raise TVMError(f"module {self!r} has been closed")
+
+    def handle(self) -> int:
+        """An opaque handle naming this module for native code (stable until :meth:`close`)."""
+        self._check_open()
+        if self._handle is None:
+            self._handle = handles.acquire(self)
+        return self._handle
+
+    def _as_packed_arg(self) -> tuple[int, int]:
+        return ArgTypeCode.MODULE_HANDLE, self.handle()
+
+    def close(self) -> None:
+        """Release the module's handle and cached functions (idempotent).
+
+        Code already loaded into the process stays mapped (unloading a library whose functions
+        may still be referenced is unsafe); it can no longer be reached through this object.
+        """
+        if self._closed:
+            return
+        self._closed = True
+        self._functions.clear()
+        self._env_functions.clear()
+        if self._handle is not None:
+            handles.release(self._handle)
+            self._handle = None
+
+    def __enter__(self) -> "Module":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"Module(type_key={self.type_key!r})"
+
+
+class LibraryModule(Module):
+    """A loaded shared library (type_key ``"library"``).
+
+    Created by the ``runtime.module.loadfile_so`` loader; see :func:`vta.runtime.load_module`.
+
+    Parameters
+    ----------
+    path : Path
+        The library file.
+    cdll : ctypes.CDLL
+        The loaded library.
+    info : DynamicInfo
+        Its dynamic symbols, read from the file.
+    last_error : callable
+        ``TVMGetLastError()`` of the runtime library it is linked against.
+    runtime : NativeLibrary or None
+        That runtime library, when it is one this process built.
+    """
+
+    type_key = "library"
+
+    def __init__(self, path: Path, cdll: ctypes.CDLL, info: DynamicInfo,
+                 last_error: Callable[[], str], runtime: Any = None):
+        super().__init__()
+        self.path = Path(path)
+        self.cdll = cdll
+        self.info = info
+        self.runtime = runtime
+        self._last_error = last_error
+
+    def __repr__(self) -> str:
+        return f"Module(type_key='library', path={self.path.name!r})"
+
+    def data_symbol(self, name: str) -> bytes | None:
+        """The bytes of a data symbol the library defines (bounded by its ELF size), or None."""
+        sym = self.info.data(name)
+        if sym is None:
+            return None
+        address = ctypes.addressof(ctypes.c_char.in_dll(self.cdll, name))
+        return ctypes.string_at(address, sym.size) if sym.size else b""
+
+    def entry_name(self) -> str | None:
+        """The function ``__tvm_main__`` names, or None if the library has no entry symbol."""
+        raw = self.data_symbol(ENTRY_SYMBOL)
+        if raw is None:
+            return None
+        return raw.split(b"\0", 1)[0].decode("utf-8", errors="replace")
+
+    def _local_function(self, name: str) -> PackedFunc | None:
+        if name == ENTRY_SYMBOL:
+            # Normally a data symbol holding the entry function's name; a function of that
+            # name (the C host convention of upstream) is accepted too.
+            entry = self.entry_name()
+            if entry is not None:
+                name = entry
+        if not self.info.function(name):
+            return None
+        address = ctypes.cast(self.cdll[name], ctypes.c_void_p).value
+        return PackedFunc.from_native(address, name, self._last_error, owner=self)
+
+
+class CompiledCModule(Module):
+    """The compiler's product: C source and the object file compiled from it (type_key ``"c"``).
+
+    Parameters
+    ----------
+    source : str
+        The C source.
+    object_path : path
+        The object file compiled from ``source`` (read when saved or exported).
+    entry_name : str, optional
+        Name of the entry function, for documentation; the object's ``__tvm_main__`` symbol is
+        what calls use.
+
+    Raises
+    ------
+    TypeError
+        If ``source`` is not a str.
+    """
+
+    type_key = "c"
+    is_dso_exportable = True
+
+    def __init__(self, source: str, object_path: str | os.PathLike, entry_name: str | None = None):
+        super().__init__()
+        if not isinstance(source, str):
+            raise TypeError(f"source must be a str, got {type(source).__name__}")
+        self.source = source
+        self.object_path = Path(object_path)
+        self.entry_name = entry_name
+        self._loaded: Module | None = None
+        self._workdir: str | None = None
+
+    def __repr__(self) -> str:
+        return f"Module(type_key='c', object={self.object_path.name!r})"
+
+    def get_source(self, fmt: str = "") -> str:
+        """The C source (``fmt`` ``""`` or ``"c"``).
+
+        Raises
+        ------
+        TVMError
+            For any other format.
+        """
+        if fmt not in ("", "c"):
+            raise TVMError(f"a compiled C module has source in format 'c' only, not {fmt!r}")
+        return self.source
+
+    def save(self, path: str | os.PathLike, fmt: str = "") -> None:
+        """Save the object file (``.o``/``.obj``) or the source (``.c``); imports are not saved.
+
+        Raises
+        ------
+        TVMError
+            If the format is not one of ``o``, ``obj``, ``c``, or the object file is missing.
+        """
+        path = Path(path)
+        fmt = fmt or path.suffix.lstrip(".")
+        if fmt in ("o", "obj"):
+            if not self.object_path.is_file():
+                raise TVMError(f"the object file {str(self.object_path)!r} of {self!r} no longer exists")
+            shutil.copyfile(self.object_path, path)
+        elif fmt == "c":
+            path.write_text(self.source)
+        else:
+            raise TVMError(f"cannot save a compiled C module as {fmt!r}; accepted formats: 'o', 'obj', 'c'")
+
+    def _local_function(self, name: str) -> PackedFunc | None:
+        # Link and load on first use, with the imports, exactly as an exported library.
+        if self._loaded is None:
+            from .loader import load_module  # the loader builds on this module
+
+            self._workdir = tempfile.mkdtemp(prefix="vta_cmod_")
+            lib_path = Path(self._workdir) / "module.so"
+            self.export_library(lib_path)
+            self._loaded = load_module(lib_path)
+        try:
+            return self._loaded.get_function(name)
+        except AttributeError:
+            return None
+
+    def close(self) -> None:
+        """Release the in-process copy (if it was loaded) and its temporary directory."""
+        if self._loaded is not None:
+            self._loaded.close()
+            self._loaded = None
+        if self._workdir is not None:
+            shutil.rmtree(self._workdir, ignore_errors=True)
+            self._workdir = None
+        super().close()
+
+
+class PyModule(Module):
+    """A module whose functions are Python callables.
+
+    Parameters
+    ----------
+    type_key : str
+        The module kind; an exported library restores it through
+        ``runtime.module.loadbinary_<type_key>``.
+    functions : mapping of str to callable, optional
+        The module's functions.
+    entry : str, optional
+        Name of the function ``__tvm_main__`` resolves to.
+
+    Raises
+    ------
+    TypeError
+        If ``type_key`` is not a non-empty str or a function is not callable.
+    """
+
+    def __init__(self, type_key: str, functions: Mapping[str, Callable[..., Any]] | None = None,
+                 entry: str | None = None):
+        super().__init__()
+        if not isinstance(type_key, str) or not type_key or type_key.startswith("_"):
+            raise TypeError(f"type_key must be a non-empty str not starting with '_', got {type_key!r}")
+        self.type_key = type_key
+        self.functions = dict(functions or {})
+        for fname, func in self.functions.items():
+            if not callable(func):
+                raise TypeError(f"function {fname!r} of a PyModule must be callable, got {func!r}")
+        self.entry = entry
+
+    def __repr__(self) -> str:
+        return f"Module(type_key={self.type_key!r})"
+
+    def _local_function(self, name: str) -> PackedFunc | None:
+        if name == ENTRY_SYMBOL and self.entry is not None:
+            name = self.entry
+        func = self.functions.get(name)
+        return None if func is None else PackedFunc(func, name=name)

@@ -1,0 +1,337 @@
+"""Building and loading the native runtime library, and the system C compiler helpers.
+
+:func:`runtime_library` compiles every ``vta/runtime/native/*.c`` (the TVM C ABI functions of
+``c_runtime_api.c`` and the VTA runtime) together with a header generated from the
+configuration (``hw_spec.h`` = :func:`vta.isa.c_header`) into one shared library per
+configuration, cached on disk under a content key and in memory per process. Each library is
+loaded with ``RTLD_LOCAL``, so libraries of several configurations coexist in one process; host
+modules are linked against the library of their configuration (see :mod:`vta.runtime.loader`).
+
+After loading, the library gets the Python callbacks behind ``TVMBackendGetFuncFromEnv`` and
+``TVMFuncCall``, and every hook registered with :func:`on_load` runs (the VTA runtime uses
+this to hand the library the DRAM arena and the device callbacks).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import shutil
+import subprocess
+import tempfile
+import threading
+from pathlib import Path
+from typing import Any, Callable, Iterable, Sequence
+
+from ..cache import cache_dir, content_key
+from ..env import Environment, get_env
+from ..errors import BuildError, TVMError
+from .abi import FuncCallCallback, GetFuncFromEnvCallback
+from .packed import PackedFunc, call_from_native, handles, set_pending_exception
+
+__all__ = [
+    "NativeLibrary", "runtime_library", "on_load", "loaded_libraries",
+    "NATIVE_DIR", "INCLUDE_DIR", "C_FLAGS", "c_compiler", "compile_shared", "compile_object",
+]
+
+#: Directory of the runtime's C sources.
+NATIVE_DIR = Path(__file__).resolve().parent / "native"
+#: Headers host code and the runtime include (``tvm_c_abi.h``, ``vta_runtime.h``).
+INCLUDE_DIR = NATIVE_DIR / "include"
+#: Flags of every runtime library build.
+C_FLAGS = ("-O2", "-fPIC", "-shared", "-std=c11")
+
+_lock = threading.RLock()
+_by_key: dict[str, "NativeLibrary"] = {}
+_by_env: dict[Environment, "NativeLibrary"] = {}
+_hooks: list[Callable[["NativeLibrary", Environment], Any]] = []
+
+
+# ----------------------------------------------------------------------------- compiler helpers
+def c_compiler() -> str:
+    """The system C compiler: ``$CC`` if set, else ``cc``, as an absolute path.
+
+    Raises
+    ------
+    BuildError
+        If the compiler cannot be found on ``PATH``.
+    """
+    name = os.environ.get("CC") or "cc"
+    path = shutil.which(name)
+    if path is None:
+        raise BuildError(f"C compiler {name!r} not found on PATH; install gcc or set CC")
+    return path
+
+
+def _run(cmd: Sequence[str], what: str) -> None:
+    try:
+        proc = subprocess.run(list(cmd), capture_output=True, text=True, check=False)
+    except OSError as exc:
+        raise BuildError(f"{what}: cannot run {cmd[0]!r}: {exc}") from exc
+    if proc.returncode != 0:
+        raise BuildError(
+            f"{what} failed (exit status {proc.returncode}).\ncommand: {' '.join(cmd)}\n"
+            f"{proc.stderr.strip()}"
+        )
+
+
+def _atomic_build(output: Path, build: Callable[[Path], None]) -> Path:
+    """Run ``build(temp_path)`` next to ``output`` and rename the result into place."""
+    output = Path(output)
+    output.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{output.name}.", suffix=".tmp", dir=output.parent)
+    os.close(fd)
+    tmp_path = Path(tmp)
+    try:
+        build(tmp_path)
+        os.replace(tmp_path, output)
+    finally:
+        tmp_path.unlink(missing_ok=True)
+    return output
+
+
+def compile_shared(sources: Iterable[str | os.PathLike], output: str | os.PathLike, *,
+                   include_dirs: Iterable[str | os.PathLike] = (),
+                   flags: Iterable[str] = (), soname: str | None = None) -> Path:
+    """Compile and link C sources and objects into a shared library, atomically.
+
+    Parameters
+    ----------
+    sources : iterable of path
+        ``.c`` files and object files; shared libraries listed here are linked as dependencies.
+    output : path
+        The library to write; it appears only once complete.
+    include_dirs : iterable of path
+        ``-I`` directories.
+    flags : iterable of str
+        Extra compiler and linker flags (e.g. ``-Wl,-rpath,...``), after the inputs.
+    soname : str, optional
+        ``DT_SONAME`` of the library.
+
+    Returns
+    -------
+    Path
+        ``output``.
+
+    Raises
+    ------
+    BuildError
+        If the compiler fails; the message holds its standard error.
+    """
+    cc = c_compiler()
+    srcs = [str(s) for s in sources]
+    incs = [f"-I{d}" for d in include_dirs]
+    extra = list(flags) + ([f"-Wl,-soname,{soname}"] if soname else [])
+
+    def build(tmp: Path) -> None:
+        _run([cc, *C_FLAGS, *incs, "-o", str(tmp), *srcs, *extra], f"building {Path(output).name}")
+
+    return _atomic_build(Path(output), build)
+
+
+def compile_object(source: str | os.PathLike, output: str | os.PathLike, *,
+                   include_dirs: Iterable[str | os.PathLike] = (INCLUDE_DIR,),
+                   flags: Iterable[str] = ()) -> Path:
+    """Compile one C file to a position-independent object file, atomically.
+
+    Raises
+    ------
+    BuildError
+        If the compiler fails; the message holds its standard error.
+    """
+    cc = c_compiler()
+    incs = [f"-I{d}" for d in include_dirs]
+
+    def build(tmp: Path) -> None:
+        _run([cc, "-c", "-O2", "-fPIC", "-std=c11", *incs, *flags, "-o", str(tmp), str(source)],
+             f"compiling {Path(source).name}")
+
+    return _atomic_build(Path(output), build)
+
+
+# ----------------------------------------------------------------------------- the library
+class NativeLibrary:
+    """One loaded native runtime library (one per configuration and source state).
+
+    Attributes
+    ----------
+    path : Path
+        The shared library file.
+    key : str
+        Content key of its sources, generated header and compiler flags.
+    env : Environment
+        The configuration it was built for.
+    cdll : ctypes.CDLL
+        The loaded library (``RTLD_LOCAL``).
+    """
+
+    def __init__(self, path: Path, key: str, env: Environment):
+        self.path = Path(path)
+        self.key = key
+        self.env = env
+        self.cdll = ctypes.CDLL(str(self.path), mode=os.RTLD_LOCAL)
+        self._get_last_error = self.cdll.TVMGetLastError
+        self._get_last_error.restype = ctypes.c_char_p
+        self._get_last_error.argtypes = []
+        self._set_last_error = self.cdll.TVMAPISetLastError
+        self._set_last_error.restype = None
+        self._set_last_error.argtypes = [ctypes.c_char_p]
+        self._install_callbacks()
+
+    def __repr__(self) -> str:
+        return f"NativeLibrary({self.path.name!r})"
+
+    def last_error(self) -> str:
+        """``TVMGetLastError()`` of this library in the calling thread."""
+        raw = self._get_last_error()
+        return raw.decode("utf-8", errors="replace") if raw else ""
+
+    def set_last_error(self, message: str) -> None:
+        """``TVMAPISetLastError(message)`` in the calling thread."""
+        self._set_last_error(message.encode("utf-8", errors="replace").replace(b"\0", b"?"))
+
+    def symbol_address(self, name: str) -> int:
+        """Address of an exported symbol.
+
+        Raises
+        ------
+        AttributeError
+            If the library does not export ``name``.
+        """
+        return ctypes.cast(getattr(self.cdll, name), ctypes.c_void_p).value
+
+    def _install_callbacks(self) -> None:
+        lib = self
+
+        def get_func_from_env(mod_handle, name, out) -> int:
+            try:
+                fname = name.decode("utf-8", errors="replace") if name else ""
+                if mod_handle:
+                    func = handles.get(mod_handle).function_from_env(fname)
+                    where = "the module's imports or the global registry"
+                else:
+                    from .registry import get_global_func  # registry imports packed, not us
+
+                    func = get_global_func(fname, allow_missing=True)
+                    where = "the global registry (no module context)"
+                if func is None:
+                    lib.set_last_error(f"TVMBackendGetFuncFromEnv: function {fname!r} not found in {where}")
+                    return -1
+                # Host code caches the handle for the life of the process: keep it alive.
+                out[0] = handles.acquire(func)
+                return 0
+            except BaseException as exc:  # noqa: BLE001 - must not unwind through C; re-raised later
+                set_pending_exception(exc)
+                lib.set_last_error(f"TVMBackendGetFuncFromEnv: {type(exc).__name__}: {exc}")
+                return -1
+
+        def func_call(handle, args, codes, num_args, ret, ret_code) -> int:
+            try:
+                func = handles.get(handle)
+                if not isinstance(func, PackedFunc):
+                    raise TVMError(f"TVMFuncCall: handle {handle!r} names a {type(func).__name__}, not a function")
+            except TVMError as exc:
+                lib.set_last_error(str(exc))
+                return -1
+            return call_from_native(func, args, codes, num_args, ret, ret_code, lib.set_last_error)
+
+        # Keep the ctypes thunks alive as long as the library.
+        self._callbacks = (GetFuncFromEnvCallback(get_func_from_env), FuncCallCallback(func_call))
+        setter = self.cdll.VTART_SetCallbacks
+        setter.restype = None
+        setter.argtypes = [GetFuncFromEnvCallback, FuncCallCallback]
+        setter(*self._callbacks)
+
+
+def on_load(fn: Callable[[NativeLibrary, Environment], Any]) -> Callable[[NativeLibrary, Environment], Any]:
+    """Register ``fn(lib, env)`` to run whenever a runtime library is loaded.
+
+    It also runs at once for every library already loaded in this process. Usable as a
+    decorator; registering the same function twice has no further effect.
+
+    Raises
+    ------
+    TypeError
+        If ``fn`` is not callable.
+    """
+    if not callable(fn):
+        raise TypeError(f"on_load needs a callable fn(lib, env), got {fn!r}")
+    with _lock:
+        if fn in _hooks:
+            return fn
+        _hooks.append(fn)
+        loaded = list(_by_key.values())
+    for lib in loaded:
+        fn(lib, lib.env)
+    return fn
+
+
+def loaded_libraries() -> list[NativeLibrary]:
+    """The runtime libraries loaded in this process."""
+    with _lock:
+        return list(_by_key.values())
+
+
+def _sources() -> list[Path]:
+    return sorted(p for p in NATIVE_DIR.glob("*.c") if p.is_file())
+
+
+def runtime_library(env: Environment | None = None) -> NativeLibrary:
+    """Build (if needed) and load the native runtime library of a configuration.
+
+    Parameters
+    ----------
+    env : Environment, optional
+        The configuration (default: the current one).
+
+    Returns
+    -------
+    NativeLibrary
+        The same object for every call with this configuration in this process.
+
+    Raises
+    ------
+    BuildError
+        If the compiler fails (the message holds its standard error) or the library cannot be
+        loaded.
+    """
+    env = env or get_env()
+    with _lock:
+        lib = _by_env.get(env)
+        if lib is not None:
+            return lib
+        from .. import isa  # the ISA module is large; import on first build only
+
+        header = isa.c_header(env)
+        sources = _sources()
+        cc = c_compiler()
+        parts: list[bytes | str] = [cc, " ".join(C_FLAGS), header]
+        for src in sources + sorted(INCLUDE_DIR.glob("*.h")):
+            parts += [src.name, src.read_bytes()]
+        key = content_key(parts)
+        lib = _by_key.get(key)
+        if lib is None:
+            lib = _load(_build(key, header, sources), key, env)
+            for hook in list(_hooks):
+                hook(lib, env)
+            _by_key[key] = lib
+        _by_env[env] = lib
+        return lib
+
+
+def _build(key: str, header: str, sources: list[Path]) -> Path:
+    name = f"libvta_rt_{key}.so"
+    out = cache_dir("native") / name
+    if out.exists():
+        return out
+    with tempfile.TemporaryDirectory(prefix=f"gen_{key}_", dir=out.parent) as gen:
+        (Path(gen) / "hw_spec.h").write_text(header)
+        compile_shared(sources, out, include_dirs=(INCLUDE_DIR, gen), soname=name)
+    return out
+
+
+def _load(path: Path, key: str, env: Environment) -> NativeLibrary:
+    try:
+        return NativeLibrary(path, key, env)
+    except (OSError, AttributeError) as exc:
+        raise BuildError(f"cannot load the native runtime library {path.name!r}: {exc}") from exc
