@@ -1,0 +1,276 @@
+"""The functional simulator (fsim): the executable specification of the VTA instruction set.
+
+:class:`FunctionalSimulator` implements the :class:`~vta.sim.device.Device` contract. It reads an
+instruction stream from the shared DRAM arena, orders it by the dependency tokens
+(:mod:`vta.sim.fsim_sched`) and executes every instruction with one small function per opcode
+(:mod:`vta.sim.fsim_units`), following ``reference/vta-isa.md`` sections 2 to 6 and the
+semantics table of DESIGN.md.
+
+Examples
+--------
+>>> from vta.env import get_env
+>>> from vta.dram import DRAM
+>>> from vta.testing.programs import ProgramBuilder
+>>> env = get_env()
+>>> with DRAM(1 << 24) as dram, FunctionalSimulator(env, dram) as dev:
+...     prog = ProgramBuilder(env, dram)
+...     prog.finish()
+...     addr, count = prog.build()
+...     dev.run(addr, count)
+0
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import isa
+from ..dram import DRAM
+from ..env import Environment
+from ..errors import DeadlockError, InvalidInstructionError, SimulationError
+from .device import STAT_KEYS, Device
+from .fsim_sched import CHANNELS, Flow, schedule
+from .fsim_units import Scratchpads, alu, gemm, load, store
+
+__all__ = ["FunctionalSimulator", "INSN_KEYS", "TOKEN_KEYS"]
+
+#: Per-opcode instruction counters (x_size == 0 loads and stores count as ``insn_nop`` only).
+INSN_KEYS = ("insn_load", "insn_store", "insn_gemm", "insn_alu", "insn_finish", "insn_nop")
+#: Tokens left in each channel after the last run.
+TOKEN_KEYS = tuple(f"tokens_{c}" for c in CHANNELS)
+_STAGE_NAMES = {isa.STAGE_LOAD: "load", isa.STAGE_COMPUTE: "compute", isa.STAGE_STORE: "store"}
+
+
+class FunctionalSimulator(Device):
+    """A functional, bit-exact model of one VTA core.
+
+    Execution order: by default deterministic -- among the three stage queues whose next
+    instruction has its tokens available, the instruction earliest in the stream runs next
+    (for a stream that is valid when run as written, that is stream order). With ``seed``, a
+    ready stage is picked at random at each step, from a generator seeded once per device, to
+    expose missing dependencies.
+
+    A run ends when every instruction has executed and one of them was FINISH. A stream in
+    which some instruction can never get its tokens (including any instruction after FINISH),
+    that has no FINISH, or that would put more than 255 tokens on a channel is rejected before
+    any instruction executes. Other errors (invalid fields, SRAM or DRAM out of range) stop the
+    run at the failing instruction; instructions before it have executed. Either way the device
+    stays usable, and :meth:`reset` returns it to power-on state.
+
+    SRAM contents and outstanding tokens persist across runs, as in hardware.
+
+    Parameters
+    ----------
+    env : Environment
+        The configuration (any encodable one: BATCH > 1, BLOCK 32, narrow inputs, ...).
+    dram : DRAM
+        The arena holding instructions, micro-ops and data.
+    seed : int, optional
+        Use a seeded random interleaving of the stages instead of the deterministic order.
+    trace : bool
+        Record every executed instruction in :attr:`trace` as ``(index, stage, text)``.
+    """
+
+    name = "sim"
+
+    def __init__(self, env: Environment, dram: DRAM, *, seed: int | None = None, trace: bool = False):
+        super().__init__(env, dram)
+        self.seed = seed
+        self._rng = None if seed is None else np.random.default_rng(seed)
+        self.sram = Scratchpads(env)
+        self.tokens = [0, 0, 0, 0]
+        self.trace_enabled = bool(trace)
+        #: Executed instructions ``(index, stage name, one-line text)`` (with ``trace=True``).
+        self.trace: list[tuple[int, str, str]] = []
+        self._stats = dict.fromkeys(STAT_KEYS + INSN_KEYS, 0)
+
+    # ------------------------------------------------------------------ contract
+    def run(self, insn_phys_addr: int, insn_count: int, wait_cycles: int = 0) -> int:
+        """Execute ``insn_count`` instructions at ``insn_phys_addr`` until the run completes.
+
+        ``wait_cycles`` is accepted for API compatibility; a functional model has no time.
+
+        Returns
+        -------
+        int
+            0.
+
+        Raises
+        ------
+        ValueError
+            If ``insn_count`` or ``wait_cycles`` is negative or not an integer.
+        DRAMAccessError
+            If the stream or a data access lies outside a live allocation.
+        InvalidInstructionError
+            For an invalid opcode, memory type, ALU opcode, store padding or token flag.
+        SRAMIndexError
+            For an on-chip index outside its buffer.
+        DeadlockError
+            If an instruction can never run or the stream has no FINISH.
+        TokenOverflowError
+            If more than 255 tokens would be outstanding on a channel.
+        """
+        for what, value in (("insn_count", insn_count), ("wait_cycles", wait_cycles)):
+            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
+                raise ValueError(f"{what} must be a non-negative integer, got {value!r}")
+        n = int(insn_count)
+        if n == 0:
+            raise DeadlockError("the stream has 0 instructions, so FINISH never executes and the run never ends")
+        self.dram.check(insn_phys_addr, 16 * n, "instruction stream")
+        words = self.dram.data[insn_phys_addr:insn_phys_addr + 16 * n].copy().view("<u8").reshape(n, 2)
+        cols = isa.decode_array(words, self.env)
+        program = _Program(cols, words, self.env)
+        program.validate()
+        tokens = list(self.tokens)
+        order = schedule(program.flow, tokens, self._rng)
+        try:
+            self._execute(program, order)
+        except SimulationError as exc:
+            # The instructions before the failing one have executed: keep their tokens.
+            done = order[:self._position]
+            flow = program.flow
+            delta = (flow.push[done] - flow.pop[done]).sum(axis=0)
+            self.tokens = [int(t + d) for t, d in zip(self.tokens, delta)]
+            if exc.insn_index is None:
+                exc.insn_index = int(order[self._position])
+            raise
+        self.tokens = tokens
+        return 0
+
+    def stats(self) -> dict:
+        """Counters since the last :meth:`clear_stats` and the tokens left in each channel.
+
+        Returns
+        -------
+        dict
+            The seven upstream keys (``STAT_KEYS``, upstream counting), ``insn_load``,
+            ``insn_store``, ``insn_gemm``, ``insn_alu``, ``insn_finish``, ``insn_nop`` and
+            ``tokens_l2g``, ``tokens_g2l``, ``tokens_s2g``, ``tokens_g2s``.
+        """
+        out = dict(self._stats)
+        out.update(zip(TOKEN_KEYS, self.tokens))
+        return out
+
+    def clear_stats(self) -> None:
+        """Zero every counter (tokens are state, not counters, and stay)."""
+        for key in self._stats:
+            self._stats[key] = 0
+
+    def reset(self) -> None:
+        """Zero the scratchpads and the token channels, and forget the trace."""
+        self.sram.clear()
+        self.tokens = [0, 0, 0, 0]
+        self.trace = []
+
+    # ------------------------------------------------------------------ execution
+    def _execute(self, program: "_Program", order: np.ndarray) -> None:
+        sp, dram, st, env = self.sram, self.dram, self._stats, self.env
+        fields = program.fields
+        opcode = program.opcode
+        x_size = program.x_size
+        mem_type = program.mem_type
+        trace = self.trace if self.trace_enabled else None
+        self._position = 0
+        for i in order.tolist():
+            op = opcode[i]
+            if trace is not None:
+                trace.append((i, _STAGE_NAMES[int(program.flow.stage[i])], program.text(i)))
+            if op == isa.OPCODE_GEMM:
+                f = fields(i, "gemm")
+                count = gemm(sp, i, f)
+                st["insn_gemm"] += 1
+                if not f["reset_reg"]:
+                    st["gemm_counter"] += count
+            elif op == isa.OPCODE_ALU:
+                st["alu_counter"] += alu(sp, i, fields(i, "alu"))
+                st["insn_alu"] += 1
+            elif op == isa.OPCODE_FINISH:
+                st["insn_finish"] += 1
+            elif x_size[i] == 0:
+                st["insn_nop"] += 1
+            elif op == isa.OPCODE_LOAD:
+                f = fields(i, "mem")
+                load(sp, dram, i, f)
+                mt = mem_type[i]
+                nbytes = f["x_size"] * f["y_size"] * env.elem_bytes(isa.MEM_ACC if mt == isa.MEM_ACC_8BIT else mt)
+                st[_LOAD_KEY[mt]] += nbytes
+                st["insn_load"] += 1
+            else:
+                f = fields(i, "mem")
+                store(sp, dram, i, f)
+                st["out_store_nbytes"] += f["x_size"] * f["y_size"] * env.OUT_ELEM_BYTES
+                st["insn_store"] += 1
+            self._position += 1
+
+
+_LOAD_KEY = {isa.MEM_UOP: "uop_load_nbytes", isa.MEM_WGT: "wgt_load_nbytes", isa.MEM_INP: "inp_load_nbytes",
+             isa.MEM_ACC: "acc_load_nbytes", isa.MEM_ACC_8BIT: "acc_load_nbytes"}
+
+
+class _Program:
+    """A decoded instruction stream: field columns as Python lists, stages and token flags."""
+
+    def __init__(self, cols: isa.InsnColumns, words: np.ndarray, env: Environment):
+        self.cols = cols
+        self.words = words
+        self.env = env
+        self.opcode = cols.header["opcode"].tolist()
+        self.x_size = cols.mem["x_size"].tolist()
+        self.mem_type = cols.mem["memory_type"].tolist()
+        self._lists = {kind: {k: v.tolist() for k, v in getattr(cols, kind).items()} for kind in ("mem", "gemm", "alu")}
+        self.flow = None
+
+    def fields(self, i: int, kind: str) -> dict:
+        """The fields of instruction ``i`` in format ``kind`` ('mem', 'gemm', 'alu') as ints."""
+        return {k: v[i] for k, v in self._lists[kind].items()}
+
+    def describe(self, i: int) -> str:
+        """A short name: ``LOAD INP``, ``GEMM``, ``ALU ADD``, ``NOP (compute)``, ``FINISH`` ..."""
+        op = self.opcode[i]
+        if op in (isa.OPCODE_LOAD, isa.OPCODE_STORE):
+            if self.x_size[i] == 0:
+                return "NOP"
+            return f"{isa.OPCODE_NAMES[op]} {isa.MEM_NAMES.get(self.mem_type[i], self.mem_type[i])}"
+        if op == isa.OPCODE_ALU:
+            return f"ALU {isa.ALU_NAMES.get(self._lists['alu']['alu_opcode'][i], '?')}"
+        return isa.OPCODE_NAMES.get(op, f"opcode {op}")
+
+    def text(self, i: int) -> str:
+        """One line: the short name and every non-zero field."""
+        insn = isa.decode((int(self.words[i, 0]), int(self.words[i, 1])), self.env)
+        parts = [f"{k}={v}" for k, v in vars(insn).items() if v and k != "opcode"]
+        return f"{self.describe(i)} " + " ".join(parts) if parts else self.describe(i)
+
+    def validate(self) -> None:
+        """Reject invalid opcodes, memory types and ALU opcodes before anything executes.
+
+        Raises
+        ------
+        InvalidInstructionError
+            Naming the first offending instruction, the field, its value and the accepted codes.
+        DeadlockError
+            If the stream holds no FINISH.
+        """
+        op = self.cols.header["opcode"]
+        bad = np.flatnonzero(op > isa.OPCODE_ALU)
+        if bad.size:
+            i = int(bad[0])
+            raise InvalidInstructionError(
+                f"instruction {i}: opcode={int(op[i])!r}; accepted 0 LOAD, 1 STORE, 2 GEMM, 3 FINISH, 4 ALU", i)
+        mt = self.cols.mem["memory_type"]
+        bad = np.flatnonzero((op <= isa.OPCODE_STORE) & (mt > isa.MEM_ACC_8BIT))
+        if bad.size:
+            i = int(bad[0])
+            raise InvalidInstructionError(
+                f"instruction {i} ({isa.OPCODE_NAMES[int(op[i])]}): memory_type={int(mt[i])!r}; accepted 0 UOP, "
+                "1 WGT, 2 INP, 3 ACC, 4 OUT, 5 ACC_8BIT", i)
+        aop = self.cols.alu["alu_opcode"]
+        bad = np.flatnonzero((op == isa.OPCODE_ALU) & (aop > isa.ALU_MUL))
+        if bad.size:
+            i = int(bad[0])
+            raise InvalidInstructionError(
+                f"instruction {i} (ALU): alu_opcode={int(aop[i])!r}; accepted 0 MIN, 1 MAX, 2 ADD, 3 SHR, 4 MUL", i)
+        if not np.any(op == isa.OPCODE_FINISH):
+            raise DeadlockError(
+                f"none of the {op.size} instructions is a FINISH, so the run would never end", None)
+        self.flow = Flow(self.cols.header, mt, self.describe)
