@@ -47,13 +47,14 @@ def make_device(env: Environment, dram: DRAM, seed: int | None = None, trace: bo
     raise VTAError(f"configuration TARGET {env.TARGET!r} cannot be run here (accepted: {', '.join(SUPPORTED_TARGETS)})")
 
 
-def execute(pack: Pack, seed: int | None = None, trace: bool = False) -> tuple[dict, dict]:
+def execute(pack: Pack, seed: int | None = None, trace: bool = False) -> tuple[dict, dict, list]:
     """Install ``pack`` in a fresh arena, run it on its target and check it.
 
     Returns
     -------
-    (dict, dict)
-        Mismatch counts per checked region, and the device statistics.
+    (dict, dict, list)
+        Mismatch counts per checked region, the device statistics, and the executed
+        instructions as ``(index, stage, text)`` when ``trace`` is set (else empty).
 
     Raises
     ------
@@ -69,22 +70,31 @@ def execute(pack: Pack, seed: int | None = None, trace: bool = False) -> tuple[d
             device.clear_stats()
             stats = pack.run(device)
             mismatches = pack.check(dram)
+            executed = list(getattr(device, "trace", None) or []) if trace else []
         finally:
             device.close()
-    return mismatches, stats
+    return mismatches, stats, executed
 
 
-def _report(pack: Pack, mismatches: dict, stats: dict, as_json: bool, out: TextIO, title: str) -> int:
+def _report(pack: Pack, result: tuple[dict, dict, list], as_json: bool, out: TextIO, title: str) -> int:
+    mismatches, stats, executed = result
     ok = all(v == 0 for v in mismatches.values())
     if as_json:
         regions = {}
         for name, bad in mismatches.items():
             size = int(pack.expected[name].size)
             regions[name] = {"pass": bad == 0, "mismatches": bad, "elements": size}
-        json.dump({"name": title, "pass": ok, "regions": regions, "stats": stats}, out, indent=2, default=str)
+        doc = {"name": title, "pass": ok, "regions": regions, "stats": stats}
+        if executed:
+            doc["trace"] = [{"index": int(i), "stage": str(st), "text": str(t)} for i, st, t in executed]
+        json.dump(doc, out, indent=2, default=str)
         out.write("\n")
         return 0 if ok else 1
     out.write(f"{title}: {pack.insn_count} instructions on {pack.env.TARGET} ({pack.env.BITSTREAM})\n")
+    if executed:
+        out.write("trace (instructions in execution order):\n")
+        for i, stage, text in executed:
+            out.write(f"  [{i}] {stage}: {text}\n")
     if not mismatches:
         out.write("  (the pack has no expected outputs to check)\n")
     for name, bad in mismatches.items():
@@ -101,8 +111,8 @@ def _report(pack: Pack, mismatches: dict, stats: dict, as_json: bool, out: TextI
 
 def _cmd_run(args, out: TextIO) -> int:
     pack = Pack.load(args.pack)
-    mismatches, stats = execute(pack, seed=args.seed, trace=args.trace)
-    return _report(pack, mismatches, stats, args.json, out, str(args.pack))
+    result = execute(pack, seed=args.seed, trace=args.trace)
+    return _report(pack, result, args.json, out, str(args.pack))
 
 
 def _cmd_disasm(args, out: TextIO) -> int:
@@ -120,8 +130,8 @@ def _cmd_demo(args, out: TextIO) -> int:
         pack.save(args.save_pack)
         if not args.json:
             out.write(f"wrote the demo pack to {args.save_pack}\n")
-    mismatches, stats = execute(pack, seed=args.seed, trace=args.trace)
-    return _report(pack, mismatches, stats, args.json, out, "demo (GEMM + SHR + clip, checked against NumPy)")
+    result = execute(pack, seed=args.seed, trace=args.trace)
+    return _report(pack, result, args.json, out, "demo (GEMM + SHR + clip, checked against NumPy)")
 
 
 def _parser() -> argparse.ArgumentParser:
