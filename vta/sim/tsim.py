@@ -58,6 +58,8 @@ _PROGRESS_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_uint64, 
 #: Default cycles between progress reports (a log line, or the callback).
 PROGRESS_INTERVAL = 10_000_000
 _INSN_BYTES = 16
+#: Per-opcode instruction counts, as fsim names them (x_size 0 loads and stores are no-ops).
+_INSN_KEYS = ("insn_load", "insn_store", "insn_gemm", "insn_alu", "insn_finish", "insn_nop")
 
 
 class Library:
@@ -338,7 +340,7 @@ class TSim(Device):
     def clear_stats(self) -> None:
         """Zero every counter."""
         self._stats = {key: 0 for key in STAT_KEYS + HW_STAT_KEYS}
-        self._stats.update({f"insn_{name.lower()}": 0 for name in isa.OPCODE_NAMES.values()})
+        self._stats.update({key: 0 for key in _INSN_KEYS})
 
     def reset(self) -> None:
         """Reset the core: SRAM contents and outstanding tokens are forgotten."""
@@ -467,8 +469,13 @@ def _stream_stats(env: Environment, cols) -> dict[str, int]:
             rows &= fmt["reset_reg"] == 0
         span = np.maximum(fmt["uop_end"] - fmt["uop_bgn"], 0)
         out[key] = int((fmt["iter_out"] * fmt["iter_in"] * span)[rows].sum())
-    for code, name in isa.OPCODE_NAMES.items():
-        out[f"insn_{name.lower()}"] = int((op == code).sum())
+    mem = (op == isa.OPCODE_LOAD) | (op == isa.OPCODE_STORE)
+    out["insn_load"] = int(((op == isa.OPCODE_LOAD) & (m["x_size"] > 0)).sum())
+    out["insn_store"] = int(((op == isa.OPCODE_STORE) & (m["x_size"] > 0)).sum())
+    out["insn_gemm"] = int((op == isa.OPCODE_GEMM).sum())
+    out["insn_alu"] = int((op == isa.OPCODE_ALU).sum())
+    out["insn_finish"] = int((op == isa.OPCODE_FINISH).sum())
+    out["insn_nop"] = int((mem & (m["x_size"] == 0)).sum())  # x_size 0 loads and stores
     return out
 
 

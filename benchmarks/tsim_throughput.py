@@ -1,0 +1,104 @@
+"""tsim throughput: simulated cycles per second, GEMM cycles per uop, and the RTL build time.
+
+Run from the repository root::
+
+    python benchmarks/tsim_throughput.py [--repeats 5] [--build-repeats 1] [--skip-build]
+
+Figures (medians over the repeats; the machine is shared, so expect noise):
+
+* simulated cycles/s on a GEMM-heavy program (default configuration), wall time of
+  ``TSim.run`` only;
+* cycles per uop of one long GEMM instruction: the cycle count difference between the same
+  program with 2R and R repetitions of its GEMM, divided by the extra uops (the bar is within
+  5% of one uop per cycle);
+* the time to build the hardware library from a clean cache (a temporary cache directory).
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+_REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(_REPO))
+
+from tests.conftest import make_env  # noqa: E402
+from tests.e2e import gemm_program  # noqa: E402
+from vta.dram import DRAM  # noqa: E402
+from vta.sim import hwgen, tsim_build  # noqa: E402
+from vta.sim.tsim import TSim  # noqa: E402
+
+
+def cycles_per_second(dev: TSim, dram: DRAM, env, repeats: int) -> tuple[float, int]:
+    prog = gemm_program.build(env, dram, m=64, k=16, reps=64, seed=1)
+    rates, cycles = [], 0
+    try:
+        for _ in range(repeats):
+            dev.clear_stats()
+            start_cycles = dev.cycles
+            t0 = time.perf_counter()
+            dev.run(prog.insn_addr, prog.insn_count)
+            wall = time.perf_counter() - t0
+            cycles = dev.cycles - start_cycles
+            rates.append(cycles / wall)
+        if (prog.output(dram) != prog.expected).any():
+            raise SystemExit("tsim computed a wrong result on the benchmark program")
+    finally:
+        prog.free(dram)
+    return statistics.median(rates), cycles
+
+
+def gemm_cycles_per_uop(dev: TSim, dram: DRAM, env, repeats: int) -> tuple[float, int]:
+    m, k, reps = 32, 16, 32
+    ratios = []
+    for _ in range(repeats):
+        counts = []
+        for r in (reps, 2 * reps):
+            prog = gemm_program.build(env, dram, m=m, k=k, reps=r, seed=2)
+            try:
+                dev.clear_stats()
+                dev.run(prog.insn_addr, prog.insn_count)
+                counts.append(dev.stats()["cycle_count"])
+            finally:
+                prog.free(dram)
+        ratios.append((counts[1] - counts[0]) / (m * k * reps))
+    return statistics.median(ratios), m * k * reps
+
+
+def build_seconds(env, repeats: int) -> float:
+    times = []
+    for _ in range(repeats):
+        with tempfile.TemporaryDirectory(prefix="vta-tsim-bench-") as tmp:
+            t0 = time.perf_counter()
+            tsim_build.build_sources(tsim_build.sources(), hwgen.sv_package(env), cache=Path(tmp))
+            times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--build-repeats", type=int, default=1)
+    parser.add_argument("--skip-build", action="store_true", help="do not time a clean build")
+    args = parser.parse_args()
+
+    env = make_env()
+    library = tsim_build.build(env)
+    with env, DRAM(1 << 28) as dram, TSim(env, dram, library=library) as dev:
+        rate, cycles = cycles_per_second(dev, dram, env, args.repeats)
+        print(f"GEMM-heavy program: {cycles} cycles per run, median {rate / 1e6:.2f} M simulated cycles/s "
+              f"({args.repeats} runs)")
+        per_uop, uops = gemm_cycles_per_uop(dev, dram, env, args.repeats)
+        print(f"long GEMM: median {per_uop:.4f} cycles per uop over {uops} extra uops "
+              f"({'within' if abs(per_uop - 1) <= 0.05 else 'OUTSIDE'} 5% of one uop per cycle)")
+    if not args.skip_build:
+        print(f"clean RTL build: median {build_seconds(env, args.build_repeats):.1f} s "
+              f"({args.build_repeats} build(s), temporary cache)")
+
+
+if __name__ == "__main__":
+    main()
