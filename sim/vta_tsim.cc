@@ -196,8 +196,8 @@ unsigned char vta_dpi_sim_tick() {
   return 0;
 }
 
-void vta_dpi_host_tick(unsigned char rvalid, unsigned int rdata, unsigned char* req,
-                       unsigned char* we, unsigned char* addr, unsigned int* wdata) {
+void vta_dpi_host_tick(svBit rvalid, unsigned int rdata, svBit* req, svBit* we, unsigned char* addr,
+                       unsigned int* wdata) {
   *req = 0;
   *we = 0;
   *addr = 0;
@@ -219,11 +219,11 @@ void vta_dpi_host_tick(unsigned char rvalid, unsigned int rdata, unsigned char* 
   }
 }
 
-void vta_dpi_mem_tick(unsigned char rd_req, unsigned int rd_addr, unsigned char rd_len,
-                      unsigned char rd_id, unsigned char wr_req, unsigned int wr_addr,
-                      unsigned char wr_len, unsigned char wr_beat, unsigned long long wr_data,
-                      unsigned char wr_strb, unsigned char* rd_valid, unsigned long long* rd_data,
-                      unsigned char* rd_id_out, unsigned char* rd_last, unsigned char* rd_busy) {
+void vta_dpi_mem_tick(svBit rd_req, unsigned int rd_addr, unsigned char rd_len, unsigned char rd_id,
+                      svBit wr_req, unsigned int wr_addr, unsigned char wr_len, svBit wr_beat,
+                      unsigned long long wr_data, unsigned char wr_strb, svBit* rd_valid,
+                      unsigned long long* rd_data, unsigned char* rd_id_out, svBit* rd_last,
+                      svBit* rd_busy) {
   *rd_valid = 0;
   *rd_data = 0;
   *rd_id_out = 0;

@@ -16,15 +16,16 @@ module vta_dpi_host (
 
   // Exchange one cycle of the register port with the shim.
   import "DPI-C" function void vta_dpi_host_tick(
-    input  byte unsigned rvalid,
+    input  bit           rvalid,
     input  int unsigned  rdata,
-    output byte unsigned req,
-    output byte unsigned we,
+    output bit           req,
+    output bit           we,
     output byte unsigned addr,
     output int unsigned  wdata
   );
 
-  byte unsigned req_d, we_d, addr_d;
+  bit           req_d, we_d;
+  byte unsigned addr_d;
   int unsigned  wdata_d;
   logic         req_q, we_q;
   logic [7:0]   addr_q;
@@ -37,9 +38,9 @@ module vta_dpi_host (
       addr_q  <= '0;
       wdata_q <= '0;
     end else begin
-      vta_dpi_host_tick({7'b0, host_rvalid_i}, host_rdata_i, req_d, we_d, addr_d, wdata_d);
-      req_q   <= req_d[0];
-      we_q    <= we_d[0];
+      vta_dpi_host_tick(host_rvalid_i, host_rdata_i, req_d, we_d, addr_d, wdata_d);
+      req_q   <= req_d;
+      we_q    <= we_d;
       addr_q  <= addr_d;
       wdata_q <= wdata_d;
     end

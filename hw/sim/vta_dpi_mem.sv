@@ -34,21 +34,21 @@ module vta_dpi_mem (
   // Hand the shim this edge's accepted read request, write request and write beat; get back the
   // read beat to present during the next cycle and whether more read beats are queued.
   import "DPI-C" function void vta_dpi_mem_tick(
-    input  byte unsigned     rd_req,
+    input  bit               rd_req,
     input  int unsigned      rd_addr,
     input  byte unsigned     rd_len,
     input  byte unsigned     rd_id,
-    input  byte unsigned     wr_req,
+    input  bit               wr_req,
     input  int unsigned      wr_addr,
     input  byte unsigned     wr_len,
-    input  byte unsigned     wr_beat,
+    input  bit               wr_beat,
     input  longint unsigned  wr_data,
     input  byte unsigned     wr_strb,
-    output byte unsigned     rd_valid,
+    output bit               rd_valid,
     output longint unsigned  rd_data,
     output byte unsigned     rd_id_out,
-    output byte unsigned     rd_last,
-    output byte unsigned     rd_busy
+    output bit               rd_last,
+    output bit               rd_busy
   );
 
   typedef enum logic [1:0] {WrIdle, WrData, WrAck} wr_state_e;
@@ -57,7 +57,8 @@ module vta_dpi_mem (
   logic            rd_valid_q, rd_last_q, rd_busy_q;
   logic [63:0]     rd_data_q;
   logic [7:0]      rd_id_q;
-  byte unsigned    rd_valid_d, rd_id_d, rd_last_d, rd_busy_d;
+  bit              rd_valid_d, rd_last_d, rd_busy_d;
+  byte unsigned    rd_id_d;
   longint unsigned rd_data_d;
 
   logic rd_req_fire, wr_req_fire, wr_beat_fire;
@@ -79,15 +80,15 @@ module vta_dpi_mem (
       rd_busy_q  <= 1'b0;
     end else begin
       if (rd_req_fire || wr_req_fire || wr_beat_fire || rd_busy_q) begin
-        vta_dpi_mem_tick({7'b0, rd_req_fire}, rd_req_addr_i, rd_req_len_i, rd_req_id_i,
-                         {7'b0, wr_req_fire}, wr_req_addr_i, wr_req_len_i,
-                         {7'b0, wr_beat_fire}, wr_data_i, wr_strb_i,
+        vta_dpi_mem_tick(rd_req_fire, rd_req_addr_i, rd_req_len_i, rd_req_id_i,
+                         wr_req_fire, wr_req_addr_i, wr_req_len_i,
+                         wr_beat_fire, wr_data_i, wr_strb_i,
                          rd_valid_d, rd_data_d, rd_id_d, rd_last_d, rd_busy_d);
-        rd_valid_q <= rd_valid_d[0];
+        rd_valid_q <= rd_valid_d;
         rd_data_q  <= rd_data_d;
         rd_id_q    <= rd_id_d;
-        rd_last_q  <= rd_last_d[0];
-        rd_busy_q  <= rd_busy_d[0];
+        rd_last_q  <= rd_last_d;
+        rd_busy_q  <= rd_busy_d;
       end else begin
         rd_valid_q <= 1'b0;
         rd_last_q  <= 1'b0;
