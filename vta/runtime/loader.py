@@ -50,7 +50,7 @@ def _link(inputs: list[Path], output: Path) -> Path:
     runtime = runtime_library(get_env())
     try:
         return compile_shared(
-            [*inputs, runtime.path], output, include_dirs=(INCLUDE_DIR,),
+            inputs, output, include_dirs=(INCLUDE_DIR,), libraries=[runtime.path],
             flags=[f"-Wl,-rpath,{runtime.path.parent}"],
         )
     except BuildError as exc:
@@ -128,31 +128,31 @@ def _runtime_for(info: elf.DynamicInfo) -> NativeLibrary | None:
     return None
 
 
+def _runtime_function(cdll: ctypes.CDLL, runtime: NativeLibrary | None, name: str) -> ctypes._CFuncPtr:
+    """``name`` from the runtime the library was linked against, else from the current one."""
+    if runtime is not None:
+        return getattr(runtime.cdll, name)
+    try:
+        # Resolved through the library's own dependencies: the runtime it was linked against.
+        return cdll[name]
+    except AttributeError:
+        return getattr(runtime_library(get_env()).cdll, name)
+
+
 def _error_reader(cdll: ctypes.CDLL, runtime: NativeLibrary | None) -> Callable[[], str]:
     if runtime is not None:
         return runtime.last_error
-    try:
-        # Resolved through the library's own dependencies: the runtime it was linked against.
-        getter = cdll["TVMGetLastError"]
-    except AttributeError:
-        return lambda: "(the library is not linked against a runtime providing TVMGetLastError)"
+    getter = _runtime_function(cdll, runtime, "TVMGetLastError")
     getter.restype = ctypes.c_char_p
     getter.argtypes = []
     return lambda: (getter() or b"").decode("utf-8", errors="replace")
 
 
-def _fill_context(cdll: ctypes.CDLL, info: elf.DynamicInfo, path: Path) -> None:
+def _fill_context(cdll: ctypes.CDLL, info: elf.DynamicInfo, runtime: NativeLibrary | None) -> None:
     for name in _CONTEXT_FUNCTIONS:
-        if info.data(f"__{name}") is None:
-            continue
-        try:
-            address = ctypes.cast(cdll[name], ctypes.c_void_p).value
-        except AttributeError as exc:
-            raise ModuleLoadError(
-                f"{path.name!r} has the context pointer __{name} but no runtime provides {name}; "
-                "load it through vta.runtime.load_module so it is linked against the VTA runtime"
-            ) from exc
-        ctypes.c_void_p.in_dll(cdll, f"__{name}").value = address
+        if info.data(f"__{name}") is not None:
+            address = ctypes.cast(_runtime_function(cdll, runtime, name), ctypes.c_void_p).value
+            ctypes.c_void_p.in_dll(cdll, f"__{name}").value = address
 
 
 def load_library_module(path: str | os.PathLike, fmt: str = "so") -> Module:
@@ -172,7 +172,7 @@ def load_library_module(path: str | os.PathLike, fmt: str = "so") -> Module:
     except OSError as exc:
         raise ModuleLoadError(f"cannot load {str(path)!r}: {exc}") from exc
     lib_module = LibraryModule(path, cdll, info, _error_reader(cdll, runtime), runtime)
-    _fill_context(cdll, info, path)
+    _fill_context(cdll, info, runtime)
     root: Module = lib_module
     blob = lib_module.data_symbol(BLOB_SYMBOL)
     if blob is not None:

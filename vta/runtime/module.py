@@ -73,17 +73,17 @@ class Module:
         func = self._functions.get(name)
         if func is None:
             func = self._local_function(name)
-            if func is None and query_imports:
-                for mod in self._imports:
-                    try:
-                        func = mod.get_function(name, query_imports=True)
-                    except AttributeError:
-                        continue
-                    break
-            if func is None:
-                where = " or its imports" if query_imports else ""
-                raise AttributeError(f"module {self!r} has no function {name!r}{where}")
-            self._functions[name] = func
+            if func is not None:
+                self._functions[name] = func
+        if func is None and query_imports:
+            for mod in self._imports:
+                try:
+                    return mod.get_function(name, query_imports=True)
+                except AttributeError:
+                    continue
+        if func is None:
+            where = " or its imports" if query_imports else ""
+            raise AttributeError(f"module {self!r} has no function {name!r}{where}")
         return func
 
     def __getitem__(self, name: str) -> PackedFunc:

@@ -92,7 +92,8 @@ def _atomic_build(output: Path, build: Callable[[Path], None]) -> Path:
 
 def compile_shared(sources: Iterable[str | os.PathLike], output: str | os.PathLike, *,
                    include_dirs: Iterable[str | os.PathLike] = (),
-                   flags: Iterable[str] = (), soname: str | None = None) -> Path:
+                   flags: Iterable[str] = (), soname: str | None = None,
+                   libraries: Iterable[str | os.PathLike] = ()) -> Path:
     """Compile and link C sources and objects into a shared library, atomically.
 
     Parameters
@@ -107,6 +108,9 @@ def compile_shared(sources: Iterable[str | os.PathLike], output: str | os.PathLi
         Extra compiler and linker flags (e.g. ``-Wl,-rpath,...``), after the inputs.
     soname : str, optional
         ``DT_SONAME`` of the library.
+    libraries : iterable of path
+        Shared libraries to depend on even if no symbol of theirs is referenced yet
+        (``DT_NEEDED`` is kept despite ``--as-needed``).
 
     Returns
     -------
@@ -121,7 +125,9 @@ def compile_shared(sources: Iterable[str | os.PathLike], output: str | os.PathLi
     cc = c_compiler()
     srcs = [str(s) for s in sources]
     incs = [f"-I{d}" for d in include_dirs]
-    extra = list(flags) + ([f"-Wl,-soname,{soname}"] if soname else [])
+    libs = [str(lib) for lib in libraries]
+    extra = (["-Wl,--no-as-needed", *libs] if libs else []) + list(flags)
+    extra += [f"-Wl,-soname,{soname}"] if soname else []
 
     def build(tmp: Path) -> None:
         _run([cc, *C_FLAGS, *incs, "-o", str(tmp), *srcs, *extra], f"building {Path(output).name}")
