@@ -197,12 +197,21 @@ def _make_callbacks(env: Environment) -> tuple:
             return -1
 
     def run(insn_phys: int, insn_count: int, wait_cycles: int, err: int, err_len: int) -> int:
+        dev = None
         try:
-            device_for(env).run(int(insn_phys), int(insn_count), int(wait_cycles))
+            dev = device_for(env)
+            dev.run(int(insn_phys), int(insn_count), int(wait_cycles))
             return 0
         except BaseException as exc:  # noqa: BLE001 - cannot unwind through C; re-raised by PackedFunc
             set_pending_exception(exc)
             _write_message(err, err_len, _describe(exc))
+            if dev is not None:
+                # The runtime drops the failed window; a reset drops the device's half of it
+                # (blocked instructions, tokens), as a board would be reset after a hang.
+                try:
+                    dev.reset()
+                except Exception as reset_exc:  # kept as context of the run's exception
+                    set_pending_exception(reset_exc)
             return -1
 
     def dump(insn_phys: int, insn_count: int) -> int:

@@ -1,0 +1,85 @@
+"""Statistics and debug switches of the simulated device (upstream ``vta.testing.simulator``).
+
+The functions act on the device the native runtime runs for the current configuration (see
+:mod:`vta.runtime.vta_bridge`), through the global functions upstream code calls:
+``vta.simulator.profiler_*`` for ``TARGET`` ``sim`` and ``vta.tsim.profiler_*`` for ``tsim``
+(reference tvm-vta-software.md 8.2).
+"""
+
+from __future__ import annotations
+
+import json
+
+from ..env import get_env
+from ..runtime import vta_bridge  # registers the vta.simulator.* functions and the load hook
+from ..runtime.registry import get_global_func
+
+__all__ = ["enabled", "stats", "clear_stats", "debug_mode", "DEBUG_SKIP_EXEC"]
+
+#: ``debug_mode`` flag of upstream fsim: skip data movement and compute, keep the counters.
+DEBUG_SKIP_EXEC = 1
+
+
+def _func(suffix: str):
+    """The profiler function of the current target (the ``vta.simulator`` one for ``sim``)."""
+    prefix = "vta.tsim" if get_env().TARGET == "tsim" else "vta.simulator"
+    func = get_global_func(f"{prefix}.{suffix}", allow_missing=True)
+    if func is None:
+        func = get_global_func(f"vta.simulator.{suffix}")
+    return func
+
+
+def enabled() -> bool:
+    """Whether the simulator's profiler is available (``vta.simulator.profiler_clear`` exists).
+
+    Returns
+    -------
+    bool
+        True when the global function is registered (it is once this module is imported) and the
+        current target is simulated in this process.
+    """
+    registered = get_global_func("vta.simulator.profiler_clear", allow_missing=True) is not None
+    return registered and get_env().TARGET in ("sim", "tsim")
+
+
+def stats() -> dict:
+    """The device's counters since the last :func:`clear_stats`.
+
+    Returns
+    -------
+    dict
+        The upstream keys (``inp_load_nbytes``, ..., ``alu_counter``) and whatever else the
+        device reports (instruction counts, tokens, cycles).
+
+    Raises
+    ------
+    vta.errors.ConfigError
+        If the current ``TARGET`` has no device.
+    """
+    return json.loads(_func("profiler_status")())
+
+
+def clear_stats() -> None:
+    """Zero the device's counters.
+
+    Raises
+    ------
+    vta.errors.ConfigError
+        If the current ``TARGET`` has no device.
+    """
+    _func("profiler_clear")()
+
+
+def debug_mode(flag: int) -> None:
+    """Set the device's debug flags (``DEBUG_SKIP_EXEC``; 0 clears them).
+
+    Raises
+    ------
+    vta.errors.TVMError
+        If the device does not support the flag.
+    """
+    get_global_func("vta.simulator.profiler_debug_mode")(int(flag))
+
+
+# Keep the bridge module referenced: importing it is what installs the runtime hooks.
+_BRIDGE = vta_bridge
