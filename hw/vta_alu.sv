@@ -1,0 +1,35 @@
+// Tensor ALU (combinational), one ACC element (BATCH x BLOCK_OUT lanes) at a time
+// (ISA reference 4.5 and DESIGN.md's semantics table): lane e of the result is op(a[e], b),
+// where b is the sign-extended immediate when use_imm_i is set, else b_i[e].
+//   MIN / MAX  signed;  ADD, MUL  wrapping to ACC_WIDTH bits;
+//   SHR        b >= 0: arithmetic right shift by b & 31; b < 0: left shift by (-b) & 31.
+module vta_alu import vta_pkg::*; (
+  input  logic [2:0]               op_i,
+  input  logic                     use_imm_i,
+  input  logic [15:0]              imm_i,
+  input  logic [ACC_ELEM_BITS-1:0] a_i,
+  input  logic [ACC_ELEM_BITS-1:0] b_i,
+  output logic [ACC_ELEM_BITS-1:0] y_o
+);
+  localparam int unsigned Lanes = BATCH * BLOCK_OUT;
+
+  for (genvar e = 0; e < Lanes; e++) begin : g_lane
+    logic signed [ACC_WIDTH-1:0] a, b, y;
+    logic        [4:0]           amount;
+    assign a = $signed(a_i[e*ACC_WIDTH +: ACC_WIDTH]);
+    assign b = use_imm_i ? ACC_WIDTH'($signed(imm_i)) : $signed(b_i[e*ACC_WIDTH +: ACC_WIDTH]);
+    // (-b) & 31 == (-(b & 31)) & 31
+    assign amount  = b[ACC_WIDTH-1] ? (5'd0 - b[4:0]) : b[4:0];
+    always_comb begin
+      unique case (32'(op_i))
+        ALU_MIN: y = (a < b) ? a : b;
+        ALU_MAX: y = (a > b) ? a : b;
+        ALU_ADD: y = a + b;
+        ALU_SHR: y = b[ACC_WIDTH-1] ? (a << amount) : (a >>> amount);
+        ALU_MUL: y = a * b;  // the low ACC_WIDTH bits of the product
+        default: y = a;
+      endcase
+    end
+    assign y_o[e*ACC_WIDTH +: ACC_WIDTH] = y;
+  end
+endmodule : vta_alu

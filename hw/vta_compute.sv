@@ -1,0 +1,506 @@
+// Compute unit: executes, one at a time and in queue order, LOAD UOP / ACC / ACC_8BIT, GEMM,
+// ALU and FINISH (ISA reference 4.2, 4.4-4.6, DESIGN.md semantics table).
+// Tokens: pops l2g (pop_prev_dep) and s2g (pop_next_dep) before an instruction, pushes g2l
+// (push_prev_dep) and g2s (push_next_dep) after it.
+// GEMM / ALU pipeline, one uop issued per cycle (ALU with a tensor operand: every other cycle):
+//   S0 uop index -> uop SRAM read        (checks uop index < UOP_BUFF_DEPTH)
+//   S1 row indices -> inp / wgt / acc reads (checks every index against its depth)
+//   S2 GEMM core or ALU -> acc write
+// The SRAMs are write-first, so the S1 read of the next uop already sees the S2 write of the
+// previous one: sequential semantics without stalls. An empty loop (iter_out, iter_in or the
+// uop range zero) does nothing. An out-of-range index raises ERR_SRAM_INDEX and stops the unit.
+module vta_compute import vta_pkg::*; (
+  input  logic                  clk_i,
+  input  logic                  rst_ni,
+  input  logic                  halt_i,
+  // instruction queue head
+  input  logic                  q_valid_i,
+  output logic                  q_ready_o,
+  input  logic [INSN_BITS+31:0] q_data_i,
+  // tokens
+  input  logic                  l2g_avail_i,
+  input  logic                  s2g_avail_i,
+  output logic                  l2g_pop_o,
+  output logic                  s2g_pop_o,
+  output logic                  g2l_push_o,
+  output logic                  g2s_push_o,
+  output logic                  finish_o,
+  // read clients: 0 uop, 1 acc
+  output logic [1:0]            req_valid_o,
+  input  logic [1:0]            req_ready_i,
+  output logic [31:0]           req_addr_o,
+  output logic [7:0]            req_len_o,
+  input  logic [1:0]            rsp_valid_i,
+  input  logic [63:0]           rsp_data_i,
+  // uop SRAM, two banks (even / odd uop index)
+  output logic [1:0]            uop_we_o,
+  output logic [1:0][LOG_UOP_BUFF_DEPTH-2:0] uop_waddr_o,
+  output logic [1:0][31:0]      uop_wdata_o,
+  output logic                  uop_re_o,
+  output logic [LOG_UOP_BUFF_DEPTH-2:0] uop_raddr_o,
+  input  logic [1:0][31:0]      uop_rdata_i,
+  // inp and wgt SRAM reads
+  output logic                  inp_re_o,
+  output logic [LOG_INP_BUFF_DEPTH-1:0] inp_raddr_o,
+  input  logic [INP_ELEM_BITS-1:0] inp_rdata_i,
+  output logic                  wgt_re_o,
+  output logic [LOG_WGT_BUFF_DEPTH-1:0] wgt_raddr_o,
+  input  logic [WGT_ELEM_BITS-1:0] wgt_rdata_i,
+  // acc SRAM: one write port, read ports 0 (dst) and 1 (ALU src)
+  output logic                  acc_we_o,
+  output logic [ACC_ELEM_BYTES/8-1:0] acc_wmask_o,
+  output logic [LOG_ACC_BUFF_DEPTH-1:0] acc_waddr_o,
+  output logic [ACC_ELEM_BITS-1:0] acc_wdata_o,
+  output logic [1:0]            acc_re_o,
+  output logic [1:0][LOG_ACC_BUFF_DEPTH-1:0] acc_raddr_o,
+  input  logic [1:0][ACC_ELEM_BITS-1:0] acc_rdata_i,
+  // event counters
+  output logic                  gemm_uop_o,   // a non-reset GEMM uop wrote acc
+  output logic                  alu_uop_o,    // an ALU uop wrote acc
+  output logic                  acc_wr_o,     // a GEMM / ALU uop wrote acc (UCNT0)
+  // error and status
+  output logic                  err_o,
+  output logic [7:0]            err_field_o,
+  output logic [31:0]           err_value_o,
+  output logic [31:0]           err_limit_o,
+  output logic [31:0]           err_index_o,
+  output logic [1:0]            state_o,
+  output logic [31:0]           index_o,
+  output logic                  retire_o
+);
+  localparam int unsigned AccLanes = ACC_ELEM_BYTES / 8;
+  localparam int unsigned UopW = LOG_UOP_BUFF_DEPTH + 1;
+
+  typedef enum logic [2:0] {CoIdle, CoDecode, CoLoad, CoExec, CoDone, CoHalted} co_state_e;
+  co_state_e            state_q, state_d;
+  logic [INSN_BITS-1:0] insn_q, insn_d;
+  logic [31:0]          index_q, index_d;
+
+  logic [INSN_BITS-1:0] head;
+  logic [31:0]          head_index;
+  assign head       = q_data_i[INSN_BITS-1:0];
+  assign head_index = q_data_i[INSN_BITS +: 32];
+
+  // ------------------------------------------------------------------ instruction fields
+  logic [2:0]  opcode, mtype, alu_op;
+  logic        is_gemm, is_alu, reset_reg, use_imm, tensor_alu;
+  logic [15:0] imm;
+  logic [UopW-2:0] uop_bgn;
+  logic [UopW-1:0] uop_end;
+  logic [13:0] iter_out, iter_in;
+  logic [31:0] f_dst_out, f_dst_in, f_src_out, f_src_in, f_wgt_out, f_wgt_in;
+
+  assign opcode    = insn_q[INSN_OPCODE_LO +: 3];
+  assign mtype     = insn_q[MEM_MEMORY_TYPE_LO +: 3];
+  assign is_gemm   = (32'(opcode) == OPCODE_GEMM);
+  assign is_alu    = (32'(opcode) == OPCODE_ALU);
+  assign reset_reg = insn_q[GEMM_RESET_REG_LO] && is_gemm;
+  assign uop_bgn   = insn_q[GEMM_UOP_BGN_LO +: GEMM_UOP_BGN_W];
+  assign uop_end   = insn_q[GEMM_UOP_END_LO +: GEMM_UOP_END_W];
+  assign iter_out  = insn_q[GEMM_ITER_OUT_LO +: GEMM_ITER_OUT_W];
+  assign iter_in   = insn_q[GEMM_ITER_IN_LO +: GEMM_ITER_IN_W];
+  assign alu_op    = insn_q[ALU_ALU_OPCODE_LO +: 3];
+  assign use_imm   = insn_q[ALU_USE_IMM_LO];
+  assign imm       = insn_q[ALU_IMM_LO +: 16];
+  assign tensor_alu = is_alu && !use_imm;
+  assign f_dst_out = 32'(insn_q[GEMM_DST_FACTOR_OUT_LO +: GEMM_DST_FACTOR_OUT_W]);
+  assign f_dst_in  = 32'(insn_q[GEMM_DST_FACTOR_IN_LO +: GEMM_DST_FACTOR_IN_W]);
+  assign f_src_out = is_alu ? 32'(insn_q[ALU_SRC_FACTOR_OUT_LO +: ALU_SRC_FACTOR_OUT_W])
+                            : 32'(insn_q[GEMM_SRC_FACTOR_OUT_LO +: GEMM_SRC_FACTOR_OUT_W]);
+  assign f_src_in  = is_alu ? 32'(insn_q[ALU_SRC_FACTOR_IN_LO +: ALU_SRC_FACTOR_IN_W])
+                            : 32'(insn_q[GEMM_SRC_FACTOR_IN_LO +: GEMM_SRC_FACTOR_IN_W]);
+  assign f_wgt_out = 32'(insn_q[GEMM_WGT_FACTOR_OUT_LO +: GEMM_WGT_FACTOR_OUT_W]);
+  assign f_wgt_in  = 32'(insn_q[GEMM_WGT_FACTOR_IN_LO +: GEMM_WGT_FACTOR_IN_W]);
+
+  // LOAD fields
+  logic [15:0] x_size, y_size, x_stride, sram_base;
+  logic [31:0] dram_base;
+  logic [3:0]  y_pad_0, y_pad_1, x_pad_0, x_pad_1;
+  logic [4:0]  elem_log;
+  logic [47:0] area_end;
+  logic [31:0] load_depth;
+  logic        is_uop_load, is_acc8;
+  assign sram_base = insn_q[MEM_SRAM_BASE_LO +: 16];
+  assign dram_base = insn_q[MEM_DRAM_BASE_LO +: 32];
+  assign y_size    = insn_q[MEM_Y_SIZE_LO +: 16];
+  assign x_size    = insn_q[MEM_X_SIZE_LO +: 16];
+  assign x_stride  = insn_q[MEM_X_STRIDE_LO +: 16];
+  assign y_pad_0   = insn_q[MEM_Y_PAD_0_LO +: 4];
+  assign y_pad_1   = insn_q[MEM_Y_PAD_1_LO +: 4];
+  assign x_pad_0   = insn_q[MEM_X_PAD_0_LO +: 4];
+  assign x_pad_1   = insn_q[MEM_X_PAD_1_LO +: 4];
+  assign is_uop_load = (32'(mtype) == MEM_UOP);
+  assign is_acc8     = (32'(mtype) == MEM_ACC_8BIT);
+  assign elem_log    = is_uop_load ? 5'd2
+                     : (is_acc8 ? 5'($clog2(ACC_8BIT_ELEM_BYTES)) : 5'($clog2(ACC_ELEM_BYTES)));
+  assign load_depth  = is_uop_load ? 32'(UOP_BUFF_DEPTH) : 32'(ACC_BUFF_DEPTH);
+  assign area_end    = 48'(sram_base)
+                     + (48'(x_pad_0) + 48'(x_size) + 48'(x_pad_1))
+                     * (48'(y_pad_0) + 48'(y_size) + 48'(y_pad_1));
+
+  // ------------------------------------------------------------------ uop index generator (S0)
+  logic            gen_active_q, gen_active_d, gen_start;
+  logic            gap_q, gap_d;
+  logic [UopW-1:0] u_q, u_d;
+  logic [13:0]     i_out_q, i_out_d, i_in_q, i_in_d;
+  logic [31:0]     od_q, od_d, os_q, os_d, ow_q, ow_d;   // outer-loop offsets
+  logic [31:0]     id_q, id_d, is_q, is_d, iw_q, iw_d;   // inner-loop offsets
+  logic            issue, s0_err;
+  logic            empty_loop;
+
+  assign empty_loop = (iter_out == '0) || (iter_in == '0) || (uop_end <= UopW'(uop_bgn));
+  assign s0_err = gen_active_q && !gap_q && (32'(u_q) >= UOP_BUFF_DEPTH);
+
+  // pipeline registers
+  logic            s1_valid_q, s1_valid_d, s1_sel_q, s1_sel_d;
+  logic [31:0]     s1_od_q, s1_od_d, s1_os_q, s1_os_d, s1_ow_q, s1_ow_d;
+  logic            s2_valid_q, s2_valid_d;
+  logic [LOG_ACC_BUFF_DEPTH-1:0] s2_dst_q, s2_dst_d;
+
+  // S1 decode
+  logic [31:0] uop, d_idx, s_idx, w_idx;
+  logic        s1_err;
+  logic [7:0]  s1_err_field;
+  logic [31:0] s1_err_value, s1_err_limit;
+  assign uop   = s1_sel_q ? uop_rdata_i[1] : uop_rdata_i[0];
+  assign d_idx = 32'(uop[UOP_DST_IDX_LO +: UOP_DST_IDX_W]) + s1_od_q;
+  assign s_idx = 32'(uop[UOP_SRC_IDX_LO +: UOP_SRC_IDX_W]) + s1_os_q;
+  assign w_idx = 32'(uop[UOP_WGT_IDX_LO +: UOP_WGT_IDX_W]) + s1_ow_q;
+
+  always_comb begin
+    s1_err       = 1'b0;
+    s1_err_field = 8'(FIELD_NONE);
+    s1_err_value = '0;
+    s1_err_limit = '0;
+    if (s1_valid_q) begin
+      if (d_idx >= ACC_BUFF_DEPTH) begin
+        s1_err = 1'b1; s1_err_field = 8'(FIELD_ACC_INDEX);
+        s1_err_value = d_idx; s1_err_limit = ACC_BUFF_DEPTH;
+      end else if (is_gemm && !reset_reg && s_idx >= INP_BUFF_DEPTH) begin
+        s1_err = 1'b1; s1_err_field = 8'(FIELD_INP_INDEX);
+        s1_err_value = s_idx; s1_err_limit = INP_BUFF_DEPTH;
+      end else if (is_gemm && !reset_reg && w_idx >= WGT_BUFF_DEPTH) begin
+        s1_err = 1'b1; s1_err_field = 8'(FIELD_WGT_INDEX);
+        s1_err_value = w_idx; s1_err_limit = WGT_BUFF_DEPTH;
+      end else if (tensor_alu && s_idx >= ACC_BUFF_DEPTH) begin
+        s1_err = 1'b1; s1_err_field = 8'(FIELD_ACC_INDEX);
+        s1_err_value = s_idx; s1_err_limit = ACC_BUFF_DEPTH;
+      end
+    end
+  end
+
+  assign issue = gen_active_q && !gap_q && !s0_err && !s1_err && !halt_i;
+
+  always_comb begin
+    gen_active_d = gen_active_q;
+    gap_d        = 1'b0;
+    u_d = u_q; i_out_d = i_out_q; i_in_d = i_in_q;
+    od_d = od_q; os_d = os_q; ow_d = ow_q;
+    id_d = id_q; is_d = is_q; iw_d = iw_q;
+    if (gen_start) begin
+      gen_active_d = 1'b1;
+      u_d = UopW'(uop_bgn); i_out_d = '0; i_in_d = '0;
+      od_d = '0; os_d = '0; ow_d = '0; id_d = '0; is_d = '0; iw_d = '0;
+    end else if (s0_err || s1_err) begin
+      gen_active_d = 1'b0;
+    end else if (issue) begin
+      gap_d = tensor_alu;
+      if (u_q == uop_end - UopW'(1)) begin
+        u_d = UopW'(uop_bgn);
+        if (i_in_q == iter_in - 14'd1) begin
+          i_in_d = '0; id_d = '0; is_d = '0; iw_d = '0;
+          if (i_out_q == iter_out - 14'd1) begin
+            gen_active_d = 1'b0;
+          end else begin
+            i_out_d = i_out_q + 14'd1;
+            od_d = od_q + f_dst_out; os_d = os_q + f_src_out; ow_d = ow_q + f_wgt_out;
+          end
+        end else begin
+          i_in_d = i_in_q + 14'd1;
+          id_d = id_q + f_dst_in; is_d = is_q + f_src_in; iw_d = iw_q + f_wgt_in;
+        end
+      end else begin
+        u_d = u_q + UopW'(1);
+      end
+    end
+  end
+
+  assign uop_re_o    = issue;
+  assign uop_raddr_o = u_q[LOG_UOP_BUFF_DEPTH-1:1];
+
+  always_comb begin
+    s1_valid_d = issue;
+    s1_sel_d   = u_q[0];
+    s1_od_d    = od_q + id_q;
+    s1_os_d    = os_q + is_q;
+    s1_ow_d    = ow_q + iw_q;
+    s2_valid_d = s1_valid_q && !s1_err && !halt_i;
+    s2_dst_d   = d_idx[LOG_ACC_BUFF_DEPTH-1:0];
+  end
+
+  // S1 reads
+  assign inp_re_o    = s1_valid_q && !s1_err && is_gemm;
+  assign inp_raddr_o = s_idx[LOG_INP_BUFF_DEPTH-1:0];
+  assign wgt_re_o    = s1_valid_q && !s1_err && is_gemm;
+  assign wgt_raddr_o = w_idx[LOG_WGT_BUFF_DEPTH-1:0];
+
+  // S2 datapath
+  logic [ACC_ELEM_BITS-1:0] gemm_y, alu_y;
+  vta_gemm u_gemm (
+    .reset_i (reset_reg),
+    .inp_i   (inp_rdata_i),
+    .wgt_i   (wgt_rdata_i),
+    .acc_i   (acc_rdata_i[0]),
+    .acc_o   (gemm_y)
+  );
+  vta_alu u_alu (
+    .op_i      (alu_op),
+    .use_imm_i (use_imm),
+    .imm_i     (imm),
+    .a_i       (acc_rdata_i[0]),
+    .b_i       (acc_rdata_i[1]),
+    .y_o       (alu_y)
+  );
+
+  // ------------------------------------------------------------------ LOAD UOP / ACC / ACC_8BIT
+  logic        dma_start, dma_busy, dreq_valid;
+  logic        wr_valid, wr_pad;
+  logic [31:0] wr_idx, wr_idx_hi;
+  logic [15:0] wr_sub;
+  logic [1:0]  wr_half;
+  logic [63:0] wr_data;
+
+  vta_dma_rd u_dma (
+    .clk_i,
+    .rst_ni,
+    .start_i        (dma_start),
+    .dram_addr_i    (dram_base << elem_log),
+    .stride_bytes_i (32'(x_stride) << elem_log),
+    .x_size_i       (x_size),
+    .y_size_i       (y_size),
+    .x_pad_0_i      (x_pad_0),
+    .x_pad_1_i      (x_pad_1),
+    .y_pad_0_i      (y_pad_0),
+    .y_pad_1_i      (y_pad_1),
+    .elem_log_i     (elem_log),
+    .sram_base_i    (32'(sram_base)),
+    .busy_o         (dma_busy),
+    .req_valid_o    (dreq_valid),
+    .req_ready_i    (is_uop_load ? req_ready_i[0] : req_ready_i[1]),
+    .req_addr_o     (req_addr_o),
+    .req_len_o      (req_len_o),
+    .rsp_valid_i    (|rsp_valid_i),
+    .rsp_data_i     (rsp_data_i),
+    .wr_valid_o     (wr_valid),
+    .wr_pad_o       (wr_pad),
+    .wr_idx_o       (wr_idx),
+    .wr_sub_o       (wr_sub),
+    .wr_half_o      (wr_half),
+    .wr_data_o      (wr_data)
+  );
+  assign req_valid_o = {dreq_valid && !is_uop_load, dreq_valid && is_uop_load};
+
+  // uop writes: the low half's element and the next one always sit in different banks.
+  assign wr_idx_hi = wr_idx + 32'd1;
+  always_comb begin
+    uop_we_o    = '0;
+    uop_waddr_o = '0;
+    uop_wdata_o = '0;
+    if (state_q == CoLoad && is_uop_load && wr_valid) begin
+      uop_we_o[wr_idx[0]]     = wr_half[0];
+      uop_waddr_o[wr_idx[0]]  = wr_idx[LOG_UOP_BUFF_DEPTH-1:1];
+      uop_wdata_o[wr_idx[0]]  = wr_data[31:0];
+      uop_we_o[!wr_idx[0]]    = wr_half[1];
+      uop_waddr_o[!wr_idx[0]] = wr_idx_hi[LOG_UOP_BUFF_DEPTH-1:1];
+      uop_wdata_o[!wr_idx[0]] = wr_data[63:32];
+    end
+  end
+
+  // acc writes: loads (a beat at a time) or the S2 result
+  localparam int unsigned Acc8Lanes = ACC_WIDTH / 8;  // 64-bit lanes filled by one ACC_8BIT beat
+  logic [8*ACC_WIDTH-1:0] acc8_beat;
+  for (genvar e = 0; e < 8; e++) begin : g_acc8
+    assign acc8_beat[e*ACC_WIDTH +: ACC_WIDTH] = ACC_WIDTH'($signed(wr_data[e*8 +: 8]));
+  end
+
+  always_comb begin
+    acc_we_o    = 1'b0;
+    acc_wmask_o = '1;
+    acc_waddr_o = s2_dst_q;
+    acc_wdata_o = is_alu ? alu_y : gemm_y;
+    if (state_q == CoLoad) begin
+      acc_we_o    = wr_valid && !is_uop_load;
+      acc_waddr_o = wr_idx[LOG_ACC_BUFF_DEPTH-1:0];
+      if (wr_pad) begin
+        acc_wdata_o = '0;
+        acc_wmask_o = '1;
+      end else if (is_acc8) begin
+        acc_wdata_o = {(ACC_ELEM_BITS / (8 * ACC_WIDTH)){acc8_beat}};
+        acc_wmask_o = AccLanes'((1 << Acc8Lanes) - 1) << (32'(wr_sub) * Acc8Lanes);
+      end else begin
+        acc_wdata_o = {AccLanes{wr_data}};
+        acc_wmask_o = AccLanes'(1) << wr_sub;
+      end
+    end else if (s2_valid_q) begin
+      acc_we_o = 1'b1;
+    end
+  end
+
+  assign acc_re_o       = {s1_valid_q && !s1_err && tensor_alu, s1_valid_q && !s1_err};
+  assign acc_raddr_o[0] = d_idx[LOG_ACC_BUFF_DEPTH-1:0];
+  assign acc_raddr_o[1] = s_idx[LOG_ACC_BUFF_DEPTH-1:0];
+
+  assign gemm_uop_o = s2_valid_q && is_gemm && !reset_reg;
+  assign alu_uop_o  = s2_valid_q && is_alu;
+  assign acc_wr_o   = s2_valid_q;
+
+  // ------------------------------------------------------------------ control
+  logic pop_prev, pop_next, pop_ok;
+  assign pop_prev = head[INSN_POP_PREV_DEP_LO];
+  assign pop_next = head[INSN_POP_NEXT_DEP_LO];
+  assign pop_ok   = (!pop_prev || l2g_avail_i) && (!pop_next || s2g_avail_i);
+
+  logic       ld_err;
+  logic [7:0] err_field_d;
+  logic [31:0] err_value_d, err_limit_d;
+
+  always_comb begin
+    state_d    = state_q;
+    insn_d     = insn_q;
+    index_d    = index_q;
+    l2g_pop_o  = 1'b0;
+    s2g_pop_o  = 1'b0;
+    g2l_push_o = 1'b0;
+    g2s_push_o = 1'b0;
+    finish_o   = 1'b0;
+    q_ready_o  = 1'b0;
+    retire_o   = 1'b0;
+    dma_start  = 1'b0;
+    gen_start  = 1'b0;
+    ld_err     = 1'b0;
+    unique case (state_q)
+      CoIdle: begin
+        if (q_valid_i && !halt_i && pop_ok) begin
+          l2g_pop_o = pop_prev;
+          s2g_pop_o = pop_next;
+          insn_d    = head;
+          index_d   = head_index;
+          state_d   = CoDecode;
+        end
+      end
+      CoDecode: begin
+        if (32'(opcode) == OPCODE_LOAD) begin
+          if (x_size == '0) state_d = CoDone;
+          else if (area_end > 48'(load_depth)) begin
+            ld_err  = 1'b1;
+            state_d = CoHalted;
+          end else begin
+            dma_start = 1'b1;
+            state_d   = CoLoad;
+          end
+        end else if ((is_gemm || is_alu) && !empty_loop) begin
+          gen_start = 1'b1;
+          state_d   = CoExec;
+        end else begin
+          state_d = CoDone;  // FINISH, or an empty GEMM / ALU
+        end
+      end
+      CoLoad: if (!dma_busy) state_d = CoDone;
+      CoExec: begin
+        if (s0_err || s1_err) state_d = CoHalted;
+        else if (!gen_active_q && !s1_valid_q && !s2_valid_q) state_d = CoDone;
+      end
+      CoDone: begin
+        g2l_push_o = insn_q[INSN_PUSH_PREV_DEP_LO];
+        g2s_push_o = insn_q[INSN_PUSH_NEXT_DEP_LO];
+        finish_o   = (32'(opcode) == OPCODE_FINISH);
+        q_ready_o  = 1'b1;
+        retire_o   = 1'b1;
+        state_d    = CoIdle;
+      end
+      CoHalted: state_d = CoHalted;
+      default:  state_d = CoIdle;
+    endcase
+  end
+
+  always_comb begin
+    if (ld_err) begin
+      err_field_d = 8'(FIELD_SRAM_END);
+      err_value_d = (area_end > 48'hFFFF_FFFF) ? 32'hFFFF_FFFF : area_end[31:0];
+      err_limit_d = load_depth;
+    end else if (s1_err) begin
+      err_field_d = s1_err_field;
+      err_value_d = s1_err_value;
+      err_limit_d = s1_err_limit;
+    end else begin
+      err_field_d = 8'(FIELD_UOP_INDEX);
+      err_value_d = 32'(u_q);
+      err_limit_d = UOP_BUFF_DEPTH;
+    end
+  end
+  assign err_o       = ld_err || (state_q == CoExec && (s0_err || s1_err));
+  assign err_field_o = err_field_d;
+  assign err_value_o = err_value_d;
+  assign err_limit_o = err_limit_d;
+  assign err_index_o = index_q;
+
+  always_ff @(posedge clk_i or negedge rst_ni) begin
+    if (!rst_ni) begin
+      state_q      <= CoIdle;
+      insn_q       <= '0;
+      index_q      <= '0;
+      gen_active_q <= 1'b0;
+      gap_q        <= 1'b0;
+      u_q          <= '0;
+      i_out_q      <= '0;
+      i_in_q       <= '0;
+      od_q <= '0; os_q <= '0; ow_q <= '0;
+      id_q <= '0; is_q <= '0; iw_q <= '0;
+      s1_valid_q   <= 1'b0;
+      s1_sel_q     <= 1'b0;
+      s1_od_q <= '0; s1_os_q <= '0; s1_ow_q <= '0;
+      s2_valid_q   <= 1'b0;
+      s2_dst_q     <= '0;
+    end else begin
+      state_q      <= state_d;
+      insn_q       <= insn_d;
+      index_q      <= index_d;
+      gen_active_q <= gen_active_d;
+      gap_q        <= gap_d;
+      u_q          <= u_d;
+      i_out_q      <= i_out_d;
+      i_in_q       <= i_in_d;
+      od_q <= od_d; os_q <= os_d; ow_q <= ow_d;
+      id_q <= id_d; is_q <= is_d; iw_q <= iw_d;
+      s1_valid_q   <= s1_valid_d;
+      s1_sel_q     <= s1_sel_d;
+      s1_od_q <= s1_od_d; s1_os_q <= s1_os_d; s1_ow_q <= s1_ow_d;
+      s2_valid_q   <= s2_valid_d;
+      s2_dst_q     <= s2_dst_d;
+    end
+  end
+
+  // ------------------------------------------------------------------ status
+  always_comb begin
+    unique case (state_q)
+      CoIdle:   state_o = !q_valid_i ? 2'(STATE_IDLE)
+                        : (!pop_ok ? 2'(STATE_WAIT_TOKEN) : 2'(STATE_BUSY));
+      CoHalted: state_o = 2'(STATE_IDLE);
+      default:  state_o = 2'(STATE_BUSY);
+    endcase
+  end
+  assign index_o = (state_q == CoIdle) ? head_index : index_q;
+
+  logic unused;
+  assign unused = ^{wr_idx_hi, uop[31:0]};
+
+  IssueOnlyInExec: assert property (@(posedge clk_i) disable iff (!rst_ni)
+      issue |-> state_q == CoExec)
+    else $error("vta_compute: uop issued outside GEMM / ALU");
+  LoadWritesOnlyInLoad: assert property (@(posedge clk_i) disable iff (!rst_ni)
+      wr_valid |-> state_q == CoLoad)
+    else $error("vta_compute: load data outside a load");
+  NoWriteConflict: assert property (@(posedge clk_i) disable iff (!rst_ni)
+      s2_valid_q |-> state_q != CoLoad)
+    else $error("vta_compute: acc write port conflict");
+endmodule : vta_compute

@@ -1,0 +1,269 @@
+// 2-D read engine shared by the load unit and by compute's UOP/ACC loads (ISA reference 4.2).
+// From a LOAD's geometry it (1) issues read bursts of at most MAX_BURST_BEATS beats that never
+// cross a BURST_BOUNDARY_BYTES boundary, one or more per row, and (2) turns the returned beats
+// and the zero padding into scratchpad writes, one per cycle:
+//   data write: wr_idx_o = element index, wr_sub_o = beat within the element (elements of 8
+//               bytes or more), wr_half_o = 2'b11; for 4-byte elements (uops) a beat holds two
+//               elements: wr_idx_o is the index of the low half's element, wr_half_o says
+//               which halves belong to the row (the first may start in the high half).
+//   pad write:  wr_pad_o = 1, wr_idx_o = element to zero (only in cycles without data).
+// Element (yy, xx) of the padded rectangle goes to sram_base + yy*W + xx, W = x_pad_0 + x_size
+// + x_pad_1. The caller checks the range before start_i and holds the inputs stable.
+module vta_dma_rd import vta_pkg::*; (
+  input  logic        clk_i,
+  input  logic        rst_ni,
+  input  logic        start_i,
+  input  logic [31:0] dram_addr_i,     // byte address of row 0 (dram_base * elem bytes)
+  input  logic [31:0] stride_bytes_i,  // x_stride * elem bytes
+  input  logic [15:0] x_size_i,        // non-zero
+  input  logic [15:0] y_size_i,
+  input  logic [3:0]  x_pad_0_i,
+  input  logic [3:0]  x_pad_1_i,
+  input  logic [3:0]  y_pad_0_i,
+  input  logic [3:0]  y_pad_1_i,
+  input  logic [4:0]  elem_log_i,      // log2 of the DRAM element bytes, >= 2
+  input  logic [31:0] sram_base_i,
+  output logic        busy_o,
+  // read requests and responses
+  output logic        req_valid_o,
+  input  logic        req_ready_i,
+  output logic [31:0] req_addr_o,
+  output logic [7:0]  req_len_o,
+  input  logic        rsp_valid_i,
+  input  logic [63:0] rsp_data_i,
+  // scratchpad writes
+  output logic        wr_valid_o,
+  output logic        wr_pad_o,
+  output logic [31:0] wr_idx_o,
+  output logic [15:0] wr_sub_o,
+  output logic [1:0]  wr_half_o,
+  output logic [63:0] wr_data_o
+);
+  logic [31:0] width;       // padded row width in elements
+  logic [31:0] height;      // padded rows
+  logic [31:0] row_bytes;   // x_size * elem bytes
+  logic [15:0] sub_last;    // beats per element - 1 (elements >= 8 bytes)
+  logic        narrow;      // 4-byte elements
+
+  assign width     = 32'(x_pad_0_i) + 32'(x_size_i) + 32'(x_pad_1_i);
+  assign height    = 32'(y_pad_0_i) + 32'(y_size_i) + 32'(y_pad_1_i);
+  assign row_bytes = 32'(x_size_i) << elem_log_i;
+  assign narrow    = (elem_log_i < 5'd3);
+  assign sub_last  = narrow ? 16'd0 : 16'((32'd1 << (elem_log_i - 5'd3)) - 32'd1);
+
+  function automatic logic [31:0] row_beats(logic [2:0] addr_lo, logic [31:0] nbytes);
+    return ({29'd0, addr_lo} + nbytes + 32'd7) >> 3;
+  endfunction
+
+  // ------------------------------------------------------------------ request generator
+  typedef enum logic [1:0] {RqIdle, RqRow, RqBurst} rq_state_e;
+  rq_state_e   rq_state_q, rq_state_d;
+  logic [31:0] rq_row_addr_q, rq_row_addr_d;  // byte address of the current row
+  logic [31:0] rq_addr_q, rq_addr_d;          // beat address of the next burst
+  logic [31:0] rq_rem_q, rq_rem_d;            // beats left in the row
+  logic [15:0] rq_rows_q, rq_rows_d;          // rows left, the current one included
+  logic [31:0] burst;
+
+  always_comb begin
+    burst = 32'(MAX_BURST_BEATS) - 32'(rq_addr_q[6:3]);
+    if (rq_rem_q < burst) burst = rq_rem_q;
+  end
+
+  assign req_valid_o = (rq_state_q == RqBurst);
+  assign req_addr_o  = rq_addr_q;
+  assign req_len_o   = 8'(burst - 32'd1);
+
+  always_comb begin
+    rq_state_d    = rq_state_q;
+    rq_row_addr_d = rq_row_addr_q;
+    rq_addr_d     = rq_addr_q;
+    rq_rem_d      = rq_rem_q;
+    rq_rows_d     = rq_rows_q;
+    unique case (rq_state_q)
+      RqIdle: begin
+        if (start_i) begin
+          rq_row_addr_d = dram_addr_i;
+          rq_rows_d     = y_size_i;
+          rq_state_d    = (y_size_i == 16'd0) ? RqIdle : RqRow;
+        end
+      end
+      RqRow: begin
+        rq_addr_d  = {rq_row_addr_q[31:3], 3'd0};
+        rq_rem_d   = row_beats(rq_row_addr_q[2:0], row_bytes);
+        rq_state_d = RqBurst;
+      end
+      RqBurst: begin
+        if (req_ready_i) begin
+          rq_addr_d = rq_addr_q + (burst << 3);
+          rq_rem_d  = rq_rem_q - burst;
+          if (rq_rem_q == burst) begin
+            rq_rows_d     = rq_rows_q - 16'd1;
+            rq_row_addr_d = rq_row_addr_q + stride_bytes_i;
+            rq_state_d    = (rq_rows_q == 16'd1) ? RqIdle : RqRow;
+          end
+        end
+      end
+      default: rq_state_d = RqIdle;
+    endcase
+  end
+
+  // ------------------------------------------------------------------ data consumer
+  logic        dt_active_q, dt_active_d;
+  logic [15:0] dt_rows_q, dt_rows_d;       // data rows left
+  logic [31:0] dt_row_idx_q, dt_row_idx_d; // SRAM index of the row's first data element
+  logic [31:0] dt_row_addr_q, dt_row_addr_d;
+  logic [31:0] dt_x_q, dt_x_d;             // element of the beat (low half for 4-byte elements)
+  logic [15:0] dt_sub_q, dt_sub_d;
+  logic        row_end;
+  logic        lo_ok, hi_ok;
+
+  // For 4-byte elements dt_x_q is signed: -1 when the row starts in a beat's high half.
+  assign lo_ok = !dt_x_q[31] && (dt_x_q < 32'(x_size_i));
+  assign hi_ok = ((dt_x_q + 32'd1) < 32'(x_size_i));
+
+  always_comb begin
+    if (narrow) row_end = ((dt_x_q + 32'd2) >= 32'(x_size_i));
+    else        row_end = (dt_x_q == 32'(x_size_i) - 32'd1) && (dt_sub_q == sub_last);
+  end
+
+  // x of the first beat's low half: -1 when a 4-byte-element row starts mid-beat
+  function automatic logic [31:0] first_x(logic addr_bit2, logic is_narrow);
+    return (is_narrow && addr_bit2) ? 32'hFFFF_FFFF : 32'd0;
+  endfunction
+
+  always_comb begin
+    dt_active_d   = dt_active_q;
+    dt_rows_d     = dt_rows_q;
+    dt_row_idx_d  = dt_row_idx_q;
+    dt_row_addr_d = dt_row_addr_q;
+    dt_x_d        = dt_x_q;
+    dt_sub_d      = dt_sub_q;
+    if (start_i) begin
+      dt_active_d   = (y_size_i != 16'd0);
+      dt_rows_d     = y_size_i;
+      dt_row_idx_d  = sram_base_i + 32'(y_pad_0_i) * width + 32'(x_pad_0_i);
+      dt_row_addr_d = dram_addr_i;
+      dt_x_d        = first_x(dram_addr_i[2], narrow);
+      dt_sub_d      = '0;
+    end else if (dt_active_q && rsp_valid_i) begin
+      if (row_end) begin
+        dt_rows_d     = dt_rows_q - 16'd1;
+        dt_active_d   = (dt_rows_q != 16'd1);
+        dt_row_idx_d  = dt_row_idx_q + width;
+        dt_row_addr_d = dt_row_addr_q + stride_bytes_i;
+        dt_x_d        = first_x(dt_row_addr_q[2] ^ stride_bytes_i[2], narrow);
+        dt_sub_d      = '0;
+      end else if (narrow) begin
+        dt_x_d = dt_x_q + 32'd2;
+      end else if (dt_sub_q == sub_last) begin
+        dt_x_d   = dt_x_q + 32'd1;
+        dt_sub_d = '0;
+      end else begin
+        dt_sub_d = dt_sub_q + 16'd1;
+      end
+    end
+  end
+
+  // ------------------------------------------------------------------ pad walker
+  logic        pd_active_q, pd_active_d;
+  logic [31:0] pd_r_q, pd_r_d, pd_c_q, pd_c_d, pd_row_idx_q, pd_row_idx_d;
+  logic        pd_data_row, pd_emit;
+
+  assign pd_data_row = (pd_r_q >= 32'(y_pad_0_i)) && (pd_r_q < 32'(y_pad_0_i) + 32'(y_size_i));
+  // Emit when the walker sits on a pad element and no data beat uses the write port.
+  assign pd_emit = pd_active_q && !(dt_active_q && rsp_valid_i) && (pd_c_q < width)
+                   && !(pd_data_row && pd_c_q == 32'(x_pad_0_i));
+
+  always_comb begin
+    pd_active_d  = pd_active_q;
+    pd_r_d       = pd_r_q;
+    pd_c_d       = pd_c_q;
+    pd_row_idx_d = pd_row_idx_q;
+    if (start_i) begin
+      pd_active_d  = (height != 32'd0) && ((height != 32'(y_size_i)) || (x_pad_0_i != 4'd0)
+                                              || (x_pad_1_i != 4'd0));
+      pd_r_d       = '0;
+      pd_c_d       = '0;
+      pd_row_idx_d = sram_base_i;
+    end else if (pd_active_q) begin
+      if (pd_c_q >= width) begin
+        pd_r_d       = pd_r_q + 32'd1;
+        pd_c_d       = '0;
+        pd_row_idx_d = pd_row_idx_q + width;
+        if (pd_r_q + 32'd1 == height) pd_active_d = 1'b0;
+      end else if (pd_data_row && pd_c_q == 32'(x_pad_0_i)) begin
+        pd_c_d = 32'(x_pad_0_i) + 32'(x_size_i);  // skip the data
+      end else if (pd_emit) begin
+        pd_c_d = pd_c_q + 32'd1;
+      end
+    end
+  end
+
+  // ------------------------------------------------------------------ outputs
+  always_comb begin
+    wr_valid_o = 1'b0;
+    wr_pad_o   = 1'b0;
+    wr_idx_o   = '0;
+    wr_sub_o   = '0;
+    wr_half_o  = 2'b00;
+    wr_data_o  = rsp_data_i;
+    if (dt_active_q && rsp_valid_i) begin
+      wr_valid_o = 1'b1;
+      wr_idx_o   = dt_row_idx_q + dt_x_q;
+      wr_sub_o   = dt_sub_q;
+      wr_half_o  = narrow ? {hi_ok, lo_ok} : 2'b11;
+    end else if (pd_emit) begin
+      wr_valid_o = 1'b1;
+      wr_pad_o   = 1'b1;
+      wr_idx_o   = pd_row_idx_q + pd_c_q;
+      wr_half_o  = narrow ? 2'b01 : 2'b11;
+      wr_data_o  = '0;
+    end
+  end
+
+  assign busy_o = (rq_state_q != RqIdle) || dt_active_q || pd_active_q;
+
+  always_ff @(posedge clk_i or negedge rst_ni) begin
+    if (!rst_ni) begin
+      rq_state_q    <= RqIdle;
+      rq_row_addr_q <= '0;
+      rq_addr_q     <= '0;
+      rq_rem_q      <= '0;
+      rq_rows_q     <= '0;
+      dt_active_q   <= 1'b0;
+      dt_rows_q     <= '0;
+      dt_row_idx_q  <= '0;
+      dt_row_addr_q <= '0;
+      dt_x_q        <= '0;
+      dt_sub_q      <= '0;
+      pd_active_q   <= 1'b0;
+      pd_r_q        <= '0;
+      pd_c_q        <= '0;
+      pd_row_idx_q  <= '0;
+    end else begin
+      rq_state_q    <= rq_state_d;
+      rq_row_addr_q <= rq_row_addr_d;
+      rq_addr_q     <= rq_addr_d;
+      rq_rem_q      <= rq_rem_d;
+      rq_rows_q     <= rq_rows_d;
+      dt_active_q   <= dt_active_d;
+      dt_rows_q     <= dt_rows_d;
+      dt_row_idx_q  <= dt_row_idx_d;
+      dt_row_addr_q <= dt_row_addr_d;
+      dt_x_q        <= dt_x_d;
+      dt_sub_q      <= dt_sub_d;
+      pd_active_q   <= pd_active_d;
+      pd_r_q        <= pd_r_d;
+      pd_c_q        <= pd_c_d;
+      pd_row_idx_q  <= pd_row_idx_d;
+    end
+  end
+
+  StartWhenIdle: assert property (@(posedge clk_i) disable iff (!rst_ni) start_i |-> !busy_o)
+    else $error("vta_dma_rd: start while busy");
+  NoStrayData: assert property (@(posedge clk_i) disable iff (!rst_ni) rsp_valid_i |-> dt_active_q)
+    else $error("vta_dma_rd: read data with no transfer in progress");
+  ReqHeld: assert property (@(posedge clk_i) disable iff (!rst_ni)
+      req_valid_o && !req_ready_i |=> req_valid_o && $stable(req_addr_o) && $stable(req_len_o))
+    else $error("vta_dma_rd: request dropped before it was accepted");
+endmodule : vta_dma_rd

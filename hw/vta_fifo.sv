@@ -1,0 +1,71 @@
+// Synchronous FIFO with a valid/ready interface on both sides and a fill count.
+// The head is available combinationally (first-word fall-through).
+module vta_fifo #(
+  parameter int unsigned Width = 8,
+  parameter int unsigned Depth = 4,
+  localparam int unsigned PtrW = (Depth > 1) ? $clog2(Depth) : 1,
+  localparam int unsigned CntW = $clog2(Depth + 1)
+) (
+  input  logic             clk_i,
+  input  logic             rst_ni,
+  // write side
+  input  logic             wvalid_i,
+  output logic             wready_o,
+  input  logic [Width-1:0] wdata_i,
+  // read side
+  output logic             rvalid_o,
+  input  logic             rready_i,
+  output logic [Width-1:0] rdata_o,
+  // number of entries held
+  output logic [CntW-1:0]  count_o
+);
+  logic [Width-1:0] mem_q [Depth];
+  logic [PtrW-1:0]  wptr_q, wptr_d, rptr_q, rptr_d;
+  logic [CntW-1:0]  cnt_q, cnt_d;
+  logic             push, pop;
+
+  assign wready_o = (cnt_q != CntW'(Depth));
+  assign rvalid_o = (cnt_q != '0);
+  assign rdata_o  = mem_q[rptr_q];
+  assign count_o  = cnt_q;
+  assign push     = wvalid_i & wready_o;
+  assign pop      = rvalid_o & rready_i;
+
+  function automatic logic [PtrW-1:0] incr(logic [PtrW-1:0] p);
+    return (p == PtrW'(Depth - 1)) ? '0 : p + 1'b1;
+  endfunction
+
+  always_comb begin
+    wptr_d = push ? incr(wptr_q) : wptr_q;
+    rptr_d = pop ? incr(rptr_q) : rptr_q;
+    cnt_d  = cnt_q;
+    unique case ({push, pop})
+      2'b10:   cnt_d = cnt_q + 1'b1;
+      2'b01:   cnt_d = cnt_q - 1'b1;
+      default: cnt_d = cnt_q;
+    endcase
+  end
+
+  always_ff @(posedge clk_i or negedge rst_ni) begin
+    if (!rst_ni) begin
+      wptr_q <= '0;
+      rptr_q <= '0;
+      cnt_q  <= '0;
+    end else begin
+      wptr_q <= wptr_d;
+      rptr_q <= rptr_d;
+      cnt_q  <= cnt_d;
+    end
+  end
+
+  // Storage has no reset (like an SRAM).
+  always_ff @(posedge clk_i) begin
+    if (push) mem_q[wptr_q] <= wdata_i;
+  end
+
+  // A writer never pushes into a full FIFO and a reader never pops an empty one.
+  WriteWhenFull: assert property (@(posedge clk_i) disable iff (!rst_ni) wvalid_i |-> wready_o)
+    else $error("vta_fifo: push into a full FIFO");
+  ReadWhenEmpty: assert property (@(posedge clk_i) disable iff (!rst_ni) rready_i |-> rvalid_o)
+    else $error("vta_fifo: pop from an empty FIFO");
+endmodule : vta_fifo

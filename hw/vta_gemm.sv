@@ -1,0 +1,31 @@
+// GEMM core (combinational): for every batch row b and output channel j,
+//   acc_o[b][j] = reset_i ? 0 : acc_i[b][j] + sum_k inp_i[b][k] * wgt_i[j][k]
+// with signed INP_WIDTH x WGT_WIDTH products and ACC_WIDTH-bit wrapping accumulation
+// (ISA reference 4.4). Element layouts are row-major, lane 0 in the low bits.
+module vta_gemm import vta_pkg::*; (
+  input  logic                     reset_i,
+  input  logic [INP_ELEM_BITS-1:0] inp_i,
+  input  logic [WGT_ELEM_BITS-1:0] wgt_i,
+  input  logic [ACC_ELEM_BITS-1:0] acc_i,
+  output logic [ACC_ELEM_BITS-1:0] acc_o
+);
+  // Products need INP_WIDTH + WGT_WIDTH bits; the sum of BLOCK_IN of them LOG_BLOCK_IN more.
+  localparam int unsigned SumW = INP_WIDTH + WGT_WIDTH + LOG_BLOCK_IN + 1;
+  localparam int unsigned CalcW = (SumW > ACC_WIDTH) ? SumW : ACC_WIDTH;
+
+  for (genvar b = 0; b < BATCH; b++) begin : g_row
+    for (genvar j = 0; j < BLOCK_OUT; j++) begin : g_col
+      logic signed [CalcW-1:0] dot;
+      logic        [CalcW-1:0] total;
+      always_comb begin
+        dot = '0;
+        for (int unsigned k = 0; k < BLOCK_IN; k++) begin
+          dot = dot + CalcW'($signed(inp_i[(b*BLOCK_IN+k)*INP_WIDTH +: INP_WIDTH])
+                             * $signed(wgt_i[(j*BLOCK_IN+k)*WGT_WIDTH +: WGT_WIDTH]));
+        end
+        total = CalcW'($signed(acc_i[(b*BLOCK_OUT+j)*ACC_WIDTH +: ACC_WIDTH])) + dot;
+      end
+      assign acc_o[(b*BLOCK_OUT+j)*ACC_WIDTH +: ACC_WIDTH] = reset_i ? '0 : total[ACC_WIDTH-1:0];
+    end
+  end
+endmodule : vta_gemm

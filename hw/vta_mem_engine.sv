@@ -1,0 +1,177 @@
+// Memory engine: puts the read clients onto the one read channel and the store's bursts
+// onto the write channel.
+// Reads: each client holds a request (valid/ready); the lowest-numbered valid client wins
+// (fixed priority: 0 fetch, 1 uop, 2 inp, 3 wgt, 4 acc) and its number is the request id.
+// Responses are registered once and routed to the client named by their id. Responses of one
+// id arrive in request order; ids may interleave. Clients are always ready for data.
+// Writes: one burst at a time: request, then len+1 beats (the last one flagged), then wait
+// for the ack pulse, which is passed back to the writer.
+module vta_mem_engine import vta_pkg::*; #(
+  parameter int unsigned NumRd = 5
+) (
+  input  logic                   clk_i,
+  input  logic                   rst_ni,
+  // read clients
+  input  logic [NumRd-1:0]       cl_req_valid_i,
+  output logic [NumRd-1:0]       cl_req_ready_o,
+  input  logic [NumRd-1:0][31:0] cl_req_addr_i,
+  input  logic [NumRd-1:0][7:0]  cl_req_len_i,
+  output logic [NumRd-1:0]       cl_rsp_valid_o,
+  output logic [63:0]            cl_rsp_data_o,
+  output logic                   cl_rsp_last_o,
+  // write client (the store unit)
+  input  logic                   wc_req_valid_i,
+  output logic                   wc_req_ready_o,
+  input  logic [31:0]            wc_req_addr_i,
+  input  logic [7:0]             wc_req_len_i,
+  input  logic                   wc_valid_i,
+  output logic                   wc_ready_o,
+  input  logic [63:0]            wc_data_i,
+  input  logic                   wc_last_i,
+  output logic                   wc_ack_o,
+  // memory read channel
+  output logic                   mem_rd_req_valid_o,
+  input  logic                   mem_rd_req_ready_i,
+  output logic [31:0]            mem_rd_req_addr_o,
+  output logic [7:0]             mem_rd_req_len_o,
+  output logic [7:0]             mem_rd_req_id_o,
+  input  logic                   mem_rd_valid_i,
+  input  logic [63:0]            mem_rd_data_i,
+  input  logic [7:0]             mem_rd_id_i,
+  input  logic                   mem_rd_last_i,
+  // memory write channel
+  output logic                   mem_wr_req_valid_o,
+  input  logic                   mem_wr_req_ready_i,
+  output logic [31:0]            mem_wr_req_addr_o,
+  output logic [7:0]             mem_wr_req_len_o,
+  output logic                   mem_wr_valid_o,
+  input  logic                   mem_wr_ready_i,
+  output logic [63:0]            mem_wr_data_o,
+  output logic [7:0]             mem_wr_strb_o,
+  output logic                   mem_wr_last_o,
+  input  logic                   mem_wr_ack_i,
+  // activity (for the watchdog): a read or write beat moved this cycle
+  output logic                   beat_o
+);
+  // ------------------------------------------------------------------ read arbitration
+  logic [7:0] grant;
+  logic       any_req;
+
+  always_comb begin
+    grant   = 8'd0;
+    any_req = 1'b0;
+    for (int c = NumRd - 1; c >= 0; c--) begin
+      if (cl_req_valid_i[c]) begin
+        grant   = 8'(c);
+        any_req = 1'b1;
+      end
+    end
+  end
+
+  assign mem_rd_req_valid_o = any_req;
+  assign mem_rd_req_addr_o  = cl_req_addr_i[grant[$clog2(NumRd)-1:0]];
+  assign mem_rd_req_len_o   = cl_req_len_i[grant[$clog2(NumRd)-1:0]];
+  assign mem_rd_req_id_o    = grant;
+
+  always_comb begin
+    cl_req_ready_o = '0;
+    if (any_req) cl_req_ready_o[grant[$clog2(NumRd)-1:0]] = mem_rd_req_ready_i;
+  end
+
+  // ------------------------------------------------------------------ read responses
+  logic        rsp_valid_q, rsp_valid_d, rsp_last_q, rsp_last_d;
+  logic [7:0]  rsp_id_q, rsp_id_d;
+  logic [63:0] rsp_data_q, rsp_data_d;
+
+  always_comb begin
+    rsp_valid_d = mem_rd_valid_i;
+    rsp_id_d    = mem_rd_id_i;
+    rsp_last_d  = mem_rd_last_i;
+    rsp_data_d  = mem_rd_data_i;
+  end
+
+  always_ff @(posedge clk_i or negedge rst_ni) begin
+    if (!rst_ni) begin
+      rsp_valid_q <= 1'b0;
+      rsp_id_q    <= '0;
+      rsp_last_q  <= 1'b0;
+      rsp_data_q  <= '0;
+    end else begin
+      rsp_valid_q <= rsp_valid_d;
+      rsp_id_q    <= rsp_id_d;
+      rsp_last_q  <= rsp_last_d;
+      rsp_data_q  <= rsp_data_d;
+    end
+  end
+
+  for (genvar c = 0; c < NumRd; c++) begin : g_route
+    assign cl_rsp_valid_o[c] = rsp_valid_q && (rsp_id_q == 8'(c));
+  end
+  assign cl_rsp_data_o = rsp_data_q;
+  assign cl_rsp_last_o = rsp_last_q;
+
+  // ------------------------------------------------------------------ writes
+  typedef enum logic [1:0] {WrIdle, WrData, WrResp} wr_state_e;
+  wr_state_e wr_state_q, wr_state_d;
+
+  always_comb begin
+    wr_state_d         = wr_state_q;
+    mem_wr_req_valid_o = 1'b0;
+    wc_req_ready_o     = 1'b0;
+    mem_wr_valid_o     = 1'b0;
+    wc_ready_o         = 1'b0;
+    wc_ack_o           = 1'b0;
+    unique case (wr_state_q)
+      WrIdle: begin
+        mem_wr_req_valid_o = wc_req_valid_i;
+        wc_req_ready_o     = mem_wr_req_ready_i;
+        if (wc_req_valid_i && mem_wr_req_ready_i) wr_state_d = WrData;
+      end
+      WrData: begin
+        mem_wr_valid_o = wc_valid_i;
+        wc_ready_o     = mem_wr_ready_i;
+        if (wc_valid_i && mem_wr_ready_i && wc_last_i) wr_state_d = WrResp;
+      end
+      WrResp: begin
+        wc_ack_o = mem_wr_ack_i;
+        if (mem_wr_ack_i) wr_state_d = WrIdle;
+      end
+      default: wr_state_d = WrIdle;
+    endcase
+  end
+
+  always_ff @(posedge clk_i or negedge rst_ni) begin
+    if (!rst_ni) wr_state_q <= WrIdle;
+    else         wr_state_q <= wr_state_d;
+  end
+
+  assign mem_wr_req_addr_o = wc_req_addr_i;
+  assign mem_wr_req_len_o  = wc_req_len_i;
+  assign mem_wr_data_o     = wc_data_i;
+  assign mem_wr_strb_o     = 8'hFF;
+  assign mem_wr_last_o     = wc_last_i;
+
+  assign beat_o = rsp_valid_q || (mem_wr_valid_o && mem_wr_ready_i);
+
+  // ------------------------------------------------------------------ checks
+  RdIdKnown: assert property (@(posedge clk_i) disable iff (!rst_ni)
+      mem_rd_valid_i |-> (mem_rd_id_i < 8'(NumRd)))
+    else $error("vta_mem_engine: read response with unknown id %0d", mem_rd_id_i);
+  RdReqAligned: assert property (@(posedge clk_i) disable iff (!rst_ni)
+      mem_rd_req_valid_o |-> (mem_rd_req_addr_o[2:0] == 3'd0))
+    else $error("vta_mem_engine: unaligned read address");
+  RdReqNoCross: assert property (@(posedge clk_i) disable iff (!rst_ni)
+      mem_rd_req_valid_o |-> ({1'b0, mem_rd_req_addr_o[6:3]} + {1'b0, mem_rd_req_len_o[3:0]} < 5'd16)
+        && (mem_rd_req_len_o < 8'(MAX_BURST_BEATS)))
+    else $error("vta_mem_engine: read burst crosses a %0d-byte boundary", BURST_BOUNDARY_BYTES);
+  WrReqNoCross: assert property (@(posedge clk_i) disable iff (!rst_ni)
+      mem_wr_req_valid_o |-> ({1'b0, mem_wr_req_addr_o[6:3]} + {1'b0, mem_wr_req_len_o[3:0]} < 5'd16)
+        && (mem_wr_req_len_o < 8'(MAX_BURST_BEATS)) && (mem_wr_req_addr_o[2:0] == 3'd0))
+    else $error("vta_mem_engine: bad write burst");
+  WrBeatsOnlyInData: assert property (@(posedge clk_i) disable iff (!rst_ni)
+      (wr_state_q != WrData) |-> !wc_valid_i)
+    else $error("vta_mem_engine: write beat outside a burst");
+  AckOnlyInResp: assert property (@(posedge clk_i) disable iff (!rst_ni)
+      mem_wr_ack_i |-> (wr_state_q == WrResp))
+    else $error("vta_mem_engine: unexpected write ack");
+endmodule : vta_mem_engine
