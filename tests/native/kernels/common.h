@@ -7,6 +7,7 @@
 #define VTA_TEST_KERNEL_COMMON_H_
 
 #include <stdio.h>
+#include <string.h>
 
 #include "tvm_c_abi.h"
 #include "vta_runtime.h"
