@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import ctypes
-
 import numpy as np
 import pytest
 
@@ -97,11 +95,19 @@ def test_dump_insn_prints_the_stream(env, remote, kernel_objects, recorder, rt, 
 def test_dump_uop_prints_new_kernels_only(env, remote, kernel_objects, recorder, rt, capsys):
     rt.VTASetDebugMode(rt.VTATLSCommandHandle(), 1 << 2)
     # A fresh session loads a fresh copy of the module, whose kernel handle is empty.
-    run_vadd(remote, kernel_objects)
+    f = upload_module(remote, kernel_objects["vadd"])
+    dev = remote.ext_dev(0)
+    a_np, b_np, expected = vadd_data(9)
+    a, b = vta.nd.array(a_np, dev), vta.nd.array(b_np, dev)
+    c = vta.nd.array(np.zeros((1, 64, 1, 16), dtype=np.int8), dev)
+    f(a, b, c)
     first = capsys.readouterr().out
     assert "UOP KERNEL ALU" in first
     assert "uop 0: dst 0, src 64, wgt 0" in first
     assert "loop 0: extent 64, dst 1, src 1, wgt 0" in first
+    f(a, b, c)  # the same module again: its kernel is already recorded
+    assert "UOP KERNEL" not in capsys.readouterr().out
+    np.testing.assert_array_equal(c.numpy(), expected)
 
 
 def test_vadd_over_socket_server(env, kernel_objects, recorder, tmp_path):
