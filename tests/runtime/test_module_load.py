@@ -205,3 +205,21 @@ def test_arrays_still_work_after_failures(kernels):
     data = np.arange(100, dtype=np.int32)
     with nd.array(data, ext_dev(0)) as arr:
         assert kernels["sum_i32"](arr) == int(data.sum())
+
+
+def test_rebuilt_object_is_reloaded_with_its_new_code(tmp_path):
+    from vta.runtime.native_lib import compile_object
+
+    src = tmp_path / "version.c"
+    obj = tmp_path / "version.o"
+    results = []
+    for version in (1, 2, 3):
+        src.write_text(
+            '#include "tvm_c_abi.h"\n'
+            "int version(TVMValue* a, int* c, int n, TVMValue* r, int* rc, void* h) {\n"
+            f"  (void)a; (void)c; (void)n; (void)h; r->v_int64 = {version}; *rc = kTVMArgInt; return 0;\n"
+            "}\n"
+        )
+        compile_object(src, obj)
+        results.append(load_module(obj)["version"]())
+    assert results == [1, 2, 3]

@@ -18,6 +18,10 @@ from .loader import export_library, load_module
 # Generated host code calls __tvm_set_device through TVMBackendGetFuncFromEnv (reference 5.2).
 register_func("__tvm_set_device", set_device, override=True)
 
+# The bridge binds every runtime library loaded from now on to the DRAM arena and the devices
+# (native_lib.on_load), so a loaded module runs without further set-up.
+from . import vta_bridge  # noqa: E402  (needs the modules above)
+
 __all__ = [
     "Device", "cpu", "device", "ext_dev",
     "NDArray", "array", "empty",

@@ -15,6 +15,7 @@ import os
 import shutil
 import tarfile
 import tempfile
+import threading
 from pathlib import Path
 from typing import Callable
 
@@ -155,22 +156,48 @@ def _fill_context(cdll: ctypes.CDLL, info: elf.DynamicInfo, runtime: NativeLibra
             ctypes.c_void_p.in_dll(cdll, f"__{name}").value = address
 
 
+_opened_lock = threading.Lock()
+_opened: dict[str, tuple[int, int, int, int]] = {}  # path -> identity of the file first opened
+
+
+def _dlopen(path: Path) -> ctypes.CDLL:
+    """``dlopen`` that sees a library rewritten in place (``vadd.o`` rebuilt and reloaded).
+
+    The dynamic loader hands back the library already mapped under the same name, however the
+    file changed since; a changed file is therefore opened through a private copy.
+    """
+    st = path.stat()
+    identity = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+    key = str(path.resolve())
+    with _opened_lock:
+        first = _opened.setdefault(key, identity)
+    try:
+        if first == identity:
+            return ctypes.CDLL(str(path), mode=os.RTLD_LOCAL)
+        with tempfile.TemporaryDirectory(prefix="vta_reload_") as tmp:
+            copy = Path(tmp) / path.name
+            shutil.copyfile(path, copy)
+            return ctypes.CDLL(str(copy), mode=os.RTLD_LOCAL)  # the mapping outlives the file
+    except OSError as exc:
+        raise ModuleLoadError(f"cannot load {str(path)!r}: {exc}") from exc
+
+
 def load_library_module(path: str | os.PathLike, fmt: str = "so") -> Module:
     """``runtime.module.loadfile_so``: open a shared library and restore its module tree.
+
+    The library's ``__TVM*`` context pointers are set to the functions of the runtime library
+    it is linked against (else the current configuration's), and ``__tvm_module_ctx`` to a
+    handle of the root module.
 
     Raises
     ------
     ModuleLoadError
-        If the file is not a loadable ELF64 library, its context pointers cannot be filled, or
-        its import blob is corrupt.
+        If the file is not a loadable ELF64 library or its import blob is corrupt.
     """
     path = Path(path)
     info = elf.read_dynamic_info(path)
     runtime = _runtime_for(info)
-    try:
-        cdll = ctypes.CDLL(str(path), mode=os.RTLD_LOCAL)
-    except OSError as exc:
-        raise ModuleLoadError(f"cannot load {str(path)!r}: {exc}") from exc
+    cdll = _dlopen(path)
     lib_module = LibraryModule(path, cdll, info, _error_reader(cdll, runtime), runtime)
     _fill_context(cdll, info, runtime)
     root: Module = lib_module

@@ -289,11 +289,11 @@ def _write_return(result: Any, ret: Any, ret_code: Any) -> None:
     keep: list = []
     temps: list[int] = []
     slot = TVMValue()
-    if isinstance(result, PackedFunc) or getattr(result, "type_key", None) is not None:
-        # Returned functions and modules must outlive this call: give them a lasting handle.
+    if isinstance(result, PackedFunc):
+        # A returned function must outlive this call: give it a lasting handle. (Modules
+        # always pass their own lasting handle.)
         slot.v_handle = handles.acquire(result)
-        code = (ArgTypeCode.PACKED_FUNC_HANDLE if isinstance(result, PackedFunc)
-                else ArgTypeCode.MODULE_HANDLE)
+        code = ArgTypeCode.PACKED_FUNC_HANDLE
     else:
         code = to_tvm_value(result, slot, keep, temps, index=0)
     # Strings and bytes stay alive until the next callback of this thread returns.
