@@ -61,8 +61,7 @@ def execute(pack: Pack, seed: int | None = None, trace: bool = False) -> tuple[d
     VTAError
         If the pack cannot be installed or the device reports an error.
     """
-    top = max(r.end for r in pack.regions)
-    capacity = max(top + PAGE_BYTES, 2 * PAGE_BYTES)
+    capacity = max(max(r.end for r in pack.regions), 2 * PAGE_BYTES)  # regions end by 4 GiB
     with DRAM(capacity) as dram:
         pack.install(dram)
         device = make_device(pack.env, dram, seed=seed, trace=trace)

@@ -113,6 +113,8 @@ class Region:
             raise PackError(f"{label}: shape {self.shape!r} must be a list of non-negative integers")
         if not _is_int(self.size) or self.size <= 0:
             raise PackError(f"{label}: size {self.size!r} must be a positive integer")
+        if self.end > 1 << 32:
+            raise PackError(f"{label}: 0x{self.addr:x} + {self.size} bytes runs past the 4 GiB physical address space")
         want = math.prod(self.shape) * np.dtype(self.dtype).itemsize
         if want != self.size:
             raise PackError(f"{label}: size {self.size!r} disagrees with shape {list(self.shape)} of "

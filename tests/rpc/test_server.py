@@ -225,3 +225,22 @@ def test_python_dash_m_server(tmp_path):
         proc.terminate()
         proc.wait(timeout=10)
         proc.stdout.close()
+
+
+def test_session_end_frees_server_arrays_and_reuses_handles(server):
+    from vta.dram import global_dram
+
+    runtime.register_func("tests.rpc.ident", lambda x: x, override=True)
+    live = lambda: len(list(global_dram().allocations()))  # noqa: E731
+    before = live()
+    with rpc.connect(server.host, server.port, timeout=5) as c:
+        a = runtime.array(np.arange(1000, dtype=np.int32), c.ext_dev(0))
+        b = runtime.empty((10,), "int8", c.ext_dev(0))
+        assert live() == before + 2
+        same = c.get_function("tests.rpc.ident")(a)  # the server hands back the same array
+        assert same._handle == a._handle
+        assert c.get_function("tests.rpc.ident")._handle == c.get_function("tests.rpc.ident")._handle
+        b.close()
+        assert live() == before + 1
+    _wait_for(lambda: server.sessions_served == 1, "the session to end")
+    assert live() == before

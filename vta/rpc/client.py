@@ -18,10 +18,12 @@ import numpy as np
 from ..errors import RPCError
 from . import _runtime
 from .local import read_upload
-from .protocol import MAX_HEADER, decode_value, encode_value, recv_frame, send_frame
-from .workspace import DEFAULT_MAX_UPLOAD
+from .protocol import decode_value, encode_value, recv_frame, send_frame
 
 __all__ = ["connect", "ClientSession", "RemoteNDArray", "RemoteModule", "RemoteFunction"]
+
+#: Largest reply a client accepts (the server is trusted more than its clients are).
+CLIENT_MAX_PAYLOAD = 1 << 34
 
 
 class _Remote:
@@ -155,7 +157,7 @@ class ClientSession:
     Create it with :func:`connect`. Methods are thread-safe (one request at a time).
     """
 
-    def __init__(self, sock: socket.socket, max_payload: int = DEFAULT_MAX_UPLOAD + MAX_HEADER):
+    def __init__(self, sock: socket.socket, max_payload: int = CLIENT_MAX_PAYLOAD):
         self._sock = sock
         self._lock = threading.Lock()
         self._ids = itertools.count(1)

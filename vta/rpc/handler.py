@@ -53,7 +53,8 @@ class SessionHandler:
 
     def __init__(self, workdir_parent=None, max_upload: int = DEFAULT_MAX_UPLOAD):
         self.workspace = Workspace(workdir_parent, max_upload)
-        self._handles: dict[int, tuple[str, Any]] = {}
+        self._handles: dict[int, tuple[str, Any]] = {}  # handle -> (kind, object)
+        self._by_id: dict[int, int] = {}  # id(object) -> handle; the table keeps objects alive
         self._next = 1
         self._ops: dict[str, Callable[..., Any]] = {
             "ping": lambda: "pong",
@@ -85,9 +86,12 @@ class SessionHandler:
         kind = self._kind_of(value)
         if kind is None:
             return None
-        h = self._next
-        self._next += 1
-        self._handles[h] = (kind, value)
+        h = self._by_id.get(id(value))
+        if h is None:  # one handle per object, however often it is returned
+            h = self._next
+            self._next += 1
+            self._handles[h] = (kind, value)
+            self._by_id[id(value)] = h
         tagged = {"handle": h, "kind": kind}
         if kind == "array":
             dev = value.device
@@ -101,10 +105,10 @@ class SessionHandler:
         return self._handles[h][1]
 
     def _get(self, value: Any, kind: str, what: str) -> Any:
-        for h, (k, obj) in self._handles.items():
-            if obj is value and k == kind:
-                return obj
-        raise RPCError(f"{what} must be a {kind} handle of this session, got {value!r}")
+        h = self._by_id.get(id(value))
+        if h is None or self._handles[h][0] != kind:
+            raise RPCError(f"{what} must be a {kind} handle of this session, got {value!r}")
+        return value
 
     def handle_count(self) -> int:
         """Number of live handles (for tests and diagnostics)."""
@@ -141,13 +145,12 @@ class SessionHandler:
         return self._get(array, "array", "array").numpy()
 
     def _free(self, handle: Any) -> None:
-        for h, (kind, obj) in list(self._handles.items()):
-            if obj is handle:
-                del self._handles[h]
-                if kind == "array" and not any(o is obj for _, o in self._handles.values()):
-                    obj.close()
-                return
-        raise RPCError(f"free: {handle!r} is not a live handle of this session")
+        h = self._by_id.pop(id(handle), None)
+        if h is None:
+            raise RPCError(f"free: {handle!r} is not a live handle of this session")
+        kind, obj = self._handles.pop(h)
+        if kind == "array":
+            obj.close()
 
     # ------------------------------------------------------------------ dispatch
     def handle(self, header: dict, payloads: list[bytes]) -> tuple[dict, list[bytes]]:
@@ -180,9 +183,10 @@ class SessionHandler:
             return {"id": req_id, "ok": False, "error": {"type": type(exc).__name__, "message": str(exc)}}, []
 
     def close(self) -> None:
-        """Release every handle's array and remove the work directory."""
+        """Close every array and module the session holds and remove the work directory."""
         for kind, obj in self._handles.values():
-            if kind == "array":
+            if kind in ("array", "module"):
                 obj.close()
         self._handles.clear()
+        self._by_id.clear()
         self.workspace.close()
