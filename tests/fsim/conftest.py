@@ -1,0 +1,43 @@
+"""Fixtures of the fsim tests: a simulator on a fresh arena, and running the oracle next to it."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from vta.sim.fsim import FunctionalSimulator
+
+from .oracle import Oracle
+
+
+@pytest.fixture
+def sim(env, dram):
+    """A functional simulator of the default configuration."""
+    with FunctionalSimulator(env, dram) as dev:
+        yield dev
+
+
+def assert_same_state(dev: FunctionalSimulator, ref: Oracle) -> None:
+    """The simulator's scratchpads equal the oracle's (every row of every buffer)."""
+    sp = dev.sram
+    np.testing.assert_array_equal(sp.acc, np.array(ref.acc, dtype=np.int64), err_msg="ACC buffer")
+    np.testing.assert_array_equal(sp.inp, np.array(ref.inp, dtype=np.int64), err_msg="INP buffer")
+    np.testing.assert_array_equal(sp.wgt, np.array(ref.wgt, dtype=np.int64), err_msg="WGT buffer")
+    uops = np.stack([sp.uop_dst, sp.uop_src, sp.uop_wgt], axis=1)
+    np.testing.assert_array_equal(uops, np.array(ref.uop, dtype=np.int64), err_msg="UOP buffer")
+
+
+def run_both(env, dram, outputs, addr, count, **kw):
+    """Run a program on fsim and on the oracle (outputs zeroed before each); return both devices
+    and both output byte lists."""
+    for a, n in outputs:
+        dram.write(a, bytes(n))
+    dev = FunctionalSimulator(env, dram, **kw)
+    dev.run(addr, count)
+    got = [dram.read(a, n) for a, n in outputs]
+    for a, n in outputs:
+        dram.write(a, bytes(n))
+    ref = Oracle(env, dram)
+    ref.run(addr, count)
+    want = [dram.read(a, n) for a, n in outputs]
+    return dev, ref, got, want
