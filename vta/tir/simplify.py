@@ -236,6 +236,8 @@ class Simplifier(StmtExprMutator):
                 return x
             if ck is not None and cx is not None and ck >= 0:
                 return _int(cx >> ck if node.op == "tir.shift_right" else cx << ck, node.dtype)
+        if node.op == "tir.likely" and len(args) == 1 and as_const_int(args[0]) is not None:
+            return args[0]
         if node.op == "tir.if_then_else" and len(args) == 3:
             c = as_const_int(args[0])
             if c is not None:

@@ -12,37 +12,57 @@ from __future__ import annotations
 import numpy as np
 
 from vta.tir import nodes as n
+from vta.tir.functor import post_order_visit
 
 
-def wrap(value: int, dtype: str) -> int:
-    """Two's complement wrap of ``value`` to an integer dtype."""
+def wrap(value, dtype: str):
+    """Two's complement wrap of ``value`` (an int or an int64 array) to an integer dtype."""
     if dtype == "bool":
-        return 1 if value else 0
+        return (value != 0).astype(np.int64) if isinstance(value, np.ndarray) else (1 if value else 0)
     if not n.is_int_dtype(dtype):
         return value
     bits = n.dtype_bits(dtype)
+    if isinstance(value, np.ndarray):
+        value = value.astype(np.int64)
+        if bits >= 64:
+            return value
+        value = value & ((1 << bits) - 1)
+        if dtype.startswith("int"):
+            value = np.where(value >= 1 << (bits - 1), value - (1 << bits), value)
+        return value
     value = int(value) & ((1 << bits) - 1)
     if dtype.startswith("int") and value >= 1 << (bits - 1):
         value -= 1 << bits
     return value
 
 
-def _floordiv(a, b):
-    return a // b
-
-
 def _truncdiv(a, b):
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        return np.sign(a) * np.sign(b) * (np.abs(a) // np.abs(b))
     q = abs(a) // abs(b)
     return q if (a >= 0) == (b >= 0) else -q
 
 
+def _is_vec(*xs) -> bool:
+    return any(isinstance(x, np.ndarray) for x in xs)
+
+
+def _truth(x):
+    return x.astype(np.int64) if isinstance(x, np.ndarray) else int(bool(x))
+
+
 class Interpreter:
-    """Executes statements against ``memory``: a dict ``data Var -> flat NumPy array``."""
+    """Executes statements against ``memory``: a dict ``data Var -> flat NumPy array``.
+
+    The innermost loop around a single store is run as one NumPy operation when its
+    iterations provably write distinct elements (the loop variable becomes an index array).
+    """
 
     def __init__(self, memory: dict, tile: tuple[int, int, int] = (1, 16, 16)):
         self.memory = memory
         self.batch, self.block_in, self.block_out = tile
         self.uop_count = 0
+        self.guarded = 0  # > 0 while evaluating a branch of a vector select: loads are clipped
 
     # ---------------------------------------------------------------- expressions
     def eval(self, e, env: dict):
@@ -58,38 +78,70 @@ class Interpreter:
             return wrap(self.eval(e.value, env), e.dtype)
         if isinstance(e, n.Load):
             buf = self.memory[e.buffer_var]
-            return int(buf[self.eval(e.index, env)])
+            idx = self.eval(e.index, env)
+            if isinstance(idx, np.ndarray):
+                if self.guarded:
+                    idx = np.clip(idx, 0, buf.size - 1)
+                return buf[idx].astype(np.int64)
+            if not 0 <= idx < buf.size:
+                raise IndexError(f"load {e.buffer_var.name}[{idx}] outside [0, {buf.size})")
+            return int(buf[idx])
         if isinstance(e, n.Select):
-            return self.eval(e.true_value if self.eval(e.condition, env) else e.false_value, env)
+            return self._select(e.condition, e.true_value, e.false_value, env)
         if isinstance(e, n.Not):
-            return 0 if self.eval(e.a, env) else 1
-        if isinstance(e, n.And):
-            return 1 if (self.eval(e.a, env) and self.eval(e.b, env)) else 0
-        if isinstance(e, n.Or):
-            return 1 if (self.eval(e.a, env) or self.eval(e.b, env)) else 0
+            a = self.eval(e.a, env)
+            return 1 - _truth(a)
+        if isinstance(e, (n.And, n.Or)):
+            a, b = _truth(self.eval(e.a, env)), _truth(self.eval(e.b, env))
+            return (a & b) if isinstance(e, n.And) else (a | b)
         if isinstance(e, n.BinaryOp):
             a, b = self.eval(e.a, env), self.eval(e.b, env)
-            ops = {
-                n.Add: lambda: a + b, n.Sub: lambda: a - b, n.Mul: lambda: a * b,
-                n.FloorDiv: lambda: _floordiv(a, b), n.FloorMod: lambda: a - _floordiv(a, b) * b,
-                n.Div: lambda: _truncdiv(a, b), n.Mod: lambda: a - _truncdiv(a, b) * b,
-                n.Min: lambda: min(a, b), n.Max: lambda: max(a, b),
-                n.EQ: lambda: int(a == b), n.NE: lambda: int(a != b), n.LT: lambda: int(a < b),
-                n.LE: lambda: int(a <= b), n.GT: lambda: int(a > b), n.GE: lambda: int(a >= b),
-            }
-            return wrap(ops[type(e)](), e.dtype)
+            vec = _is_vec(a, b)
+            t = type(e)
+            if t is n.Add:
+                r = a + b
+            elif t is n.Sub:
+                r = a - b
+            elif t is n.Mul:
+                r = a * b
+            elif t is n.FloorDiv:
+                r = a // b
+            elif t is n.FloorMod:
+                r = a % b
+            elif t is n.Div:
+                r = _truncdiv(a, b)
+            elif t is n.Mod:
+                r = a - _truncdiv(a, b) * b
+            elif t is n.Min:
+                r = np.minimum(a, b) if vec else min(a, b)
+            elif t is n.Max:
+                r = np.maximum(a, b) if vec else max(a, b)
+            else:
+                r = _truth({n.EQ: lambda: a == b, n.NE: lambda: a != b, n.LT: lambda: a < b,
+                            n.LE: lambda: a <= b, n.GT: lambda: a > b, n.GE: lambda: a >= b}[t]())
+            return wrap(r, e.dtype)
         if isinstance(e, n.Call):
             if e.op == "tir.shift_right":
                 return wrap(self.eval(e.args[0], env) >> self.eval(e.args[1], env), e.dtype)
             if e.op == "tir.shift_left":
                 return wrap(self.eval(e.args[0], env) << self.eval(e.args[1], env), e.dtype)
             if e.op == "tir.if_then_else":
-                c = self.eval(e.args[0], env)
-                return self.eval(e.args[1] if c else e.args[2], env)
+                return self._select(*e.args, env)
             if e.op == "tir.likely":
                 return self.eval(e.args[0], env)
             raise NotImplementedError(f"interpreter: call {e.op!r}")
         raise NotImplementedError(f"interpreter: expression {type(e).__name__}")
+
+    def _select(self, cond, t, f, env):
+        c = self.eval(cond, env)
+        if not isinstance(c, np.ndarray):
+            return self.eval(t if c else f, env)
+        self.guarded += 1
+        try:
+            tv, fv = self.eval(t, env), self.eval(f, env)
+        finally:
+            self.guarded -= 1
+        return np.where(c != 0, tv, fv)
 
     # ---------------------------------------------------------------- statements
     def run(self, s, env: dict) -> None:
@@ -98,6 +150,11 @@ class Interpreter:
                 self.run(x, env)
         elif isinstance(s, n.For):
             lo, ext = self.eval(s.min, env), self.eval(s.extent, env)
+            if self._vectorizable(s, lo, ext, env):
+                env[s.loop_var] = np.arange(lo, lo + ext, dtype=np.int64)
+                self.run(s.body, env)
+                env.pop(s.loop_var, None)
+                return
             for v in range(lo, lo + ext):
                 env[s.loop_var] = v
                 self.run(s.body, env)
@@ -119,7 +176,10 @@ class Interpreter:
             self.run(s.body, env)
         elif isinstance(s, n.Store):
             buf = self.memory[s.buffer_var]
-            buf[self.eval(s.index, env)] = wrap(self.eval(s.value, env), str(buf.dtype))
+            idx = self.eval(s.index, env)
+            if not isinstance(idx, np.ndarray) and not 0 <= idx < buf.size:
+                raise IndexError(f"store {s.buffer_var.name}[{idx}] outside [0, {buf.size})")
+            buf[idx] = wrap(self.eval(s.value, env), str(buf.dtype))
         elif isinstance(s, n.IfThenElse):
             if self.eval(s.condition, env):
                 self.run(s.then_case, env)
@@ -135,6 +195,31 @@ class Interpreter:
                 raise NotImplementedError(f"interpreter: evaluate {s.value!r}")
         else:
             raise NotImplementedError(f"interpreter: statement {type(s).__name__}")
+
+    def _vectorizable(self, loop: n.For, lo: int, ext: int, env: dict) -> bool:
+        """A loop around one store to distinct elements, reading the stored buffer only there.
+
+        Decided by evaluating the indices over the whole iteration range (no analysis of the
+        IR under test is trusted).
+        """
+        st = loop.body
+        if not isinstance(st, n.Store) or ext < 2:
+            return False
+        env[loop.loop_var] = np.arange(lo, lo + ext, dtype=np.int64)
+        try:
+            idx = self.eval(st.index, env)
+            if not isinstance(idx, np.ndarray) or np.unique(idx).size != ext:
+                return False
+            same = []
+
+            def visit(x):
+                if isinstance(x, n.Load) and x.buffer_var is st.buffer_var:
+                    same.append(x.index)
+
+            post_order_visit(st.value, visit)
+            return all(np.array_equal(np.broadcast_to(self.eval(i, env), idx.shape), idx) for i in same)
+        finally:
+            env.pop(loop.loop_var, None)
 
     def _ptr(self, call, env, rows: int, cols: int):
         if not (isinstance(call, n.Call) and call.op == "tir.tvm_access_ptr"):

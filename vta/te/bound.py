@@ -1,0 +1,282 @@
+"""Bound inference: the range of every iteration variable of every stage.
+
+Stages are visited from the outputs back to the inputs. A stage computed at the root covers its
+whole tensor. A stage attached with ``compute_at(C, iv)`` covers the region its consumers read
+during one iteration of ``iv``: in each consumer, the loops that run inside that iteration are
+relaxed over their ranges, the loops around it stay symbolic. The region's extents must be
+constants (VTA buffers are static); the minimums may depend on the enclosing loop variables.
+
+For each stage the result holds the root ranges, the extent of every (root, split, fused) axis,
+the value of each leaf axis in the generated code (its loop variable, ``0`` for an extent-1 axis,
+the thread variable of a bound axis) and each root axis's value as an expression of those.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import ScheduleError
+from ..tir import nodes as n
+from ..tir.arith import as_const_int, const_bounds, detect_linear_equation
+from ..tir.functor import StmtExprMutator, post_order_visit, substitute
+from ..tir.simplify import simplify
+from .schedule import Fuse, Schedule, Split, Stage
+from .tensor import ComputeOp, IterVar, PlaceholderOp, Reduce
+
+__all__ = ["StageBounds", "infer_bound", "inline_bodies"]
+
+
+@dataclass(eq=False)
+class StageBounds:
+    """What bound inference knows about one stage (see the module docstring)."""
+
+    root_min: dict = field(default_factory=dict)       # root IterVar -> PrimExpr
+    extent: dict = field(default_factory=dict)         # any IterVar of the stage -> int
+    leaf_value: dict = field(default_factory=dict)     # leaf IterVar -> PrimExpr used in code
+    root_value: dict = field(default_factory=dict)     # root IterVar -> PrimExpr
+    conditions: list = field(default_factory=list)     # guards of non-divisible splits
+    enclosing: list = field(default_factory=list)      # Vars of the loops around the stage
+
+
+def inline_bodies(sch: Schedule) -> dict[Any, n.PrimExpr]:
+    """Operation -> body with every inlined stage's expression substituted."""
+    bodies: dict[Any, n.PrimExpr] = {}
+    inline_ops = {st.op for st in sch.stages if st.attach_type == "inline"}
+
+    class _Inline(StmtExprMutator):
+        def visit_ProducerLoad(self, node):
+            idx = tuple(self.visit(i) for i in node.indices)
+            op = node.producer.op
+            if op in inline_ops:
+                vmap = {iv.var: e for iv, e in zip(op.axis, idx)}
+                return substitute(bodies[op], vmap)
+            if all(a is b for a, b in zip(idx, node.indices)):
+                return node
+            return n.ProducerLoad(node.producer, idx)
+
+    for st in sch.stages:
+        if isinstance(st.op, ComputeOp):
+            bodies[st.op] = _Inline().visit(st.op.body)
+    return bodies
+
+
+def _loads_of(body: n.PrimExpr, op: Any) -> list[tuple]:
+    out = []
+
+    def visit(x: Any) -> None:
+        if isinstance(x, n.ProducerLoad) and x.producer.op is op:
+            out.append(x.indices)
+
+    post_order_visit(body, visit)
+    return out
+
+
+def _leaf_var(b: StageBounds, iv: IterVar) -> n.Var | None:
+    v = b.leaf_value.get(iv)
+    return v if isinstance(v, n.Var) else None
+
+
+def _attach_path(stage: Stage) -> list[tuple[Stage, int]]:
+    """(stage, leaf position) pairs from the root down to ``stage``'s attach point."""
+    path: list[tuple[Stage, int]] = []
+    cur = stage
+    guard = 0
+    while cur.attach_type == "scope":
+        parent = cur.attach_stage
+        if cur.attach_ivar not in parent.leaf_iter_vars:
+            raise ScheduleError(
+                f"stage {cur.op.name!r}: compute_at axis {cur.attach_ivar.var.name!r} of stage "
+                f"{parent.op.name!r} is no longer a loop (it was split or fused afterwards); attach to a leaf axis"
+            )
+        if parent.attach_type == "inline":
+            raise ScheduleError(f"stage {cur.op.name!r}: computed at stage {parent.op.name!r}, which is inlined")
+        path.insert(0, (parent, parent.leaf_iter_vars.index(cur.attach_ivar)))
+        cur = parent
+        guard += 1
+        if guard > 1000:
+            raise ScheduleError(f"stage {stage.op.name!r}: compute_at forms a cycle")
+    return path
+
+
+def _inside(consumer: Stage, producer: Stage) -> bool:
+    """Whether every execution of ``consumer`` happens inside ``producer``'s attach scope."""
+    ppath = _attach_path(producer)
+    if not ppath:
+        return True
+    cpath = _attach_path(consumer) + [(consumer, len(consumer.leaf_iter_vars))]
+    if len(cpath) < len(ppath):
+        return False
+    for (ps, pi), (cs, ci) in zip(ppath[:-1], cpath):
+        if ps is not cs or pi != ci:
+            return False
+    ps, pi = ppath[-1]
+    cs, ci = cpath[len(ppath) - 1]
+    return ps is cs and ci >= pi
+
+
+def _relaxed_range(idx: n.PrimExpr, relax: list[n.Var], ranges: dict, where: str):
+    """(lo, hi) expressions of ``idx`` when the ``relax`` vars sweep their ranges."""
+    idx = simplify(idx)
+    coefs = detect_linear_equation(idx, relax) if relax else [idx]
+    if coefs is not None and all(as_const_int(c) is not None for c in coefs[:-1]):
+        lo, hi = coefs[-1], coefs[-1]
+        for v, c in zip(relax, coefs[:-1]):
+            span = as_const_int(c) * (ranges[v][1] - 1)
+            if span < 0:
+                lo = lo + span
+            elif span > 0:
+                hi = hi + span
+        return simplify(lo), simplify(hi)
+    if all(v in ranges for v in _free_vars(idx)):
+        lo, hi = const_bounds(idx, {v: (r[0], r[1]) for v, r in ranges.items()})
+        if lo is not None and hi is not None:
+            return n.IntImm(lo), n.IntImm(hi)
+    raise ScheduleError(f"{where}: cannot infer the range of index {idx!r}")
+
+
+def _free_vars(e: Any) -> list[n.Var]:
+    out: list[n.Var] = []
+
+    def visit(x: Any) -> None:
+        if isinstance(x, n.Var) and x not in out:
+            out.append(x)
+
+    post_order_visit(e, visit)
+    return out
+
+
+def infer_bound(sch: Schedule) -> tuple[dict[Stage, StageBounds], dict]:
+    """Bounds of every non-inline compute stage, and the inlined bodies.
+
+    Raises
+    ------
+    ScheduleError
+        If an attach point is invalid, a consumer runs outside its producer's attach scope, or
+        a region has a non-constant extent.
+    """
+    bodies = inline_bodies(sch)
+    result: dict[Stage, StageBounds] = {}
+    for stage in reversed(sch.stages):
+        if isinstance(stage.op, PlaceholderOp) or stage.attach_type == "inline":
+            continue
+        b = StageBounds()
+        path = _attach_path(stage)
+        for ps, pi in path:
+            pb = result[ps]
+            for iv in ps.leaf_iter_vars[:pi + 1]:
+                v = _leaf_var(pb, iv)
+                if v is not None and v not in b.enclosing:
+                    b.enclosing.append(v)
+        _root_ranges(sch, stage, b, bodies, result)
+        _pass_down(stage, b)
+        _pass_up(stage, b)
+        result[stage] = b
+    return result, bodies
+
+
+def _root_ranges(sch: Schedule, stage: Stage, b: StageBounds, bodies: dict, result: dict) -> None:
+    op: ComputeOp = stage.op  # type: ignore[assignment]
+    for iv in op.reduce_axis:
+        b.root_min[iv] = iv.dom.min
+        b.extent[iv] = _const_extent(stage, iv, iv.dom.extent)
+    if stage.attach_type != "scope":
+        for iv in op.axis:
+            b.root_min[iv] = iv.dom.min
+            b.extent[iv] = _const_extent(stage, iv, iv.dom.extent)
+        return
+    consumers = [c for c in sch.stages
+                 if c in result and c.op in bodies and _loads_of(bodies[c.op], op)]
+    fixed = set(b.enclosing)
+    lows: list[Any] = [None] * len(op.axis)
+    highs: list[Any] = [None] * len(op.axis)
+    for c in consumers:
+        if not _inside(c, stage):
+            raise ScheduleError(
+                f"stage {op.name!r}: computed at axis {stage.attach_ivar.var.name!r} of stage "
+                f"{stage.attach_stage.op.name!r}, but its consumer {c.op.name!r} runs outside that loop"
+            )
+        cb = result[c]
+        ranges = {}
+        relax = []
+        for iv, val in cb.leaf_value.items():
+            if isinstance(val, n.Var) and val not in fixed and val not in ranges:
+                ranges[val] = (0, cb.extent[iv])
+                relax.append(val)
+        vmap = {iv.var: cb.root_value[iv] for iv in cb.root_value}
+        for idx in _loads_of(bodies[c.op], op):
+            for d, e in enumerate(idx):
+                where = f"stage {op.name!r} (read by {c.op.name!r}), dimension {d}"
+                lo, hi = _relaxed_range(substitute(e, vmap), relax, ranges, where)
+                lows[d] = lo if lows[d] is None else _pick(lows[d], lo, min, where)
+                highs[d] = hi if highs[d] is None else _pick(highs[d], hi, max, where)
+    for d, iv in enumerate(op.axis):
+        if lows[d] is None:  # never read: the whole axis
+            b.root_min[iv] = iv.dom.min
+            b.extent[iv] = _const_extent(stage, iv, iv.dom.extent)
+            continue
+        lo, hi = lows[d], highs[d]
+        shape = as_const_int(iv.dom.extent)
+        if as_const_int(lo) is not None and as_const_int(lo) < 0:
+            lo = n.IntImm(0)
+        if shape is not None and as_const_int(hi) is not None and as_const_int(hi) > shape - 1:
+            hi = n.IntImm(shape - 1)
+        b.root_min[iv] = lo
+        b.extent[iv] = _const_extent(stage, iv, simplify(hi - lo + 1))
+
+
+def _pick(a: n.PrimExpr, b: n.PrimExpr, fn, where: str) -> n.PrimExpr:
+    d = as_const_int(simplify(a - b))
+    if d is None:
+        raise ScheduleError(f"{where}: the consumers read regions whose bounds {a!r} and {b!r} cannot be merged")
+    return a if fn(d, 0) == d else b
+
+
+def _const_extent(stage: Stage, iv: IterVar, extent: n.PrimExpr) -> int:
+    value = as_const_int(simplify(extent))
+    if value is None:
+        raise ScheduleError(
+            f"stage {stage.op.name!r}: axis {iv.var.name!r} has the non-constant extent {extent!r}; "
+            f"VTA needs static loop bounds"
+        )
+    return value
+
+
+def _pass_down(stage: Stage, b: StageBounds) -> None:
+    for rel in stage.relations:
+        if isinstance(rel, Split):
+            ext = b.extent[rel.parent]
+            if rel.factor is not None:
+                b.extent[rel.inner] = min(rel.factor, ext) if ext > 0 else rel.factor
+                b.extent[rel.outer] = -(-ext // b.extent[rel.inner])
+            else:
+                b.extent[rel.outer] = min(rel.nparts, ext)
+                b.extent[rel.inner] = -(-ext // b.extent[rel.outer])
+        else:
+            b.extent[rel.fused] = b.extent[rel.outer] * b.extent[rel.inner]
+    for iv in stage.leaf_iter_vars:
+        attr = stage.iter_var_attrs.get(iv)
+        if attr is not None and attr.bind_thread is not None:
+            b.leaf_value[iv] = attr.bind_thread.var
+        elif b.extent[iv] == 1:
+            b.leaf_value[iv] = n.IntImm(0)
+        else:
+            b.leaf_value[iv] = iv.var
+
+
+def _pass_up(stage: Stage, b: StageBounds) -> None:
+    offset: dict[IterVar, n.PrimExpr] = dict(b.leaf_value)
+    for rel in reversed(stage.relations):
+        if isinstance(rel, Split):
+            offset[rel.parent] = simplify(offset[rel.outer] * b.extent[rel.inner] + offset[rel.inner])
+            if b.extent[rel.outer] * b.extent[rel.inner] != b.extent[rel.parent]:
+                b.conditions.append((rel.parent, offset[rel.parent], b.extent[rel.parent]))
+        else:
+            inner_ext = b.extent[rel.inner]
+            offset[rel.outer] = simplify(n.FloorDiv(offset[rel.fused], n.IntImm(inner_ext)))
+            offset[rel.inner] = simplify(n.FloorMod(offset[rel.fused], n.IntImm(inner_ext)))
+    op: ComputeOp = stage.op  # type: ignore[assignment]
+    for iv in list(op.axis) + list(op.reduce_axis):
+        b.root_value[iv] = simplify(b.root_min[iv] + offset[iv])
+    # Guards of non-divisible splits, in terms of the leaf values.
+    b.conditions = [simplify(n.LT(off, n.IntImm(ext))) for _, off, ext in b.conditions]
