@@ -160,3 +160,16 @@ def test_bad_copy_direction_is_rejected(env, rt):
     rt.VTABufferCopy(ctypes.addressof(a), 0, ctypes.addressof(b), 0, 16, 1)  # host -> "device"
     assert rt.VTASynchronize(rt.VTATLSCommandHandle(), 1 << 31) == -1
     assert b"VTABufferCopy (destination)" in rt.TVMGetLastError()
+
+
+def test_failed_automatic_synchronisation_is_reported(env, remote, kernel_objects, recorder):
+    from vta.runtime import vta_bridge
+
+    mod = upload_module(remote, kernel_objects["bad"])
+    x = vta.nd.array(np.zeros((1, 4, 1, 16), dtype=np.int32), remote.ext_dev(0))
+    vta_bridge.set_xfer_limit(256, env)  # 16 instructions: the loads overflow the first window
+    with pytest.raises(DeadlockError):
+        mod["deadlock_then_more"](x)
+    assert len(recorder.streams) == 1  # the rest of the stream was dropped, not run
+    vta_bridge.set_xfer_limit(0, env)
+    assert_vadd_still_works(remote, kernel_objects, recorder)

@@ -36,7 +36,7 @@ from typing import Any
 from .. import isa
 from ..dram import global_dram
 from ..env import Environment, get_env
-from ..errors import ConfigError, TVMError
+from ..errors import AllocationError, ConfigError, TVMError
 from ..sim.device import Device
 from . import native_lib
 from .packed import set_pending_exception
@@ -178,11 +178,21 @@ def _describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 
+def _check_arena(dram) -> None:
+    """The arena the library was given must still be the process-wide one."""
+    if global_dram() is not dram:
+        raise AllocationError(
+            "vta.dram.global_dram() was closed and replaced after the native runtime library "
+            "was loaded; the runtime still points at the old arena (start a new process)"
+        )
+
+
 def _make_callbacks(env: Environment) -> tuple:
     dram = global_dram()
 
     def alloc(nbytes: int, err: int, err_len: int) -> int:
         try:
+            _check_arena(dram)
             return dram.alloc(int(nbytes))
         except Exception as exc:  # reported to C as a message; C records it as the last error
             _write_message(err, err_len, _describe(exc))
@@ -199,6 +209,7 @@ def _make_callbacks(env: Environment) -> tuple:
     def run(insn_phys: int, insn_count: int, wait_cycles: int, err: int, err_len: int) -> int:
         dev = None
         try:
+            _check_arena(dram)
             dev = device_for(env)
             dev.run(int(insn_phys), int(insn_count), int(wait_cycles))
             return 0

@@ -139,3 +139,15 @@ ENTRY(loop_left_open) {
   if (VTAPushALUOp(&handles[3], open_loop_init, NULL, 0) != 0) return -1;
   return VTASynchronize(VTATLSCommandHandle(), 1u << 31);
 }
+
+/* The deadlock of `deadlock`, followed by enough loads that the instruction buffer (lowered by
+ * the test) fills and synchronises by itself: the failure must survive to VTASynchronize. */
+ENTRY(deadlock_then_more) {
+  UNUSED_ENTRY_ARGS;
+  void* x = arg_data(args, num_args);
+  VTACommandHandle cmd = VTATLSCommandHandle();
+  VTADepPop(cmd, 2, 3);
+  VTAStoreBuffer2D(cmd, 0, 4, x, 0, 4, 1, 4);
+  for (int i = 0; i < 40; ++i) VTALoadBuffer2D(cmd, x, 0, 4, 1, 4, 0, 0, 0, 0, 0, 3);
+  return VTASynchronize(cmd, 1u << 31);
+}

@@ -91,7 +91,12 @@ int vta_rt_check_insn_overflow(void) {
   VTARTQueue* q = &vta_rt_queue;
   /* Leave room for the closing no-ops and FINISH that synchronisation appends. */
   if (!in_sync && ((uint64_t)q->ninsns + 6) * sizeof(VTAInsn) > vta_rt_xfer_limit()) {
-    return vta_rt_synchronize(1u << 31);
+    if (vta_rt_synchronize(1u << 31) != 0) {
+      /* The caller may return nothing: keep the failure for the next VTASynchronize. */
+      vta_rt_fail("automatic synchronisation (instruction buffer full) failed: %s",
+                  TVMGetLastError());
+      return -1;
+    }
   }
   return 0;
 }
@@ -207,9 +212,9 @@ void VTALoadBuffer2D(VTACommandHandle cmd, void* src_dram_addr, uint32_t src_ele
                 VTA_MEM_ID_INP, VTA_MEM_ID_ACC, VTA_MEM_ID_ACC_8BIT);
     return;
   }
-  if (x_size == 0 || y_size == 0 || x_stride < x_size) {
-    vta_rt_fail("%s: x_size %u, y_size %u, x_stride %u: sizes must be at least 1 and the stride "
-                "at least x_size", what, x_size, y_size, x_stride);
+  if (x_size == 0 || y_size == 0) {
+    vta_rt_fail("%s: x_size %u, y_size %u: a transfer moves at least one element", what, x_size,
+                y_size);
     return;
   }
   CHECK_FIELD(what, "x_size", x_size, VTA_MEM_X_SIZE_WIDTH);
@@ -258,9 +263,9 @@ void VTAStoreBuffer2D(VTACommandHandle cmd, uint32_t src_sram_index, uint32_t sr
                 src_memory_type, VTA_MEM_ID_OUT);
     return;
   }
-  if (x_size == 0 || y_size == 0 || x_stride < x_size) {
-    vta_rt_fail("%s: x_size %u, y_size %u, x_stride %u: sizes must be at least 1 and the stride "
-                "at least x_size", what, x_size, y_size, x_stride);
+  if (x_size == 0 || y_size == 0) {
+    vta_rt_fail("%s: x_size %u, y_size %u: a transfer moves at least one element", what, x_size,
+                y_size);
     return;
   }
   CHECK_FIELD(what, "x_size", x_size, VTA_MEM_X_SIZE_WIDTH);
