@@ -82,6 +82,26 @@ def test_install_collision_is_reported_and_leaves_nothing(env):
         assert sorted(a for a, _ in dram.allocations()) == blockers
 
 
+def test_install_next_to_live_allocations(env):
+    pack, arrays = _small_pack(env)
+    with DRAM(1 << 24) as dram:
+        low = dram.alloc(100)  # page 1, below the pack's first region at page 3
+        pack.install(dram)
+        assert sorted(dram.allocations()) == sorted([(low, 100)] + [(r.addr, r.size) for r in pack.regions])
+        np.testing.assert_array_equal(pack.read(dram, "b"), arrays["b"])
+        pack.uninstall(dram)
+        assert list(dram.allocations()) == [(low, 100)]
+
+
+def test_install_refuses_an_arena_that_would_misplace_regions(env):
+    pack, _ = _small_pack(env)
+    with DRAM(1 << 24) as dram:
+        dram.free(dram.alloc(PAGE_BYTES))  # a freed page that the allocator hands out again
+        with pytest.raises(PackError, match="fresh arena"):
+            pack.install(dram)
+        assert list(dram.allocations()) == []
+
+
 def test_check_counts_mismatching_elements(env):
     pack, _ = _small_pack(env)
     with DRAM(1 << 24) as dram:
@@ -183,27 +203,40 @@ def _untile(t: np.ndarray) -> np.ndarray:
     return t.transpose(0, 2, 1, 3).reshape(r * rows, c * cols)
 
 
-@pytest.mark.parametrize("config", ["vta_config.json", "batch2.json", "block32.json"])
+def _lanes(t: np.ndarray, bits: int) -> np.ndarray:
+    """Unpack sub-byte lanes (LSB first, two's complement) of a uint8 region; wider ones as is."""
+    if bits >= 8:
+        return t.astype(np.int64)
+    per = 8 // bits
+    vals = [(t.astype(np.int64) >> (j * bits)) & ((1 << bits) - 1) for j in range(per)]
+    flat = np.stack(vals, axis=-1).reshape(t.shape[:-1] + (t.shape[-1] * per,))
+    return np.where(flat >= 1 << (bits - 1), flat - (1 << bits), flat)
+
+
+@pytest.mark.parametrize("config", ["vta_config.json", "batch2.json", "block32.json", "narrow.json"])
 def test_demo_matches_numpy_on_fsim(config, tmp_path):
     fsim = pytest.importorskip("vta.sim.fsim")
     env = make_env(config)
     pack = build_demo_pack(env, seed=7)
     pack = Pack.load(pack.save(tmp_path / "demo"))
-    a, w, bias = (_untile(pack.initial(n)).astype(np.int64) for n in ("inp", "wgt", "bias"))
+    a = _untile(_lanes(pack.initial("inp"), env.INP_WIDTH))
+    w = _untile(_lanes(pack.initial("wgt"), env.WGT_WIDTH))
+    bias = _untile(pack.initial("bias").astype(np.int64))
     with DRAM(1 << 24) as dram:
         pack.install(dram)
         dev = fsim.FunctionalSimulator(env, dram)
         stats = pack.run(dev)
-        got = _untile(pack.read(dram, "out"))
+        got = _untile(_lanes(pack.read(dram, "out"), env.OUT_WIDTH))
     # independent oracle: the demo's formula written out here
     shift = env.INP_WIDTH + env.WGT_WIDTH - env.OUT_WIDTH + 1
-    want = np.clip((a @ w.T + bias) >> shift, -127, 127)
+    lim = 2 ** (env.OUT_WIDTH - 1) - 1
+    want = np.clip((a @ w.T + bias) >> shift, -lim, lim)
     np.testing.assert_array_equal(got, want)
-    assert 0 < np.count_nonzero(np.abs(want) < 127)  # some outputs are not clipped
+    assert 0 < np.count_nonzero(np.abs(want) < lim) < want.size  # some outputs clipped, some not
     n, k, m = a.shape[0] // env.BATCH, a.shape[1] // env.BLOCK_IN, w.shape[0] // env.BLOCK_OUT
     assert stats["gemm_counter"] == n * m * k
     assert stats["alu_counter"] == 3 * n * m
-    assert stats["out_store_nbytes"] == got.size
+    assert stats["out_store_nbytes"] == got.size * env.OUT_WIDTH // 8
 
 
 # ------------------------------------------------------------------------------ command line
