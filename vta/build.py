@@ -1,0 +1,224 @@
+"""``vta.lower`` and ``vta.build``: the phase 0..3 pass pipeline and host code generation.
+
+The pipeline follows TVM v0.8's ``tvm.lower`` with VTA's passes inserted (reference
+tvm-vta-software.md 2.2). The front half — ScheduleOps, StorageFlatten, Simplify — is
+:func:`vta.te.lower.schedule_to_primfunc`; what follows is listed here, one ordered list per
+phase, every pass a plain object with a name. TVM passes that are no-ops for TE-derived VTA
+code (InjectPrefetch, TextureFlatten, the TensorIR block passes, BF16Legalize, NarrowDataType,
+VectorizeLoop, InjectDoubleBuffer, LoopPartition, RewriteUnsafeSelect, HoistIfThenElse) are
+left out.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from dataclasses import dataclass
+from typing import Any, Iterator, Sequence
+
+from .env import Environment, get_env
+from .tir import nodes as n
+from .tir.simplify import simplify
+from .tir.transform.inject_virtual_thread import InjectVirtualThread
+from .tir.transform.lift_attr_scope import LiftAttrScope
+from .tir.transform.lower_device_storage_access_info import LowerDeviceStorageAccessInfo, MemoryInfo
+from .tir.transform.remove_no_op import RemoveNoOp
+from .tir.transform.storage_rewrite import StorageRewrite
+from .tir.transform.unroll_loop import UnrollLoop
+from .transform._util import Pass
+from .transform.alloc import lift_alloc_to_scope_begin
+from .transform.alu import annotate_alu_coproc_scope, inject_alu_intrin
+from .transform.conv2d_transpose import inject_conv2d_transpose_skip
+from .transform.cpu_access import cpu_access_rewrite
+from .transform.dma import inject_dma_intrin, inject_skip_copy
+from .transform.sync import add_debug, inject_coproc_sync
+from .transform.uop import fold_uop_loop
+
+__all__ = ["lower", "build", "build_config", "BuildConfig", "memory_info", "phase_passes"]
+
+
+@dataclass(frozen=True)
+class BuildConfig:
+    """Options of one ``with vta.build_config(...)`` block.
+
+    Attributes
+    ----------
+    debug_flag : int
+        Runtime debug flags (``env.DEBUG_DUMP_INSN`` ...); non-zero prepends
+        ``VTASetDebugMode(cmd, debug_flag)`` to the function.
+    """
+
+    debug_flag: int = 0
+
+
+_state = threading.local()
+
+
+def _current_config() -> BuildConfig:
+    return getattr(_state, "config", None) or BuildConfig()
+
+
+@contextlib.contextmanager
+def build_config(debug_flag: int = 0) -> Iterator[BuildConfig]:
+    """Context manager setting the options of :func:`lower` and :func:`build`.
+
+    Parameters
+    ----------
+    debug_flag : int
+        Runtime debug flags; 0 (the default) adds nothing.
+
+    Raises
+    ------
+    ValueError
+        If ``debug_flag`` is not a non-negative int.
+    """
+    if isinstance(debug_flag, bool) or not isinstance(debug_flag, int) or debug_flag < 0:
+        raise ValueError(f"debug_flag must be a non-negative int (e.g. env.DEBUG_DUMP_INSN), got {debug_flag!r}")
+    cfg = BuildConfig(debug_flag=debug_flag)
+    prev = getattr(_state, "config", None)
+    _state.config = cfg
+    try:
+        yield cfg
+    finally:
+        _state.config = prev
+
+
+def memory_info(env: Environment) -> dict[str, MemoryInfo]:
+    """The on-chip scopes of ``env``: element size, alignment and capacity (reference section 0)."""
+    return {
+        env.inp_scope: MemoryInfo(env.INP_ELEM_BITS, env.INP_ELEM_BITS, env.INP_BUFF_SIZE * 8),
+        env.wgt_scope: MemoryInfo(env.WGT_ELEM_BITS, env.WGT_ELEM_BITS, env.WGT_BUFF_SIZE * 8),
+        env.acc_scope: MemoryInfo(env.ACC_ELEM_BITS, env.ACC_ELEM_BITS, env.ACC_BUFF_SIZE * 8),
+    }
+
+
+def _simplify_pass() -> Pass:
+    return Pass("Simplify", lambda f: f.with_body(simplify(f.body)))
+
+
+def phase_passes(env: Environment, config: BuildConfig | None = None) -> list[list[Any]]:
+    """The four ordered pass lists (phases 0..3) applied after StorageFlatten + Simplify."""
+    config = config or BuildConfig()
+    mem = memory_info(env)
+    phase0 = [
+        inject_conv2d_transpose_skip(),        # conv2d_transpose_gemm regions (rejected: unsupported)
+    ]
+    phase1 = [
+        inject_dma_intrin(env),                # dma_copy nests -> VTALoadBuffer2D / VTAStoreBuffer2D in queue scopes
+        inject_skip_copy(),                    # mock dma_copy -> no-op
+        annotate_alu_coproc_scope(env),        # alu stages -> compute queue + ALU uop-kernel scope
+        LiftAttrScope("coproc_uop_scope"),     # uop kernels absorb the loops that generate their uops
+        lift_alloc_to_scope_begin(),           # allocations to the start of their scope (unblocks the next lift)
+        LiftAttrScope("coproc_scope"),         # consecutive work of one queue under one scope
+        inject_coproc_sync(),                  # dependency push/pop between queues, final VTASynchronize
+        StorageRewrite(mem),                   # early SRAM allocation: liveness, in-place reuse, merging
+    ]
+    if config.debug_flag:
+        phase1.append(add_debug(config.debug_flag))  # VTASetDebugMode(cmd, flag) first
+    phase2 = [
+        InjectVirtualThread(),                 # expand cthread scopes (replicate buffers, per-thread code)
+        StorageRewrite(mem),                   # SRAM allocation again, now with the replicated buffers
+        UnrollLoop(),                          # loops explicitly marked unrolled
+        inject_alu_intrin(env),                # alu loop nests -> VTAUopLoopBegin / uop_push / VTAUopLoopEnd
+    ]
+    phase3 = [
+        _simplify_pass(),                      # fold the arithmetic left by the rewrites
+        RemoveNoOp(),                          # drop empty scopes and no-op statements
+        LowerDeviceStorageAccessInfo(mem),     # drop SRAM allocations; SRAM pointers -> tile indices
+        fold_uop_loop(),                       # up to two loops around GEMM uops -> hardware uop loops
+        cpu_access_rewrite(),                  # remaining CPU loads/stores through VTABufferCPUPtr
+    ]
+    return [phase0, phase1, phase2, phase3]
+
+
+def _schedule_to_primfunc(sch, args, name):
+    from .te.lower import schedule_to_primfunc
+
+    return schedule_to_primfunc(sch, args, name)
+
+
+def _check_name(name: Any) -> str:
+    if not isinstance(name, str) or not name:
+        raise TypeError(f"name must be a non-empty str, got {name!r}")
+    return name
+
+
+def lower(sch: Any, args: Sequence[Any], name: str = "default_function", simple_mode: bool = False,
+          env: Environment | None = None) -> n.PrimFunc:
+    """Lower a schedule through the phase 0..3 pipeline.
+
+    Parameters
+    ----------
+    sch : vta.te.Schedule
+        The schedule.
+    args : sequence of Tensor
+        The function's arguments, in order.
+    name : str
+        The function name (``global_symbol``).
+    simple_mode : bool
+        Accepted for compatibility; the pipeline has no LoopPartition, so it changes nothing.
+    env : Environment, optional
+        The hardware configuration; the current one by default.
+
+    Returns
+    -------
+    PrimFunc
+        The lowered function; ``vta.tir.printer.astext`` prints it.
+
+    Raises
+    ------
+    ScheduleError
+        If the schedule cannot be lowered to VTA (the message names the stage and axis).
+    """
+    del simple_mode
+    env = env or get_env()
+    name = _check_name(name)
+    func = _schedule_to_primfunc(sch, args, name)
+    for phase in phase_passes(env, _current_config()):
+        for p in phase:
+            func = p(func)
+    return func.with_attr("global_symbol", name)
+
+
+def build(sch: Any, args: Sequence[Any], target: Any = "ext_dev", name: str = "default_function",
+          target_host: Any = None, env: Environment | None = None):
+    """Lower a schedule and compile its host code into a module.
+
+    Parameters
+    ----------
+    sch : vta.te.Schedule
+        The schedule.
+    args : sequence of Tensor
+        The function's arguments, in order.
+    target : str
+        ``"ext_dev"`` (any string starting with it is accepted, e.g. ``env.target``).
+    name : str
+        The entry function's symbol.
+    target_host : str, optional
+        Accepted for compatibility; the host code is always C compiled by the system compiler.
+    env : Environment, optional
+        The hardware configuration; the current one by default.
+
+    Returns
+    -------
+    vta.runtime.module.CompiledCModule
+        ``save("x.o")`` writes the object; ``get_source()`` returns the C source.
+
+    Raises
+    ------
+    ScheduleError
+        If the schedule cannot be lowered.
+    ValueError
+        If ``target`` is not ``ext_dev``.
+    BuildError
+        If the C compiler fails.
+    """
+    del target_host
+    tstr = str(getattr(target, "kind", target))
+    if not tstr.split()[0].startswith("ext_dev"):
+        raise ValueError(f"vta.build compiles for target 'ext_dev' only, got {target!r}")
+    from .codegen import build_module
+
+    func = lower(sch, args, name=name, env=env)
+    return build_module(func, name)
+

@@ -1,0 +1,566 @@
+"""Emit the C source of a packed host function from a fully lowered PrimFunc.
+
+The input is the function :func:`vta.lower` returns: flat TIR whose remaining statements are
+host loops, calls of the VTA runtime (``tir.call_extern``, ``tir.vta.*``), uop-kernel scopes
+(``coproc_uop_scope`` attributes) and, rarely, CPU loads and stores. The output follows the
+classic TVM C ABI (reference tvm-vta-software.md 5.2-5.4):
+
+* the entry ``int name(TVMValue* args, int* type_codes, int num_args, TVMValue* ret,
+  int* ret_code, void* resource_handle)`` checks every argument (count, type code, ndim, dtype,
+  shape, strides, byte_offset, device type 12, device id) and reports a failed check through
+  ``TVMAPISetLastError`` and ``return -1``;
+* each uop scope becomes a file-static handle, a static recording function and a closure of at
+  most one ``int32`` passed to ``VTAPushGEMMOp``/``VTAPushALUOp`` with a return-code check;
+* ``VTASynchronize``, ``VTADepPush`` and ``VTADepPop`` are checked the same way;
+* ``__tvm_main__`` is an exported ``const char[]`` naming the entry and ``__tvm_module_ctx`` a
+  ``void*`` the loader may fill.
+"""
+
+from __future__ import annotations
+
+import keyword
+import re
+from typing import Any
+
+from ..errors import ScheduleError
+from ..tir import nodes as n
+from ..tir.functor import StmtExprVisitor
+
+__all__ = ["emit_c", "CodegenError"]
+
+#: Device type of ``ext_dev`` (DLPack kDLExtDev): arrays passed to VTA functions live there.
+EXT_DEV = 12
+
+_C_KEYWORDS = set(keyword.kwlist) | {
+    "auto", "break", "case", "char", "const", "continue", "default", "do", "double", "else",
+    "enum", "extern", "float", "for", "goto", "if", "inline", "int", "long", "register",
+    "restrict", "return", "short", "signed", "sizeof", "static", "struct", "switch", "typedef",
+    "union", "unsigned", "void", "volatile", "while", "args", "type_codes", "num_args",
+    "out_ret_value", "out_ret_tcode", "resource_handle", "main",
+}
+
+_DTYPE_CODES = {"int": 0, "uint": 1, "float": 2}
+
+
+class CodegenError(ScheduleError):
+    """The lowered function holds a construct the C host backend cannot emit."""
+
+
+def _ctype(dtype: str) -> str:
+    if dtype == "handle":
+        return "void*"
+    if dtype == "bool":
+        return "int32_t"
+    if dtype.startswith("uint"):
+        return f"uint{dtype[4:]}_t"
+    if dtype.startswith("int"):
+        return f"int{dtype[3:]}_t"
+    if dtype == "float32":
+        return "float"
+    if dtype == "float64":
+        return "double"
+    raise CodegenError(f"the C host backend has no type for dtype {dtype!r}; accepted: int*, uint*, float32, float64, bool, handle")
+
+
+def _dtype_triple(dtype: str) -> tuple[int, int, int]:
+    for prefix, code in (("uint", 1), ("int", 0), ("float", 2)):
+        if dtype.startswith(prefix) and dtype[len(prefix):].isdigit():
+            return code, int(dtype[len(prefix):]), 1
+    raise CodegenError(f"argument dtype {dtype!r} cannot be checked; accepted: int<N>, uint<N>, float<N>")
+
+
+def _c_string(text: str) -> str:
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
+
+
+_PRELUDE = r"""#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include "tvm_c_abi.h"
+#include "vta_runtime.h"
+
+void* __tvm_module_ctx = NULL;
+
+static int vta_gen_fail(const char* fmt, ...) {
+  char msg[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof(msg), fmt, ap);
+  va_end(ap);
+  TVMAPISetLastError(msg);
+  return -1;
+}
+
+static inline int64_t vta_gen_floordiv(int64_t a, int64_t b) {
+  int64_t q = a / b;
+  return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
+}
+
+static inline int64_t vta_gen_floormod(int64_t a, int64_t b) {
+  int64_t r = a % b;
+  return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
+}
+"""
+
+
+class _FreeVars(StmtExprVisitor):
+    """Variables used in a statement but not bound inside it (loop vars, lets)."""
+
+    def __init__(self):
+        self.bound: set[int] = set()
+        self.used: dict[int, n.Var] = {}
+
+    def visit_For(self, node: n.For):
+        self.bound.add(id(node.loop_var))
+        self.generic_visit(node)
+
+    def visit_LetStmt(self, node: n.LetStmt):
+        self.bound.add(id(node.var))
+        self.generic_visit(node)
+
+    def visit_Let(self, node: n.Let):
+        self.bound.add(id(node.var))
+        self.generic_visit(node)
+
+    def visit_AttrStmt(self, node: n.AttrStmt):
+        # The node of an attribute (an IterVar or a Var) is an annotation, not a use.
+        self.visit(node.value)
+        self.visit(node.body)
+
+    def visit_Var(self, v: n.Var):
+        self.used[id(v)] = v
+
+    visit_SizeVar = visit_Var
+
+    def free(self) -> list[n.Var]:
+        return [v for k, v in self.used.items() if k not in self.bound]
+
+
+class _Emitter:
+    """Turn statements and expressions into C text; one instance per generated file."""
+
+    def __init__(self, func_name: str):
+        self.func_name = func_name
+        self.names: dict[int, str] = {}
+        self.taken: set[str] = set()
+        self.statics: list[str] = []  # file-level definitions (uop handles and init functions)
+        self.uop_sites = 0
+        self.uses_cmd = False
+
+    # ------------------------------------------------------------------ names
+    def name_of(self, var: n.Var) -> str:
+        key = id(var)
+        if key in self.names:
+            return self.names[key]
+        base = re.sub(r"\W", "_", var.name) or "v"
+        if base[0].isdigit():
+            base = "v_" + base
+        if base in _C_KEYWORDS or base.startswith("vta_gen") or base.startswith("__"):
+            base = "v_" + base
+        name, k = base, 1
+        while name in self.taken:
+            name = f"{base}_{k}"
+            k += 1
+        self.taken.add(name)
+        self.names[key] = name
+        return name
+
+    # ------------------------------------------------------------------ expressions
+    def expr(self, e: Any) -> str:
+        method = getattr(self, "e_" + type(e).__name__, None)
+        if method is None:
+            raise CodegenError(f"the C host backend cannot emit the expression {type(e).__name__} ({e!r})")
+        return method(e)
+
+    def e_IntImm(self, e: n.IntImm) -> str:
+        if e.dtype == "bool":
+            return "1" if e.value else "0"
+        if e.dtype.startswith("uint") or e.value > 0x7FFFFFFF:
+            return f"((int64_t){e.value}LL)" if e.value > 0xFFFFFFFF or not e.dtype.startswith("uint") else f"{e.value}u"
+        if e.value < -0x80000000:
+            return f"((int64_t){e.value}LL)"
+        return str(e.value) if e.value >= 0 else f"({e.value})"
+
+    def e_FloatImm(self, e: n.FloatImm) -> str:
+        return repr(float(e.value)) + ("f" if e.dtype == "float32" else "")
+
+    def e_StringImm(self, e: n.StringImm) -> str:
+        return _c_string(e.value)
+
+    def e_Var(self, e: n.Var) -> str:
+        return self.name_of(e)
+
+    e_SizeVar = e_Var
+
+    def e_Cast(self, e: n.Cast) -> str:
+        return f"(({_ctype(e.dtype)})({self.expr(e.value)}))"
+
+    def _bin(self, op: str, e: n.BinaryOp) -> str:
+        return f"({self.expr(e.a)} {op} {self.expr(e.b)})"
+
+    def e_Add(self, e):
+        return self._bin("+", e)
+
+    def e_Sub(self, e):
+        return self._bin("-", e)
+
+    def e_Mul(self, e):
+        return self._bin("*", e)
+
+    def e_Div(self, e):
+        return self._bin("/", e)
+
+    def e_Mod(self, e):
+        return self._bin("%", e)
+
+    def e_FloorDiv(self, e):
+        return f"(({_ctype(e.dtype)})vta_gen_floordiv({self.expr(e.a)}, {self.expr(e.b)}))"
+
+    def e_FloorMod(self, e):
+        return f"(({_ctype(e.dtype)})vta_gen_floormod({self.expr(e.a)}, {self.expr(e.b)}))"
+
+    def e_Min(self, e):
+        a, b = self.expr(e.a), self.expr(e.b)
+        return f"(({a}) < ({b}) ? ({a}) : ({b}))"
+
+    def e_Max(self, e):
+        a, b = self.expr(e.a), self.expr(e.b)
+        return f"(({a}) > ({b}) ? ({a}) : ({b}))"
+
+    def e_EQ(self, e):
+        return self._bin("==", e)
+
+    def e_NE(self, e):
+        return self._bin("!=", e)
+
+    def e_LT(self, e):
+        return self._bin("<", e)
+
+    def e_LE(self, e):
+        return self._bin("<=", e)
+
+    def e_GT(self, e):
+        return self._bin(">", e)
+
+    def e_GE(self, e):
+        return self._bin(">=", e)
+
+    def e_And(self, e):
+        return self._bin("&&", e)
+
+    def e_Or(self, e):
+        return self._bin("||", e)
+
+    def e_Not(self, e):
+        return f"(!{self.expr(e.a)})"
+
+    def e_Select(self, e: n.Select) -> str:
+        return f"({self.expr(e.condition)} ? {self.expr(e.true_value)} : {self.expr(e.false_value)})"
+
+    def e_Load(self, e: n.Load) -> str:
+        return f"((({_ctype(e.dtype)}*){self.name_of(e.buffer_var)})[{self.expr(e.index)}])"
+
+    def e_Let(self, e: n.Let) -> str:
+        raise CodegenError(f"the C host backend does not emit let-expressions (variable {e.var.name!r}); use LetStmt")
+
+    def e_Call(self, e: n.Call) -> str:
+        op, args = e.op, e.args
+        if op == "tir.call_extern":
+            if not args or not isinstance(args[0], n.StringImm):
+                raise CodegenError(f"tir.call_extern needs the function name as a StringImm first argument, got {args[:1]!r}")
+            return f"{args[0].value}({', '.join(self.expr(a) for a in args[1:])})"
+        if op == "tir.vta.command_handle":
+            self.uses_cmd = True
+            return "vta_gen_cmd"
+        if op == "tir.tvm_thread_context":
+            return self.expr(args[0])
+        if op == "tir.vta.uop_push":
+            if len(args) != 8:
+                raise CodegenError(f"tir.vta.uop_push takes 8 arguments, got {len(args)}")
+            return f"VTAUopPush({', '.join(self.expr(a) for a in args)})"
+        if op == "tir.vta.coproc_dep_push":
+            self.uses_cmd = True
+            return f"VTADepPush(vta_gen_cmd, {self.expr(args[0])}, {self.expr(args[1])})"
+        if op == "tir.vta.coproc_dep_pop":
+            self.uses_cmd = True
+            return f"VTADepPop(vta_gen_cmd, {self.expr(args[0])}, {self.expr(args[1])})"
+        if op == "tir.vta.coproc_sync":
+            self.uses_cmd = True
+            return "VTASynchronize(vta_gen_cmd, 2147483648u)"
+        if op == "tir.shift_right":
+            return f"({self.expr(args[0])} >> {self.expr(args[1])})"
+        if op == "tir.shift_left":
+            return f"({self.expr(args[0])} << {self.expr(args[1])})"
+        if op == "tir.if_then_else":
+            return f"({self.expr(args[0])} ? {self.expr(args[1])} : {self.expr(args[2])})"
+        if op == "tir.bitwise_and":
+            return f"({self.expr(args[0])} & {self.expr(args[1])})"
+        if op == "tir.bitwise_or":
+            return f"({self.expr(args[0])} | {self.expr(args[1])})"
+        if op == "tir.tvm_access_ptr":
+            raise CodegenError(
+                f"tvm_access_ptr on buffer {args[1]!r} survived lowering; SRAM pointers must be lowered "
+                "to tile indices by LowerDeviceStorageAccessInfo"
+            )
+        raise CodegenError(f"the C host backend cannot emit a call of {op!r}")
+
+    # ------------------------------------------------------------------ statements
+    #: Calls returning an int status that the generated code must check.
+    _CHECKED = {"tir.vta.coproc_sync", "tir.vta.coproc_dep_push", "tir.vta.coproc_dep_pop"}
+
+    def stmt(self, s: Any, ind: int, out: list[str]) -> None:
+        method = getattr(self, "s_" + type(s).__name__, None)
+        if method is None:
+            raise CodegenError(f"the C host backend cannot emit the statement {type(s).__name__}")
+        method(s, ind, out)
+
+    def s_SeqStmt(self, s: n.SeqStmt, ind: int, out: list[str]) -> None:
+        for child in s.seq:
+            self.stmt(child, ind, out)
+
+    def s_Evaluate(self, s: n.Evaluate, ind: int, out: list[str]) -> None:
+        pad = "  " * ind
+        v = s.value
+        if isinstance(v, (n.IntImm, n.FloatImm)):
+            return
+        if isinstance(v, n.Call) and v.op in self._CHECKED:
+            out.append(f"{pad}if ({self.expr(v)} != 0) return -1;")
+            return
+        out.append(f"{pad}(void)({self.expr(v)});" if not isinstance(v, n.Call) else f"{pad}{self.expr(v)};")
+
+    def s_For(self, s: n.For, ind: int, out: list[str]) -> None:
+        pad = "  " * ind
+        var = self.name_of(s.loop_var)
+        ct = _ctype(s.loop_var.dtype)
+        lo, ext = self.expr(s.min), self.expr(s.extent)
+        out.append(f"{pad}for ({ct} {var} = {lo}; {var} < ({lo} + {ext}); ++{var}) {{")
+        self.stmt(s.body, ind + 1, out)
+        out.append(f"{pad}}}")
+
+    def s_IfThenElse(self, s: n.IfThenElse, ind: int, out: list[str]) -> None:
+        pad = "  " * ind
+        out.append(f"{pad}if ({self.expr(s.condition)}) {{")
+        self.stmt(s.then_case, ind + 1, out)
+        if s.else_case is not None:
+            out.append(f"{pad}}} else {{")
+            self.stmt(s.else_case, ind + 1, out)
+        out.append(f"{pad}}}")
+
+    def s_LetStmt(self, s: n.LetStmt, ind: int, out: list[str]) -> None:
+        pad = "  " * ind
+        out.append(f"{pad}{{")
+        out.append(f"{pad}  {_ctype(s.var.dtype)} {self.name_of(s.var)} = {self.expr(s.value)};")
+        self.stmt(s.body, ind + 1, out)
+        out.append(f"{pad}}}")
+
+    def s_Store(self, s: n.Store, ind: int, out: list[str]) -> None:
+        pad = "  " * ind
+        ct = _ctype(s.value.dtype)
+        out.append(f"{pad}(({ct}*){self.name_of(s.buffer_var)})[{self.expr(s.index)}] = {self.expr(s.value)};")
+
+    def s_AssertStmt(self, s: n.AssertStmt, ind: int, out: list[str]) -> None:
+        pad = "  " * ind
+        out.append(f"{pad}if (!({self.expr(s.condition)})) return vta_gen_fail(\"%s\", {_c_string(s.message)});")
+        self.stmt(s.body, ind, out)
+
+    def s_Allocate(self, s: n.Allocate, ind: int, out: list[str]) -> None:
+        if s.scope not in ("global", ""):
+            raise CodegenError(
+                f"allocation {s.buffer_var.name!r} in scope {s.scope!r} reached the host backend; "
+                "on-chip buffers must be removed by LowerDeviceStorageAccessInfo"
+            )
+        pad = "  " * ind
+        count = 1
+        for e in s.extents:
+            if not isinstance(e, n.IntImm):
+                raise CodegenError(f"host allocation {s.buffer_var.name!r} needs constant extents, got {e!r}")
+            count *= e.value
+        if count * (n.dtype_bits(s.dtype) // 8 or 1) > 1 << 16:
+            raise CodegenError(
+                f"host allocation {s.buffer_var.name!r} of {count} x {s.dtype} exceeds the 64 KiB stack limit of the C backend"
+            )
+        out.append(f"{pad}{{")
+        out.append(f"{pad}  {_ctype(s.dtype)} {self.name_of(s.buffer_var)}[{max(count, 1)}];")
+        self.stmt(s.body, ind + 1, out)
+        out.append(f"{pad}}}")
+
+    def s_AttrStmt(self, s: n.AttrStmt, ind: int, out: list[str]) -> None:
+        if s.attr_key == "coproc_uop_scope":
+            self._uop_scope(s, ind, out)
+        else:
+            # coproc_scope, pragmas and other annotations carry no code of their own.
+            self.stmt(s.body, ind, out)
+
+    # ------------------------------------------------------------------ uop kernels
+    def _uop_scope(self, s: n.AttrStmt, ind: int, out: list[str]) -> None:
+        push = s.value.value if isinstance(s.value, n.StringImm) else None
+        if push not in ("VTAPushGEMMOp", "VTAPushALUOp"):
+            raise CodegenError(f"coproc_uop_scope value must be 'VTAPushGEMMOp' or 'VTAPushALUOp', got {s.value!r}")
+        fv = _FreeVars()
+        fv.visit(s.body)
+        free = fv.free()
+        if len(free) > 1 or any(v.dtype not in ("int32",) for v in free):
+            desc = ", ".join(f"{v.name}: {v.dtype}" for v in free)
+            raise CodegenError(
+                f"a uop kernel may capture at most one int32 variable (the runtime keys kernels by it), "
+                f"but this {push} kernel uses [{desc}]"
+            )
+        site = self.uop_sites
+        self.uop_sites += 1
+        handle, init = f"vta_gen_uop_handle_{site}", f"vta_gen_uop_init_{site}"
+        # The recording function: its own name table for the captured variable.
+        body: list[str] = []
+        saved_cmd = self.uses_cmd
+        self.uses_cmd = False
+        if free:
+            body.append(f"  int32_t {self.name_of(free[0])} = ((int32_t*)closure)[0];")
+        else:
+            body.append("  (void)closure;")
+        inner: list[str] = []
+        self.stmt(s.body, 1, inner)
+        if self.uses_cmd:
+            body.append("  VTACommandHandle vta_gen_cmd = VTATLSCommandHandle();")
+        body.extend(inner)
+        self.uses_cmd = saved_cmd
+        self.statics.append(
+            f"static void* {handle} = NULL;\n"
+            f"static int {init}(void* closure) {{\n" + "\n".join(body) + "\n  return 0;\n}\n"
+        )
+        pad = "  " * ind
+        if free:
+            out.append(f"{pad}{{")
+            out.append(f"{pad}  int32_t vta_gen_closure[1] = {{ {self.name_of(free[0])} }};")
+            out.append(f"{pad}  if ({push}(&{handle}, {init}, vta_gen_closure, 4) != 0) return -1;")
+            out.append(f"{pad}}}")
+        else:
+            out.append(f"{pad}if ({push}(&{handle}, {init}, NULL, 0) != 0) return -1;")
+
+
+def _arg_checks(em: _Emitter, func: n.PrimFunc, name: str) -> list[str]:
+    """The argument unpacking and checks of the packed entry (reference 5.2 steps 1-3)."""
+    out: list[str] = []
+    nargs = len(func.params)
+    out.append(f"  if (num_args != {nargs}) return vta_gen_fail(\"{name}: expected {nargs} arguments, got %d\", num_args);")
+    for i, param in enumerate(func.params):
+        buf = func.buffer_map.get(param)
+        pname = em.name_of(param)
+        label = buf.name if buf is not None else param.name
+        if buf is None:
+            # A scalar argument.
+            if param.dtype == "handle":
+                raise CodegenError(f"parameter {param.name!r} of {name!r} is a handle without a buffer")
+            code = 2 if param.dtype.startswith("float") else 0
+            out.append(
+                f"  if (type_codes[{i}] != {code}) return vta_gen_fail(\"{name}: argument {i} ({label}) must be a "
+                f"{'float' if code == 2 else 'integer'} scalar, got type code %d\", type_codes[{i}]);"
+            )
+            field = "v_float64" if code == 2 else "v_int64"
+            out.append(f"  {_ctype(param.dtype)} {pname} = ({_ctype(param.dtype)})args[{i}].{field};")
+            continue
+        t = f"vta_gen_t{i}"
+        out.append(
+            f"  if (type_codes[{i}] != 7 && type_codes[{i}] != 13 && type_codes[{i}] != 3) return vta_gen_fail("
+            f"\"{name}: argument {i} ({label}) must be an array (DLTensor), got type code %d\", type_codes[{i}]);"
+        )
+        out.append(f"  DLTensor* {t} = (DLTensor*)args[{i}].v_handle;")
+        out.append(f"  if ({t} == NULL) return vta_gen_fail(\"{name}: argument {i} ({label}) is a null array\");")
+        ndim = len(buf.shape)
+        out.append(
+            f"  if ({t}->ndim != {ndim}) return vta_gen_fail(\"{name}: argument {i} ({label}) must have ndim {ndim}, "
+            f"got %d\", (int){t}->ndim);"
+        )
+        code, bits, lanes = _dtype_triple(buf.dtype)
+        out.append(
+            f"  if ({t}->dtype.code != {code} || {t}->dtype.bits != {bits} || {t}->dtype.lanes != {lanes}) "
+            f"return vta_gen_fail(\"{name}: argument {i} ({label}) must have dtype {buf.dtype}, got code %d bits %d lanes %d\", "
+            f"(int){t}->dtype.code, (int){t}->dtype.bits, (int){t}->dtype.lanes);"
+        )
+        dims = []
+        for d, extent in enumerate(buf.shape):
+            if not isinstance(extent, n.IntImm):
+                raise CodegenError(f"argument {label!r} of {name!r} has a non-constant extent {extent!r} in dimension {d}; only constant shapes are supported")
+            dims.append(extent.value)
+        shape_txt = "(" + ", ".join(str(d) for d in dims) + ")"
+        cond = " || ".join(f"{t}->shape[{d}] != {v}" for d, v in enumerate(dims)) or "0"
+        fmt = ", ".join("%lld" for _ in dims)
+        vals = ", ".join(f"(long long){t}->shape[{d}]" for d in range(ndim))
+        out.append(
+            f"  if ({cond}) return vta_gen_fail(\"{name}: argument {i} ({label}) must have shape {shape_txt}, got ({fmt})\"{', ' if vals else ''}{vals});"
+        )
+        # Compact strides only (or none).
+        strides, acc = [], 1
+        for v in reversed(dims):
+            strides.append(acc)
+            acc *= v
+        strides.reverse()
+        checked = [(d, s) for d, s in enumerate(strides) if dims[d] != 1]
+        if checked:
+            scond = " || ".join(f"{t}->strides[{d}] != {s}" for d, s in checked)
+            out.append(
+                f"  if ({t}->strides != NULL && ({scond})) return vta_gen_fail(\"{name}: argument {i} ({label}) "
+                f"must be compact (row-major strides)\");"
+            )
+        out.append(
+            f"  if ({t}->byte_offset != 0) return vta_gen_fail(\"{name}: argument {i} ({label}) must have byte_offset 0, "
+            f"got %llu\", (unsigned long long){t}->byte_offset);"
+        )
+        out.append(
+            f"  if ({t}->device.device_type != {EXT_DEV}) return vta_gen_fail(\"{name}: argument {i} ({label}) must live on "
+            f"ext_dev (device type {EXT_DEV}), got device type %d\", (int){t}->device.device_type);"
+        )
+        if i > 0 and any(func.buffer_map.get(p) is not None for p in func.params[:i]):
+            first = next(j for j, p in enumerate(func.params[:i]) if func.buffer_map.get(p) is not None)
+            out.append(
+                f"  if ({t}->device.device_id != vta_gen_t{first}->device.device_id) return vta_gen_fail(\"{name}: "
+                f"argument {i} ({label}) is on device %d but argument {first} on device %d\", "
+                f"(int){t}->device.device_id, (int)vta_gen_t{first}->device.device_id);"
+            )
+        out.append(f"  if ({t}->data == NULL) return vta_gen_fail(\"{name}: argument {i} ({label}) has no data\");")
+        out.append(f"  void* {pname} = {t}->data;")
+    return out
+
+
+def emit_c(func: n.PrimFunc, name: str) -> str:
+    """C source of the packed function ``name`` computing ``func``.
+
+    Parameters
+    ----------
+    func : PrimFunc
+        The lowered function (after the phase 0-3 pipeline).
+    name : str
+        The exported symbol; must be a C identifier.
+
+    Returns
+    -------
+    str
+        A complete C translation unit including ``tvm_c_abi.h`` and ``vta_runtime.h``.
+
+    Raises
+    ------
+    CodegenError
+        If ``name`` is not a C identifier, or the function holds a construct the backend does
+        not emit (an SRAM allocation, a surviving ``tvm_access_ptr``, a uop kernel capturing
+        more than one int32, a non-constant argument shape ...).
+    """
+    if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z_]\w*", name) or name in _C_KEYWORDS or name.startswith("__"):
+        raise CodegenError(f"function name {name!r} is not usable as a C symbol; use letters, digits and '_' (not starting with a digit or '__')")
+    em = _Emitter(name)
+    em.taken.add(name)
+    checks = _arg_checks(em, func, name)
+    body: list[str] = []
+    em.stmt(func.body, 1, body)
+    lines = [f"/* Generated by vta.build for the entry {name!r}; do not edit. */", _PRELUDE]
+    lines.append(f"__attribute__((weak)) const char __tvm_main__[] = {_c_string(name)};\n")
+    lines.extend(em.statics)
+    lines.append(
+        f"int {name}(TVMValue* args, int* type_codes, int num_args, TVMValue* out_ret_value, "
+        "int* out_ret_tcode, void* resource_handle) {"
+    )
+    lines.append("  (void)out_ret_value; (void)out_ret_tcode; (void)resource_handle;")
+    lines.extend(checks)
+    if em.uses_cmd:
+        lines.append("  VTACommandHandle vta_gen_cmd = VTATLSCommandHandle();")
+    lines.extend(body)
+    lines.append("  return 0;")
+    lines.append("}")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,266 @@
+"""CoProcSync: insert the co-processor's dependency tokens and its final synchronisation.
+
+Reference tvm-vta-software.md 2.4 (InjectCoProcSync). Three steps:
+
+1. *Shared buffers.* A buffer touched both inside ``coproc_scope`` attributes and by CPU code
+   would need memory barriers; VTA registers none, so such a function is rejected with a
+   :class:`~vta.errors.ScheduleError` naming the buffer (upstream fails at build time too).
+2. *Final sync.* One ``tir.vta.coproc_sync()`` is placed after the whole body.
+3. *Dependency tokens.* Walking the statements in order, each ``coproc_scope`` of queue ``q`` is
+   a state entered and left in context ``{q}``. Between consecutive states of different queues
+   ``a -> b`` a ``coproc_dep_push(a, b)`` goes at the end of the first and a
+   ``coproc_dep_pop(a, b)`` at the start of the second. A loop is one state (entered at its
+   body's first state, left at its last) whose loop-carried edge last -> first is injected
+   inside the body. Each branch of a conditional is closed off (its pops matched by pushes
+   before it, its pushes by pops after it). At the top, pops expected by the first state and
+   pushes left by the last state get matching partners around the function body.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
+
+from ...errors import ScheduleError
+from .. import nodes as n
+from ..functor import StmtExprMutator, StmtExprVisitor
+
+__all__ = ["coproc_sync", "CoProcSync"]
+
+_PUSH = "tir.vta.coproc_dep_push"
+_POP = "tir.vta.coproc_dep_pop"
+_SYNC = "tir.vta.coproc_sync"
+
+
+def _call_stmt(op: str, *args: int) -> n.Evaluate:
+    return n.Evaluate(n.Call("int32", op, tuple(n.IntImm(a) for a in args)))
+
+
+class _Touched(StmtExprVisitor):
+    """Which buffer variables are touched inside co-processor scopes, and which outside."""
+
+    def __init__(self):
+        self.in_scope = False
+        self.coproc: dict[int, n.Var] = {}
+        self.normal: dict[int, n.Var] = {}
+        self.has_scope = False
+
+    def _touch(self, var: n.Var):
+        (self.coproc if self.in_scope else self.normal)[id(var)] = var
+
+    def visit_Load(self, op: n.Load):
+        self._touch(op.buffer_var)
+        self.generic_visit(op)
+
+    def visit_Store(self, op: n.Store):
+        self._touch(op.buffer_var)
+        self.generic_visit(op)
+
+    def visit_Call(self, op: n.Call):
+        if op.op == "tir.tvm_access_ptr" and isinstance(op.args[1], n.Var):
+            self._touch(op.args[1])
+        self.generic_visit(op)
+
+    def visit_AttrStmt(self, op: n.AttrStmt):
+        if op.attr_key == "coproc_scope" and not self.in_scope:
+            self.has_scope = True
+            self.in_scope = True
+            self.generic_visit(op)
+            self.in_scope = False
+        else:
+            self.generic_visit(op)
+
+
+@dataclass
+class _State:
+    node: Any = None
+    enter_ctx: list = field(default_factory=list)
+    exit_ctx: list = field(default_factory=list)
+    enter_pop: list = field(default_factory=list)
+    exit_push: list = field(default_factory=list)
+
+
+class _DepDetector(StmtExprVisitor):
+    """Plan push/pop insertions keyed by the identity of the statement they go around."""
+
+    def __init__(self):
+        self.first = _State()
+        self.last = _State()
+        self.curr = _State()
+        self.before: dict[int, list[n.Stmt]] = {}
+        self.after: dict[int, list[n.Stmt]] = {}
+
+    def plan(self, stmt: n.Stmt) -> None:
+        self.visit(stmt)
+        if self.last.node is not None:
+            self._fix_enter_pop(self.first)
+            self._fix_exit_push(self.last)
+
+    def visit_AttrStmt(self, op: n.AttrStmt):
+        if op.attr_key == "coproc_scope":
+            if not isinstance(op.value, n.IntImm):
+                raise ScheduleError(f"coproc_scope needs a constant queue id, got {op.value!r}")
+            q = op.value.value
+            self.curr = _State(node=op.body, enter_ctx=[q], exit_ctx=[q])
+            self._update()
+        else:
+            self.generic_visit(op)
+
+    def visit_For(self, op: n.For):
+        saved = (self.first, self.last)
+        self.first, self.last = _State(), _State()
+        self.visit(op.body)
+        self.curr = _State()
+        if self.last.node is not None:
+            self.curr.node = op
+            self._inject(self.last, self.first, self.curr.exit_push, self.curr.enter_pop)
+            self.curr.enter_ctx = list(self.first.enter_ctx)
+            self.curr.exit_ctx = list(self.last.exit_ctx)
+        self.first, self.last = saved
+        if self.curr.node is not None:
+            self._update()
+
+    def visit_IfThenElse(self, op: n.IfThenElse):
+        saved = (self.first, self.last)
+        state = _State()
+        for branch in (op.then_case, op.else_case):
+            if branch is None:
+                continue
+            self.first, self.last = _State(), _State()
+            self.visit(branch)
+            if self.last.node is not None:
+                state.node = op
+                self._fix_enter_pop(self.first)
+                self._fix_exit_push(self.last)
+                state.enter_ctx += [c for c in self.first.enter_ctx if c not in state.enter_ctx]
+                state.exit_ctx += [c for c in self.last.exit_ctx if c not in state.exit_ctx]
+        self.first, self.last = saved
+        self.curr = state
+        if self.curr.node is not None:
+            self._update()
+
+    # -------------------------------------------------------------- bookkeeping
+    def _update(self):
+        if self.last.node is not None:
+            self._inject(self.last, self.curr, [], [])
+            self.last = self.curr
+        else:
+            self.first = self.curr
+            self.last = self.curr
+
+    def _inject(self, prev: _State, nxt: _State, prev_exit_push: list, next_enter_pop: list) -> None:
+        prev_exit_push.clear()
+        next_enter_pop.clear()
+        if not prev.exit_push and not nxt.enter_pop and len(prev.exit_ctx) == 1 and len(nxt.enter_ctx) == 1:
+            a, b = prev.exit_ctx[0], nxt.enter_ctx[0]
+            if a != b:
+                self.after.setdefault(id(prev.node), []).append(_call_stmt(_PUSH, a, b))
+                self.before.setdefault(id(nxt.node), []).append(_call_stmt(_POP, a, b))
+                prev_exit_push.append((a, b))
+                next_enter_pop.append((a, b))
+            return
+        vpush, vpop = list(prev.exit_push), list(nxt.enter_pop)
+        pending = [(a, b) for a in prev.exit_ctx for b in nxt.enter_ctx if a != b]
+        prev_after: list[n.Stmt] = []
+        next_before: list[n.Stmt] = []
+        for p in pending:
+            if p not in prev.exit_push:
+                vpush.append(p)
+                prev_after.append(_call_stmt(_PUSH, *p))
+            if p not in nxt.enter_pop:
+                vpop.append(p)
+                next_before.append(_call_stmt(_POP, *p))
+        for p in vpush:
+            if p not in vpop:
+                prev_after.append(_call_stmt(_POP, *p))
+            else:
+                prev_exit_push.append(p)
+        for p in vpop:
+            if p not in vpush:
+                next_before.append(_call_stmt(_PUSH, *p))
+            else:
+                next_enter_pop.append(p)
+        if prev_after:
+            self.after.setdefault(id(prev.node), []).extend(prev_after)
+        if next_before:
+            self.before.setdefault(id(nxt.node), []).extend(next_before)
+
+    def _fix_enter_pop(self, state: _State):
+        if state.enter_pop:
+            self.before.setdefault(id(state.node), []).extend(_call_stmt(_PUSH, *p) for p in state.enter_pop)
+
+    def _fix_exit_push(self, state: _State):
+        if state.exit_push:
+            self.after.setdefault(id(state.node), []).extend(_call_stmt(_POP, *p) for p in state.exit_push)
+
+
+class _Inserter(StmtExprMutator):
+    def __init__(self, before: dict, after: dict):
+        self.before = before
+        self.after = after
+
+    def visit(self, node):
+        if not isinstance(node, n.Stmt):
+            return super().visit(node)
+        key = id(node)
+        new = super().visit(node)
+        if key in self.before or key in self.after:
+            return n.seq(*self.before.get(key, []), new, *self.after.get(key, []))
+        return new
+
+
+def coproc_sync(func: n.PrimFunc) -> n.PrimFunc:
+    """Insert dependency push/pop pairs and the final ``coproc_sync`` (module docstring).
+
+    Raises
+    ------
+    ScheduleError
+        If a buffer is accessed both by the CPU and inside a co-processor scope.
+    """
+    body = _fresh_statements(func.body)
+    touched = _Touched()
+    touched.visit(body)
+    if not touched.has_scope:
+        return func
+    shared = [v.name for k, v in touched.coproc.items() if k in touched.normal]
+    if shared:
+        raise ScheduleError(
+            f"buffer(s) {shared!r} are accessed both by CPU code and by VTA instructions; VTA has no "
+            "CPU/accelerator memory barriers, so every access to them must be offloaded (dma_copy/alu/tensorize)"
+        )
+    detector = _DepDetector()
+    detector.plan(body)
+    after = {k: list(v) for k, v in detector.after.items()}
+    # The final sync goes right after the top statement, before any epilogue pop.
+    after.setdefault(id(body), []).insert(0, n.Evaluate(n.Call("int32", _SYNC, ())))
+    return func.with_body(_Inserter(detector.before, after).visit(body))
+
+
+def _fresh_statements(body: n.Stmt) -> n.Stmt:
+    """A copy of ``body`` in which every statement is a distinct object.
+
+    Insertions are keyed by statement identity, so a statement object shared between two
+    places (e.g. one intrinsic body used at two sites) must be split first.
+    """
+
+    class _Copy(StmtExprMutator):
+        def visit(self, node):
+            new = super().visit(node)
+            if isinstance(new, n.Stmt) and new is node:
+                if isinstance(new, n.SeqStmt):
+                    return n.SeqStmt(new.seq)
+                return dataclasses.replace(new)
+            return new
+
+    return _Copy().visit(body)
+
+
+class CoProcSync:
+    name = "CoProcSync"
+
+    def __call__(self, func: n.PrimFunc) -> n.PrimFunc:
+        return coproc_sync(func)
+
+    def __repr__(self) -> str:
+        return "Pass(CoProcSync)"

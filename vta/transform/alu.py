@@ -1,0 +1,215 @@
+"""AnnotateALUCoProcScope and InjectALUIntrin: ``alu`` stages -> ALU micro-op kernels.
+
+Reference tvm-vta-software.md 2.4.
+
+*AnnotateALUCoProcScope* (phase 1) wraps every ``pragma_alu`` region in ``coproc_scope = 2``
+and ``coproc_uop_scope = "VTAPushALUOp"`` (a fresh string each time, so two ALU kernels never
+merge), keeping the pragma inside; ``pragma_skip_alu`` (mock environments) becomes a no-op.
+
+*InjectALUIntrin* (phase 2, after SRAM allocation) turns the loop nest under ``pragma_alu``
+into ``VTAUopLoopBegin``/``tir.vta.uop_push``/``VTAUopLoopEnd``. The stored value fixes the
+opcode (``+`` ADD, ``*`` MUL, ``min``/``max``, ``>> k`` SHR k, ``<< k`` SHR -k, a plain copy
+SHR 0). One operand must be the destination itself (same buffer, same index: the ALU computes
+``acc[dst] = op(acc[dst], src or imm)``); the other is an immediate or the source tile. The
+lane loop(s) are dropped, indices divided by the tile size, and adjacent loops merged when
+they walk memory contiguously; at most two loops may remain (the ALU has two hardware loops).
+"""
+
+from __future__ import annotations
+
+from ..env import Environment
+from ..errors import ScheduleError
+from ..tir import nodes as n
+from ..tir.arith import as_const_int, detect_linear_equation
+from ..tir.functor import StmtExprMutator, stmt_map
+from ._util import Pass, call_extern, coproc_scope, find_coproc_axis, uop_push
+
+__all__ = ["annotate_alu_coproc_scope", "inject_alu_intrin"]
+
+
+def annotate_alu_coproc_scope(env: Environment) -> Pass:
+    """The AnnotateALUCoProcScope pass (module docstring)."""
+
+    def run(func: n.PrimFunc) -> n.PrimFunc:
+        axis = find_coproc_axis(func.body)
+
+        def fpost(s):
+            if isinstance(s, n.AttrStmt) and s.attr_key == "pragma_alu":
+                uop = n.AttrStmt(axis, "coproc_uop_scope", n.StringImm("VTAPushALUOp"), s)
+                return coproc_scope(axis, env.dev.QID_COMPUTE, uop)
+            if isinstance(s, n.AttrStmt) and s.attr_key == "pragma_skip_alu":
+                return n.Evaluate(n.IntImm(0))
+            return s
+
+        return func.with_body(stmt_map(func.body, fpost))
+
+    return Pass("AnnotateALUCoProcScope", run)
+
+
+_BINARY = {n.Add: "ADD", n.Mul: "MUL", n.Min: "MIN", n.Max: "MAX"}
+
+
+def _opcode(env: Environment, value: n.PrimExpr, what: str):
+    """(opcode, lhs, rhs) of an ALU stage's stored value."""
+    dev = env.dev
+    if isinstance(value, n.Cast) and isinstance(value.value, n.Load) and value.dtype == value.value.dtype:
+        value = value.value
+    for cls, name in _BINARY.items():
+        if type(value) is cls:
+            return getattr(dev, f"ALU_OPCODE_{name}"), value.a, value.b
+    if isinstance(value, n.Sub):
+        raise ScheduleError(f"{what}: VTA's ALU has no subtraction; rewrite a - b as a + (-b) with a negated operand or constant")
+    if isinstance(value, n.Call) and value.op == "tir.shift_right":
+        return dev.ALU_OPCODE_SHR, value.args[0], value.args[1]
+    if isinstance(value, n.Call) and value.op == "tir.shift_left":
+        k = as_const_int(value.args[1])
+        if k is None:
+            raise ScheduleError(f"{what}: a left shift needs a constant amount (it becomes SHR by -k), got {value.args[1]!r}")
+        return dev.ALU_OPCODE_SHR, value.args[0], n.IntImm(-k)
+    if isinstance(value, n.Load):
+        return dev.ALU_OPCODE_SHR, value, n.IntImm(0)
+    raise ScheduleError(
+        f"{what}: the value {type(value).__name__} is not an ALU operation; accepted: +, *, min, max, >>, << "
+        "or a copy, with operands in the accumulator buffer or constant"
+    )
+
+
+class _ALU(StmtExprMutator):
+    def __init__(self, env: Environment):
+        self.env = env
+
+    def visit_AttrStmt(self, op: n.AttrStmt):
+        if op.attr_key != "pragma_alu":
+            return self.generic_visit(op)
+        return self._inject(op)
+
+    def _inject(self, op: n.AttrStmt) -> n.Stmt:
+        env = self.env
+        axis_name = getattr(getattr(op.node, "var", op.node), "name", repr(op.node))
+        body, loops = op.body, []
+        while isinstance(body, n.For):
+            loops.append(body)
+            body = body.body
+        what = f"alu stage at axis {axis_name!r}"
+        if not isinstance(body, n.Store):
+            raise ScheduleError(f"{what}: expected a perfect loop nest around one store, found {type(body).__name__}")
+        what = f"alu stage writing {body.buffer_var.name!r} at axis {axis_name!r}"
+        extents = []
+        for lp in loops:
+            e = as_const_int(lp.extent)
+            if e is None or as_const_int(lp.min) != 0:
+                raise ScheduleError(f"{what}: loop {lp.loop_var.name!r} must run from 0 over a constant extent")
+            extents.append(e)
+        loop_vars = [lp.loop_var for lp in loops]
+        opcode, lhs, rhs = _opcode(env, body.value, what)
+
+        def coefs(expr, side):
+            c = detect_linear_equation(expr, loop_vars)
+            if c is None:
+                raise ScheduleError(f"{what}: the {side} index {expr!r} is not linear in the loops")
+            out = []
+            for v, x in zip(loop_vars, c[:-1]):
+                xi = as_const_int(x)
+                if xi is None:
+                    raise ScheduleError(f"{what}: the {side} stride of loop {v.name!r} is not constant ({x!r})")
+                out.append(xi)
+            return out, c[-1]
+
+        dst = coefs(body.index, "destination")
+        use_imm, imm = 0, 0
+        rc, lc = as_const_int(rhs), as_const_int(lhs)
+        if rc is not None or (lc is not None and opcode != env.dev.ALU_OPCODE_SHR):
+            imm, operand = (rc, lhs) if rc is not None else (lc, rhs)
+            use_imm = 1
+            if not isinstance(operand, n.Load) or operand.buffer_var is not body.buffer_var:
+                raise ScheduleError(f"{what}: the non-constant operand must read the destination buffer in place, got {operand!r}")
+            src = coefs(operand.index, "source")
+            if not _same(src, dst):
+                raise ScheduleError(
+                    f"{what}: an ALU operation with an immediate works in place, but the operand {operand.buffer_var.name}"
+                    f"[{operand.index!r}] is not the destination [{body.index!r}]; the input tile must be dead after this stage"
+                )
+            if not -(1 << 15) <= imm < (1 << 15):
+                raise ScheduleError(f"{what}: immediate {imm} does not fit the signed 16-bit ALU field")
+        else:
+            for operand in (lhs, rhs):
+                if not isinstance(operand, n.Load) or operand.buffer_var is not body.buffer_var:
+                    raise ScheduleError(
+                        f"{what}: both operands must be accumulator tiles of the same on-chip buffer, got {operand!r}; "
+                        "(after SRAM allocation every acc buffer is one buffer)"
+                    )
+            lcoef, rcoef = coefs(lhs.index, "left operand"), coefs(rhs.index, "right operand")
+            if _same(lcoef, dst):
+                src = rcoef
+            elif _same(rcoef, dst):
+                src = lcoef
+            else:
+                raise ScheduleError(
+                    f"{what}: neither operand is the destination tile (the ALU computes acc[dst] = op(acc[dst], acc[src])); "
+                    "the first operand's buffer must die at this stage so it can be overwritten in place"
+                )
+        return self._emit(what, loops, extents, dst, src, opcode, use_imm, imm)
+
+    def _emit(self, what, loops, extents, dst, src, opcode, use_imm, imm) -> n.Stmt:
+        env = self.env
+        block = env.BATCH * env.BLOCK_OUT
+        (dcoef, dbase), (scoef, sbase) = dst, src
+        lanes = 1 if env.BATCH == 1 else 2
+        if len(loops) < lanes or extents[-1] != env.BLOCK_OUT or dcoef[-1] != 1 or scoef[-1] != 1:
+            raise ScheduleError(
+                f"{what}: the innermost loop must walk the {env.BLOCK_OUT} lanes of a tile with stride 1 "
+                f"(got extents {extents!r}, destination strides {dcoef!r}, source strides {scoef!r})"
+            )
+        if env.BATCH > 1 and (extents[-2] != env.BATCH or dcoef[-2] != env.BLOCK_OUT or scoef[-2] != env.BLOCK_OUT):
+            raise ScheduleError(f"{what}: the second innermost loop must walk the {env.BATCH} batch rows with stride {env.BLOCK_OUT}")
+        tiles = []
+        for lp, e, d, s in zip(loops[:-lanes], extents[:-lanes], dcoef[:-lanes], scoef[:-lanes]):
+            if d % block or s % block:
+                raise ScheduleError(f"{what}: loop {lp.loop_var.name!r} strides ({d}, {s}) are not whole tiles of {block}")
+            tiles.append([e, d // block, s // block])
+        dst_idx = _tile_index(dbase, block, what)
+        src_idx = _tile_index(sbase, block, what)
+        merged: list[list[int]] = []
+        for e, d, s in reversed(tiles):
+            if e == 1:
+                continue
+            if merged and d == merged[-1][1] * merged[-1][0] and s == merged[-1][2] * merged[-1][0]:
+                merged[-1][0] *= e
+            else:
+                merged.append([e, d, s])
+        merged.reverse()
+        if len(merged) > 2:
+            raise ScheduleError(
+                f"{what}: the stage needs {len(merged)} nested loops {merged!r} (extent, dst, src), but the ALU has 2 "
+                "hardware loops; move the alu pragma to an inner axis"
+            )
+        stmts = [n.Evaluate(call_extern("int32", "VTAUopLoopBegin", e, d, s, 0)) for e, d, s in merged]
+        stmts.append(uop_push(1, 0, dst_idx, src_idx, 0, opcode, use_imm, imm))
+        stmts += [n.Evaluate(call_extern("int32", "VTAUopLoopEnd")) for _ in merged]
+        return n.seq(*stmts)
+
+
+def _same(a, b) -> bool:
+    from ..tir.arith import structural_equal
+
+    return a[0] == b[0] and structural_equal(a[1], b[1])
+
+
+def _tile_index(base: n.PrimExpr, block: int, what: str) -> n.PrimExpr:
+    from ..tir.transform.lower_device_storage_access_info import exact_div
+
+    idx = exact_div(base, block)
+    if idx is None:
+        raise ScheduleError(f"{what}: element offset {base!r} is not a multiple of the {block}-scalar tile")
+    return idx
+
+
+def inject_alu_intrin(env: Environment) -> Pass:
+    """The InjectALUIntrin pass for ``env`` (module docstring).
+
+    Raises
+    ------
+    ScheduleError
+        (when run) If an ALU stage is not an in-place elementwise operation VTA can execute.
+    """
+    return Pass("InjectALUIntrin", lambda f: f.with_body(_ALU(env).visit(f.body)))

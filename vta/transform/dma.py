@@ -1,0 +1,370 @@
+"""InjectDMAIntrin and InjectSkipCopy: ``dma_copy`` loop nests -> VTA 2-D loads and stores.
+
+Reference tvm-vta-software.md 2.4. Under a ``pragma_dma_copy`` attribute the matcher expects a
+perfect nest of loops starting at 0 around one store whose value is a load, a cast of a load,
+or ``if_then_else(cond, load, 0)`` (zero padding). The linear coefficients of the store and
+load indices over the loop variables are the strides of the two sides, the loop extents their
+shape, the constant parts their element offsets. The direction comes from the scopes:
+
+* DRAM -> SRAM (destination an on-chip scope): ``VTALoadBuffer2D`` on queue 1 (inp, wgt) or
+  2 (acc; an int8 source makes it an ``ACC_8BIT`` load). Padding is allowed on the two
+  dimensions outside the tile; a padded load is never folded.
+* acc SRAM -> DRAM: ``VTAStoreBuffer2D`` (memory type OUT) on queue 3; no padding.
+
+The on-chip side must be compact; the DRAM side must reduce to a 2-D pattern of whole tiles
+(``x_size`` tiles per row, ``y_size`` rows, ``x_stride`` tiles between rows) after folding
+contiguous dimensions. Anything else raises a :class:`~vta.errors.ScheduleError` naming the
+buffers and the offending dimension.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..env import Environment
+from ..errors import ScheduleError
+from ..tir import nodes as n
+from ..tir.arith import as_const_int, detect_clip_bound, detect_linear_equation
+from ..tir.functor import StmtExprMutator
+from ..tir.simplify import simplify
+from ..tir.transform.lower_device_storage_access_info import exact_div
+from ._util import Pass, allocation_scopes, call_extern, command_handle, coproc_scope, find_coproc_axis
+
+__all__ = ["inject_dma_intrin", "inject_skip_copy", "two_d_pattern"]
+
+
+@dataclass
+class _Side:
+    """One side of a copy: buffer var, per-loop strides (scalars), element offset."""
+
+    var: n.Var
+    dtype: str
+    strides: list[int]
+    offset: n.PrimExpr
+
+
+def _fold(dims: list[tuple[int, int]], elem_block: int, what: str) -> list[tuple[int, int]]:
+    """Merge dimensions (extent, stride) outer->inner into the tile and contiguous groups.
+
+    Returns groups outer->inner, the last being ``(elem_block, 1)``.
+    """
+    dims = [(e, s) for e, s in dims if e != 1]
+    size, k = 1, len(dims)
+    while size < elem_block:
+        if k == 0:
+            raise ScheduleError(f"{what}: the copy moves {size} scalars, less than one {elem_block}-scalar tile")
+        e, s = dims[k - 1]
+        if s != size:
+            raise ScheduleError(
+                f"{what}: the innermost {elem_block} scalars (one tile) must be contiguous, but a dimension "
+                f"of extent {e} has stride {s} where {size} was needed"
+            )
+        size *= e
+        k -= 1
+    if size != elem_block:
+        raise ScheduleError(f"{what}: the inner dimensions span {size} scalars, not a whole number of {elem_block}-scalar tiles")
+    groups: list[tuple[int, int]] = [(elem_block, 1)]
+    outer = dims[:k]
+    i = len(outer)
+    while i > 0:
+        e, s = outer[i - 1]
+        if s % elem_block:
+            raise ScheduleError(f"{what}: a dimension of extent {e} has stride {s}, not a multiple of the {elem_block}-scalar tile")
+        extent, stride = e, s
+        i -= 1
+        while i > 0 and outer[i - 1][1] == extent * stride:
+            extent *= outer[i - 1][0]
+            i -= 1
+        groups.insert(0, (extent, stride))
+    return groups
+
+
+def _unfolded(dims: list[tuple[int, int]], elem_block: int, what: str) -> list[tuple[int, int]]:
+    """Like :func:`_fold` but keeping every dimension outside the tile separate."""
+    live = [(e, s) for e, s in dims if e != 1]
+    size, k = 1, len(live)
+    while size < elem_block and k > 0:
+        size *= live[k - 1][0]
+        k -= 1
+    _fold(live[k:], elem_block, what)
+    return live[:k] + [(elem_block, 1)]
+
+
+def two_d_pattern(dims: list[tuple[int, int]], offset: n.PrimExpr, elem_block: int, allow_fold: bool,
+                  what: str) -> tuple[int, int, int, n.PrimExpr]:
+    """``(x_size, y_size, x_stride, tile_offset)`` of a DRAM access (all in tiles).
+
+    Parameters
+    ----------
+    dims : list of (extent, stride)
+        The loop dimensions outer->inner, strides in scalars.
+    offset : PrimExpr
+        Element offset of the first scalar.
+    elem_block : int
+        Scalars per tile.
+    allow_fold : bool
+        Whether contiguous outer dimensions may be merged (not for padded loads).
+    what : str
+        Description for error messages.
+
+    Raises
+    ------
+    ScheduleError
+        If the access is not a 2-D pattern of whole, aligned tiles.
+    """
+    tile_offset = exact_div(offset, elem_block)
+    if tile_offset is None:
+        raise ScheduleError(f"{what}: element offset {offset!r} is not provably a multiple of the {elem_block}-scalar tile")
+    groups = _fold(dims, elem_block, what) if allow_fold else _unfolded(dims, elem_block, what)
+    outer = groups[:-1]
+    if not outer:
+        return 1, 1, 1, tile_offset
+    if len(outer) > 2:
+        raise ScheduleError(
+            f"{what}: the access needs {len(outer)} dimensions of tiles {outer!r} (extent, stride); a VTA "
+            "load/store moves at most 2 (rows of tiles); split the loops or move the dma_copy pragma inwards"
+        )
+    x_ext, x_stride = outer[-1]
+    if len(outer) == 1:
+        if x_stride == elem_block:
+            return x_ext, 1, x_ext, tile_offset
+        return 1, x_ext, x_stride // elem_block, tile_offset
+    y_ext, y_stride = outer[0]
+    if x_stride != elem_block:
+        raise ScheduleError(
+            f"{what}: tiles within a row must be contiguous, but the row dimension (extent {x_ext}) has stride "
+            f"{x_stride} scalars instead of {elem_block}"
+        )
+    return x_ext, y_ext, y_stride // elem_block, tile_offset
+
+
+def _strip_loops(body: n.Stmt, what: str) -> tuple[list[n.For], n.Store]:
+    loops: list[n.For] = []
+    while isinstance(body, n.For):
+        if as_const_int(body.min) != 0:
+            raise ScheduleError(f"{what}: loop {body.loop_var.name!r} must start at 0, got {body.min!r}")
+        if as_const_int(body.extent) is None:
+            raise ScheduleError(f"{what}: loop {body.loop_var.name!r} needs a constant extent, got {body.extent!r}")
+        loops.append(body)
+        body = body.body
+    if not isinstance(body, n.Store):
+        raise ScheduleError(
+            f"{what}: expected a perfect loop nest around one store, found {type(body).__name__}; a dma_copy "
+            "pragma must sit on a copy stage's axis"
+        )
+    return loops, body
+
+
+def _linear(expr: n.PrimExpr, loop_vars: list[n.Var], what: str) -> tuple[list[int], n.PrimExpr]:
+    coefs = detect_linear_equation(expr, loop_vars)
+    if coefs is None:
+        raise ScheduleError(f"{what}: index {expr!r} is not linear in the loops {[v.name for v in loop_vars]!r}")
+    strides = []
+    for v, c in zip(loop_vars, coefs[:-1]):
+        ci = as_const_int(c)
+        if ci is None:
+            raise ScheduleError(f"{what}: stride of loop {v.name!r} is not constant ({c!r})")
+        strides.append(ci)
+    return strides, coefs[-1]
+
+
+def _access_ptr(var: n.Var, dtype: str, offset: n.PrimExpr, extent: int, mask: int) -> n.Call:
+    return n.Call("int32", "tir.tvm_access_ptr", (
+        n.Call(dtype, "tir.type_annotation", ()), var, offset, n.IntImm(extent), n.IntImm(mask)))
+
+
+class _DMA(StmtExprMutator):
+    def __init__(self, env: Environment, scopes: dict, axis):
+        self.env = env
+        self.scopes = scopes
+        self.axis = axis
+
+    def scope_of(self, var: n.Var) -> str:
+        return self.scopes.get(var, "global")
+
+    def visit_AttrStmt(self, op: n.AttrStmt):
+        if op.attr_key != "pragma_dma_copy":
+            return self.generic_visit(op)
+        return self._inject(op)
+
+    def _inject(self, op: n.AttrStmt) -> n.Stmt:
+        env = self.env
+        axis_name = getattr(getattr(op.node, "var", op.node), "name", repr(op.node))
+        loops, store = _strip_loops(op.body, f"dma_copy at axis {axis_name!r}")
+        what = f"dma_copy of buffer {store.buffer_var.name!r} at axis {axis_name!r}"
+        loop_vars = [lp.loop_var for lp in loops]
+        extents = [as_const_int(lp.extent) for lp in loops]
+        value, cond, pad = store.value, None, None
+        if isinstance(value, n.Call) and value.op == "tir.if_then_else":
+            cond, value, pad = value.args
+        elif isinstance(value, n.Select):
+            cond, value, pad = value.condition, value.true_value, value.false_value
+        load = value.value if isinstance(value, n.Cast) else value
+        if not isinstance(load, n.Load):
+            raise ScheduleError(f"{what}: the stored value must be a load (or a cast of one), got {type(value).__name__}")
+        if pad is not None and as_const_int(pad) != 0:
+            raise ScheduleError(f"{what}: padding value must be 0 (VTA fills zeros), got {pad!r}")
+        dst_strides, dst_off = _linear(store.index, loop_vars, what)
+        src_strides, src_off = _linear(load.index, loop_vars, what)
+        dst_scope, src_scope = self.scope_of(store.buffer_var), self.scope_of(load.buffer_var)
+        pad_before = [0] * len(loops)
+        pad_after = [0] * len(loops)
+        src_extents = list(extents)
+        if cond is not None:
+            bounds = detect_clip_bound(cond, loop_vars)
+            if bounds is None:
+                raise ScheduleError(f"{what}: padding condition {cond!r} is not a conjunction of bounds on the loops")
+            for i, lp in enumerate(loops):
+                lo, hi = bounds[2 * i], bounds[2 * i + 1]
+                if lo is not None:
+                    lo_c = as_const_int(simplify(lo))
+                    if lo_c is None:
+                        raise ScheduleError(f"{what}: padding bound {lo!r} of loop {lp.loop_var.name!r} is not constant")
+                    pad_before[i] = max(lo_c, 0)
+                    src_off = simplify(src_off + pad_before[i] * src_strides[i])
+                if hi is not None:
+                    hi_c = as_const_int(simplify(hi))
+                    if hi_c is None:
+                        raise ScheduleError(f"{what}: padding bound {hi!r} of loop {lp.loop_var.name!r} is not constant")
+                    pad_after[i] = max(extents[i] - hi_c - 1, 0)
+                src_extents[i] = extents[i] - pad_before[i] - pad_after[i]
+        if dst_scope == "global":
+            return self._store(what, loops, extents, store, load, src_scope, src_strides, src_off, dst_strides, dst_off, cond)
+        return self._load(what, loops, extents, src_extents, store, load, dst_scope, src_scope, src_strides, src_off,
+                          dst_strides, dst_off, pad_before, pad_after)
+
+    def _check_compact(self, what, extents, strides, side):
+        expect, acc = [], 1
+        for e in reversed(extents):
+            expect.append(acc)
+            acc *= e
+        expect.reverse()
+        for e, s, x in zip(extents, strides, expect):
+            if e != 1 and s != x:
+                raise ScheduleError(
+                    f"{what}: the on-chip {side} must be compact, but a dimension of extent {e} has stride {s} "
+                    f"(expected {x}); strides {strides!r} for extents {extents!r}"
+                )
+
+    def _store(self, what, loops, extents, store, load, src_scope, src_strides, src_off, dst_strides, dst_off, cond):
+        env = self.env
+        if cond is not None:
+            raise ScheduleError(f"{what}: a store to DRAM cannot be padded")
+        if src_scope != env.acc_scope:
+            raise ScheduleError(f"{what}: a store to DRAM must read {env.acc_scope!r}, but {load.buffer_var.name!r} is in {src_scope!r}")
+        elem_block = env.BATCH * env.BLOCK_OUT
+        self._check_compact(what, extents, src_strides, "source")
+        x, y, stride, offset = two_d_pattern(list(zip(extents, dst_strides)), dst_off, elem_block, True, what)
+        total = 1
+        for e in extents:
+            total *= e
+        src_ptr = _access_ptr(load.buffer_var, load.dtype, src_off, total, 1)
+        call = call_extern("int32", "VTAStoreBuffer2D", command_handle(), src_ptr, env.dev.MEM_ID_OUT,
+                           store.buffer_var, offset, x, y, stride)
+        return coproc_scope(self.axis, env.dev.QID_STORE_OUT, n.Evaluate(call))
+
+    def _padded_pattern(self, what, loops, src_extents, src_strides, src_off, pad_before, pad_after, elem_block):
+        """2-D pattern of a zero-padded load: the two loops outside the tile are y and x."""
+        live = [i for i, lp in enumerate(loops) if as_const_int(lp.extent) != 1]
+        tile, size = [], 1
+        for i in reversed(live):
+            if size >= elem_block:
+                break
+            size *= src_extents[i]
+            tile.insert(0, i)
+        outer = [i for i in live if i not in tile]
+        for i in range(len(loops)):
+            if i not in outer and (pad_before[i] or pad_after[i]):
+                raise ScheduleError(
+                    f"{what}: only the two loops outside the tile may be padded, but loop "
+                    f"{loops[i].loop_var.name!r} has padding ({pad_before[i]}, {pad_after[i]})"
+                )
+        if len(outer) != 2:
+            raise ScheduleError(
+                f"{what}: a padded load needs exactly two loops outside the tile (rows y and columns x), "
+                f"got {len(outer)}"
+            )
+        _fold([(src_extents[i], src_strides[i]) for i in tile], elem_block, what)
+        yi, xi = outer
+        if src_extents[xi] > 1 and src_strides[xi] != elem_block:
+            raise ScheduleError(
+                f"{what}: the tiles of a padded row must be contiguous in DRAM, but loop "
+                f"{loops[xi].loop_var.name!r} has stride {src_strides[xi]} instead of {elem_block}"
+            )
+        if src_strides[yi] % elem_block:
+            raise ScheduleError(f"{what}: row stride {src_strides[yi]} is not a multiple of the {elem_block}-scalar tile")
+        offset = exact_div(src_off, elem_block)
+        if offset is None:
+            raise ScheduleError(f"{what}: element offset {src_off!r} is not provably a multiple of the {elem_block}-scalar tile")
+        limit = (1 << 4) - 1
+        for i in outer:
+            for p in (pad_before[i], pad_after[i]):
+                if p > limit:
+                    raise ScheduleError(f"{what}: padding of {p} on loop {loops[i].loop_var.name!r} exceeds the 4-bit field (max {limit})")
+        return (src_extents[xi], src_extents[yi], src_strides[yi] // elem_block, offset,
+                (pad_before[xi], pad_after[xi]), (pad_before[yi], pad_after[yi]))
+
+    def _load(self, what, loops, extents, src_extents, store, load, dst_scope, src_scope, src_strides, src_off,
+              dst_strides, dst_off, pad_before, pad_after):
+        env, dev = self.env, self.env.dev
+        if src_scope != "global":
+            raise ScheduleError(f"{what}: copies between on-chip buffers ({src_scope!r} -> {dst_scope!r}) are not supported")
+        if dst_scope == env.inp_scope:
+            elem_block, mem, qid = env.BATCH * env.BLOCK_IN, dev.MEM_ID_INP, dev.QID_LOAD_INP
+        elif dst_scope == env.wgt_scope:
+            elem_block, mem, qid = env.BLOCK_OUT * env.BLOCK_IN, dev.MEM_ID_WGT, dev.QID_LOAD_WGT
+        elif dst_scope == env.acc_scope:
+            elem_block, mem, qid = env.BATCH * env.BLOCK_OUT, dev.MEM_ID_ACC, dev.QID_LOAD_OUT
+            if n.dtype_bits(load.dtype) == env.INP_WIDTH and load.dtype != store.value.dtype:
+                mem = dev.MEM_ID_ACC_8BIT
+        else:
+            raise ScheduleError(
+                f"{what}: destination scope {dst_scope!r} is not a VTA buffer; accepted: "
+                f"{env.inp_scope!r}, {env.wgt_scope!r}, {env.acc_scope!r}"
+            )
+        self._check_compact(what, extents, dst_strides, "destination")
+        padded = any(pad_before) or any(pad_after)
+        x_pad = y_pad = (0, 0)
+        if padded:
+            x_size, y_size, stride, offset, x_pad, y_pad = self._padded_pattern(
+                what, loops, src_extents, src_strides, src_off, pad_before, pad_after, elem_block)
+        else:
+            x_size, y_size, stride, offset = two_d_pattern(list(zip(extents, src_strides)), src_off, elem_block, True, what)
+        total = 1
+        for e in extents:
+            total *= e
+        dst_ptr = _access_ptr(store.buffer_var, store.value.dtype, dst_off, total, 2)
+        call = call_extern("int32", "VTALoadBuffer2D", command_handle(), load.buffer_var, offset, x_size, y_size, stride,
+                           x_pad[0], y_pad[0], x_pad[1], y_pad[1], dst_ptr, mem)
+        return coproc_scope(self.axis, qid, n.Evaluate(call))
+
+
+def inject_dma_intrin(env: Environment) -> Pass:
+    """The InjectDMAIntrin pass for ``env`` (module docstring).
+
+    Raises
+    ------
+    ScheduleError
+        (when run) If a ``dma_copy`` nest is not a supported copy.
+    """
+
+    def run(func: n.PrimFunc) -> n.PrimFunc:
+        scopes = allocation_scopes(func.body)
+        return func.with_body(_DMA(env, scopes, find_coproc_axis(func.body)).visit(func.body))
+
+    return Pass("InjectDMAIntrin", run)
+
+
+class _Skip(StmtExprMutator):
+    def __init__(self, keys):
+        self.keys = keys
+
+    def visit_AttrStmt(self, op: n.AttrStmt):
+        if op.attr_key in self.keys:
+            return n.Evaluate(n.IntImm(0))
+        return self.generic_visit(op)
+
+
+def inject_skip_copy() -> Pass:
+    """InjectSkipCopy: every ``pragma_skip_dma_copy`` region (mock environments) becomes a no-op."""
+    return Pass("InjectSkipCopy", lambda f: f.with_body(_Skip({"pragma_skip_dma_copy"}).visit(f.body)))

@@ -1,0 +1,92 @@
+"""FoldUopLoop: turn up to two loops around GEMM micro-ops into hardware loop descriptors.
+
+Reference tvm-vta-software.md 2.4. Inside a ``coproc_uop_scope = "VTAPushGEMMOp"`` whose body
+is a loop ``v``, the loop folds when the dst, src and wgt indices of every ``tir.vta.uop_push``
+are linear in ``v`` with the same coefficients across all pushes and ``v`` is gone once the
+indices are replaced by their ``v``-free parts; the loop becomes
+``VTAUopLoopBegin(extent, dst_coef, src_coef, wgt_coef) ... VTAUopLoopEnd()``. The second
+attempt looks at the body the first produced. A loop that does not fold stays a host loop
+inside the kernel-recording closure (one uop per iteration).
+"""
+
+from __future__ import annotations
+
+from ..errors import ScheduleError
+from ..tir import nodes as n
+from ..tir.arith import detect_linear_equation, structural_equal, uses_var
+from ..tir.functor import StmtExprMutator, stmt_map
+from ._util import Pass, call_extern
+
+__all__ = ["fold_uop_loop"]
+
+_ALLOWED = ("tir.vta.uop_push", "tir.vta.command_handle", "tir.tvm_thread_context")
+
+
+class _NotFoldable(Exception):
+    """Internal signal: this loop stays a host loop."""
+
+
+class _Rebase(StmtExprMutator):
+    def __init__(self, var: n.Var):
+        self.var = var
+        self.coefs: list = [None, None, None]
+
+    def visit_Call(self, op: n.Call):
+        if op.op not in _ALLOWED:
+            name = op.args[0].value if op.op == "tir.call_extern" and op.args and isinstance(op.args[0], n.StringImm) else op.op
+            raise ScheduleError(
+                f"a GEMM micro-op kernel may only contain uop pushes, but loop {self.var.name!r} contains a call of "
+                f"{name!r}; tensorize must cover the whole compute body"
+            )
+        if op.op != "tir.vta.uop_push":
+            return op
+        args = list(op.args)
+        for i in range(3):
+            m = detect_linear_equation(args[2 + i], [self.var])
+            if m is None:
+                raise _NotFoldable
+            if self.coefs[i] is None:
+                self.coefs[i] = m[0]
+            elif not structural_equal(self.coefs[i], m[0]):
+                raise _NotFoldable
+            args[2 + i] = m[1]
+        return n.Call(op.dtype, op.op, tuple(args))
+
+
+def _fold_outer(body: n.Stmt):
+    if not isinstance(body, n.For):
+        raise _NotFoldable
+    rb = _Rebase(body.loop_var)
+    new = rb.visit(body.body)
+    if any(c is None for c in rb.coefs) or uses_var(new, body.loop_var):
+        raise _NotFoldable
+    begin = n.Evaluate(call_extern("int32", "VTAUopLoopBegin", body.extent, *rb.coefs))
+    return begin, new, n.Evaluate(call_extern("int32", "VTAUopLoopEnd"))
+
+
+def _fold_scope(stmt: n.Stmt) -> n.Stmt:
+    if not (isinstance(stmt, n.AttrStmt) and stmt.attr_key == "coproc_uop_scope"
+            and isinstance(stmt.value, n.StringImm) and stmt.value.value == "VTAPushGEMMOp"):
+        return stmt
+    body, begins, ends = stmt.body, [], []
+    for _ in range(2):
+        try:
+            begin, body, end = _fold_outer(body)
+        except _NotFoldable:
+            break
+        begins.append(begin)
+        ends.insert(0, end)
+    if not begins:
+        return stmt
+    return n.AttrStmt(stmt.node, stmt.attr_key, stmt.value, n.seq(*begins, body, *ends))
+
+
+def fold_uop_loop() -> Pass:
+    """The FoldUopLoop pass (module docstring).
+
+    Raises
+    ------
+    ScheduleError
+        (when run) If a loop in a GEMM kernel contains a call other than a uop push.
+    """
+    return Pass("FoldUopLoop", lambda f: f.with_body(stmt_map(f.body, _fold_scope)))
