@@ -82,6 +82,8 @@ def test_array_on_the_cpu(env, remote, kernel_objects, recorder):
     ("imm_too_wide", "immediate 40000 does not fit the 16-bit signed ALU field"),
     ("load_to_store_token", r"VTADepPush\(1, 3\): queue ids must be neighbouring stages"),
     ("loop_left_open", "left 1 loop\\(s\\) open"),
+    ("nested_recording", "VTAPushGEMMOp: called inside the finit callback of another kernel"),
+    ("sync_in_recording", "VTASynchronize: called inside the finit callback"),
 ])
 def test_runtime_rejects_misuse(env, remote, kernel_objects, recorder, entry, message):
     mod = upload_module(remote, kernel_objects["bad"])

@@ -151,3 +151,47 @@ ENTRY(deadlock_then_more) {
   for (int i = 0; i < 40; ++i) VTALoadBuffer2D(cmd, x, 0, 4, 1, 4, 0, 0, 0, 0, 0, 3);
   return VTASynchronize(cmd, 1u << 31);
 }
+
+static void* outer_handle = NULL;
+static void* inner_handle = NULL;
+
+static int inner_init(void* closure) {
+  (void)closure;
+  VTAUopPush(0, 1, 0, 0, 0, 0, 0, 0);
+  return 0;
+}
+
+static int outer_init(void* closure) {
+  (void)closure;
+  VTAUopPush(0, 1, 0, 0, 0, 0, 0, 0);
+  if (VTAPushGEMMOp(&inner_handle, inner_init, NULL, 0) != 0) return -1;
+  return 0;
+}
+
+/* A kernel's finit that pushes another kernel. */
+ENTRY(nested_recording) {
+  UNUSED_ENTRY_ARGS;
+  (void)args;
+  (void)num_args;
+  if (VTAPushGEMMOp(&outer_handle, outer_init, NULL, 0) != 0) return -1;
+  return VTASynchronize(VTATLSCommandHandle(), 1u << 31);
+}
+
+static void* sync_handle = NULL;
+
+static int sync_init(void* closure) {
+  (void)closure;
+  VTAUopPush(0, 1, 0, 0, 0, 0, 0, 0);
+  VTASynchronize(VTATLSCommandHandle(), 1u << 31);
+  VTAUopPush(0, 1, 1, 0, 0, 0, 0, 0);
+  return 0;
+}
+
+/* A kernel's finit that synchronises. */
+ENTRY(sync_in_recording) {
+  UNUSED_ENTRY_ARGS;
+  (void)args;
+  (void)num_args;
+  if (VTAPushGEMMOp(&sync_handle, sync_init, NULL, 0) != 0) return -1;
+  return VTASynchronize(VTATLSCommandHandle(), 1u << 31);
+}

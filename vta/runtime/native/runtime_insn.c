@@ -348,6 +348,11 @@ static int rewrite_force_serial(void) {
 static int synchronize(uint32_t wait_cycles);
 
 int vta_rt_synchronize(uint32_t wait_cycles) {
+  if (vta_rt_queue.record != NULL) {
+    /* Inside a finit callback: fail without resetting, the recording reports it. */
+    vta_rt_fail("VTASynchronize: called inside the finit callback of a kernel recording");
+    return -1;
+  }
   in_sync = 1;
   int rc = synchronize(wait_cycles);
   in_sync = 0;

@@ -285,10 +285,6 @@ static VTARTKernel* lookup_or_record(int is_alu, void** uop_handle, int (*finit)
     vta_rt_fail("%s: finit is NULL; the kernel cannot be recorded", what);
     return NULL;
   }
-  if (q->record != NULL) {
-    vta_rt_fail("%s: called while another kernel is being recorded (nested recording)", what);
-    return NULL;
-  }
   k = (VTARTKernel*)calloc(1, sizeof(*k));
   if (k == NULL) {
     vta_rt_fail("%s: out of host memory", what);
@@ -396,6 +392,12 @@ static int push_op(int is_alu, void** uop_handle, int (*finit)(void*), void* sig
                    int nbytes) {
   const char* what = is_alu ? "VTAPushALUOp" : "VTAPushGEMMOp";
   VTARTQueue* q = &vta_rt_queue;
+  if (q->record != NULL) {
+    /* Inside another kernel's finit: fail without resetting, the outer recording reports it. */
+    vta_rt_fail("%s: called inside the finit callback of another kernel (nested recording)",
+                what);
+    return -1;
+  }
   /* A -1 from here reports the failure: host code returns at once, so the queue is reset. */
   if (q->failed) return vta_rt_report();
   VTARTKernel* k = lookup_or_record(is_alu, uop_handle, finit, signature, nbytes, what);
