@@ -516,7 +516,7 @@ def _arg_checks(em: _Emitter, func: n.PrimFunc, name: str) -> list[str]:
                 f"(int){t}->device.device_id, (int)vta_gen_t{first}->device.device_id);"
             )
         out.append(f"  if ({t}->data == NULL) return vta_gen_fail(\"{name}: argument {i} ({label}) has no data\");")
-        out.append(f"  void* {pname} = {t}->data;")
+        out.append(f"  void* {em.name_of(buf.data)} = {t}->data;")
     return out
 
 

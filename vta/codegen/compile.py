@@ -17,7 +17,7 @@ from ..errors import BuildError
 
 __all__ = ["include_dir", "compile_object", "compiler"]
 
-_FLAGS = ("-c", "-fPIC", "-O2", "-std=c99", "-Wall", "-Werror=implicit-function-declaration")
+_FLAGS = ("-c", "-fPIC", "-O2", "-std=c99", "-Wall", "-Wno-unused-variable", "-Wno-unused-function", "-Werror=implicit-function-declaration")
 
 
 def include_dir() -> Path:

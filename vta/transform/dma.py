@@ -168,9 +168,10 @@ def _linear(expr: n.PrimExpr, loop_vars: list[n.Var], what: str) -> tuple[list[i
     return strides, coefs[-1]
 
 
-def _access_ptr(var: n.Var, dtype: str, offset: n.PrimExpr, extent: int, mask: int) -> n.Call:
-    return n.Call("int32", "tir.tvm_access_ptr", (
-        n.Call(dtype, "tir.type_annotation", ()), var, offset, n.IntImm(extent), n.IntImm(mask)))
+def _access_ptr(var: n.Var, offset: n.PrimExpr, extent: int, mask: int) -> n.Call:
+    # As vta.tir.nodes.Buffer.access_ptr: the annotation holds the requested pointer type.
+    return n.Call("handle", "tir.tvm_access_ptr", (
+        n.Call("int32", "tir.type_annotation", ()), var, offset, n.IntImm(extent), n.IntImm(mask)))
 
 
 class _DMA(StmtExprMutator):
@@ -258,7 +259,7 @@ class _DMA(StmtExprMutator):
         total = 1
         for e in extents:
             total *= e
-        src_ptr = _access_ptr(load.buffer_var, load.dtype, src_off, total, 1)
+        src_ptr = _access_ptr(load.buffer_var, src_off, total, 1)
         call = call_extern("int32", "VTAStoreBuffer2D", command_handle(), src_ptr, env.dev.MEM_ID_OUT,
                            store.buffer_var, offset, x, y, stride)
         return coproc_scope(self.axis, env.dev.QID_STORE_OUT, n.Evaluate(call))
@@ -333,7 +334,7 @@ class _DMA(StmtExprMutator):
         total = 1
         for e in extents:
             total *= e
-        dst_ptr = _access_ptr(store.buffer_var, store.value.dtype, dst_off, total, 2)
+        dst_ptr = _access_ptr(store.buffer_var, dst_off, total, 2)
         call = call_extern("int32", "VTALoadBuffer2D", command_handle(), load.buffer_var, offset, x_size, y_size, stride,
                            x_pad[0], y_pad[0], x_pad[1], y_pad[1], dst_ptr, mem)
         return coproc_scope(self.axis, qid, n.Evaluate(call))

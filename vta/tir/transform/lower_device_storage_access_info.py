@@ -3,7 +3,8 @@
 For every allocation whose scope has a :class:`MemoryInfo` (the VTA SRAMs), the ``Allocate``
 disappears (on-chip memory has no CPU address), and every
 ``tvm_access_ptr(type, buf, offset, extent, mask)`` on such a buffer becomes
-``int32(offset / (unit_bits / elem_bits))``: the index of the on-chip element (tile) where the
+``int32(offset / (unit_bits / elem_bits))`` (the pointer type is the call's type annotation,
+the element type the allocation's): the index of the on-chip element (tile) where the
 access starts (reference tvm-vta-software.md 2.4).
 """
 
@@ -75,7 +76,10 @@ class _Lower(StmtExprMutator):
         if entry is None:
             return new
         mi, dtype, scope = entry
-        if new.dtype == "handle":
+        # The IR contract (vta.tir.nodes.Buffer.access_ptr) carries the requested pointer type in
+        # the type annotation; the element type comes from the allocation.
+        ptr_type = new.args[0].dtype if isinstance(new.args[0], n.Call) else new.dtype
+        if ptr_type == "handle":
             raise ScheduleError(
                 f"buffer {new.args[1].name!r} in {scope!r} is on-chip memory without a CPU address; "
                 "only index pointers (a non-handle pointer type) can be taken"
@@ -91,7 +95,7 @@ class _Lower(StmtExprMutator):
                 f"access to {new.args[1].name!r} in {scope!r} starts at element offset {offset!r}, which is "
                 f"not provably a multiple of the {per_unit}-element tile"
             )
-        return index if index.dtype == new.dtype else n.Cast(new.dtype, index)
+        return index if index.dtype == ptr_type else n.Cast(ptr_type, index)
 
 
 def lower_device_storage_access_info(func: n.PrimFunc, info: Mapping[str, MemoryInfo]) -> n.PrimFunc:
