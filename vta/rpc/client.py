@@ -187,7 +187,7 @@ class ClientSession:
     def _request(self, op: str, **args: Any) -> Any:
         if self.closed:
             raise RPCError("the RPC session is closed")
-        payloads: list[bytes] = []
+        payloads: list = []
         enc = {k: encode_value(v, payloads, self._encode) for k, v in args.items()}
         with self._lock:
             req_id = next(self._ids)

@@ -153,13 +153,13 @@ class SessionHandler:
             obj.close()
 
     # ------------------------------------------------------------------ dispatch
-    def handle(self, header: dict, payloads: list[bytes]) -> tuple[dict, list[bytes]]:
+    def handle(self, header: dict, payloads: list) -> tuple[dict, list]:
         """Run one request and build its reply; never raises for a bad request.
 
         Returns
         -------
-        (dict, list of bytes)
-            The reply header and its payloads.
+        (dict, list)
+            The reply header and its payloads (bytes-like objects).
         """
         req_id = header.get("id")
         try:
@@ -176,7 +176,7 @@ class SessionHandler:
             except TypeError as exc:
                 raise RPCError(f"bad arguments for {op!r}: {exc}") from exc
             result = fn(**args)
-            out: list[bytes] = []
+            out: list = []
             return {"id": req_id, "ok": True, "result": encode_value(result, out, self._tag)}, out
         except Exception as exc:  # any failure becomes an error reply; the session lives on
             log.debug("request %r failed", header.get("op"), exc_info=True)

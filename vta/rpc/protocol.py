@@ -80,7 +80,7 @@ def send_frame(sock: socket.socket, header: dict, payloads: list | tuple = ()) -
         If the socket fails.
     """
     header = dict(header)
-    header["payloads"] = [len(memoryview(p).cast("B")) for p in payloads]
+    header["payloads"] = [memoryview(p).nbytes for p in payloads]
     text = json.dumps(header, allow_nan=True).encode()
     total = sum(header["payloads"])
     sock.sendall(_PREFIX.pack(MAGIC, len(text), total) + text)
@@ -88,8 +88,8 @@ def send_frame(sock: socket.socket, header: dict, payloads: list | tuple = ()) -
         sock.sendall(p)
 
 
-def recv_frame(sock: socket.socket, max_payload: int) -> tuple[dict, list[bytes]]:
-    """Receive one frame.
+def recv_frame(sock: socket.socket, max_payload: int) -> tuple[dict, list[memoryview]]:
+    """Receive one frame; the payloads are views of one buffer that belongs to the caller.
 
     Parameters
     ----------
@@ -124,9 +124,9 @@ def recv_frame(sock: socket.socket, max_payload: int) -> tuple[dict, list[bytes]
             or sum(sizes) != plen):
         raise FrameError(f"frame header lists payload sizes {sizes!r} that do not add up to the {plen} bytes sent")
     parts, pos = [], 0
-    mv = memoryview(payload)
+    mv = memoryview(payload)  # the frame owns this buffer, so slices need no copy
     for s in sizes:
-        parts.append(bytes(mv[pos:pos + s]))
+        parts.append(mv[pos:pos + s])
         pos += s
     return header, parts
 
@@ -149,14 +149,17 @@ def encode_value(value: Any, payloads: list, handle_of: Callable[[Any], dict | N
         return int(value)
     if isinstance(value, (float, np.floating)):
         return float(value)
-    if isinstance(value, (bytes, bytearray, memoryview)):
+    if isinstance(value, bytes):
+        payloads.append(value)
+        return {"bytes": len(payloads) - 1}
+    if isinstance(value, (bytearray, memoryview)):
         payloads.append(bytes(value))
         return {"bytes": len(payloads) - 1}
     if isinstance(value, np.ndarray):
         if value.dtype.kind not in _ARRAY_KINDS:
             raise RPCError(f"arrays of dtype {value.dtype} cannot cross the connection (accepted kinds: bool, int, uint, float)")
         arr = np.ascontiguousarray(value)
-        payloads.append(arr.tobytes())
+        payloads.append(arr.reshape(-1).view(np.uint8))  # sent straight from the array's memory
         return {"ndarray": len(payloads) - 1, "dtype": arr.dtype.str, "shape": list(arr.shape)}
     if handle_of is not None:
         tagged = handle_of(value)
@@ -193,7 +196,7 @@ def decode_value(data: Any, payloads: list, resolve: Callable[[dict], Any] | Non
     if not isinstance(data, dict):
         raise RPCError(f"cannot decode value {data!r}")
     if "bytes" in data and len(data) == 1:
-        return _payload(payloads, data["bytes"])
+        return bytes(_payload(payloads, data["bytes"]))
     if "dict" in data and len(data) == 1 and isinstance(data["dict"], dict):
         return {k: decode_value(v, payloads, resolve) for k, v in data["dict"].items()}
     if "ndarray" in data:
@@ -210,7 +213,8 @@ def decode_value(data: Any, payloads: list, resolve: Callable[[dict], Any] | Non
         if math.prod(shape) * dtype.itemsize != len(raw):
             raise RPCError(f"array of shape {shape} and dtype {dtype} needs {math.prod(shape) * dtype.itemsize} "
                            f"bytes but its payload holds {len(raw)}")
-        return np.frombuffer(raw, dtype=dtype).reshape(shape).copy()
+        arr = np.frombuffer(raw, dtype=dtype).reshape(shape)
+        return arr if arr.flags.writeable else arr.copy()
     if "handle" in data:
         if resolve is None:
             raise RPCError(f"a remote handle {data!r} is not accepted here")
