@@ -223,3 +223,8 @@ def test_rebuilt_object_is_reloaded_with_its_new_code(tmp_path):
         compile_object(src, obj)
         results.append(load_module(obj)["version"]())
     assert results == [1, 2, 3]
+
+
+def test_directory_is_not_a_module(tmp_path):
+    with pytest.raises(ModuleLoadError, match="not a file"):
+        load_module(tmp_path)

@@ -165,3 +165,12 @@ def test_fresh_cache_builds_from_scratch(env, tmp_path, monkeypatch):
     assert sorted(p.name for p in (tmp_path / "native").iterdir()) == [lib.path.name]
     lib.set_last_error("fresh")
     assert lib.last_error() == "fresh"
+
+
+def test_unwritable_output_is_a_build_error(tmp_path):
+    src = tmp_path / "ok.c"
+    src.write_text("int answer(void) { return 42; }\n")
+    blocker = tmp_path / "file"
+    blocker.write_text("a file where a directory is expected")
+    with pytest.raises(BuildError, match="cannot write"):
+        compile_shared([src], blocker / "out.so")

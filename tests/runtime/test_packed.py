@@ -204,3 +204,14 @@ def test_closed_array_cannot_be_passed(kernels):
     arr.close()
     with pytest.raises(TVMError, match="closed"):
         kernels["sum_i32"](arr)
+
+
+def test_module_handles_round_trip(kernels):
+    from vta.runtime import PyModule
+
+    mod = PyModule("handle_test", {"f": lambda: 1})
+    assert kernels["type_code"](mod) == ArgTypeCode.MODULE_HANDLE
+    assert kernels["echo"](mod) is mod
+    assert kernels["call_back"](PackedFunc(lambda m: m["f"]()), mod) == 1
+    mod.close()
+    assert kernels["echo"](kernels) is kernels

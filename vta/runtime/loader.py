@@ -61,7 +61,10 @@ def _link(inputs: list[Path], output: Path) -> Path:
 
 def _untar(path: Path) -> list[Path]:
     """Unpack a tar into a fresh directory next to it and return its regular files."""
-    target = Path(tempfile.mkdtemp(prefix=f"{path.name}.", dir=path.parent))
+    try:
+        target = Path(tempfile.mkdtemp(prefix=f"{path.name}.", dir=path.parent))
+    except OSError as exc:
+        raise ModuleLoadError(f"cannot unpack {str(path)!r} next to it: {exc}") from exc
     try:
         with tarfile.open(path) as tar:
             tar.extractall(target, filter="data")
@@ -99,7 +102,7 @@ def load_module(path: str | os.PathLike, fmt: str = "") -> Module:
     """
     p = Path(path)
     if not p.is_file():
-        raise ModuleLoadError(f"module file {str(path)!r} does not exist")
+        raise ModuleLoadError(f"module file {str(path)!r} does not exist or is not a file")
     p = p.resolve()
     fmt = fmt or p.suffix.lstrip(".")
     if fmt in ("o", "obj"):

@@ -78,13 +78,18 @@ def _run(cmd: Sequence[str], what: str) -> None:
 def _atomic_build(output: Path, build: Callable[[Path], None]) -> Path:
     """Run ``build(temp_path)`` next to ``output`` and rename the result into place."""
     output = Path(output)
-    output.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{output.name}.", suffix=".tmp", dir=output.parent)
-    os.close(fd)
+    try:
+        output.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{output.name}.", suffix=".tmp", dir=output.parent)
+        os.close(fd)
+    except OSError as exc:
+        raise BuildError(f"cannot write {str(output)!r}: {exc}") from exc
     tmp_path = Path(tmp)
     try:
         build(tmp_path)
         os.replace(tmp_path, output)
+    except OSError as exc:
+        raise BuildError(f"cannot write {str(output)!r}: {exc}") from exc
     finally:
         tmp_path.unlink(missing_ok=True)
     return output

@@ -27,7 +27,7 @@ import numpy as np
 
 from ..errors import TVMError
 from .abi import (
-    ArgTypeCode, DLDevice, PackedCFunc, TVMByteArray, TVMValue, dl_to_dtype, dtype_to_dl,
+    ArgTypeCode, DLDevice, TVMByteArray, TVMValue, dl_to_dtype, dtype_to_dl,
 )
 from .devices import Device
 
@@ -179,6 +179,10 @@ def to_tvm_value(arg: Any, slot: TVMValue, keep: list, temp_handles: list[int], 
     OverflowError
         If an integer does not fit in 64 bits.
     """
+    kind = type(arg)
+    if kind is int and _INT64_MIN <= arg <= _INT64_MAX:  # the common case first
+        slot.v_int64 = arg
+        return ArgTypeCode.INT
     if arg is None:
         slot.v_handle = None
         return ArgTypeCode.NULLPTR
@@ -331,6 +335,24 @@ def call_from_native(func: Callable[..., Any], args, codes, num_args: int, ret, 
 
 
 # ----------------------------------------------------------------------------- PackedFunc
+#: The packed signature with untyped pointers: the caller passes addresses, which ctypes
+#: converts faster than typed pointer arguments.
+_RawPackedCFunc = ctypes.CFUNCTYPE(
+    ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p,
+    ctypes.c_void_p,
+)
+_VALUE_ARRAYS = [TVMValue * max(n, 1) for n in range(9)]
+_CODE_ARRAYS = [ctypes.c_int * max(n, 1) for n in range(9)]
+
+
+def _value_array(n: int):
+    return (_VALUE_ARRAYS[n] if n < 9 else TVMValue * n)()
+
+
+def _code_array(n: int):
+    return (_CODE_ARRAYS[n] if n < 9 else ctypes.c_int * n)()
+
+
 class PackedFunc:
     """A function callable with the packed convention, backed by Python or native code.
 
@@ -387,7 +409,7 @@ class PackedFunc:
             raise ValueError(f"native packed function {name!r} has a NULL address")
         self = cls.__new__(cls)
         self._py = None
-        self._native = PackedCFunc(address)
+        self._native = _RawPackedCFunc(address)
         self._last_error = last_error
         self._owner = owner
         self.name = name
@@ -419,8 +441,8 @@ class PackedFunc:
         if self._native is None:
             return self._py(*args)
         n = len(args)
-        values = (TVMValue * max(n, 1))()
-        codes = (ctypes.c_int * max(n, 1))()
+        values = _value_array(n)
+        codes = _code_array(n)
         keep: list = []
         temps: list[int] = []
         try:
@@ -428,7 +450,8 @@ class PackedFunc:
                 codes[i] = to_tvm_value(arg, values[i], keep, temps, index=i)
             ret = TVMValue()
             ret_code = ctypes.c_int(ArgTypeCode.NULLPTR)
-            status = self._native(values, codes, n, ctypes.byref(ret), ctypes.byref(ret_code), None)
+            status = self._native(ctypes.addressof(values), ctypes.addressof(codes), n,
+                                  ctypes.addressof(ret), ctypes.addressof(ret_code), None)
         finally:
             for handle in temps:
                 handles.release(handle)

@@ -1,0 +1,65 @@
+"""Costs of the Python runtime: packed calls, callbacks, array copies, module loading.
+
+Run ``python benchmarks/runtime_calls.py``; prints medians over several repetitions.
+"""
+
+from __future__ import annotations
+
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from vta import nd  # noqa: E402
+from vta.runtime import PackedFunc, ext_dev, load_module  # noqa: E402
+from vta.runtime.native_lib import compile_object  # noqa: E402
+
+KERNELS = ROOT / "tests" / "runtime" / "csrc" / "kernels.c"
+
+
+def median_seconds(fn, repeat: int = 7) -> float:
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def main() -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        obj = compile_object(KERNELS, Path(tmp) / "kernels.o")
+        t_load = median_seconds(lambda: load_module(obj), repeat=3)
+        mod = load_module(obj)
+        add, call_back, sum_i32 = mod["add_int"], mod["call_back"], mod["sum_i32"]
+        n = 20000
+        t_call = median_seconds(lambda: [add(i, 1) for i in range(n)]) / n
+        cb = PackedFunc(lambda x: x + 1)
+        t_cb = median_seconds(lambda: [call_back(cb, i) for i in range(n // 4)]) / (n // 4)
+        x = np.random.default_rng(0).integers(1, 10, size=(100, 100, 1, 16)).astype(np.int8)
+        arr = nd.array(x, ext_dev(0))
+        t_in = median_seconds(lambda: arr.copyfrom(x))
+        t_out = median_seconds(arr.numpy)
+        t_alloc = median_seconds(lambda: nd.array(x, ext_dev(0)).close())
+        big = nd.array(np.ones(1 << 20, np.int32), ext_dev(0))
+        t_sum = median_seconds(lambda: sum_i32(big))
+        print(f"load_module(.o) link+dlopen      : {t_load * 1e3:8.1f} ms")
+        print(f"native packed call add_int(i, 1)  : {t_call * 1e6:8.2f} us")
+        print(f"Python->C->Python callback        : {t_cb * 1e6:8.2f} us")
+        print(f"ext_dev copyfrom 160 kB           : {t_in * 1e6:8.1f} us")
+        print(f"ext_dev numpy() 160 kB            : {t_out * 1e6:8.1f} us")
+        print(f"ext_dev alloc+copy+free 160 kB    : {t_alloc * 1e6:8.1f} us")
+        print(f"sum_i32 over 4 MiB in C (1 call)  : {t_sum * 1e3:8.2f} ms")
+        arr.close()
+        big.close()
+        mod.close()
+
+
+if __name__ == "__main__":
+    main()
