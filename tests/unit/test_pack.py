@@ -277,6 +277,20 @@ def test_cli_errors_are_one_line_with_status_2(tmp_path, capsys):
     assert err.count("\n") == 1 and "ConfigError" in err
 
 
+def test_cli_reports_a_bad_instruction_stream(tmp_path, capsys):
+    pytest.importorskip("vta.sim.fsim")
+    pack = build_demo_pack(make_env())
+    insn = bytearray(pack.image["insn"])
+    insn[16 * 4] |= 7  # instruction 4 (the GEMM) gets the invalid opcode 7
+    pack.image["insn"] = bytes(insn)
+    pack.save(tmp_path / "p")
+    assert main(["disasm", str(tmp_path / "p")]) == 2
+    assert "DecodeError: opcode 7" in capsys.readouterr().err
+    assert main(["run", str(tmp_path / "p")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "instruction 4" in err
+
+
 def test_cli_rejects_a_target_it_cannot_run(tmp_path, capsys):
     env = make_env()
     pack = build_demo_pack(env)
