@@ -17,16 +17,33 @@ def sext(value: int, bits: int) -> int:
     return value - (1 << bits) if value >> (bits - 1) else value
 
 
+class _Rows(dict):
+    """A buffer of ``depth`` rows stored sparsely; indexing checks the depth."""
+
+    def __init__(self, depth, zero):
+        super().__init__()
+        self.depth, self.zero = depth, zero
+
+    def __missing__(self, idx):
+        assert 0 <= idx < self.depth, f"oracle: index {idx} outside a buffer of {self.depth}"
+        return self.zero()
+
+    def __setitem__(self, idx, value):
+        assert 0 <= idx < self.depth, f"oracle: index {idx} outside a buffer of {self.depth}"
+        super().__setitem__(idx, value)
+
+
 class Oracle:
     """Executes a stream one instruction at a time (earliest ready stage head first)."""
 
     def __init__(self, env, dram):
         self.env, self.dram = env, dram
         e = env
-        self.uop = [(0, 0, 0)] * e.UOP_BUFF_DEPTH
-        self.inp = [[[0] * e.BLOCK_IN for _ in range(e.BATCH)] for _ in range(e.INP_BUFF_DEPTH)]
-        self.wgt = [[[0] * e.BLOCK_IN for _ in range(e.BLOCK_OUT)] for _ in range(e.WGT_BUFF_DEPTH)]
-        self.acc = [[[0] * e.BLOCK_OUT for _ in range(e.BATCH)] for _ in range(e.ACC_BUFF_DEPTH)]
+        # Buffers are sparse: row index -> value; a row never written reads as zeros (power-on state).
+        self.uop = _Rows(e.UOP_BUFF_DEPTH, lambda: (0, 0, 0))
+        self.inp = _Rows(e.INP_BUFF_DEPTH, lambda: [[0] * e.BLOCK_IN for _ in range(e.BATCH)])
+        self.wgt = _Rows(e.WGT_BUFF_DEPTH, lambda: [[0] * e.BLOCK_IN for _ in range(e.BLOCK_OUT)])
+        self.acc = _Rows(e.ACC_BUFF_DEPTH, lambda: [[0] * e.BLOCK_OUT for _ in range(e.BATCH)])
         self.tokens = {"l2g": 0, "g2l": 0, "s2g": 0, "g2s": 0}
         self.stats = dict(inp_load_nbytes=0, wgt_load_nbytes=0, acc_load_nbytes=0, uop_load_nbytes=0,
                           out_store_nbytes=0, gemm_counter=0, alu_counter=0, insn_load=0, insn_store=0,
