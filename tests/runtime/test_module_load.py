@@ -228,3 +228,20 @@ def test_rebuilt_object_is_reloaded_with_its_new_code(tmp_path):
 def test_directory_is_not_a_module(tmp_path):
     with pytest.raises(ModuleLoadError, match="not a file"):
         load_module(tmp_path)
+
+
+def test_module_links_against_the_runtime_of_the_current_configuration(kernels_obj, tmp_path):
+    from tests.conftest import make_env
+
+    obj = tmp_path / "b2.o"
+    shutil.copyfile(kernels_obj, obj)
+    with make_env("batch2.json") as env:
+        mod = load_module(obj)
+    other = runtime_library(env)
+    assert other is not runtime_library()
+    assert mod.runtime is other
+    assert other.path.name in _needed(mod.path)
+    assert runtime_library().path.name not in _needed(mod.path)
+    with pytest.raises(TVMError, match="deliberate failure 42"):
+        mod["always_fails"]()
+    assert other.last_error() == "always_fails: deliberate failure 42"
