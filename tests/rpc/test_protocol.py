@@ -47,6 +47,7 @@ def test_frame_layout_is_the_documented_one(pair):
     (MAGIC + struct.pack("<IQ", 17, 3) + b'{"payloads": [5]}abc', False, "add up"),
     (MAGIC + struct.pack("<IQ", 2, 1 << 40) + b"{}", True, "exceeds"),
     (MAGIC + struct.pack("<IQ", 1 << 30, 0), True, "exceeds"),
+    (MAGIC + struct.pack("<IQ", 200_000, 0) + b"[" * 100_000 + b"]" * 100_000, False, "too deeply"),
 ])
 def test_malformed_frames(pair, raw, fatal, pattern):
     a, b = pair

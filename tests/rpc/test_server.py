@@ -183,6 +183,8 @@ def test_arrays_live_on_the_server(remote):
     assert remote.get_function("tests.rpc.double")(a) == int(host.sum()) * 2
     assert seen == {"type": "NDArray", "device": (12, None)}  # a local ext_dev array on the server
     np.testing.assert_array_equal(a.numpy(), host * 2)
+    np.testing.assert_array_equal(np.asarray(a), host * 2)
+    assert a.nbytes == host.nbytes
     e = runtime.empty((2, 2), "float32", remote.cpu(0))
     e.copyfrom(np.eye(2, dtype=np.float32))
     np.testing.assert_array_equal(e.numpy(), np.eye(2))

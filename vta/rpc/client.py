@@ -114,6 +114,15 @@ class RemoteNDArray(_Remote):
 
     asnumpy = numpy
 
+    def __array__(self, dtype=None, copy=None) -> np.ndarray:
+        arr = self.numpy()
+        return arr if dtype is None else arr.astype(dtype)
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of data."""
+        return int(np.prod(self.shape, dtype=np.int64)) * np.dtype(self.dtype).itemsize
+
     def copyfrom(self, source: Any) -> "RemoteNDArray":
         """Copy a NumPy array (of this shape and dtype; lists are converted) to the server.
 

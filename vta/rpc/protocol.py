@@ -117,6 +117,8 @@ def recv_frame(sock: socket.socket, max_payload: int) -> tuple[dict, list[memory
         header = json.loads(text.decode())
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise FrameError(f"frame header is not valid UTF-8 JSON: {exc}") from exc
+    except RecursionError:
+        raise FrameError("frame header nests JSON too deeply") from None
     if not isinstance(header, dict):
         raise FrameError(f"frame header must be a JSON object, got {type(header).__name__}")
     sizes = header.pop("payloads", [])
