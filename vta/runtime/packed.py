@@ -223,11 +223,9 @@ def to_tvm_value(arg: Any, slot: TVMValue, keep: list, temp_handles: list[int], 
         return ArgTypeCode.OPAQUE_HANDLE
     as_packed = getattr(arg, "_as_packed_arg", None)
     if as_packed is not None:
-        # NDArray -> (DLTensorHandle, address); Module -> (ModuleHandle, None: needs a handle).
+        # NDArray -> (DLTensorHandle, its DLTensor's address); Module -> (ModuleHandle, its
+        # lasting handle).
         code, address = as_packed()
-        if address is None:
-            address = handles.acquire(arg)
-            temp_handles.append(address)
         slot.v_handle = address
         return code
     if isinstance(arg, PackedFunc):
