@@ -36,6 +36,13 @@ def wrap(value, dtype: str):
     return value
 
 
+def storage_dtype(dtype: str) -> str:
+    """NumPy dtype holding values of an IR dtype (sub-byte integers live in int8/uint8)."""
+    if n.is_int_dtype(dtype) and n.dtype_bits(dtype) < 8:
+        return "uint8" if dtype.startswith("uint") else "int8"
+    return dtype
+
+
 def _truncdiv(a, b):
     if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
         return np.sign(a) * np.sign(b) * (np.abs(a) // np.abs(b))
@@ -63,6 +70,9 @@ class Interpreter:
         self.batch, self.block_in, self.block_out = tile
         self.uop_count = 0
         self.guarded = 0  # > 0 while evaluating a branch of a vector select: loads are clipped
+        self._dtypes: dict[int, str] = {}  # node id -> dtype (BinaryOp.dtype recurses)
+        self._vector_ok: dict[int, bool] = {}  # loop id -> decision of _vectorizable
+        self.buffer_dtype: dict = {}  # data Var -> IR dtype (stores wrap to it)
 
     # ---------------------------------------------------------------- expressions
     def eval(self, e, env: dict):
@@ -119,7 +129,10 @@ class Interpreter:
             else:
                 r = _truth({n.EQ: lambda: a == b, n.NE: lambda: a != b, n.LT: lambda: a < b,
                             n.LE: lambda: a <= b, n.GT: lambda: a > b, n.GE: lambda: a >= b}[t]())
-            return wrap(r, e.dtype)
+            dt = self._dtypes.get(id(e))
+            if dt is None:
+                dt = self._dtypes[id(e)] = e.dtype
+            return wrap(r, dt)
         if isinstance(e, n.Call):
             if e.op == "tir.shift_right":
                 return wrap(self.eval(e.args[0], env) >> self.eval(e.args[1], env), e.dtype)
@@ -150,7 +163,10 @@ class Interpreter:
                 self.run(x, env)
         elif isinstance(s, n.For):
             lo, ext = self.eval(s.min, env), self.eval(s.extent, env)
-            if self._vectorizable(s, lo, ext, env):
+            ok = self._vector_ok.get(id(s))
+            if ok is None:
+                ok = self._vector_ok[id(s)] = self._vectorizable(s, lo, ext, env)
+            if ok:
                 env[s.loop_var] = np.arange(lo, lo + ext, dtype=np.int64)
                 self.run(s.body, env)
                 env.pop(s.loop_var, None)
@@ -172,14 +188,15 @@ class Interpreter:
             size = 1
             for x in s.extents:
                 size *= self.eval(x, env)
-            self.memory[s.buffer_var] = np.zeros(size, dtype=s.dtype)
+            self.memory[s.buffer_var] = np.zeros(size, dtype=storage_dtype(s.dtype))
+            self.buffer_dtype[s.buffer_var] = s.dtype
             self.run(s.body, env)
         elif isinstance(s, n.Store):
             buf = self.memory[s.buffer_var]
             idx = self.eval(s.index, env)
             if not isinstance(idx, np.ndarray) and not 0 <= idx < buf.size:
                 raise IndexError(f"store {s.buffer_var.name}[{idx}] outside [0, {buf.size})")
-            buf[idx] = wrap(self.eval(s.value, env), str(buf.dtype))
+            buf[idx] = wrap(self.eval(s.value, env), self.buffer_dtype.get(s.buffer_var, str(buf.dtype)))
         elif isinstance(s, n.IfThenElse):
             if self.eval(s.condition, env):
                 self.run(s.then_case, env)
@@ -199,8 +216,9 @@ class Interpreter:
     def _vectorizable(self, loop: n.For, lo: int, ext: int, env: dict) -> bool:
         """A loop around one store to distinct elements, reading the stored buffer only there.
 
-        Decided by evaluating the indices over the whole iteration range (no analysis of the
-        IR under test is trusted).
+        Decided by evaluating the indices over the whole iteration range on the loop's first
+        execution (no analysis of the IR under test is trusted); loop bounds and index
+        coefficients are constants in the lowered functions, so the decision holds later too.
         """
         st = loop.body
         if not isinstance(st, n.Store) or ext < 2:
@@ -252,8 +270,10 @@ def run_primfunc(func: n.PrimFunc, arrays: list[np.ndarray], tile=(1, 16, 16)) -
     for p, a in zip(func.params, arrays):
         buf = func.buffer_map[p]
         assert tuple(int(s) for s in buf.shape) == a.shape, (buf.name, buf.shape, a.shape)
-        assert str(a.dtype) == buf.dtype, (buf.name, buf.dtype, a.dtype)
+        assert str(a.dtype) == storage_dtype(buf.dtype), (buf.name, buf.dtype, a.dtype)
         memory[buf.data] = a.reshape(-1)  # a view: stores land in the caller's array
     it = Interpreter(memory, tile)
+    for buf in func.buffer_map.values():
+        it.buffer_dtype[buf.data] = buf.dtype
     it.run(func.body, {})
     return it
