@@ -56,6 +56,8 @@ def _flags(trace: str | None) -> list[str]:
         "-Wno-fatal", "-Wno-lint", "-Wno-style",
         "--x-assign", "fast", "--x-initial", "fast",
         "-MAKEFLAGS", "OPT_FAST=-O2",
+        # The PyPI wheel's verilated.mk leaves the precompiled-header include flag empty.
+        "-MAKEFLAGS", "CFG_CXXFLAGS_PCH_I=-include",
         "-CFLAGS", "-fPIC -fvisibility=hidden -fvisibility-inlines-hidden",
         "-LDFLAGS", "-shared -Wl,-Bsymbolic",
     ]
