@@ -300,6 +300,26 @@ class Pack:
         image = {r.name: dram.read(r.addr, r.size) for r in regions}
         return cls(dict(env.cfg_dict), list(regions), image, insn_addr, insn_count, dict(expected or {}))
 
+    @classmethod
+    def capture_arena(cls, env: Environment, dram: DRAM, insn_addr: int, insn_count: int) -> "Pack":
+        """Make a pack of every live allocation of ``dram`` (for example a program built with
+        :class:`vta.testing.programs.ProgramBuilder`, to reproduce a failure elsewhere).
+
+        Each allocation becomes a ``uint8`` region named ``mem_<address in hex>``; the one holding
+        the instruction stream has kind ``insn``, the others ``data``. Add expected outputs by
+        assigning ``pack.expected[name] = pack.read(dram, name)`` after a trusted run.
+
+        Raises
+        ------
+        PackError
+            If the arena has no allocation holding the instruction stream.
+        """
+        regions = []
+        for addr, size in dram.allocations():
+            holds_insns = addr <= insn_addr < addr + size
+            regions.append(Region(f"mem_{addr:08x}", "insn" if holds_insns else "data", addr, size, "uint8", (size,)))
+        return cls.capture(env, dram, regions, insn_addr, insn_count)
+
     # ------------------------------------------------------------------ files
     def save(self, path: str | Path) -> Path:
         """Write the pack into directory ``path`` (created if needed; existing pack files are replaced).

@@ -125,6 +125,31 @@ def test_run_rejects_device_of_another_configuration(env):
         assert pack.run(NullDevice(env, dram)) == {k: 0 for k in NullDevice(env, dram).stats()}
 
 
+def test_capture_arena_reproduces_a_random_program(env, tmp_path, capsys):
+    fsim = pytest.importorskip("vta.sim.fsim")
+    from vta.testing.programs import random_program
+
+    with DRAM(1 << 26) as dram:
+        prog = random_program(env, dram, seed=11)
+        pack = Pack.capture_arena(env, dram, prog.insn_addr, prog.insn_count)
+        assert sorted((r.addr, r.size) for r in pack.regions) == sorted(dram.allocations())
+        fsim.FunctionalSimulator(env, dram).run(prog.insn_addr, prog.insn_count)
+        for addr, nbytes in prog.outputs:
+            pack.expected[f"mem_{addr:08x}"] = dram.copy_out(addr, (nbytes,), np.uint8)
+        outputs = prog.read_outputs()
+        prog.close()
+    assert any(any(o) for o in outputs)  # the program did write something
+    pack.save(tmp_path / "repro")
+    assert main(["run", str(tmp_path / "repro")]) == 0
+    assert "FAIL" not in capsys.readouterr().out
+    # the reinstalled pack really produced those bytes
+    back = Pack.load(tmp_path / "repro")
+    with DRAM(1 << 26) as dram:
+        back.install(dram)
+        back.run(fsim.FunctionalSimulator(env, dram))
+        assert [back.read(dram, f"mem_{a:08x}").tobytes() for a, _ in prog.outputs] == outputs
+
+
 # ------------------------------------------------------------------------------ malformed packs
 def _saved(env, tmp_path) -> Path:
     pack, _ = _small_pack(env)
