@@ -11,6 +11,7 @@ from ...errors import ScheduleError
 from .. import nodes as n
 from ..arith import as_const_int
 from ..functor import StmtExprMutator, substitute
+from ..simplify import simplify
 
 __all__ = ["unroll_loop", "UnrollLoop"]
 
@@ -23,7 +24,7 @@ class _Unroller(StmtExprMutator):
         extent = as_const_int(new.extent)
         if extent is None:
             raise ScheduleError(f"loop {op.loop_var.name!r} is marked unrolled but its extent {new.extent!r} is not constant")
-        return n.seq(*(substitute(new.body, {new.loop_var: new.min + i if i else new.min}) for i in range(extent)))
+        return n.seq(*(substitute(new.body, {new.loop_var: simplify(new.min + i)}) for i in range(extent)))
 
 
 def unroll_loop(func: n.PrimFunc) -> n.PrimFunc:
