@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+import struct
 import subprocess
 import tarfile
 
@@ -245,3 +246,50 @@ def test_module_links_against_the_runtime_of_the_current_configuration(kernels_o
     with pytest.raises(TVMError, match="deliberate failure 42"):
         mod["always_fails"]()
     assert other.last_error() == "always_fails: deliberate failure 42"
+
+
+def _patch_symbol_size(path, name, size):
+    """Rewrite st_size of a dynamic symbol (a scalar ELF64 walk written for this test)."""
+    data = bytearray(path.read_bytes())
+    shoff = struct.unpack_from("<Q", data, 0x28)[0]
+    shentsize, shnum = struct.unpack_from("<HH", data, 0x3A)
+    headers = [struct.unpack_from("<IIQQQQIIQQ", data, shoff + i * shentsize) for i in range(shnum)]
+    for _name, sh_type, _f, _a, offset, size_, link, _i, _al, _es in headers:
+        if sh_type == 11:  # SHT_DYNSYM
+            strtab = headers[link][4]
+            for k in range(size_ // 24):
+                entry = offset + 24 * k
+                st_name = struct.unpack_from("<I", data, entry)[0]
+                end = data.index(b"\0", strtab + st_name)
+                if data[strtab + st_name:end] == name.encode():
+                    struct.pack_into("<Q", data, entry + 16, size)
+                    path.write_bytes(bytes(data))
+                    return
+    raise AssertionError(f"symbol {name} not found")
+
+
+def test_symbol_size_past_the_segments_is_a_load_error(tmp_path):
+    from vta.runtime.blob import blob_c_source
+    from vta.runtime.native_lib import compile_shared
+
+    src = tmp_path / "devc.c"
+    src.write_text(blob_c_source(struct.pack("<Q", 0)))
+    lib = compile_shared([src], tmp_path / "huge.so")
+    _patch_symbol_size(lib, "__tvm_dev_mblob", 1 << 40)
+    with pytest.raises(ModuleLoadError, match="outside the library's loaded segments"):
+        load_module(lib)
+
+
+def test_read_only_context_pointer_is_a_load_error(tmp_path):
+    from vta.runtime.native_lib import compile_shared
+
+    src = tmp_path / "ro.c"
+    src.write_text("const void* const __tvm_module_ctx = 0;\nconst void* const __TVMFuncCall = 0;\n")
+    with pytest.raises(ModuleLoadError, match="__TVMFuncCall must be a writable pointer variable"):
+        load_module(compile_shared([src], tmp_path / "ro.so"))
+    src.write_text("const void* const __tvm_module_ctx = 0;\n")
+    with pytest.raises(ModuleLoadError, match="__tvm_module_ctx must be a writable pointer variable"):
+        load_module(compile_shared([src], tmp_path / "ro2.so"))
+    src.write_text("char __tvm_module_ctx[2];\n")
+    with pytest.raises(ModuleLoadError, match="2 bytes"):
+        load_module(compile_shared([src], tmp_path / "small.so"))

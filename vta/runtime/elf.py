@@ -24,16 +24,34 @@ _DT_SONAME = 14
 _STT_OBJECT = 1
 _STT_FUNC = 2
 _SHN_UNDEF = 0
+_PT_LOAD = 1
+_PT_GNU_RELRO = 0x6474E552
+_PF_W = 2
 
 
 @dataclass(frozen=True)
 class Symbol:
-    """One dynamic symbol: its kind (``"func"``, ``"object"`` or ``"other"``) and size."""
+    """One dynamic symbol defined by the library.
+
+    Attributes
+    ----------
+    name : str
+    kind : str
+        ``"func"``, ``"object"`` or ``"other"``.
+    size : int
+        Bytes, from the symbol table.
+    mapped : bool
+        The whole symbol lies inside a loadable segment (reading it cannot fault).
+    writable : bool
+        The whole symbol lies in a writable segment outside the region made read-only after
+        relocation (``PT_GNU_RELRO``), so the loader may store into it.
+    """
 
     name: str
     kind: str
     size: int
-    defined: bool
+    mapped: bool = True
+    writable: bool = False
 
 
 @dataclass
@@ -126,18 +144,26 @@ def read_dynamic_info(path: str | os.PathLike) -> DynamicInfo:
             raise img.fail(f"{what} links to missing string table section {link}")
         return sections[link][1], sections[link][2]
 
+    loads, relro = _segments(img)
+
+    def inside(ranges, start: int, size: int) -> bool:
+        return any(lo <= start and start + size <= lo + n for lo, n in ranges)
+
     info = DynamicInfo()
     for sh_type, offset, size, link in sections:
         if sh_type == _SHT_DYNSYM:
             names = strtab(link, "the dynamic symbol table")
             for k in range(size // 24):
-                st_name, st_info, _other, st_shndx, _value, st_size = img.unpack(
+                st_name, st_info, _other, st_shndx, st_value, st_size = img.unpack(
                     "<IBBHQQ", offset + 24 * k, f"dynamic symbol {k}")
                 if st_name == 0 or st_shndx == _SHN_UNDEF:
                     continue
                 kind = {_STT_FUNC: "func", _STT_OBJECT: "object"}.get(st_info & 0xF, "other")
                 name = img.string(names, st_name, "symbol")
-                info.symbols[name] = Symbol(name, kind, int(st_size), True)
+                mapped = inside([(lo, n) for lo, n, _ in loads], st_value, st_size)
+                writable = (inside([(lo, n) for lo, n, flags in loads if flags & _PF_W], st_value, st_size)
+                            and not any(lo < st_value + st_size and st_value < lo + n for lo, n in relro))
+                info.symbols[name] = Symbol(name, kind, int(st_size), mapped, writable)
         elif sh_type == _SHT_DYNAMIC:
             names = strtab(link, "the dynamic section")
             for k in range(size // 16):
@@ -149,3 +175,21 @@ def read_dynamic_info(path: str | os.PathLike) -> DynamicInfo:
                 elif tag == _DT_SONAME:
                     info.soname = img.string(names, val, "soname")
     return info
+
+
+def _segments(img: _Image) -> tuple[list[tuple[int, int, int]], list[tuple[int, int]]]:
+    """``(vaddr, memsz, flags)`` of the loadable segments and ``(vaddr, memsz)`` of RELRO."""
+    phoff, = img.unpack("<Q", 0x20, "program header offset")
+    phentsize, phnum = img.unpack("<HH", 0x36, "program header size and count")
+    if phnum and phentsize < 56:
+        raise img.fail(f"program header entries of {phentsize} bytes are too small")
+    loads, relro = [], []
+    for i in range(phnum):
+        p_type, p_flags = img.unpack("<II", phoff + i * phentsize, f"program header {i}")
+        p_vaddr, = img.unpack("<Q", phoff + i * phentsize + 0x10, f"program header {i}")
+        p_memsz, = img.unpack("<Q", phoff + i * phentsize + 0x28, f"program header {i}")
+        if p_type == _PT_LOAD:
+            loads.append((p_vaddr, p_memsz, p_flags))
+        elif p_type == _PT_GNU_RELRO:
+            relro.append((p_vaddr, p_memsz))
+    return loads, relro

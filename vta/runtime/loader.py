@@ -152,11 +152,28 @@ def _error_reader(cdll: ctypes.CDLL, runtime: NativeLibrary | None) -> Callable[
     return lambda: (getter() or b"").decode("utf-8", errors="replace")
 
 
-def _fill_context(cdll: ctypes.CDLL, info: elf.DynamicInfo, runtime: NativeLibrary | None) -> None:
+def _check_pointer(info: elf.DynamicInfo, name: str, path: Path) -> None:
+    """Require the data symbol ``name`` to be a pointer variable the loader may store into."""
+    sym = info.data(name)
+    if sym.size < ctypes.sizeof(ctypes.c_void_p) or not sym.writable:
+        raise ModuleLoadError(
+            f"{path.name!r}: {name} must be a writable pointer variable, but it is {sym.size} bytes "
+            f"in a {'writable' if sym.writable else 'read-only'} segment"
+        )
+
+
+def _store_pointer(cdll: ctypes.CDLL, info: elf.DynamicInfo, name: str, value: int, path: Path) -> None:
+    """Store ``value`` into the pointer variable ``name`` after checking it can hold it."""
+    _check_pointer(info, name, path)
+    ctypes.c_void_p.in_dll(cdll, name).value = value
+
+
+def _fill_context(cdll: ctypes.CDLL, info: elf.DynamicInfo, runtime: NativeLibrary | None,
+                  path: Path) -> None:
     for name in _CONTEXT_FUNCTIONS:
         if info.data(f"__{name}") is not None:
             address = ctypes.cast(_runtime_function(cdll, runtime, name), ctypes.c_void_p).value
-            ctypes.c_void_p.in_dll(cdll, f"__{name}").value = address
+            _store_pointer(cdll, info, f"__{name}", address, path)
 
 
 _opened_lock = threading.Lock()
@@ -202,7 +219,10 @@ def load_library_module(path: str | os.PathLike, fmt: str = "so") -> Module:
     runtime = _runtime_for(info)
     cdll = _dlopen(path)
     lib_module = LibraryModule(path, cdll, info, _error_reader(cdll, runtime), runtime)
-    _fill_context(cdll, info, runtime)
+    _fill_context(cdll, info, runtime, path)
+    has_ctx = info.data(_MODULE_CTX) is not None
+    if has_ctx:
+        _check_pointer(info, _MODULE_CTX, path)  # before the root takes a handle
     root: Module = lib_module
     blob = lib_module.data_symbol(BLOB_SYMBOL)
     if blob is not None:
@@ -211,7 +231,7 @@ def load_library_module(path: str | os.PathLike, fmt: str = "so") -> Module:
             lambda key: get_global_func(_LOADBINARY + key, allow_missing=True),
             lambda: _registered(_LOADBINARY),
         )
-    if info.data(_MODULE_CTX) is not None:
+    if has_ctx:
         ctypes.c_void_p.in_dll(cdll, _MODULE_CTX).value = root.handle()
     return root
 

@@ -20,7 +20,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from ..errors import TVMError
+from ..errors import ModuleLoadError, TVMError
 from .abi import ArgTypeCode
 from .elf import DynamicInfo
 from .packed import PackedFunc, handles
@@ -274,10 +274,21 @@ class LibraryModule(Module):
         return f"Module(type_key='library', path={self.path.name!r})"
 
     def data_symbol(self, name: str) -> bytes | None:
-        """The bytes of a data symbol the library defines (bounded by its ELF size), or None."""
+        """The bytes of a data symbol the library defines (bounded by its ELF size), or None.
+
+        Raises
+        ------
+        ModuleLoadError
+            If the symbol table places the symbol outside the library's loaded segments.
+        """
         sym = self.info.data(name)
         if sym is None:
             return None
+        if not sym.mapped:
+            raise ModuleLoadError(
+                f"{self.path.name!r}: symbol {name} ({sym.size} bytes) lies outside the library's "
+                "loaded segments; the file is corrupt"
+            )
         address = ctypes.addressof(ctypes.c_char.in_dll(self.cdll, name))
         return ctypes.string_at(address, sym.size) if sym.size else b""
 
