@@ -80,6 +80,19 @@ def _bind(buffer: n.Buffer, tensor, mins: list, exts: list, body: n.Stmt) -> n.S
     return n.AttrStmt((buffer, tensor), "buffer_bind_scope", n.Call("handle", "tir.tvm_tuple", tuple(args)), body)
 
 
+def _check_scope(builder, stage, tiv, tensor, buffer: n.Buffer) -> None:
+    if buffer.scope in ("", "global"):
+        return
+    producer = builder.sch.stage_map.get(tensor.op)
+    scope = (producer.scope or "global") if producer is not None else "global"
+    if scope != buffer.scope:
+        raise _fail(
+            stage, tiv,
+            f"intrinsic operand {buffer.name!r} must be in scope {buffer.scope!r}, but tensor {tensor.name!r} "
+            f"is in scope {scope!r}; call s[{tensor.name}].set_scope({buffer.scope!r})",
+        )
+
+
 def make_tensorize(builder, stage, tloc: int) -> n.Stmt:
     """The statement of ``stage`` tensorized at leaf position ``tloc`` (see the module docstring).
 
@@ -167,6 +180,7 @@ def make_tensorize(builder, stage, tloc: int) -> n.Stmt:
                     f"(dimension {d}: index {rel!r} relative to the tile start, the intrinsic expects {want!r})",
                 )
         exts = [1] * lead + [as_const_int(s) for s in their.producer.shape]
+        _check_scope(builder, stage, tiv, t, intrin.buffers[k])
         prev = bound.get(k)
         if prev is not None and (prev[0] is not t or not all(structural_equal(a, c) for a, c in zip(prev[1], mins))):
             raise _fail(stage, tiv, f"intrinsic input {their.producer.name!r} matches two different regions")
@@ -174,6 +188,7 @@ def make_tensorize(builder, stage, tloc: int) -> n.Stmt:
     if len(bound) != len(intrin.inputs):
         raise _fail(stage, tiv, f"the stage reads {len(bound)} tensors; intrinsic {intrin.name!r} has {len(intrin.inputs)} inputs")
     out = op.output(0)
+    _check_scope(builder, stage, tiv, out, intrin.buffers[-1])
     out_lead = len(op.axis) - len(iop.axis)
     out_mins = [base[iv] for iv in op.axis]
     out_exts = [1] * out_lead + [as_const_int(s) for s in iop.output(0).shape]

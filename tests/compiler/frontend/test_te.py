@@ -1,0 +1,159 @@
+"""The tensor-expression API and generic schedule primitives, run through the interpreter."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from vta import te
+from vta.te.lower import schedule_to_primfunc
+from vta.tir import nodes as n
+from vta.tir.functor import post_order_visit
+from vta.tir.printer import astext
+
+from .interp import run_primfunc
+
+
+def run(s, args, inputs):
+    func = schedule_to_primfunc(s, args, "f")
+    arrays = [np.ascontiguousarray(a) for a in inputs]
+    arrays.append(np.zeros(tuple(int(d) for d in args[-1].shape), dtype=args[-1].dtype))
+    run_primfunc(func, arrays)
+    return func, arrays[-1]
+
+
+def loops(func):
+    out = {}
+    post_order_visit(func.body, lambda x: out.__setitem__(x.loop_var.name, int(x.extent)) if isinstance(x, n.For) else None)
+    return out
+
+
+RNG = np.random.default_rng(5)
+
+
+def test_compute_axis_names_and_arity():
+    A = te.placeholder((3, 4), name="A", dtype="int32")
+    B = te.compute((3, 4), lambda i, j: A[i, j] + 1, name="B")
+    assert [iv.var.name for iv in B.op.axis] == ["i", "j"]
+    C = te.compute((3, 4), lambda *i: A(*i), name="C")
+    assert [iv.var.name for iv in C.op.axis] == ["i0", "i1"]
+    with pytest.raises(ValueError, match=r"fcompute takes 1 arguments \['i'\] but the shape has 2"):
+        te.compute((3, 4), lambda i: A[i, 0])
+    with pytest.raises(ValueError, match="indexed with 1"):
+        A[0]
+    with pytest.raises(ValueError, match="must be reduce_axis"):
+        te.sum(A[0, 0], axis=[B.op.axis[0]])
+    assert B.op.input_tensors == [A]
+
+
+@pytest.mark.parametrize("combiner, fn", [("sum", np.sum), ("max", np.max), ("min", np.min)])
+def test_reductions_with_split_reduce_axis(combiner, fn):
+    A = te.placeholder((4, 12), name="A", dtype="int32")
+    k = te.reduce_axis((0, 12), name="k")
+    red = getattr(te, combiner)
+    B = te.compute((4,), lambda i: red(A[i, k], axis=k), name="B")
+    s = te.create_schedule(B.op)
+    ko, ki = s[B].split(k, factor=4)
+    s[B].reorder(ko, s[B].op.axis[0], ki)
+    a = RNG.integers(-50, 50, (4, 12)).astype("int32")
+    func, out = run(s, [A, B], [a])
+    np.testing.assert_array_equal(out, fn(a, axis=1))
+    assert loops(func) == {"i": 4, "k.outer": 3, "k.inner": 4}
+
+
+def test_elementwise_max_min_and_if_then_else():
+    A = te.placeholder((2, 8), name="A", dtype="int32")
+    B = te.compute((2, 8), lambda i, j: te.if_then_else(j < 4, te.max(A[i, j], 0), te.min(A[i, j], 3)), name="B")
+    s = te.create_schedule(B.op)
+    a = RNG.integers(-9, 9, (2, 8)).astype("int32")
+    _, out = run(s, [A, B], [a])
+    ref = np.where(np.arange(8) < 4, np.maximum(a, 0), np.minimum(a, 3))
+    np.testing.assert_array_equal(out, ref)
+
+
+def test_non_divisible_split_is_guarded():
+    A = te.placeholder((10,), name="A", dtype="int32")
+    B = te.compute((10,), lambda i: A[i] * 3, name="B")
+    s = te.create_schedule(B.op)
+    s[B].split(B.op.axis[0], factor=4)
+    a = RNG.integers(-9, 9, (10,)).astype("int32")
+    func, out = run(s, [A, B], [a])
+    np.testing.assert_array_equal(out, a * 3)
+    assert loops(func) == {"i.outer": 3, "i.inner": 4}
+    assert "likely(" in astext(func)
+
+
+def test_split_nparts_fuse_tile():
+    A = te.placeholder((8, 6), name="A", dtype="int32")
+    B = te.compute((8, 6), lambda i, j: A[i, j] + i * 10 + j, name="B")
+    s = te.create_schedule(B.op)
+    i, j = B.op.axis
+    io, ii = s[B].split(i, nparts=2)
+    f = s[B].fuse(ii, j)
+    a = RNG.integers(-9, 9, (8, 6)).astype("int32")
+    func, out = run(s, [A, B], [a])
+    np.testing.assert_array_equal(out, a + np.arange(8)[:, None] * 10 + np.arange(6))
+    assert loops(func) == {"i.outer": 2, "i.inner.j.fused": 24}
+
+    s2 = te.create_schedule(B.op)
+    xo, yo, xi, yi = s2[B].tile(B.op.axis[0], B.op.axis[1], 4, 3)
+    func, out = run(s2, [A, B], [a])
+    np.testing.assert_array_equal(out, a + np.arange(8)[:, None] * 10 + np.arange(6))
+    assert loops(func) == {"i.outer": 2, "j.outer": 2, "i.inner": 4, "j.inner": 3}
+
+
+def test_compute_at_bounds_and_inline():
+    A = te.placeholder((16,), name="A", dtype="int32")
+    B = te.compute((16,), lambda i: A[i] + 1, name="B")
+    C = te.compute((16,), lambda i: B[i] * 2, name="C")
+    D = te.compute((16,), lambda i: C[i] - 3, name="D")
+    s = te.create_schedule(D.op)
+    o, i = s[D].split(D.op.axis[0], factor=4)
+    s[C].compute_at(s[D], o)
+    s[B].compute_inline()
+    s[C].set_scope("local.acc_buffer")
+    a = RNG.integers(-9, 9, (16,)).astype("int32")
+    func, out = run(s, [A, D], [a])
+    np.testing.assert_array_equal(out, (a + 1) * 2 - 3)
+    allocs = []
+    post_order_visit(func.body, lambda x: allocs.append(x) if isinstance(x, n.Allocate) else None)
+    assert [(x.buffer_var.name, int(x.extents[0]), x.scope) for x in allocs] == [("C", 4, "local.acc_buffer")]
+
+
+def test_cache_read_and_cache_write():
+    A = te.placeholder((4, 16), name="A", dtype="int32")
+    B = te.compute((4, 16), lambda i, j: A[i, j] + 5, name="B")
+    s = te.create_schedule(B.op)
+    AA = s.cache_read(A, "local.acc_buffer", [B])
+    BB = s.cache_write(B, "local.acc_buffer")
+    s[AA].pragma(s[AA].op.axis[0], "dma_copy")
+    s[BB].pragma(s[BB].op.axis[0], "alu")
+    s[B].pragma(s[B].op.axis[0], "dma_copy")
+    a = RNG.integers(-9, 9, (4, 16)).astype("int32")
+    func, out = run(s, [A, B], [a])
+    np.testing.assert_array_equal(out, a + 5)
+    text = astext(func)
+    assert "storage_scope = local.acc_buffer" in text and text.count('"pragma_dma_copy"') == 2
+
+
+def test_virtual_thread_binding():
+    A = te.placeholder((4, 8), name="A", dtype="int32")
+    B = te.compute((4, 8), lambda i, j: A[i, j] * 2, name="B")
+    s = te.create_schedule(B.op)
+    o, i = s[B].split(B.op.axis[0], nparts=2)
+    s[B].bind(o, te.thread_axis("cthread"))
+    a = RNG.integers(-9, 9, (4, 8)).astype("int32")
+    func, out = run(s, [A, B], [a])
+    np.testing.assert_array_equal(out, a * 2)
+    assert isinstance(func.body, n.AttrStmt) and func.body.attr_key == "virtual_thread" and int(func.body.value) == 2
+
+
+def test_printer_precedence_and_names():
+    i, j = n.Var("i"), n.Var("i")
+    expr = (i + j) * 3 - n.FloorDiv(i, 2)
+    assert astext(expr) == "(i + i_1)*3 - floordiv(i, 2)"
+    buf = n.Var("A", "handle")
+    loop = n.For(i, n.IntImm(0), n.IntImm(4), n.ForKind.SERIAL, n.Store(buf, n.Cast("int8", i), i))
+    assert astext(loop) == "for (i, 0, 4) {\n  A[i] = int8(i)\n}\n"
+    with pytest.raises(TypeError, match="astext expects"):
+        astext(42)
