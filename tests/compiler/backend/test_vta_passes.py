@@ -1,0 +1,225 @@
+"""The VTA passes on small hand-built inputs (reference section 2.4)."""
+
+from __future__ import annotations
+
+import pytest
+
+from vta.errors import ScheduleError
+from vta.tir import nodes as n
+from vta.transform.alloc import lift_alloc_to_scope_begin
+from vta.transform.alu import annotate_alu_coproc_scope, inject_alu_intrin
+from vta.transform.conv2d_transpose import inject_conv2d_transpose_skip
+from vta.transform.cpu_access import cpu_access_rewrite
+from vta.transform.dma import inject_dma_intrin, inject_skip_copy, two_d_pattern
+from vta.transform.sync import add_debug, inject_coproc_sync
+from vta.transform.uop import fold_uop_loop
+from vta.transform._util import VTA_AXIS, call_extern, coproc_scope, uop_push
+
+from .helpers import alloc, calls, func, ints, loop, sequence
+from .tir_examples import arg_buffer
+
+ACC, INP, WGT = "local.acc_buffer", "local.inp_buffer", "local.wgt_buffer"
+
+
+# ---------------------------------------------------------------------------- 2-D patterns
+@pytest.mark.parametrize("dims, block, expect", [
+    ([(64, 16), (16, 1)], 16, (64, 1, 64)),                 # contiguous row of 64 tiles
+    ([(16, 4096), (16, 16), (16, 1)], 256, (1, 16, 16)),    # one 16x16 weight tile per row, 16 tiles apart
+    ([(16, 1)], 16, (1, 1, 1)),                              # one tile
+    ([(3, 160), (5, 16), (16, 1)], 16, (5, 3, 10)),          # 3 rows of 5 tiles, rows 10 tiles apart
+    ([(3, 80), (5, 16), (16, 1)], 16, (15, 1, 15)),          # rows back to back fold into one row
+    ([(2, 512), (4, 128), (4, 16), (16, 1)], 16, (4, 8, 8)),  # contiguous outer dims fold into the y dimension
+])
+def test_two_d_pattern(dims, block, expect):
+    x, y, stride, off = two_d_pattern(dims, n.IntImm(2 * block), block, True, "test")
+    assert (x, y, stride) == expect and off.value == 2
+
+
+@pytest.mark.parametrize("dims, message", [
+    ([(8, 2)], "must be contiguous"),
+    ([(3, 100), (2, 40), (16, 1)], "not a multiple of the 16-scalar tile"),
+    ([(2, 992), (3, 96), (2, 32), (16, 1)], "at most 2"),
+])
+def test_two_d_pattern_errors(dims, message):
+    with pytest.raises(ScheduleError, match=message):
+        two_d_pattern(dims, n.IntImm(0), 16, True, "test copy")
+
+
+def test_two_d_pattern_misaligned_offset():
+    with pytest.raises(ScheduleError, match="not provably a multiple"):
+        two_d_pattern([(16, 1)], n.IntImm(8), 16, True, "test copy")
+
+
+# ---------------------------------------------------------------------------- DMA injection
+def _copy_nest(dst, src, extents, dst_idx, src_idx, value=None):
+    vs = [n.Var(f"i{k}") for k in range(len(extents))]
+    load = n.Load("int32", src, src_idx(*vs))
+    body = n.Store(dst, value(load) if value else load, dst_idx(*vs))
+    for v, e in reversed(list(zip(vs, extents))):
+        body = loop(v, e, body)
+    return n.AttrStmt(n.Var("ax"), "pragma_dma_copy", n.IntImm(1), body)
+
+
+def test_inject_dma_load_and_store(env):
+    (a, ab), (c, cb) = arg_buffer("A", (1, 64, 1, 16), "int32"), arg_buffer("C", (1, 64, 1, 16), "int8")
+    buf = n.Var("A_buf", "handle")
+    load = _copy_nest(buf, ab.data, (64, 16), lambda i, j: i * 16 + j, lambda i, j: i * 16 + j)
+    store = _copy_nest(cb.data, buf, (64, 16), lambda i, j: i * 16 + j, lambda i, j: i * 16 + j,
+                       value=lambda x: n.Cast("int8", x))
+    out = inject_dma_intrin(env)(func(alloc(buf, "int32", 1024, ACC, n.seq(load, store)), (a, ab), (c, cb))).body
+    (ld,) = calls(out, "VTALoadBuffer2D")
+    assert ld.args[2] is ab.data and ints(ld, 2)[:8] == [0, 64, 1, 64, 0, 0, 0, 0] and ints(ld)[-1] == env.dev.MEM_ID_ACC
+    (st,) = calls(out, "VTAStoreBuffer2D")
+    assert ints(st)[2] == env.dev.MEM_ID_OUT and st.args[4] is cb.data and ints(st, 4) == [0, 64, 1, 64]
+    assert sequence(out) == ["coproc_scope=2", "VTALoadBuffer2D", "/coproc_scope",
+                             "coproc_scope=3", "VTAStoreBuffer2D", "/coproc_scope"]
+
+
+def test_inject_dma_padded_load(env):
+    (x, xb) = arg_buffer("x", (3, 5, 1, 16), "int32")
+    buf = n.Var("x_buf", "handle")
+    i0, i1, i3 = n.Var("i0"), n.Var("i1"), n.Var("i3")
+    val = n.Call("int32", "tir.if_then_else", (i0 >= 2, n.Load("int32", xb.data, (i0 - 2) * 80 + i1 * 16 + i3), n.IntImm(0)))
+    nest = loop(i0, 5, loop(i1, 5, loop(i3, 16, n.Store(buf, val, i0 * 80 + i1 * 16 + i3))))
+    body = alloc(buf, "int32", 400, ACC, n.AttrStmt(i0, "pragma_dma_copy", n.IntImm(1), nest))
+    (ld,) = calls(inject_dma_intrin(env)(func(body, (x, xb))).body, "VTALoadBuffer2D")
+    # offset 0, x 5, y 3, stride 5, x pads (0, 0), y pads (2, 0)
+    assert ints(ld, 2)[:8] == [0, 5, 3, 5, 0, 2, 0, 0]
+
+
+def test_inject_dma_acc_8bit(env):
+    (a, ab) = arg_buffer("A", (1, 4, 1, 16), "int8")
+    buf = n.Var("A_buf", "handle")
+    i, j = n.Var("i"), n.Var("j")
+    nest = loop(i, 4, loop(j, 16, n.Store(buf, n.Cast("int32", n.Load("int8", ab.data, i * 16 + j)), i * 16 + j)))
+    body = alloc(buf, "int32", 64, ACC, n.AttrStmt(i, "pragma_dma_copy", n.IntImm(1), nest))
+    (ld,) = calls(inject_dma_intrin(env)(func(body, (a, ab))).body, "VTALoadBuffer2D")
+    assert ints(ld)[-1] == env.dev.MEM_ID_ACC_8BIT
+
+
+def test_inject_dma_errors(env):
+    (a, ab) = arg_buffer("A", (64, 16), "int32")
+    buf = n.Var("A_buf", "handle")
+    strided = _copy_nest(buf, ab.data, (64, 16), lambda i, j: j * 64 + i, lambda i, j: i * 16 + j)
+    with pytest.raises(ScheduleError, match=r"dma_copy of buffer 'A_buf' at axis 'ax': the on-chip destination must be compact"):
+        inject_dma_intrin(env)(func(alloc(buf, "int32", 1024, ACC, strided), (a, ab)))
+    local = _copy_nest(buf, ab.data, (64, 16), lambda i, j: i * 16 + j, lambda i, j: i * 16 + j)
+    with pytest.raises(ScheduleError, match="destination scope 'local' is not a VTA buffer"):
+        inject_dma_intrin(env)(func(alloc(buf, "int32", 1024, "local", local), (a, ab)))
+
+
+def test_inject_skip_copy(env):
+    body = n.AttrStmt(n.Var("ax"), "pragma_skip_dma_copy", n.IntImm(1), n.Evaluate(call_extern("int32", "x")))
+    assert sequence(inject_skip_copy()(func(body)).body) == ["Evaluate"]
+
+
+# ---------------------------------------------------------------------------- ALU
+def _alu_stage(value_fn, dst_off=0, n_tiles=8):
+    buf = n.Var("acc", "handle")
+    i, j = n.Var("i"), n.Var("j")
+    dst = i * 16 + j + dst_off
+    body = n.AttrStmt(i, "pragma_alu", n.IntImm(1), loop(i, n_tiles, loop(j, 16, n.Store(buf, value_fn(buf, i, j), dst))))
+    return buf, alloc(buf, "int32", 4096, ACC, body)
+
+
+def test_annotate_alu(env):
+    buf, body = _alu_stage(lambda b, i, j: n.Load("int32", b, i * 16 + j) + 1)
+    out = annotate_alu_coproc_scope(env)(func(body)).body
+    assert sequence(out)[:3] == ["coproc_scope=2", "coproc_uop_scope=VTAPushALUOp", "pragma_alu=1"]
+
+
+@pytest.mark.parametrize("make, opcode, use_imm, imm, src", [
+    (lambda b, i, j: n.Load("int32", b, i * 16 + j) + n.Load("int32", b, i * 16 + j + 128), 2, 0, 0, 8),
+    (lambda b, i, j: n.Load("int32", b, i * 16 + j) >> 3, 3, 1, 3, 0),
+    (lambda b, i, j: n.Load("int32", b, i * 16 + j) << 2, 3, 1, -2, 0),
+    (lambda b, i, j: n.Max(n.Load("int32", b, i * 16 + j), n.IntImm(0)), 1, 1, 0, 0),
+    (lambda b, i, j: n.Load("int32", b, i * 16 + j), 3, 1, 0, 0),
+])
+def test_inject_alu(env, make, opcode, use_imm, imm, src):
+    _, body = _alu_stage(make)
+    out = inject_alu_intrin(env)(func(body)).body
+    (begin,) = calls(out, "VTAUopLoopBegin")
+    assert ints(begin) == [8, 1, 1, 0]
+    (push,) = calls(out, "tir.vta.uop_push")
+    assert ints(push) == [1, 0, 0, src, 0, opcode, use_imm, imm]
+
+
+def test_inject_alu_errors(env):
+    _, sub = _alu_stage(lambda b, i, j: n.Load("int32", b, i * 16 + j) - n.Load("int32", b, i * 16 + j + 128))
+    with pytest.raises(ScheduleError, match="no subtraction"):
+        inject_alu_intrin(env)(func(sub))
+    _, moved = _alu_stage(lambda b, i, j: n.Load("int32", b, i * 16 + j + 128) >> 1)
+    with pytest.raises(ScheduleError, match="works in place"):
+        inject_alu_intrin(env)(func(moved))
+
+
+# ---------------------------------------------------------------------------- uop folding
+def _gemm_scope(body):
+    return n.AttrStmt(VTA_AXIS, "coproc_uop_scope", n.StringImm("VTAPushGEMMOp"), body)
+
+
+def test_fold_two_loops_like_blocked_gemm():
+    i, j = n.Var("i"), n.Var("j")
+    body = _gemm_scope(loop(i, 16, loop(j, 16, uop_push(0, 0, i * 16 + j, j, i * 16, 0, 0, 0))))
+    out = fold_uop_loop()(func(body)).body
+    assert [ints(c) for c in calls(out, "VTAUopLoopBegin")] == [[16, 16, 0, 16], [16, 1, 1, 0]]
+    (push,) = calls(out, "tir.vta.uop_push")
+    assert ints(push) == [0, 0, 0, 0, 0, 0, 0, 0]
+    assert len(calls(out, "VTAUopLoopEnd")) == 2
+
+
+def test_fold_stops_on_inconsistent_pushes():
+    i = n.Var("i")
+    body = _gemm_scope(loop(i, 4, n.seq(uop_push(0, 0, i, 0, 0, 0, 0, 0), uop_push(0, 0, i * 2, 0, 0, 0, 0, 0))))
+    out = fold_uop_loop()(func(body)).body
+    assert calls(out, "VTAUopLoopBegin") == [] and isinstance(out.body, n.For)
+
+
+def test_fold_rejects_foreign_calls():
+    i = n.Var("i")
+    body = _gemm_scope(loop(i, 4, n.seq(uop_push(0, 0, i, 0, 0, 0, 0, 0), n.Evaluate(call_extern("int32", "printf")))))
+    with pytest.raises(ScheduleError, match="'printf'"):
+        fold_uop_loop()(func(body))
+
+
+# ---------------------------------------------------------------------------- the rest
+def test_lift_alloc_to_scope_begin():
+    ko, a, b = n.Var("ko"), n.Var("a", "handle"), n.Var("b", "handle")
+    body = loop(ko, 4, n.seq(coproc_scope(VTA_AXIS, 1, n.Evaluate(call_extern("int32", "x"))),
+                            alloc(a, "int8", 16, INP, n.Evaluate(call_extern("int32", "y")))))
+    out = lift_alloc_to_scope_begin()(func(alloc(b, "int8", 16, WGT, body))).body
+    assert isinstance(out, n.Allocate) and out.buffer_var is b
+    loop_body = out.body.body
+    assert isinstance(loop_body, n.Allocate) and loop_body.buffer_var is a
+    assert sequence(loop_body.body) == ["coproc_scope=1", "x", "/coproc_scope", "y"]
+
+
+def test_cpu_access_rewrite():
+    (a, ab) = arg_buffer("A", (4,), "int32")
+    i = n.Var("i")
+    body = loop(i, 4, n.Store(ab.data, n.Load("int32", ab.data, i) + 1, i))
+    out = cpu_access_rewrite()(func(body, (a, ab))).body
+    assert isinstance(out, n.LetStmt) and out.var.name == "A_ptr"
+    (ptr,) = calls(out, "VTABufferCPUPtr")
+    assert ptr.args[2] is ab.data
+    assert out.body.body.buffer_var is out.var
+
+
+def test_inject_coproc_sync_pragmas():
+    i = n.Var("i")
+    body = n.AttrStmt(i, "pragma_trim_loop", n.IntImm(1), loop(i, 10, coproc_scope(VTA_AXIS, 2, n.Evaluate(call_extern("int32", "g")))))
+    out = inject_coproc_sync()(func(body)).body
+    assert out.seq[0].extent.value == 2 and sequence(out)[-1] == "coproc_sync"
+
+
+def test_add_debug():
+    out = add_debug(2)(func(n.Evaluate(call_extern("int32", "x")))).body
+    assert sequence(out) == ["VTASetDebugMode", "x"] and ints(calls(out, "VTASetDebugMode")[0])[-1] == 2
+    with pytest.raises(ValueError, match="debug_flag must be a non-negative int"):
+        add_debug(-1)
+
+
+def test_conv2d_transpose_rejected():
+    body = n.AttrStmt(n.Var("oc"), "pragma_conv2d_transpose_gemm", n.IntImm(1), n.Evaluate(n.IntImm(0)))
+    with pytest.raises(ScheduleError, match="conv2d_transpose_gemm \\(at axis 'oc'\\) is not supported"):
+        inject_conv2d_transpose_skip()(func(body))
