@@ -7,7 +7,7 @@ memory nor a device. When a runtime library is loaded, :func:`_install` hands it
   size, so that a device buffer handle (a host pointer into the arena) converts to a physical
   address by subtraction, plus callbacks to allocate and free arena memory;
 * a ``run`` callback behind ``VTADeviceRun``: it executes the stream on the device of the
-  library's configuration and ``TARGET`` (``sim`` -> :class:`vta.sim.fsim.FunctionalSimulator`,
+  library's configuration and the current ``TARGET`` (``sim`` -> :class:`vta.sim.fsim.FunctionalSimulator`,
   ``tsim`` -> :class:`vta.sim.tsim.TSim`). A Python exception raised there cannot unwind
   through C: it is stored with :func:`vta.runtime.packed.set_pending_exception`, the C side
   returns -1, and the packed-function call that entered native code re-raises it with its own
@@ -187,6 +187,17 @@ def _check_arena(dram) -> None:
         )
 
 
+def _run_env(lib_env: Environment) -> Environment:
+    """The configuration whose device runs a stream of the library built for ``lib_env``.
+
+    Libraries are shared by configurations that differ only in ``TARGET``, so the current
+    configuration picks the target when it describes the same hardware; otherwise the
+    library's own configuration does.
+    """
+    current = get_env()
+    return current if current.BITSTREAM == lib_env.BITSTREAM else lib_env
+
+
 def _make_callbacks(env: Environment) -> tuple:
     dram = global_dram()
 
@@ -210,7 +221,7 @@ def _make_callbacks(env: Environment) -> tuple:
         dev = None
         try:
             _check_arena(dram)
-            dev = device_for(env)
+            dev = device_for(_run_env(env))
             dev.run(int(insn_phys), int(insn_count), int(wait_cycles))
             return 0
         except BaseException as exc:  # noqa: BLE001 - cannot unwind through C; re-raised by PackedFunc
