@@ -83,6 +83,7 @@ class FunctionalSimulator(Device):
         #: Executed instructions ``(index, stage name, one-line text)`` (with ``trace=True``).
         self.trace: list[tuple[int, str, str]] = []
         self._stats = dict.fromkeys(STAT_KEYS + INSN_KEYS, 0)
+        self._jit = None
 
     # ------------------------------------------------------------------ contract
     def run(self, insn_phys_addr: int, insn_count: int, wait_cycles: int = 0) -> int:
@@ -164,47 +165,71 @@ class FunctionalSimulator(Device):
 
     # ------------------------------------------------------------------ execution
     def _execute(self, program: "_Program", order: np.ndarray) -> None:
-        sp, dram, st, env = self.sram, self.dram, self._stats, self.env
-        fields = program.fields
-        opcode = program.opcode
-        x_size = program.x_size
-        mem_type = program.mem_type
-        trace = self.trace if self.trace_enabled else None
+        """Run ``order``; the compiled engine (if any) runs what it can, the rest goes one by one
+        through the opcode functions. :attr:`_position` counts the instructions done."""
         self._position = 0
-        for i in order.tolist():
-            op = opcode[i]
-            if trace is not None:
-                trace.append((i, _STAGE_NAMES[int(program.flow.stage[i])], program.text(i)))
-            if op == isa.OPCODE_GEMM:
-                f = fields(i, "gemm")
-                count = gemm(sp, i, f)
-                st["insn_gemm"] += 1
-                if not f["reset_reg"]:
-                    st["gemm_counter"] += count
-            elif op == isa.OPCODE_ALU:
-                st["alu_counter"] += alu(sp, i, fields(i, "alu"))
-                st["insn_alu"] += 1
-            elif op == isa.OPCODE_FINISH:
-                st["insn_finish"] += 1
-            elif x_size[i] == 0:
-                st["insn_nop"] += 1
-            elif op == isa.OPCODE_LOAD:
-                f = fields(i, "mem")
-                load(sp, dram, i, f)
-                mt = mem_type[i]
-                nbytes = f["x_size"] * f["y_size"] * env.elem_bytes(isa.MEM_ACC if mt == isa.MEM_ACC_8BIT else mt)
-                st[_LOAD_KEY[mt]] += nbytes
-                st["insn_load"] += 1
+        try:
+            if self._jit is not None:
+                self._jit.run(self, program, order)
             else:
-                f = fields(i, "mem")
-                store(sp, dram, i, f)
-                st["out_store_nbytes"] += f["x_size"] * f["y_size"] * env.OUT_ELEM_BYTES
-                st["insn_store"] += 1
-            self._position += 1
+                step = self.step
+                for i in order.tolist():
+                    step(program, i)
+                    self._position += 1
+        finally:
+            done = order[:self._position]
+            _count(self._stats, program, done, self.env)
+            if self.trace_enabled:
+                stage = program.flow.stage
+                self.trace.extend((i, _STAGE_NAMES[int(stage[i])], program.text(i)) for i in done.tolist())
+
+    def step(self, program: "_Program", i: int) -> None:
+        """Execute instruction ``i`` with the opcode functions of :mod:`vta.sim.fsim_units`."""
+        op = program.opcode[i]
+        if op == isa.OPCODE_GEMM:
+            gemm(self.sram, i, program.fields(i, "gemm"))
+        elif op == isa.OPCODE_ALU:
+            alu(self.sram, i, program.fields(i, "alu"))
+        elif op == isa.OPCODE_FINISH or program.x_size[i] == 0:
+            pass
+        elif op == isa.OPCODE_LOAD:
+            load(self.sram, self.dram, i, program.fields(i, "mem"))
+        else:
+            store(self.sram, self.dram, i, program.fields(i, "mem"))
 
 
-_LOAD_KEY = {isa.MEM_UOP: "uop_load_nbytes", isa.MEM_WGT: "wgt_load_nbytes", isa.MEM_INP: "inp_load_nbytes",
-             isa.MEM_ACC: "acc_load_nbytes", isa.MEM_ACC_8BIT: "acc_load_nbytes"}
+def _count(st: dict, program: "_Program", done: np.ndarray, env: Environment) -> None:
+    """Add the counters of the executed instructions ``done`` (upstream counting rules)."""
+    if not done.size:
+        return
+    cols = program.cols
+    op = cols.header["opcode"][done]
+    mem = {k: cols.mem[k][done] for k in ("memory_type", "x_size", "y_size")}
+    is_mem = op <= isa.OPCODE_STORE
+    nop = is_mem & (mem["x_size"] == 0)
+    elems = mem["x_size"] * mem["y_size"]
+    loads = (op == isa.OPCODE_LOAD) & ~nop
+    for mt, key in ((isa.MEM_UOP, "uop_load_nbytes"), (isa.MEM_WGT, "wgt_load_nbytes"),
+                    (isa.MEM_INP, "inp_load_nbytes"), (isa.MEM_ACC, "acc_load_nbytes")):
+        sel = loads & (mem["memory_type"] == mt)
+        if mt == isa.MEM_ACC:  # ACC_8BIT counts the 32-bit footprint, like upstream
+            sel |= loads & (mem["memory_type"] == isa.MEM_ACC_8BIT)
+        st[key] += int(elems[sel].sum()) * env.elem_bytes(mt)
+    stores = (op == isa.OPCODE_STORE) & ~nop
+    st["out_store_nbytes"] += int(elems[stores].sum()) * env.OUT_ELEM_BYTES
+    for kind, code, key in (("gemm", isa.OPCODE_GEMM, "gemm_counter"), ("alu", isa.OPCODE_ALU, "alu_counter")):
+        c = {k: cols.__dict__[kind][k][done] for k in ("uop_bgn", "uop_end", "iter_out", "iter_in")}
+        iters = c["iter_out"] * c["iter_in"] * np.maximum(c["uop_end"] - c["uop_bgn"], 0)
+        sel = op == code
+        if kind == "gemm":
+            sel = sel & (cols.gemm["reset_reg"][done] == 0)
+        st[key] += int(iters[sel].sum())
+    st["insn_load"] += int(loads.sum())
+    st["insn_store"] += int(stores.sum())
+    st["insn_gemm"] += int((op == isa.OPCODE_GEMM).sum())
+    st["insn_alu"] += int((op == isa.OPCODE_ALU).sum())
+    st["insn_finish"] += int((op == isa.OPCODE_FINISH).sum())
+    st["insn_nop"] += int(nop.sum())
 
 
 class _Program:

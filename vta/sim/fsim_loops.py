@@ -22,7 +22,8 @@ from ..errors import SRAMIndexError
 
 __all__ = ["LoopNest", "alu_segments"]
 
-#: Float64 sums of integers are exact below this magnitude.
+#: Float32 / float64 sums of integers are exact up to these magnitudes.
+_EXACT32 = float(1 << 24)
 _EXACT = float(1 << 53)
 #: Triples per chunk on the generic gather path (bounds temporary memory).
 _CHUNK = 1 << 15
@@ -161,8 +162,10 @@ class LoopNest:
         in_w = [bool(a[1]["wgt"]) for a in axes]
         in_d = [bool(a[1]["dst"]) for a in axes]
         summed = math.prod(a[0] for k, a in enumerate(axes) if not in_d[k])
-        if float(max_product) * summed * inp.shape[-1] >= _EXACT:
+        bound = float(max_product) * summed * inp.shape[-1]
+        if bound >= _EXACT:
             return None
+        ftype = np.float32 if bound <= _EXACT32 else np.float64
         x = as_strided(inp[s0:], shape=tuple(a[0] for k, a in enumerate(axes) if in_s[k]) + inp.shape[1:],
                        strides=tuple(a[1]["src"] * inp.strides[0] for k, a in enumerate(axes) if in_s[k])
                        + inp.strides[1:])
@@ -194,11 +197,11 @@ class LoopNest:
         nx = len(x_ids)
         xp = x.transpose([x_ids.index(k) for k in batch + rows_ax] + [nx]
                          + [x_ids.index(k) for k in red] + [nx + 1])
-        xp = xp.reshape(nb, nm * nbat, nk * kdim)
+        xp = xp.astype(ftype).reshape(nb, nm * nbat, nk * kdim)
         nw = len(w_ids)
         wp = w.transpose([w_ids.index(k) for k in batch + cols_ax] + [nw]
                          + [w_ids.index(k) for k in red] + [nw + 1])
-        wp = wp.reshape(nb, nn * nout, nk * kdim)
+        wp = wp.astype(ftype).reshape(nb, nn * nout, nk * kdim)
         r = np.matmul(xp, wp.transpose(0, 2, 1))
         r = r.reshape(nb, nm, nbat, nn, nout).transpose(0, 1, 3, 2, 4)
         nd = math.prod(ext[k] for k in only_d)
@@ -225,8 +228,8 @@ class LoopNest:
         n = grids["dst"].size
         for lo in range(0, n, _CHUNK):
             d = grids["dst"][lo:lo + _CHUNK]
-            x = inp[grids["src"][lo:lo + _CHUNK]]
-            w = wgt[grids["wgt"][lo:lo + _CHUNK]]
+            x = inp[grids["src"][lo:lo + _CHUNK]].astype(np.float64)
+            w = wgt[grids["wgt"][lo:lo + _CHUNK]].astype(np.float64)
             contrib = np.matmul(x, w.transpose(0, 2, 1)).astype(np.int64)
             if mult != 1:
                 contrib *= mult

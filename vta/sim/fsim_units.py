@@ -7,9 +7,9 @@ the instruction index, the field, the value and the accepted limit.
 
 Representation (an internal choice, invisible through the device contract):
 
-* ``inp`` and ``wgt`` hold element values as float64 (small integers, so every product and every
-  sum GEMM forms is exact; see :func:`gemm`), shaped ``(depth, BATCH, BLOCK_IN)`` and
-  ``(depth, BLOCK_OUT, BLOCK_IN)``;
+* ``inp`` and ``wgt`` hold element values as int8 (any input width up to 8 bits), shaped
+  ``(depth, BATCH, BLOCK_IN)`` and ``(depth, BLOCK_OUT, BLOCK_IN)``; GEMM multiplies them in
+  float32 or float64, whichever holds every partial sum exactly (see :func:`gemm`);
 * ``acc`` holds int32 lanes, shaped ``(depth, BATCH, BLOCK_OUT)``, always wrapped to
   ``ACC_WIDTH`` bits;
 * ``uop`` holds the three decoded micro-op index columns.
@@ -84,8 +84,8 @@ class Scratchpads:
         self.uop_dst = np.zeros(e.UOP_BUFF_DEPTH, dtype=np.int64)
         self.uop_src = np.zeros(e.UOP_BUFF_DEPTH, dtype=np.int64)
         self.uop_wgt = np.zeros(e.UOP_BUFF_DEPTH, dtype=np.int64)
-        self.inp = np.zeros((e.INP_BUFF_DEPTH, e.BATCH, e.BLOCK_IN), dtype=np.float64)
-        self.wgt = np.zeros((e.WGT_BUFF_DEPTH, e.BLOCK_OUT, e.BLOCK_IN), dtype=np.float64)
+        self.inp = np.zeros((e.INP_BUFF_DEPTH, e.BATCH, e.BLOCK_IN), dtype=np.int8)
+        self.wgt = np.zeros((e.WGT_BUFF_DEPTH, e.BLOCK_OUT, e.BLOCK_IN), dtype=np.int8)
         self.acc = np.zeros((e.ACC_BUFF_DEPTH, e.BATCH, e.BLOCK_OUT), dtype=np.int32)
         #: Largest |product| of one input and one weight value; bounds exact float sums.
         self.max_product = (1 << (e.INP_WIDTH - 1)) * (1 << (e.WGT_WIDTH - 1))
@@ -232,8 +232,9 @@ def _check_uops(sp: Scratchpads, index: int, name: str, f: dict) -> None:
 def gemm(sp: Scratchpads, index: int, f: dict) -> int:
     """GEMM (opcode 2): ``acc[d] += inp[s] . wgt[w]^T`` over the loop nest, or ``acc[d] = 0`` on reset.
 
-    ISA reference 4.4. Products of int8 (or narrower) values are summed exactly in float64 and
-    the int32 accumulation wraps modulo 2^ACC_WIDTH.
+    ISA reference 4.4. Products of int8 (or narrower) values are summed in float32 when every
+    partial sum stays within 2^24 and in float64 otherwise, so the sums are exact; the int32
+    accumulation wraps modulo 2^ACC_WIDTH.
 
     Returns
     -------
@@ -246,12 +247,13 @@ def gemm(sp: Scratchpads, index: int, f: dict) -> int:
         If ``uop_end`` or any acc/inp/wgt index of the nest is outside its buffer.
     """
     _check_uops(sp, index, "GEMM", f)
-    nest = LoopNest.from_fields(sp, f, ("dst", "src", "wgt"))
+    reset = bool(f["reset_reg"])
+    nest = LoopNest.from_fields(sp, f, ("dst",) if reset else ("dst", "src", "wgt"))
     if nest.empty:
         return 0
     nest.check_bounds(index, "GEMM", {"dst": ("acc", sp.acc.shape[0]), "src": ("inp", sp.inp.shape[0]),
                                       "wgt": ("wgt", sp.wgt.shape[0])})
-    if f["reset_reg"]:
+    if reset:  # a reset reads neither inp nor wgt
         sp.acc[nest.unique_rows("dst")] = 0
         return nest.count
     acc2 = sp.acc.reshape(sp.acc.shape[0], -1)

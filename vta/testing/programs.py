@@ -142,6 +142,28 @@ class ProgramBuilder:
         """Append FINISH."""
         return self.append(isa.FinishInsn(**deps))
 
+    def serialize(self) -> None:
+        """Add tokens so that the stages run one after another in stream order.
+
+        At every change of stage the last instruction of the old stage pushes a token to the
+        new one and the first instruction of the new stage pops it; a change between load and
+        store goes through a compute no-op. Every legal interleaving of the result computes
+        what the stream computes when run as written. Existing flags are kept.
+        """
+        steps: list[isa.Insn] = []
+        for insn in self.insns:
+            if steps and {isa.stage_of(steps[-1]), isa.stage_of(insn)} == {isa.STAGE_LOAD, isa.STAGE_STORE}:
+                steps.append(isa.MemInsn(opcode=isa.OPCODE_LOAD, memory_type=isa.MEM_UOP))
+            steps.append(insn)
+        flags = [dict() for _ in steps]
+        for k in range(1, len(steps)):
+            a, b = isa.stage_of(steps[k - 1]), isa.stage_of(steps[k])
+            if a != b:
+                push, pop = _STAGE_CHANGE[(a, b)]
+                flags[k - 1][push] = 1
+                flags[k][pop] = 1
+        self.insns = [isa.replace(insn, **deps) if deps else insn for insn, deps in zip(steps, flags)]
+
     def build(self) -> tuple[int, int]:
         """Write the instruction stream to a new DRAM buffer; return ``(address, count)``.
 
@@ -201,7 +223,7 @@ class RandomProgram:
         self.builder.close()
 
 
-_NEXT_STAGE_PUSH = {  # (from stage, to stage) -> (push flag on the sender, pop flag on the receiver)
+_STAGE_CHANGE = {  # (from stage, to stage) -> (push flag on the sender, pop flag on the receiver)
     (1, 2): ("push_next_dep", "pop_prev_dep"),
     (2, 1): ("push_prev_dep", "pop_next_dep"),
     (2, 3): ("push_next_dep", "pop_prev_dep"),
@@ -402,23 +424,12 @@ class _Generator:
 
     # ------------------------------------------------------------------ tokens
     def _emit(self) -> None:
-        """Append the steps with tokens at every change of stage (load<->store via a compute no-op)."""
-        steps: list[tuple[int, object]] = []
+        """Append the steps, then serialise the stages with tokens."""
         for stage, what in self.steps:
-            if steps and {steps[-1][0], stage} == {isa.STAGE_LOAD, isa.STAGE_STORE}:
-                steps.append((isa.STAGE_COMPUTE, "nop"))
-            steps.append((stage, what))
-        flags = [dict() for _ in steps]
-        for k in range(1, len(steps)):
-            a, b = steps[k - 1][0], steps[k][0]
-            if a != b:
-                push, pop = _NEXT_STAGE_PUSH[(a, b)]
-                flags[k - 1][push] = 1
-                flags[k][pop] = 1
-        for (stage, what), deps in zip(steps, flags):
             if what == "nop":
-                self.b.nop(stage, **deps)
+                self.b.nop(stage)
             elif isinstance(what, dict):
-                self.b.append(isa.MemInsn(**what, **deps))
+                self.b.append(isa.MemInsn(**what))
             else:
-                self.b.append(isa.replace(what, **deps))
+                self.b.append(what)
+        self.b.serialize()
