@@ -182,10 +182,27 @@ def test_loader_returning_a_non_module(tmp_path):
     path.write_text("")
     register_func("runtime.module.loadfile_weird", lambda p, fmt: 42, override=True)
     try:
-        with pytest.raises(ModuleLoadError, match="not a Module"):
+        with pytest.raises(ModuleLoadError, match="not a module"):
             load_module(path)
     finally:
         remove_global_func("runtime.module.loadfile_weird")
+
+
+def test_loader_may_return_its_own_module_class(tmp_path):
+    class HardwareLibrary:
+        type_key = "vta-tsim-test"
+
+        def __init__(self, path):
+            self.path = path
+
+    path = tmp_path / "hw.so"
+    path.write_bytes(b"not opened by this loader")
+    register_func("runtime.module.loadfile_vta-tsim-test", lambda p, fmt="": HardwareLibrary(p), override=True)
+    try:
+        mod = load_module(path, "vta-tsim-test")
+    finally:
+        remove_global_func("runtime.module.loadfile_vta-tsim-test")
+    assert isinstance(mod, HardwareLibrary) and mod.path == str(path)
 
 
 def test_closed_module(tmp_path, kernels_obj):
