@@ -246,3 +246,32 @@ def test_mock_gemm_lowers_to_nothing(env):
     s[stage].iter_var_attrs[bi].tensor_intrin = env.mock.gemm
     func = schedule_to_primfunc(s, wl.args, "f")
     assert not uop_pushes(func)
+
+
+# ------------------------------------------------------------------------------ convolution tutorial
+def test_conv2d_structure(env):
+    wl = W.conv2d(env)
+    func = schedule_to_primfunc(wl.schedule, wl.args, wl.name)
+    vt = attrs(func, "virtual_thread")
+    assert len(vt) == 1 and int(vt[0].value) == 2
+    al = allocs(func)
+    assert (al["data_buf"].scope, int(al["data_buf"].extents[0])) == (env.inp_scope, 9 * 16 * 16)  # 9 rows x 16 cols
+    assert (al["kernel_buf"].scope, int(al["kernel_buf"].extents[0])) == (env.wgt_scope, 8 * 9 * 256)
+    assert int(al["res_conv"].extents[0]) == 8 * 7 * 14 * 16
+    reset, update = uop_pushes(func)
+    # The update nest: co(8) > i(7) > dy(3) > dx(3) > j(14); the DMA'd input is padded by if_then_else.
+    nest = [f for f in collect(func.body, n.For) if update in uop_pushes(n.PrimFunc((), f))]
+    assert sorted((f.loop_var.name, int(f.extent)) for f in nest) == sorted(
+        [("i2.outer", 2), ("ic.outer", 16), ("co", 8), ("i", 7), ("dy", 3), ("dx", 3), ("j", 14)])
+    out, inp, wgt = update.args[2:5]
+    point = dict(co=1, i=2, dy=1, dx=2, j=3)
+    assert evaluate(out.args[2], **point) // 16 == 1 * 98 + 2 * 14 + 3
+    assert evaluate(inp.args[2], **point) // 16 == (2 + 1) * 16 + (3 + 2)
+    assert evaluate(wgt.args[2], **point) // 256 == 1 * 9 + 1 * 3 + 2
+    load = collect(attrs(func, "pragma_dma_copy")[0], n.Store)[0]
+    assert load.buffer_var.name == "data_buf" and load.value.op == "tir.if_then_else"
+
+
+def test_conv2d_runs(env):
+    lower_and_check(W.conv2d(env, height=4, width=4, in_channels=32, out_channels=64, oc_block=32, h_block=2,
+                             w_block=4), env)

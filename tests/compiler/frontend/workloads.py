@@ -380,3 +380,77 @@ def shift_and_scale(env, imm_shift=3, imm_scale=2) -> Workload:
 
     return Workload("shift_and_scale", s, [a, res], inputs,
                     lambda av: ((av + imm_shift) >> imm_scale).astype("int8"))
+
+
+def conv2d(env, height=14, width=14, in_channels=256, out_channels=256, oc_block=128, h_block=7, w_block=14,
+           v_threads=2) -> Workload:
+    """The convolution tutorial (3x3, pad 1, stride 1): padded input load, cthreads on channels."""
+    kh = kw = 3
+    pad = 1
+    data_shape = (1, in_channels // env.BLOCK_IN, height, width, env.BATCH, env.BLOCK_IN)
+    kernel_shape = (out_channels // env.BLOCK_OUT, in_channels // env.BLOCK_IN, kh, kw, env.BLOCK_OUT, env.BLOCK_IN)
+    out_shape = (1, out_channels // env.BLOCK_OUT, height, width, env.BATCH, env.BLOCK_OUT)
+    dy = te.reduce_axis((0, kh), name="dy")
+    dx = te.reduce_axis((0, kw), name="dx")
+    ic = te.reduce_axis((0, in_channels // env.BLOCK_IN), name="ic")
+    ic_tns = te.reduce_axis((0, env.BLOCK_IN), name="ic_tns")
+    data = te.placeholder(data_shape, name="data", dtype=env.inp_dtype)
+    kernel = te.placeholder(kernel_shape, name="kernel", dtype=env.wgt_dtype)
+    data_buf = pad4(data, [0, 0, pad, pad, 0, 0], [0, 0, pad, pad, 0, 0], "data_buf")
+    kernel_buf = te.compute(kernel_shape, lambda *i: kernel(*i), "kernel_buf")
+    res_conv = te.compute(
+        out_shape,
+        lambda bo, co, i, j, bi, ci: te.sum(
+            data_buf[bo, ic, i + dy.var, j + dx.var, bi, ic_tns].astype(env.acc_dtype)
+            * kernel_buf[co, ic, dy, dx, ci, ic_tns].astype(env.acc_dtype),
+            axis=[ic, dy, dx, ic_tns],
+        ),
+        name="res_conv",
+    )
+    res_shr = te.compute(out_shape, lambda *i: res_conv(*i) >> env.INP_WIDTH, name="res_shr")
+    res_max = te.compute(out_shape, lambda *i: te.max(res_shr(*i), 0), "res_max")
+    res_min = te.compute(out_shape, lambda *i: te.min(res_max(*i), (1 << (env.INP_WIDTH - 1)) - 1), "res_min")
+    res = te.compute(out_shape, lambda *i: res_min(*i).astype(env.inp_dtype), name="res")
+    s = te.create_schedule(res.op)
+    b, oc, y, x, b_tns, oc_tns = s[res].op.axis
+    b_out, b_inn = s[res].split(b, factor=1)
+    oc_out, oc_inn = s[res].split(oc, factor=oc_block // env.BLOCK_OUT)
+    y_out, y_inn = s[res].split(y, factor=h_block)
+    x_out, x_inn = s[res].split(x, factor=w_block)
+    s[res].reorder(b_out, oc_out, y_out, x_out, b_inn, oc_inn, y_inn, x_inn, b_tns, oc_tns)
+    store_axis = y_inn
+    for t in (res_conv, res_shr, res_max, res_min):
+        s[t].compute_at(s[res], x_out)
+        s[t].set_scope(env.acc_scope)
+    s[data_buf].set_scope(env.inp_scope)
+    s[kernel_buf].set_scope(env.wgt_scope)
+    b_inn, oc_inn, y_inn, x_inn, b_tns, oc_tns = s[res_conv].op.axis
+    ic_out, ic_inn = s[res_conv].split(ic, factor=1)
+    s[res_conv].reorder(ic_out, b_inn, oc_inn, y_inn, ic_inn, dy, dx, x_inn, b_tns, oc_tns, ic_tns)
+    if v_threads > 1:
+        _, tx = s[res].split(oc_out, factor=v_threads)
+        s[res].reorder(tx, b_out)
+        s[res].bind(tx, te.thread_axis("cthread"))
+    s[data_buf].compute_at(s[res_conv], ic_out)
+    s[kernel_buf].compute_at(s[res_conv], ic_out)
+    s[data_buf].pragma(s[data_buf].op.axis[0], env.dma_copy)
+    s[kernel_buf].pragma(s[kernel_buf].op.axis[0], env.dma_copy)
+    s[res_conv].tensorize(b_tns, env.gemm)
+    for t in (res_shr, res_max, res_min):
+        s[t].pragma(s[t].op.axis[0], env.alu)
+    s[res].pragma(store_axis, env.dma_copy)
+
+    def inputs(rng):
+        return [_random(rng, data), _random(rng, kernel), _out_like(res)]
+
+    def ref(d, k):
+        padded = np.pad(d.astype(np.int64), [(0, 0), (0, 0), (pad, pad), (pad, pad), (0, 0), (0, 0)])
+        acc = np.zeros(out_shape, np.int64)
+        for yy in range(kh):
+            for xx in range(kw):
+                win = padded[:, :, yy:yy + height, xx:xx + width]  # (1, IC, H, W, B, BI)
+                acc += np.einsum("nchwbi,kcpi->nkhwbp", win, k[:, :, yy, xx].astype(np.int64))
+        acc = (acc + (1 << 31)) % (1 << 32) - (1 << 31)
+        return np.clip(acc >> env.INP_WIDTH, 0, 127).astype("int8")
+
+    return Workload("conv2d", s, [data, kernel, res], inputs, ref)
