@@ -107,6 +107,7 @@ def test_gemm_twice_in_one_window_hits_the_kernel_cache(env, remote, kernel_obje
     gemms = [i for i in stream if isinstance(i, GemmInsn)]
     assert len(uop_loads) == 2  # the second pass loads no uops
     assert len(gemms) == 34
+    assert token_replay(stream) == [0, 0, 0, 0]
     stats = simulator.stats()
     assert stats["uop_load_nbytes"] == 8
     assert stats["gemm_counter"] == 512
