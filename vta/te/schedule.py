@@ -111,7 +111,13 @@ class Stage:
 
     # ---------------------------------------------------------------- primitives
     def set_scope(self, scope: str) -> "Stage":
-        """Storage scope of the stage's buffer (``global``, ``local.acc_buffer`` ...)."""
+        """Storage scope of the stage's buffer (``global``, ``local.acc_buffer`` ...).
+
+        Raises
+        ------
+        ScheduleError
+            If ``scope`` is not a string or the stage is a placeholder.
+        """
         if not isinstance(scope, str):
             raise self._fail(f"set_scope expects a string, got {scope!r}")
         self._check_compute("set_scope")
@@ -201,7 +207,13 @@ class Stage:
         return self
 
     def tile(self, x_parent: IterVar, y_parent: IterVar, x_factor: Any, y_factor: Any):
-        """Split two axes and reorder to ``(x_outer, y_outer, x_inner, y_inner)``."""
+        """Split two axes and reorder to ``(x_outer, y_outer, x_inner, y_inner)``.
+
+        Raises
+        ------
+        ScheduleError
+            As :meth:`split` and :meth:`reorder`.
+        """
         xo, xi = self.split(x_parent, factor=x_factor)
         yo, yi = self.split(y_parent, factor=y_factor)
         self.reorder(xo, yo, xi, yi)
@@ -257,7 +269,16 @@ class Stage:
         return self
 
     def pragma(self, var: IterVar, pragma_type: str, pragma_value: Any = None) -> "Stage":
-        """Annotate the loop of ``var`` with ``pragma_<pragma_type>`` (value 1 unless given)."""
+        """Annotate the loop of ``var`` with ``pragma_<pragma_type>`` (value 1 unless given).
+
+        The attribute is emitted around the loop even when the axis has extent 1 (no loop).
+
+        Raises
+        ------
+        ScheduleError
+            If ``var`` is not an axis of this stage or the name is empty. A pragma on an axis
+            that is split or fused afterwards is reported when the schedule is lowered.
+        """
         self._check_compute("pragma")
         iv = self._own(var, "pragma")
         if not isinstance(pragma_type, str) or not pragma_type:
@@ -292,6 +313,12 @@ class Stage:
         """Replace the loop nest from leaf axis ``var`` inwards by ``tensor_intrin``.
 
         The match against the intrinsic is checked when the schedule is lowered.
+
+        Raises
+        ------
+        ScheduleError
+            If ``var`` is not a leaf axis of this stage, ``tensor_intrin`` is not a
+            :class:`~vta.te.TensorIntrin`, or another axis is already tensorized.
         """
         self._check_compute("tensorize")
         iv = self._leaf(var, "tensorize")
