@@ -98,12 +98,24 @@ def device(dev_type: int | str, dev_id: int = 0) -> Device:
 
 
 def cpu(dev_id: int = 0) -> Device:
-    """The host CPU device."""
+    """The host CPU device.
+
+    Raises
+    ------
+    ValueError
+        If ``dev_id`` is negative.
+    """
     return Device(CPU, dev_id)
 
 
 def ext_dev(dev_id: int = 0) -> Device:
-    """The VTA accelerator device (memory in the shared DRAM arena)."""
+    """The VTA accelerator device (memory in the shared DRAM arena).
+
+    Raises
+    ------
+    ValueError
+        If ``dev_id`` is negative.
+    """
     return Device(EXT_DEV, dev_id)
 
 
