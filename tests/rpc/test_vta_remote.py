@@ -1,0 +1,65 @@
+"""The "Get Started" flow through the socket server: build, save, upload, load, run on fsim."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from vta import nd, rpc, te
+from vta.testing import simulator
+
+pytestmark = pytest.mark.native
+
+
+def _vadd_object(env, path):
+    """Compile the tutorial's vector add (C = int8(A + B) on the accumulator buffer) to ``path``."""
+    import vta.build
+
+    shape = (1, 64, env.BATCH, env.BLOCK_OUT)
+    A = te.placeholder(shape, name="A", dtype=env.acc_dtype)
+    B = te.placeholder(shape, name="B", dtype=env.acc_dtype)
+    A_buf = te.compute(shape, lambda *i: A(*i), "A_buf")
+    B_buf = te.compute(shape, lambda *i: B(*i), "B_buf")
+    C_buf = te.compute(shape, lambda *i: A_buf(*i).astype(env.acc_dtype) + B_buf(*i).astype(env.acc_dtype),
+                       name="C_buf")
+    C = te.compute(shape, lambda *i: C_buf(*i).astype(env.inp_dtype), name="C")
+    s = te.create_schedule(C.op)
+    for t in (A_buf, B_buf, C_buf):
+        s[t].set_scope(env.acc_scope)
+    s[A_buf].pragma(s[A_buf].op.axis[0], env.dma_copy)
+    s[B_buf].pragma(s[B_buf].op.axis[0], env.dma_copy)
+    s[C_buf].pragma(s[C_buf].op.axis[0], env.alu)
+    s[C].pragma(s[C].op.axis[0], env.dma_copy)
+    vta.build.build(s, [A, B, C], "ext_dev", name="my_vadd").save(path)
+    return shape
+
+
+def test_vadd_tutorial_over_the_socket(env, server, tmp_path):
+    shape = _vadd_object(env, tmp_path / "vadd.o")
+    rng = np.random.default_rng(3)
+    a = rng.integers(-128, 128, size=shape).astype(np.int32)
+    b = rng.integers(-128, 128, size=shape).astype(np.int32)
+    with rpc.connect(server.host, server.port, timeout=30) as remote:
+        remote.upload(str(tmp_path / "vadd.o"))
+        f = remote.load_module("vadd.o")
+        dev = remote.ext_dev(0)
+        a_nd, b_nd = nd.array(a, dev), nd.array(b, dev)
+        c_nd = nd.empty(shape, "int8", dev)
+        assert isinstance(c_nd, rpc.RemoteNDArray)
+        simulator.clear_stats()  # the server runs in this process, so its simulator is ours
+        f(a_nd, b_nd, c_nd)
+        stats = simulator.stats()
+        np.testing.assert_array_equal(c_nd.numpy(), (a + b).astype(np.int8))
+    assert stats["alu_counter"] == 64 and stats["out_store_nbytes"] == a.size
+
+
+def test_testing_run_reaches_the_server_named_by_vta_local_sim_rpc(env, server, monkeypatch):
+    import vta.testing
+
+    monkeypatch.setenv("VTA_LOCAL_SIM_RPC", str(server.port))
+
+    def job(run_env, remote):
+        remote.upload(b"ok", target="marker")
+        return run_env is env, isinstance(remote, rpc.ClientSession), remote.listdir()
+
+    assert vta.testing.run(job) == (True, True, ["marker"])
