@@ -288,3 +288,55 @@ def shift_and_scale(env, rng) -> Case:
     data = rng.integers(-10, 10, size=shape).astype(np.int32)
     return Case(s, [a, res], {"a": data}, "res", shape, "int8",
                 lambda d: ((d["a"] + imm_shift) >> imm_scale).astype(np.int8))
+
+
+def blocked_gemm(env, rng) -> Case:
+    """The blocked GEMM tutorial (section 3.3): 1x1024x1024, clip((A . W^T) >> 8, 0, 127)."""
+    in_ch = out_ch = 1024
+    dshape = (1, in_ch // env.BLOCK_IN, env.BATCH, env.BLOCK_IN)
+    wshape = (out_ch // env.BLOCK_OUT, in_ch // env.BLOCK_IN, env.BLOCK_OUT, env.BLOCK_IN)
+    oshape = (1, out_ch // env.BLOCK_OUT, env.BATCH, env.BLOCK_OUT)
+    ic = te.reduce_axis((0, in_ch // env.BLOCK_IN), name="ic")
+    ic_tns = te.reduce_axis((0, env.BLOCK_IN), name="ic_tns")
+    data = te.placeholder(dshape, name="data", dtype=env.inp_dtype)
+    weight = te.placeholder(wshape, name="weight", dtype=env.wgt_dtype)
+    # Explicit copy stages stand in for upstream's cache_read (same loads, same code).
+    data_buf, weight_buf = _copy(data, "data_buf"), _copy(weight, "weight_buf")
+    res_gem = te.compute(oshape, lambda bo, co, bi, ci: te.sum(
+        data_buf[bo, ic, bi, ic_tns].astype(env.acc_dtype) * weight_buf[co, ic, ci, ic_tns].astype(env.acc_dtype),
+        axis=[ic, ic_tns]), name="res_gem")
+    res_shr = te.compute(oshape, lambda *i: res_gem(*i) >> env.INP_WIDTH, name="res_shr")
+    res_max = te.compute(oshape, lambda *i: te.max(res_shr(*i), 0), "res_max")
+    res_min = te.compute(oshape, lambda *i: te.min(res_max(*i), (1 << (env.INP_WIDTH - 1)) - 1), "res_min")
+    res = te.compute(oshape, lambda *i: res_min(*i).astype(env.inp_dtype), name="res")
+    s = te.create_schedule(res.op)
+    s[data_buf].set_scope(env.inp_scope)
+    s[weight_buf].set_scope(env.wgt_scope)
+    b, oc, b_tns, oc_tns = s[res].op.axis
+    b_out, b_inn = s[res].split(b, 1)
+    oc_out, oc_inn = s[res].split(oc, 16)
+    s[res].reorder(b_out, oc_out, b_inn, oc_inn)
+    for t in (res_gem, res_shr, res_max, res_min):
+        s[t].set_scope(env.acc_scope)
+        s[t].compute_at(s[res], oc_out)
+    b_inn, oc_inn2, b_tns, oc_tns = s[res_gem].op.axis
+    ic_out, ic_inn = s[res_gem].split(ic, 16)
+    s[res_gem].reorder(ic_out, b_inn, oc_inn2, ic_inn, b_tns, oc_tns, ic_tns)
+    s[data_buf].compute_at(s[res_gem], ic_out)
+    s[weight_buf].compute_at(s[res_gem], ic_out)
+    s[data_buf].pragma(s[data_buf].op.axis[0], env.dma_copy)
+    s[weight_buf].pragma(s[weight_buf].op.axis[0], env.dma_copy)
+    s[res_gem].tensorize(b_tns, env.gemm)
+    for t in (res_shr, res_max, res_min):
+        s[t].pragma(s[t].op.axis[0], env.alu)
+    s[res].pragma(oc_inn, env.dma_copy)
+    d = rng.integers(-128, 128, size=dshape).astype(np.int8)
+    w = rng.integers(-128, 128, size=wshape).astype(np.int8)
+
+    def expect(v):
+        a2 = v["data"].transpose(0, 2, 1, 3).reshape(env.BATCH, in_ch).astype(np.int64)
+        b2 = v["weight"].transpose(0, 2, 1, 3).reshape(out_ch, in_ch).astype(np.int64)
+        r = np.clip((a2 @ b2.T) >> env.INP_WIDTH, 0, (1 << (env.INP_WIDTH - 1)) - 1)
+        return r.reshape(1, env.BATCH, out_ch // env.BLOCK_OUT, env.BLOCK_OUT).transpose(0, 2, 1, 3).astype(np.int8)
+
+    return Case(s, [data, weight, res], {"data": d, "weight": w}, "res", oshape, "int8", expect)
