@@ -31,7 +31,7 @@ def _wait_for(pred, what: str, limit: float = 10.0) -> None:
 
 
 def _raw(server) -> socket.socket:
-    s = socket.create_connection((server.host, server.port), timeout=5)
+    s = socket.create_connection((server.host, server.port), timeout=60)
     return s
 
 
@@ -65,7 +65,7 @@ def test_files_over_the_socket(remote, server, tmp_path):
 
 
 def test_each_connection_has_its_own_session(server):
-    with rpc.connect(server.host, server.port, timeout=5) as a, rpc.connect(server.host, server.port, timeout=5) as b:
+    with rpc.connect(server.host, server.port, timeout=60) as a, rpc.connect(server.host, server.port, timeout=60) as b:
         a.upload(b"1", target="only_a")
         assert b.listdir() == []
         assert a.listdir() == ["only_a"]
@@ -110,7 +110,7 @@ def test_bad_magic_and_oversized_frames_close_the_connection(server):
             except ConnectionResetError:  # it hung up with our unread bytes still queued
                 tail = b""
             assert tail == b""  # the server hung up
-    with rpc.connect(server.host, server.port, timeout=5) as c:
+    with rpc.connect(server.host, server.port, timeout=60) as c:
         assert c.ping() == "pong"
 
 
@@ -124,7 +124,7 @@ def test_client_that_disconnects_mid_call(server):
         return x + 1
 
     runtime.register_func("tests.rpc.slow", slow, override=True)
-    with rpc.connect(server.host, server.port, timeout=5) as c:
+    with rpc.connect(server.host, server.port, timeout=60) as c:
         f = c.get_function("tests.rpc.slow")
         # send the call by hand and hang up without reading the reply
         send_frame(c._sock, {"id": 99, "op": "call", "args": {"func": f._tagged(), "args": [1]}})
@@ -132,7 +132,7 @@ def test_client_that_disconnects_mid_call(server):
     release.set()
     _wait_for(lambda: server.sessions_served == 1, "the abandoned session to end")
     assert list(_sessions_dir(server).iterdir()) == []  # its work directory is gone
-    with rpc.connect(server.host, server.port, timeout=5) as c:
+    with rpc.connect(server.host, server.port, timeout=60) as c:
         assert c.get_function("tests.rpc.slow")(41) == 42
 
 
@@ -140,7 +140,7 @@ def test_client_that_disconnects_inside_a_frame(server):
     with _raw(server) as s:
         s.sendall(MAGIC + struct.pack("<IQ", 100, 10) + b'{"op": "upl')
     _wait_for(lambda: server.sessions_served == 1, "the broken session to end")
-    with rpc.connect(server.host, server.port, timeout=5) as c:
+    with rpc.connect(server.host, server.port, timeout=60) as c:
         assert c.ping() == "pong"
 
 
@@ -220,7 +220,7 @@ def test_python_dash_m_server(tmp_path):
         line = proc.stdout.readline()
         assert line.startswith("vta.rpc.server listening on 127.0.0.1:"), line
         port = int(line.rsplit(":", 1)[1])
-        with rpc.connect("127.0.0.1", port, timeout=5) as c:
+        with rpc.connect("127.0.0.1", port, timeout=60) as c:
             c.upload(b"x", target="f")
             assert c.listdir() == ["f"] and c.ping() == "pong"
     finally:
@@ -235,7 +235,7 @@ def test_session_end_frees_server_arrays_and_reuses_handles(server):
     runtime.register_func("tests.rpc.ident", lambda x: x, override=True)
     live = lambda: len(list(global_dram().allocations()))  # noqa: E731
     before = live()
-    with rpc.connect(server.host, server.port, timeout=5) as c:
+    with rpc.connect(server.host, server.port, timeout=60) as c:
         a = runtime.array(np.arange(1000, dtype=np.int32), c.ext_dev(0))
         b = runtime.empty((10,), "int8", c.ext_dev(0))
         assert live() == before + 2
