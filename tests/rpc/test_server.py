@@ -21,7 +21,7 @@ from vta.rpc.protocol import MAGIC, recv_frame, send_frame
 REPO = Path(__file__).resolve().parents[2]
 
 
-def _wait_for(pred, what: str, limit: float = 10.0) -> None:
+def _wait_for(pred, what: str, limit: float = 60.0) -> None:
     """Poll ``pred`` until it holds (sessions end on their own threads)."""
     end = time.monotonic() + limit
     while not pred():
