@@ -18,7 +18,7 @@ from typing import Any
 
 from ..errors import ScheduleError
 from ..tir import nodes as n
-from ..tir.arith import as_const_int, const_bounds, detect_linear_equation
+from ..tir.arith import as_const_int, const_bounds, detect_linear_equation, structural_equal
 from ..tir.functor import StmtExprMutator, post_order_visit, substitute
 from ..tir.simplify import simplify
 from .schedule import Fuse, Schedule, Split, Stage
@@ -37,6 +37,7 @@ class StageBounds:
     root_value: dict = field(default_factory=dict)     # root IterVar -> PrimExpr
     conditions: list = field(default_factory=list)     # guards of non-divisible splits
     enclosing: list = field(default_factory=list)      # Vars of the loops around the stage
+    ranges: dict = field(default_factory=dict)         # Var -> (0, extent) of those and own loops
 
 
 def inline_bodies(sch: Schedule) -> dict[Any, n.PrimExpr]:
@@ -168,6 +169,7 @@ def infer_bound(sch: Schedule) -> tuple[dict[Stage, StageBounds], dict]:
                 v = _leaf_var(pb, iv)
                 if v is not None and v not in b.enclosing:
                     b.enclosing.append(v)
+                    b.ranges[v] = (0, pb.extent[iv])
         _root_ranges(sch, stage, b, bodies, result)
         _pass_down(stage, b)
         _pass_up(stage, b)
@@ -280,3 +282,22 @@ def _pass_up(stage: Stage, b: StageBounds) -> None:
         b.root_value[iv] = simplify(b.root_min[iv] + offset[iv])
     # Guards of non-divisible splits, in terms of the leaf values.
     b.conditions = [simplify(n.LT(off, n.IntImm(ext))) for _, off, ext in b.conditions]
+    # Guards keeping a region that overhangs the tensor (a consumer's non-divisible split)
+    # inside the tensor's shape.
+    for iv in stage.leaf_iter_vars:
+        v = b.leaf_value[iv]
+        if isinstance(v, n.Var):
+            b.ranges[v] = (0, b.extent[iv])
+    for iv in op.axis:
+        shape = as_const_int(iv.dom.extent)
+        lo, hi = const_bounds(b.root_value[iv], b.ranges)
+        if shape is not None and (hi is None or hi > shape - 1):
+            _add_condition(b, simplify(n.LT(b.root_value[iv], n.IntImm(shape))))
+        if lo is None or lo < 0:
+            _add_condition(b, simplify(n.GE(b.root_value[iv], n.IntImm(0))))
+
+
+def _add_condition(b: StageBounds, cond: n.PrimExpr) -> None:
+    if as_const_int(cond) == 1 or any(structural_equal(cond, c) for c in b.conditions):
+        return
+    b.conditions.append(cond)

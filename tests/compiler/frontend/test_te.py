@@ -157,3 +157,17 @@ def test_printer_precedence_and_names():
     assert astext(loop) == "for (i, 0, 4) {\n  A[i] = int8(i)\n}\n"
     with pytest.raises(TypeError, match="astext expects"):
         astext(42)
+
+
+def test_producer_region_overhanging_the_tensor_is_guarded():
+    # C is split unevenly (10 = 3 x 4 - 2); B, computed per outer iteration, must not read A[10], A[11].
+    A = te.placeholder((10,), name="A", dtype="int32")
+    B = te.compute((10,), lambda i: A[i] + 1, name="B")
+    C = te.compute((10,), lambda i: B[i] * 2, name="C")
+    s = te.create_schedule(C.op)
+    o, i = s[C].split(C.op.axis[0], factor=4)
+    s[B].compute_at(s[C], o)
+    a = RNG.integers(-9, 9, (10,)).astype("int32")
+    func, out = run(s, [A, C], [a])  # the interpreter raises on an out-of-bounds load
+    np.testing.assert_array_equal(out, (a + 1) * 2)
+    assert astext(func).count("likely(") == 2
