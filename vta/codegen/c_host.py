@@ -39,9 +39,6 @@ _C_KEYWORDS = set(keyword.kwlist) | {
     "out_ret_value", "out_ret_tcode", "resource_handle", "main",
 }
 
-_DTYPE_CODES = {"int": 0, "uint": 1, "float": 2}
-
-
 class CodegenError(ScheduleError):
     """The lowered function holds a construct the C host backend cannot emit."""
 
@@ -173,13 +170,16 @@ class _Emitter:
         return method(e)
 
     def e_IntImm(self, e: n.IntImm) -> str:
+        v = e.value
         if e.dtype == "bool":
-            return "1" if e.value else "0"
-        if e.dtype.startswith("uint") or e.value > 0x7FFFFFFF:
-            return f"((int64_t){e.value}LL)" if e.value > 0xFFFFFFFF or not e.dtype.startswith("uint") else f"{e.value}u"
-        if e.value < -0x80000000:
-            return f"((int64_t){e.value}LL)"
-        return str(e.value) if e.value >= 0 else f"({e.value})"
+            return "1" if v else "0"
+        if e.dtype.startswith("uint"):
+            return f"{v}u" if v <= 0xFFFFFFFF else f"{v}ull"
+        if -(1 << 31) < v < (1 << 31):
+            return str(v) if v >= 0 else f"({v})"
+        if v == -(1 << 31):
+            return "(-2147483647 - 1)"
+        return f"({v}ll)"
 
     def e_FloatImm(self, e: n.FloatImm) -> str:
         return repr(float(e.value)) + ("f" if e.dtype == "float32" else "")

@@ -19,8 +19,6 @@ buffers and the offending dimension.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from ..env import Environment
 from ..errors import ScheduleError
 from ..tir import nodes as n
@@ -32,15 +30,8 @@ from ._util import Pass, allocation_scopes, call_extern, command_handle, coproc_
 
 __all__ = ["inject_dma_intrin", "inject_skip_copy", "two_d_pattern"]
 
-
-@dataclass
-class _Side:
-    """One side of a copy: buffer var, per-loop strides (scalars), element offset."""
-
-    var: n.Var
-    dtype: str
-    strides: list[int]
-    offset: n.PrimExpr
+#: Largest x_size, y_size and x_stride a memory instruction can encode (16-bit fields).
+_FIELD_MAX = (1 << 16) - 1
 
 
 def _fold(dims: list[tuple[int, int]], elem_block: int, what: str) -> list[tuple[int, int]]:
@@ -124,6 +115,12 @@ def two_d_pattern(dims: list[tuple[int, int]], offset: n.PrimExpr, elem_block: i
             f"{what}: the access needs {len(outer)} dimensions of tiles {outer!r} (extent, stride); a VTA "
             "load/store moves at most 2 (rows of tiles); split the loops or move the dma_copy pragma inwards"
         )
+    for extent, stride in outer:
+        if extent > _FIELD_MAX or stride // elem_block > _FIELD_MAX:
+            raise ScheduleError(
+                f"{what}: {extent} tiles with a stride of {stride // elem_block} tiles exceed the 16-bit size and "
+                f"stride fields of a VTA load/store (max {_FIELD_MAX}); split the copy loop"
+            )
     x_ext, x_stride = outer[-1]
     if len(outer) == 1:
         if x_stride == elem_block:
