@@ -99,3 +99,20 @@ def test_import_cycles_are_refused():
     with pytest.raises(TypeError):
         a.import_module("not a module")
     assert a.imported_modules == [b] and b.imported_modules == []
+
+
+def test_time_evaluator_calls_warm_up_plus_number_times_repeat():
+    calls = []
+    mod = PyModule("timed", {"f": lambda *a: calls.append(a)})
+    result = mod.time_evaluator("f", None, number=3, repeat=2)(1, 2)
+    assert calls == [(1, 2)] * 7  # 1 warm-up + 3 x 2
+    assert len(result.results) == 2 and all(r >= 0 for r in result.results)
+    assert result.mean == pytest.approx(sum(result.results) / 2)
+    with pytest.raises(ValueError, match="number"):
+        mod.time_evaluator("f", number=0)
+    with pytest.raises(AttributeError, match="'g'"):
+        mod.time_evaluator("g")
+
+
+def test_time_evaluator_on_native_code(cmod):
+    assert cmod.time_evaluator("add_int", ext_dev(0), number=5)(1, 2).mean >= 0

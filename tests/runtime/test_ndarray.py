@@ -180,3 +180,15 @@ def test_session_devices_delegate_allocation():
 def test_nd_module_reexports():
     assert vta.nd.NDArray is NDArray
     assert set(vta.nd.__all__) == {"array", "empty", "NDArray"}
+
+
+def test_copyto_array_and_device():
+    data = np.arange(12, dtype=np.int8).reshape(3, 4)
+    with vta.nd.array(data) as src, vta.nd.empty((3, 4), "int8", ext_dev(0)) as dst:
+        assert src.copyto(dst) is dst
+        np.testing.assert_array_equal(dst.numpy(), data)
+        with dst.copyto(cpu(0)) as back:
+            assert back.device == cpu(0)
+            np.testing.assert_array_equal(back.numpy(), data)
+        with pytest.raises(TypeError, match="NDArray or a Device"):
+            src.copyto("cpu")

@@ -17,18 +17,26 @@ import ctypes
 import os
 import shutil
 import tempfile
+import time
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, NamedTuple
 
 from ..errors import ModuleLoadError, TVMError
 from .abi import ArgTypeCode
 from .elf import DynamicInfo
 from .packed import PackedFunc, handles
 
-__all__ = ["Module", "LibraryModule", "CompiledCModule", "PyModule"]
+__all__ = ["Module", "LibraryModule", "CompiledCModule", "PyModule", "ProfileResult"]
 
 #: Symbol holding the name of the entry function.
 ENTRY_SYMBOL = "__tvm_main__"
+
+
+class ProfileResult(NamedTuple):
+    """What a :meth:`Module.time_evaluator` closure returns: seconds per call."""
+
+    mean: float
+    results: tuple[float, ...]
 
 
 class Module:
@@ -105,6 +113,61 @@ class Module:
     def __call__(self, *args: Any) -> Any:
         """Call the entry function."""
         return self.entry_func(*args)
+
+    def time_evaluator(self, func_name: str, dev: Any = None, number: int = 10, repeat: int = 1,
+                       min_repeat_ms: float = 0.0) -> Callable[..., "ProfileResult"]:
+        """A closure that times ``func_name``: one warm-up call, then ``repeat`` rounds of ``number``.
+
+        Parameters
+        ----------
+        func_name : str
+            The function to time.
+        dev : Device, optional
+            Accepted for compatibility (local calls need no device switch).
+        number : int
+            Calls per round; the round's time is divided by it.
+        repeat : int
+            Rounds.
+        min_repeat_ms : float
+            Grow ``number`` (doubling) until a round lasts at least this long.
+
+        Returns
+        -------
+        callable
+            ``evaluator(*args) -> ProfileResult`` with ``mean`` and ``results`` in seconds.
+
+        Raises
+        ------
+        AttributeError
+            If the module has no function ``func_name``.
+        ValueError
+            If ``number`` or ``repeat`` is below 1 or ``min_repeat_ms`` is negative.
+        """
+        del dev
+        if number < 1 or repeat < 1 or min_repeat_ms < 0:
+            raise ValueError(
+                f"time_evaluator needs number >= 1, repeat >= 1 and min_repeat_ms >= 0, got "
+                f"number={number!r}, repeat={repeat!r}, min_repeat_ms={min_repeat_ms!r}"
+            )
+        func = self.get_function(func_name)
+
+        def evaluator(*args: Any) -> ProfileResult:
+            func(*args)  # warm-up
+            results = []
+            n = number
+            for _ in range(repeat):
+                while True:
+                    start = time.perf_counter()
+                    for _ in range(n):
+                        func(*args)
+                    elapsed = time.perf_counter() - start
+                    if elapsed * 1e3 >= min_repeat_ms:
+                        break
+                    n *= 2
+                results.append(elapsed / n)
+            return ProfileResult(sum(results) / len(results), tuple(results))
+
+        return evaluator
 
     def function_from_env(self, name: str) -> PackedFunc | None:
         """What ``TVMBackendGetFuncFromEnv`` finds: the imports first, then the global registry."""

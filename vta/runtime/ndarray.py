@@ -176,6 +176,29 @@ class NDArray:
             self._dram.write(self._phys, np.ascontiguousarray(src))
         return self
 
+    def copyto(self, target: "NDArray | Device") -> "NDArray":
+        """Copy the data to another array, or to a new array on a device.
+
+        Returns
+        -------
+        NDArray
+            ``target`` when it is an array, else the new array.
+
+        Raises
+        ------
+        ValueError
+            If ``target`` is an array of another shape or dtype.
+        TypeError
+            If ``target`` is neither an NDArray nor a Device.
+        TVMError
+            If either array is closed.
+        """
+        if isinstance(target, NDArray):
+            return target.copyfrom(self)
+        if isinstance(target, Device):
+            return array(self.numpy(), target)
+        raise TypeError(f"copyto expects an NDArray or a Device, got {target!r}")
+
     # ---------------------------------------------------------------- lifetime
     def close(self) -> None:
         """Release the array's memory (idempotent). Later use raises :class:`TVMError`."""
