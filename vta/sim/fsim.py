@@ -29,6 +29,7 @@ from ..dram import DRAM
 from ..env import Environment
 from ..errors import DeadlockError, InvalidInstructionError, SimulationError
 from .device import STAT_KEYS, Device
+from . import fsim_jit
 from .fsim_sched import CHANNELS, Flow, schedule
 from .fsim_units import Scratchpads, alu, gemm, load, store
 
@@ -69,12 +70,27 @@ class FunctionalSimulator(Device):
         Use a seeded random interleaving of the stages instead of the deterministic order.
     trace : bool
         Record every executed instruction in :attr:`trace` as ``(index, stage, text)``.
+    engine : {"auto", "numpy", "jit"}
+        ``"numpy"`` executes every instruction with the opcode functions of
+        :mod:`vta.sim.fsim_units`; ``"jit"`` runs small instructions in a loop compiled by
+        numba (:mod:`vta.sim.fsim_jit`, identical results); ``"auto"`` uses ``"jit"`` when
+        numba is installed.
+
+    Raises
+    ------
+    ValueError
+        For an unknown ``engine``.
+    ImportError
+        For ``engine="jit"`` without numba.
     """
 
     name = "sim"
 
-    def __init__(self, env: Environment, dram: DRAM, *, seed: int | None = None, trace: bool = False):
+    def __init__(self, env: Environment, dram: DRAM, *, seed: int | None = None, trace: bool = False,
+                 engine: str = "auto"):
         super().__init__(env, dram)
+        if engine not in ("auto", "numpy", "jit"):
+            raise ValueError(f"engine must be 'auto', 'numpy' or 'jit', got {engine!r}")
         self.seed = seed
         self._rng = None if seed is None else np.random.default_rng(seed)
         self.sram = Scratchpads(env)
@@ -84,6 +100,10 @@ class FunctionalSimulator(Device):
         self.trace: list[tuple[int, str, str]] = []
         self._stats = dict.fromkeys(STAT_KEYS + INSN_KEYS, 0)
         self._jit = None
+        if engine == "jit" or (engine == "auto" and fsim_jit.available()):
+            self._jit = fsim_jit.JitEngine(env)
+        #: The engine in use: "jit" (compiled loop plus NumPy) or "numpy".
+        self.engine = "numpy" if self._jit is None else "jit"
 
     # ------------------------------------------------------------------ contract
     def run(self, insn_phys_addr: int, insn_count: int, wait_cycles: int = 0) -> int:
@@ -239,15 +259,31 @@ class _Program:
         self.cols = cols
         self.words = words
         self.env = env
-        self.opcode = cols.header["opcode"].tolist()
-        self.x_size = cols.mem["x_size"].tolist()
-        self.mem_type = cols.mem["memory_type"].tolist()
-        self._lists = {kind: {k: v.tolist() for k, v in getattr(cols, kind).items()} for kind in ("mem", "gemm", "alu")}
         self.flow = None
+        self._lists: dict = {}
+
+    def _list(self, kind: str, name: str) -> list:
+        """One column as a Python list (made on first use: the compiled engine needs none)."""
+        key = (kind, name)
+        if key not in self._lists:
+            self._lists[key] = getattr(self.cols, kind)[name].tolist()
+        return self._lists[key]
+
+    @property
+    def opcode(self) -> list:
+        return self._list("header", "opcode")
+
+    @property
+    def x_size(self) -> list:
+        return self._list("mem", "x_size")
+
+    @property
+    def mem_type(self) -> list:
+        return self._list("mem", "memory_type")
 
     def fields(self, i: int, kind: str) -> dict:
         """The fields of instruction ``i`` in format ``kind`` ('mem', 'gemm', 'alu') as ints."""
-        return {k: v[i] for k, v in self._lists[kind].items()}
+        return {k: self._list(kind, k)[i] for k in getattr(self.cols, kind)}
 
     def describe(self, i: int) -> str:
         """A short name: ``LOAD INP``, ``GEMM``, ``ALU ADD``, ``NOP (compute)``, ``FINISH`` ..."""
@@ -257,7 +293,7 @@ class _Program:
                 return "NOP"
             return f"{isa.OPCODE_NAMES[op]} {isa.MEM_NAMES.get(self.mem_type[i], self.mem_type[i])}"
         if op == isa.OPCODE_ALU:
-            return f"ALU {isa.ALU_NAMES.get(self._lists['alu']['alu_opcode'][i], '?')}"
+            return f"ALU {isa.ALU_NAMES.get(self._list('alu', 'alu_opcode')[i], '?')}"
         return isa.OPCODE_NAMES.get(op, f"opcode {op}")
 
     def text(self, i: int) -> str:

@@ -197,11 +197,11 @@ class LoopNest:
         nx = len(x_ids)
         xp = x.transpose([x_ids.index(k) for k in batch + rows_ax] + [nx]
                          + [x_ids.index(k) for k in red] + [nx + 1])
-        xp = xp.astype(ftype).reshape(nb, nm * nbat, nk * kdim)
+        xp = xp.astype(ftype, copy=False).reshape(nb, nm * nbat, nk * kdim)
         nw = len(w_ids)
         wp = w.transpose([w_ids.index(k) for k in batch + cols_ax] + [nw]
                          + [w_ids.index(k) for k in red] + [nw + 1])
-        wp = wp.astype(ftype).reshape(nb, nn * nout, nk * kdim)
+        wp = wp.astype(ftype, copy=False).reshape(nb, nn * nout, nk * kdim)
         r = np.matmul(xp, wp.transpose(0, 2, 1))
         r = r.reshape(nb, nm, nbat, nn, nout).transpose(0, 1, 3, 2, 4)
         nd = math.prod(ext[k] for k in only_d)

@@ -7,9 +7,10 @@ the instruction index, the field, the value and the accepted limit.
 
 Representation (an internal choice, invisible through the device contract):
 
-* ``inp`` and ``wgt`` hold element values as int8 (any input width up to 8 bits), shaped
-  ``(depth, BATCH, BLOCK_IN)`` and ``(depth, BLOCK_OUT, BLOCK_IN)``; GEMM multiplies them in
-  float32 or float64, whichever holds every partial sum exactly (see :func:`gemm`);
+* ``inp`` and ``wgt`` hold element values (any width up to 8 bits) as float32, which represents
+  them exactly and feeds BLAS without conversion, shaped ``(depth, BATCH, BLOCK_IN)`` and
+  ``(depth, BLOCK_OUT, BLOCK_IN)``; GEMM sums in float32 or float64, whichever holds every
+  partial sum exactly (see :func:`gemm`);
 * ``acc`` holds int32 lanes, shaped ``(depth, BATCH, BLOCK_OUT)``, always wrapped to
   ``ACC_WIDTH`` bits;
 * ``uop`` holds the three decoded micro-op index columns.
@@ -84,8 +85,8 @@ class Scratchpads:
         self.uop_dst = np.zeros(e.UOP_BUFF_DEPTH, dtype=np.int64)
         self.uop_src = np.zeros(e.UOP_BUFF_DEPTH, dtype=np.int64)
         self.uop_wgt = np.zeros(e.UOP_BUFF_DEPTH, dtype=np.int64)
-        self.inp = np.zeros((e.INP_BUFF_DEPTH, e.BATCH, e.BLOCK_IN), dtype=np.int8)
-        self.wgt = np.zeros((e.WGT_BUFF_DEPTH, e.BLOCK_OUT, e.BLOCK_IN), dtype=np.int8)
+        self.inp = np.zeros((e.INP_BUFF_DEPTH, e.BATCH, e.BLOCK_IN), dtype=np.float32)
+        self.wgt = np.zeros((e.WGT_BUFF_DEPTH, e.BLOCK_OUT, e.BLOCK_IN), dtype=np.float32)
         self.acc = np.zeros((e.ACC_BUFF_DEPTH, e.BATCH, e.BLOCK_OUT), dtype=np.int32)
         #: Largest |product| of one input and one weight value; bounds exact float sums.
         self.max_product = (1 << (e.INP_WIDTH - 1)) * (1 << (e.WGT_WIDTH - 1))

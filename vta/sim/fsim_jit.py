@@ -1,0 +1,298 @@
+"""An optional compiled engine for fsim (numba), bit-identical to the NumPy opcode functions.
+
+The NumPy functions of :mod:`vta.sim.fsim_units` are the specification. Executing one small
+instruction through them costs tens of microseconds of interpreter overhead, so a stream of
+many small instructions is slow. This module compiles one loop that executes a stretch of the
+execution order directly on the same scratchpad arrays and the DRAM arena, with the plain
+sequential loops of ``reference/vta-isa.md`` section 4.
+
+The compiled loop handles the common case and *defers* everything else: when an instruction
+would fail a check (an index or address out of range, an invalid field), is a large GEMM (which
+the BLAS path of :mod:`vta.sim.fsim_loops` runs faster), or uses an element width the loop does
+not implement, the loop stops and returns its position. The simulator then executes that one
+instruction through the NumPy functions -- which raise the precise error when there is one --
+and resumes the loop after it. Both paths therefore always agree.
+
+numba is optional: without it (or with ``engine="numpy"``) fsim uses the NumPy path alone.
+Compiled code is cached under :func:`vta.cache.cache_dir` ``("numba")``.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+
+import numpy as np
+
+from .. import isa
+from ..cache import cache_dir
+from ..env import Environment
+
+__all__ = ["available", "JitEngine", "BIG_GEMM_MACS"]
+
+#: GEMMs with at least this many multiply-accumulates go to the BLAS path instead.
+BIG_GEMM_MACS = 1 << 16
+
+# Column layout of the field matrix handed to the compiled loop.
+_MEM = ("memory_type", "sram_base", "dram_base", "y_size", "x_size", "x_stride", "y_pad_0", "y_pad_1",
+        "x_pad_0", "x_pad_1")
+_GEMM = ("reset_reg", "uop_bgn", "uop_end", "iter_out", "iter_in", "dst_factor_out", "dst_factor_in",
+         "src_factor_out", "src_factor_in", "wgt_factor_out", "wgt_factor_in")
+_ALU = ("uop_bgn", "uop_end", "iter_out", "iter_in", "dst_factor_out", "dst_factor_in", "src_factor_out",
+        "src_factor_in", "alu_opcode", "use_imm", "imm")
+
+_kernel = None
+
+
+def available() -> bool:
+    """Whether numba can be imported (the compiled engine is usable)."""
+    return importlib.util.find_spec("numba") is not None
+
+
+def _compile():
+    """Import numba with its cache in the project's build cache and compile the loop (once)."""
+    global _kernel
+    if _kernel is not None:
+        return _kernel
+    os.environ.setdefault("NUMBA_CACHE_DIR", str(cache_dir("numba")))
+    import numba
+
+    if not numba.config.CACHE_DIR:
+        numba.config.CACHE_DIR = os.environ["NUMBA_CACHE_DIR"]
+    globals()["_in_dram"] = numba.njit(cache=True)(_in_dram_py)
+    # fastmath lets LLVM reorder the float32 dot products: every partial sum is an integer of
+    # at most 2^19 in magnitude, so any order gives the exact result.
+    _kernel = numba.njit(cache=True, nogil=True, fastmath=True)(_run_stretch)
+    return _kernel
+
+
+class JitEngine:
+    """Runs execution orders for one configuration with the compiled loop.
+
+    Raises
+    ------
+    ImportError
+        If numba is not installed.
+    """
+
+    def __init__(self, env: Environment):
+        self.kernel = _compile()
+        lay = isa.layout(env)
+        uf = {f.name: f for f in lay.uop}
+        narrow_ok = env.INP_WIDTH == 8 and env.WGT_WIDTH == 8
+        self.cfg = np.array([
+            env.BATCH, env.BLOCK_IN, env.BLOCK_OUT,
+            env.INP_ELEM_BYTES, env.WGT_ELEM_BYTES, env.ACC_ELEM_BYTES, env.OUT_ELEM_BYTES, env.ACC_8BIT_ELEM_BYTES,
+            uf["dst_idx"].lo, uf["dst_idx"].width, uf["src_idx"].lo, uf["src_idx"].width,
+            uf["wgt_idx"].lo, uf["wgt_idx"].width,
+            int(narrow_ok), int(env.ACC_WIDTH == 32), BIG_GEMM_MACS,
+        ], dtype=np.int64)
+
+    def fields(self, program) -> np.ndarray:
+        """The ``(n, 1 + 10 + 11 + 11)`` int64 field matrix of a decoded stream (cached on it)."""
+        if getattr(program, "_jit_fields", None) is None:
+            c = program.cols
+            cols = [c.header["opcode"]] + [c.mem[k] for k in _MEM] + [c.gemm[k] for k in _GEMM] \
+                + [c.alu[k] for k in _ALU]
+            program._jit_fields = np.ascontiguousarray(np.stack(cols, axis=1).astype(np.int64))
+        return program._jit_fields
+
+    def run(self, sim, program, order: np.ndarray) -> None:
+        """Execute ``order`` on ``sim``; advance ``sim._position`` as instructions complete."""
+        fields = self.fields(program)
+        allocs = list(sim.dram.allocations())
+        starts = np.array([a for a, _ in allocs] or [0], dtype=np.int64)
+        ends = np.array([a + n for a, n in allocs] or [0], dtype=np.int64)
+        sp = sim.sram
+        order = np.ascontiguousarray(order, dtype=np.int64)
+        n = order.size
+        while sim._position < n:
+            data = sim.dram.data
+            pos = self.kernel(order, sim._position, fields, sp.uop_dst, sp.uop_src, sp.uop_wgt, sp.inp, sp.wgt,
+                              sp.acc, data, data.view(np.int8), data.view(np.int32), starts, ends, self.cfg)
+            sim._position = pos
+            if pos < n:  # deferred: the NumPy path executes it (or raises the precise error)
+                sim.step(program, int(order[pos]))
+                sim._position += 1
+
+
+# ---------------------------------------------------------------------------------- the loop
+# Column indices in the field matrix.
+_OP = 0
+_M = 1      # memory fields start
+_G = 11     # GEMM fields start
+_A = 22     # ALU fields start
+
+
+def _in_dram_py(start, end, starts, ends):
+    """Whether [start, end) lies inside one live allocation."""
+    if end <= start:
+        return True
+    k = np.searchsorted(starts, start, side="right") - 1
+    return k >= 0 and end <= ends[k] and starts[k] <= start
+
+
+def _run_stretch(order, pos, F, uop_dst, uop_src, uop_wgt, inp, wgt, acc, dram, dram_s8, dram_s32, starts, ends,
+                 cfg):
+    """Execute ``order[pos:]`` until an instruction must be deferred; return its position.
+
+    ``dram``, ``dram_s8`` and ``dram_s32`` are the arena as uint8, int8 and int32.
+    """
+    batch, blk_in, blk_out = cfg[0], cfg[1], cfg[2]
+    e_inp, e_wgt, e_acc, e_out, e_acc8 = cfg[3], cfg[4], cfg[5], cfg[6], cfg[7]
+    widths8, acc32, big = cfg[14], cfg[15], cfg[16]
+    if acc32 == 0:
+        return pos
+    n = order.shape[0]
+    uop_depth, inp_depth, wgt_depth, acc_depth = uop_dst.shape[0], inp.shape[0], wgt.shape[0], acc.shape[0]
+    while pos < n:
+        i = order[pos]
+        op = F[i, _OP]
+        if op == 2 or op == 4:  # GEMM / ALU share the loop header
+            is_gemm = op == 2
+            base = _G + 1 if is_gemm else _A
+            bgn, end, io, ii = F[i, base], F[i, base + 1], F[i, base + 2], F[i, base + 3]
+            dfo, dfi, sfo, sfi = F[i, base + 4], F[i, base + 5], F[i, base + 6], F[i, base + 7]
+            if end > uop_depth:
+                return pos
+            if end < bgn:
+                end = bgn
+            reset = is_gemm and F[i, _G] != 0
+            if is_gemm:
+                wfo, wfi = F[i, _G + 9], F[i, _G + 10]
+                if not reset and io * ii * (end - bgn) * batch * blk_in * blk_out >= big:
+                    return pos
+                aop, use_imm, imm = 0, 1 if reset else 0, 0
+            else:
+                wfo, wfi = 0, 0
+                aop, use_imm, imm = F[i, _A + 8], F[i, _A + 9], F[i, _A + 10]
+                if aop > 4:
+                    return pos
+            if io > 0 and ii > 0 and end > bgn:
+                # bounds of every role over the whole nest
+                for u in range(bgn, end):
+                    if uop_dst[u] + (io - 1) * dfo + (ii - 1) * dfi >= acc_depth:
+                        return pos
+                    if is_gemm and not reset:
+                        if uop_src[u] + (io - 1) * sfo + (ii - 1) * sfi >= inp_depth:
+                            return pos
+                        if uop_wgt[u] + (io - 1) * wfo + (ii - 1) * wfi >= wgt_depth:
+                            return pos
+                    if not is_gemm and use_imm == 0:
+                        if uop_src[u] + (io - 1) * sfo + (ii - 1) * sfi >= acc_depth:
+                            return pos
+            for o in range(io):
+                for t in range(ii):
+                    for u in range(bgn, end):
+                        d = uop_dst[u] + o * dfo + t * dfi
+                        s = uop_src[u] + o * sfo + t * sfi
+                        if is_gemm:
+                            if reset:
+                                acc[d, :, :] = 0
+                                continue
+                            w = uop_wgt[u] + o * wfo + t * wfi
+                            for b in range(batch):
+                                for j in range(blk_out):
+                                    tot = np.float32(0.0)
+                                    for k in range(blk_in):
+                                        tot += inp[s, b, k] * wgt[w, j, k]
+                                    acc[d, b, j] = np.int32((np.int64(acc[d, b, j]) + np.int64(tot)) & 0xFFFFFFFF)
+                        else:
+                            for b in range(batch):
+                                for j in range(blk_out):
+                                    a = np.int64(acc[d, b, j])
+                                    v = np.int64(imm) if use_imm else np.int64(acc[s, b, j])
+                                    if aop == 0:
+                                        r = min(a, v)
+                                    elif aop == 1:
+                                        r = max(a, v)
+                                    elif aop == 2:
+                                        r = a + v
+                                    elif aop == 4:
+                                        r = a * v
+                                    elif v >= 0:
+                                        r = a >> (v & 31)
+                                    else:
+                                        r = a << ((-v) & 31)
+                                    acc[d, b, j] = np.int32(r & 0xFFFFFFFF)
+        elif op == 3:
+            pass
+        elif op == 0 or op == 1:
+            mt = F[i, _M]
+            sram, dbase, ys, xs, stride = F[i, _M + 1], F[i, _M + 2], F[i, _M + 3], F[i, _M + 4], F[i, _M + 5]
+            yp0, yp1, xp0, xp1 = F[i, _M + 6], F[i, _M + 7], F[i, _M + 8], F[i, _M + 9]
+            if xs == 0:
+                if mt > 5:
+                    return pos
+                pos += 1
+                continue
+            if op == 1:
+                if mt != 4 or yp0 != 0 or yp1 != 0 or xp0 != 0 or xp1 != 0 or widths8 == 0:
+                    return pos
+                if sram + xs * ys > acc_depth:
+                    return pos
+                if ys > 0 and not _in_dram(dbase * e_out, (dbase + (ys - 1) * stride + xs) * e_out, starts, ends):
+                    return pos
+                for y in range(ys):
+                    for x in range(xs):
+                        row = sram + y * xs + x
+                        addr = (dbase + y * stride + x) * e_out
+                        for b in range(batch):
+                            for j in range(blk_out):
+                                dram[addr + b * blk_out + j] = np.uint8(acc[row, b, j] & 0xFF)
+            else:
+                if mt == 4 or mt > 5:
+                    return pos
+                if (mt == 1 or mt == 2) and widths8 == 0:
+                    return pos
+                elem = 4
+                depth = uop_depth
+                if mt == 1:
+                    elem, depth = e_wgt, wgt_depth
+                elif mt == 2:
+                    elem, depth = e_inp, inp_depth
+                elif mt == 3:
+                    elem, depth = e_acc, acc_depth
+                elif mt == 5:
+                    elem, depth = e_acc8, acc_depth
+                w_ = xp0 + xs + xp1
+                h_ = yp0 + ys + yp1
+                if sram + w_ * h_ > depth:
+                    return pos
+                if ys > 0 and not _in_dram(dbase * elem, (dbase + (ys - 1) * stride + xs) * elem, starts, ends):
+                    return pos
+                for yy in range(h_):
+                    for xx in range(w_):
+                        idx = sram + yy * w_ + xx
+                        y = yy - yp0
+                        x = xx - xp0
+                        inside = y >= 0 and y < ys and x >= 0 and x < xs
+                        addr = (dbase + y * stride + x) * elem
+                        if mt == 0:
+                            word = np.int64(0)
+                            if inside:
+                                word = (np.int64(dram[addr]) | (np.int64(dram[addr + 1]) << 8)
+                                        | (np.int64(dram[addr + 2]) << 16) | (np.int64(dram[addr + 3]) << 24))
+                            uop_dst[idx] = (word >> cfg[8]) & ((1 << cfg[9]) - 1)
+                            uop_src[idx] = (word >> cfg[10]) & ((1 << cfg[11]) - 1)
+                            uop_wgt[idx] = (word >> cfg[12]) & ((1 << cfg[13]) - 1)
+                        elif mt == 1:
+                            for j in range(blk_out):
+                                for k in range(blk_in):
+                                    wgt[idx, j, k] = dram_s8[addr + j * blk_in + k] if inside else 0
+                        elif mt == 2:
+                            for b in range(batch):
+                                for k in range(blk_in):
+                                    inp[idx, b, k] = dram_s8[addr + b * blk_in + k] if inside else 0
+                        elif mt == 3:
+                            for b in range(batch):
+                                for j in range(blk_out):
+                                    acc[idx, b, j] = dram_s32[(addr >> 2) + b * blk_out + j] if inside else 0
+                        else:
+                            for b in range(batch):
+                                for j in range(blk_out):
+                                    acc[idx, b, j] = dram_s8[addr + b * blk_out + j] if inside else 0
+        else:
+            return pos
+        pos += 1
+    return pos
