@@ -82,6 +82,7 @@ def test_array_on_the_cpu(env, remote, kernel_objects, recorder):
     ("imm_too_wide", "immediate 40000 does not fit the 16-bit signed ALU field"),
     ("load_to_store_token", r"VTADepPush\(1, 3\): queue ids must be neighbouring stages"),
     ("loop_left_open", "left 1 loop\\(s\\) open"),
+    ("foreign_then_push", "VTALoadBuffer2D: pointer .* is not inside the VTA DRAM arena"),
     ("nested_recording", "VTAPushGEMMOp: called inside the finit callback of another kernel"),
     ("sync_in_recording", "VTASynchronize: called inside the finit callback"),
 ])

@@ -109,7 +109,7 @@ ENTRY(deadlock) {
   void* x = arg_data(args, num_args);
   VTACommandHandle cmd = VTATLSCommandHandle();
   VTALoadBuffer2D(cmd, x, 0, 4, 1, 4, 0, 0, 0, 0, 0, 3);
-  VTADepPop(cmd, 2, 3);
+  if (VTADepPop(cmd, 2, 3) != 0) return -1;
   VTAStoreBuffer2D(cmd, 0, 4, x, 0, 4, 1, 4);
   return VTASynchronize(cmd, 1u << 31);
 }
@@ -120,7 +120,7 @@ ENTRY(load_to_store_token) {
   (void)args;
   (void)num_args;
   VTACommandHandle cmd = VTATLSCommandHandle();
-  VTADepPush(cmd, 1, 3);
+  if (VTADepPush(cmd, 1, 3) != 0) return -1;
   return VTASynchronize(cmd, 1u << 31);
 }
 
@@ -146,7 +146,7 @@ ENTRY(deadlock_then_more) {
   UNUSED_ENTRY_ARGS;
   void* x = arg_data(args, num_args);
   VTACommandHandle cmd = VTATLSCommandHandle();
-  VTADepPop(cmd, 2, 3);
+  if (VTADepPop(cmd, 2, 3) != 0) return -1;
   VTAStoreBuffer2D(cmd, 0, 4, x, 0, 4, 1, 4);
   for (int i = 0; i < 40; ++i) VTALoadBuffer2D(cmd, x, 0, 4, 1, 4, 0, 0, 0, 0, 0, 3);
   return VTASynchronize(cmd, 1u << 31);
@@ -194,4 +194,17 @@ ENTRY(sync_in_recording) {
   (void)num_args;
   if (VTAPushGEMMOp(&sync_handle, sync_init, NULL, 0) != 0) return -1;
   return VTASynchronize(VTATLSCommandHandle(), 1u << 31);
+}
+
+/* Generated-code style: the foreign pointer is reported by the next checked call (VTADepPush),
+ * and the function returns before VTASynchronize. */
+ENTRY(foreign_then_push) {
+  UNUSED_ENTRY_ARGS;
+  (void)args;
+  (void)num_args;
+  static int32_t host_memory[4 * 16];
+  VTACommandHandle cmd = VTATLSCommandHandle();
+  VTALoadBuffer2D(cmd, host_memory, 0, 4, 1, 4, 0, 0, 0, 0, 0, 3);
+  if (VTADepPush(cmd, 2, 3) != 0) return -1;
+  return VTASynchronize(cmd, 1u << 31);
 }

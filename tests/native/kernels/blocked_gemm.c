@@ -70,34 +70,34 @@ int blocked_gemm(TVMValue* args, int* type_codes, int num_args, TVMValue* out_re
   if (set_device(((DLTensor*)args[0].v_handle)->device.device_id) != 0) return -1;
 
   VTACommandHandle cmd = VTATLSCommandHandle();
-  VTADepPush(cmd, 3, 2);
+  if (VTADepPush(cmd, 3, 2) != 0) return -1;
   for (uint32_t oc_out = 0; oc_out < 4; ++oc_out) {
-    VTADepPop(cmd, 3, 2);
+    if (VTADepPop(cmd, 3, 2) != 0) return -1;
     if (VTAPushGEMMOp(&reset_handle, reset_init, NULL, 0) != 0) return -1;
-    VTADepPush(cmd, 2, 1);
+    if (VTADepPush(cmd, 2, 1) != 0) return -1;
     for (uint32_t ic_out = 0; ic_out < 4; ++ic_out) {
-      VTADepPop(cmd, 2, 1);
+      if (VTADepPop(cmd, 2, 1) != 0) return -1;
       VTALoadBuffer2D(cmd, data, ic_out * 16, 16, 1, 16, 0, 0, 0, 0, 0, 2 /* INP */);
       VTALoadBuffer2D(cmd, weight, oc_out * 1024 + ic_out * 16, 16, 16, 64, 0, 0, 0, 0, 0,
                       1 /* WGT */);
-      VTADepPush(cmd, 1, 2);
-      VTADepPop(cmd, 1, 2);
+      if (VTADepPush(cmd, 1, 2) != 0) return -1;
+      if (VTADepPop(cmd, 1, 2) != 0) return -1;
       if (VTAPushGEMMOp(&gemm_handle, gemm_init, NULL, 0) != 0) return -1;
-      VTADepPush(cmd, 2, 1);
+      if (VTADepPush(cmd, 2, 1) != 0) return -1;
     }
-    VTADepPop(cmd, 2, 1);
+    if (VTADepPop(cmd, 2, 1) != 0) return -1;
     if (VTAPushALUOp(&shr_handle, shr_init, NULL, 0) != 0) return -1;
     if (VTAPushALUOp(&max_handle, max_init, NULL, 0) != 0) return -1;
     if (VTAPushALUOp(&min_handle, min_init, NULL, 0) != 0) return -1;
-    VTADepPush(cmd, 2, 3);
-    VTADepPop(cmd, 2, 3);
+    if (VTADepPush(cmd, 2, 3) != 0) return -1;
+    if (VTADepPop(cmd, 2, 3) != 0) return -1;
     for (uint32_t i = 0; i < 16; ++i) {
       VTAStoreBuffer2D(cmd, i, 4 /* OUT */, res, oc_out * 16 + i, 1, 1, 1);
     }
-    VTADepPush(cmd, 3, 2);
+    if (VTADepPush(cmd, 3, 2) != 0) return -1;
   }
   if (VTASynchronize(cmd, 1u << 31) != 0) return -1;
   /* The tutorial's trailing pop: it stays pending and is consumed by the next call. */
-  VTADepPop(cmd, 3, 2);
+  if (VTADepPop(cmd, 3, 2) != 0) return -1;
   return 0;
 }

@@ -45,8 +45,8 @@ int evict(TVMValue* args, int* type_codes, int num_args, TVMValue* out_ret_value
   if (push_kernel(0) != 0) return -1;
   if (push_kernel(1) != 0) return -1;
   if (push_kernel(0) != 0) return -1;
-  VTADepPush(cmd, 2, 3);
-  VTADepPop(cmd, 2, 3);
+  if (VTADepPush(cmd, 2, 3) != 0) return -1;
+  if (VTADepPop(cmd, 2, 3) != 0) return -1;
   VTAStoreBuffer2D(cmd, 0, 4 /* OUT */, y, 0, 4, 1, 4);
   return VTASynchronize(cmd, 1u << 31);
 }

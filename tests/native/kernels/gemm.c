@@ -39,19 +39,19 @@ static int check_args(const char* fn, TVMValue* args, int* type_codes, int num_a
 /* The compute body without the final synchronisation. */
 static int gemm_body(VTACommandHandle cmd, void* a, void* b, void* c) {
   if (VTAPushGEMMOp(&gemm_reset_handle, gemm_reset_init, NULL, 0) != 0) return -1;
-  VTADepPush(cmd, 2, 1);
+  if (VTADepPush(cmd, 2, 1) != 0) return -1;
   for (uint32_t ko = 0; ko < 16; ++ko) {
-    VTADepPop(cmd, 2, 1);
+    if (VTADepPop(cmd, 2, 1) != 0) return -1;
     VTALoadBuffer2D(cmd, a, ko, 1, 1, 1, 0, 0, 0, 0, 0, 2 /* INP */);
     VTALoadBuffer2D(cmd, b, ko, 1, 16, 16, 0, 0, 0, 0, 0, 1 /* WGT */);
-    VTADepPush(cmd, 1, 2);
-    VTADepPop(cmd, 1, 2);
+    if (VTADepPush(cmd, 1, 2) != 0) return -1;
+    if (VTADepPop(cmd, 1, 2) != 0) return -1;
     if (VTAPushGEMMOp(&gemm_handle, gemm_init, NULL, 0) != 0) return -1;
-    VTADepPush(cmd, 2, 1);
+    if (VTADepPush(cmd, 2, 1) != 0) return -1;
   }
-  VTADepPush(cmd, 2, 3);
-  VTADepPop(cmd, 2, 1);
-  VTADepPop(cmd, 2, 3);
+  if (VTADepPush(cmd, 2, 3) != 0) return -1;
+  if (VTADepPop(cmd, 2, 1) != 0) return -1;
+  if (VTADepPop(cmd, 2, 3) != 0) return -1;
   VTAStoreBuffer2D(cmd, 0, 4 /* OUT */, c, 0, 16, 1, 16);
   return 0;
 }

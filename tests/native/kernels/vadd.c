@@ -35,8 +35,8 @@ int my_vadd(TVMValue* args, int* type_codes, int num_args, TVMValue* out_ret_val
   VTALoadBuffer2D(cmd, a->data, 0, 64, 1, 64, 0, 0, 0, 0, 0, 3 /* ACC */);
   VTALoadBuffer2D(cmd, b->data, 0, 64, 1, 64, 0, 0, 0, 0, 64, 3 /* ACC */);
   if (VTAPushALUOp(&alu_add_handle, alu_add_init, NULL, 0) != 0) return -1;
-  VTADepPush(cmd, 2, 3);
-  VTADepPop(cmd, 2, 3);
+  if (VTADepPush(cmd, 2, 3) != 0) return -1;
+  if (VTADepPop(cmd, 2, 3) != 0) return -1;
   VTAStoreBuffer2D(cmd, 0, 4 /* OUT */, c->data, 0, 64, 1, 64);
   if (VTASynchronize(cmd, 1u << 31) != 0) return -1;
   return 0;

@@ -4,8 +4,10 @@
  *
  * Failure model: every bad input records a message with TVMAPISetLastError and makes the queue
  * sticky-failed. Calls made while the queue is failed do nothing. The failure is reported (and
- * the queue reset) by the next VTASynchronize, or earlier by VTAPushGEMMOp/VTAPushALUOp, whose
- * callers return at once by the generated-code convention. Nothing here aborts the process.
+ * the queue reset) by the next call that returns int: VTASynchronize, or earlier
+ * VTAPushGEMMOp/VTAPushALUOp/VTADepPush/VTADepPop, whose callers return at once by the
+ * generated-code convention (so a failed call never leaves the queue failed for the next host
+ * call). Nothing here aborts the process.
  */
 #include <stdarg.h>
 #include <stdio.h>

@@ -116,28 +116,21 @@ static int check_qids(const char* what, int from_qid, int to_qid) {
   return 1;
 }
 
-int VTADepPop(VTACommandHandle cmd, int from_qid, int to_qid) {
+/* Mark a pending pop on stage to_qid (0, or -1 after failing; the queue is not reset). */
+static int dep_pop(int from_qid, int to_qid) {
   VTARTQueue* q = &vta_rt_queue;
-  if (cmd != (VTACommandHandle)q) {
-    vta_rt_fail("VTADepPop: command handle %p is not the one VTATLSCommandHandle returns", cmd);
-    return -1;
-  }
-  if (q->failed) return -1;
-  if (!check_qids("VTADepPop", from_qid, to_qid)) return -1;
+  if (q->failed || !check_qids("VTADepPop", from_qid, to_qid)) return -1;
   int* pending = from_qid < to_qid ? q->pending_pop_prev : q->pending_pop_next;
   if (pending[to_qid]) commit_pending_pop(to_qid);
   pending[to_qid] = 1;
   return q->failed ? -1 : 0;
 }
 
-int VTADepPush(VTACommandHandle cmd, int from_qid, int to_qid) {
+/* Put a push on the last instruction of stage from_qid, or on a new no-op (0, or -1 after
+ * failing; the queue is not reset). */
+static int dep_push(int from_qid, int to_qid) {
   VTARTQueue* q = &vta_rt_queue;
-  if (cmd != (VTACommandHandle)q) {
-    vta_rt_fail("VTADepPush: command handle %p is not the one VTATLSCommandHandle returns", cmd);
-    return -1;
-  }
-  if (q->failed) return -1;
-  if (!check_qids("VTADepPush", from_qid, to_qid)) return -1;
+  if (q->failed || !check_qids("VTADepPush", from_qid, to_qid)) return -1;
   /* A stage pops before it pushes. */
   commit_pending_pop(from_qid);
   if (q->failed) return -1;
@@ -152,7 +145,29 @@ int VTADepPush(VTACommandHandle cmd, int from_qid, int to_qid) {
   } else {
     last->generic.push_prev_dep = 1;
   }
-  return vta_rt_check_insn_overflow();
+  return 0;
+}
+
+/* The public calls return -1 only after reporting the failure and resetting the queue: host
+ * code that checks them returns at once and never reaches VTASynchronize. */
+int VTADepPop(VTACommandHandle cmd, int from_qid, int to_qid) {
+  if (cmd != (VTACommandHandle)&vta_rt_queue) {
+    vta_rt_fail("VTADepPop: command handle %p is not the one VTATLSCommandHandle returns", cmd);
+    return vta_rt_report();
+  }
+  if (dep_pop(from_qid, to_qid) != 0) return vta_rt_report();
+  return 0;
+}
+
+int VTADepPush(VTACommandHandle cmd, int from_qid, int to_qid) {
+  if (cmd != (VTACommandHandle)&vta_rt_queue) {
+    vta_rt_fail("VTADepPush: command handle %p is not the one VTATLSCommandHandle returns", cmd);
+    return vta_rt_report();
+  }
+  if (dep_push(from_qid, to_qid) != 0 || vta_rt_check_insn_overflow() != 0) {
+    return vta_rt_report();
+  }
+  return 0;
 }
 
 /* ---- loads and stores ---------------------------------------------------------------------- */
@@ -366,10 +381,10 @@ static int synchronize(uint32_t wait_cycles) {
   int serial = (q->debug_flag & VTA_DEBUG_FORCE_SERIAL) != 0;
   if (!serial) {
     /* The compute stage waits for the other two; FINISH then carries no pops. */
-    VTADepPush(q, kStageStore, kStageCompute);
-    VTADepPush(q, kStageLoad, kStageCompute);
-    VTADepPop(q, kStageStore, kStageCompute);
-    VTADepPop(q, kStageLoad, kStageCompute);
+    dep_push(kStageStore, kStageCompute);
+    dep_push(kStageLoad, kStageCompute);
+    dep_pop(kStageStore, kStageCompute);
+    dep_pop(kStageLoad, kStageCompute);
     commit_pending_pop(kStageCompute);
   } else {
     for (int s = 0; s < 4; ++s) q->pending_pop_prev[s] = q->pending_pop_next[s] = 0;
