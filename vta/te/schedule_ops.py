@@ -90,23 +90,34 @@ class OpsBuilder:
             )
             init_pos = [p for p in range(begin, len(leaves)) if not self.is_reduce_leaf(leaves[p])]
             init_conds = [c for c in b.conditions if not uses_var(c, [v for v in reduce_vars if isinstance(v, n.Var)])]
-            init_nest = self.loops(stage, init_pos, _guard(init, init_conds), attach=False)
+            init_nest = self.loops(stage, init_pos, _guard(init, init_conds), init=True)
             update_nest = self.loops(stage, range(begin, len(leaves)), _guard(update, b.conditions))
             return self.loops(stage, range(begin), n.seq(init_nest, update_nest))
         store = n.ProducerStore(tensor, simplify(substitute(body, vmap)), idx)
         return self.loops(stage, range(len(leaves)), _guard(store, b.conditions))
 
-    def loops(self, stage: Stage, positions: Any, inner: n.Stmt, attach: bool = True) -> n.Stmt:
-        """Wrap ``inner`` in the loops of the leaf axes at ``positions`` (outermost first)."""
+    def loops(self, stage: Stage, positions: Any, inner: n.Stmt, init: bool = False) -> n.Stmt:
+        """Wrap ``inner`` in the loops of the leaf axes at ``positions`` (outermost first).
+
+        ``init=True`` builds the initialisation copy of a reduction's loops: no attached stages,
+        and fresh loop variables (every loop binds its own variable, as in TVM).
+        """
         body = inner
+        b: StageBounds = self.bounds[stage]
         for p in reversed(list(positions)):
             iv = stage.leaf_iter_vars[p]
-            if attach:
+            var = None
+            if init:
+                old = b.leaf_value[iv]
+                if isinstance(old, n.Var) and old is iv.var:
+                    var = n.Var(old.name, old.dtype)
+                    body = substitute(body, {old: var})
+            else:
                 body = self.attach_at(stage, iv, body)
-            body = self.loop(stage, iv, body)
+            body = self.loop(stage, iv, body, var)
         return body
 
-    def loop(self, stage: Stage, iv, body: n.Stmt) -> n.Stmt:
+    def loop(self, stage: Stage, iv, body: n.Stmt, var: n.Var | None = None) -> n.Stmt:
         b: StageBounds = self.bounds[stage]
         ext = b.extent[iv]
         attr = stage.iter_var_attrs.get(iv)
@@ -115,7 +126,7 @@ class OpsBuilder:
         elif ext == 1:
             stmt = body
         else:
-            stmt = n.For(iv.var, n.IntImm(0), n.IntImm(ext), n.ForKind.SERIAL, body)
+            stmt = n.For(var if var is not None else iv.var, n.IntImm(0), n.IntImm(ext), n.ForKind.SERIAL, body)
         if attr is not None:
             for key, value in reversed(attr.pragmas):
                 stmt = n.AttrStmt(iv, "pragma_" + key, value, stmt)

@@ -215,6 +215,6 @@ def make_tensorize(builder, stage, tloc: int) -> n.Stmt:
             f"{intrin.name!r} must provide (body, reset, update)",
         )
     init_pos = [p for p in range(begin, tloc) if not builder.is_reduce_leaf(leaves[p])]
-    init = builder.loops(stage, init_pos, bind_out(intrin.reset), attach=False)
+    init = builder.loops(stage, init_pos, bind_out(intrin.reset), init=True)
     update = builder.loops(stage, range(begin, tloc), bind_all(intrin.update))
     return builder.loops(stage, range(begin), n.seq(init, update))
