@@ -49,7 +49,9 @@ def lower_and_check(wl, env, seed=0):
     run_primfunc(func, arrays, tile=(env.BATCH, env.BLOCK_IN, env.BLOCK_OUT))
     np.testing.assert_array_equal(arrays[-1], wl.reference(*arrays[:-1]))
     # Invariants of every lowered function: no extent-1 loop, no TE/Buffer nodes left.
-    assert all(int(f.extent) > 1 for f in collect(func.body, n.For))
+    fors = collect(func.body, n.For)
+    assert all(int(f.extent) > 1 for f in fors)
+    assert len({id(f.loop_var) for f in fors}) == len(fors)  # every loop binds its own variable
     assert not collect(func.body, (n.BufferLoad, n.BufferStore, n.BufferRealize, n.ProducerLoad,
                                    n.ProducerStore, n.ProducerRealize))
     return func
