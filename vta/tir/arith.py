@@ -15,9 +15,11 @@ Three families of helpers used by the simplifier and by the pattern-matching pas
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any, Iterable, Mapping, Sequence
 
 from . import nodes as n
+from .functor import post_order_visit
 
 __all__ = [
     "as_const_int", "is_const_int", "structural_key", "structural_equal", "LinearForm",
@@ -67,8 +69,6 @@ def structural_key(node: Any) -> Any:
     if isinstance(node, n.StringImm):
         return ("str", node.value)
     if isinstance(node, (n.PrimExpr, n.Range)):
-        import dataclasses
-
         parts: list[Any] = [type(node).__name__]
         for f in dataclasses.fields(node):
             parts.append(structural_key(getattr(node, f.name)))
@@ -90,19 +90,7 @@ def uses_var(expr: Any, variables: Iterable[n.Var] | n.Var) -> bool:
     if isinstance(variables, n.Var):
         variables = (variables,)
     ids = {id(v) for v in variables}
-    if not ids:
-        return False
-    found = False
-
-    def visit(x: Any) -> None:
-        nonlocal found
-        if isinstance(x, n.Var) and id(x) in ids:
-            found = True
-
-    from .functor import post_order_visit
-
-    post_order_visit(expr, visit)
-    return found
+    return bool(ids) and _mentions(expr, ids)
 
 
 # ------------------------------------------------------------------------------ linear forms
@@ -341,17 +329,20 @@ def _linear_in(expr: n.PrimExpr, ids: set[int]):
 
 
 def _mentions(expr: Any, ids: set[int]) -> bool:
-    found = False
+    """Whether ``expr`` mentions a variable whose id is in ``ids``."""
+
+    class _Found(Exception):
+        pass
 
     def visit(x: Any) -> None:
-        nonlocal found
         if isinstance(x, n.Var) and id(x) in ids:
-            found = True
+            raise _Found
 
-    from .functor import post_order_visit
-
-    post_order_visit(expr, visit)
-    return found
+    try:
+        post_order_visit(expr, visit)
+    except _Found:
+        return True
+    return False
 
 
 def detect_linear_equation(expr: n.PrimExpr, variables: Sequence[n.Var]) -> list[n.PrimExpr] | None:
