@@ -401,7 +401,9 @@ static int synchronize(uint32_t wait_cycles) {
     return vta_rt_report();
   }
   char* arena = (char*)(uintptr_t)q->arena_base;
-  memcpy(arena + q->uop_phys, q->staged, (size_t)q->nstaged * sizeof(VTAUop));
+  if (q->nstaged != 0) {
+    memcpy(arena + q->uop_phys, q->staged, (size_t)q->nstaged * sizeof(VTAUop));
+  }
   memcpy(arena + q->insn_phys, q->insns, (size_t)insn_bytes);
 
   if (q->debug_flag & VTA_DEBUG_DUMP_INSN) q->dump_fn(q->insn_phys, q->ninsns);
