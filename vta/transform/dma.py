@@ -22,7 +22,7 @@ from __future__ import annotations
 from ..env import Environment
 from ..errors import ScheduleError
 from ..tir import nodes as n
-from ..tir.arith import as_const_int, detect_clip_bound, detect_linear_equation
+from ..tir.arith import as_const_int, const_bounds, detect_clip_bound, detect_linear_equation, is_const_int
 from ..tir.functor import StmtExprMutator
 from ..tir.simplify import simplify
 from ..tir.transform.lower_device_storage_access_info import exact_div
@@ -176,6 +176,15 @@ class _DMA(StmtExprMutator):
         self.env = env
         self.scopes = scopes
         self.axis = axis
+        self.ranges: dict = {}
+
+    def visit_For(self, op: n.For):
+        # Ranges of the enclosing loops bound padding expressions that depend on them.
+        self.ranges[op.loop_var] = (op.min, op.extent)
+        try:
+            return self.generic_visit(op)
+        finally:
+            del self.ranges[op.loop_var]
 
     def scope_of(self, var: n.Var) -> str:
         return self.scopes.get(var, "global")
@@ -205,9 +214,10 @@ class _DMA(StmtExprMutator):
         dst_strides, dst_off = _linear(store.index, loop_vars, what)
         src_strides, src_off = _linear(load.index, loop_vars, what)
         dst_scope, src_scope = self.scope_of(store.buffer_var), self.scope_of(load.buffer_var)
-        pad_before = [0] * len(loops)
-        pad_after = [0] * len(loops)
-        src_extents = list(extents)
+        # Pads may depend on enclosing loops (a padded window that moves): they stay expressions.
+        pad_before: list[n.PrimExpr] = [n.IntImm(0)] * len(loops)
+        pad_after: list[n.PrimExpr] = [n.IntImm(0)] * len(loops)
+        src_extents: list[n.PrimExpr] = [n.IntImm(e) for e in extents]
         if cond is not None:
             bounds = detect_clip_bound(cond, loop_vars)
             if bounds is None:
@@ -215,17 +225,11 @@ class _DMA(StmtExprMutator):
             for i, lp in enumerate(loops):
                 lo, hi = bounds[2 * i], bounds[2 * i + 1]
                 if lo is not None:
-                    lo_c = as_const_int(simplify(lo))
-                    if lo_c is None:
-                        raise ScheduleError(f"{what}: padding bound {lo!r} of loop {lp.loop_var.name!r} is not constant")
-                    pad_before[i] = max(lo_c, 0)
+                    pad_before[i] = simplify(n.Max(lo, n.IntImm(0)))
                     src_off = simplify(src_off + pad_before[i] * src_strides[i])
                 if hi is not None:
-                    hi_c = as_const_int(simplify(hi))
-                    if hi_c is None:
-                        raise ScheduleError(f"{what}: padding bound {hi!r} of loop {lp.loop_var.name!r} is not constant")
-                    pad_after[i] = max(extents[i] - hi_c - 1, 0)
-                src_extents[i] = extents[i] - pad_before[i] - pad_after[i]
+                    pad_after[i] = simplify(n.Max(n.IntImm(extents[i]) - hi - 1, n.IntImm(0)))
+                src_extents[i] = simplify(n.IntImm(extents[i]) - pad_before[i] - pad_after[i])
         if dst_scope == "global":
             return self._store(what, loops, extents, store, load, src_scope, src_strides, src_off, dst_strides, dst_off, cond)
         return self._load(what, loops, extents, src_extents, store, load, dst_scope, src_scope, src_strides, src_off,
@@ -261,30 +265,31 @@ class _DMA(StmtExprMutator):
                            store.buffer_var, offset, x, y, stride)
         return coproc_scope(self.axis, env.dev.QID_STORE_OUT, n.Evaluate(call))
 
-    def _padded_pattern(self, what, loops, src_extents, src_strides, src_off, pad_before, pad_after, elem_block):
+    def _padded_pattern(self, what, loops, extents, src_extents, src_strides, src_off, pad_before, pad_after,
+                        elem_block):
         """2-D pattern of a zero-padded load: the two loops outside the tile are y and x."""
-        live = [i for i, lp in enumerate(loops) if as_const_int(lp.extent) != 1]
+        live = [i for i, e in enumerate(extents) if e != 1]
         tile, size = [], 1
         for i in reversed(live):
             if size >= elem_block:
                 break
-            size *= src_extents[i]
+            size *= extents[i]
             tile.insert(0, i)
         outer = [i for i in live if i not in tile]
         for i in range(len(loops)):
-            if i not in outer and (pad_before[i] or pad_after[i]):
+            if i not in outer and not (is_const_int(pad_before[i], 0) and is_const_int(pad_after[i], 0)):
                 raise ScheduleError(
                     f"{what}: only the two loops outside the tile may be padded, but loop "
-                    f"{loops[i].loop_var.name!r} has padding ({pad_before[i]}, {pad_after[i]})"
+                    f"{loops[i].loop_var.name!r} has padding ({pad_before[i]!r}, {pad_after[i]!r})"
                 )
         if len(outer) != 2:
             raise ScheduleError(
                 f"{what}: a padded load needs exactly two loops outside the tile (rows y and columns x), "
                 f"got {len(outer)}"
             )
-        _fold([(src_extents[i], src_strides[i]) for i in tile], elem_block, what)
+        _fold([(extents[i], src_strides[i]) for i in tile], elem_block, what)
         yi, xi = outer
-        if src_extents[xi] > 1 and src_strides[xi] != elem_block:
+        if extents[xi] > 1 and src_strides[xi] != elem_block:
             raise ScheduleError(
                 f"{what}: the tiles of a padded row must be contiguous in DRAM, but loop "
                 f"{loops[xi].loop_var.name!r} has stride {src_strides[xi]} instead of {elem_block}"
@@ -297,8 +302,12 @@ class _DMA(StmtExprMutator):
         limit = (1 << 4) - 1
         for i in outer:
             for p in (pad_before[i], pad_after[i]):
-                if p > limit:
-                    raise ScheduleError(f"{what}: padding of {p} on loop {loops[i].loop_var.name!r} exceeds the 4-bit field (max {limit})")
+                hi = const_bounds(p, self.ranges)[1]
+                if hi is None or hi > limit:
+                    raise ScheduleError(
+                        f"{what}: padding {p!r} on loop {loops[i].loop_var.name!r} may exceed the 4-bit pad field "
+                        f"(max {limit})"
+                    )
         return (src_extents[xi], src_extents[yi], src_strides[yi] // elem_block, offset,
                 (pad_before[xi], pad_after[xi]), (pad_before[yi], pad_after[yi]))
 
@@ -321,11 +330,11 @@ class _DMA(StmtExprMutator):
                 f"{env.inp_scope!r}, {env.wgt_scope!r}, {env.acc_scope!r}"
             )
         self._check_compact(what, extents, dst_strides, "destination")
-        padded = any(pad_before) or any(pad_after)
+        padded = not all(is_const_int(p, 0) for p in (*pad_before, *pad_after))
         x_pad = y_pad = (0, 0)
         if padded:
             x_size, y_size, stride, offset, x_pad, y_pad = self._padded_pattern(
-                what, loops, src_extents, src_strides, src_off, pad_before, pad_after, elem_block)
+                what, loops, extents, src_extents, src_strides, src_off, pad_before, pad_after, elem_block)
         else:
             x_size, y_size, stride, offset = two_d_pattern(list(zip(extents, src_strides)), src_off, elem_block, True, what)
         total = 1

@@ -340,3 +340,78 @@ def blocked_gemm(env, rng) -> Case:
         return r.reshape(1, env.BATCH, out_ch // env.BLOCK_OUT, env.BLOCK_OUT).transpose(0, 2, 1, 3).astype(np.int8)
 
     return Case(s, [data, weight, res], {"data": d, "weight": w}, "res", oshape, "int8", expect)
+
+
+def conv2d(env, rng) -> Case:
+    """The convolution tutorial (section 3.3): 14x14x256 -> 256, 3x3, pad 1, two virtual threads."""
+    height = width = 14
+    in_ch = out_ch = 256
+    kh = kw = 3
+    dshape = (1, in_ch // env.BLOCK_IN, height, width, env.BATCH, env.BLOCK_IN)
+    kshape = (out_ch // env.BLOCK_OUT, in_ch // env.BLOCK_IN, kh, kw, env.BLOCK_OUT, env.BLOCK_IN)
+    oshape = (1, out_ch // env.BLOCK_OUT, height, width, env.BATCH, env.BLOCK_OUT)
+    pshape = (1, in_ch // env.BLOCK_IN, height + 2, width + 2, env.BATCH, env.BLOCK_IN)
+    dy = te.reduce_axis((0, kh), name="dy")
+    dx = te.reduce_axis((0, kw), name="dx")
+    ic = te.reduce_axis((0, in_ch // env.BLOCK_IN), name="ic")
+    ic_tns = te.reduce_axis((0, env.BLOCK_IN), name="ic_tns")
+    data = te.placeholder(dshape, name="data", dtype=env.inp_dtype)
+    kernel = te.placeholder(kshape, name="kernel", dtype=env.wgt_dtype)
+
+    def pad(b, c, y, x, bi, ci):
+        cond = tn.And(tn.And(y >= 1, y < height + 1), tn.And(x >= 1, x < width + 1))
+        return te.if_then_else(cond, data(b, c, y - 1, x - 1, bi, ci), tn.const(0, env.inp_dtype))
+
+    data_buf = te.compute(pshape, pad, "data_buf")
+    kernel_buf = _copy(kernel, "kernel_buf")
+    res_conv = te.compute(oshape, lambda bo, co, i, j, bi, ci: te.sum(
+        data_buf[bo, ic, i + dy.var, j + dx.var, bi, ic_tns].astype(env.acc_dtype)
+        * kernel_buf[co, ic, dy, dx, ci, ic_tns].astype(env.acc_dtype), axis=[ic, dy, dx, ic_tns]), name="res_conv")
+    res_shr = te.compute(oshape, lambda *i: res_conv(*i) >> 8, name="res_shr")
+    res_max = te.compute(oshape, lambda *i: te.max(res_shr(*i), 0), "res_max")
+    res_min = te.compute(oshape, lambda *i: te.min(res_max(*i), (1 << (env.INP_WIDTH - 1)) - 1), "res_min")
+    res = te.compute(oshape, lambda *i: res_min(*i).astype(env.inp_dtype), name="res")
+    s = te.create_schedule(res.op)
+    b, oc, y, x, b_tns, oc_tns = s[res].op.axis
+    b_out, b_inn = s[res].split(b, factor=1)
+    oc_out, oc_inn = s[res].split(oc, factor=128 // env.BLOCK_OUT)
+    y_out, y_inn = s[res].split(y, factor=7)
+    x_out, x_inn = s[res].split(x, factor=14)
+    s[res].reorder(b_out, oc_out, y_out, x_out, b_inn, oc_inn, y_inn, x_inn, b_tns, oc_tns)
+    for t in (res_conv, res_shr, res_max, res_min):
+        s[t].compute_at(s[res], x_out)
+        s[t].set_scope(env.acc_scope)
+    s[data_buf].set_scope(env.inp_scope)
+    s[kernel_buf].set_scope(env.wgt_scope)
+    _, tx = s[res].split(oc_out, factor=2)
+    s[res].reorder(tx, b_out)
+    s[res].bind(tx, te.thread_axis("cthread"))
+    cb, coc, cy, cx, cb_tns, coc_tns = s[res_conv].op.axis
+    ic_out, ic_inn = s[res_conv].split(ic, factor=16 // env.BLOCK_IN)
+    s[res_conv].reorder(ic_out, cb, coc, cy, ic_inn, dy, dx, cx, cb_tns, coc_tns, ic_tns)
+    s[res_conv].tensorize(cb_tns, env.gemm)
+    s[data_buf].compute_at(s[res_conv], ic_out)
+    s[kernel_buf].compute_at(s[res_conv], ic_out)
+    s[data_buf].pragma(s[data_buf].op.axis[0], env.dma_copy)
+    s[kernel_buf].pragma(s[kernel_buf].op.axis[0], env.dma_copy)
+    for t in (res_shr, res_max, res_min):
+        s[t].pragma(s[t].op.axis[0], env.alu)
+    s[res].pragma(x_inn, env.dma_copy)
+    d = rng.integers(-128, 128, size=dshape).astype(np.int8)
+    k = rng.integers(-128, 128, size=kshape).astype(np.int8)
+
+    def expect(v):
+        # Direct convolution on the packed layout with NumPy (independent of the compiler).
+        dat = v["data"].transpose(0, 4, 1, 5, 2, 3).reshape(env.BATCH, in_ch, height, width).astype(np.int64)
+        ker = v["kernel"].transpose(0, 4, 1, 5, 2, 3).reshape(out_ch, in_ch, kh, kw).astype(np.int64)
+        padded = np.pad(dat, ((0, 0), (0, 0), (1, 1), (1, 1)))
+        out = np.zeros((env.BATCH, out_ch, height, width), dtype=np.int64)
+        for i in range(kh):
+            for j in range(kw):
+                win = padded[:, :, i:i + height, j:j + width]
+                out += np.einsum("bchw,oc->bohw", win, ker[:, :, i, j])
+        r = np.clip(out >> 8, 0, (1 << (env.INP_WIDTH - 1)) - 1)
+        return r.reshape(1, env.BATCH, out_ch // env.BLOCK_OUT, env.BLOCK_OUT, height, width) \
+                .transpose(0, 2, 4, 5, 1, 3).astype(np.int8)
+
+    return Case(s, [data, kernel, res], {"data": d, "kernel": k}, "res", oshape, "int8", expect)

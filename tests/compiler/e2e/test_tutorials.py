@@ -1,4 +1,5 @@
-"""The vadd and matrix-multiply tutorials on fsim: results, statistics, instruction counts (sections 3.1, 3.2)."""
+"""The tutorials on fsim: vadd, matrix multiply, blocked GEMM, convolution (sections 3.1-3.3):
+results against NumPy, simulator statistics, instruction counts."""
 
 from __future__ import annotations
 
@@ -40,3 +41,12 @@ def test_blocked_gemm(env, tmp_path):
     # loop (4 stores of 16 tiles, the frontend's placement) or sits inside it (upstream: 64).)
     assert (stats["insn_gemm"], stats["insn_alu"], stats["insn_finish"]) == (20, 12, 1)
     assert stats["insn_load"] == 37
+
+
+def test_conv2d(env, tmp_path):
+    case = schedules.conv2d(env, np.random.default_rng(4))
+    out, stats, _ = run_case(case, tmp_path, name="conv2d")
+    check(case, out)
+    assert counters(stats) == {"inp_load_nbytes": 114688, "wgt_load_nbytes": 1179648, "acc_load_nbytes": 0,
+                               "uop_load_nbytes": 1144, "out_store_nbytes": 50176, "gemm_counter": 451584,
+                               "alu_counter": 9408}
