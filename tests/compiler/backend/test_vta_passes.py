@@ -223,3 +223,22 @@ def test_conv2d_transpose_rejected():
     body = n.AttrStmt(n.Var("oc"), "pragma_conv2d_transpose_gemm", n.IntImm(1), n.Evaluate(n.IntImm(0)))
     with pytest.raises(ScheduleError, match="conv2d_transpose_gemm \\(at axis 'oc'\\) is not supported"):
         inject_conv2d_transpose_skip()(func(body))
+
+
+def test_inject_dma_padding_depending_on_outer_loop(env):
+    """A 3-row window sliding over 2 positions of a 4-row input with one row of zero padding on top."""
+    (x, xb) = arg_buffer("x", (4, 2, 1, 16), "int32")
+    buf = n.Var("x_buf", "handle")
+    yo, i0, i1, i3 = n.Var("yo"), n.Var("i0"), n.Var("i1"), n.Var("i3")
+    row = yo * 2 + i0 - 1  # input row read by window row i0
+    val = n.Call("int32", "tir.if_then_else", (row >= 0, n.Load("int32", xb.data, row * 32 + i1 * 16 + i3), n.IntImm(0)))
+    nest = loop(i0, 3, loop(i1, 2, loop(i3, 16, n.Store(buf, val, i0 * 32 + i1 * 16 + i3))))
+    body = loop(yo, 2, alloc(buf, "int32", 96, ACC, n.AttrStmt(i0, "pragma_dma_copy", n.IntImm(1), nest)))
+    (ld,) = calls(inject_dma_intrin(env)(func(body, (x, xb))).body, "VTALoadBuffer2D")
+    from vta.tir.functor import substitute
+    from vta.tir.simplify import simplify
+
+    args = ld.args[3:11]  # offset, x, y, stride, x pads, y pads
+    for pos, (offset, y_size, y_pad_before) in enumerate([(0, 2, 1), (2, 3, 0)]):
+        got = [simplify(substitute(a, {yo: pos})).value for a in args]
+        assert got == [offset, 2, y_size, 2, 0, y_pad_before, 0, 0]
