@@ -9,7 +9,6 @@ import numpy as np
 import pytest
 
 from vta import isa
-from vta.dram import global_dram
 from vta.runtime import native_lib, vta_bridge
 from vta.sim.device import Device
 import vta.testing  # noqa: F401  (imports the bridge: load hook and profiler functions)
@@ -114,4 +113,4 @@ def vadd_data(seed: int = 0):
     return pack(a), pack(b), expected
 
 
-__all__ = ["RecordingDevice", "upload_module", "vadd_data", "global_dram"]
+__all__ = ["RecordingDevice", "upload_module", "vadd_data"]
