@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from .c_host import CodegenError, emit_c
+from .c_host import emit_c
+from .common import CodegenError
 from .compile import compile_object, include_dir
 
 __all__ = ["emit_c", "compile_object", "include_dir", "CodegenError", "build_module"]

@@ -22,14 +22,12 @@ import keyword
 import re
 from typing import Any
 
-from ..errors import ScheduleError
 from ..tir import nodes as n
 from ..tir.functor import StmtExprVisitor
+from .common import CodegenError, c_string, ctype
+from .packed_args import arg_checks
 
 __all__ = ["emit_c", "CodegenError"]
-
-#: Device type of ``ext_dev`` (DLPack kDLExtDev): arrays passed to VTA functions live there.
-EXT_DEV = 12
 
 _C_KEYWORDS = set(keyword.kwlist) | {
     "auto", "break", "case", "char", "const", "continue", "default", "do", "double", "else",
@@ -38,37 +36,6 @@ _C_KEYWORDS = set(keyword.kwlist) | {
     "union", "unsigned", "void", "volatile", "while", "args", "type_codes", "num_args",
     "out_ret_value", "out_ret_tcode", "resource_handle", "main",
 }
-
-class CodegenError(ScheduleError):
-    """The lowered function holds a construct the C host backend cannot emit."""
-
-
-def _ctype(dtype: str) -> str:
-    if dtype == "handle":
-        return "void*"
-    if dtype == "bool":
-        return "int32_t"
-    if dtype.startswith("uint"):
-        return f"uint{dtype[4:]}_t"
-    if dtype.startswith("int"):
-        return f"int{dtype[3:]}_t"
-    if dtype == "float32":
-        return "float"
-    if dtype == "float64":
-        return "double"
-    raise CodegenError(f"the C host backend has no type for dtype {dtype!r}; accepted: int*, uint*, float32, float64, bool, handle")
-
-
-def _dtype_triple(dtype: str) -> tuple[int, int, int]:
-    for prefix, code in (("uint", 1), ("int", 0), ("float", 2)):
-        if dtype.startswith(prefix) and dtype[len(prefix):].isdigit():
-            return code, int(dtype[len(prefix):]), 1
-    raise CodegenError(f"argument dtype {dtype!r} cannot be checked; accepted: int<N>, uint<N>, float<N>")
-
-
-def _c_string(text: str) -> str:
-    return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
-
 
 _PRELUDE = r"""#include <stdarg.h>
 #include <stdint.h>
@@ -185,7 +152,7 @@ class _Emitter:
         return repr(float(e.value)) + ("f" if e.dtype == "float32" else "")
 
     def e_StringImm(self, e: n.StringImm) -> str:
-        return _c_string(e.value)
+        return c_string(e.value)
 
     def e_Var(self, e: n.Var) -> str:
         return self.name_of(e)
@@ -193,7 +160,7 @@ class _Emitter:
     e_SizeVar = e_Var
 
     def e_Cast(self, e: n.Cast) -> str:
-        return f"(({_ctype(e.dtype)})({self.expr(e.value)}))"
+        return f"(({ctype(e.dtype)})({self.expr(e.value)}))"
 
     def _bin(self, op: str, e: n.BinaryOp) -> str:
         return f"({self.expr(e.a)} {op} {self.expr(e.b)})"
@@ -214,10 +181,10 @@ class _Emitter:
         return self._bin("%", e)
 
     def e_FloorDiv(self, e):
-        return f"(({_ctype(e.dtype)})vta_gen_floordiv({self.expr(e.a)}, {self.expr(e.b)}))"
+        return f"(({ctype(e.dtype)})vta_gen_floordiv({self.expr(e.a)}, {self.expr(e.b)}))"
 
     def e_FloorMod(self, e):
-        return f"(({_ctype(e.dtype)})vta_gen_floormod({self.expr(e.a)}, {self.expr(e.b)}))"
+        return f"(({ctype(e.dtype)})vta_gen_floormod({self.expr(e.a)}, {self.expr(e.b)}))"
 
     def e_Min(self, e):
         a, b = self.expr(e.a), self.expr(e.b)
@@ -258,7 +225,7 @@ class _Emitter:
         return f"({self.expr(e.condition)} ? {self.expr(e.true_value)} : {self.expr(e.false_value)})"
 
     def e_Load(self, e: n.Load) -> str:
-        return f"((({_ctype(e.dtype)}*){self.name_of(e.buffer_var)})[{self.expr(e.index)}])"
+        return f"((({ctype(e.dtype)}*){self.name_of(e.buffer_var)})[{self.expr(e.index)}])"
 
     def e_Let(self, e: n.Let) -> str:
         raise CodegenError(f"the C host backend does not emit let-expressions (variable {e.var.name!r}); use LetStmt")
@@ -331,7 +298,7 @@ class _Emitter:
     def s_For(self, s: n.For, ind: int, out: list[str]) -> None:
         pad = "  " * ind
         var = self.name_of(s.loop_var)
-        ct = _ctype(s.loop_var.dtype)
+        ct = ctype(s.loop_var.dtype)
         lo, ext = self.expr(s.min), self.expr(s.extent)
         out.append(f"{pad}for ({ct} {var} = {lo}; {var} < ({lo} + {ext}); ++{var}) {{")
         self.stmt(s.body, ind + 1, out)
@@ -349,18 +316,18 @@ class _Emitter:
     def s_LetStmt(self, s: n.LetStmt, ind: int, out: list[str]) -> None:
         pad = "  " * ind
         out.append(f"{pad}{{")
-        out.append(f"{pad}  {_ctype(s.var.dtype)} {self.name_of(s.var)} = {self.expr(s.value)};")
+        out.append(f"{pad}  {ctype(s.var.dtype)} {self.name_of(s.var)} = {self.expr(s.value)};")
         self.stmt(s.body, ind + 1, out)
         out.append(f"{pad}}}")
 
     def s_Store(self, s: n.Store, ind: int, out: list[str]) -> None:
         pad = "  " * ind
-        ct = _ctype(s.value.dtype)
+        ct = ctype(s.value.dtype)
         out.append(f"{pad}(({ct}*){self.name_of(s.buffer_var)})[{self.expr(s.index)}] = {self.expr(s.value)};")
 
     def s_AssertStmt(self, s: n.AssertStmt, ind: int, out: list[str]) -> None:
         pad = "  " * ind
-        out.append(f"{pad}if (!({self.expr(s.condition)})) return vta_gen_fail(\"%s\", {_c_string(s.message)});")
+        out.append(f"{pad}if (!({self.expr(s.condition)})) return vta_gen_fail(\"%s\", {c_string(s.message)});")
         self.stmt(s.body, ind, out)
 
     def s_Allocate(self, s: n.Allocate, ind: int, out: list[str]) -> None:
@@ -380,7 +347,7 @@ class _Emitter:
                 f"host allocation {s.buffer_var.name!r} of {count} x {s.dtype} exceeds the 64 KiB stack limit of the C backend"
             )
         out.append(f"{pad}{{")
-        out.append(f"{pad}  {_ctype(s.dtype)} {self.name_of(s.buffer_var)}[{max(count, 1)}];")
+        out.append(f"{pad}  {ctype(s.dtype)} {self.name_of(s.buffer_var)}[{max(count, 1)}];")
         self.stmt(s.body, ind + 1, out)
         out.append(f"{pad}}}")
 
@@ -436,90 +403,6 @@ class _Emitter:
             out.append(f"{pad}if ({push}(&{handle}, {init}, NULL, 0) != 0) return -1;")
 
 
-def _arg_checks(em: _Emitter, func: n.PrimFunc, name: str) -> list[str]:
-    """The argument unpacking and checks of the packed entry (reference 5.2 steps 1-3)."""
-    out: list[str] = []
-    nargs = len(func.params)
-    out.append(f"  if (num_args != {nargs}) return vta_gen_fail(\"{name}: expected {nargs} arguments, got %d\", num_args);")
-    for i, param in enumerate(func.params):
-        buf = func.buffer_map.get(param)
-        pname = em.name_of(param)
-        label = buf.name if buf is not None else param.name
-        if buf is None:
-            # A scalar argument.
-            if param.dtype == "handle":
-                raise CodegenError(f"parameter {param.name!r} of {name!r} is a handle without a buffer")
-            code = 2 if param.dtype.startswith("float") else 0
-            out.append(
-                f"  if (type_codes[{i}] != {code}) return vta_gen_fail(\"{name}: argument {i} ({label}) must be a "
-                f"{'float' if code == 2 else 'integer'} scalar, got type code %d\", type_codes[{i}]);"
-            )
-            field = "v_float64" if code == 2 else "v_int64"
-            out.append(f"  {_ctype(param.dtype)} {pname} = ({_ctype(param.dtype)})args[{i}].{field};")
-            continue
-        t = f"vta_gen_t{i}"
-        out.append(
-            f"  if (type_codes[{i}] != 7 && type_codes[{i}] != 13 && type_codes[{i}] != 3) return vta_gen_fail("
-            f"\"{name}: argument {i} ({label}) must be an array (DLTensor), got type code %d\", type_codes[{i}]);"
-        )
-        out.append(f"  DLTensor* {t} = (DLTensor*)args[{i}].v_handle;")
-        out.append(f"  if ({t} == NULL) return vta_gen_fail(\"{name}: argument {i} ({label}) is a null array\");")
-        ndim = len(buf.shape)
-        out.append(
-            f"  if ({t}->ndim != {ndim}) return vta_gen_fail(\"{name}: argument {i} ({label}) must have ndim {ndim}, "
-            f"got %d\", (int){t}->ndim);"
-        )
-        code, bits, lanes = _dtype_triple(buf.dtype)
-        out.append(
-            f"  if ({t}->dtype.code != {code} || {t}->dtype.bits != {bits} || {t}->dtype.lanes != {lanes}) "
-            f"return vta_gen_fail(\"{name}: argument {i} ({label}) must have dtype {buf.dtype}, got code %d bits %d lanes %d\", "
-            f"(int){t}->dtype.code, (int){t}->dtype.bits, (int){t}->dtype.lanes);"
-        )
-        dims = []
-        for d, extent in enumerate(buf.shape):
-            if not isinstance(extent, n.IntImm):
-                raise CodegenError(f"argument {label!r} of {name!r} has a non-constant extent {extent!r} in dimension {d}; only constant shapes are supported")
-            dims.append(extent.value)
-        shape_txt = "(" + ", ".join(str(d) for d in dims) + ")"
-        cond = " || ".join(f"{t}->shape[{d}] != {v}" for d, v in enumerate(dims)) or "0"
-        fmt = ", ".join("%lld" for _ in dims)
-        vals = ", ".join(f"(long long){t}->shape[{d}]" for d in range(ndim))
-        out.append(
-            f"  if ({cond}) return vta_gen_fail(\"{name}: argument {i} ({label}) must have shape {shape_txt}, got ({fmt})\"{', ' if vals else ''}{vals});"
-        )
-        # Compact strides only (or none).
-        strides, acc = [], 1
-        for v in reversed(dims):
-            strides.append(acc)
-            acc *= v
-        strides.reverse()
-        checked = [(d, s) for d, s in enumerate(strides) if dims[d] != 1]
-        if checked:
-            scond = " || ".join(f"{t}->strides[{d}] != {s}" for d, s in checked)
-            out.append(
-                f"  if ({t}->strides != NULL && ({scond})) return vta_gen_fail(\"{name}: argument {i} ({label}) "
-                f"must be compact (row-major strides)\");"
-            )
-        out.append(
-            f"  if ({t}->byte_offset != 0) return vta_gen_fail(\"{name}: argument {i} ({label}) must have byte_offset 0, "
-            f"got %llu\", (unsigned long long){t}->byte_offset);"
-        )
-        out.append(
-            f"  if ({t}->device.device_type != {EXT_DEV}) return vta_gen_fail(\"{name}: argument {i} ({label}) must live on "
-            f"ext_dev (device type {EXT_DEV}), got device type %d\", (int){t}->device.device_type);"
-        )
-        if i > 0 and any(func.buffer_map.get(p) is not None for p in func.params[:i]):
-            first = next(j for j, p in enumerate(func.params[:i]) if func.buffer_map.get(p) is not None)
-            out.append(
-                f"  if ({t}->device.device_id != vta_gen_t{first}->device.device_id) return vta_gen_fail(\"{name}: "
-                f"argument {i} ({label}) is on device %d but argument {first} on device %d\", "
-                f"(int){t}->device.device_id, (int)vta_gen_t{first}->device.device_id);"
-            )
-        out.append(f"  if ({t}->data == NULL) return vta_gen_fail(\"{name}: argument {i} ({label}) has no data\");")
-        out.append(f"  void* {em.name_of(buf.data)} = {t}->data;")
-    return out
-
-
 def emit_c(func: n.PrimFunc, name: str) -> str:
     """C source of the packed function ``name`` computing ``func``.
 
@@ -546,11 +429,11 @@ def emit_c(func: n.PrimFunc, name: str) -> str:
         raise CodegenError(f"function name {name!r} is not usable as a C symbol; use letters, digits and '_' (not starting with a digit or '__')")
     em = _Emitter(name)
     em.taken.add(name)
-    checks = _arg_checks(em, func, name)
+    checks = arg_checks(em, func, name)
     body: list[str] = []
     em.stmt(func.body, 1, body)
     lines = [f"/* Generated by vta.build for the entry {name!r}; do not edit. */", _PRELUDE]
-    lines.append(f"__attribute__((weak)) const char __tvm_main__[] = {_c_string(name)};\n")
+    lines.append(f"__attribute__((weak)) const char __tvm_main__[] = {c_string(name)};\n")
     lines.extend(em.statics)
     lines.append(
         f"int {name}(TVMValue* args, int* type_codes, int num_args, TVMValue* out_ret_value, "
