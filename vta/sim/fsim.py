@@ -138,9 +138,8 @@ class FunctionalSimulator(Device):
         if n == 0:
             raise DeadlockError("the stream has 0 instructions, so FINISH never executes and the run never ends")
         self.dram.check(insn_phys_addr, 16 * n, "instruction stream")
-        words = self.dram.data[insn_phys_addr:insn_phys_addr + 16 * n].copy().view("<u8").reshape(n, 2)
-        cols = isa.decode_array(words, self.env)
-        program = _Program(cols, words, self.env)
+        words = self.dram.data[insn_phys_addr:insn_phys_addr + 16 * n].copy().view("<i8").reshape(n, 2)
+        program = _Program(_Columns(words, self.env), words, self.env)
         program.validate()
         tokens = list(self.tokens)
         order = schedule(program.flow, tokens, self._rng)
@@ -252,10 +251,45 @@ def _count(st: dict, program: "_Program", done: np.ndarray, env: Environment) ->
     st["insn_nop"] += int(nop.sum())
 
 
+class _Format(dict):
+    """The columns of one instruction format, decoded from the raw words on first use."""
+
+    def __init__(self, words: np.ndarray, fields: tuple):
+        super().__init__()
+        self._words = words
+        self._fields = {f.name: f for f in fields}
+
+    def __missing__(self, name: str) -> np.ndarray:
+        f = self._fields[name]
+        col = (self._words[:, f.lo // 64] >> (f.lo % 64)) & ((1 << f.width) - 1)
+        if f.signed:
+            col = np.where(col >> (f.width - 1), col - (1 << f.width), col)
+        self[name] = col
+        return col
+
+    def __iter__(self):
+        return iter(self._fields)
+
+    def __len__(self) -> int:
+        return len(self._fields)
+
+
+class _Columns:
+    """Field columns of a stream by format (``header``, ``mem``, ``gemm``, ``alu``), decoded lazily
+    with the positions of :func:`vta.isa.layout`."""
+
+    def __init__(self, words: np.ndarray, env: Environment):
+        lay = isa.layout(env)
+        self.header = _Format(words, lay.header)
+        self.mem = _Format(words, lay.mem[5:])
+        self.gemm = _Format(words, lay.gemm[5:])
+        self.alu = _Format(words, lay.alu[5:])
+
+
 class _Program:
     """A decoded instruction stream: field columns as Python lists, stages and token flags."""
 
-    def __init__(self, cols: isa.InsnColumns, words: np.ndarray, env: Environment):
+    def __init__(self, cols: "_Columns", words: np.ndarray, env: Environment):
         self.cols = cols
         self.words = words
         self.env = env
@@ -298,7 +332,8 @@ class _Program:
 
     def text(self, i: int) -> str:
         """One line: the short name and every non-zero field."""
-        insn = isa.decode((int(self.words[i, 0]), int(self.words[i, 1])), self.env)
+        w0, w1 = (int(v) & 0xFFFF_FFFF_FFFF_FFFF for v in self.words[i])
+        insn = isa.decode((w0, w1), self.env)
         parts = [f"{k}={v}" for k, v in vars(insn).items() if v and k != "opcode"]
         return f"{self.describe(i)} " + " ".join(parts) if parts else self.describe(i)
 

@@ -60,6 +60,7 @@ def _compile():
     if not numba.config.CACHE_DIR:
         numba.config.CACHE_DIR = os.environ["NUMBA_CACHE_DIR"]
     globals()["_in_dram"] = numba.njit(cache=True)(_in_dram_py)
+    globals()["_field"] = numba.njit(cache=True)(_field_py)
     # fastmath lets LLVM reorder the float32 dot products: every partial sum is an integer of
     # at most 2^19 in magnitude, so any order gives the exact result.
     _kernel = numba.njit(cache=True, nogil=True, fastmath=True)(_run_stretch)
@@ -88,18 +89,14 @@ class JitEngine:
             int(narrow_ok), int(env.ACC_WIDTH == 32), BIG_GEMM_MACS,
         ], dtype=np.int64)
 
-    def fields(self, program) -> np.ndarray:
-        """The ``(n, 1 + 10 + 11 + 11)`` int64 field matrix of a decoded stream (cached on it)."""
-        if getattr(program, "_jit_fields", None) is None:
-            c = program.cols
-            cols = [c.header["opcode"]] + [c.mem[k] for k in _MEM] + [c.gemm[k] for k in _GEMM] \
-                + [c.alu[k] for k in _ALU]
-            program._jit_fields = np.ascontiguousarray(np.stack(cols, axis=1).astype(np.int64))
-        return program._jit_fields
+        fields = [lay.header[0]] + [lay.field("mem", k) for k in _MEM] + [lay.field("gemm", k) for k in _GEMM] \
+            + [lay.field("alu", k) for k in _ALU]
+        #: Per column of the field layout above: (word, shift, width, signed).
+        self.table = np.array([(f.lo // 64, f.lo % 64, f.width, int(f.signed)) for f in fields], dtype=np.int64)
 
     def run(self, sim, program, order: np.ndarray) -> None:
         """Execute ``order`` on ``sim``; advance ``sim._position`` as instructions complete."""
-        fields = self.fields(program)
+        words = np.ascontiguousarray(program.words)
         allocs = list(sim.dram.allocations())
         starts = np.array([a for a, _ in allocs] or [0], dtype=np.int64)
         ends = np.array([a + n for a, n in allocs] or [0], dtype=np.int64)
@@ -108,7 +105,7 @@ class JitEngine:
         n = order.size
         while sim._position < n:
             data = sim.dram.data
-            pos = self.kernel(order, sim._position, fields, sp.uop_dst, sp.uop_src, sp.uop_wgt, sp.inp, sp.wgt,
+            pos = self.kernel(order, sim._position, words, self.table, sp.uop_dst, sp.uop_src, sp.uop_wgt, sp.inp, sp.wgt,
                               sp.acc, data, data.view(np.int8), data.view(np.int32), starts, ends, self.cfg)
             sim._position = pos
             if pos < n:  # deferred: the NumPy path executes it (or raises the precise error)
@@ -132,7 +129,15 @@ def _in_dram_py(start, end, starts, ends):
     return k >= 0 and end <= ends[k] and starts[k] <= start
 
 
-def _run_stretch(order, pos, F, uop_dst, uop_src, uop_wgt, inp, wgt, acc, dram, dram_s8, dram_s32, starts, ends,
+def _field_py(words, table, i, c):
+    """Field ``c`` of instruction ``i`` from the raw int64 words."""
+    v = (words[i, table[c, 0]] >> table[c, 1]) & ((1 << table[c, 2]) - 1)
+    if table[c, 3] and (v >> (table[c, 2] - 1)) & 1:
+        v -= 1 << table[c, 2]
+    return v
+
+
+def _run_stretch(order, pos, words, table, uop_dst, uop_src, uop_wgt, inp, wgt, acc, dram, dram_s8, dram_s32, starts, ends,
                  cfg):
     """Execute ``order[pos:]`` until an instruction must be deferred; return its position.
 
@@ -147,25 +152,34 @@ def _run_stretch(order, pos, F, uop_dst, uop_src, uop_wgt, inp, wgt, acc, dram, 
     uop_depth, inp_depth, wgt_depth, acc_depth = uop_dst.shape[0], inp.shape[0], wgt.shape[0], acc.shape[0]
     while pos < n:
         i = order[pos]
-        op = F[i, _OP]
+        op = _field(words, table, i, _OP)
         if op == 2 or op == 4:  # GEMM / ALU share the loop header
             is_gemm = op == 2
             base = _G + 1 if is_gemm else _A
-            bgn, end, io, ii = F[i, base], F[i, base + 1], F[i, base + 2], F[i, base + 3]
-            dfo, dfi, sfo, sfi = F[i, base + 4], F[i, base + 5], F[i, base + 6], F[i, base + 7]
+            bgn = _field(words, table, i, base)
+            end = _field(words, table, i, base + 1)
+            io = _field(words, table, i, base + 2)
+            ii = _field(words, table, i, base + 3)
+            dfo = _field(words, table, i, base + 4)
+            dfi = _field(words, table, i, base + 5)
+            sfo = _field(words, table, i, base + 6)
+            sfi = _field(words, table, i, base + 7)
             if end > uop_depth:
                 return pos
             if end < bgn:
                 end = bgn
-            reset = is_gemm and F[i, _G] != 0
+            reset = is_gemm and _field(words, table, i, _G) != 0
             if is_gemm:
-                wfo, wfi = F[i, _G + 9], F[i, _G + 10]
+                wfo = _field(words, table, i, _G + 9)
+                wfi = _field(words, table, i, _G + 10)
                 if not reset and io * ii * (end - bgn) * batch * blk_in * blk_out >= big:
                     return pos
                 aop, use_imm, imm = 0, 1 if reset else 0, 0
             else:
                 wfo, wfi = 0, 0
-                aop, use_imm, imm = F[i, _A + 8], F[i, _A + 9], F[i, _A + 10]
+                aop = _field(words, table, i, _A + 8)
+                use_imm = _field(words, table, i, _A + 9)
+                imm = _field(words, table, i, _A + 10)
                 if aop > 4:
                     return pos
             if io > 0 and ii > 0 and end > bgn:
@@ -218,9 +232,16 @@ def _run_stretch(order, pos, F, uop_dst, uop_src, uop_wgt, inp, wgt, acc, dram, 
         elif op == 3:
             pass
         elif op == 0 or op == 1:
-            mt = F[i, _M]
-            sram, dbase, ys, xs, stride = F[i, _M + 1], F[i, _M + 2], F[i, _M + 3], F[i, _M + 4], F[i, _M + 5]
-            yp0, yp1, xp0, xp1 = F[i, _M + 6], F[i, _M + 7], F[i, _M + 8], F[i, _M + 9]
+            mt = _field(words, table, i, _M)
+            sram = _field(words, table, i, _M + 1)
+            dbase = _field(words, table, i, _M + 2)
+            ys = _field(words, table, i, _M + 3)
+            xs = _field(words, table, i, _M + 4)
+            stride = _field(words, table, i, _M + 5)
+            yp0 = _field(words, table, i, _M + 6)
+            yp1 = _field(words, table, i, _M + 7)
+            xp0 = _field(words, table, i, _M + 8)
+            xp1 = _field(words, table, i, _M + 9)
             if xs == 0:
                 if mt > 5:
                     return pos

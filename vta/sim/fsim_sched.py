@@ -35,7 +35,7 @@ _STAGE_NAMES = {isa.STAGE_LOAD: "load", isa.STAGE_COMPUTE: "compute", isa.STAGE_
 
 def stages_of(opcode: np.ndarray, memory_type: np.ndarray) -> np.ndarray:
     """Stage of every instruction (1 load, 2 compute, 3 store), as :func:`vta.isa.stage_of`."""
-    stage = np.full(opcode.shape, isa.STAGE_COMPUTE, dtype=np.int64)
+    stage = np.full(opcode.shape, isa.STAGE_COMPUTE, dtype=np.int8)
     stage[opcode == isa.OPCODE_STORE] = isa.STAGE_STORE
     is_load = (opcode == isa.OPCODE_LOAD) & ((memory_type == isa.MEM_INP) | (memory_type == isa.MEM_WGT))
     stage[is_load] = isa.STAGE_LOAD
@@ -67,18 +67,10 @@ class Flow:
                     raise InvalidInstructionError(
                         f"instruction {i} ({describe(i)}): {name}=1 on a {_STAGE_NAMES[stage]}-stage "
                         f"instruction; the {_STAGE_NAMES[stage]} stage has no such channel (accepted 0)", i)
-        n = opcode.size
-        self.pop = np.zeros((n, 4), dtype=np.int64)
-        self.push = np.zeros((n, 4), dtype=np.int64)
         load, comp, store = (self.stage == s for s in (isa.STAGE_LOAD, isa.STAGE_COMPUTE, isa.STAGE_STORE))
-        self.pop[:, G2L] = load * pn
-        self.push[:, L2G] = load * un
-        self.pop[:, L2G] = comp * pp
-        self.pop[:, S2G] = comp * pn
-        self.push[:, G2L] = comp * up
-        self.push[:, G2S] = comp * un
-        self.pop[:, G2S] = store * pp
-        self.push[:, S2G] = store * up
+        # columns in channel order l2g, g2l, s2g, g2s (flags on a missing channel were rejected)
+        self.pop = np.stack([comp * pp, load * pn, comp * pn, store * pp], axis=1)
+        self.push = np.stack([load * un, comp * up, store * up, comp * un], axis=1)
 
 
 def schedule(flow: Flow, tokens: list[int], rng: np.random.Generator | None = None) -> np.ndarray:
