@@ -18,7 +18,7 @@ from typing import Any
 
 from ..errors import ScheduleError
 from ..tir import nodes as n
-from ..tir.arith import as_const_int, const_bounds, detect_linear_equation, structural_equal
+from ..tir.arith import as_const_int, const_bounds, structural_equal, to_linear
 from ..tir.functor import StmtExprMutator, post_order_visit, substitute
 from ..tir.simplify import simplify
 from .schedule import Fuse, Schedule, Split, Stage
@@ -118,22 +118,48 @@ def _inside(consumer: Stage, producer: Stage) -> bool:
 
 def _relaxed_range(idx: n.PrimExpr, relax: list[n.Var], ranges: dict, where: str):
     """(lo, hi) expressions of ``idx`` when the ``relax`` vars sweep their ranges."""
-    idx = simplify(idx)
-    coefs = detect_linear_equation(idx, relax) if relax else [idx]
-    if coefs is not None and all(as_const_int(c) is not None for c in coefs[:-1]):
-        lo, hi = coefs[-1], coefs[-1]
-        for v, c in zip(relax, coefs[:-1]):
-            span = as_const_int(c) * (ranges[v][1] - 1)
-            if span < 0:
-                lo = lo + span
-            elif span > 0:
-                hi = hi + span
-        return simplify(lo), simplify(hi)
-    if all(v in ranges for v in _free_vars(idx)):
-        lo, hi = const_bounds(idx, {v: (r[0], r[1]) for v, r in ranges.items()})
-        if lo is not None and hi is not None:
-            return n.IntImm(lo), n.IntImm(hi)
-    raise ScheduleError(f"{where}: cannot infer the range of index {idx!r}")
+    relax_ids = {id(v) for v in relax}
+    result = _sym_range(simplify(idx), relax_ids, ranges)
+    if result is None:
+        raise ScheduleError(f"{where}: cannot infer the range of index {idx!r}")
+    return simplify(result[0]), simplify(result[1])
+
+
+def _sym_range(e: n.PrimExpr, relax_ids: set, ranges: dict):
+    """Symbolic inclusive bounds of ``e`` over the relaxed variables (None if unknown).
+
+    Sums are split into terms; a term free of relaxed variables is its own bound; a relaxed
+    variable sweeps ``[0, extent)``; ``floordiv``/``min``/``max`` are monotonic and
+    ``floormod`` by a constant ``c`` lies in ``[0, c)``.
+    """
+    lin = to_linear(e)
+    lo: n.PrimExpr = n.IntImm(lin.const)
+    hi: n.PrimExpr = n.IntImm(lin.const)
+    for atom, coef in lin.terms.values():
+        if not any(id(v) in relax_ids for v in _free_vars(atom)):
+            alo = ahi = atom
+        elif isinstance(atom, n.Var):
+            alo, ahi = n.IntImm(0), n.IntImm(ranges[atom][1] - 1)
+        elif isinstance(atom, n.FloorDiv) and (as_const_int(atom.b) or 0) > 0:
+            r = _sym_range(atom.a, relax_ids, ranges)
+            if r is None:
+                return None
+            alo, ahi = simplify(n.FloorDiv(r[0], atom.b)), simplify(n.FloorDiv(r[1], atom.b))
+        elif isinstance(atom, n.FloorMod) and (as_const_int(atom.b) or 0) > 0:
+            alo, ahi = n.IntImm(0), n.IntImm(as_const_int(atom.b) - 1)
+        elif isinstance(atom, (n.Min, n.Max)):
+            ra, rb = _sym_range(atom.a, relax_ids, ranges), _sym_range(atom.b, relax_ids, ranges)
+            if ra is None or rb is None:
+                return None
+            op = type(atom)
+            alo, ahi = simplify(op(ra[0], rb[0])), simplify(op(ra[1], rb[1]))
+        else:
+            return None
+        if coef < 0:
+            alo, ahi = ahi, alo
+        lo = lo + alo * coef if coef != 1 else lo + alo
+        hi = hi + ahi * coef if coef != 1 else hi + ahi
+    return lo, hi
 
 
 def _free_vars(e: Any) -> list[n.Var]:
@@ -224,7 +250,13 @@ def _root_ranges(sch: Schedule, stage: Stage, b: StageBounds, bodies: dict, resu
         if shape is not None and as_const_int(hi) is not None and as_const_int(hi) > shape - 1:
             hi = n.IntImm(shape - 1)
         b.root_min[iv] = lo
-        b.extent[iv] = _const_extent(stage, iv, simplify(hi - lo + 1))
+        extent = simplify(hi - lo + 1, b.ranges)
+        if as_const_int(extent) is None:
+            # Not provably constant: use the largest extent over the enclosing loops.
+            _, most = const_bounds(extent, b.ranges)
+            if most is not None:
+                extent = n.IntImm(most)
+        b.extent[iv] = _const_extent(stage, iv, extent)
 
 
 def _pick(a: n.PrimExpr, b: n.PrimExpr, fn, where: str) -> n.PrimExpr:
@@ -267,34 +299,40 @@ def _pass_down(stage: Stage, b: StageBounds) -> None:
 
 
 def _pass_up(stage: Stage, b: StageBounds) -> None:
-    offset: dict[IterVar, n.PrimExpr] = dict(b.leaf_value)
-    for rel in reversed(stage.relations):
-        if isinstance(rel, Split):
-            offset[rel.parent] = simplify(offset[rel.outer] * b.extent[rel.inner] + offset[rel.inner])
-            if b.extent[rel.outer] * b.extent[rel.inner] != b.extent[rel.parent]:
-                b.conditions.append((rel.parent, offset[rel.parent], b.extent[rel.parent]))
-        else:
-            inner_ext = b.extent[rel.inner]
-            offset[rel.outer] = simplify(n.FloorDiv(offset[rel.fused], n.IntImm(inner_ext)))
-            offset[rel.inner] = simplify(n.FloorMod(offset[rel.fused], n.IntImm(inner_ext)))
-    op: ComputeOp = stage.op  # type: ignore[assignment]
-    for iv in list(op.axis) + list(op.reduce_axis):
-        b.root_value[iv] = simplify(b.root_min[iv] + offset[iv])
-    # Guards of non-divisible splits, in terms of the leaf values.
-    b.conditions = [simplify(n.LT(off, n.IntImm(ext))) for _, off, ext in b.conditions]
-    # Guards keeping a region that overhangs the tensor (a consumer's non-divisible split)
-    # inside the tensor's shape.
     for iv in stage.leaf_iter_vars:
         v = b.leaf_value[iv]
         if isinstance(v, n.Var):
             b.ranges[v] = (0, b.extent[iv])
+
+    def simp(e: n.PrimExpr) -> n.PrimExpr:
+        return simplify(e, b.ranges)
+
+    offset: dict[IterVar, n.PrimExpr] = dict(b.leaf_value)
+    splits = []
+    for rel in reversed(stage.relations):
+        if isinstance(rel, Split):
+            offset[rel.parent] = simp(offset[rel.outer] * b.extent[rel.inner] + offset[rel.inner])
+            if b.extent[rel.outer] * b.extent[rel.inner] != b.extent[rel.parent]:
+                splits.append((offset[rel.parent], b.extent[rel.parent]))
+        else:
+            inner_ext = b.extent[rel.inner]
+            offset[rel.outer] = simp(n.FloorDiv(offset[rel.fused], n.IntImm(inner_ext)))
+            offset[rel.inner] = simp(n.FloorMod(offset[rel.fused], n.IntImm(inner_ext)))
+    op: ComputeOp = stage.op  # type: ignore[assignment]
+    for iv in list(op.axis) + list(op.reduce_axis):
+        b.root_value[iv] = simp(b.root_min[iv] + offset[iv])
+    # Guards of non-divisible splits, in terms of the leaf values.
+    for off, ext in splits:
+        _add_condition(b, simp(n.LT(off, n.IntImm(ext))))
+    # Guards keeping a region that overhangs the tensor (a consumer's non-divisible split)
+    # inside the tensor's shape.
     for iv in op.axis:
         shape = as_const_int(iv.dom.extent)
         lo, hi = const_bounds(b.root_value[iv], b.ranges)
         if shape is not None and (hi is None or hi > shape - 1):
-            _add_condition(b, simplify(n.LT(b.root_value[iv], n.IntImm(shape))))
+            _add_condition(b, simp(n.LT(b.root_value[iv], n.IntImm(shape))))
         if lo is None or lo < 0:
-            _add_condition(b, simplify(n.GE(b.root_value[iv], n.IntImm(0))))
+            _add_condition(b, simp(n.GE(b.root_value[iv], n.IntImm(0))))
 
 
 def _add_condition(b: StageBounds, cond: n.PrimExpr) -> None:

@@ -18,6 +18,7 @@ callers may pass extra ranges.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from . import nodes as n
@@ -128,6 +129,18 @@ class Simplifier(StmtExprMutator):
                 if is_div:
                     return quot.add(LinearForm.constant(k)).to_expr(dtype)
                 return rem.add(LinearForm.constant(-k * cb)).to_expr(dtype)
+            # The variable terms are multiples of g = gcd(coefficients, c) modulo c, so a
+            # constant remainder below g never crosses a multiple of c.
+            g = cb
+            for _, coef in rem.terms.values():
+                g = math.gcd(g, coef)
+            if rem.terms and 0 < rem.const < g:
+                k = rem.const
+                rem.const = 0
+                inner = type(node)(rem.to_expr(dtype), b)
+                if is_div:
+                    return quot.add(LinearForm.atom(inner)).to_expr(dtype) if quot.terms or quot.const else inner
+                return n.Add(inner, n.IntImm(k, dtype))
             # Nested floordiv: floordiv(floordiv(x, c1), c2) == floordiv(x, c1 * c2).
             if is_div and floor and isinstance(a, n.FloorDiv) and as_const_int(a.b) and as_const_int(a.b) > 0:
                 return self.visit(n.FloorDiv(a.a, n.IntImm(as_const_int(a.b) * cb, dtype)))

@@ -63,6 +63,16 @@ def test_simplify_cases(make, expected):
         assert isinstance(out, n.Add) and as_const_int(out.b) == 1
 
 
+def test_floordiv_of_multiples_plus_small_constant():
+    e = n.FloorDiv(i * 4 + j * 8 + 3, n.IntImm(8))
+    out = simplify(e)  # no ranges needed: i*4 + j*8 is a multiple of 4, + 3 never crosses a multiple of 8
+    check_equivalent(e, out, ranges={i: (-20, 40), j: (-5, 10), k: (0, 1)})
+    assert isinstance(out, n.Add) and not any(
+        isinstance(x, n.IntImm) and x.value == 3 for x in (out.a, out.b))
+    m = n.FloorMod(i * 6 + 1, n.IntImm(4))
+    check_equivalent(m, simplify(m), ranges={i: (-20, 40), j: (0, 1), k: (0, 1)})
+
+
 def test_simplify_random_linear_expressions():
     rng = random.Random(1)
     leaves = [i, j, k]

@@ -171,3 +171,19 @@ def test_producer_region_overhanging_the_tensor_is_guarded():
     func, out = run(s, [A, C], [a])  # the interpreter raises on an out-of-bounds load
     np.testing.assert_array_equal(out, (a + 1) * 2)
     assert astext(func).count("likely(") == 2
+
+
+def test_compute_at_a_fused_and_split_axis():
+    A = te.placeholder((4, 8), name="A", dtype="int32")
+    B = te.compute((4, 8), lambda i, j: A[i, j] + 1, name="B")
+    C = te.compute((4, 8), lambda i, j: B[i, j] * 2, name="C")
+    s = te.create_schedule(C.op)
+    f = s[C].fuse(*C.op.axis)
+    fo, fi = s[C].split(f, factor=4)  # half a row per outer iteration
+    s[B].compute_at(s[C], fo)
+    a = RNG.integers(-9, 9, (4, 8)).astype("int32")
+    func, out = run(s, [A, C], [a])
+    np.testing.assert_array_equal(out, (a + 1) * 2)
+    allocs = []
+    post_order_visit(func.body, lambda x: allocs.append(x) if isinstance(x, n.Allocate) else None)
+    assert int(allocs[0].extents[0]) == 8  # the row holding the segment, not the whole tensor
