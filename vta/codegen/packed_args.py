@@ -35,7 +35,7 @@ def arg_checks(em, func: n.PrimFunc, name: str) -> list[str]:
 
     out: list[str] = []
     nargs = len(func.params)
-    out.append(f"  if (num_args != {nargs}) return vta_gen_fail(\"{name}: expected {nargs} arguments, got %d\", num_args);")
+    out.append(f"  if (num_args != {nargs}) return vta_gen_fail(\"expected {nargs} arguments, got %d\", num_args);")
     for i, param in enumerate(func.params):
         buf = func.buffer_map.get(param)
         pname = em.name_of(param)
@@ -46,7 +46,7 @@ def arg_checks(em, func: n.PrimFunc, name: str) -> list[str]:
                 raise CodegenError(f"parameter {param.name!r} of {name!r} is a handle without a buffer")
             code = 2 if param.dtype.startswith("float") else 0
             out.append(
-                f"  if (type_codes[{i}] != {code}) return vta_gen_fail(\"{name}: argument {i} ({label}) must be a "
+                f"  if (type_codes[{i}] != {code}) return vta_gen_fail(\"argument {i} ({label}) must be a "
                 f"{'float' if code == 2 else 'integer'} scalar, got type code %d\", type_codes[{i}]);"
             )
             field = "v_float64" if code == 2 else "v_int64"
@@ -55,19 +55,19 @@ def arg_checks(em, func: n.PrimFunc, name: str) -> list[str]:
         t = f"vta_gen_t{i}"
         out.append(
             f"  if (type_codes[{i}] != 7 && type_codes[{i}] != 13 && type_codes[{i}] != 3) return vta_gen_fail("
-            f"\"{name}: argument {i} ({label}) must be an array (DLTensor), got type code %d\", type_codes[{i}]);"
+            f"\"argument {i} ({label}) must be an array (DLTensor), got type code %d\", type_codes[{i}]);"
         )
         out.append(f"  DLTensor* {t} = (DLTensor*)args[{i}].v_handle;")
-        out.append(f"  if ({t} == NULL) return vta_gen_fail(\"{name}: argument {i} ({label}) is a null array\");")
+        out.append(f"  if ({t} == NULL) return vta_gen_fail(\"argument {i} ({label}) is a null array\");")
         ndim = len(buf.shape)
         out.append(
-            f"  if ({t}->ndim != {ndim}) return vta_gen_fail(\"{name}: argument {i} ({label}) must have ndim {ndim}, "
+            f"  if ({t}->ndim != {ndim}) return vta_gen_fail(\"argument {i} ({label}) must have ndim {ndim}, "
             f"got %d\", (int){t}->ndim);"
         )
         code, bits, lanes = _dtype_triple(buf.dtype)
         out.append(
             f"  if ({t}->dtype.code != {code} || {t}->dtype.bits != {bits} || {t}->dtype.lanes != {lanes}) "
-            f"return vta_gen_fail(\"{name}: argument {i} ({label}) must have dtype {buf.dtype}, got code %d bits %d lanes %d\", "
+            f"return vta_gen_fail(\"argument {i} ({label}) must have dtype {buf.dtype}, got code %d bits %d lanes %d\", "
             f"(int){t}->dtype.code, (int){t}->dtype.bits, (int){t}->dtype.lanes);"
         )
         dims = []
@@ -80,7 +80,7 @@ def arg_checks(em, func: n.PrimFunc, name: str) -> list[str]:
         fmt = ", ".join("%lld" for _ in dims)
         vals = ", ".join(f"(long long){t}->shape[{d}]" for d in range(ndim))
         out.append(
-            f"  if ({cond}) return vta_gen_fail(\"{name}: argument {i} ({label}) must have shape {shape_txt}, got ({fmt})\"{', ' if vals else ''}{vals});"
+            f"  if ({cond}) return vta_gen_fail(\"argument {i} ({label}) must have shape {shape_txt}, got ({fmt})\"{', ' if vals else ''}{vals});"
         )
         # Compact strides only (or none).
         strides, acc = [], 1
@@ -92,24 +92,24 @@ def arg_checks(em, func: n.PrimFunc, name: str) -> list[str]:
         if checked:
             scond = " || ".join(f"{t}->strides[{d}] != {s}" for d, s in checked)
             out.append(
-                f"  if ({t}->strides != NULL && ({scond})) return vta_gen_fail(\"{name}: argument {i} ({label}) "
+                f"  if ({t}->strides != NULL && ({scond})) return vta_gen_fail(\"argument {i} ({label}) "
                 f"must be compact (row-major strides)\");"
             )
         out.append(
-            f"  if ({t}->byte_offset != 0) return vta_gen_fail(\"{name}: argument {i} ({label}) must have byte_offset 0, "
+            f"  if ({t}->byte_offset != 0) return vta_gen_fail(\"argument {i} ({label}) must have byte_offset 0, "
             f"got %llu\", (unsigned long long){t}->byte_offset);"
         )
         out.append(
-            f"  if ({t}->device.device_type != {EXT_DEV}) return vta_gen_fail(\"{name}: argument {i} ({label}) must live on "
+            f"  if ({t}->device.device_type != {EXT_DEV}) return vta_gen_fail(\"argument {i} ({label}) must live on "
             f"ext_dev (device type {EXT_DEV}), got device type %d\", (int){t}->device.device_type);"
         )
         if i > 0 and any(func.buffer_map.get(p) is not None for p in func.params[:i]):
             first = next(j for j, p in enumerate(func.params[:i]) if func.buffer_map.get(p) is not None)
             out.append(
-                f"  if ({t}->device.device_id != vta_gen_t{first}->device.device_id) return vta_gen_fail(\"{name}: "
+                f"  if ({t}->device.device_id != vta_gen_t{first}->device.device_id) return vta_gen_fail(\""
                 f"argument {i} ({label}) is on device %d but argument {first} on device %d\", "
                 f"(int){t}->device.device_id, (int)vta_gen_t{first}->device.device_id);"
             )
-        out.append(f"  if ({t}->data == NULL) return vta_gen_fail(\"{name}: argument {i} ({label}) has no data\");")
+        out.append(f"  if ({t}->data == NULL) return vta_gen_fail(\"argument {i} ({label}) has no data\");")
         out.append(f"  void* {em.name_of(buf.data)} = {t}->data;")
     return out

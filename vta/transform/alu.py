@@ -8,7 +8,7 @@ merge), keeping the pragma inside; ``pragma_skip_alu`` (mock environments) becom
 
 *InjectALUIntrin* (phase 2, after SRAM allocation) turns the loop nest under ``pragma_alu``
 into ``VTAUopLoopBegin``/``tir.vta.uop_push``/``VTAUopLoopEnd``. The stored value fixes the
-opcode (``+`` ADD, ``*`` MUL, ``min``/``max``, ``>> k`` SHR k, ``<< k`` SHR -k, a plain copy
+opcode (``+`` ADD, ``- k`` ADD -k, ``*`` MUL, ``min``/``max``, ``>> k`` SHR k, ``<< k`` SHR -k, a plain copy
 SHR 0). One operand must be the destination itself (same buffer, same index: the ALU computes
 ``acc[dst] = op(acc[dst], src or imm)``); the other is an immediate or the source tile. The
 lane loop(s) are dropped, indices divided by the tile size, and adjacent loops merged when
@@ -57,8 +57,14 @@ def _opcode(env: Environment, value: n.PrimExpr, what: str):
     for cls, name in _BINARY.items():
         if type(value) is cls:
             return getattr(dev, f"ALU_OPCODE_{name}"), value.a, value.b
+    if isinstance(value, n.Sub) and as_const_int(value.b) is not None:
+        # x - k is x + (-k): the ALU adds the negated immediate.
+        return dev.ALU_OPCODE_ADD, value.a, n.IntImm(-as_const_int(value.b))
     if isinstance(value, n.Sub):
-        raise ScheduleError(f"{what}: VTA's ALU has no subtraction; rewrite a - b as a + (-b) with a negated operand or constant")
+        raise ScheduleError(
+            f"{what}: VTA's ALU has no subtraction of tensors (only of a constant, as an ADD of its negation); "
+            "compute the negated operand in its own stage (e.g. multiply by -1) and add it"
+        )
     if isinstance(value, n.Call) and value.op == "tir.shift_right":
         return dev.ALU_OPCODE_SHR, value.args[0], value.args[1]
     if isinstance(value, n.Call) and value.op == "tir.shift_left":

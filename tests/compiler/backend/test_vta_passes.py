@@ -242,3 +242,9 @@ def test_inject_dma_padding_depending_on_outer_loop(env):
     for pos, (offset, y_size, y_pad_before) in enumerate([(0, 2, 1), (2, 3, 0)]):
         got = [simplify(substitute(a, {yo: pos})).value for a in args]
         assert got == [offset, 2, y_size, 2, 0, y_pad_before, 0, 0]
+
+
+def test_inject_alu_subtract_constant(env):
+    _, body = _alu_stage(lambda b, i, j: n.Sub(n.Load("int32", b, i * 16 + j), n.IntImm(5)))
+    (push,) = calls(inject_alu_intrin(env)(func(body)).body, "tir.vta.uop_push")
+    assert ints(push) == [1, 0, 0, 0, 0, env.dev.ALU_OPCODE_ADD, 1, -5]

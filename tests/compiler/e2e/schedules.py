@@ -223,6 +223,8 @@ ALU_OPS = {
     "add_imm": (True, lambda a, b, k: a + k, lambda a, b, k: a + k),
     "add": (False, lambda a, b, k: a + b, lambda a, b, k: a + b),
     "shr_imm": (True, lambda a, b, k: np.right_shift(a, k), lambda a, b, k: a >> k),
+    # Not upstream: subtracting a constant lowers to ADD of its negation.
+    "sub_imm": (True, lambda a, b, k: a - k, lambda a, b, k: a - k),
 }
 
 
