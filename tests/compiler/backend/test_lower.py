@@ -104,3 +104,12 @@ def test_clear_errors(env):
     s, args = _elementwise(env, lambda x, y: x + y, pragma_stage_dma=True)
     with pytest.raises(ScheduleError, match=r"dma_copy of buffer .* at axis .*: the stored value must be a load"):
         vta.build.lower(s, args)
+
+
+def test_mock_environment_skips_dma_and_alu(env):
+    """env.mock pragmas (skip_dma_copy, skip_alu) remove the copies and ALU stages entirely."""
+    case = schedules.vadd(env.mock, np.random.default_rng(0))
+    f = vta.build.lower(case.sched, case.args, name="mock")
+    assert calls(f.body) == []
+    src = vta.build.build(case.sched, case.args, "ext_dev", name="mock").get_source()
+    assert "VTASynchronize" not in src and "VTALoadBuffer2D(" not in src
