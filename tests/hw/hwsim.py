@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import fcntl
 import os
-import shutil
 from pathlib import Path
 
 import pytest
@@ -38,24 +37,6 @@ def rtl_sources() -> list[Path]:
     return sorted(HW_DIR.glob("*.sv"))
 
 
-_RUNTIME_OBJECTS = ("verilated.o", "verilated_dpi.o", "verilated_threads.o", "verilated_vpi.o", "verilator.o")
-
-
-def _runtime_dir() -> Path:
-    """Where the model-independent runtime objects of one Verilator + cocotb install are kept.
-
-    Every unit build compiles the same Verilator runtime and cocotb main; copying them from the
-    first build (with a fresh time stamp, so make sees them up to date) halves later builds.
-    """
-    import cocotb
-
-    root = _verilator.ensure_on_path()
-    key = content_key(["runtime-v1", str(root), cocotb.__version__, *BUILD_ARGS, MAKEFLAGS])
-    path = cache_dir("cocotb") / f"runtime-{key}"
-    path.mkdir(parents=True, exist_ok=True)
-    return path
-
-
 def build(toplevel: str, config: str = "vta_config.json") -> Path:
     """Build ``toplevel`` for the shipped configuration ``config``; return the build directory.
 
@@ -70,7 +51,7 @@ def build(toplevel: str, config: str = "vta_config.json") -> Path:
 
     _verilator.ensure_on_path()
     package = hwgen.sv_package(make_env(config))
-    parts: list[bytes | str] = ["cocotb-v2", toplevel, *BUILD_ARGS, "vta_pkg.sv", package]
+    parts: list[bytes | str] = ["cocotb-v3", toplevel, *BUILD_ARGS, "vta_pkg.sv", package]
     for path in rtl_sources():
         parts += [path.name, path.read_bytes()]
     build_dir = cache_dir("cocotb") / f"{toplevel}-{content_key(parts)}"
@@ -86,10 +67,6 @@ def build(toplevel: str, config: str = "vta_config.json") -> Path:
             # (command-line variables in MAKEFLAGS override verilated.mk's -Os).
             saved = os.environ.get("MAKEFLAGS")
             os.environ["MAKEFLAGS"] = MAKEFLAGS
-            runtime = _runtime_dir()
-            for obj in runtime.glob("*.o"):  # reuse the compiled Verilator / cocotb runtime
-                shutil.copy2(obj, build_dir / obj.name)
-                os.utime(build_dir / obj.name)
             try:
                 runner.build(sources=[pkg, *rtl_sources()], hdl_toplevel=toplevel, build_dir=build_dir,
                              build_args=BUILD_ARGS, timescale=("1ns", "1ps"), always=True,
@@ -99,10 +76,6 @@ def build(toplevel: str, config: str = "vta_config.json") -> Path:
                     del os.environ["MAKEFLAGS"]
                 else:
                     os.environ["MAKEFLAGS"] = saved
-            if not any(runtime.glob("*.o")):
-                for name in _RUNTIME_OBJECTS:
-                    if (build_dir / name).exists():
-                        shutil.copy2(build_dir / name, runtime / name)
             done.write_text("ok\n")
     return build_dir
 
@@ -128,6 +101,10 @@ def run(toplevel: str, test_module: str, tmp_path: Path, config: str = "vta_conf
                     log_file=tmp_path / "sim.log")
     except SystemExit:  # the runner exits when a cocotb test fails; the results say which
         pass
+    except RuntimeError as exc:  # the simulator itself died (an assertion of the RTL, ...)
+        log_path = tmp_path / "sim.log"
+        log = log_path.read_text(errors="replace")[-8000:] if log_path.exists() else "(no log)"
+        pytest.fail(f"the simulation of {toplevel} for {test_module} stopped: {exc}\n{log}")
     ntests, nfailed = get_results(xml)
     if ntests == 0 or nfailed:
         log_path = tmp_path / "sim.log"
