@@ -418,7 +418,6 @@ def conv2d(env, height=14, width=14, in_channels=256, out_channels=256, oc_block
     y_out, y_inn = s[res].split(y, factor=h_block)
     x_out, x_inn = s[res].split(x, factor=w_block)
     s[res].reorder(b_out, oc_out, y_out, x_out, b_inn, oc_inn, y_inn, x_inn, b_tns, oc_tns)
-    store_axis = y_inn
     for t in (res_conv, res_shr, res_max, res_min):
         s[t].compute_at(s[res], x_out)
         s[t].set_scope(env.acc_scope)
@@ -438,7 +437,7 @@ def conv2d(env, height=14, width=14, in_channels=256, out_channels=256, oc_block
     s[res_conv].tensorize(b_tns, env.gemm)
     for t in (res_shr, res_max, res_min):
         s[t].pragma(s[t].op.axis[0], env.alu)
-    s[res].pragma(store_axis, env.dma_copy)
+    s[res].pragma(s[res].op.axis[4], env.dma_copy)  # b_tns (extent 1): one store per (y, x) row
 
     def inputs(rng):
         return [_random(rng, data), _random(rng, kernel), _out_like(res)]
