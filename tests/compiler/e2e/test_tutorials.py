@@ -3,6 +3,8 @@ results against NumPy, simulator statistics, instruction counts."""
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 
 from . import schedules
@@ -50,3 +52,45 @@ def test_conv2d(env, tmp_path):
     assert counters(stats) == {"inp_load_nbytes": 114688, "wgt_load_nbytes": 1179648, "acc_load_nbytes": 0,
                                "uop_load_nbytes": 1144, "out_store_nbytes": 50176, "gemm_counter": 451584,
                                "alu_counter": 9408}
+
+
+def _dumped_stream(text: str) -> list[tuple[str, str]]:
+    """(instruction name, dependency flags) of every instruction in a DEBUG_DUMP_INSN dump."""
+    out, lines = [], text.splitlines()
+    for k, line in enumerate(lines):
+        m = re.match(r"INSTRUCTION \d+: (.*)", line)
+        if m:
+            flags = re.findall(r"(pop prev|pop next|push prev|push next): (\d)", lines[k + 1])
+            short = {"pop prev": "pp", "pop next": "pn", "push prev": "sp", "push next": "sn"}
+            out.append((m.group(1).strip(), " ".join(short[f] for f, v in flags if v == "1")))
+    return out
+
+
+def test_vadd_instruction_stream(env, tmp_path, capfd):
+    """build_config(debug_flag=DEBUG_DUMP_INSN): the runtime dumps the stream of section 3.1."""
+    case = schedules.vadd(env, np.random.default_rng(5))
+    capfd.readouterr()
+    out, _, _ = run_case(case, tmp_path, name="my_vadd", debug_flag=env.DEBUG_DUMP_INSN)
+    check(case, out)
+    assert _dumped_stream(capfd.readouterr().out) == [
+        ("LOAD ACC", ""), ("LOAD ACC", ""), ("LOAD UOP", ""), ("ALU - add", "sn"), ("STORE OUT", "pp sp"),
+        ("NOP-MEMORY-STAGE", "sn"), ("NOP-COMPUTE-STAGE", "pp pn"), ("FINISH", ""),
+    ]
+
+
+def test_matrix_multiply_instruction_stream(env, tmp_path, capfd):
+    """The 56-instruction stream of section 3.2, flags included."""
+    case = schedules.matmul(env, np.random.default_rng(6))
+    capfd.readouterr()
+    out, _, _ = run_case(case, tmp_path, name="my_gemm", debug_flag=env.DEBUG_DUMP_INSN)
+    check(case, out)
+    stream = _dumped_stream(capfd.readouterr().out)
+    names = [name.split(" - ")[0] for name, _ in stream]
+    expect = ["LOAD UOP", "GEMM", "LOAD INP", "LOAD WGT", "LOAD UOP", "GEMM"]
+    expect += ["LOAD INP", "LOAD WGT", "GEMM"] * 15
+    expect += ["STORE OUT", "NOP-MEMORY-STAGE", "NOP-MEMORY-STAGE", "NOP-COMPUTE-STAGE", "FINISH"]
+    assert names == expect
+    flags = [f for _, f in stream]
+    assert flags[:6] == ["", "sp", "pn", "sn", "pp", "sp"]
+    assert flags[6:9] == ["pn", "sn", "pp sp"] and flags[48:51] == ["pn", "sn", "pp sp sn"]
+    assert flags[51:] == ["pp sp", "pn", "sn", "pp pn", ""]
