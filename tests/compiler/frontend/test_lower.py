@@ -277,3 +277,15 @@ def test_conv2d_structure(env):
 def test_conv2d_runs(env):
     lower_and_check(W.conv2d(env, height=4, width=4, in_channels=32, out_channels=64, oc_block=32, h_block=2,
                              w_block=4), env)
+
+
+@pytest.mark.parametrize("make", [
+    lambda env: W.gemm_unit(env, smt=True),
+    lambda env: W.blocked_gemm(env, 2 * env.BATCH, 4 * env.BLOCK_IN, 4 * env.BLOCK_OUT, 2 * env.BLOCK_IN),
+    lambda env: W.conv2d(env, height=4, width=4, in_channels=2 * env.BLOCK_IN, out_channels=4 * env.BLOCK_OUT,
+                         oc_block=2 * env.BLOCK_OUT, h_block=2, w_block=4),
+    lambda env: W.padded_load(env, [1, 1, 0, 0], [1, 1, 0, 0]),
+    lambda env: W.alu(env, "add"),
+], ids=["gemm_smt", "blocked_gemm", "conv2d", "padded_load", "alu_add"])
+def test_workloads_on_every_config(any_env, make):
+    lower_and_check(make(any_env), any_env)

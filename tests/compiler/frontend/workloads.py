@@ -47,6 +47,10 @@ def _random(rng, t):
     return rng.integers(lo, hi, tuple(int(x) for x in t.shape)).astype(storage_dtype(t.dtype))
 
 
+def _clip_max(env) -> int:
+    return (1 << (env.INP_WIDTH - 1)) - 1
+
+
 def vadd(env, m=64) -> Workload:
     """Section 3.1: C = int8(A + B) on (1, m, BATCH, BLOCK_OUT) int32 tensors."""
     shape = (1, m, env.BATCH, env.BLOCK_OUT)
@@ -67,7 +71,7 @@ def vadd(env, m=64) -> Workload:
     def inputs(rng):
         return [rng.integers(-128, 128, shape).astype("int32") for _ in range(2)] + [_out_like(C)]
 
-    return Workload("vadd", s, [A, B, C], inputs, lambda a, b: (a + b).astype("int8"))
+    return Workload("vadd", s, [A, B, C], inputs, lambda a, b: _wrap_to(a + b, C.dtype))
 
 
 def _gemm_decl(env, o, m, n_, shift=None, clip=False):
@@ -88,14 +92,14 @@ def _gemm_decl(env, o, m, n_, shift=None, clip=False):
     return A, B, A_buf, B_buf, C_buf, ko, ki, out_shape
 
 
-def _gemm_reference(a, b, shift=None, clip=False):
+def _gemm_reference(a, b, shift=None, clip=None):
     # a: (o, n, BATCH, BLOCK_IN), b: (m, n, BLOCK_OUT, BLOCK_IN) -> (o, m, BATCH, BLOCK_OUT)
     acc = np.einsum("onbi,mnci->ombc", a.astype(np.int64), b.astype(np.int64))
     acc = ((acc + (1 << 31)) % (1 << 32) - (1 << 31))
     if shift is not None:
         acc = acc >> shift
-    if clip:
-        acc = np.clip(acc, 0, 127)
+    if clip is not None:
+        acc = np.clip(acc, 0, clip)
     return acc
 
 
@@ -159,9 +163,9 @@ def blocked_gemm(env, batch=1, in_channels=1024, out_channels=1024, block=256) -
     s[res].pragma(s[res].op.axis[2], env.dma_copy)
 
     def inputs(rng):
-        return [rng.integers(-128, 128, tuple(int(x) for x in t.shape)).astype(t.dtype) for t in (A, B)] + [_out_like(res)]
+        return [_random(rng, t) for t in (A, B)] + [_out_like(res)]
 
-    return Workload("blocked_gemm", s, [A, B, res], inputs, lambda a, b: _gemm_reference(a, b, env.INP_WIDTH, True).astype("int8"))
+    return Workload("blocked_gemm", s, [A, B, res], inputs, lambda a, b: _wrap_to(_gemm_reference(a, b, env.INP_WIDTH, _clip_max(env)), res.dtype))
 
 
 # ---------------------------------------------------------------------------- test_vta_insn.py
@@ -182,7 +186,7 @@ def save_load_out(env) -> Workload:
     def inputs(rng):
         return [rng.integers(1, 10, shape).astype("int32"), _out_like(y)]
 
-    return Workload("save_load_out", s, [x, y], inputs, lambda a: a.astype("int8"))
+    return Workload("save_load_out", s, [x, y], inputs, lambda a: _wrap_to(a, y.dtype))
 
 
 def pad4(x, before, after, name):
@@ -220,12 +224,12 @@ def padded_load(env, before, after) -> Workload:
     s[y].pragma(y.op.axis[0], env.dma_copy)
 
     def inputs(rng):
-        return [rng.integers(0, 10, ishape).astype("int32"), np.zeros(oshape, "int8")]
+        return [rng.integers(0, 10, ishape).astype("int32"), _out_like(y)]
 
     def ref(a):
         out = np.zeros(oshape, "int32")
         out[before[0]:before[0] + 3, before[1]:before[1] + 5] = a
-        return out.astype("int8")
+        return _wrap_to(out, y.dtype)
 
     return Workload("padded_load", s, [x, y], inputs, ref)
 
@@ -282,9 +286,9 @@ def gemm_unit(env, smt=False) -> Workload:
         s[y].pragma(s[y].op.axis[0], env.dma_copy)
 
     def inputs(rng):
-        return [rng.integers(-128, 128, tuple(int(d) for d in t.shape)).astype(t.dtype) for t in (x, w)] + [_out_like(y)]
+        return [_random(rng, t) for t in (x, w)] + [_out_like(y)]
 
-    return Workload("gemm_smt" if smt else "gemm", s, [x, w, y], inputs, lambda a, b: _gemm_reference(a, b, 8, True).astype("int8"))
+    return Workload("gemm_smt" if smt else "gemm", s, [x, w, y], inputs, lambda a, b: _wrap_to(_gemm_reference(a, b, 8, _clip_max(env)), y.dtype))
 
 
 ALU_CASES = {
@@ -331,7 +335,7 @@ def alu(env, case: str, imm: int = 3) -> Workload:
     def ref(*arrs):
         av = arrs[0]
         bv = arrs[1] if use_b else None
-        return fref(av, bv, imm).astype("int8")
+        return _wrap_to(fref(av, bv, imm), res.dtype)
 
     return Workload("alu_" + case, s, args, inputs, ref)
 
@@ -355,7 +359,7 @@ def relu(env) -> Workload:
     def inputs(rng):
         return [rng.integers(-256, 256, shape).astype("int32"), np.zeros(shape, "int8")]
 
-    return Workload("relu", s, [a, res], inputs, lambda av: np.clip(av, 0, 127).astype("int8"))
+    return Workload("relu", s, [a, res], inputs, lambda av: _wrap_to(np.clip(av, 0, _clip_max(env)), res.dtype))
 
 
 def shift_and_scale(env, imm_shift=3, imm_scale=2) -> Workload:
@@ -379,7 +383,7 @@ def shift_and_scale(env, imm_shift=3, imm_scale=2) -> Workload:
         return [rng.integers(-10, 10, shape).astype("int32"), np.zeros(shape, "int8")]
 
     return Workload("shift_and_scale", s, [a, res], inputs,
-                    lambda av: ((av + imm_shift) >> imm_scale).astype("int8"))
+                    lambda av: _wrap_to((av + imm_shift) >> imm_scale, res.dtype))
 
 
 def conv2d(env, height=14, width=14, in_channels=256, out_channels=256, oc_block=128, h_block=7, w_block=14,
@@ -450,6 +454,6 @@ def conv2d(env, height=14, width=14, in_channels=256, out_channels=256, oc_block
                 win = padded[:, :, yy:yy + height, xx:xx + width]  # (1, IC, H, W, B, BI)
                 acc += np.einsum("nchwbi,kcpi->nkhwbp", win, k[:, :, yy, xx].astype(np.int64))
         acc = (acc + (1 << 31)) % (1 << 32) - (1 << 31)
-        return np.clip(acc >> env.INP_WIDTH, 0, 127).astype("int8")
+        return _wrap_to(np.clip(acc >> env.INP_WIDTH, 0, _clip_max(env)), res.dtype)
 
     return Workload("conv2d", s, [data, kernel, res], inputs, ref)
