@@ -21,8 +21,8 @@ from ..tir import nodes as n
 from ..tir.arith import as_const_int, const_bounds, structural_equal, to_linear
 from ..tir.functor import StmtExprMutator, post_order_visit, substitute
 from ..tir.simplify import simplify
-from .schedule import Fuse, Schedule, Split, Stage
-from .tensor import ComputeOp, IterVar, PlaceholderOp, Reduce
+from .schedule import Schedule, Split, Stage
+from .tensor import ComputeOp, IterVar, PlaceholderOp
 
 __all__ = ["StageBounds", "infer_bound", "inline_bodies"]
 

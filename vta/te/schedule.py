@@ -17,7 +17,7 @@ from typing import Any, Sequence
 from ..errors import ScheduleError
 from ..tir import nodes as n
 from ..tir.functor import StmtExprMutator
-from .tensor import COMM_REDUCE, DATA_PAR, THREAD_INDEX, ComputeOp, IterVar, Operation, PlaceholderOp, Tensor
+from .tensor import COMM_REDUCE, DATA_PAR, THREAD_INDEX, ComputeOp, IterVar, Operation, Tensor
 
 __all__ = ["Schedule", "Stage", "Split", "Fuse", "create_schedule"]
 

@@ -20,8 +20,6 @@ as TVM does; otherwise the intrinsic's ``body`` is used.
 
 from __future__ import annotations
 
-from typing import Any
-
 from ..errors import ScheduleError
 from ..tir import nodes as n
 from ..tir.arith import as_const_int, detect_linear_equation, structural_equal
