@@ -9,6 +9,12 @@ import numpy as np
 from tests.conftest import make_env
 
 
+def u(handle) -> int:
+    """Unsigned value of a signal of any width (a one-bit signal is a ``Logic``, not an array)."""
+    v = handle.value
+    return v.to_unsigned() if hasattr(v, "to_unsigned") else int(v)
+
+
 def hw_env():
     """The configuration the model was built for (``VTA_HW_CONFIG``, set by the runner)."""
     return make_env(os.environ.get("VTA_HW_CONFIG", "vta_config.json"))
@@ -51,3 +57,55 @@ async def start_clock_and_reset(dut, cycles: int = 3) -> None:
         await RisingEdge(dut.clk_i)
     dut.rst_ni.value = 1
     await RisingEdge(dut.clk_i)
+
+
+class ReadServer:
+    """Serves a unit's read requests from a bytearray, one beat per cycle after ``latency``.
+
+    The unit side is ``req_valid_o`` (one bit per client), ``req_ready_i``, ``req_addr_o``,
+    ``req_len_o`` and ``rsp_valid_i`` (one bit per client), ``rsp_data_i``. Call :meth:`cycle`
+    once per clock, after the falling edge, with the values sampled after the rising edge.
+    """
+
+    def __init__(self, dut, mem: bytearray, clients: int = 1, latency: int = 2, seed: int = 0):
+        import random
+
+        self.dut = dut
+        self.mem = mem
+        self.clients = clients
+        self.latency = latency
+        self.rng = random.Random(seed)
+        self.queue: list[list[int]] = []  # [due, addr, beats, client]
+        self.requests: list[tuple[int, int, int]] = []
+        self.now = 0
+
+    def sample(self):
+        """Read the request outputs (call in the read-only phase after a rising edge)."""
+        valid = u(self.dut.req_valid_o)
+        if valid:
+            return valid, u(self.dut.req_addr_o), u(self.dut.req_len_o)
+        return 0, 0, 0
+
+    def drive(self, sampled) -> None:
+        """Accept the sampled request (ready is always 1) and present the next beat."""
+        self.now += 1
+        valid, addr, length = sampled
+        self.dut.req_ready_i.value = (1 << self.clients) - 1
+        if valid:
+            client = (valid & -valid).bit_length() - 1
+            self.queue.append([self.now + self.latency, addr, length + 1, client])
+            self.requests.append((addr, length, client))
+        if self.queue and self.queue[0][0] <= self.now and self.rng.random() < 0.85:
+            head = self.queue[0]
+            self.dut.rsp_valid_i.value = 1 << head[3]
+            self.dut.rsp_data_i.value = int.from_bytes(self.mem[head[1]:head[1] + 8], "little")
+            head[1] += 8
+            head[2] -= 1
+            if head[2] == 0:
+                self.queue.pop(0)
+        else:
+            self.dut.rsp_valid_i.value = 0
+
+    def bursts_ok(self) -> bool:
+        """Every request was 8-byte aligned, at most 16 beats and inside one 128-byte block."""
+        return all(a % 8 == 0 and n < 16 and (a % 128) // 8 + n < 16 for a, n, _ in self.requests)

@@ -1,0 +1,9 @@
+"""pytest runner of the vta_fetch cocotb tests."""
+
+from tests.hw.hwsim import needs_verilator, run
+
+pytestmark = needs_verilator
+
+
+def test_fetch(tmp_path):
+    run("vta_fetch", "tests.hw.fetch.cocotb_fetch", tmp_path)
