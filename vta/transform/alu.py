@@ -74,6 +74,11 @@ def _opcode(env: Environment, value: n.PrimExpr, what: str):
         return dev.ALU_OPCODE_SHR, value.args[0], n.IntImm(-k)
     if isinstance(value, n.Load):
         return dev.ALU_OPCODE_SHR, value, n.IntImm(0)
+    if as_const_int(value) is not None:
+        raise ScheduleError(
+            f"{what}: the stage stores the constant {as_const_int(value)} (its expression folded to a constant, "
+            "e.g. x * 0); an ALU operation needs an accumulator operand, so compute constants outside VTA"
+        )
     raise ScheduleError(
         f"{what}: the value {type(value).__name__} is not an ALU operation; accepted: +, *, min, max, >>, << "
         "or a copy, with operands in the accumulator buffer or constant"

@@ -162,9 +162,11 @@ def padded_load(env, rng, before, after) -> Case:
     return Case(s, [x, y], {"x": data}, "y", out_shape, "int8", expect)
 
 
-def gemm(env, rng, smt: bool) -> Case:
-    """test_gemm: y = clip((x . w^T) >> 8, 0, 127); default or two virtual threads (smt)."""
-    o, n_, m = 4, 1, 4
+def gemm(env, rng, smt: bool, o: int = 4, n_: int = 1, m: int = 4) -> Case:
+    """test_gemm: y = clip((x . w^T) >> 8, 0, 127); default or two virtual threads (smt).
+
+    ``o`` batch tiles, ``n_`` input-channel tiles, ``m`` output-channel tiles (upstream: 4, 1, 4).
+    """
     x = te.placeholder((o, n_, env.BATCH, env.BLOCK_IN), name="x", dtype=env.inp_dtype)
     w = te.placeholder((m, n_, env.BLOCK_OUT, env.BLOCK_IN), name="w", dtype=env.wgt_dtype)
     x_buf, w_buf = _copy(x, "x_buf"), _copy(w, "w_buf")
@@ -417,3 +419,63 @@ def conv2d(env, rng) -> Case:
                 .transpose(0, 2, 4, 5, 1, 3).astype(np.int8)
 
     return Case(s, [data, kernel, res], {"data": d, "kernel": k}, "res", oshape, "int8", expect)
+
+
+#: Elementwise operations of random ALU pipelines: (name, tensor expression, NumPy reference).
+_RANDOM_OPS = [
+    ("add", lambda x, k: x + k, lambda a, k: a + k),
+    ("mul", lambda x, k: x * k, lambda a, k: a * k),
+    ("shr", lambda x, k: x >> k, lambda a, k: a >> k),
+    ("shl", lambda x, k: x << k, lambda a, k: a << k),
+    ("max", lambda x, k: te.max(x, k), lambda a, k: np.maximum(a, k)),
+    ("min", lambda x, k: te.min(x, k), lambda a, k: np.minimum(a, k)),
+    ("sub", lambda x, k: x - k, lambda a, k: a - k),
+]
+
+
+def random_alu_pipeline(env, rng) -> Case:
+    """1-3 ALU stages with random immediates or a second loaded tensor, on a random tile grid."""
+    m, n_ = int(rng.integers(1, 6)), int(rng.integers(1, 9))
+    shape = (m, n_, env.BATCH, env.BLOCK_OUT)
+    a = te.placeholder(shape, name="a", dtype=env.acc_dtype)
+    b = te.placeholder(shape, name="b", dtype=env.acc_dtype)
+    a_buf, b_buf = _copy(a, "a_buf"), _copy(b, "b_buf")
+    stages, refs, cur, use_b = [], [], a_buf, False
+    for k in range(int(rng.integers(1, 4))):
+        prev = cur
+        if rng.random() < 0.3:
+            cur = te.compute(shape, lambda *i, p=prev: p(*i) + b_buf(*i), f"s{k}")
+            refs.append((None, None))
+            use_b = True
+        else:
+            name, tf, nf = _RANDOM_OPS[int(rng.integers(len(_RANDOM_OPS)))]
+            if name in ("shr", "shl"):
+                imm = int(rng.integers(0, 4))
+            else:
+                imm = int(rng.integers(1, 20)) * int(rng.choice([-1, 1]))
+            cur = te.compute(shape, lambda *i, p=prev, tf=tf, imm=imm: tf(p(*i), imm), f"s{k}")
+            refs.append((nf, imm))
+        stages.append(cur)
+    last = cur
+    res = te.compute(shape, lambda *i: last(*i).astype(env.inp_dtype), "res")
+    s = te.create_schedule(res.op)
+    loaded = [a_buf] + ([b_buf] if use_b else [])
+    for t in loaded + stages:
+        s[t].set_scope(env.acc_scope)
+    for t in loaded:
+        s[t].pragma(s[t].op.axis[0], env.dma_copy)
+    for t in stages:
+        s[t].pragma(s[t].op.axis[0], env.alu)
+    s[res].pragma(s[res].op.axis[0], env.dma_copy)
+    inputs = {"a": rng.integers(-100, 100, size=shape).astype(np.int32)}
+    if use_b:
+        inputs["b"] = rng.integers(-100, 100, size=shape).astype(np.int32)
+
+    def expect(d):
+        x = d["a"].astype(np.int64)
+        for fn, imm in refs:
+            x = x + d["b"] if fn is None else fn(x, imm)
+            x = ((x + (1 << 31)) % (1 << 32)) - (1 << 31)  # int32 wrap-around
+        return x.astype(np.int8)
+
+    return Case(s, [a] + ([b] if use_b else []) + [res], inputs, "res", shape, "int8", expect)

@@ -92,3 +92,20 @@ def test_shift_and_scale(cfg_env, tmp_path):
     check(case, out)
     if _default(cfg_env):
         _expect(stats, acc_load_nbytes=1024, uop_load_nbytes=8, alu_counter=32, out_store_nbytes=256)
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_random_alu_pipelines(cfg_env, tmp_path, seed):
+    """Random chains of ALU stages (immediates, a second tensor, int32 wrap-around) against NumPy."""
+    case = schedules.random_alu_pipeline(cfg_env, np.random.default_rng(100 + seed))
+    out, stats, _ = run_case(case, tmp_path)
+    check(case, out)
+
+
+@pytest.mark.parametrize("smt, o, n, m", [(False, 1, 3, 2), (False, 3, 2, 1), (True, 2, 4, 3), (True, 6, 1, 1)])
+def test_gemm_shapes(cfg_env, tmp_path, smt, o, n, m):
+    """test_gemm's schedule on other tile counts (several ko iterations, uneven grids, two threads)."""
+    case = schedules.gemm(cfg_env, np.random.default_rng(9), smt, o, n, m)
+    out, stats, _ = run_case(case, tmp_path)
+    check(case, out)
+    assert stats["gemm_counter"] == o * n * m  # one uop execution per (batch tile, out tile, in tile)
