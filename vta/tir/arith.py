@@ -323,8 +323,9 @@ def _linear_in(expr: n.PrimExpr, ids: set[int]):
                     return None
                 return {k: v * other for k, v in l[0].items()}, l[1] * other
         return None
-    if isinstance(expr, n.Cast) and n.is_int_dtype(expr.dtype) and n.is_int_dtype(expr.value.dtype):
-        return _linear_in(expr.value, ids)
+    if (isinstance(expr, n.Cast) and n.is_int_dtype(expr.dtype) and n.is_int_dtype(expr.value.dtype)
+            and n.dtype_bits(expr.dtype) >= n.dtype_bits(expr.value.dtype)):
+        return _linear_in(expr.value, ids)  # a widening cast keeps the value
     return None
 
 
