@@ -103,7 +103,7 @@ def test_coproc_sync_rejects_cpu_access_to_coproc_buffer():
     body = alloc(buf, "int32", 16, "local.acc_buffer", n.seq(
         coproc_scope(VTA_AXIS, 2, n.Evaluate(call_extern("int32", "use", ptr))),
         n.Store(buf, n.IntImm(1), n.IntImm(0))))
-    with pytest.raises(ScheduleError, match=r"\['buf'\].*both by CPU code and by VTA"):
+    with pytest.raises(ScheduleError, match=r"\[.buf.\] are written on one side"):
         coproc_sync(func(body))
 
 
@@ -130,3 +130,17 @@ def test_lower_device_storage_access_info():
     bad = alloc(buf, "int32", 64, "local.acc_buffer", n.Evaluate(call_extern("int32", "use", ptr(buf, n.IntImm(8)))))
     with pytest.raises(ScheduleError, match="not provably a multiple of the 16-element tile"):
         lower_device_storage_access_info(func(bad), info)
+
+
+def test_coproc_sync_dram_conflicts():
+    a, c, d = n.Var("A", "handle"), n.Var("C", "handle"), n.Var("D", "handle")
+    i = n.Var("i")
+    load = coproc_scope(VTA_AXIS, 2, n.Evaluate(call_extern("int32", "VTALoadBuffer2D", n.IntImm(0), a, 0, 1, 1, 1, 0, 0, 0, 0, 0, 3)))
+    store = coproc_scope(VTA_AXIS, 3, n.Evaluate(call_extern("int32", "VTAStoreBuffer2D", n.IntImm(0), 0, 4, c, 0, 1, 1, 1)))
+    # The CPU reading an input the accelerator also reads is fine ...
+    cpu_reads_input = loop(i, 4, n.Store(d, n.Load("int32", a, i), i))
+    coproc_sync(func(n.seq(load, store, cpu_reads_input)))
+    # ... but reading the output the accelerator writes (before the final sync) is refused.
+    cpu_reads_output = loop(i, 4, n.Store(d, n.Load("int8", c, i), i))
+    with pytest.raises(ScheduleError, match=r"\['C'\] are written on one side"):
+        coproc_sync(func(n.seq(load, store, cpu_reads_output)))

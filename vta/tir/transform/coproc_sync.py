@@ -2,9 +2,11 @@
 
 Reference tvm-vta-software.md 2.4 (InjectCoProcSync). Three steps:
 
-1. *Shared buffers.* A buffer touched both inside ``coproc_scope`` attributes and by CPU code
-   would need memory barriers; VTA registers none, so such a function is rejected with a
-   :class:`~vta.errors.ScheduleError` naming the buffer (upstream fails at build time too).
+1. *Shared buffers.* A buffer written by one side (inside ``coproc_scope`` attributes, including
+   the DRAM operands of ``VTALoadBuffer2D``/``VTAStoreBuffer2D``) and accessed by the other (CPU
+   loads and stores) would need a synchronisation or barrier in between; the function is
+   rejected with a :class:`~vta.errors.ScheduleError` naming the buffer instead of running CPU
+   code on data the accelerator has not produced yet.
 2. *Final sync.* One ``tir.vta.coproc_sync()`` is placed after the whole body.
 3. *Dependency tokens.* Walking the statements in order, each ``coproc_scope`` of queue ``q`` is
    a state entered and left in context ``{q}``. Between consecutive states of different queues
@@ -37,29 +39,42 @@ def _call_stmt(op: str, *args: int) -> n.Evaluate:
     return n.Evaluate(n.Call("int32", op, tuple(n.IntImm(a) for a in args)))
 
 
+#: DRAM arguments of the VTA runtime calls: (function, argument position after the name, mode).
+_DRAM_ARGS = {"VTALoadBuffer2D": (1, "r"), "VTAStoreBuffer2D": (3, "w")}
+
+
 class _Touched(StmtExprVisitor):
-    """Which buffer variables are touched inside co-processor scopes, and which outside."""
+    """How each buffer is accessed inside co-processor scopes and by CPU code ("r", "w")."""
 
     def __init__(self):
         self.in_scope = False
-        self.coproc: dict[int, n.Var] = {}
-        self.normal: dict[int, n.Var] = {}
+        self.coproc: dict[int, set] = {}
+        self.normal: dict[int, set] = {}
+        self.names: dict[int, str] = {}
         self.has_scope = False
 
-    def _touch(self, var: n.Var):
-        (self.coproc if self.in_scope else self.normal)[id(var)] = var
+    def _touch(self, var: n.Var, mode: str):
+        self.names[id(var)] = var.name
+        (self.coproc if self.in_scope else self.normal).setdefault(id(var), set()).update(mode)
 
     def visit_Load(self, op: n.Load):
-        self._touch(op.buffer_var)
+        self._touch(op.buffer_var, "r")
         self.generic_visit(op)
 
     def visit_Store(self, op: n.Store):
-        self._touch(op.buffer_var)
+        self._touch(op.buffer_var, "w")
         self.generic_visit(op)
 
     def visit_Call(self, op: n.Call):
         if op.op == "tir.tvm_access_ptr" and isinstance(op.args[1], n.Var):
-            self._touch(op.args[1])
+            mask = op.args[4].value if isinstance(op.args[4], n.IntImm) else 3
+            self._touch(op.args[1], ("r" if mask & 1 else "") + ("w" if mask & 2 else ""))
+        elif op.op == "tir.call_extern" and self.in_scope and isinstance(op.args[0], n.StringImm):
+            # A DRAM buffer handed to the DMA as a plain pointer is an access by the accelerator.
+            known = _DRAM_ARGS.get(op.args[0].value)
+            for k, a in enumerate(op.args[1:]):
+                if isinstance(a, n.Var) and a.dtype == "handle":
+                    self._touch(a, known[1] if known and known[0] == k else "rw")
         self.generic_visit(op)
 
     def visit_AttrStmt(self, op: n.AttrStmt):
@@ -70,6 +85,15 @@ class _Touched(StmtExprVisitor):
             self.in_scope = False
         else:
             self.generic_visit(op)
+
+    def conflicts(self) -> list[str]:
+        """Buffers written on one side and accessed on the other."""
+        out = []
+        for key, acc in self.coproc.items():
+            cpu = self.normal.get(key)
+            if cpu and (("w" in acc) or ("w" in cpu)):
+                out.append(self.names[key])
+        return out
 
 
 @dataclass
@@ -223,11 +247,13 @@ def coproc_sync(func: n.PrimFunc) -> n.PrimFunc:
     touched.visit(body)
     if not touched.has_scope:
         return func
-    shared = [v.name for k, v in touched.coproc.items() if k in touched.normal]
+    shared = touched.conflicts()
     if shared:
         raise ScheduleError(
-            f"buffer(s) {shared!r} are accessed both by CPU code and by VTA instructions; VTA has no "
-            "CPU/accelerator memory barriers, so every access to them must be offloaded (dma_copy/alu/tensorize)"
+            f"buffer(s) {shared!r} are written on one side and accessed on the other by CPU code and by VTA "
+            "instructions; the accelerator runs asynchronously until the final synchronisation and has no "
+            "memory barriers, so every access to them must be offloaded (is a dma_copy/alu pragma or a "
+            "tensorize missing?)"
         )
     detector = _DepDetector()
     detector.plan(body)
