@@ -5,15 +5,24 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from vta.sim import fsim_jit
 from vta.sim.fsim import FunctionalSimulator
 
 from .oracle import Oracle
 
 
+@pytest.fixture(params=["numpy", "jit"])
+def engine(request):
+    """Each execution engine: the NumPy opcode functions alone, and the compiled loop."""
+    if request.param == "jit" and not fsim_jit.available():
+        pytest.skip("numba is not installed: the compiled engine is unavailable")
+    return request.param
+
+
 @pytest.fixture
-def sim(env, dram):
-    """A functional simulator of the default configuration."""
-    with FunctionalSimulator(env, dram) as dev:
+def sim(env, dram, engine):
+    """A functional simulator of the default configuration, on each engine."""
+    with FunctionalSimulator(env, dram, engine=engine) as dev:
         yield dev
 
 

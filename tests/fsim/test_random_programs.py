@@ -12,10 +12,10 @@ from .conftest import assert_same_state, run_both
 
 @settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(seed=st.integers(0, 2**32 - 1), length=st.integers(1, 14))
-def test_random_program_matches_oracle(any_env, dram, seed, length):
+def test_random_program_matches_oracle(any_env, dram, engine, seed, length):
     prog = random_program(any_env, dram, seed, length=length, region=12)
     try:
-        dev, ref, got, want = run_both(any_env, dram, prog.outputs, prog.insn_addr, prog.insn_count)
+        dev, ref, got, want = run_both(any_env, dram, prog.outputs, prog.insn_addr, prog.insn_count, engine=engine)
         assert got == want
         assert_same_state(dev, ref)
         stats = dev.stats()

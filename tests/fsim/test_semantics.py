@@ -17,9 +17,9 @@ def _data(env, rng, mt, n):
     return rng.integers(0, 256, size=n * env.elem_bytes(mt), dtype=np.uint8)
 
 
-def _compare(env, dram, prog, outputs=()):
+def _compare(env, dram, prog, outputs=(), engine="numpy"):
     addr, count = prog.build()
-    dev, ref, got, want = run_both(env, dram, list(outputs), addr, count)
+    dev, ref, got, want = run_both(env, dram, list(outputs), addr, count, engine=engine)
     assert got == want
     assert_same_state(dev, ref)
     stats = dev.stats()
@@ -29,7 +29,7 @@ def _compare(env, dram, prog, outputs=()):
 
 
 @pytest.mark.parametrize("mt", [isa.MEM_UOP, isa.MEM_WGT, isa.MEM_INP, isa.MEM_ACC, isa.MEM_ACC_8BIT])
-def test_load_with_stride_and_padding(any_env, dram, mt):
+def test_load_with_stride_and_padding(any_env, dram, mt, engine):
     rng = np.random.default_rng(mt)
     with ProgramBuilder(any_env, dram) as prog:
         src = prog.buffer(_data(any_env, rng, mt, 40))
@@ -37,23 +37,23 @@ def test_load_with_stride_and_padding(any_env, dram, mt):
         prog.load(mt, 60, src, y_size=2, x_size=5, x_stride=5)  # no padding
         prog.load(mt, 80, src, y_size=0, x_size=2, pads=(1, 1, 0, 0))  # only pad rows are written
         prog.finish()
-        dev, ref, _ = _compare(any_env, dram, prog)
+        dev, ref, _ = _compare(any_env, dram, prog, engine=engine)
     if mt == isa.MEM_INP:  # padding is zero, data lands at sram_base + yy*W + xx
         w = PADS[2] + 4 + PADS[3]
         assert not dev.sram.inp[3:3 + w].any()
         assert dev.sram.inp[3 + w + PADS[2]].any()
 
 
-def test_acc_8bit_sign_extends(env, dram):
+def test_acc_8bit_sign_extends(env, dram, engine):
     with ProgramBuilder(env, dram) as prog:
         src = prog.buffer(np.array([0x80, 0x7F, 0xFF, 0x01] * (env.ACC_8BIT_ELEM_BYTES // 4), dtype=np.uint8))
         prog.load(isa.MEM_ACC_8BIT, 0, src, 1, 1)
         prog.finish()
-        dev, _, _ = _compare(env, dram, prog)
+        dev, _, _ = _compare(env, dram, prog, engine=engine)
     assert dev.sram.acc[0].reshape(-1)[:4].tolist() == [-128, 127, -1, 1]
 
 
-def test_store_writes_low_bits_of_acc(any_env, dram):
+def test_store_writes_low_bits_of_acc(any_env, dram, engine):
     rng = np.random.default_rng(1)
     lanes = any_env.BATCH * any_env.BLOCK_OUT
     vals = rng.integers(-(1 << 31), 1 << 31, size=6 * lanes).astype("<i4")
@@ -63,7 +63,7 @@ def test_store_writes_low_bits_of_acc(any_env, dram):
         prog.load(isa.MEM_ACC, 0, src, 1, 6, push_next_dep=1)
         prog.store(0, out, y_size=2, x_size=3, x_stride=5, pop_prev_dep=1, push_prev_dep=1)
         prog.finish(pop_next_dep=1)
-        _, _, got = _compare(any_env, dram, prog, [(out, 12 * any_env.OUT_ELEM_BYTES)])
+        _, _, got = _compare(any_env, dram, prog, [(out, 12 * any_env.OUT_ELEM_BYTES)], engine)
     # independent NumPy check of the first element (8-bit outputs only)
     if any_env.OUT_WIDTH == 8:
         assert got[0][:lanes] == vals[:lanes].astype(np.int8).tobytes()
@@ -83,16 +83,16 @@ FACTORS = [
 
 
 @pytest.mark.parametrize("factors", FACTORS)
-def test_gemm_loop_nest_single_uop(env, dram, factors):
-    _gemm_case(env, dram, factors, n_uops=1, iters=(3, 4))
+def test_gemm_loop_nest_single_uop(env, dram, factors, engine):
+    _gemm_case(env, dram, factors, n_uops=1, iters=(3, 4), engine=engine)
 
 
 @pytest.mark.parametrize("n_uops, iters", [(3, (2, 2)), (20, (1, 1)), (5, (4, 3))])
-def test_gemm_many_uops(any_env, dram, n_uops, iters):
-    _gemm_case(any_env, dram, (2, 1, 1, 2, 1, 1), n_uops=n_uops, iters=iters)
+def test_gemm_many_uops(any_env, dram, n_uops, iters, engine):
+    _gemm_case(any_env, dram, (2, 1, 1, 2, 1, 1), n_uops=n_uops, iters=iters, engine=engine)
 
 
-def _gemm_case(env, dram, factors, n_uops, iters):
+def _gemm_case(env, dram, factors, n_uops, iters, engine):
     rng = np.random.default_rng(n_uops * 31 + sum(factors))
     dfo, dfi, sfo, sfi, wfo, wfi = factors
     uops = [isa.Uop(int(rng.integers(0, 8)), int(rng.integers(0, 8)), int(rng.integers(0, 8)))
@@ -110,11 +110,11 @@ def _gemm_case(env, dram, factors, n_uops, iters):
                                  wgt_factor_out=wfo, wgt_factor_in=wfi))
         prog.append(isa.GemmInsn(reset_reg=1, uop_bgn=100, uop_end=101, iter_out=2, iter_in=1, dst_factor_out=9))
         prog.finish()
-        dev, _, _ = _compare(env, dram, prog)
+        dev, _, _ = _compare(env, dram, prog, engine=engine)
     assert dev.stats()["gemm_counter"] == iters[0] * iters[1] * n_uops
 
 
-def test_gemm_accumulation_wraps_at_32_bits(env, dram):
+def test_gemm_accumulation_wraps_at_32_bits(env, dram, engine):
     with ProgramBuilder(env, dram) as prog:
         inp = prog.buffer(np.full(env.INP_ELEM_BYTES, 127, dtype=np.int8))
         wgt = prog.buffer(np.full(env.WGT_ELEM_BYTES, 127, dtype=np.int8))
@@ -125,14 +125,14 @@ def test_gemm_accumulation_wraps_at_32_bits(env, dram):
         prog.uops([(0, 0, 0)])
         prog.append(isa.GemmInsn(uop_bgn=0, uop_end=1, iter_out=1, iter_in=1))
         prog.finish()
-        dev, _, _ = _compare(env, dram, prog)
+        dev, _, _ = _compare(env, dram, prog, engine=engine)
     expect = (2**31 - 100 + 127 * 127 * env.BLOCK_IN) - 2**32
     assert dev.sram.acc[0, 0, 0] == expect
 
 
 @pytest.mark.parametrize("op", sorted(isa.ALU_NAMES))
 @pytest.mark.parametrize("use_imm", [0, 1])
-def test_alu_sequential_semantics(any_env, dram, op, use_imm):
+def test_alu_sequential_semantics(any_env, dram, op, use_imm, engine):
     """Chains (src = previous dst), repeated destinations and edge immediates, vs the oracle."""
     rng = np.random.default_rng(op * 2 + use_imm)
     lanes = any_env.BATCH * any_env.BLOCK_OUT
@@ -152,10 +152,10 @@ def test_alu_sequential_semantics(any_env, dram, op, use_imm):
             prog.append(isa.AluInsn(alu_opcode=op, use_imm=use_imm, imm=imm, uop_bgn=0, uop_end=2,
                                     iter_out=1, iter_in=5, src_factor_in=2))
         prog.finish()
-        _compare(any_env, dram, prog)
+        _compare(any_env, dram, prog, engine=engine)
 
 
-def test_zero_trip_counts_do_nothing(env, dram):
+def test_zero_trip_counts_do_nothing(env, dram, engine):
     with ProgramBuilder(env, dram) as prog:
         acc = prog.buffer(np.arange(64, dtype="<i4"))
         prog.load(isa.MEM_ACC, 0, acc, 1, 1)
@@ -165,6 +165,6 @@ def test_zero_trip_counts_do_nothing(env, dram):
         prog.append(isa.AluInsn(alu_opcode=isa.ALU_ADD, use_imm=1, imm=5, uop_bgn=1, uop_end=1))
         prog.append(isa.AluInsn(alu_opcode=isa.ALU_ADD, use_imm=1, imm=5, uop_bgn=1, uop_end=0))
         prog.finish()
-        dev, _, _ = _compare(env, dram, prog)
+        dev, _, _ = _compare(env, dram, prog, engine=engine)
     assert dev.sram.acc[0].reshape(-1).tolist() == list(range(16))
     assert dev.stats()["alu_counter"] == 0 and dev.stats()["insn_alu"] == 3

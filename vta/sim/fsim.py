@@ -140,9 +140,12 @@ class FunctionalSimulator(Device):
         self.dram.check(insn_phys_addr, 16 * n, "instruction stream")
         words = self.dram.data[insn_phys_addr:insn_phys_addr + 16 * n].copy().view("<i8").reshape(n, 2)
         program = _Program(_Columns(words, self.env), words, self.env)
-        program.validate()
         tokens = list(self.tokens)
-        order = schedule(program.flow, tokens, self._rng)
+        if self._rng is None and self._jit is not None and self._jit.runs_as_written(words, tokens):
+            order = np.arange(n)  # a valid stream run in stream order (checked in one compiled pass)
+        else:
+            program.validate()
+            order = schedule(program.flow, tokens, self._rng)
         try:
             self._execute(program, order)
         except SimulationError as exc:
@@ -187,20 +190,26 @@ class FunctionalSimulator(Device):
         """Run ``order``; the compiled engine (if any) runs what it can, the rest goes one by one
         through the opcode functions. :attr:`_position` counts the instructions done."""
         self._position = 0
+        if self._jit is not None:
+            try:
+                self._jit.run(self, program, order, _count)
+            finally:
+                self._record_trace(program, order)
+            return
         try:
-            if self._jit is not None:
-                self._jit.run(self, program, order)
-            else:
-                step = self.step
-                for i in order.tolist():
-                    step(program, i)
-                    self._position += 1
+            step = self.step
+            for i in order.tolist():
+                step(program, i)
+                self._position += 1
         finally:
-            done = order[:self._position]
-            _count(self._stats, program, done, self.env)
-            if self.trace_enabled:
-                stage = program.flow.stage
-                self.trace.extend((i, _STAGE_NAMES[int(stage[i])], program.text(i)) for i in done.tolist())
+            _count(self._stats, program, order[:self._position], self.env)
+            self._record_trace(program, order)
+
+    def _record_trace(self, program: "_Program", order: np.ndarray) -> None:
+        if self.trace_enabled:
+            stage = program.flow.stage
+            done = order[:self._position].tolist()
+            self.trace.extend((i, _STAGE_NAMES[int(stage[i])], program.text(i)) for i in done)
 
     def step(self, program: "_Program", i: int) -> None:
         """Execute instruction ``i`` with the opcode functions of :mod:`vta.sim.fsim_units`."""
@@ -293,8 +302,21 @@ class _Program:
         self.cols = cols
         self.words = words
         self.env = env
-        self.flow = None
+        self._flow = None
         self._lists: dict = {}
+
+    @property
+    def flow(self) -> Flow:
+        """Stages and token flags of every instruction (built on first use).
+
+        Raises
+        ------
+        InvalidInstructionError
+            If an instruction sets a flag of a channel its stage does not have.
+        """
+        if self._flow is None:
+            self._flow = Flow(self.cols.header, self.cols.mem["memory_type"], self.describe)
+        return self._flow
 
     def _list(self, kind: str, name: str) -> list:
         """One column as a Python list (made on first use: the compiled engine needs none)."""
@@ -369,4 +391,4 @@ class _Program:
         if not np.any(op == isa.OPCODE_FINISH):
             raise DeadlockError(
                 f"none of the {op.size} instructions is a FINISH, so the run would never end", None)
-        self.flow = Flow(self.cols.header, mt, self.describe)
+        _ = self.flow

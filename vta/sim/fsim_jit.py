@@ -43,6 +43,11 @@ _ALU = ("uop_bgn", "uop_end", "iter_out", "iter_in", "dst_factor_out", "dst_fact
 
 _kernel = None
 
+#: Statistics the compiled loop counts, in the order of its ``counts`` array.
+COUNT_KEYS = ("inp_load_nbytes", "wgt_load_nbytes", "acc_load_nbytes", "uop_load_nbytes", "out_store_nbytes",
+              "gemm_counter", "alu_counter", "insn_load", "insn_store", "insn_gemm", "insn_alu", "insn_finish",
+              "insn_nop")
+
 
 def available() -> bool:
     """Whether numba can be imported (the compiled engine is usable)."""
@@ -61,6 +66,7 @@ def _compile():
         numba.config.CACHE_DIR = os.environ["NUMBA_CACHE_DIR"]
     globals()["_in_dram"] = numba.njit(cache=True)(_in_dram_py)
     globals()["_field"] = numba.njit(cache=True)(_field_py)
+    globals()["_as_written"] = numba.njit(cache=True)(_as_written_py)
     # fastmath lets LLVM reorder the float32 dot products: every partial sum is an integer of
     # at most 2^19 in magnitude, so any order gives the exact result.
     _kernel = numba.njit(cache=True, nogil=True, fastmath=True)(_run_stretch)
@@ -94,8 +100,24 @@ class JitEngine:
         #: Per column of the field layout above: (word, shift, width, signed).
         self.table = np.array([(f.lo // 64, f.lo % 64, f.width, int(f.signed)) for f in fields], dtype=np.int64)
 
-    def run(self, sim, program, order: np.ndarray) -> None:
-        """Execute ``order`` on ``sim``; advance ``sim._position`` as instructions complete."""
+    def runs_as_written(self, words: np.ndarray, tokens: list) -> bool:
+        """Whether a stream is valid and its tokens let it run in stream order (one compiled pass).
+
+        On success ``tokens`` is updated to the counts after the run. False means "check the
+        slow way": the stream may be invalid, out of order or deadlocked.
+        """
+        out = np.asarray(tokens, dtype=np.int64)
+        if not _as_written(np.ascontiguousarray(words), self.table, out):
+            return False
+        tokens[:] = out.tolist()
+        return True
+
+    def run(self, sim, program, order: np.ndarray, count_numpy) -> None:
+        """Execute ``order`` on ``sim``; advance ``sim._position`` as instructions complete.
+
+        Adds the statistics of everything executed to ``sim``'s counters, using
+        ``count_numpy(stats, program, indices, env)`` for the instructions run by the NumPy path.
+        """
         words = np.ascontiguousarray(program.words)
         allocs = list(sim.dram.allocations())
         starts = np.array([a for a, _ in allocs] or [0], dtype=np.int64)
@@ -103,14 +125,23 @@ class JitEngine:
         sp = sim.sram
         order = np.ascontiguousarray(order, dtype=np.int64)
         n = order.size
-        while sim._position < n:
-            data = sim.dram.data
-            pos = self.kernel(order, sim._position, words, self.table, sp.uop_dst, sp.uop_src, sp.uop_wgt, sp.inp, sp.wgt,
-                              sp.acc, data, data.view(np.int8), data.view(np.int32), starts, ends, self.cfg)
-            sim._position = pos
-            if pos < n:  # deferred: the NumPy path executes it (or raises the precise error)
-                sim.step(program, int(order[pos]))
-                sim._position += 1
+        counts = np.zeros(len(COUNT_KEYS), dtype=np.int64)
+        deferred = []
+        data = sim.dram.data
+        try:
+            while sim._position < n:
+                pos = self.kernel(order, sim._position, words, self.table, sp.uop_dst, sp.uop_src, sp.uop_wgt,
+                                  sp.inp, sp.wgt, sp.acc, data, data.view(np.int8), data.view(np.int32), starts, ends,
+                                  self.cfg, counts)
+                sim._position = pos
+                if pos < n:  # deferred: the NumPy path executes it (or raises the precise error)
+                    sim.step(program, int(order[pos]))
+                    deferred.append(int(order[pos]))
+                    sim._position += 1
+        finally:
+            for key, value in zip(COUNT_KEYS, counts.tolist()):
+                sim._stats[key] += value
+            count_numpy(sim._stats, program, np.asarray(deferred, dtype=np.int64), sim.env)
 
 
 # ---------------------------------------------------------------------------------- the loop
@@ -137,11 +168,63 @@ def _field_py(words, table, i, c):
     return v
 
 
-def _run_stretch(order, pos, words, table, uop_dst, uop_src, uop_wgt, inp, wgt, acc, dram, dram_s8, dram_s32, starts, ends,
-                 cfg):
+def _as_written_py(words, table, tokens):
+    """One pass over the stream: valid codes and flags, a FINISH, and every pop satisfied when
+    the instructions run in stream order without a channel passing 255 tokens.
+    Updates ``tokens`` (l2g, g2l, s2g, g2s) in place only on success."""
+    l2g, g2l, s2g, g2s = tokens[0], tokens[1], tokens[2], tokens[3]
+    finish = False
+    for i in range(words.shape[0]):
+        op = (words[i, 0]) & 7
+        pp = (words[i, 0] >> 3) & 1
+        pn = (words[i, 0] >> 4) & 1
+        up = (words[i, 0] >> 5) & 1
+        un = (words[i, 0] >> 6) & 1
+        if op > 4:
+            return False
+        stage = 2
+        if op <= 1:
+            mt = _field(words, table, i, _M)
+            if mt > 5:
+                return False
+            if op == 1:
+                stage = 3
+            elif mt == 1 or mt == 2:
+                stage = 1
+        elif op == 4:
+            if _field(words, table, i, _A + 8) > 4:
+                return False
+        elif op == 3:
+            finish = True
+        if stage == 1:
+            if pp or up:
+                return False
+            g2l -= pn
+            l2g += un
+        elif stage == 2:
+            l2g -= pp
+            s2g -= pn
+            g2l += up
+            g2s += un
+        else:
+            if pn or un:
+                return False
+            g2s -= pp
+            s2g += up
+        if min(l2g, g2l, s2g, g2s) < 0 or max(l2g, g2l, s2g, g2s) > 255:
+            return False
+    if not finish:
+        return False
+    tokens[0], tokens[1], tokens[2], tokens[3] = l2g, g2l, s2g, g2s
+    return True
+
+
+def _run_stretch(order, pos, words, table, uop_dst, uop_src, uop_wgt, inp, wgt, acc, dram, dram_s8, dram_s32,
+                 starts, ends, cfg, counts):
     """Execute ``order[pos:]`` until an instruction must be deferred; return its position.
 
-    ``dram``, ``dram_s8`` and ``dram_s32`` are the arena as uint8, int8 and int32.
+    ``dram``, ``dram_s8`` and ``dram_s32`` are the arena as uint8, int8 and int32. ``counts``
+    accumulates the statistics of the executed instructions in the order of :data:`COUNT_KEYS`.
     """
     batch, blk_in, blk_out = cfg[0], cfg[1], cfg[2]
     e_inp, e_wgt, e_acc, e_out, e_acc8 = cfg[3], cfg[4], cfg[5], cfg[6], cfg[7]
@@ -229,8 +312,16 @@ def _run_stretch(order, pos, words, table, uop_dst, uop_src, uop_wgt, inp, wgt, 
                                     else:
                                         r = a << ((-v) & 31)
                                     acc[d, b, j] = np.int32(r & 0xFFFFFFFF)
+            n_it = io * ii * (end - bgn)
+            if is_gemm:
+                counts[9] += 1
+                if not reset:
+                    counts[5] += n_it
+            else:
+                counts[10] += 1
+                counts[6] += n_it
         elif op == 3:
-            pass
+            counts[11] += 1
         elif op == 0 or op == 1:
             mt = _field(words, table, i, _M)
             sram = _field(words, table, i, _M + 1)
@@ -245,6 +336,7 @@ def _run_stretch(order, pos, words, table, uop_dst, uop_src, uop_wgt, inp, wgt, 
             if xs == 0:
                 if mt > 5:
                     return pos
+                counts[12] += 1
                 pos += 1
                 continue
             if op == 1:
@@ -261,6 +353,8 @@ def _run_stretch(order, pos, words, table, uop_dst, uop_src, uop_wgt, inp, wgt, 
                         for b in range(batch):
                             for j in range(blk_out):
                                 dram[addr + b * blk_out + j] = np.uint8(acc[row, b, j] & 0xFF)
+                counts[4] += xs * ys * e_out
+                counts[8] += 1
             else:
                 if mt == 4 or mt > 5:
                     return pos
@@ -282,6 +376,15 @@ def _run_stretch(order, pos, words, table, uop_dst, uop_src, uop_wgt, inp, wgt, 
                     return pos
                 if ys > 0 and not _in_dram(dbase * elem, (dbase + (ys - 1) * stride + xs) * elem, starts, ends):
                     return pos
+                counts[7] += 1
+                if mt == 0:
+                    counts[3] += 4 * xs * ys
+                elif mt == 1:
+                    counts[1] += e_wgt * xs * ys
+                elif mt == 2:
+                    counts[0] += e_inp * xs * ys
+                else:  # ACC and ACC_8BIT both count the 32-bit footprint, like upstream
+                    counts[2] += e_acc * xs * ys
                 for yy in range(h_):
                     for xx in range(w_):
                         idx = sram + yy * w_ + xx

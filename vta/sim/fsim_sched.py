@@ -69,8 +69,8 @@ class Flow:
                         f"instruction; the {_STAGE_NAMES[stage]} stage has no such channel (accepted 0)", i)
         load, comp, store = (self.stage == s for s in (isa.STAGE_LOAD, isa.STAGE_COMPUTE, isa.STAGE_STORE))
         # columns in channel order l2g, g2l, s2g, g2s (flags on a missing channel were rejected)
-        self.pop = np.stack([comp * pp, load * pn, comp * pn, store * pp], axis=1)
-        self.push = np.stack([load * un, comp * up, store * up, comp * un], axis=1)
+        self.pop = np.stack([comp * pp, load * pn, comp * pn, store * pp], axis=1).astype(np.int32)
+        self.push = np.stack([load * un, comp * up, store * up, comp * un], axis=1).astype(np.int32)
 
 
 def schedule(flow: Flow, tokens: list[int], rng: np.random.Generator | None = None) -> np.ndarray:
@@ -95,13 +95,13 @@ def schedule(flow: Flow, tokens: list[int], rng: np.random.Generator | None = No
     """
     n = flow.stage.size
     if rng is None and n:
-        delta = flow.push - flow.pop
-        after = np.cumsum(delta, axis=0) + np.asarray(tokens, dtype=np.int64)
+        delta = np.ascontiguousarray((flow.push - flow.pop).T)  # one contiguous row per channel
+        after = np.cumsum(delta, axis=1, dtype=np.int64) + np.asarray(tokens, dtype=np.int64)[:, None]
         if after.min() >= 0:
-            over = np.flatnonzero(after.max(axis=1) > MAX_TOKENS)
-            if over.size:
-                _overflow(flow, int(over[0]), after[int(over[0])])
-            tokens[:] = after[-1].tolist()
+            if after.max() > MAX_TOKENS:
+                i = int(np.flatnonzero((after > MAX_TOKENS).any(axis=0))[0])
+                _overflow(flow, i, after[:, i])
+            tokens[:] = after[:, -1].tolist()
             return np.arange(n)
     return _step(flow, tokens, rng)
 
