@@ -283,6 +283,8 @@ def _fresh_statements(body: n.Stmt) -> n.Stmt:
 
 
 class CoProcSync:
+    """Pass: dependency tokens and the final synchronisation (see :func:`coproc_sync`)."""
+
     name = "CoProcSync"
 
     def __call__(self, func: n.PrimFunc) -> n.PrimFunc:

@@ -319,6 +319,8 @@ def inject_virtual_thread(func: n.PrimFunc) -> n.PrimFunc:
 
 
 class InjectVirtualThread:
+    """Pass: expand virtual threads (see :func:`inject_virtual_thread`)."""
+
     name = "InjectVirtualThread"
 
     def __call__(self, func: n.PrimFunc) -> n.PrimFunc:

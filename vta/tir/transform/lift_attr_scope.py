@@ -108,7 +108,12 @@ def lift_attr_scope(func: n.PrimFunc, attr_key: str) -> n.PrimFunc:
 
 
 class LiftAttrScope:
-    """The pass object: ``LiftAttrScope("coproc_scope")(func)``."""
+    """Pass: lift the attributes with key ``attr_key`` (see the module docstring).
+
+    Examples
+    --------
+    >>> func = LiftAttrScope("coproc_scope")(func)  # doctest: +SKIP
+    """
 
     def __init__(self, attr_key: str):
         self.attr_key = attr_key

@@ -111,6 +111,8 @@ def lower_device_storage_access_info(func: n.PrimFunc, info: Mapping[str, Memory
 
 
 class LowerDeviceStorageAccessInfo:
+    """Pass: remove on-chip allocations, lower their pointers to indices (module docstring)."""
+
     name = "LowerDeviceStorageAccessInfo"
 
     def __init__(self, info: Mapping[str, MemoryInfo]):

@@ -60,6 +60,8 @@ def remove_no_op(func: n.PrimFunc) -> n.PrimFunc:
 
 
 class RemoveNoOp:
+    """Pass: drop no-op statements (see :func:`remove_no_op`)."""
+
     name = "RemoveNoOp"
 
     def __call__(self, func: n.PrimFunc) -> n.PrimFunc:

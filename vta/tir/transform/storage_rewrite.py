@@ -430,6 +430,8 @@ def storage_rewrite(func: n.PrimFunc, info: Mapping[str, MemoryInfo]) -> n.PrimF
 
 
 class StorageRewrite:
+    """Pass: plan and merge the on-chip allocations of the scopes in ``info`` (see :func:`storage_rewrite`)."""
+
     name = "StorageRewrite"
 
     def __init__(self, info: Mapping[str, MemoryInfo]):

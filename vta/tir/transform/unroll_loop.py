@@ -39,6 +39,8 @@ def unroll_loop(func: n.PrimFunc) -> n.PrimFunc:
 
 
 class UnrollLoop:
+    """Pass: unroll loops marked ``unrolled`` (see :func:`unroll_loop`)."""
+
     name = "UnrollLoop"
 
     def __call__(self, func: n.PrimFunc) -> n.PrimFunc:
