@@ -4,16 +4,18 @@ The format follows TVM's v0.8 text printer in spirit::
 
     primfn my_vadd(A: handle, B: handle, C: handle) {
       buffer_map = {A: Buffer(A_1, int32, [1, 64, 1, 16]), ...}
-      allocate(A_buf, int32, [1024]), storage_scope = local.acc_buffer
-      attr [i0] "pragma_dma_copy" = 1
-      for (i1, 0, 64) {
-        A_buf[i1*16 + i3] = A_1[i1*16 + i3]
+      allocate(A_buf, int32, [1024]), storage_scope = local.acc_buffer {
+        attr [i0] "pragma_dma_copy" = 1;
+        for (i1, 0, 64) {
+          A_buf[i1*16 + i3] = A_1[i1*16 + i3]
+        }
+        ...
       }
-      ...
     }
 
-``allocate``, ``attr`` and ``let`` scope over the lines that follow them at the same
-indentation (as TVM prints them); loops and branches use braces. Distinct variables that share
+``allocate``, ``attr``, ``let`` and ``realize`` put braces around a body that is a sequence;
+otherwise they end with ``;`` and their single body follows at the same indentation (as TVM
+v0.8 prints them). Loops and branches always use braces. Distinct variables that share
 a name get suffixes ``_1``, ``_2``... in order of first appearance, so the text is the same from
 run to run. Expressions are parenthesised by precedence only.
 """
@@ -137,6 +139,16 @@ class _Printer:
     def emit(self, indent: int, text: str) -> None:
         self.lines.append("  " * indent + text)
 
+    def scoped(self, indent: int, head: str, body: Any) -> None:
+        """A scoping statement: braces around a sequence, else ``head;`` and the body below."""
+        if isinstance(body, n.SeqStmt):
+            self.emit(indent, head + " {")
+            self.stmt(body, indent + 1)
+            self.emit(indent, "}")
+        else:
+            self.emit(indent, head + ";")
+            self.stmt(body, indent)
+
     def stmt(self, s: Any, indent: int) -> None:
         if isinstance(s, n.SeqStmt):
             for x in s.seq:
@@ -148,12 +160,10 @@ class _Printer:
             self.emit(indent, "}")
         elif isinstance(s, n.AttrStmt):
             value = self.expr(s.value) if isinstance(s.value, n.PrimExpr) else repr(s.value)
-            self.emit(indent, f"attr [{self.node_name(s.node)}] \"{s.attr_key}\" = {value}")
-            self.stmt(s.body, indent)
+            self.scoped(indent, f"attr [{self.node_name(s.node)}] \"{s.attr_key}\" = {value}", s.body)
         elif isinstance(s, n.Allocate):
             ext = ", ".join(self.expr(x) for x in s.extents)
-            self.emit(indent, f"allocate({self.name(s.buffer_var)}, {s.dtype}, [{ext}]), storage_scope = {s.scope}")
-            self.stmt(s.body, indent)
+            self.scoped(indent, f"allocate({self.name(s.buffer_var)}, {s.dtype}, [{ext}]), storage_scope = {s.scope}", s.body)
         elif isinstance(s, n.Store):
             self.emit(indent, f"{self.name(s.buffer_var)}[{self.expr(s.index)}] = {self.expr(s.value)}")
         elif isinstance(s, n.BufferStore):
@@ -166,8 +176,7 @@ class _Printer:
             who = self.name(s.buffer.data) if isinstance(s, n.BufferRealize) else s.producer.name
             scope = s.buffer.scope if isinstance(s, n.BufferRealize) else s.storage_scope
             bounds = ", ".join(f"[{self.expr(r.min)}, {self.expr(r.extent)}]" for r in s.bounds)
-            self.emit(indent, f"realize({who}, [{bounds}]), storage_scope = {scope}")
-            self.stmt(s.body, indent)
+            self.scoped(indent, f"realize({who}, [{bounds}]), storage_scope = {scope}", s.body)
         elif isinstance(s, n.IfThenElse):
             self.emit(indent, f"if ({self.expr(s.condition)}) {{")
             self.stmt(s.then_case, indent + 1)
@@ -176,12 +185,10 @@ class _Printer:
                 self.stmt(s.else_case, indent + 1)
             self.emit(indent, "}")
         elif isinstance(s, n.LetStmt):
-            self.emit(indent, f"let {self.name(s.var)} = {self.expr(s.value)}")
-            self.stmt(s.body, indent)
+            self.scoped(indent, f"let {self.name(s.var)} = {self.expr(s.value)}", s.body)
         elif isinstance(s, n.AssertStmt):
             msg = s.message.replace('"', '\\"')
-            self.emit(indent, f"assert({self.expr(s.condition)}, \"{msg}\")")
-            self.stmt(s.body, indent)
+            self.scoped(indent, f"assert({self.expr(s.condition)}, \"{msg}\")", s.body)
         elif isinstance(s, n.Evaluate):
             self.emit(indent, self.expr(s.value))
         else:

@@ -232,3 +232,13 @@ def test_random_schedules_compute_the_same(seed):
         return
     b = a * 3 + 1
     np.testing.assert_array_equal(out, b.sum(axis=1, keepdims=True) - b)
+
+
+def test_printer_scopes_are_unambiguous():
+    v = n.Var("A", "handle")
+    one = n.Store(v, n.IntImm(1), n.IntImm(0))
+    two = n.seq(one, n.Store(v, n.IntImm(2), n.IntImm(1)))
+    text = astext(n.AttrStmt(n.Var("x"), "k", n.IntImm(3), n.seq(n.AttrStmt(n.Var("y"), "j", n.IntImm(4), one), one)))
+    assert text == 'attr [x] "k" = 3 {\n  attr [y] "j" = 4;\n  A[0] = 1\n  A[0] = 1\n}\n'
+    text = astext(n.Allocate(v, "int32", (n.IntImm(2),), n.IntImm(1, "bool"), two, "local.acc_buffer"))
+    assert text.splitlines()[0] == "allocate(A, int32, [2]), storage_scope = local.acc_buffer {"
