@@ -1,9 +1,10 @@
 """``vta.lower`` and ``vta.build``: the phase 0..3 pass pipeline and host code generation.
 
 The pipeline follows TVM v0.8's ``tvm.lower`` with VTA's passes inserted (reference
-tvm-vta-software.md 2.2). The front half — ScheduleOps, StorageFlatten, Simplify — is
-:func:`vta.te.lower.schedule_to_primfunc`; what follows is listed here, one ordered list per
-phase, every pass a plain object with a name. TVM passes that are no-ops for TE-derived VTA
+tvm-vta-software.md 2.2). ScheduleOps is :func:`vta.te.lower.schedule_to_buffer_func`; from
+there every step is listed here, one ordered list per phase, every pass a plain object with a
+name: phase 0 on the multi-dimensional (Buffer*) form, then StorageFlatten and Simplify open
+phase 1. TVM passes that are no-ops for TE-derived VTA
 code (InjectPrefetch, TextureFlatten, the TensorIR block passes, BF16Legalize, NarrowDataType,
 VectorizeLoop, InjectDoubleBuffer, LoopPartition, RewriteUnsafeSelect, HoistIfThenElse) are
 left out.
@@ -96,14 +97,22 @@ def _simplify_pass() -> Pass:
     return Pass("Simplify", lambda f: f.with_body(simplify(f.body)))
 
 
+def _storage_flatten_pass() -> Pass:
+    from .tir.transform.storage_flatten import storage_flatten
+
+    return Pass("StorageFlatten", storage_flatten)
+
+
 def phase_passes(env: Environment, config: BuildConfig | None = None) -> list[list[Any]]:
-    """The four ordered pass lists (phases 0..3) applied after StorageFlatten + Simplify."""
+    """The four ordered pass lists (phases 0..3) applied to the function ScheduleOps built."""
     config = config or BuildConfig()
     mem = memory_info(env)
     phase0 = [
         inject_conv2d_transpose_skip(),        # conv2d_transpose_gemm regions (rejected: unsupported)
     ]
     phase1 = [
+        _storage_flatten_pass(),               # realize/store/load -> flat Allocate/Store/Load, buffer views
+        _simplify_pass(),                      # canonical index arithmetic for the pattern matchers
         inject_dma_intrin(env),                # dma_copy nests -> VTALoadBuffer2D / VTAStoreBuffer2D in queue scopes
         inject_skip_copy(),                    # mock dma_copy -> no-op
         annotate_alu_coproc_scope(env),        # alu stages -> compute queue + ALU uop-kernel scope
@@ -131,10 +140,10 @@ def phase_passes(env: Environment, config: BuildConfig | None = None) -> list[li
     return [phase0, phase1, phase2, phase3]
 
 
-def _schedule_to_primfunc(sch, args, name):
-    from .te.lower import schedule_to_primfunc
+def _schedule_ops(sch, args, name):
+    from .te.lower import schedule_to_buffer_func
 
-    return schedule_to_primfunc(sch, args, name)
+    return schedule_to_buffer_func(sch, args, name)
 
 
 def _check_name(name: Any) -> str:
@@ -173,7 +182,7 @@ def lower(sch: Any, args: Sequence[Any], name: str = "default_function", simple_
     del simple_mode
     env = env or get_env()
     name = _check_name(name)
-    func = _schedule_to_primfunc(sch, args, name)
+    func = _schedule_ops(sch, args, name)
     for phase in phase_passes(env, _current_config()):
         for p in phase:
             func = p(func)
