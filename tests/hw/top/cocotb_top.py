@@ -232,3 +232,35 @@ async def errors_stop_the_core(dut):
     assert (state >> 8) & 0xF == hwgen.STATE_WAIT_TOKEN
     assert await tb.reg("INDEX_COMPUTE") == 0
     assert await tb.reg("FILL_COMPUTE") == 2
+
+
+@cocotb.test()
+async def throughput_figures(dut):
+    """Long GEMM and ALU loops retire every uop (checked through the counters); the cycles they
+    take are logged as figures (never asserted)."""
+    tb = TB(dut, seed=4)
+    await tb.start()
+    env = tb.env
+    uop_addr = tb.put_uops([Uop(i % 64, i % 64, i % 16) for i in range(64)])
+    load = MemInsn(opcode=isa.OPCODE_LOAD, memory_type=isa.MEM_UOP, sram_base=0, dram_base=uop_addr // 4,
+                   y_size=1, x_size=64, x_stride=64)
+    n_iter = 16
+    cases = {
+        "gemm": GemmInsn(uop_bgn=0, uop_end=64, iter_out=n_iter, iter_in=1),
+        "alu_imm": AluInsn(uop_bgn=0, uop_end=64, iter_out=n_iter, iter_in=1, alu_opcode=isa.ALU_ADD,
+                           use_imm=1, imm=1),
+        "alu_tensor": AluInsn(uop_bgn=0, uop_end=64, iter_out=n_iter, iter_in=1, alu_opcode=isa.ALU_ADD),
+    }
+    base = None
+    for name, insn in [("empty", None)] + list(cases.items()):
+        prog = [load] + ([insn] if insn is not None else []) + [FinishInsn()]
+        await tb.run(prog)
+        cycles = await tb.reg("ECNT0")
+        if insn is None:
+            base = cycles
+            continue
+        uops = 64 * n_iter
+        counter = "GEMM_UOPS" if name == "gemm" else "ALU_UOPS"
+        assert await tb.reg(counter) == uops
+        dut._log.info("figure %s: %d uops in %d cycles beyond the empty program (%.2f cycles/uop)",
+                      name, uops, cycles - base, (cycles - base) / uops)
