@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import vta.build
+from vta.build import build, build_config, lower
 from vta import te
 from vta.errors import ScheduleError
 from vta.tir.printer import astext
@@ -17,7 +17,7 @@ from .helpers import calls, ints, sequence
 
 def test_lower_vadd_matches_section_3_1(env):
     case = schedules.vadd(env, np.random.default_rng(0))
-    f = vta.build.lower(case.sched, case.args, name="my_vadd", simple_mode=True)
+    f = lower(case.sched, case.args, name="my_vadd", simple_mode=True)
     assert sequence(f.body) == [
         "coproc_scope=2", "VTALoadBuffer2D", "VTALoadBuffer2D",
         "coproc_uop_scope=VTAPushALUOp", "VTAUopLoopBegin", "uop_push", "VTAUopLoopEnd", "/coproc_uop_scope",
@@ -37,7 +37,7 @@ def test_lower_vadd_matches_section_3_1(env):
 
 def test_lower_matmul_matches_section_3_2(env):
     case = schedules.matmul(env, np.random.default_rng(0))
-    f = vta.build.lower(case.sched, case.args, name="my_gemm")
+    f = lower(case.sched, case.args, name="my_gemm")
     assert sequence(f.body) == [
         "coproc_scope=2", "coproc_uop_scope=VTAPushGEMMOp", "VTAUopLoopBegin", "uop_push", "VTAUopLoopEnd",
         "/coproc_uop_scope", "coproc_dep_push(2,1)", "/coproc_scope",
@@ -61,22 +61,22 @@ def test_lower_matmul_matches_section_3_2(env):
 
 def test_debug_flag(env):
     case = schedules.vadd(env, np.random.default_rng(0))
-    with vta.build.build_config(debug_flag=env.DEBUG_DUMP_INSN):
-        f = vta.build.lower(case.sched, case.args, name="dbg")
-        mod = vta.build.build(case.sched, case.args, "ext_dev", name="dbg")
+    with build_config(debug_flag=env.DEBUG_DUMP_INSN):
+        f = lower(case.sched, case.args, name="dbg")
+        mod = build(case.sched, case.args, "ext_dev", name="dbg")
     assert sequence(f.body)[0] == "VTASetDebugMode" and ints(calls(f.body, "VTASetDebugMode")[0])[-1] == 2
     assert "VTASetDebugMode(vta_gen_cmd, 2);" in mod.get_source()
-    plain = vta.build.build(case.sched, case.args, "ext_dev", name="dbg")
+    plain = build(case.sched, case.args, "ext_dev", name="dbg")
     assert "VTASetDebugMode" not in plain.get_source()
     with pytest.raises(ValueError, match="debug_flag"):
-        with vta.build.build_config(debug_flag="x"):
+        with build_config(debug_flag="x"):
             pass
 
 
 def test_build_rejects_other_targets(env):
     case = schedules.vadd(env, np.random.default_rng(0))
     with pytest.raises(ValueError, match="target 'ext_dev' only, got 'llvm'"):
-        vta.build.build(case.sched, case.args, "llvm")
+        build(case.sched, case.args, "llvm")
 
 
 def _elementwise(env, fn, pragma_stage_dma=False):
@@ -100,16 +100,16 @@ def _elementwise(env, fn, pragma_stage_dma=False):
 def test_clear_errors(env):
     s, args = _elementwise(env, lambda x, y: x - y)
     with pytest.raises(ScheduleError, match=r"alu stage writing .* no subtraction"):
-        vta.build.lower(s, args)
+        lower(s, args)
     s, args = _elementwise(env, lambda x, y: x + y, pragma_stage_dma=True)
     with pytest.raises(ScheduleError, match=r"dma_copy of buffer .* at axis .*: the stored value must be a load"):
-        vta.build.lower(s, args)
+        lower(s, args)
 
 
 def test_mock_environment_skips_dma_and_alu(env):
     """env.mock pragmas (skip_dma_copy, skip_alu) remove the copies and ALU stages entirely."""
     case = schedules.vadd(env.mock, np.random.default_rng(0))
-    f = vta.build.lower(case.sched, case.args, name="mock")
+    f = lower(case.sched, case.args, name="mock")
     assert calls(f.body) == []
-    src = vta.build.build(case.sched, case.args, "ext_dev", name="mock").get_source()
+    src = build(case.sched, case.args, "ext_dev", name="mock").get_source()
     assert "VTASynchronize" not in src and "VTALoadBuffer2D(" not in src

@@ -10,15 +10,15 @@ from contextlib import ExitStack
 
 import numpy as np
 
-import vta.build
+from vta.build import build, build_config
 from vta import nd, rpc
 from vta.testing import simulator
 
 
 def run_case(case, tmp_path, name: str = "default_function", debug_flag: int = 0):
     """Build ``case``, run it once on fsim; return (output array, statistics, module)."""
-    with vta.build.build_config(debug_flag=debug_flag):
-        mod = vta.build.build(case.sched, case.args, "ext_dev", name=name)
+    with build_config(debug_flag=debug_flag):
+        mod = build(case.sched, case.args, "ext_dev", name=name)
     obj = tmp_path / f"{name}.o"
     mod.save(obj)
     with ExitStack() as stack:

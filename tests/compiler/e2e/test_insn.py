@@ -1,8 +1,9 @@
 """Upstream test_vta_insn.py on fsim (reference section 7.2): results and statistics.
 
-Every case runs on the default configuration with the statistics of section 7.2, and on the
-BATCH=2 configuration for the results (the runtime loads one native library per configuration
-in-process).
+Every case runs on the default configuration and on the BATCH=2 configuration (the runtime
+loads one native library per configuration in-process). The statistics of section 7.2 are
+given in tiles and micro-ops, so they hold for both once multiplied by each configuration's
+element sizes.
 """
 
 from __future__ import annotations
@@ -24,23 +25,20 @@ def cfg_env(request):
         yield e
 
 
-def _expect(stats, **want):
-    base = {"inp_load_nbytes": 0, "wgt_load_nbytes": 0, "acc_load_nbytes": 0, "uop_load_nbytes": 0,
-            "out_store_nbytes": 0, "gemm_counter": 0, "alu_counter": 0}
-    base.update(want)
-    assert counters(stats) == base
-
-
-def _default(env) -> bool:
-    return env.BATCH == 1 and env.BLOCK_OUT == 16
+def _expect(env, stats, inp=0, wgt=0, acc=0, uop=0, out=0, gemm=0, alu=0):
+    """Counters from tile counts: bytes = tiles x the configuration's element size."""
+    assert counters(stats) == {
+        "inp_load_nbytes": inp * env.INP_ELEM_BYTES, "wgt_load_nbytes": wgt * env.WGT_ELEM_BYTES,
+        "acc_load_nbytes": acc * env.ACC_ELEM_BYTES, "uop_load_nbytes": uop * 4,
+        "out_store_nbytes": out * env.OUT_ELEM_BYTES, "gemm_counter": gemm, "alu_counter": alu,
+    }
 
 
 def test_save_load_out(cfg_env, tmp_path):
     case = schedules.save_load_out(cfg_env, np.random.default_rng(3))
     out, stats, _ = run_case(case, tmp_path)
     check(case, out)
-    if _default(cfg_env):
-        _expect(stats, acc_load_nbytes=2304, uop_load_nbytes=4, alu_counter=36, out_store_nbytes=576)
+    _expect(cfg_env, stats, acc=36, uop=1, alu=36, out=36)  # 2304, 4, 36, 576 bytes by default
 
 
 @pytest.mark.parametrize("pad", sorted(schedules.PAD_CASES))
@@ -49,9 +47,8 @@ def test_padded_load(cfg_env, tmp_path, pad):
     case = schedules.padded_load(cfg_env, np.random.default_rng(4), before, after)
     out, stats, _ = run_case(case, tmp_path)
     check(case, out)
-    if _default(cfg_env):
-        tiles = case.out_shape[0] * case.out_shape[1]
-        _expect(stats, acc_load_nbytes=960, uop_load_nbytes=4, alu_counter=tiles, out_store_nbytes=16 * tiles)
+    tiles = case.out_shape[0] * case.out_shape[1]
+    _expect(cfg_env, stats, acc=15, uop=1, alu=tiles, out=tiles)  # padding is not counted
 
 
 @pytest.mark.parametrize("smt", [False, True], ids=["default", "smt"])
@@ -59,13 +56,10 @@ def test_gemm(cfg_env, tmp_path, smt):
     case = schedules.gemm(cfg_env, np.random.default_rng(5), smt)
     out, stats, _ = run_case(case, tmp_path)
     check(case, out)
-    if _default(cfg_env):
-        if smt:
-            _expect(stats, inp_load_nbytes=64, wgt_load_nbytes=2048, uop_load_nbytes=40, gemm_counter=16,
-                    alu_counter=48, out_store_nbytes=256)
-        else:
-            _expect(stats, inp_load_nbytes=64, wgt_load_nbytes=1024, uop_load_nbytes=20, gemm_counter=16,
-                    alu_counter=48, out_store_nbytes=256)
+    if smt:  # weights loaded per thread; 10 one-uop kernels
+        _expect(cfg_env, stats, inp=4, wgt=8, uop=10, gemm=16, alu=48, out=16)
+    else:
+        _expect(cfg_env, stats, inp=4, wgt=4, uop=5, gemm=16, alu=48, out=16)
 
 
 @pytest.mark.parametrize("op", list(schedules.ALU_OPS))
@@ -73,25 +67,22 @@ def test_alu(cfg_env, tmp_path, op):
     case = schedules.alu(cfg_env, np.random.default_rng(6), op)
     out, stats, _ = run_case(case, tmp_path)
     check(case, out)
-    if _default(cfg_env):
-        two = not schedules.ALU_OPS[op][0]
-        _expect(stats, acc_load_nbytes=8192 if two else 4096, uop_load_nbytes=4, alu_counter=64, out_store_nbytes=1024)
+    two = not schedules.ALU_OPS[op][0]
+    _expect(cfg_env, stats, acc=128 if two else 64, uop=1, alu=64, out=64)
 
 
 def test_relu(cfg_env, tmp_path):
     case = schedules.relu(cfg_env, np.random.default_rng(7))
     out, stats, _ = run_case(case, tmp_path)
     check(case, out)
-    if _default(cfg_env):
-        _expect(stats, acc_load_nbytes=5120, uop_load_nbytes=8, alu_counter=160, out_store_nbytes=1280)
+    _expect(cfg_env, stats, acc=80, uop=2, alu=160, out=80)
 
 
 def test_shift_and_scale(cfg_env, tmp_path):
     case = schedules.shift_and_scale(cfg_env, np.random.default_rng(8))
     out, stats, _ = run_case(case, tmp_path)
     check(case, out)
-    if _default(cfg_env):
-        _expect(stats, acc_load_nbytes=1024, uop_load_nbytes=8, alu_counter=32, out_store_nbytes=256)
+    _expect(cfg_env, stats, acc=16, uop=2, alu=32, out=16)
 
 
 @pytest.mark.parametrize("seed", range(8))
