@@ -1,11 +1,14 @@
 """vta: the VTA (Versatile Tensor Accelerator) stack in Python.
 
-A compiler from tensor-expression schedules to VTA instructions, a runtime that loads compiled
-host objects, and simulators of the accelerator (fsim, tsim, a cycle model) behind one API.
+A compiler from tensor-expression schedules to VTA instructions (``vta.te``, ``vta.lower``,
+``vta.build``), a runtime that loads compiled host objects (``vta.runtime``, ``vta.nd``,
+``vta.rpc``), and simulators of the accelerator (fsim, tsim) behind one device API.
 """
 
+from . import te, tir
+from .build import build, build_config, lower
 from .env import Environment, get_env
 from .errors import VTAError
 
 __version__ = "0.1.0"
-__all__ = ["Environment", "get_env", "VTAError", "__version__"]
+__all__ = ["Environment", "get_env", "VTAError", "te", "tir", "lower", "build", "build_config", "__version__"]

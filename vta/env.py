@@ -122,6 +122,20 @@ class DevContext:
     def __init__(self, env: "Environment"):
         self.env = env
 
+    @property
+    def vta_axis(self):
+        """The co-processor IterVar whose name ("vta") names the coproc_* intrinsics."""
+        from .intrin import vta_axis
+
+        return vta_axis(self.env)
+
+    @property
+    def vta_push_uop(self):
+        """The shared StringImm naming the GEMM uop scope (``VTAPushGEMMOp``)."""
+        from .intrin import vta_push_uop
+
+        return vta_push_uop(self.env)
+
 
 class Environment:
     """A VTA hardware configuration with all derived parameters.

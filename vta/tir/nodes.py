@@ -83,6 +83,9 @@ def convert(value: Any, dtype: str | None = None) -> "PrimExpr":
         return FloatImm(value, dtype or "float32")
     if hasattr(value, "__index__"):
         return IntImm(int(value), dtype or "int32")
+    var = getattr(value, "var", None)  # an IterVar stands for its loop variable, as in TVM
+    if isinstance(var, Var):
+        return var
     raise TypeError(f"cannot convert {value!r} ({type(value).__name__}) to a TIR expression")
 
 
