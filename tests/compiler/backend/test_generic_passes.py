@@ -144,3 +144,20 @@ def test_coproc_sync_dram_conflicts():
     cpu_reads_output = loop(i, 4, n.Store(d, n.Load("int8", c, i), i))
     with pytest.raises(ScheduleError, match=r"\['C'\] are written on one side"):
         coproc_sync(func(n.seq(load, store, cpu_reads_output)))
+
+
+def test_coproc_sync_after_epilogue_of_a_top_level_loop():
+    ko = n.Var("ko")
+    body = loop(ko, 4, n.seq(coproc_scope(VTA_AXIS, 1, _ev("load")), coproc_scope(VTA_AXIS, 2, _ev("gemm"))))
+    got = sequence(coproc_sync(func(body)).body)
+    # Prologue push for the loop-carried 2->1 token, epilogue pop after the loop, then the sync.
+    assert got[0] == "coproc_dep_push(2,1)"
+    assert got[-2:] == ["coproc_dep_pop(2,1)", "coproc_sync"]
+
+
+def test_pragma_coproc_sync_appends_a_sync():
+    body = n.AttrStmt(n.Var("ax"), "pragma_coproc_sync", n.IntImm(1), coproc_scope(VTA_AXIS, 2, _ev("g")))
+    from vta.transform.sync import inject_coproc_sync
+
+    got = sequence(inject_coproc_sync()(func(body)).body)
+    assert got == ["coproc_scope=2", "g", "/coproc_scope", "coproc_sync", "coproc_sync"]

@@ -15,8 +15,12 @@ from vta import nd, rpc
 from vta.testing import simulator
 
 
-def run_case(case, tmp_path, name: str = "default_function", debug_flag: int = 0):
-    """Build ``case``, run it once on fsim; return (output array, statistics, module)."""
+def run_case(case, tmp_path, name: str = "default_function", debug_flag: int = 0, calls: int = 1):
+    """Build ``case`` and run it ``calls`` times on fsim.
+
+    Returns (output array, statistics of the last call, module); with ``calls > 1`` the
+    statistics are a list with one dict per call.
+    """
     with build_config(debug_flag=debug_flag):
         mod = build(case.sched, case.args, "ext_dev", name=name)
     obj = tmp_path / f"{name}.o"
@@ -33,11 +37,13 @@ def run_case(case, tmp_path, name: str = "default_function", debug_flag: int = 0
             else:
                 arr = nd.empty(case.out_shape, case.out_dtype, dev)
             arrays.append(stack.enter_context(arr))
-        simulator.clear_stats()
-        f(*arrays)
-        stats = simulator.stats()
+        per_call = []
+        for _ in range(calls):
+            simulator.clear_stats()
+            f(*arrays)
+            per_call.append(simulator.stats())
         out = arrays[-1].numpy()
-    return out, stats, mod
+    return out, (per_call[0] if calls == 1 else per_call), mod
 
 
 def check(case, out):

@@ -258,8 +258,10 @@ def coproc_sync(func: n.PrimFunc) -> n.PrimFunc:
     detector = _DepDetector()
     detector.plan(body)
     after = {k: list(v) for k, v in detector.after.items()}
-    # The final sync goes right after the top statement, before any epilogue pop.
-    after.setdefault(id(body), []).insert(0, n.Evaluate(n.Call("int32", _SYNC, ())))
+    # The final sync goes last, after any epilogue pop that drains a loop-carried token, so
+    # every call leaves the command queue balanced. (Upstream placed the sync first when the
+    # body is a single loop, leaving a pending pop for the next call: one stray NOP.)
+    after.setdefault(id(body), []).append(n.Evaluate(n.Call("int32", _SYNC, ())))
     return func.with_body(_Inserter(detector.before, after).visit(body))
 
 
