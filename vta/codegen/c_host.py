@@ -110,6 +110,7 @@ class _Emitter:
         self.statics: list[str] = []  # file-level definitions (uop handles and init functions)
         self.uop_sites = 0
         self.uses_cmd = False
+        self.live: list[str] = []  # DRAM arrays allocated by the enclosing scopes
 
     # ------------------------------------------------------------------ names
     def name_of(self, var: n.Var) -> str:
@@ -291,7 +292,7 @@ class _Emitter:
         if isinstance(v, (n.IntImm, n.FloatImm)):
             return
         if isinstance(v, n.Call) and v.op in self._CHECKED:
-            out.append(f"{pad}if ({self.expr(v)} != 0) return -1;")
+            out.append(f"{pad}if ({self.expr(v)} != 0) {self.fail_return()}")
             return
         out.append(f"{pad}(void)({self.expr(v)});" if not isinstance(v, n.Call) else f"{pad}{self.expr(v)};")
 
@@ -327,7 +328,7 @@ class _Emitter:
 
     def s_AssertStmt(self, s: n.AssertStmt, ind: int, out: list[str]) -> None:
         pad = "  " * ind
-        out.append(f"{pad}if (!({self.expr(s.condition)})) return vta_gen_fail(\"%s\", {c_string(s.message)});")
+        out.append(f"{pad}if (!({self.expr(s.condition)})) {{ vta_gen_fail(\"%s\", {c_string(s.message)}); {self.fail_return()} }}")
         self.stmt(s.body, ind, out)
 
     def s_Allocate(self, s: n.Allocate, ind: int, out: list[str]) -> None:
@@ -342,14 +343,24 @@ class _Emitter:
             if not isinstance(e, n.IntImm):
                 raise CodegenError(f"host allocation {s.buffer_var.name!r} needs constant extents, got {e!r}")
             count *= e.value
-        if count * (n.dtype_bits(s.dtype) // 8 or 1) > 1 << 16:
-            raise CodegenError(
-                f"host allocation {s.buffer_var.name!r} of {count} x {s.dtype} exceeds the 64 KiB stack limit of the C backend"
-            )
+        nbytes = max(count, 1) * max(n.dtype_bits(s.dtype) // 8, 1)
+        # Intermediate arrays live in VTA DRAM (the DMA may read or write them); the CPU reaches
+        # them through VTABufferCPUPtr (CPUAccessRewrite). Freed on every exit of the scope.
+        var = self.name_of(s.buffer_var)
         out.append(f"{pad}{{")
-        out.append(f"{pad}  {ctype(s.dtype)} {self.name_of(s.buffer_var)}[{max(count, 1)}];")
+        out.append(f"{pad}  void* {var} = VTABufferAlloc({nbytes});")
+        out.append(f"{pad}  if ({var} == NULL) {{ vta_gen_fail(\"cannot allocate {nbytes} bytes of VTA DRAM for "
+                   f"{s.buffer_var.name}\"); {self.fail_return()} }}")
+        self.live.append(var)
         self.stmt(s.body, ind + 1, out)
+        self.live.pop()
+        out.append(f"{pad}  VTABufferFree({var});")
         out.append(f"{pad}}}")
+
+    def fail_return(self) -> str:
+        """``return -1;`` after freeing the DRAM arrays allocated by the enclosing scopes."""
+        frees = "".join(f"VTABufferFree({v}); " for v in reversed(self.live))
+        return f"{{ {frees}return -1; }}" if frees else "return -1;"
 
     def s_AttrStmt(self, s: n.AttrStmt, ind: int, out: list[str]) -> None:
         if s.attr_key == "coproc_uop_scope":
@@ -377,8 +388,8 @@ class _Emitter:
         handle, init = f"vta_gen_uop_handle_{site}", f"vta_gen_uop_init_{site}"
         # The recording function: its own name table for the captured variable.
         body: list[str] = []
-        saved_cmd = self.uses_cmd
-        self.uses_cmd = False
+        saved_cmd, saved_live = self.uses_cmd, self.live
+        self.uses_cmd, self.live = False, []
         if free:
             body.append(f"  int32_t {self.name_of(free[0])} = ((int32_t*)closure)[0];")
         else:
@@ -388,7 +399,7 @@ class _Emitter:
         if self.uses_cmd:
             body.append("  VTACommandHandle vta_gen_cmd = VTATLSCommandHandle();")
         body.extend(inner)
-        self.uses_cmd = saved_cmd
+        self.uses_cmd, self.live = saved_cmd, saved_live
         self.statics.append(
             f"static void* {handle} = NULL;\n"
             f"static int {init}(void* closure) {{\n" + "\n".join(body) + "\n  return 0;\n}\n"
@@ -397,10 +408,10 @@ class _Emitter:
         if free:
             out.append(f"{pad}{{")
             out.append(f"{pad}  int32_t vta_gen_closure[1] = {{ {self.name_of(free[0])} }};")
-            out.append(f"{pad}  if ({push}(&{handle}, {init}, vta_gen_closure, 4) != 0) return -1;")
+            out.append(f"{pad}  if ({push}(&{handle}, {init}, vta_gen_closure, 4) != 0) {self.fail_return()}")
             out.append(f"{pad}}}")
         else:
-            out.append(f"{pad}if ({push}(&{handle}, {init}, NULL, 0) != 0) return -1;")
+            out.append(f"{pad}if ({push}(&{handle}, {init}, NULL, 0) != 0) {self.fail_return()}")
 
 
 def emit_c(func: n.PrimFunc, name: str) -> str:

@@ -125,3 +125,15 @@ def test_errors():
         emit_c(n.PrimFunc((a,), ptr, {a: ab}), "f")
     with pytest.raises(CodegenError, match="not usable as a C symbol"):
         emit_c(final_vadd(), "1bad")
+
+
+def test_dram_intermediate_freed_on_every_exit():
+    (a, ab) = arg_buffer("A", (16,), "int32")
+    tmp = n.Var("T", "handle")
+    body = n.Allocate(tmp, "int32", (n.IntImm(16),), n.IntImm(1, "bool"), n.seq(
+        n.Evaluate(n.Call("int32", "tir.vta.coproc_dep_push", (n.IntImm(2), n.IntImm(3)))),
+        n.Store(tmp, n.IntImm(1), n.IntImm(0))), "global")
+    src = emit_c(n.PrimFunc((a,), body, {a: ab}), "f")
+    assert "void* T = VTABufferAlloc(64);" in src
+    assert "if (VTADepPush(vta_gen_cmd, 2, 3) != 0) { VTABufferFree(T); return -1; }" in src
+    assert src.count("VTABufferFree(T);") == 2

@@ -97,13 +97,14 @@ def test_coproc_sync_loop_carried_and_epilogue():
     assert pushes == pops
 
 
-def test_coproc_sync_rejects_cpu_access_to_coproc_buffer():
+def test_coproc_sync_rejects_interleaved_cpu_and_vta_access_in_a_loop():
     buf = n.Var("buf", "handle")
-    ptr = n.Call("handle", "tir.tvm_access_ptr", (n.Call("int32", "tir.type_annotation"), buf, n.IntImm(0), n.IntImm(16), n.IntImm(1)))
-    body = alloc(buf, "int32", 16, "local.acc_buffer", n.seq(
-        coproc_scope(VTA_AXIS, 2, n.Evaluate(call_extern("int32", "use", ptr))),
-        n.Store(buf, n.IntImm(1), n.IntImm(0))))
-    with pytest.raises(ScheduleError, match=r"\[.buf.\] are written on one side"):
+    i = n.Var("i")
+    ptr = n.Call("handle", "tir.tvm_access_ptr", (n.Call("int32", "tir.type_annotation"), buf, n.IntImm(0), n.IntImm(16), n.IntImm(2)))
+    body = alloc(buf, "int32", 16, "local.acc_buffer", loop(i, 4, n.seq(
+        coproc_scope(VTA_AXIS, 2, n.Evaluate(call_extern("int32", "write", ptr))),
+        n.Store(n.Var("out", "handle"), n.Load("int32", buf, i), i))))
+    with pytest.raises(ScheduleError, match=r"\['buf'\] are written on one side .* inside one loop nest"):
         coproc_sync(func(body))
 
 
@@ -132,18 +133,19 @@ def test_lower_device_storage_access_info():
         lower_device_storage_access_info(func(bad), info)
 
 
-def test_coproc_sync_dram_conflicts():
+def test_coproc_sync_before_cpu_code_that_reads_vta_results():
     a, c, d = n.Var("A", "handle"), n.Var("C", "handle"), n.Var("D", "handle")
     i = n.Var("i")
     load = coproc_scope(VTA_AXIS, 2, n.Evaluate(call_extern("int32", "VTALoadBuffer2D", n.IntImm(0), a, 0, 1, 1, 1, 0, 0, 0, 0, 0, 3)))
     store = coproc_scope(VTA_AXIS, 3, n.Evaluate(call_extern("int32", "VTAStoreBuffer2D", n.IntImm(0), 0, 4, c, 0, 1, 1, 1)))
-    # The CPU reading an input the accelerator also reads is fine ...
-    cpu_reads_input = loop(i, 4, n.Store(d, n.Load("int32", a, i), i))
-    coproc_sync(func(n.seq(load, store, cpu_reads_input)))
-    # ... but reading the output the accelerator writes (before the final sync) is refused.
-    cpu_reads_output = loop(i, 4, n.Store(d, n.Load("int8", c, i), i))
-    with pytest.raises(ScheduleError, match=r"\['C'\] are written on one side"):
-        coproc_sync(func(n.seq(load, store, cpu_reads_output)))
+    # CPU code writing an input before the DMA that reads it needs nothing (VTA runs at the sync) ...
+    prepare = loop(i, 4, n.Store(a, n.IntImm(1), i))
+    got = sequence(coproc_sync(func(n.seq(prepare, load, store))).body)
+    assert got.count("coproc_sync") == 1 and got[-1] == "coproc_sync"
+    # ... but reading the output the accelerator writes needs a sync first (and none at the end).
+    post = loop(i, 4, n.Store(d, n.Load("int8", c, i), i))
+    got = sequence(coproc_sync(func(n.seq(load, store, post))).body)
+    assert got[-4:] == ["coproc_sync", "for i", "Store", "/for"] and got.count("coproc_sync") == 1
 
 
 def test_coproc_sync_after_epilogue_of_a_top_level_loop():

@@ -479,3 +479,27 @@ def random_alu_pipeline(env, rng) -> Case:
         return x.astype(np.int8)
 
     return Case(s, [a] + ([b] if use_b else []) + [res], inputs, "res", shape, "int8", expect)
+
+
+def vadd_with_cpu_stages(env, rng) -> Case:
+    """vadd with CPU stages around the accelerator: A2 = A * 2 before the DMA, D = C + 1 after the
+    store (the compiler inserts a synchronisation before the CPU reads C)."""
+    shape = (1, 8, env.BATCH, env.BLOCK_OUT)
+    A = te.placeholder(shape, name="A", dtype=env.acc_dtype)
+    B = te.placeholder(shape, name="B", dtype=env.acc_dtype)
+    A2 = te.compute(shape, lambda *i: A(*i) * 2, "A2")
+    A_buf, B_buf = _copy(A2, "A_buf"), _copy(B, "B_buf")
+    C_buf = te.compute(shape, lambda *i: A_buf(*i) + B_buf(*i), name="C_buf")
+    C = te.compute(shape, lambda *i: C_buf(*i).astype(env.inp_dtype), name="C")
+    D = te.compute(shape, lambda *i: C(*i) + tn.const(1, env.inp_dtype), name="D")
+    s = te.create_schedule(D.op)
+    for t in (A_buf, B_buf, C_buf):
+        s[t].set_scope(env.acc_scope)
+    s[A_buf].pragma(s[A_buf].op.axis[0], env.dma_copy)
+    s[B_buf].pragma(s[B_buf].op.axis[0], env.dma_copy)
+    s[C_buf].pragma(s[C_buf].op.axis[0], env.alu)
+    s[C].pragma(s[C].op.axis[0], env.dma_copy)
+    a = rng.integers(-60, 60, size=shape).astype(np.int32)
+    b = rng.integers(-60, 60, size=shape).astype(np.int32)
+    return Case(s, [A, B, D], {"A": a, "B": b}, "D", shape, "int8",
+                lambda d: ((d["A"] * 2 + d["B"]).astype(np.int8) + np.int8(1)).astype(np.int8))

@@ -99,3 +99,15 @@ def test_matrix_multiply_instruction_stream(env, tmp_path, capfd):
     assert flags[:6] == ["", "sp", "pn", "sn", "pp", "sp"]
     assert flags[6:9] == ["pn", "sn", "pp sp"] and flags[48:51] == ["pn", "sn", "pp sp sn"]
     assert flags[51:] == ["pp sp", "pn", "sn", "pp pn", ""]
+
+
+def test_cpu_stages_around_the_accelerator(env, tmp_path):
+    """CPU code before the DMA (A2 = A * 2) and after the store (D = C + 1) in one function:
+    intermediates live in VTA DRAM, and a sync precedes the CPU stage that reads VTA results."""
+    case = schedules.vadd_with_cpu_stages(env, np.random.default_rng(7))
+    out, stats, mod = run_case(case, tmp_path, name="mixed")
+    check(case, out)
+    assert stats["alu_counter"] == 8 and stats["acc_load_nbytes"] == 16 * env.ACC_ELEM_BYTES
+    src = mod.get_source()
+    assert src.count("VTABufferAlloc(") == 2 and src.count("VTABufferFree(") >= 2
+    assert src.index("VTASynchronize") < src.index("((int8_t*)D_ptr)[")  # sync, then the CPU stage

@@ -2,12 +2,14 @@
 
 Reference tvm-vta-software.md 2.4 (InjectCoProcSync). Three steps:
 
-1. *Shared buffers.* A buffer written by one side (inside ``coproc_scope`` attributes, including
-   the DRAM operands of ``VTALoadBuffer2D``/``VTAStoreBuffer2D``) and accessed by the other (CPU
-   loads and stores) would need a synchronisation or barrier in between; the function is
-   rejected with a :class:`~vta.errors.ScheduleError` naming the buffer instead of running CPU
-   code on data the accelerator has not produced yet.
-2. *Final sync.* One ``tir.vta.coproc_sync()`` is placed after the whole body.
+1. *Syncs for CPU code.* VTA instructions are queued and run at a synchronisation. Walking the
+   top-level statements in order, a CPU statement that reads a buffer queued VTA work writes,
+   or writes one it accesses (DRAM operands of ``VTALoadBuffer2D``/``VTAStoreBuffer2D`` and
+   on-chip access pointers included), gets a ``tir.vta.coproc_sync()`` in front of it. A loop
+   nest that interleaves such accesses is rejected with a :class:`~vta.errors.ScheduleError`
+   naming the buffer (there is no barrier to put inside it).
+2. *Final sync.* One ``tir.vta.coproc_sync()`` follows the whole body unless no VTA work is
+   queued after the last inserted one.
 3. *Dependency tokens.* Walking the statements in order, each ``coproc_scope`` of queue ``q`` is
    a state entered and left in context ``{q}``. Between consecutive states of different queues
    ``a -> b`` a ``coproc_dep_push(a, b)`` goes at the end of the first and a
@@ -234,35 +236,82 @@ class _Inserter(StmtExprMutator):
         return new
 
 
-def coproc_sync(func: n.PrimFunc) -> n.PrimFunc:
-    """Insert dependency push/pop pairs and the final ``coproc_sync`` (module docstring).
+def _top_level(body: n.Stmt) -> list[n.Stmt]:
+    """The statements of the function's top-level sequence (below allocations, lets, attributes)."""
+    while isinstance(body, (n.Allocate, n.LetStmt)) or (isinstance(body, n.AttrStmt) and body.attr_key != "coproc_scope"):
+        body = body.body
+    return list(body.seq) if isinstance(body, n.SeqStmt) else [body]
+
+
+def _conflict(a: set | None, b: set | None) -> bool:
+    return bool(a) and bool(b) and ("w" in a or "w" in b)
+
+
+def _plan_syncs(body: n.Stmt) -> tuple[dict[int, list[n.Stmt]], bool]:
+    """Syncs needed before CPU statements that touch what queued VTA work touches.
+
+    VTA instructions only execute at a synchronisation, so CPU code may freely precede them;
+    a CPU statement that reads what queued VTA work writes (or writes what it reads or writes)
+    gets a ``coproc_sync`` in front. Returns the insertions and whether VTA work remains queued
+    after the last of them.
 
     Raises
     ------
     ScheduleError
-        If a buffer is accessed both by the CPU and inside a co-processor scope.
+        If one top-level statement (e.g. a loop) interleaves such CPU and VTA accesses.
+    """
+    before: dict[int, list[n.Stmt]] = {}
+    pending: dict[int, set] = {}
+    queued = False
+    names: dict[int, str] = {}
+    for stmt in _top_level(body):
+        t = _Touched()
+        t.visit(stmt)
+        names.update(t.names)
+        inner = t.conflicts()
+        if inner:
+            raise ScheduleError(
+                f"buffer(s) {inner!r} are written on one side and accessed on the other by CPU code and by VTA "
+                "instructions inside one loop nest; the accelerator runs only at synchronisation points, so "
+                "offload every access to them (is a dma_copy/alu pragma or a tensorize missing?) or move the "
+                "CPU stage out of the loop"
+            )
+        if any(_conflict(pending.get(k), modes) for k, modes in t.normal.items()):
+            before[id(stmt)] = [n.Evaluate(n.Call("int32", _SYNC, ()))]
+            pending.clear()
+            queued = False
+        for k, modes in t.coproc.items():
+            pending.setdefault(k, set()).update(modes)
+        queued = queued or t.has_scope
+    return before, queued or not before
+
+
+def coproc_sync(func: n.PrimFunc) -> n.PrimFunc:
+    """Insert dependency push/pop pairs and the ``coproc_sync`` calls (module docstring).
+
+    Raises
+    ------
+    ScheduleError
+        If a loop nest interleaves CPU and VTA accesses to a buffer one of them writes.
     """
     body = _fresh_statements(func.body)
     touched = _Touched()
     touched.visit(body)
     if not touched.has_scope:
         return func
-    shared = touched.conflicts()
-    if shared:
-        raise ScheduleError(
-            f"buffer(s) {shared!r} are written on one side and accessed on the other by CPU code and by VTA "
-            "instructions; the accelerator runs asynchronously until the final synchronisation and has no "
-            "memory barriers, so every access to them must be offloaded (is a dma_copy/alu pragma or a "
-            "tensorize missing?)"
-        )
+    syncs, final = _plan_syncs(body)
     detector = _DepDetector()
     detector.plan(body)
+    before = {k: list(v) for k, v in detector.before.items()}
+    for key, stmts in syncs.items():
+        before[key] = stmts + before.get(key, [])
     after = {k: list(v) for k, v in detector.after.items()}
-    # The final sync goes last, after any epilogue pop that drains a loop-carried token, so
-    # every call leaves the command queue balanced. (Upstream placed the sync first when the
-    # body is a single loop, leaving a pending pop for the next call: one stray NOP.)
-    after.setdefault(id(body), []).append(n.Evaluate(n.Call("int32", _SYNC, ())))
-    return func.with_body(_Inserter(detector.before, after).visit(body))
+    if final:
+        # The final sync goes last, after any epilogue pop that drains a loop-carried token, so
+        # every call leaves the command queue balanced. (Upstream placed the sync first when the
+        # body is a single loop, leaving a pending pop for the next call: one stray NOP.)
+        after.setdefault(id(body), []).append(n.Evaluate(n.Call("int32", _SYNC, ())))
+    return func.with_body(_Inserter(before, after).visit(body))
 
 
 def _fresh_statements(body: n.Stmt) -> n.Stmt:
