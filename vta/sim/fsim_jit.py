@@ -59,7 +59,7 @@ def available() -> bool:
 
 def _compile():
     """Import numba with its cache in the project's build cache and compile the loop (once)."""
-    global _kernel
+    global _kernel, _field, _in_dram, _gemm_nest, _as_written
     if _kernel is not None:
         return _kernel
     os.environ.setdefault("NUMBA_CACHE_DIR", str(cache_dir("numba")))
@@ -67,12 +67,13 @@ def _compile():
 
     if not numba.config.CACHE_DIR:
         numba.config.CACHE_DIR = os.environ["NUMBA_CACHE_DIR"]
-    globals()["_in_dram"] = numba.njit(cache=True)(_in_dram_py)
-    globals()["_field"] = numba.njit(cache=True)(_field_py)
-    globals()["_as_written"] = numba.njit(cache=True)(_as_written_py)
-    globals()["_gemm_nest"] = numba.njit(cache=True, fastmath=True)(_gemm_nest_py)
+    # The helpers are module globals, so the loop compiled below calls their compiled versions.
+    _field = numba.njit(cache=True)(_field_py)
+    _in_dram = numba.njit(cache=True)(_in_dram_py)
+    _as_written = numba.njit(cache=True)(_as_written_py)
     # fastmath lets LLVM reorder the float32 dot products: every partial sum is an integer of
-    # at most 2^19 in magnitude, so any order gives the exact result.
+    # at most 2^24 in magnitude, so any order gives the exact result.
+    _gemm_nest = numba.njit(cache=True, fastmath=True)(_gemm_nest_py)
     _kernel = numba.njit(cache=True, nogil=True, fastmath=True)(_run_stretch)
     return _kernel
 
@@ -466,3 +467,7 @@ def _run_stretch(order, pos, words, table, uop_dst, uop_src, uop_wgt, inp, wgt, 
             return pos
         pos += 1
     return pos
+
+
+# Pure-Python versions until _compile() replaces them with compiled ones.
+_field, _in_dram, _gemm_nest, _as_written = _field_py, _in_dram_py, _gemm_nest_py, _as_written_py
