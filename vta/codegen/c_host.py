@@ -12,6 +12,8 @@ classic TVM C ABI (reference tvm-vta-software.md 5.2-5.4):
 * each uop scope becomes a file-static handle, a static recording function and a closure of at
   most one ``int32`` passed to ``VTAPushGEMMOp``/``VTAPushALUOp`` with a return-code check;
 * ``VTASynchronize``, ``VTADepPush`` and ``VTADepPop`` are checked the same way;
+* an intermediate (global) array lives in VTA DRAM (``VTABufferAlloc``, so DMA can reach it)
+  and is freed with ``VTABufferFree`` on every exit of its scope, error returns included;
 * ``__tvm_main__`` is an exported ``const char[]`` naming the entry and ``__tvm_module_ctx`` a
   ``void*`` the loader may fill.
 """
