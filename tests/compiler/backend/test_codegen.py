@@ -10,7 +10,7 @@ import pytest
 from vta import nd
 from vta.codegen import CodegenError, build_module, emit_c
 from vta.errors import TVMError
-from vta.runtime import ext_dev, load_module
+from vta.runtime import cpu, ext_dev, load_module
 from vta.testing import simulator
 from vta.tir import nodes as n
 from vta.transform._util import VTA_AXIS, call_extern, uop_push
@@ -75,6 +75,7 @@ def test_hand_built_vadd_runs(env, tmp_path):
     ("shape", r"argument 1 \(B\) must have shape \(1, 64, 1, 16\), got \(1, 32, 1, 16\)"),
     ("ndim", r"argument 2 \(C\) must have ndim 4, got 2"),
     ("scalar", r"argument 0 \(A\) must be an array"),
+    ("device", r"argument 1 \(B\) must live on ext_dev \(device type 12\), got device type 1"),
 ])
 def test_argument_checks(env, tmp_path, bad, message):
     mod = build_module(final_vadd(), "my_vadd")
@@ -94,6 +95,8 @@ def test_argument_checks(env, tmp_path, bad, message):
         args[2] = nd.empty((64, 16), "int8", dev)
     elif bad == "scalar":
         args[0] = 5
+    elif bad == "device":
+        args[1] = nd.array(np.zeros((1, 64, 1, 16), np.int32), cpu(0))
     with pytest.raises(TVMError, match=message):
         f(*args)
 
