@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from vta import isa
 from vta.sim.device import STAT_KEYS
@@ -81,3 +82,9 @@ def test_wide_stream_counts(env, dram, sim):
     assert sim.stats()["gemm_counter"] == 300 * 35
     assert sim.stats()["insn_gemm"] == 300
     np.testing.assert_array_equal(sim.sram.acc, 0)  # zero inputs after reset give zero sums
+
+
+def test_engine_choice(env, dram):
+    with pytest.raises(ValueError, match="engine must be 'auto', 'numpy' or 'jit', got 'fast'"):
+        FunctionalSimulator(env, dram, engine="fast")
+    assert FunctionalSimulator(env, dram, engine="numpy").engine == "numpy"

@@ -4,7 +4,9 @@
 instruction stream from the shared DRAM arena, orders it by the dependency tokens
 (:mod:`vta.sim.fsim_sched`) and executes every instruction with one small function per opcode
 (:mod:`vta.sim.fsim_units`), following ``reference/vta-isa.md`` sections 2 to 6 and the
-semantics table of DESIGN.md.
+semantics table of DESIGN.md. When numba is installed, a compiled loop
+(:mod:`vta.sim.fsim_jit`) executes the common instructions and hands anything unusual back to
+those functions, so results and errors are the same with or without it.
 
 Examples
 --------
@@ -21,6 +23,8 @@ Examples
 """
 
 from __future__ import annotations
+
+import warnings
 
 import numpy as np
 
@@ -100,8 +104,14 @@ class FunctionalSimulator(Device):
         self.trace: list[tuple[int, str, str]] = []
         self._stats = dict.fromkeys(STAT_KEYS + INSN_KEYS, 0)
         self._jit = None
-        if engine == "jit" or (engine == "auto" and fsim_jit.available()):
+        if engine == "jit":
             self._jit = fsim_jit.JitEngine(env)
+        elif engine == "auto" and fsim_jit.available():
+            try:
+                self._jit = fsim_jit.JitEngine(env)
+            except ImportError as exc:  # numba present but unusable (e.g. built for another NumPy)
+                warnings.warn(f"fsim: numba cannot be used ({exc}); running the NumPy engine", RuntimeWarning,
+                              stacklevel=2)
         #: The engine in use: "jit" (compiled loop plus NumPy) or "numpy".
         self.engine = "numpy" if self._jit is None else "jit"
 

@@ -102,13 +102,15 @@ class LoopNest:
                     f"{role}_factor_out={fo}, {role}_factor_in={fi}, iter_out={o}, iter_in={i}); "
                     f"accepted 0..{depth - 1}", index)
 
-    def flat(self, role: str) -> np.ndarray:
-        """Indices of ``role`` for every uop-iteration, in execution order (i_out, i_in, u)."""
-        o, i = self.iters
-        fo, fi = self.factors[role]
-        grid = (self.bases[role][None, None, :] + (np.arange(o) * fo)[:, None, None]
-                + (np.arange(i) * fi)[None, :, None])
-        return grid.reshape(-1)
+    def flat(self, role: str, lo: int = 0, hi: int | None = None) -> np.ndarray:
+        """Indices of ``role`` for uop-iterations ``lo..hi`` in execution order (i_out, i_in, u)."""
+        hi = self.count if hi is None else hi
+        return _positions(self.bases[role], self.iters[1], self.factors[role], lo, hi)
+
+    def chunks(self, size: int = 1 << 20) -> Iterator[tuple[int, int]]:
+        """``(lo, hi)`` ranges of at most ``size`` uop-iterations covering the nest in order."""
+        for lo in range(0, self.count, size):
+            yield lo, min(lo + size, self.count)
 
     def unique_rows(self, role: str) -> np.ndarray:
         """The distinct indices of ``role`` (loop levels that do not move it are dropped first)."""
@@ -219,21 +221,31 @@ class LoopNest:
     def _gather(self, inp, wgt, start_uop: int) -> Iterator[tuple[np.ndarray, np.ndarray, bool]]:
         """Generic path: gather the rows of each uop-iteration and multiply them in batches."""
         axes, mult = self._axes()
-        grids = {}
-        for r in ("dst", "src", "wgt"):
-            idx = self.bases[r][start_uop:].astype(np.int64)
-            for extent, f in reversed(axes):
-                idx = (np.arange(extent)[:, None] * f[r] + idx[None, :]).reshape(-1)
-            grids[r] = idx
-        n = grids["dst"].size
+        ext = [a[0] for a in axes] + [1] * (2 - len(axes))
+        inner = ext[1]
+        n = ext[0] * ext[1] * (self.n_uops - start_uop)
         for lo in range(0, n, _CHUNK):
-            d = grids["dst"][lo:lo + _CHUNK]
-            x = inp[grids["src"][lo:lo + _CHUNK]].astype(np.float64)
-            w = wgt[grids["wgt"][lo:lo + _CHUNK]].astype(np.float64)
+            hi = min(n, lo + _CHUNK)
+            idx = {}
+            for r in ("dst", "src", "wgt"):
+                f = [a[1][r] for a in axes] + [0] * (2 - len(axes))
+                idx[r] = _positions(self.bases[r][start_uop:], inner, f, lo, hi)
+            d = idx["dst"]
+            x = inp[idx["src"]].astype(np.float64)
+            w = wgt[idx["wgt"]].astype(np.float64)
             contrib = np.matmul(x, w.transpose(0, 2, 1)).astype(np.int64)
             if mult != 1:
                 contrib *= mult
             yield d, contrib, False
+
+
+def _positions(base: np.ndarray, inner: int, factors, lo: int, hi: int) -> np.ndarray:
+    """Indices ``base[u] + i_out*factors[0] + i_in*factors[1]`` of flat positions ``lo..hi`` of
+    the order (i_out, i_in, u), where ``inner`` is the i_in trip count."""
+    pos = np.arange(lo, hi, dtype=np.int64)
+    rest, u = np.divmod(pos, base.size)
+    i_out, i_in = np.divmod(rest, inner)
+    return base[u] + i_out * factors[0] + i_in * factors[1]
 
 
 def _grid_injective(extents: list[int], factors: list[int]) -> bool:

@@ -322,17 +322,18 @@ def alu(sp: Scratchpads, index: int, f: dict) -> int:
         return 0
     depth = sp.acc.shape[0]
     nest.check_bounds(index, "ALU", {"dst": ("acc", depth), "src": ("acc", depth)})
-    dst = nest.flat("dst")
     acc2 = sp.acc.reshape(depth, -1)
     width = sp.env.ACC_WIDTH
-    if use_imm:
-        rows, times = np.unique(dst, return_counts=True)
-        acc2[rows] = _alu_imm_repeated(op, acc2[rows].astype(np.int64), int(f["imm"]), times, width)
-        return nest.count
-    src = nest.flat("src")
-    for lo, hi in alu_segments(dst, src):
-        d = dst[lo:hi]
-        acc2[d] = alu_op(op, acc2[d].astype(np.int64), acc2[src[lo:hi]].astype(np.int64), width)
+    for lo, hi in nest.chunks():  # in order, bounded memory however long the nest
+        dst = nest.flat("dst", lo, hi)
+        if use_imm:
+            rows, times = np.unique(dst, return_counts=True)
+            acc2[rows] = _alu_imm_repeated(op, acc2[rows].astype(np.int64), int(f["imm"]), times, width)
+            continue
+        src = nest.flat("src", lo, hi)
+        for a, b in alu_segments(dst, src):
+            d = dst[a:b]
+            acc2[d] = alu_op(op, acc2[d].astype(np.int64), acc2[src[a:b]].astype(np.int64), width)
     return nest.count
 
 
