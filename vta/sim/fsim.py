@@ -16,7 +16,7 @@ Examples
 >>> env = get_env()
 >>> with DRAM(1 << 24) as dram, FunctionalSimulator(env, dram) as dev:
 ...     prog = ProgramBuilder(env, dram)
-...     prog.finish()
+...     _ = prog.finish()
 ...     addr, count = prog.build()
 ...     dev.run(addr, count)
 0

@@ -116,6 +116,17 @@ class ProgramBuilder:
             dram_base=self.elem_index(dram_addr, isa.MEM_OUT), y_size=y_size, x_size=x_size,
             x_stride=x_size if x_stride is None else x_stride, **deps))
 
+    def uop_table(self, uops) -> int:
+        """Place micro-ops in a new DRAM buffer; return its address (see :meth:`uops`).
+
+        Raises
+        ------
+        EncodingError
+            If an index does not fit its micro-op field.
+        """
+        words = np.array([isa.encode_uop(u, self.env) for u in uops], dtype="<u4")
+        return self.buffer(words)
+
     def uops(self, uops, sram_base: int = 0, **deps) -> int:
         """Place micro-ops in a new DRAM buffer and append the LOAD UOP that brings them on chip.
 
@@ -124,10 +135,19 @@ class ProgramBuilder:
         uops : sequence of :class:`vta.isa.Uop` or ``(dst, src, wgt)`` tuples
         sram_base : int
             First micro-op buffer entry to fill.
+
+        Returns
+        -------
+        int
+            Index of the LOAD UOP instruction.
+
+        Raises
+        ------
+        EncodingError
+            If an index does not fit its micro-op field.
         """
-        words = np.array([isa.encode_uop(u, self.env) for u in uops], dtype="<u4")
-        addr = self.buffer(words)
-        return self.load(isa.MEM_UOP, sram_base, addr, 1, len(words), **deps)
+        uops = list(uops)
+        return self.load(isa.MEM_UOP, sram_base, self.uop_table(uops), 1, len(uops), **deps)
 
     def nop(self, stage: int, **deps) -> int:
         """Append a no-op of ``stage`` (1 load, 2 compute, 3 store) carrying dep flags, as the runtime does."""
@@ -395,8 +415,7 @@ class _Generator:
     def _place_uops(self, uops) -> tuple[int, int]:
         start = int(self.rng.integers(0, self.nu - len(uops) + 1))
         if uops:
-            words = np.array([isa.encode_uop(u, self.env) for u in uops], dtype="<u4")
-            addr = self.b.buffer(words)
+            addr = self.b.uop_table(uops)
             self._mem(isa.OPCODE_LOAD, isa.MEM_UOP, start, addr, 1, len(uops), len(uops), (0, 0, 0, 0))
         return start, start + len(uops)
 
