@@ -107,12 +107,13 @@ def phase_passes(env: Environment, config: BuildConfig | None = None) -> list[li
     """The four ordered pass lists (phases 0..3) applied to the function ScheduleOps built."""
     config = config or BuildConfig()
     mem = memory_info(env)
-    phase0 = [
-        inject_conv2d_transpose_skip(),        # conv2d_transpose_gemm regions (rejected: unsupported)
+    phase0: list[Any] = [
+        # (upstream's InjectConv2DTransposeSkip runs here; ours matches the flat form, first in phase 1)
     ]
     phase1 = [
         _storage_flatten_pass(),               # realize/store/load -> flat Allocate/Store/Load, buffer views
         _simplify_pass(),                      # canonical index arithmetic for the pattern matchers
+        inject_conv2d_transpose_skip(env),     # conv2d_transpose_gemm regions -> (guarded) GEMM uops
         inject_dma_intrin(env),                # dma_copy nests -> VTALoadBuffer2D / VTAStoreBuffer2D in queue scopes
         inject_skip_copy(),                    # mock dma_copy -> no-op
         annotate_alu_coproc_scope(env),        # alu stages -> compute queue + ALU uop-kernel scope

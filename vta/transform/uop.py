@@ -6,7 +6,9 @@ are linear in ``v`` with the same coefficients across all pushes and ``v`` is go
 indices are replaced by their ``v``-free parts; the loop becomes
 ``VTAUopLoopBegin(extent, dst_coef, src_coef, wgt_coef) ... VTAUopLoopEnd()``. The second
 attempt looks at the body the first produced. A loop that does not fold stays a host loop
-inside the kernel-recording closure (one uop per iteration).
+inside the kernel-recording closure (one uop per iteration). A guard left around the uops
+(from InjectConv2DTransposeSkip) that does not depend on the kernel's remaining loops is hoisted
+around the whole kernel.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from __future__ import annotations
 from ..errors import ScheduleError
 from ..tir import nodes as n
 from ..tir.arith import detect_linear_equation, structural_equal, uses_var
-from ..tir.functor import StmtExprMutator, stmt_map
+from ..tir.functor import StmtExprMutator, post_order_visit, stmt_map
 from ._util import Pass, call_extern
 
 __all__ = ["fold_uop_loop"]
@@ -76,9 +78,30 @@ def _fold_scope(stmt: n.Stmt) -> n.Stmt:
             break
         begins.append(begin)
         ends.insert(0, end)
-    if not begins:
+    # A guard that does not depend on the kernel's own loops selects the whole kernel: push it
+    # only when the guard holds (no empty GEMM, and the kernel need not capture the guard's
+    # variables, so one recorded kernel serves every iteration).
+    guard = None
+    if isinstance(body, n.IfThenElse) and body.else_case is None and not _binds_used(body.then_case, body.condition):
+        guard, body = body.condition, body.then_case
+    if not begins and guard is None:
         return stmt
-    return n.AttrStmt(stmt.node, stmt.attr_key, stmt.value, n.seq(*begins, body, *ends))
+    scope = n.AttrStmt(stmt.node, stmt.attr_key, stmt.value, n.seq(*begins, body, *ends))
+    return scope if guard is None else n.IfThenElse(guard, scope, None)
+
+
+def _binds_used(stmt: n.Stmt, cond: n.PrimExpr) -> bool:
+    """Whether ``cond`` uses a variable bound inside ``stmt`` (a host loop of the kernel)."""
+    bound: list[n.Var] = []
+
+    def visit(x):
+        if isinstance(x, n.For):
+            bound.append(x.loop_var)
+        elif isinstance(x, n.LetStmt):
+            bound.append(x.var)
+
+    post_order_visit(stmt, visit)
+    return bool(bound) and uses_var(cond, bound)
 
 
 def fold_uop_loop() -> Pass:

@@ -168,6 +168,18 @@ def test_fold_two_loops_like_blocked_gemm():
     assert len(calls(out, "VTAUopLoopEnd")) == 2
 
 
+def test_fold_hoists_a_kernel_wide_guard():
+    i, ko = n.Var("i"), n.Var("ko")
+    body = _gemm_scope(loop(i, 4, n.IfThenElse(ko < 2, uop_push(0, 0, i, 0, i, 0, 0, 0))))
+    out = fold_uop_loop()(func(body)).body
+    assert isinstance(out, n.IfThenElse) and out.condition.a is ko
+    assert sequence(out.then_case) == ["coproc_uop_scope=VTAPushGEMMOp", "VTAUopLoopBegin", "uop_push", "VTAUopLoopEnd",
+                                       "/coproc_uop_scope"]
+    # A guard on the kernel's own host loop stays inside.
+    inner = _gemm_scope(loop(i, 4, n.IfThenElse(i < 2, uop_push(0, 0, i * i, 0, 0, 0, 0, 0))))
+    assert isinstance(fold_uop_loop()(func(inner)).body, n.AttrStmt)
+
+
 def test_fold_stops_on_inconsistent_pushes():
     i = n.Var("i")
     body = _gemm_scope(loop(i, 4, n.seq(uop_push(0, 0, i, 0, 0, 0, 0, 0), uop_push(0, 0, i * 2, 0, 0, 0, 0, 0))))
@@ -219,10 +231,41 @@ def test_add_debug():
         add_debug(-1)
 
 
-def test_conv2d_transpose_rejected():
-    body = n.AttrStmt(n.Var("oc"), "pragma_conv2d_transpose_gemm", n.IntImm(1), n.Evaluate(n.IntImm(0)))
-    with pytest.raises(ScheduleError, match="conv2d_transpose_gemm \\(at axis 'oc'\\) is not supported"):
-        inject_conv2d_transpose_skip()(func(body))
+def _gemm_region(env, guard=None, ci_stride=16):
+    """acc[co*16 + ci] += inp[ki] * wgt[co*256 + ci*ci_stride + ki] under the pragma (one tile)."""
+    out, inp, wgt = n.Var("C_buf", "handle"), n.Var("A_buf", "handle"), n.Var("B_buf", "handle")
+    co, ci, ki = n.Var("co"), n.Var("ci"), n.Var("ki")
+    x = n.Cast("int32", n.Load("int8", inp, ki))
+    if guard is not None:
+        x = n.Call("int32", "tir.if_then_else", (guard(co), x, n.IntImm(0)))
+    prod = x * n.Cast("int32", n.Load("int8", wgt, co * 256 + ci * ci_stride + ki))
+    upd = n.Store(out, n.Load("int32", out, co * 16 + ci) + prod, co * 16 + ci)
+    init = n.Store(out, n.IntImm(0), co * 16 + ci)
+    body = n.seq(
+        loop(co, 2, n.AttrStmt(n.Var("bi"), "pragma_conv2d_transpose_gemm", n.IntImm(1), loop(ci, 16, init))),
+        loop(co, 2, n.AttrStmt(n.Var("bi"), "pragma_conv2d_transpose_gemm", n.IntImm(1), loop(ci, 16, loop(ki, 16, upd)))),
+    )
+    return alloc(out, "int32", 32, ACC, alloc(inp, "int8", 16, INP, alloc(wgt, "int8", 512, WGT, body))), co
+
+
+def test_conv2d_transpose_gemm_regions(env):
+    body, _ = _gemm_region(env)
+    out = inject_conv2d_transpose_skip(env)(func(body)).body
+    reset, update = calls(out, "tir.vta.uop_push")
+    assert ints(reset)[:2] == [0, 1] and ints(reset)[3:] == [0, 0, 0, 0, 0]
+    assert ints(update)[:2] == [0, 0]
+    # Tile bases: out co*16, inp 0, wgt co*256 (access pointers on the three buffers).
+    assert [a.args[1].name for a in update.args[2:5]] == ["C_buf", "A_buf", "B_buf"]
+    assert sequence(out).count("coproc_uop_scope=VTAPushGEMMOp") == 2
+
+
+def test_conv2d_transpose_guard_skips_uops(env):
+    body, co = _gemm_region(env, guard=lambda c: c < 1)
+    out = inject_conv2d_transpose_skip(env)(func(body)).body
+    assert "if" in sequence(out)
+    body, _ = _gemm_region(env, guard=None, ci_stride=32)
+    with pytest.raises(ScheduleError, match=r"loop 'ci' .* is not a loop of one GEMM tile"):
+        inject_conv2d_transpose_skip(env)(func(body))
 
 
 def test_inject_dma_padding_depending_on_outer_loop(env):

@@ -503,3 +503,49 @@ def vadd_with_cpu_stages(env, rng) -> Case:
     b = rng.integers(-60, 60, size=shape).astype(np.int32)
     return Case(s, [A, B, D], {"A": a, "B": b}, "D", shape, "int8",
                 lambda d: ((d["A"] * 2 + d["B"]).astype(np.int8) + np.int8(1)).astype(np.int8))
+
+
+def gemm_by_pragma(env, rng, skip_odd: bool) -> Case:
+    """The matrix multiply with ``pragma(conv2d_transpose_gemm)`` on the tensor axis instead of
+    tensorize; with ``skip_odd`` the input is read as ``if_then_else(ko % 2 == 0, x, 0)`` so the
+    odd reduction steps (zeros, like dilation) are skipped."""
+    m, n_, o = 3, 4, 1
+    A = te.placeholder((o, n_, env.BATCH, env.BLOCK_IN), name="A", dtype=env.inp_dtype)
+    B = te.placeholder((m, n_, env.BLOCK_OUT, env.BLOCK_IN), name="B", dtype=env.wgt_dtype)
+    A_buf, B_buf = _copy(A, "A_buf"), _copy(B, "B_buf")
+    ko = te.reduce_axis((0, n_), name="ko")
+    ki = te.reduce_axis((0, env.BLOCK_IN), name="ki")
+
+    def inp(bo, bi):
+        x = A_buf[bo, ko, bi, ki].astype(env.acc_dtype)
+        if skip_odd:
+            return te.if_then_else((ko.var % 2).equal(0), x, tn.const(0, env.acc_dtype))
+        return x
+
+    C_buf = te.compute((o, m, env.BATCH, env.BLOCK_OUT), lambda bo, co, bi, ci: te.sum(
+        inp(bo, bi) * B_buf[co, ko, ci, ki].astype(env.acc_dtype), axis=[ko, ki]), name="C_buf")
+    C = te.compute((o, m, env.BATCH, env.BLOCK_OUT), lambda *i: C_buf(*i).astype(env.inp_dtype), name="C")
+    s = te.create_schedule(C.op)
+    s[A_buf].set_scope(env.inp_scope)
+    s[B_buf].set_scope(env.wgt_scope)
+    s[C_buf].set_scope(env.acc_scope)
+    ko, ki = s[C_buf].op.reduce_axis
+    ax = s[C_buf].op.axis
+    s[C_buf].reorder(ko, ax[0], ax[1], ax[2], ax[3], ki)
+    s[A_buf].compute_at(s[C_buf], ko)
+    s[B_buf].compute_at(s[C_buf], ko)
+    s[A_buf].pragma(s[A_buf].op.axis[0], env.dma_copy)
+    s[B_buf].pragma(s[B_buf].op.axis[0], env.dma_copy)
+    s[C].pragma(s[C].op.axis[0], env.dma_copy)
+    s[C_buf].pragma(ax[2], "conv2d_transpose_gemm")
+    a = rng.integers(-128, 128, size=(o, n_, env.BATCH, env.BLOCK_IN)).astype(np.int8)
+    b = rng.integers(-128, 128, size=(m, n_, env.BLOCK_OUT, env.BLOCK_IN)).astype(np.int8)
+
+    def expect(d):
+        keep = np.array([0 if (skip_odd and k % 2) else 1 for k in range(n_)])
+        a2 = (d["A"].astype(np.int64) * keep[None, :, None, None]).transpose(0, 2, 1, 3).reshape(o * env.BATCH, -1)
+        b2 = d["B"].astype(np.int64).transpose(0, 2, 1, 3).reshape(m * env.BLOCK_OUT, -1)
+        c2 = a2 @ b2.T
+        return c2.reshape(o, env.BATCH, m, env.BLOCK_OUT).transpose(0, 2, 1, 3).astype(np.int8)
+
+    return Case(s, [A, B, C], {"A": a, "B": b}, "C", (o, m, env.BATCH, env.BLOCK_OUT), "int8", expect)

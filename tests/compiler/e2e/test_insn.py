@@ -100,3 +100,15 @@ def test_gemm_shapes(cfg_env, tmp_path, smt, o, n, m):
     out, stats, _ = run_case(case, tmp_path)
     check(case, out)
     assert stats["gemm_counter"] == o * n * m  # one uop execution per (batch tile, out tile, in tile)
+
+
+@pytest.mark.parametrize("skip_odd", [False, True], ids=["dense", "skip"])
+def test_gemm_by_pragma(cfg_env, tmp_path, skip_odd):
+    """conv2d_transpose_gemm regions become GEMM uops; guarded reduction steps are skipped."""
+    case = schedules.gemm_by_pragma(cfg_env, np.random.default_rng(11), skip_odd)
+    out, stats, _ = run_case(case, tmp_path)
+    check(case, out)
+    # 3 output tiles x 4 reduction steps, half of them skipped by the guard; skipped steps emit
+    # no GEMM instruction at all (one reset + one update per kept step).
+    assert stats["gemm_counter"] == (6 if skip_odd else 12)
+    assert stats["insn_gemm"] == (3 if skip_odd else 5)
