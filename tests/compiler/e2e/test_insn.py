@@ -13,7 +13,7 @@ import pytest
 
 from tests.conftest import make_env
 
-from . import schedules
+from . import insn_schedules as schedules
 from .conftest import check, counters, run_case
 
 CONFIGS = ["vta_config.json", "batch2.json"]
