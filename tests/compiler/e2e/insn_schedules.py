@@ -319,3 +319,17 @@ def gemm_by_pragma(env, rng, skip_odd: bool) -> Case:
         return c2.reshape(o, env.BATCH, m, env.BLOCK_OUT).transpose(0, 2, 1, 3).astype(np.int8)
 
     return Case(s, [A, B, C], {"A": a, "B": b}, "C", (o, m, env.BATCH, env.BLOCK_OUT), "int8", expect)
+
+
+def acc_8bit_load(env, rng) -> Case:
+    """An int8 input loaded straight into the accumulator (ACC_8BIT, sign-extended), plus 3."""
+    shape = (2, 4, env.BATCH, env.BLOCK_OUT)
+    x = te.placeholder(shape, name="x", dtype=env.inp_dtype)
+    x_buf = te.compute(shape, lambda *i: x(*i).astype(env.acc_dtype), "x_buf")
+    y_buf = te.compute(shape, lambda *i: x_buf(*i) + 3, "y_buf")
+    y = te.compute(shape, lambda *i: y_buf(*i).astype(env.inp_dtype), "y")
+    s = te.create_schedule(y.op)
+    s[x_buf].pragma(s[x_buf].op.axis[0], env.dma_copy)
+    _alu_pipeline(env, s, [x_buf, y_buf], [y_buf], y)
+    data = rng.integers(-128, 128, size=shape).astype(np.int8)
+    return Case(s, [x, y], {"x": data}, "y", shape, "int8", lambda d: (d["x"].astype(np.int32) + 3).astype(np.int8))

@@ -112,3 +112,12 @@ def test_gemm_by_pragma(cfg_env, tmp_path, skip_odd):
     # no GEMM instruction at all (one reset + one update per kept step).
     assert stats["gemm_counter"] == (6 if skip_odd else 12)
     assert stats["insn_gemm"] == (3 if skip_odd else 5)
+
+
+def test_acc_8bit_load(cfg_env, tmp_path):
+    """int8 DRAM data loaded into int32 accumulator tiles with sign extension (memory type ACC_8BIT)."""
+    case = schedules.acc_8bit_load(cfg_env, np.random.default_rng(12))
+    out, stats, mod = run_case(case, tmp_path)
+    check(case, out)
+    assert f", {cfg_env.dev.MEM_ID_ACC_8BIT});" in mod.get_source()  # the load's memory type
+    assert stats["alu_counter"] == 8
