@@ -33,7 +33,7 @@ from .transform.conv2d_transpose import inject_conv2d_transpose_skip
 from .transform.cpu_access import cpu_access_rewrite
 from .transform.dma import inject_dma_intrin, inject_skip_copy
 from .transform.sync import add_debug, inject_coproc_sync
-from .transform.uop import fold_uop_loop
+from .transform.uop import fold_uop_loop, separate_reset_kernels
 
 __all__ = ["lower", "build", "build_config", "BuildConfig", "memory_info", "phase_passes"]
 
@@ -117,6 +117,7 @@ def phase_passes(env: Environment, config: BuildConfig | None = None) -> list[li
         inject_dma_intrin(env),                # dma_copy nests -> VTALoadBuffer2D / VTAStoreBuffer2D in queue scopes
         inject_skip_copy(),                    # mock dma_copy -> no-op
         annotate_alu_coproc_scope(env),        # alu stages -> compute queue + ALU uop-kernel scope
+        separate_reset_kernels(),              # reset-only GEMM kernels never merge with accumulating ones
         LiftAttrScope("coproc_uop_scope"),     # uop kernels absorb the loops that generate their uops
         lift_alloc_to_scope_begin(),           # allocations to the start of their scope (unblocks the next lift)
         LiftAttrScope("coproc_scope"),         # consecutive work of one queue under one scope

@@ -113,3 +113,37 @@ def fold_uop_loop() -> Pass:
         (when run) If a loop in a GEMM kernel contains a call other than a uop push.
     """
     return Pass("FoldUopLoop", lambda f: f.with_body(stmt_map(f.body, _fold_scope)))
+
+
+def _reset_flags(body: n.Stmt) -> set:
+    flags: set = set()
+
+    def visit(x):
+        if isinstance(x, n.Call) and x.op == "tir.vta.uop_push":
+            flags.add(x.args[1].value if isinstance(x.args[1], n.IntImm) else None)
+
+    post_order_visit(body, visit)
+    return flags
+
+
+def separate_reset_kernels() -> Pass:
+    """Give GEMM uop scopes that only reset a distinct (shared) scope value.
+
+    LiftAttrScope merges neighbouring uop scopes with the same value into one kernel, but every
+    uop of a kernel must agree on the reset flag. Reset-only scopes therefore get their own
+    value object, so resets merge with resets and accumulations with accumulations, never with
+    each other.
+    """
+
+    def run(func: n.PrimFunc) -> n.PrimFunc:
+        reset_value = n.StringImm("VTAPushGEMMOp")
+
+        def fpost(s):
+            if (isinstance(s, n.AttrStmt) and s.attr_key == "coproc_uop_scope" and isinstance(s.value, n.StringImm)
+                    and s.value.value == "VTAPushGEMMOp" and _reset_flags(s.body) == {1}):
+                return n.AttrStmt(s.node, s.attr_key, reset_value, s.body)
+            return s
+
+        return func.with_body(stmt_map(func.body, fpost))
+
+    return Pass("SeparateResetKernels", run)

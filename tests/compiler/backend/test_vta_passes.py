@@ -12,7 +12,7 @@ from vta.transform.conv2d_transpose import inject_conv2d_transpose_skip
 from vta.transform.cpu_access import cpu_access_rewrite
 from vta.transform.dma import inject_dma_intrin, inject_skip_copy, two_d_pattern
 from vta.transform.sync import add_debug, inject_coproc_sync
-from vta.transform.uop import fold_uop_loop
+from vta.transform.uop import fold_uop_loop, separate_reset_kernels
 from vta.transform._util import VTA_AXIS, call_extern, coproc_scope, uop_push
 
 from .helpers import alloc, calls, func, ints, loop, sequence
@@ -178,6 +178,18 @@ def test_fold_hoists_a_kernel_wide_guard():
     # A guard on the kernel's own host loop stays inside.
     inner = _gemm_scope(loop(i, 4, n.IfThenElse(i < 2, uop_push(0, 0, i * i, 0, 0, 0, 0, 0))))
     assert isinstance(fold_uop_loop()(func(inner)).body, n.AttrStmt)
+
+
+def test_reset_kernels_never_merge_with_accumulating_ones():
+    from vta.tir.transform.lift_attr_scope import lift_attr_scope
+
+    shared = n.StringImm("VTAPushGEMMOp")  # the intrinsic's single value object
+    reset = n.AttrStmt(VTA_AXIS, "coproc_uop_scope", shared, uop_push(0, 1, 0, 0, 0, 0, 0, 0))
+    update = n.AttrStmt(VTA_AXIS, "coproc_uop_scope", shared, uop_push(0, 0, 0, 0, 0, 0, 0, 0))
+    merged = lift_attr_scope(func(n.seq(reset, update)), "coproc_uop_scope").body
+    assert sequence(merged).count("coproc_uop_scope=VTAPushGEMMOp") == 1  # the hazard
+    kept = lift_attr_scope(separate_reset_kernels()(func(n.seq(reset, update))), "coproc_uop_scope").body
+    assert sequence(kept).count("coproc_uop_scope=VTAPushGEMMOp") == 2
 
 
 def test_fold_stops_on_inconsistent_pushes():

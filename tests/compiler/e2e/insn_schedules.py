@@ -333,3 +333,82 @@ def acc_8bit_load(env, rng) -> Case:
     _alu_pipeline(env, s, [x_buf, y_buf], [y_buf], y)
     data = rng.integers(-128, 128, size=shape).astype(np.int8)
     return Case(s, [x, y], {"x": data}, "y", shape, "int8", lambda d: (d["x"].astype(np.int32) + 3).astype(np.int8))
+
+
+def conv2d_transpose(env, rng) -> Case:
+    """A stride-2 transposed convolution (3x3 input, 3x3 kernel, padding 1 -> 5x5) written as a
+    convolution over the zero-dilated, padded input, the dilation expressed as a guard on the
+    input read, with ``pragma(conv2d_transpose_gemm)`` instead of tensorize: GEMM uops reading
+    inserted zeros are skipped (reference 2.4, InjectConv2DTransposeSkip)."""
+    h = w = 3
+    stride, kh, pad = 2, 3, 1
+    bpad = kh - 1 - pad
+    dil = (h - 1) * stride + 1          # dilated extent
+    out_h = dil + 2 * bpad - kh + 1     # 5
+    dshape = (1, 1, h, w, env.BATCH, env.BLOCK_IN)
+    kshape = (1, 1, kh, kh, env.BLOCK_OUT, env.BLOCK_IN)
+    oshape = (1, 1, out_h, out_h, env.BATCH, env.BLOCK_OUT)
+    data = te.placeholder(dshape, name="data", dtype=env.inp_dtype)
+    kernel = te.placeholder(kshape, name="kernel", dtype=env.wgt_dtype)
+    data_buf, kernel_buf = _copy(data, "data_buf"), _copy(kernel, "kernel_buf")
+    ic = te.reduce_axis((0, 1), name="ic")
+    dy = te.reduce_axis((0, kh), name="dy")
+    dx = te.reduce_axis((0, kh), name="dx")
+    ict = te.reduce_axis((0, env.BLOCK_IN), name="ict")
+
+    def body(bo, co, i, j, bi, ci):
+        y, x = i + dy.var - bpad, j + dx.var - bpad   # position in the dilated input
+        cond = tn.And(tn.And((y % stride).equal(0), (x % stride).equal(0)),
+                      tn.And(tn.And(y >= 0, y < dil), tn.And(x >= 0, x < dil)))
+        inp = te.if_then_else(cond, data_buf[bo, ic, y // stride, x // stride, bi, ict].astype(env.acc_dtype),
+                              tn.const(0, env.acc_dtype))
+        return te.sum(inp * kernel_buf[co, ic, dy, dx, ci, ict].astype(env.acc_dtype), axis=[ic, dy, dx, ict])
+
+    res_conv = te.compute(oshape, body, name="res_conv")
+    res_shr = te.compute(oshape, lambda *i: res_conv(*i) >> 6, name="res_shr")
+    res = te.compute(oshape, lambda *i: res_shr(*i).astype(env.inp_dtype), name="res")
+    s = te.create_schedule(res.op)
+    s[data_buf].set_scope(env.inp_scope)
+    s[kernel_buf].set_scope(env.wgt_scope)
+    s[res_conv].set_scope(env.acc_scope)
+    s[res_shr].set_scope(env.acc_scope)
+    bo, co, i, j, bi, ci = s[res_conv].op.axis
+    ic_, dy_, dx_, ict_ = s[res_conv].op.reduce_axis
+    s[res_conv].reorder(ic_, dy_, dx_, bo, co, i, j, bi, ci, ict_)
+    s[data_buf].pragma(s[data_buf].op.axis[0], env.dma_copy)
+    s[kernel_buf].pragma(s[kernel_buf].op.axis[0], env.dma_copy)
+    s[res_conv].pragma(bi, "conv2d_transpose_gemm")
+    s[res_shr].pragma(s[res_shr].op.axis[0], env.alu)
+    s[res].pragma(s[res].op.axis[0], env.dma_copy)
+    d = rng.integers(-128, 128, size=dshape).astype(np.int8)
+    k = rng.integers(-128, 128, size=kshape).astype(np.int8)
+
+    def expect(v):
+        x = v["data"][0, 0].astype(np.int64)            # (h, w, BATCH, BLOCK_IN)
+        dilated = np.zeros((dil, dil) + x.shape[2:], dtype=np.int64)
+        dilated[::stride, ::stride] = x
+        padded = np.pad(dilated, ((bpad, bpad), (bpad, bpad), (0, 0), (0, 0)))
+        wk = v["kernel"][0, 0].astype(np.int64)          # (kh, kw, BLOCK_OUT, BLOCK_IN)
+        out = np.zeros((out_h, out_h, env.BATCH, env.BLOCK_OUT), dtype=np.int64)
+        for a in range(kh):
+            for b in range(kh):
+                out += np.einsum("yxbk,ok->yxbo", padded[a:a + out_h, b:b + out_h], wk[a, b])
+        return (out >> 6).astype(np.int8)[None, None]
+
+    return Case(s, [data, kernel, res], {"data": d, "kernel": k}, "res", oshape, "int8", expect)
+
+
+def conv2d_transpose_macs(stride: int = 2, h: int = 3, kh: int = 3, pad: int = 1) -> int:
+    """How many (output position, kernel tap) pairs read a real (non-inserted) input element."""
+    bpad = kh - 1 - pad
+    dil = (h - 1) * stride + 1
+    out_h = dil + 2 * bpad - kh + 1
+    count = 0
+    for i in range(out_h):
+        for j in range(out_h):
+            for a in range(kh):
+                for b in range(kh):
+                    y, x = i + a - bpad, j + b - bpad
+                    if 0 <= y < dil and 0 <= x < dil and y % stride == 0 and x % stride == 0:
+                        count += 1
+    return count

@@ -121,3 +121,13 @@ def test_acc_8bit_load(cfg_env, tmp_path):
     check(case, out)
     assert f", {cfg_env.dev.MEM_ID_ACC_8BIT});" in mod.get_source()  # the load's memory type
     assert stats["alu_counter"] == 8
+
+
+def test_conv2d_transpose_skips_inserted_zeros(cfg_env, tmp_path):
+    """A stride-2 transposed convolution through conv2d_transpose_gemm: correct results, and only
+    the (position, tap) pairs that read real input elements run a GEMM uop (49 of 225)."""
+    case = schedules.conv2d_transpose(cfg_env, np.random.default_rng(13))
+    out, stats, _ = run_case(case, tmp_path)
+    check(case, out)
+    assert stats["gemm_counter"] == schedules.conv2d_transpose_macs() == 49
+    assert stats["insn_gemm"] == 2  # one reset kernel, one accumulate kernel
