@@ -3,11 +3,13 @@
 The pipeline follows TVM v0.8's ``tvm.lower`` with VTA's passes inserted (reference
 tvm-vta-software.md 2.2). ScheduleOps is :func:`vta.te.lower.schedule_to_buffer_func`; from
 there every step is listed here, one ordered list per phase, every pass a plain object with a
-name: phase 0 on the multi-dimensional (Buffer*) form, then StorageFlatten and Simplify open
-phase 1. TVM passes that are no-ops for TE-derived VTA
-code (InjectPrefetch, TextureFlatten, the TensorIR block passes, BF16Legalize, NarrowDataType,
-VectorizeLoop, InjectDoubleBuffer, LoopPartition, RewriteUnsafeSelect, HoistIfThenElse) are
-left out.
+name: phase 0 on the multi-dimensional (Buffer*) form (empty: InjectConv2DTransposeSkip
+matches the flat form and runs first in phase 1), then StorageFlatten and Simplify open
+phase 1. Two passes are ours: SeparateResetKernels (so that lifting never puts reset and
+accumulate uops in one kernel) and the planning of syncs before CPU code inside CoProcSync.
+TVM passes that are no-ops for TE-derived VTA code (InjectPrefetch, TextureFlatten, the
+TensorIR block passes, BF16Legalize, NarrowDataType, VectorizeLoop, InjectDoubleBuffer,
+LoopPartition, RewriteUnsafeSelect, HoistIfThenElse) are left out.
 """
 
 from __future__ import annotations
