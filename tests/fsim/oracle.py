@@ -26,7 +26,9 @@ class _Rows(dict):
 
     def __missing__(self, idx):
         assert 0 <= idx < self.depth, f"oracle: index {idx} outside a buffer of {self.depth}"
-        return self.zero()
+        row = self.zero()
+        super().__setitem__(idx, row)
+        return row
 
     def __setitem__(self, idx, value):
         assert 0 <= idx < self.depth, f"oracle: index {idx} outside a buffer of {self.depth}"

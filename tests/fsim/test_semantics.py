@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from vta import isa
+from vta.sim.fsim import FunctionalSimulator
 from vta.testing.programs import ProgramBuilder
 
 from .conftest import assert_same_state, run_both
@@ -168,3 +169,39 @@ def test_zero_trip_counts_do_nothing(env, dram, engine):
         dev, _, _ = _compare(env, dram, prog, engine=engine)
     assert dev.sram.acc[0].reshape(-1).tolist() == list(range(16))
     assert dev.stats()["alu_counter"] == 0 and dev.stats()["insn_alu"] == 3
+
+
+@pytest.mark.parametrize("case", ["lined_up", "not_affine", "out_of_range"])
+def test_runs_of_gemms_batched_like_one_by_one(env, dram, engine, monkeypatch, case):
+    """Consecutive GEMMs run as one BLAS product give the oracle's result; runs that do not line
+    up (or would go out of range) fall back to one-by-one execution and its precise errors."""
+    from vta.errors import SRAMIndexError
+    from vta.sim import fsim
+
+    monkeypatch.setattr(fsim, "BATCH_MIN_MACS", 0)
+    batched = []
+    real = fsim.gemm_run
+    monkeypatch.setattr(fsim, "gemm_run", lambda sp, fields: batched.append(real(sp, fields)) or batched[-1])
+    rng = np.random.default_rng(5)
+    uops = [(j, 0, 4 * j) for j in range(4)]
+    if case == "not_affine":
+        uops[2] = (9, 1, 3)
+    if case == "out_of_range":
+        uops = [(j, 0, (env.WGT_BUFF_DEPTH - 8) + 2 * j) for j in range(4)]
+    with ProgramBuilder(env, dram) as prog:
+        inp = prog.buffer(_data(env, rng, isa.MEM_INP, 32))
+        wgt = prog.buffer(_data(env, rng, isa.MEM_WGT, 32))
+        prog.load(isa.MEM_INP, 0, inp, 1, 32)
+        prog.load(isa.MEM_WGT, 0, wgt, 1, 32, push_next_dep=1)
+        prog.uops(uops, sram_base=0, pop_prev_dep=1)
+        for j in range(4):
+            prog.append(isa.GemmInsn(uop_bgn=j, uop_end=j + 1, iter_out=3, iter_in=4, dst_factor_out=4,
+                                     src_factor_out=4, src_factor_in=1, wgt_factor_in=1))
+        prog.finish()
+        if case == "out_of_range":
+            with pytest.raises(SRAMIndexError, match="instruction 6 .*wgt index"):
+                FunctionalSimulator(env, dram, engine=engine).run(*prog.build())
+        else:
+            dev, _, _ = _compare(env, dram, prog, engine=engine)
+            assert dev.stats()["gemm_counter"] == 4 * 12
+    assert batched == [case == "lined_up"]

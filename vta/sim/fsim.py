@@ -35,7 +35,7 @@ from ..errors import DeadlockError, InvalidInstructionError, SimulationError
 from .device import STAT_KEYS, Device
 from . import fsim_jit
 from .fsim_sched import CHANNELS, Flow, schedule
-from .fsim_units import Scratchpads, alu, gemm, load, store
+from .fsim_units import Scratchpads, alu, gemm, gemm_run, load, store
 
 __all__ = ["FunctionalSimulator", "INSN_KEYS", "TOKEN_KEYS"]
 
@@ -43,6 +43,9 @@ __all__ = ["FunctionalSimulator", "INSN_KEYS", "TOKEN_KEYS"]
 INSN_KEYS = ("insn_load", "insn_store", "insn_gemm", "insn_alu", "insn_finish", "insn_nop")
 #: Tokens left in each channel after the last run.
 TOKEN_KEYS = tuple(f"tokens_{c}" for c in CHANNELS)
+#: Runs of consecutive GEMMs doing at least this many multiply-accumulates are executed as one
+#: BLAS product when their micro-ops line up (:func:`vta.sim.fsim_units.gemm_run`).
+BATCH_MIN_MACS = 1 << 20
 _STAGE_NAMES = {isa.STAGE_LOAD: "load", isa.STAGE_COMPUTE: "compute", isa.STAGE_STORE: "store"}
 
 
@@ -200,20 +203,29 @@ class FunctionalSimulator(Device):
         """Run ``order``; the compiled engine (if any) runs what it can, the rest goes one by one
         through the opcode functions. :attr:`_position` counts the instructions done."""
         self._position = 0
+        runs = program.gemm_runs(self.env) if np.array_equal(order, np.arange(order.size)) else None
         if self._jit is not None:
             try:
-                self._jit.run(self, program, order, _count)
+                self._jit.run(self, program, order, _count, runs)
             finally:
                 self._record_trace(program, order)
             return
         try:
-            step = self.step
-            for i in order.tolist():
-                step(program, i)
+            order_list = order.tolist()
+            while self._position < len(order_list):
+                i = order_list[self._position]
+                if runs is not None and runs[i] and self.step_run(program, i, int(runs[i])):
+                    self._position += int(runs[i])
+                    continue
+                self.step(program, i)
                 self._position += 1
         finally:
             _count(self._stats, program, order[:self._position], self.env)
             self._record_trace(program, order)
+
+    def step_run(self, program: "_Program", i: int, length: int) -> bool:
+        """Try to execute the GEMMs ``i .. i+length-1`` as one batch (see :func:`fsim_units.gemm_run`)."""
+        return gemm_run(self.sram, [program.fields(k, "gemm") for k in range(i, i + length)])
 
     def _record_trace(self, program: "_Program", order: np.ndarray) -> None:
         if self.trace_enabled:
@@ -368,6 +380,26 @@ class _Program:
         insn = isa.decode((w0, w1), self.env)
         parts = [f"{k}={v}" for k, v in vars(insn).items() if v and k != "opcode"]
         return f"{self.describe(i)} " + " ".join(parts) if parts else self.describe(i)
+
+    def gemm_runs(self, env: Environment) -> np.ndarray:
+        """Lengths of the runs of GEMMs worth executing as one batch, at each run's first index.
+
+        A run is two or more consecutive non-reset GEMMs with one micro-op each and identical
+        trip counts and factors, doing at least :data:`BATCH_MIN_MACS` multiply-accumulates;
+        0 elsewhere.
+        """
+        g = self.cols.gemm
+        op = self.cols.header["opcode"]
+        ok = (op == isa.OPCODE_GEMM) & (g["reset_reg"] == 0) & (g["uop_end"] - g["uop_bgn"] == 1)
+        same = np.zeros(op.size, dtype=bool)
+        same[1:] = ok[1:] & ok[:-1]
+        for k in ("iter_out", "iter_in", "dst_factor_out", "dst_factor_in", "src_factor_out", "src_factor_in",
+                  "wgt_factor_out", "wgt_factor_in"):
+            same[1:] &= g[k][1:] == g[k][:-1]
+        group = np.cumsum(~same)
+        length = np.bincount(group)[group]
+        macs = length * g["iter_out"] * g["iter_in"] * (env.BATCH * env.BLOCK_IN * env.BLOCK_OUT)
+        return np.where(ok & ~same & (length >= 2) & (macs >= BATCH_MIN_MACS), length, 0)
 
     def validate(self) -> None:
         """Reject invalid opcodes, memory types and ALU opcodes before anything executes.

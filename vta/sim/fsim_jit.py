@@ -117,12 +117,15 @@ class JitEngine:
         tokens[:] = out.tolist()
         return True
 
-    def run(self, sim, program, order: np.ndarray, count_numpy) -> None:
+    def run(self, sim, program, order: np.ndarray, count_numpy, runs=None) -> None:
         """Execute ``order`` on ``sim``; advance ``sim._position`` as instructions complete.
 
         Adds the statistics of everything executed to ``sim``'s counters, using
         ``count_numpy(stats, program, indices, env)`` for the instructions run by the NumPy path.
+        ``runs`` (lengths of GEMM runs to batch, by first index) makes the loop stop at each run
+        so that ``sim.step_run`` can execute it with one BLAS call.
         """
+        stop = np.zeros(order.size, dtype=np.int8) if runs is None else (runs > 0).astype(np.int8)
         words = np.ascontiguousarray(program.words)
         allocs = list(sim.dram.allocations())
         starts = np.array([a for a, _ in allocs] or [0], dtype=np.int64)
@@ -135,14 +138,25 @@ class JitEngine:
         data = sim.dram.data
         try:
             while sim._position < n:
-                pos = self.kernel(order, sim._position, words, self.table, sp.uop_dst, sp.uop_src, sp.uop_wgt,
-                                  sp.inp, sp.wgt, sp.acc, data, data.view(np.int8), data.view(np.int32), starts, ends,
-                                  self.cfg, counts)
-                sim._position = pos
-                if pos < n:  # deferred: the NumPy path executes it (or raises the precise error)
-                    sim.step(program, int(order[pos]))
-                    deferred.append(int(order[pos]))
-                    sim._position += 1
+                i = int(order[sim._position])
+                if stop[i] and sim.step_run(program, i, int(runs[i])):
+                    deferred.extend(range(i, i + int(runs[i])))
+                    sim._position += int(runs[i])
+                    continue
+                if not stop[i]:
+                    sim._position = self.kernel(order, sim._position, words, self.table, sp.uop_dst, sp.uop_src,
+                                                sp.uop_wgt, sp.inp, sp.wgt, sp.acc, data, data.view(np.int8),
+                                                data.view(np.int32), starts, ends, self.cfg, counts, stop)
+                    if sim._position == n:
+                        break
+                    i = int(order[sim._position])
+                    if stop[i]:
+                        continue
+                # deferred (or a run that did not line up): the NumPy path executes it, or raises
+                # the precise error
+                sim.step(program, i)
+                deferred.append(i)
+                sim._position += 1
         finally:
             for key, value in zip(COUNT_KEYS, counts.tolist()):
                 sim._stats[key] += value
@@ -271,11 +285,12 @@ def _as_written_py(words, table, tokens):
 
 
 def _run_stretch(order, pos, words, table, uop_dst, uop_src, uop_wgt, inp, wgt, acc, dram, dram_s8, dram_s32,
-                 starts, ends, cfg, counts):
+                 starts, ends, cfg, counts, stop):
     """Execute ``order[pos:]`` until an instruction must be deferred; return its position.
 
     ``dram``, ``dram_s8`` and ``dram_s32`` are the arena as uint8, int8 and int32. ``counts``
     accumulates the statistics of the executed instructions in the order of :data:`COUNT_KEYS`.
+    The loop also stops before any instruction whose ``stop`` flag is set.
     """
     batch, blk_in, blk_out = cfg[0], cfg[1], cfg[2]
     e_inp, e_wgt, e_acc, e_out, e_acc8 = cfg[3], cfg[4], cfg[5], cfg[6], cfg[7]
@@ -287,6 +302,8 @@ def _run_stretch(order, pos, words, table, uop_dst, uop_src, uop_wgt, inp, wgt, 
     uop_depth, inp_depth, wgt_depth, acc_depth = uop_dst.shape[0], inp.shape[0], wgt.shape[0], acc.shape[0]
     while pos < n:
         i = order[pos]
+        if stop[i] != 0:
+            return pos
         op = _field(words, table, i, _OP)
         if op == 2 or op == 4:  # GEMM / ALU share the loop header
             is_gemm = op == 2

@@ -37,17 +37,18 @@ class LoopNest:
 
     Attributes
     ----------
-    iters : (int, int)
-        ``iter_out`` and ``iter_in``.
+    iters : tuple of int
+        Trip counts from the outermost level in: ``(iter_out, iter_in)`` for one instruction;
+        a fused run of GEMMs (:func:`vta.sim.fsim_units.gemm_run`) adds a level in front.
     bases : dict
         Per role (``"dst"``, ``"src"``, ``"wgt"``), the micro-op index column over the uop range.
     factors : dict
-        Per role, ``(factor_out, factor_in)``.
+        Per role, the index step of each level (``(factor_out, factor_in)``).
     uop_bgn : int
         First micro-op (for messages).
     """
 
-    iters: tuple[int, int]
+    iters: tuple
     bases: dict
     factors: dict
     uop_bgn: int
@@ -69,7 +70,7 @@ class LoopNest:
     @property
     def count(self) -> int:
         """Number of uop-iterations (``iter_out * iter_in * uops``)."""
-        return self.iters[0] * self.iters[1] * self.n_uops
+        return math.prod(self.iters) * self.n_uops
 
     @property
     def empty(self) -> bool:
@@ -89,11 +90,11 @@ class LoopNest:
         SRAMIndexError
             Naming the instruction, the uop, the fields and the largest index reached.
         """
-        o, i = self.iters
+        o, i = self.iters[-2:]
         for role, base in self.bases.items():
-            fo, fi = self.factors[role]
+            fo, fi = self.factors[role][-2:]
             u = int(np.argmax(base))
-            top = int(base[u]) + (o - 1) * fo + (i - 1) * fi
+            top = int(base[u]) + sum((n - 1) * f for n, f in zip(self.iters, self.factors[role]))
             buf, depth = limits[role]
             if top >= depth:
                 raise SRAMIndexError(
@@ -102,10 +103,15 @@ class LoopNest:
                     f"{role}_factor_out={fo}, {role}_factor_in={fi}, iter_out={o}, iter_in={i}); "
                     f"accepted 0..{depth - 1}", index)
 
+    def in_bounds(self, limits: dict) -> bool:
+        """Whether every index of every role is below its depth (``limits``: role -> depth)."""
+        return all(int(base.max()) + sum((n - 1) * f for n, f in zip(self.iters, self.factors[role])) < limits[role]
+                   for role, base in self.bases.items())
+
     def flat(self, role: str, lo: int = 0, hi: int | None = None) -> np.ndarray:
         """Indices of ``role`` for uop-iterations ``lo..hi`` in execution order (i_out, i_in, u)."""
         hi = self.count if hi is None else hi
-        return _positions(self.bases[role], self.iters[1], self.factors[role], lo, hi)
+        return _positions(self.bases[role], self.iters, self.factors[role], lo, hi)
 
     def chunks(self, size: int = 1 << 20) -> Iterator[tuple[int, int]]:
         """``(lo, hi)`` ranges of at most ``size`` uop-iterations covering the nest in order."""
@@ -114,10 +120,10 @@ class LoopNest:
 
     def unique_rows(self, role: str) -> np.ndarray:
         """The distinct indices of ``role`` (loop levels that do not move it are dropped first)."""
-        o, i = self.iters
-        fo, fi = self.factors[role]
-        grid = (self.bases[role][None, None, :] + (np.arange(o if fo else 1) * fo)[:, None, None]
-                + (np.arange(i if fi else 1) * fi)[None, :, None])
+        grid = self.bases[role]
+        for n, f in zip(self.iters, self.factors[role]):
+            if f:
+                grid = (grid[None, :] + (np.arange(n) * f)[:, None]).reshape(-1)
         return np.unique(grid)
 
     # -------------------------------------------------------------- GEMM
@@ -128,7 +134,7 @@ class LoopNest:
         The contributions of all chunks add up (modulo 2^32) to what the sequential loop would
         add to the accumulator; every float sum stays below 2^53 so it is exact.
         """
-        reps = self.iters[0] * self.iters[1]
+        reps = math.prod(self.iters)
         if self.n_uops == 1 or reps >= _MIN_REPEAT * self.n_uops:
             for u in range(self.n_uops):
                 done = self._affine(u, inp, wgt, max_product)
@@ -221,15 +227,13 @@ class LoopNest:
     def _gather(self, inp, wgt, start_uop: int) -> Iterator[tuple[np.ndarray, np.ndarray, bool]]:
         """Generic path: gather the rows of each uop-iteration and multiply them in batches."""
         axes, mult = self._axes()
-        ext = [a[0] for a in axes] + [1] * (2 - len(axes))
-        inner = ext[1]
-        n = ext[0] * ext[1] * (self.n_uops - start_uop)
+        ext = [a[0] for a in axes]
+        n = math.prod(ext) * (self.n_uops - start_uop)
         for lo in range(0, n, _CHUNK):
             hi = min(n, lo + _CHUNK)
             idx = {}
             for r in ("dst", "src", "wgt"):
-                f = [a[1][r] for a in axes] + [0] * (2 - len(axes))
-                idx[r] = _positions(self.bases[r][start_uop:], inner, f, lo, hi)
+                idx[r] = _positions(self.bases[r][start_uop:], ext, [a[1][r] for a in axes], lo, hi)
             d = idx["dst"]
             x = inp[idx["src"]].astype(np.float64)
             w = wgt[idx["wgt"]].astype(np.float64)
@@ -239,13 +243,16 @@ class LoopNest:
             yield d, contrib, False
 
 
-def _positions(base: np.ndarray, inner: int, factors, lo: int, hi: int) -> np.ndarray:
-    """Indices ``base[u] + i_out*factors[0] + i_in*factors[1]`` of flat positions ``lo..hi`` of
-    the order (i_out, i_in, u), where ``inner`` is the i_in trip count."""
+def _positions(base: np.ndarray, extents, factors, lo: int, hi: int) -> np.ndarray:
+    """Indices ``base[u] + sum_k i_k*factors[k]`` at flat positions ``lo..hi`` of the loop order
+    (levels outermost first, the micro-op innermost); ``extents`` are the trip counts."""
     pos = np.arange(lo, hi, dtype=np.int64)
     rest, u = np.divmod(pos, base.size)
-    i_out, i_in = np.divmod(rest, inner)
-    return base[u] + i_out * factors[0] + i_in * factors[1]
+    out = base[u]
+    for n, f in zip(reversed(list(extents)), reversed(list(factors))):
+        rest, i = np.divmod(rest, n)
+        out = out + i * f
+    return out
 
 
 def _grid_injective(extents: list[int], factors: list[int]) -> bool:

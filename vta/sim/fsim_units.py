@@ -31,7 +31,7 @@ from ..env import Environment
 from ..errors import DRAMAccessError, InvalidInstructionError, SRAMIndexError
 from .fsim_loops import LoopNest, alu_segments
 
-__all__ = ["Scratchpads", "load", "store", "gemm", "alu"]
+__all__ = ["Scratchpads", "load", "store", "gemm", "gemm_run", "alu"]
 
 
 # ------------------------------------------------------------------------------ element packing
@@ -257,6 +257,12 @@ def gemm(sp: Scratchpads, index: int, f: dict) -> int:
     if reset:  # a reset reads neither inp nor wgt
         sp.acc[nest.unique_rows("dst")] = 0
         return nest.count
+    _accumulate(sp, nest)
+    return nest.count
+
+
+def _accumulate(sp: Scratchpads, nest: LoopNest) -> None:
+    """Add the products of a (bounds-checked) GEMM nest to the accumulator, wrapping."""
     acc2 = sp.acc.reshape(sp.acc.shape[0], -1)
     width = sp.env.ACC_WIDTH
     for rows, contrib, unique in nest.gemm_contributions(sp.inp, sp.wgt, sp.max_product):
@@ -267,7 +273,41 @@ def gemm(sp: Scratchpads, index: int, f: dict) -> int:
             starts = np.flatnonzero(np.r_[True, rows[1:] != rows[:-1]])
             rows, lanes = rows[starts], np.add.reduceat(lanes, starts, axis=0)
         acc2[rows] = wrap_acc(acc2[rows].astype(np.int64) + lanes, width)
-    return nest.count
+
+
+def gemm_run(sp: Scratchpads, fields: list[dict]) -> bool:
+    """Execute consecutive GEMMs as one batched product, if their micro-ops line up.
+
+    ``fields`` are non-reset GEMMs with one micro-op each and identical trip counts and
+    factors. When the micro-op indices step by a constant from one instruction to the next,
+    the run is one loop nest with an extra outer level (the instruction), and one BLAS call
+    does the work of all of them. GEMMs only add to the accumulator, so running them together
+    gives the sequential result.
+
+    Returns
+    -------
+    bool
+        False (having changed nothing) when the run does not line up or some index is out of
+        range; the caller then executes the instructions one by one, which raises any error.
+    """
+    depth = sp.uop_dst.shape[0]
+    bgn = np.array([f["uop_bgn"] for f in fields], dtype=np.int64)
+    if bgn.max() >= depth:
+        return False
+    f0 = fields[0]
+    bases, factors = {}, {}
+    for role, col in (("dst", sp.uop_dst), ("src", sp.uop_src), ("wgt", sp.uop_wgt)):
+        v = col[bgn]
+        step = int(v[1] - v[0])
+        if step < 0 or np.any(v != v[0] + step * np.arange(v.size)):
+            return False
+        bases[role] = v[:1]
+        factors[role] = (step, f0[f"{role}_factor_out"], f0[f"{role}_factor_in"])
+    nest = LoopNest((len(fields), f0["iter_out"], f0["iter_in"]), bases, factors, int(bgn[0]))
+    if not nest.in_bounds({"dst": sp.acc.shape[0], "src": sp.inp.shape[0], "wgt": sp.wgt.shape[0]}):
+        return False
+    _accumulate(sp, nest)
+    return True
 
 
 # ------------------------------------------------------------------------------ ALU
