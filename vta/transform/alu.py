@@ -9,9 +9,10 @@ merge), keeping the pragma inside; ``pragma_skip_alu`` (mock environments) becom
 *InjectALUIntrin* (phase 2, after SRAM allocation) turns the loop nest under ``pragma_alu``
 into ``VTAUopLoopBegin``/``tir.vta.uop_push``/``VTAUopLoopEnd``. The stored value fixes the
 opcode (``+`` ADD, ``- k`` ADD -k, ``*`` MUL, ``min``/``max``, ``>> k`` SHR k, ``<< k`` SHR -k, a plain copy
-SHR 0). One operand must be the destination itself (same buffer, same index: the ALU computes
-``acc[dst] = op(acc[dst], src or imm)``); the other is an immediate or the source tile. The
-lane loop(s) are dropped, indices divided by the tile size, and adjacent loops merged when
+SHR 0). The ALU computes ``acc[dst] = op(acc[dst], src or imm)``: when an operand is the
+destination tile itself (SRAM allocation made the stage in place) one instruction does it;
+otherwise the first operand is copied into the destination first (MUL by 0, then ADD it: two
+more instructions, each kernel in its own uop scope). The lane loop(s) are dropped, indices divided by the tile size, and adjacent loops merged when
 they walk memory contiguously; at most two loops may remain (the ALU has two hardware loops).
 """
 
@@ -21,7 +22,7 @@ from ..env import Environment
 from ..errors import ScheduleError
 from ..tir import nodes as n
 from ..tir.arith import as_const_int, detect_linear_equation
-from ..tir.functor import StmtExprMutator, stmt_map
+from ..tir.functor import StmtExprMutator, post_order_visit, stmt_map
 from ._util import Pass, call_extern, coproc_scope, find_coproc_axis, uop_push
 
 __all__ = ["annotate_alu_coproc_scope", "inject_alu_intrin"]
@@ -90,12 +91,27 @@ class _ALU(StmtExprMutator):
         self.env = env
 
     def visit_AttrStmt(self, op: n.AttrStmt):
-        if op.attr_key != "pragma_alu":
+        if op.attr_key == "coproc_uop_scope" and isinstance(op.value, n.StringImm) and op.value.value == "VTAPushALUOp":
+            pragmas: list[n.AttrStmt] = []
+            post_order_visit(op.body, lambda x: pragmas.append(x) if isinstance(x, n.AttrStmt)
+                             and x.attr_key == "pragma_alu" else None)
+            if len(pragmas) == 1:
+                kernels = self._kernels(pragmas[0])
+                # One kernel per ALU instruction: each gets its own scope (and scope value).
+                scopes = [n.AttrStmt(op.node, op.attr_key, op.value if k == 0 else n.StringImm("VTAPushALUOp"),
+                                     _replace(op.body, pragmas[0], kern)) for k, kern in enumerate(kernels)]
+                return n.seq(*scopes)
             return self.generic_visit(op)
-        return self._inject(op)
+        if op.attr_key == "pragma_alu":
+            kernels = self._kernels(op)
+            if len(kernels) != 1:
+                raise ScheduleError("an alu stage outside an ALU uop scope must be a single in-place operation")
+            return kernels[0]
+        return self.generic_visit(op)
 
-    def _inject(self, op: n.AttrStmt) -> n.Stmt:
-        env = self.env
+    def _kernels(self, op: n.AttrStmt) -> list[n.Stmt]:
+        """The ALU kernels computing the stage: one when it works in place, else a copy first."""
+        env, dev = self.env, self.env.dev
         axis_name = getattr(getattr(op.node, "var", op.node), "name", repr(op.node))
         body, loops = op.body, []
         while isinstance(body, n.For):
@@ -126,40 +142,44 @@ class _ALU(StmtExprMutator):
                 out.append(xi)
             return out, c[-1]
 
-        dst = coefs(body.index, "destination")
-        use_imm, imm = 0, 0
-        rc, lc = as_const_int(rhs), as_const_int(lhs)
-        if rc is not None or (lc is not None and opcode != env.dev.ALU_OPCODE_SHR):
-            imm, operand = (rc, lhs) if rc is not None else (lc, rhs)
-            use_imm = 1
+        def tile(operand, side):
             if not isinstance(operand, n.Load) or operand.buffer_var is not body.buffer_var:
-                raise ScheduleError(f"{what}: the non-constant operand must read the destination buffer in place, got {operand!r}")
-            src = coefs(operand.index, "source")
-            if not _same(src, dst):
                 raise ScheduleError(
-                    f"{what}: an ALU operation with an immediate works in place, but the operand {operand.buffer_var.name}"
-                    f"[{operand.index!r}] is not the destination [{body.index!r}]; the input tile must be dead after this stage"
+                    f"{what}: the {side} must be an accumulator tile of the same on-chip buffer (after SRAM "
+                    f"allocation every acc buffer is one buffer) or a constant, got {operand!r}"
                 )
+            return coefs(operand.index, side)
+
+        def emit(code, src, use_imm=0, imm=0):
+            return self._emit(what, loops, extents, dst, src, code, use_imm, imm)
+
+        def copy_from(src):
+            # acc[dst] = acc[dst] * 0, then acc[dst] += acc[src]: a copy with two ALU instructions.
+            return [emit(dev.ALU_OPCODE_MUL, dst, 1, 0), emit(dev.ALU_OPCODE_ADD, src)]
+
+        dst = coefs(body.index, "destination")
+        rc, lc = as_const_int(rhs), as_const_int(lhs)
+        if rc is not None or (lc is not None and opcode != dev.ALU_OPCODE_SHR):
+            imm, operand = (rc, lhs) if rc is not None else (lc, rhs)
             if not -(1 << 15) <= imm < (1 << 15):
                 raise ScheduleError(f"{what}: immediate {imm} does not fit the signed 16-bit ALU field")
-        else:
-            for operand in (lhs, rhs):
-                if not isinstance(operand, n.Load) or operand.buffer_var is not body.buffer_var:
-                    raise ScheduleError(
-                        f"{what}: both operands must be accumulator tiles of the same on-chip buffer, got {operand!r}; "
-                        "(after SRAM allocation every acc buffer is one buffer)"
-                    )
-            lcoef, rcoef = coefs(lhs.index, "left operand"), coefs(rhs.index, "right operand")
-            if _same(lcoef, dst):
-                src = rcoef
-            elif _same(rcoef, dst):
-                src = lcoef
-            else:
-                raise ScheduleError(
-                    f"{what}: neither operand is the destination tile (the ALU computes acc[dst] = op(acc[dst], acc[src])); "
-                    "the first operand's buffer must die at this stage so it can be overwritten in place"
-                )
-        return self._emit(what, loops, extents, dst, src, opcode, use_imm, imm)
+            src = tile(operand, "non-constant operand")
+            if _same(src, dst):
+                return [emit(opcode, dst, 1, imm)]
+            # The input tile lives on after this stage: copy it, then operate in place.
+            tail = [] if (opcode == dev.ALU_OPCODE_SHR and imm == 0) else [emit(opcode, dst, 1, imm)]
+            return copy_from(src) + tail
+        lcoef, rcoef = tile(lhs, "left operand"), tile(rhs, "right operand")
+        if _same(lcoef, dst):
+            return [emit(opcode, rcoef)]
+        if _same(rcoef, dst) and opcode != dev.ALU_OPCODE_SHR:  # every other ALU operation commutes
+            return [emit(opcode, lcoef)]
+        if _same(rcoef, dst):
+            raise ScheduleError(
+                f"{what}: the shift amount tile is overwritten by the result; compute the shift in a stage "
+                "whose shifted operand (not the amount) dies here"
+            )
+        return copy_from(lcoef) + [emit(opcode, rcoef)]
 
     def _emit(self, what, loops, extents, dst, src, opcode, use_imm, imm) -> n.Stmt:
         env = self.env
@@ -224,3 +244,13 @@ def inject_alu_intrin(env: Environment) -> Pass:
         (when run) If an ALU stage is not an in-place elementwise operation VTA can execute.
     """
     return Pass("InjectALUIntrin", lambda f: f.with_body(_ALU(env).visit(f.body)))
+
+
+def _replace(stmt: n.Stmt, old: n.Stmt, new: n.Stmt) -> n.Stmt:
+    """``stmt`` with the statement object ``old`` replaced by ``new``."""
+
+    class _R(StmtExprMutator):
+        def visit(self, node):
+            return new if node is old else super().visit(node)
+
+    return _R().visit(stmt)

@@ -148,8 +148,18 @@ def test_inject_alu_errors(env):
     _, sub = _alu_stage(lambda b, i, j: n.Load("int32", b, i * 16 + j) - n.Load("int32", b, i * 16 + j + 128))
     with pytest.raises(ScheduleError, match="no subtraction"):
         inject_alu_intrin(env)(func(sub))
+
+
+def test_inject_alu_copies_a_live_input_first(env):
+    """acc[dst] = acc[src] >> 1 with src still live: MUL dst by 0, ADD src, then SHR in place."""
     _, moved = _alu_stage(lambda b, i, j: n.Load("int32", b, i * 16 + j + 128) >> 1)
-    with pytest.raises(ScheduleError, match="works in place"):
+    scoped = annotate_alu_coproc_scope(env)(func(moved))
+    out = inject_alu_intrin(env)(scoped).body
+    pushes = [ints(c) for c in calls(out, "tir.vta.uop_push")]
+    assert pushes == [[1, 0, 0, 0, 0, env.dev.ALU_OPCODE_MUL, 1, 0], [1, 0, 0, 8, 0, env.dev.ALU_OPCODE_ADD, 0, 0],
+                      [1, 0, 0, 0, 0, env.dev.ALU_OPCODE_SHR, 1, 1]]
+    assert sequence(out).count("coproc_uop_scope=VTAPushALUOp") == 3
+    with pytest.raises(ScheduleError, match="single in-place operation"):
         inject_alu_intrin(env)(func(moved))
 
 

@@ -412,3 +412,19 @@ def conv2d_transpose_macs(stride: int = 2, h: int = 3, kh: int = 3, pad: int = 1
                     if 0 <= y < dil and 0 <= x < dil and y % stride == 0 and x % stride == 0:
                         count += 1
     return count
+
+
+def residual(env, rng) -> Case:
+    """y = max(x, 0) + x: the first ALU stage cannot overwrite x (still needed), so the compiler
+    copies it first; the second adds the two tiles."""
+    shape = (2, 4, env.BATCH, env.BLOCK_OUT)
+    x = te.placeholder(shape, name="x", dtype=env.acc_dtype)
+    x_buf = _copy(x, "x_buf")
+    r_buf = te.compute(shape, lambda *i: te.max(x_buf(*i), 0), "r_buf")
+    y_buf = te.compute(shape, lambda *i: r_buf(*i) + x_buf(*i), "y_buf")
+    y = te.compute(shape, lambda *i: y_buf(*i).astype(env.inp_dtype), "y")
+    s = te.create_schedule(y.op)
+    s[x_buf].pragma(s[x_buf].op.axis[0], env.dma_copy)
+    _alu_pipeline(env, s, [x_buf, r_buf, y_buf], [r_buf, y_buf], y)
+    data = rng.integers(-60, 60, size=shape).astype(np.int32)
+    return Case(s, [x, y], {"x": data}, "y", shape, "int8", lambda d: (np.maximum(d["x"], 0) + d["x"]).astype(np.int8))

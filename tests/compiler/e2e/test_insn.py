@@ -131,3 +131,11 @@ def test_conv2d_transpose_skips_inserted_zeros(cfg_env, tmp_path):
     check(case, out)
     assert stats["gemm_counter"] == schedules.conv2d_transpose_macs() == 49
     assert stats["insn_gemm"] == 2  # one reset kernel, one accumulate kernel
+
+
+def test_residual_keeps_a_live_input(cfg_env, tmp_path):
+    """An ALU stage whose input is still needed later: copy (MUL 0, ADD), MAX in place, then ADD."""
+    case = schedules.residual(cfg_env, np.random.default_rng(14))
+    out, stats, _ = run_case(case, tmp_path)
+    check(case, out)
+    assert stats["insn_alu"] == 4 and stats["alu_counter"] == 4 * 8
