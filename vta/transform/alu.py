@@ -8,7 +8,7 @@ merge), keeping the pragma inside; ``pragma_skip_alu`` (mock environments) becom
 
 *InjectALUIntrin* (phase 2, after SRAM allocation) turns the loop nest under ``pragma_alu``
 into ``VTAUopLoopBegin``/``tir.vta.uop_push``/``VTAUopLoopEnd``. The stored value fixes the
-opcode (``+`` ADD, ``- k`` ADD -k, ``*`` MUL, ``min``/``max``, ``>> k`` SHR k, ``<< k`` SHR -k, a plain copy
+opcode (``+`` ADD, ``- k`` ADD -k, ``a - b`` MUL -1 and ADD, ``*`` MUL, ``min``/``max``, ``>> k`` SHR k, ``<< k`` SHR -k, a plain copy
 SHR 0). The ALU computes ``acc[dst] = op(acc[dst], src or imm)``: when an operand is the
 destination tile itself (SRAM allocation made the stage in place) one instruction does it;
 otherwise the first operand is copied into the destination first (MUL by 0, then ADD it: two
@@ -62,10 +62,7 @@ def _opcode(env: Environment, value: n.PrimExpr, what: str):
         # x - k is x + (-k): the ALU adds the negated immediate.
         return dev.ALU_OPCODE_ADD, value.a, n.IntImm(-as_const_int(value.b))
     if isinstance(value, n.Sub):
-        raise ScheduleError(
-            f"{what}: VTA's ALU has no subtraction of tensors (only of a constant, as an ADD of its negation); "
-            "compute the negated operand in its own stage (e.g. multiply by -1) and add it"
-        )
+        return None, value.a, value.b  # two tiles: lowered with MUL -1 and ADD
     if isinstance(value, n.Call) and value.op == "tir.shift_right":
         return dev.ALU_OPCODE_SHR, value.args[0], value.args[1]
     if isinstance(value, n.Call) and value.op == "tir.shift_left":
@@ -158,6 +155,14 @@ class _ALU(StmtExprMutator):
             return [emit(dev.ALU_OPCODE_MUL, dst, 1, 0), emit(dev.ALU_OPCODE_ADD, src)]
 
         dst = coefs(body.index, "destination")
+        if opcode is None:  # a - b of two tiles: negate b (MUL -1) and add a
+            lcoef, rcoef = tile(lhs, "left operand"), tile(rhs, "right operand")
+            neg = emit(dev.ALU_OPCODE_MUL, dst, 1, -1)
+            if _same(rcoef, dst):
+                return [neg, emit(dev.ALU_OPCODE_ADD, lcoef)]
+            if _same(lcoef, dst):  # -(-a + b)
+                return [neg, emit(dev.ALU_OPCODE_ADD, rcoef), emit(dev.ALU_OPCODE_MUL, dst, 1, -1)]
+            return copy_from(rcoef) + [neg, emit(dev.ALU_OPCODE_ADD, lcoef)]
         rc, lc = as_const_int(rhs), as_const_int(lhs)
         if rc is not None or (lc is not None and opcode != dev.ALU_OPCODE_SHR):
             imm, operand = (rc, lhs) if rc is not None else (lc, rhs)

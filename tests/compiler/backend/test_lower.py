@@ -98,8 +98,8 @@ def _elementwise(env, fn, pragma_stage_dma=False):
 
 
 def test_clear_errors(env):
-    s, args = _elementwise(env, lambda x, y: x - y)
-    with pytest.raises(ScheduleError, match=r"alu stage writing .* no subtraction"):
+    s, args = _elementwise(env, lambda x, y: x // y)
+    with pytest.raises(ScheduleError, match=r"alu stage writing .* FloorDiv is not an ALU operation"):
         lower(s, args)
     s, args = _elementwise(env, lambda x, y: x + y, pragma_stage_dma=True)
     with pytest.raises(ScheduleError, match=r"dma_copy of buffer .* at axis .*: the stored value must be a load"):

@@ -144,10 +144,21 @@ def test_inject_alu(env, make, opcode, use_imm, imm, src):
     assert ints(push) == [1, 0, 0, src, 0, opcode, use_imm, imm]
 
 
-def test_inject_alu_errors(env):
+def test_inject_alu_subtract_tiles(env):
+    """a - b: negate b in place (MUL -1) and add a; with a in place, -(-a + b)."""
+    _, sub = _alu_stage(lambda b, i, j: n.Load("int32", b, i * 16 + j + 128) - n.Load("int32", b, i * 16 + j))
+    out = inject_alu_intrin(env)(annotate_alu_coproc_scope(env)(func(sub))).body
+    mul, add = env.dev.ALU_OPCODE_MUL, env.dev.ALU_OPCODE_ADD
+    assert [ints(c) for c in calls(out, "tir.vta.uop_push")] == [[1, 0, 0, 0, 0, mul, 1, -1], [1, 0, 0, 8, 0, add, 0, 0]]
     _, sub = _alu_stage(lambda b, i, j: n.Load("int32", b, i * 16 + j) - n.Load("int32", b, i * 16 + j + 128))
-    with pytest.raises(ScheduleError, match="no subtraction"):
-        inject_alu_intrin(env)(func(sub))
+    out = inject_alu_intrin(env)(annotate_alu_coproc_scope(env)(func(sub))).body
+    assert [ints(c)[5:] for c in calls(out, "tir.vta.uop_push")] == [[mul, 1, -1], [add, 0, 0], [mul, 1, -1]]
+
+
+def test_inject_alu_errors(env):
+    _, const = _alu_stage(lambda b, i, j: n.IntImm(3))
+    with pytest.raises(ScheduleError, match="stores the constant 3"):
+        inject_alu_intrin(env)(func(const))
 
 
 def test_inject_alu_copies_a_live_input_first(env):

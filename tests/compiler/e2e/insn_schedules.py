@@ -146,8 +146,9 @@ ALU_OPS = {
     "add_imm": (True, lambda a, b, k: a + k, lambda a, b, k: a + k),
     "add": (False, lambda a, b, k: a + b, lambda a, b, k: a + b),
     "shr_imm": (True, lambda a, b, k: np.right_shift(a, k), lambda a, b, k: a >> k),
-    # Not upstream: subtracting a constant lowers to ADD of its negation.
+    # Not upstream: subtraction (of a constant: ADD of its negation; of a tile: MUL -1, ADD).
     "sub_imm": (True, lambda a, b, k: a - k, lambda a, b, k: a - k),
+    "sub": (False, lambda a, b, k: a - b, lambda a, b, k: a - b),
 }
 
 
