@@ -8,7 +8,7 @@ merge), keeping the pragma inside; ``pragma_skip_alu`` (mock environments) becom
 
 *InjectALUIntrin* (phase 2, after SRAM allocation) turns the loop nest under ``pragma_alu``
 into ``VTAUopLoopBegin``/``tir.vta.uop_push``/``VTAUopLoopEnd``. The stored value fixes the
-opcode (``+`` ADD, ``- k`` ADD -k, ``a - b`` MUL -1 and ADD, ``*`` MUL, ``min``/``max``, ``>> k`` SHR k, ``<< k`` SHR -k, a plain copy
+opcode (a constant: MUL 0 then ADD c; ``+`` ADD, ``- k`` ADD -k, ``a - b`` MUL -1 and ADD, ``*`` MUL, ``min``/``max``, ``>> k`` SHR k, ``<< k`` SHR -k, a plain copy
 SHR 0). The ALU computes ``acc[dst] = op(acc[dst], src or imm)``: when an operand is the
 destination tile itself (SRAM allocation made the stage in place) one instruction does it;
 otherwise the first operand is copied into the destination first (MUL by 0, then ADD it: two
@@ -51,10 +51,21 @@ _BINARY = {n.Add: "ADD", n.Mul: "MUL", n.Min: "MIN", n.Max: "MAX"}
 
 
 def _opcode(env: Environment, value: n.PrimExpr, what: str):
-    """(opcode, lhs, rhs) of an ALU stage's stored value."""
+    """(opcode, lhs, rhs) of an ALU stage's stored value.
+
+    The opcode is an ALU opcode, ``"const"`` for a constant value (``lhs``), or ``None`` for the
+    subtraction of two tiles (lowered with several instructions).
+
+    Raises
+    ------
+    ScheduleError
+        If the value is no ALU operation (e.g. a division).
+    """
     dev = env.dev
     if isinstance(value, n.Cast) and isinstance(value.value, n.Load) and value.dtype == value.value.dtype:
         value = value.value
+    if as_const_int(value) is not None:  # e.g. x - x or x * 0 after constant folding
+        return "const", value, None
     for cls, name in _BINARY.items():
         if type(value) is cls:
             return getattr(dev, f"ALU_OPCODE_{name}"), value.a, value.b
@@ -72,11 +83,6 @@ def _opcode(env: Environment, value: n.PrimExpr, what: str):
         return dev.ALU_OPCODE_SHR, value.args[0], n.IntImm(-k)
     if isinstance(value, n.Load):
         return dev.ALU_OPCODE_SHR, value, n.IntImm(0)
-    if as_const_int(value) is not None:
-        raise ScheduleError(
-            f"{what}: the stage stores the constant {as_const_int(value)} (its expression folded to a constant, "
-            "e.g. x * 0); an ALU operation needs an accumulator operand, so compute constants outside VTA"
-        )
     raise ScheduleError(
         f"{what}: the value {type(value).__name__} is not an ALU operation; accepted: +, *, min, max, >>, << "
         "or a copy, with operands in the accumulator buffer or constant"
@@ -155,6 +161,11 @@ class _ALU(StmtExprMutator):
             return [emit(dev.ALU_OPCODE_MUL, dst, 1, 0), emit(dev.ALU_OPCODE_ADD, src)]
 
         dst = coefs(body.index, "destination")
+        if opcode == "const":  # fill: anything * 0, then + c
+            c = as_const_int(lhs)
+            if not -(1 << 15) <= c < (1 << 15):
+                raise ScheduleError(f"{what}: the constant {c} does not fit the signed 16-bit ALU immediate")
+            return [emit(dev.ALU_OPCODE_MUL, dst, 1, 0)] + ([emit(dev.ALU_OPCODE_ADD, dst, 1, c)] if c else [])
         if opcode is None:  # a - b of two tiles: negate b (MUL -1) and add a
             lcoef, rcoef = tile(lhs, "left operand"), tile(rhs, "right operand")
             neg = emit(dev.ALU_OPCODE_MUL, dst, 1, -1)

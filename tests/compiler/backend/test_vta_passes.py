@@ -155,10 +155,13 @@ def test_inject_alu_subtract_tiles(env):
     assert [ints(c)[5:] for c in calls(out, "tir.vta.uop_push")] == [[mul, 1, -1], [add, 0, 0], [mul, 1, -1]]
 
 
-def test_inject_alu_errors(env):
+def test_inject_alu_constant_fill(env):
     _, const = _alu_stage(lambda b, i, j: n.IntImm(3))
-    with pytest.raises(ScheduleError, match="stores the constant 3"):
-        inject_alu_intrin(env)(func(const))
+    out = inject_alu_intrin(env)(annotate_alu_coproc_scope(env)(func(const))).body
+    assert [ints(c)[5:] for c in calls(out, "tir.vta.uop_push")] == [[env.dev.ALU_OPCODE_MUL, 1, 0], [env.dev.ALU_OPCODE_ADD, 1, 3]]
+    _, big = _alu_stage(lambda b, i, j: n.IntImm(1 << 20))
+    with pytest.raises(ScheduleError, match="does not fit the signed 16-bit ALU immediate"):
+        inject_alu_intrin(env)(annotate_alu_coproc_scope(env)(func(big)))
 
 
 def test_inject_alu_copies_a_live_input_first(env):
