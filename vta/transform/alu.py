@@ -13,7 +13,8 @@ SHR 0). The ALU computes ``acc[dst] = op(acc[dst], src or imm)``: when an operan
 destination tile itself (SRAM allocation made the stage in place) one instruction does it;
 otherwise the first operand is copied into the destination first (MUL by 0, then ADD it: two
 more instructions, each kernel in its own uop scope). The lane loop(s) are dropped, indices divided by the tile size, and adjacent loops merged when
-they walk memory contiguously; at most two loops may remain (the ALU has two hardware loops).
+they walk memory contiguously; the two innermost become the ALU's hardware loops and any outer
+ones host loops that record one uop per iteration.
 """
 
 from __future__ import annotations
@@ -225,14 +226,21 @@ class _ALU(StmtExprMutator):
             else:
                 merged.append([e, d, s])
         merged.reverse()
-        if len(merged) > 2:
-            raise ScheduleError(
-                f"{what}: the stage needs {len(merged)} nested loops {merged!r} (extent, dst, src), but the ALU has 2 "
-                "hardware loops; move the alu pragma to an inner axis"
-            )
-        stmts = [n.Evaluate(call_extern("int32", "VTAUopLoopBegin", e, d, s, 0)) for e, d, s in merged]
-        stmts.append(uop_push(1, 0, dst_idx, src_idx, 0, opcode, use_imm, imm))
-        stmts += [n.Evaluate(call_extern("int32", "VTAUopLoopEnd")) for _ in merged]
+        # The two innermost loops become hardware loops; any outer ones stay host loops inside the
+        # kernel-recording function, each iteration recording one more uop.
+        hw, host = merged[-2:], merged[:-2]
+        push: n.Stmt = uop_push(1, 0, dst_idx, src_idx, 0, opcode, use_imm, imm)
+        if host:
+            hvars = [n.Var(f"alu_h{k}") for k in range(len(host))]
+            d_idx, s_idx = dst_idx, src_idx
+            for v, (_, d, s_) in zip(hvars, host):
+                d_idx, s_idx = d_idx + v * d, s_idx + v * s_
+            push = uop_push(1, 0, d_idx, s_idx, 0, opcode, use_imm, imm)
+            for v, (e, _, _) in reversed(list(zip(hvars, host))):
+                push = n.For(v, n.IntImm(0), n.IntImm(e), n.ForKind.SERIAL, push)
+        stmts = [n.Evaluate(call_extern("int32", "VTAUopLoopBegin", e, d, s_, 0)) for e, d, s_ in hw]
+        stmts.append(push)
+        stmts += [n.Evaluate(call_extern("int32", "VTAUopLoopEnd")) for _ in hw]
         return n.seq(*stmts)
 
 

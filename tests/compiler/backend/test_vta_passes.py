@@ -327,3 +327,18 @@ def test_inject_alu_subtract_constant(env):
     _, body = _alu_stage(lambda b, i, j: n.Sub(n.Load("int32", b, i * 16 + j), n.IntImm(5)))
     (push,) = calls(inject_alu_intrin(env)(func(body)).body, "tir.vta.uop_push")
     assert ints(push) == [1, 0, 0, 0, 0, env.dev.ALU_OPCODE_ADD, 1, -5]
+
+
+def test_inject_alu_three_loops(env):
+    """Three loops that cannot merge: two hardware loops, the outer one a host loop of uops."""
+    buf = n.Var("acc", "handle")
+    a, b, c, j = n.Var("a"), n.Var("b"), n.Var("c"), n.Var("j")
+    idx = a * 1024 + b * 128 + c * 16 + j        # (2, 3, 4) tiles with gaps between rows and planes
+    nest = loop(a, 2, loop(b, 3, loop(c, 4, loop(j, 16, n.Store(buf, n.Load("int32", buf, idx) >> 1, idx)))))
+    body = alloc(buf, "int32", 4096, ACC, n.AttrStmt(a, "pragma_alu", n.IntImm(1), nest))
+    out = inject_alu_intrin(env)(annotate_alu_coproc_scope(env)(func(body))).body
+    assert [ints(c_) for c_ in calls(out, "VTAUopLoopBegin")] == [[3, 8, 8, 0], [4, 1, 1, 0]]
+    host = [s for s in sequence(out) if s.startswith("for ")]
+    assert host == ["for alu_h0"]
+    (push,) = calls(out, "tir.vta.uop_push")
+    assert ints(push)[5:] == [env.dev.ALU_OPCODE_SHR, 1, 1]
