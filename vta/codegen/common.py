@@ -23,10 +23,14 @@ def ctype(dtype: str) -> str:
         return "void*"
     if dtype == "bool":
         return "int32_t"
-    if dtype.startswith("uint"):
-        return f"uint{dtype[4:]}_t"
-    if dtype.startswith("int"):
-        return f"int{dtype[3:]}_t"
+    for prefix in ("uint", "int"):
+        if dtype.startswith(prefix):
+            if dtype[len(prefix):] not in ("8", "16", "32", "64"):
+                raise CodegenError(
+                    f"host code cannot compute on {dtype!r} values (C has no such type); keep sub-byte data "
+                    "on VTA (dma_copy/alu/tensorize) or use 8, 16, 32 or 64-bit integers on the CPU"
+                )
+            return f"{prefix}{dtype[len(prefix):]}_t"
     if dtype == "float32":
         return "float"
     if dtype == "float64":

@@ -82,8 +82,14 @@ def _unfolded(dims: list[tuple[int, int]], elem_block: int, what: str) -> list[t
 
 
 def two_d_pattern(dims: list[tuple[int, int]], offset: n.PrimExpr, elem_block: int, allow_fold: bool,
-                  what: str) -> tuple[int, int, int, n.PrimExpr]:
-    """``(x_size, y_size, x_stride, tile_offset)`` of a DRAM access (all in tiles).
+                  what: str) -> tuple[int, int, int, n.PrimExpr, list[tuple[int, int, int]]]:
+    """``(x_size, y_size, x_stride, tile_offset, host)`` of a DRAM access (all in tiles).
+
+    The two innermost dimensions of tiles (after folding contiguous ones) become the 2-D
+    transfer: ``x_size`` contiguous tiles per row (1 when the innermost dimension is strided),
+    ``y_size`` rows ``x_stride`` tiles apart. Further outer dimensions are returned in ``host``
+    as ``(extent, dram_stride, sram_stride)`` (tiles): the caller issues one transfer per
+    iteration, the on-chip side being compact.
 
     Parameters
     ----------
@@ -94,45 +100,54 @@ def two_d_pattern(dims: list[tuple[int, int]], offset: n.PrimExpr, elem_block: i
     elem_block : int
         Scalars per tile.
     allow_fold : bool
-        Whether contiguous outer dimensions may be merged (not for padded loads).
+        Whether contiguous outer dimensions may be merged.
     what : str
         Description for error messages.
 
     Raises
     ------
     ScheduleError
-        If the access is not a 2-D pattern of whole, aligned tiles.
+        If the tiles are not whole, contiguous and aligned, or a size or stride exceeds the
+        16-bit fields.
     """
     tile_offset = exact_div(offset, elem_block)
     if tile_offset is None:
         raise ScheduleError(f"{what}: element offset {offset!r} is not provably a multiple of the {elem_block}-scalar tile")
     groups = _fold(dims, elem_block, what) if allow_fold else _unfolded(dims, elem_block, what)
-    outer = groups[:-1]
+    outer = [(e, s // elem_block) for e, s in groups[:-1]]  # strides in tiles from here on
     if not outer:
-        return 1, 1, 1, tile_offset
-    if len(outer) > 2:
-        raise ScheduleError(
-            f"{what}: the access needs {len(outer)} dimensions of tiles {outer!r} (extent, stride); a VTA "
-            "load/store moves at most 2 (rows of tiles); split the loops or move the dma_copy pragma inwards"
-        )
-    for extent, stride in outer:
-        if extent > _FIELD_MAX or stride // elem_block > _FIELD_MAX:
+        return 1, 1, 1, tile_offset, []
+    inner_ext, inner_stride = outer[-1]
+    if inner_stride == 1:
+        x, (y, stride) = inner_ext, (outer[-2] if len(outer) >= 2 else (1, inner_ext))
+        host_groups = outer[:-2]
+    else:
+        x, y, stride = 1, inner_ext, inner_stride
+        host_groups = outer[:-1]
+    for name, v in (("x_size", x), ("y_size", y), ("x_stride", stride)):
+        if v > _FIELD_MAX:
             raise ScheduleError(
-                f"{what}: {extent} tiles with a stride of {stride // elem_block} tiles exceed the 16-bit size and "
-                f"stride fields of a VTA load/store (max {_FIELD_MAX}); split the copy loop"
+                f"{what}: {name} = {v} tiles exceeds the 16-bit field of a VTA load/store (max {_FIELD_MAX}); "
+                "split the copy loop"
             )
-    x_ext, x_stride = outer[-1]
-    if len(outer) == 1:
-        if x_stride == elem_block:
-            return x_ext, 1, x_ext, tile_offset
-        return 1, x_ext, x_stride // elem_block, tile_offset
-    y_ext, y_stride = outer[0]
-    if x_stride != elem_block:
-        raise ScheduleError(
-            f"{what}: tiles within a row must be contiguous, but the row dimension (extent {x_ext}) has stride "
-            f"{x_stride} scalars instead of {elem_block}"
-        )
-    return x_ext, y_ext, y_stride // elem_block, tile_offset
+    host, block = [], x * y
+    for ext, dram_stride in reversed(host_groups):
+        host.insert(0, (ext, dram_stride, block))
+        block *= ext
+    return x, y, stride, tile_offset, host
+
+
+def _host_loops(call_of, host: list[tuple[int, int, int]], dram_off: n.PrimExpr, sram_off: n.PrimExpr,
+                elem_block: int) -> n.Stmt:
+    """One transfer per iteration of the host dimensions, offsets advanced on both sides."""
+    hvars = [n.Var(f"dma_h{k}") for k in range(len(host))]
+    for v, (_, dstride, sstride) in zip(hvars, host):
+        dram_off = dram_off + v * dstride
+        sram_off = sram_off + v * (sstride * elem_block)
+    stmt: n.Stmt = n.Evaluate(call_of(simplify(dram_off), simplify(sram_off)))
+    for v, (ext, _, _) in reversed(list(zip(hvars, host))):
+        stmt = n.For(v, n.IntImm(0), n.IntImm(ext), n.ForKind.SERIAL, stmt)
+    return stmt
 
 
 def _strip_loops(body: n.Stmt, what: str) -> tuple[list[n.For], n.Store]:
@@ -256,14 +271,16 @@ class _DMA(StmtExprMutator):
             raise ScheduleError(f"{what}: a store to DRAM must read {env.acc_scope!r}, but {load.buffer_var.name!r} is in {src_scope!r}")
         elem_block = env.BATCH * env.BLOCK_OUT
         self._check_compact(what, extents, src_strides, "source")
-        x, y, stride, offset = two_d_pattern(list(zip(extents, dst_strides)), dst_off, elem_block, True, what)
+        x, y, stride, offset, host = two_d_pattern(list(zip(extents, dst_strides)), dst_off, elem_block, True, what)
         total = 1
         for e in extents:
             total *= e
-        src_ptr = _access_ptr(load.buffer_var, src_off, total, 1)
-        call = call_extern("int32", "VTAStoreBuffer2D", command_handle(), src_ptr, env.dev.MEM_ID_OUT,
-                           store.buffer_var, offset, x, y, stride)
-        return coproc_scope(self.axis, env.dev.QID_STORE_OUT, n.Evaluate(call))
+
+        def call(dram, sram):
+            return call_extern("int32", "VTAStoreBuffer2D", command_handle(), _access_ptr(load.buffer_var, sram, total, 1),
+                               env.dev.MEM_ID_OUT, store.buffer_var, dram, x, y, stride)
+
+        return coproc_scope(self.axis, env.dev.QID_STORE_OUT, _host_loops(call, host, offset, src_off, elem_block))
 
     def _padded_pattern(self, what, loops, extents, src_extents, src_strides, src_off, pad_before, pad_after,
                         elem_block):
@@ -332,18 +349,22 @@ class _DMA(StmtExprMutator):
         self._check_compact(what, extents, dst_strides, "destination")
         padded = not all(is_const_int(p, 0) for p in (*pad_before, *pad_after))
         x_pad = y_pad = (0, 0)
+        host: list = []
         if padded:
             x_size, y_size, stride, offset, x_pad, y_pad = self._padded_pattern(
                 what, loops, extents, src_extents, src_strides, src_off, pad_before, pad_after, elem_block)
         else:
-            x_size, y_size, stride, offset = two_d_pattern(list(zip(extents, src_strides)), src_off, elem_block, True, what)
+            x_size, y_size, stride, offset, host = two_d_pattern(list(zip(extents, src_strides)), src_off, elem_block,
+                                                                 True, what)
         total = 1
         for e in extents:
             total *= e
-        dst_ptr = _access_ptr(store.buffer_var, dst_off, total, 2)
-        call = call_extern("int32", "VTALoadBuffer2D", command_handle(), load.buffer_var, offset, x_size, y_size, stride,
-                           x_pad[0], y_pad[0], x_pad[1], y_pad[1], dst_ptr, mem)
-        return coproc_scope(self.axis, qid, n.Evaluate(call))
+
+        def call(dram, sram):
+            return call_extern("int32", "VTALoadBuffer2D", command_handle(), load.buffer_var, dram, x_size, y_size, stride,
+                               x_pad[0], y_pad[0], x_pad[1], y_pad[1], _access_ptr(store.buffer_var, sram, total, 2), mem)
+
+        return coproc_scope(self.axis, qid, _host_loops(call, host, offset, dst_off, elem_block))
 
 
 def inject_dma_intrin(env: Environment) -> Pass:

@@ -140,3 +140,10 @@ def test_dram_intermediate_freed_on_every_exit():
     assert "void* T = VTABufferAlloc(64);" in src
     assert "if (VTADepPush(vta_gen_cmd, 2, 3) != 0) { VTABufferFree(T); return -1; }" in src
     assert src.count("VTABufferFree(T);") == 2
+
+
+def test_sub_byte_cpu_code_rejected():
+    (a, ab) = arg_buffer("A", (16,), "int4")
+    body = n.Store(ab.data, n.IntImm(1, "int4"), n.IntImm(0))
+    with pytest.raises(CodegenError, match="cannot compute on 'int4' values"):
+        emit_c(n.PrimFunc((a,), body, {a: ab}), "f")

@@ -31,18 +31,26 @@ ACC, INP, WGT = "local.acc_buffer", "local.inp_buffer", "local.wgt_buffer"
     ([(2, 512), (4, 128), (4, 16), (16, 1)], 16, (4, 8, 8)),  # contiguous outer dims fold into the y dimension
 ])
 def test_two_d_pattern(dims, block, expect):
-    x, y, stride, off = two_d_pattern(dims, n.IntImm(2 * block), block, True, "test")
-    assert (x, y, stride) == expect and off.value == 2
+    x, y, stride, off, host = two_d_pattern(dims, n.IntImm(2 * block), block, True, "test")
+    assert (x, y, stride) == expect and off.value == 2 and host == []
 
 
 @pytest.mark.parametrize("dims, message", [
     ([(8, 2)], "must be contiguous"),
     ([(3, 100), (2, 40), (16, 1)], "not a multiple of the 16-scalar tile"),
-    ([(2, 992), (3, 96), (2, 32), (16, 1)], "at most 2"),
 ])
 def test_two_d_pattern_errors(dims, message):
     with pytest.raises(ScheduleError, match=message):
         two_d_pattern(dims, n.IntImm(0), 16, True, "test copy")
+
+
+def test_two_d_pattern_host_dimensions():
+    # planes of rows of tiles, nothing contiguous across dimensions: one 2-D transfer per plane
+    x, y, stride, off, host = two_d_pattern([(2, 992), (3, 96), (2, 32), (16, 1)], n.IntImm(0), 16, True, "t")
+    assert (x, y, stride, host) == (1, 2, 2, [(2, 62, 6), (3, 6, 2)])
+    # a strided innermost dimension: x 1, rows of one tile, the outer dimension on the host
+    x, y, stride, off, host = two_d_pattern([(4, 320), (5, 32), (16, 1)], n.IntImm(0), 16, True, "t")
+    assert (x, y, stride, host) == (1, 5, 2, [(4, 20, 5)])
 
 
 def test_two_d_pattern_misaligned_offset():

@@ -429,3 +429,20 @@ def residual(env, rng) -> Case:
     _alu_pipeline(env, s, [x_buf, r_buf, y_buf], [r_buf, y_buf], y)
     data = rng.integers(-60, 60, size=shape).astype(np.int32)
     return Case(s, [x, y], {"x": data}, "y", shape, "int8", lambda d: (np.maximum(d["x"], 0) + d["x"]).astype(np.int8))
+
+
+def strided_window_load(env, rng) -> Case:
+    """Copy a (3, 2, 3)-tile window out of a (3, 4, 6)-tile tensor: rows of 3 tiles, 2 rows per
+    plane, planes apart by more than 2 rows -- three tile dimensions, so the load is issued as
+    one 2-D transfer per plane (a host loop)."""
+    full = (3, 4, 6, env.BATCH, env.BLOCK_OUT)
+    win = (3, 2, 3, env.BATCH, env.BLOCK_OUT)
+    x = te.placeholder(full, name="x", dtype=env.acc_dtype)
+    x_buf = te.compute(win, lambda a, b, c, d, e: x[a, b, c, d, e], "x_buf")
+    y_buf = te.compute(win, lambda *i: x_buf(*i) + 1, "y_buf")
+    y = te.compute(win, lambda *i: y_buf(*i).astype(env.inp_dtype), "y")
+    s = te.create_schedule(y.op)
+    s[x_buf].pragma(s[x_buf].op.axis[0], env.dma_copy)
+    _alu_pipeline(env, s, [x_buf, y_buf], [y_buf], y)
+    data = rng.integers(-100, 100, size=full).astype(np.int32)
+    return Case(s, [x, y], {"x": data}, "y", win, "int8", lambda d: (d["x"][:, :2, :3] + 1).astype(np.int8))

@@ -140,3 +140,12 @@ def test_residual_keeps_a_live_input(cfg_env, tmp_path):
     out, stats, _ = run_case(case, tmp_path)
     check(case, out)
     assert stats["insn_alu"] == 4 and stats["alu_counter"] == 4 * 8
+
+
+def test_strided_window_load(cfg_env, tmp_path):
+    """A load with three dimensions of tiles becomes one 2-D transfer per plane."""
+    case = schedules.strided_window_load(cfg_env, np.random.default_rng(15))
+    out, stats, mod = run_case(case, tmp_path)
+    check(case, out)
+    assert stats["acc_load_nbytes"] == 18 * cfg_env.ACC_ELEM_BYTES and stats["alu_counter"] == 18
+    assert "for (int32_t dma_h0 = 0; dma_h0 < (0 + 3); ++dma_h0)" in mod.get_source()
