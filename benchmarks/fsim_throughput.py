@@ -10,21 +10,29 @@ measured on the reference machine:
   uop-iterations) in about 0.06 s.
 
 The GEMM result is checked against NumPy so the figures are for correct execution.
+
+Like the upstream simulator, fsim is measured on one core: the script sets
+``OPENBLAS_NUM_THREADS=1`` (and ``OMP_NUM_THREADS=1``) unless they are already set, before
+NumPy loads. Set them yourself to measure with threaded BLAS.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import time
 
-import numpy as np
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS"):  # must precede the NumPy import
+    os.environ.setdefault(_var, "1")
 
-from vta import isa
-from vta.dram import DRAM
-from vta.env import get_env
-from vta.sim.fsim import FunctionalSimulator
-from vta.testing.programs import ProgramBuilder
+import numpy as np  # noqa: E402
+
+from vta import isa  # noqa: E402
+from vta.dram import DRAM  # noqa: E402
+from vta.env import get_env  # noqa: E402
+from vta.sim.fsim import FunctionalSimulator  # noqa: E402
+from vta.testing.programs import ProgramBuilder  # noqa: E402
 
 UPSTREAM_GEMM_SECONDS = 0.16
 UPSTREAM_GEMM_ITERS = 4_194_304
@@ -119,8 +127,8 @@ def main(argv=None) -> None:
     size, groups = (256, 4000) if args.quick else (1024, 29_000)
     with DRAM(1 << 31) as dram:
         dev = FunctionalSimulator(env, dram, engine=args.engine)
-        print(f"engine: {dev.engine}; figures are medians of {args.repeat} runs, wall clock (CPU time of this "
-              "process in brackets: the fairer figure on a shared machine)")
+        print(f"engine: {dev.engine}, BLAS threads: {os.environ['OPENBLAS_NUM_THREADS']}; figures are medians of "
+              f"{args.repeat} runs, wall clock (CPU time of this process in brackets)")
         prog, (c_addr, expect) = gemm_stream(env, dram, size)
         addr, count = prog.build()
         sec, cpu, st = timed(dev, addr, count, args.repeat)
