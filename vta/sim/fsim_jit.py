@@ -7,11 +7,12 @@ execution order directly on the same scratchpad arrays and the DRAM arena, with 
 sequential loops of ``reference/vta-isa.md`` section 4.
 
 The compiled loop handles the common case and *defers* everything else: when an instruction
-would fail a check (an index or address out of range, an invalid field), is a large GEMM (which
-the BLAS path of :mod:`vta.sim.fsim_loops` runs faster), or uses an element width the loop does
-not implement, the loop stops and returns its position. The simulator then executes that one
-instruction through the NumPy functions -- which raise the precise error when there is one --
-and resumes the loop after it. Both paths therefore always agree.
+would fail a check (an index or address out of range, an invalid field), is an enormous GEMM,
+starts a run of GEMMs that one BLAS product does faster (:func:`vta.sim.fsim_units.gemm_run`),
+or uses an element width the loop does not implement (sub-byte loads and stores, accumulators
+narrower than 32 bits), the loop stops and returns its position. The simulator then executes
+that instruction through the NumPy functions -- which raise the precise error when there is
+one -- and resumes the loop after it. Both paths therefore always agree.
 
 numba is optional: without it (or with ``engine="numpy"``) fsim uses the NumPy path alone.
 Compiled code is cached under :func:`vta.cache.cache_dir` ``("numba")``.
