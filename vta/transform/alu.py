@@ -8,11 +8,15 @@ merge), keeping the pragma inside; ``pragma_skip_alu`` (mock environments) becom
 
 *InjectALUIntrin* (phase 2, after SRAM allocation) turns the loop nest under ``pragma_alu``
 into ``VTAUopLoopBegin``/``tir.vta.uop_push``/``VTAUopLoopEnd``. The stored value fixes the
-opcode (a constant: MUL 0 then ADD c; ``+`` ADD, ``- k`` ADD -k, ``a - b`` MUL -1 and ADD, ``*`` MUL, ``min``/``max``, ``>> k`` SHR k, ``<< k`` SHR -k, a plain copy
-SHR 0). The ALU computes ``acc[dst] = op(acc[dst], src or imm)``: when an operand is the
-destination tile itself (SRAM allocation made the stage in place) one instruction does it;
-otherwise the first operand is copied into the destination first (MUL by 0, then ADD it: two
-more instructions, each kernel in its own uop scope). The lane loop(s) are dropped, indices divided by the tile size, and adjacent loops merged when
+operation: ``+`` ADD, ``*`` MUL, ``min``/``max``, ``>> k`` SHR k, ``<< k`` SHR -k, a plain copy
+SHR 0, ``- k`` ADD -k, ``a - b`` MUL -1 then ADD, a constant c MUL 0 then ADD c.
+
+The ALU computes ``acc[dst] = op(acc[dst], src or imm)``. When an operand is the destination
+tile itself (SRAM allocation made the stage in place) one instruction does it; otherwise the
+first operand is copied into the destination first (MUL by 0, then ADD it). Each instruction
+is a kernel in its own uop scope.
+
+The lane loop(s) are dropped, indices divided by the tile size, and adjacent loops merged when
 they walk memory contiguously; the two innermost become the ALU's hardware loops and any outer
 ones host loops that record one uop per iteration.
 """
