@@ -660,6 +660,11 @@ class PrimFunc:
     buffer_map: Mapping[Var, Buffer] = field(default_factory=dict)
     attrs: Mapping[str, Any] = field(default_factory=dict)
 
+    def __str__(self) -> str:
+        from .printer import astext  # the printer imports the nodes
+
+        return astext(self)
+
     def with_body(self, body: Stmt) -> "PrimFunc":
         """A copy with a new body (everything else shared)."""
         return PrimFunc(self.params, body, self.buffer_map, self.attrs)
