@@ -5,9 +5,9 @@ page 0 is never handed out, so address 0 is never valid. The mapping's host addr
 (:attr:`DRAM.host_address`) so that native code (the C runtime, the tsim shim) reads and writes
 the very same bytes that :mod:`vta.sim.fsim` sees through :attr:`DRAM.data`.
 
-Allocation follows the upstream simulator's virtual memory manager in spirit: whole 4 KiB pages,
-so every buffer is aligned to every element size; a freed block is reused by the smallest later
-request that fits, and its pages are returned to the operating system.
+Allocation is by whole 4 KiB pages, so every buffer is aligned to every element size. A request
+takes the smallest freed block that fits (splitting it) or new pages at the top; freed blocks are
+coalesced with their neighbours and their pages are returned to the operating system.
 """
 
 from __future__ import annotations
@@ -113,7 +113,8 @@ class DRAM:
         i = bisect.bisect_left(self._free, (pages, 0))
         if i < len(self._free):
             got, start = self._free.pop(i)
-            pages = got
+            if got > pages:  # keep the tail of a larger block for later requests
+                bisect.insort(self._free, (got - pages, start + pages * PAGE_BYTES))
         else:
             start = self._top
             if start + pages * PAGE_BYTES > self.capacity:
@@ -127,6 +128,55 @@ class DRAM:
         self._sizes[start] = nbytes
         self._pages[start] = pages
         return start
+
+    def reserve(self, addr: int, nbytes: int) -> int:
+        """Allocate ``nbytes`` at the page-aligned physical address ``addr`` (e.g. to replay a pack).
+
+        Returns
+        -------
+        int
+            ``addr``, now the start of a live allocation.
+
+        Raises
+        ------
+        AllocationError
+            If ``addr`` is not page aligned, is page 0, the range leaves the arena, or any of its
+            pages is part of a live allocation.
+        """
+        self._check_open()
+        addr, nbytes = int(addr), int(nbytes)
+        if nbytes <= 0:
+            raise AllocationError(f"allocation size must be a positive integer, got {nbytes!r}")
+        if addr < PAGE_BYTES or addr % PAGE_BYTES:
+            raise AllocationError(f"reserved address 0x{addr:x} must be a non-zero multiple of {PAGE_BYTES}")
+        pages = -(-nbytes // PAGE_BYTES)
+        end = addr + pages * PAGE_BYTES
+        if end > self.capacity:
+            raise AllocationError(f"range 0x{addr:x}..0x{end:x} leaves the {self.capacity}-byte DRAM arena")
+        for start, size in self.allocations():
+            if start < end and addr < start + self._pages[start] * PAGE_BYTES:
+                raise AllocationError(
+                    f"range 0x{addr:x}..0x{end:x} overlaps the live allocation 0x{start:x} ({size} bytes)"
+                )
+        # Every page in the range is now either above the top or in a freed block: split them.
+        kept = []
+        for blk_pages, blk in self._free:
+            blk_end = blk + blk_pages * PAGE_BYTES
+            if blk_end <= addr or blk >= end:
+                kept.append((blk_pages, blk))
+                continue
+            if blk < addr:
+                kept.append(((addr - blk) // PAGE_BYTES, blk))
+            if blk_end > end:
+                kept.append(((blk_end - end) // PAGE_BYTES, end))
+        if addr > self._top:
+            kept.append(((addr - self._top) // PAGE_BYTES, self._top))
+        self._top = max(self._top, end)
+        self._free = sorted(kept)
+        bisect.insort(self._starts, addr)
+        self._sizes[addr] = nbytes
+        self._pages[addr] = pages
+        return addr
 
     def free(self, addr: int) -> None:
         """Free the allocation that starts at ``addr``.
@@ -143,7 +193,22 @@ class DRAM:
         del self._sizes[addr]
         self._starts.pop(bisect.bisect_left(self._starts, addr))
         self._map.madvise(mmap.MADV_DONTNEED, addr, pages * PAGE_BYTES)
-        bisect.insort(self._free, (pages, addr))
+        # Coalesce with freed neighbours so that large requests can reuse the space.
+        start, end = addr, addr + pages * PAGE_BYTES
+        kept = []
+        for blk_pages, blk in self._free:
+            blk_end = blk + blk_pages * PAGE_BYTES
+            if blk_end == start:
+                start = blk
+            elif blk == end:
+                end = blk_end
+            else:
+                kept.append((blk_pages, blk))
+        if end == self._top:  # the block is the highest: give it back to the top
+            self._top = start
+        else:
+            kept.append(((end - start) // PAGE_BYTES, start))
+        self._free = sorted(kept)
 
     def allocations(self) -> Iterator[tuple[int, int]]:
         """Yield ``(address, nbytes)`` of every live allocation in address order."""
