@@ -31,7 +31,7 @@ import numpy as np
 
 from .dram import DRAM
 from .env import INT_KEYS, PAGE_BYTES, STR_KEYS, Environment
-from .errors import ConfigError, PackError
+from .errors import AllocationError, ConfigError, PackError
 
 __all__ = ["FORMAT_VERSION", "REGION_KINDS", "Region", "Pack"]
 
@@ -408,53 +408,24 @@ class Pack:
     def install(self, dram: DRAM) -> None:
         """Allocate every region at its physical address in ``dram`` and write its image.
 
-        The arena's allocator hands out pages in order, so the regions are placed by allocating
-        filler blocks over the gaps and freeing them afterwards. This works in a fresh arena, or
-        one whose live allocations all lie below the pack's first region.
-
         Raises
         ------
         PackError
-            If a region would collide with a live allocation, or the arena cannot place it at
-            its address (for example because earlier allocations were freed); nothing stays
+            If a region would collide with a live allocation or leave the arena; nothing stays
             allocated in that case.
-        AllocationError
-            If the arena is too small.
         """
-        live = list(dram.allocations())
-        for r in self.regions:
-            for start, size in live:
-                if start < r.end and r.addr < start + _pages(size) * PAGE_BYTES:
-                    raise PackError(f"region {r.name!r} at 0x{r.addr:x}..0x{r.end:x} collides with the live "
-                                    f"DRAM allocation 0x{start:x}..0x{start + size:x}; install into a fresh arena")
-        cursor = max((s + _pages(n) * PAGE_BYTES for s, n in live), default=PAGE_BYTES)
         placed: list[int] = []
-        fillers: list[int] = []
         try:
             for r in sorted(self.regions, key=lambda r: r.addr):
-                if r.addr < cursor:
-                    raise PackError(f"region {r.name!r} at 0x{r.addr:x} lies below the arena's next free "
-                                    f"address 0x{cursor:x}; install into a fresh arena")
-                if r.addr > cursor:
-                    filler = dram.alloc(r.addr - cursor)
-                    fillers.append(filler)
-                    if filler != cursor:
-                        raise PackError(f"cannot place region {r.name!r} at 0x{r.addr:x}: the arena reuses freed "
-                                        "blocks; install into a fresh arena")
-                got = dram.alloc(r.size)
-                placed.append(got)
-                if got != r.addr:
-                    raise PackError(f"cannot place region {r.name!r} at 0x{r.addr:x} (the arena offered 0x{got:x}); "
-                                    "install into a fresh arena")
+                try:
+                    placed.append(dram.reserve(r.addr, r.size))
+                except AllocationError as exc:
+                    raise PackError(f"cannot place region {r.name!r} at 0x{r.addr:x}..0x{r.end:x}: {exc}") from exc
                 dram.write(r.addr, np.frombuffer(self.image[r.name], dtype=np.uint8))
-                cursor = r.end
         except BaseException:
             for addr in placed:
                 dram.free(addr)
             raise
-        finally:
-            for addr in fillers:
-                dram.free(addr)
 
     def uninstall(self, dram: DRAM) -> None:
         """Free the regions placed by :meth:`install`.
