@@ -391,16 +391,42 @@ class Schedule:
         return [s for s in self.stages if any(t.op is stage.op for t in s.op.input_tensors)]
 
     # ---------------------------------------------------------------- caching stages
-    def _replace_reads(self, readers: Sequence[Stage], old: Tensor, new: Tensor) -> None:
+    def _replace_dataflow(self, readers: Sequence[Stage] | None, old: Tensor, new: Tensor) -> None:
+        """Make ``readers`` (None: every stage) read ``new`` instead of ``old``, and every stage downstream read the
+        rebuilt operations (as TVM's ReplaceDataFlow).
+
+        A reader's operation is rebuilt with a new body, so its output tensor changes too; every
+        stage that reads a rebuilt tensor is rebuilt in turn (in topological order), whatever
+        primitives were applied to it before. Axes, relations and attach points are kept: the
+        rebuilt operation has the same IterVars. ``stage_map`` keeps the old operations as keys
+        so tensors declared before the call still find their stage.
+        """
+        direct = None if readers is None else {id(st) for st in readers}
+        remap: dict[int, Tensor] = {}
+
         class _R(StmtExprMutator):
+            def __init__(self, mapping: dict):
+                self.mapping = mapping
+
             def visit_ProducerLoad(self, node):
                 idx = tuple(self.visit(i) for i in node.indices)
-                return n.ProducerLoad(new if node.producer is old else node.producer, idx)
+                return n.ProducerLoad(self.mapping.get(id(node.producer), node.producer), idx)
 
-        for st in readers:
-            new_op = st.op.with_body(_R().visit(st.op.body))
+        for st in self.stages:
+            if not isinstance(st.op, ComputeOp):
+                continue
+            mapping = dict(remap)
+            if direct is None or id(st) in direct:
+                mapping[id(old)] = new
+            if not any(id(t) in mapping for t in st.op.input_tensors):
+                continue
+            before = st.op
+            new_op = before.with_body(_R(mapping).visit(before.body))
             self.stage_map[new_op] = st
             st.op = new_op
+            remap[id(before.output(0))] = new_op.output(0)
+            if before in self.outputs:
+                self.outputs[self.outputs.index(before)] = new_op
 
     def _insert_stage(self, op: ComputeOp, before: Stage) -> Stage:
         stage = Stage(op, self)
@@ -427,7 +453,7 @@ class Schedule:
         cache = compute(tensor.shape, lambda *i: tensor(*i), name=f"{tensor.name}.{scope}")
         first = min(reader_stages, key=self.stages.index)
         self._insert_stage(cache.op, first).set_scope(scope)
-        self._replace_reads(reader_stages, tensor, cache)
+        self._replace_dataflow(reader_stages, tensor, cache)
         return cache
 
     def cache_write(self, tensor: Tensor, scope: str) -> Tensor:
@@ -456,6 +482,10 @@ class Schedule:
         stage.op = copy_op
         stage.all_iter_vars = list(copy_op.axis)
         stage.leaf_iter_vars = list(copy_op.axis)
+        if op in self.outputs:
+            self.outputs[self.outputs.index(op)] = copy_op
+        consumers = [st for st in self.stages if st is not stage and st is not cache_stage]
+        self._replace_dataflow(consumers, op.output(0), copy_op.output(0))
         return cache
 
     def normalize(self) -> "Schedule":
