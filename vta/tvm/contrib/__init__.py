@@ -1,0 +1,5 @@
+"""``tvm.contrib``: the helper modules VTA code imports (``utils``)."""
+
+from . import utils
+
+__all__ = ["utils"]
