@@ -8,7 +8,9 @@ shape, the constant parts their element offsets. The direction comes from the sc
 
 * DRAM -> SRAM (destination an on-chip scope): ``VTALoadBuffer2D`` on queue 1 (inp, wgt) or
   2 (acc; an int8 source makes it an ``ACC_8BIT`` load). Padding is allowed on the two
-  dimensions outside the tile; a padded load is never folded.
+  innermost dimensions outside the tile (rows and columns) and may depend on enclosing loops
+  (the pad fields then hold run-time ``max(...)`` expressions); further unpadded outer
+  dimensions become host loops of padded 2-D transfers; a padded load is never folded.
 * acc SRAM -> DRAM: ``VTAStoreBuffer2D`` (memory type OUT) on queue 3; no padding.
 
 The on-chip side must be compact; the DRAM side must reduce to a 2-D pattern of whole tiles
@@ -282,9 +284,10 @@ class _DMA(StmtExprMutator):
 
         return coproc_scope(self.axis, env.dev.QID_STORE_OUT, _host_loops(call, host, offset, src_off, elem_block))
 
-    def _padded_pattern(self, what, loops, extents, src_extents, src_strides, src_off, pad_before, pad_after,
-                        elem_block):
-        """2-D pattern of a zero-padded load: the two loops outside the tile are y and x."""
+    def _padded_pattern(self, what, loops, extents, src_extents, src_strides, dst_strides, src_off, pad_before,
+                        pad_after, elem_block):
+        """2-D pattern of a zero-padded load: the two innermost loops outside the tile are y and x;
+        further outer loops (unpadded) are returned as host dimensions."""
         live = [i for i, e in enumerate(extents) if e != 1]
         tile, size = [], 1
         for i in reversed(live):
@@ -299,13 +302,27 @@ class _DMA(StmtExprMutator):
                     f"{what}: only the two loops outside the tile may be padded, but loop "
                     f"{loops[i].loop_var.name!r} has padding ({pad_before[i]!r}, {pad_after[i]!r})"
                 )
-        if len(outer) != 2:
+        if len(outer) < 2:
             raise ScheduleError(
-                f"{what}: a padded load needs exactly two loops outside the tile (rows y and columns x), "
-                f"got {len(outer)}"
+                f"{what}: a padded load needs two loops outside the tile (rows y and columns x), got {len(outer)}"
             )
+        # Loops outside the padded rows and columns (e.g. several channel blocks) stay on the
+        # host: one padded 2-D transfer per iteration.
+        host = []
+        for i in outer[:-2]:
+            if not (is_const_int(pad_before[i], 0) and is_const_int(pad_after[i], 0)):
+                raise ScheduleError(
+                    f"{what}: only the two innermost loops outside the tile (rows and columns) may be padded, but "
+                    f"loop {loops[i].loop_var.name!r} has padding ({pad_before[i]!r}, {pad_after[i]!r})"
+                )
+            if src_strides[i] % elem_block or dst_strides[i] % elem_block:
+                raise ScheduleError(
+                    f"{what}: loop {loops[i].loop_var.name!r} has strides {src_strides[i]} (DRAM) and "
+                    f"{dst_strides[i]} (on-chip), not multiples of the {elem_block}-scalar tile"
+                )
+            host.append((extents[i], src_strides[i] // elem_block, dst_strides[i] // elem_block))
         _fold([(extents[i], src_strides[i]) for i in tile], elem_block, what)
-        yi, xi = outer
+        yi, xi = outer[-2:]
         if extents[xi] > 1 and src_strides[xi] != elem_block:
             raise ScheduleError(
                 f"{what}: the tiles of a padded row must be contiguous in DRAM, but loop "
@@ -326,7 +343,7 @@ class _DMA(StmtExprMutator):
                         f"(max {limit})"
                     )
         return (src_extents[xi], src_extents[yi], src_strides[yi] // elem_block, offset,
-                (pad_before[xi], pad_after[xi]), (pad_before[yi], pad_after[yi]))
+                (pad_before[xi], pad_after[xi]), (pad_before[yi], pad_after[yi]), host)
 
     def _load(self, what, loops, extents, src_extents, store, load, dst_scope, src_scope, src_strides, src_off,
               dst_strides, dst_off, pad_before, pad_after):
@@ -351,8 +368,9 @@ class _DMA(StmtExprMutator):
         x_pad = y_pad = (0, 0)
         host: list = []
         if padded:
-            x_size, y_size, stride, offset, x_pad, y_pad = self._padded_pattern(
-                what, loops, extents, src_extents, src_strides, src_off, pad_before, pad_after, elem_block)
+            x_size, y_size, stride, offset, x_pad, y_pad, host = self._padded_pattern(
+                what, loops, extents, src_extents, src_strides, dst_strides, src_off, pad_before, pad_after,
+                elem_block)
         else:
             x_size, y_size, stride, offset, host = two_d_pattern(list(zip(extents, src_strides)), src_off, elem_block,
                                                                  True, what)

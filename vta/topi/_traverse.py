@@ -1,0 +1,67 @@
+"""Finding the stages of a packed operator's graph (shared by the conv2d and dense schedules)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..errors import ScheduleError
+from ..te.tensor import ComputeOp, Operation, PlaceholderOp, Tensor
+
+__all__ = ["OpGraph", "classify"]
+
+
+@dataclass
+class OpGraph:
+    """The core operation, the element-wise stages between it and the output (consumers
+    first), and the placeholders those stages read, as ``(reader op, tensor)``."""
+
+    core: Operation
+    output: Tensor
+    ewise: list = field(default_factory=list)
+    ewise_inputs: list = field(default_factory=list)
+
+
+def classify(outs, core_tag: str, what: str) -> OpGraph:
+    """Walk from the output to the operation tagged ``core_tag``.
+
+    Raises
+    ------
+    ScheduleError
+        If there is not exactly one output, no ``core_tag`` operation, or a non-element-wise
+        stage (a reduction other than the core) between it and the output.
+    """
+    if isinstance(outs, Tensor):
+        outs = [outs]
+    outs = list(outs)
+    if len(outs) != 1 or not isinstance(outs[0], Tensor):
+        raise ScheduleError(f"{what}: expected one output tensor, got {outs!r}")
+    output = outs[0]
+    core: list = []
+    graph = OpGraph(None, output)  # type: ignore[arg-type]
+    seen: set = set()
+
+    def visit(op: Operation) -> None:
+        if id(op) in seen:
+            return
+        seen.add(id(op))
+        if op.tag == core_tag:
+            core.append(op)
+            return
+        if not isinstance(op, ComputeOp) or op.reduce_axis:
+            raise ScheduleError(
+                f"{what}: stage {op.name!r} (tag {op.tag!r}) lies between the output and the {core_tag!r} operation "
+                f"but is not element-wise"
+            )
+        if op is not output.op:
+            graph.ewise.append(op)
+        for t in op.input_tensors:
+            if isinstance(t.op, PlaceholderOp):
+                graph.ewise_inputs.append((op, t))
+            else:
+                visit(t.op)
+
+    visit(output.op)
+    if len(core) != 1:
+        raise ScheduleError(f"{what}: expected one operation tagged {core_tag!r} below the output, found {len(core)}")
+    graph.core = core[0]
+    return graph

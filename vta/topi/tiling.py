@@ -1,0 +1,237 @@
+"""Choosing tile sizes and virtual threads that fit the on-chip buffers of the active configuration.
+
+A packed convolution is computed one output block at a time: ``tile_co`` output-channel blocks x
+``tile_h`` rows x ``tile_w`` columns of accumulators; the reduction runs over ``tile_ci`` input-
+channel blocks per step, each step loading the (padded) input window and the weights it needs.
+Every virtual thread has its own copy of each buffer. The footprints (in SRAM entries; one entry
+is one ``BATCH x BLOCK`` tile) are:
+
+* inp: ``threads * tile_ci * in_h * in_w`` with ``in_h = (tile_h - 1) * stride + KH`` (same for w)
+* wgt: ``threads * tile_ci * tile_co * KH * KW``
+* acc: ``threads * (tile_co * tile_h * tile_w + tile_co if bias)``
+* uop: ``threads *`` (GEMM kernel + reset kernel + ALU uops), a kernel keeping the two outermost
+  loops of extent > 1 as hardware loops and one uop per iteration of the others.
+
+:func:`choose_conv2d_tiling` / :func:`choose_dense_tiling` enumerate divisors and return the
+fitting tiling with the least estimated DRAM traffic (bytes moved plus a per-instruction cost);
+:func:`check_fits` raises :class:`~vta.errors.ScheduleError` naming the buffer that overflows.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from itertools import product
+
+from ..env import Environment
+from ..errors import ScheduleError
+
+__all__ = [
+    "Conv2DWorkload", "Conv2DTiling", "DenseWorkload", "DenseTiling", "conv2d_footprint", "dense_footprint",
+    "check_fits", "choose_conv2d_tiling", "choose_dense_tiling",
+]
+
+#: Estimated cost of one instruction, in bytes of DRAM traffic (steers towards fewer, larger transfers).
+_INSN_COST = 256
+#: ALU uops per epilogue stage (one per stage per kernel, plus slack for host-loop splits).
+_ALU_UOPS = 8
+
+
+@dataclass(frozen=True)
+class Conv2DWorkload:
+    """A packed convolution: sizes in blocks (channels, batch) and pixels (spatial)."""
+
+    n_blocks: int       # batch / BATCH
+    ci_blocks: int      # input channels / BLOCK_IN
+    co_blocks: int      # output channels / BLOCK_OUT
+    height: int         # input height (before padding)
+    width: int
+    kh: int
+    kw: int
+    stride: tuple
+    padding: tuple
+    bias: bool = False
+
+    @property
+    def out_height(self) -> int:
+        return (self.height + 2 * self.padding[0] - self.kh) // self.stride[0] + 1
+
+    @property
+    def out_width(self) -> int:
+        return (self.width + 2 * self.padding[1] - self.kw) // self.stride[1] + 1
+
+
+@dataclass(frozen=True)
+class Conv2DTiling:
+    """Split factors of a packed convolution (inner extents) and virtual-thread counts."""
+
+    tile_h: int
+    tile_w: int
+    tile_co: int
+    tile_ci: int
+    oc_nthread: int = 1
+    h_nthread: int = 1
+
+    @property
+    def threads(self) -> int:
+        return self.oc_nthread * self.h_nthread
+
+
+@dataclass(frozen=True)
+class DenseWorkload:
+    """A packed dense layer: ``(n_blocks x BATCH, ci_blocks x BLOCK_IN) . (co_blocks x BLOCK_OUT, ...)^T``."""
+
+    n_blocks: int
+    ci_blocks: int
+    co_blocks: int
+    bias: bool = False
+
+
+@dataclass(frozen=True)
+class DenseTiling:
+    """Split factors of a packed dense layer and the output-channel virtual threads."""
+
+    tile_b: int
+    tile_co: int
+    tile_ci: int
+    oc_nthread: int = 1
+
+    @property
+    def threads(self) -> int:
+        return self.oc_nthread
+
+
+def _kernel_uops(extents: list[int]) -> int:
+    """Uops of one kernel: the two outermost loops of extent > 1 fold into hardware loops."""
+    live = [e for e in extents if e > 1]
+    total = 1
+    for e in live[2:]:
+        total *= e
+    return total
+
+
+def conv2d_footprint(wl: Conv2DWorkload, t: Conv2DTiling) -> dict:
+    """SRAM entries (inp, wgt, acc) and uops a tiling needs (module docstring)."""
+    in_h = (t.tile_h - 1) * wl.stride[0] + wl.kh
+    in_w = (t.tile_w - 1) * wl.stride[1] + wl.kw
+    gemm = _kernel_uops([t.tile_co, t.tile_h, t.tile_ci, wl.kh, wl.kw, t.tile_w])
+    reset = _kernel_uops([t.tile_co, t.tile_h, t.tile_w])
+    stages = 5 if wl.bias else 4
+    return {
+        "inp": t.threads * t.tile_ci * in_h * in_w,
+        "wgt": t.threads * t.tile_ci * t.tile_co * wl.kh * wl.kw,
+        "acc": t.threads * (t.tile_co * t.tile_h * t.tile_w + (t.tile_co if wl.bias else 0)),
+        "uop": t.threads * (gemm + reset + stages * _ALU_UOPS),
+    }
+
+
+def dense_footprint(wl: DenseWorkload, t: DenseTiling) -> dict:
+    """SRAM entries (inp, wgt, acc) and uops of a dense tiling."""
+    gemm = _kernel_uops([t.tile_ci, t.tile_b, t.tile_co])
+    reset = _kernel_uops([t.tile_b, t.tile_co])
+    stages = 5 if wl.bias else 4
+    return {
+        "inp": t.threads * t.tile_ci * t.tile_b,
+        "wgt": t.threads * t.tile_ci * t.tile_co,
+        "acc": t.threads * (t.tile_b * t.tile_co + (t.tile_co if wl.bias else 0)),
+        "uop": t.threads * (gemm + reset + stages * _ALU_UOPS),
+    }
+
+
+def _capacity(env: Environment) -> dict:
+    return {"inp": env.INP_BUFF_DEPTH, "wgt": env.WGT_BUFF_DEPTH, "acc": env.ACC_BUFF_DEPTH, "uop": env.UOP_BUFF_DEPTH}
+
+
+def check_fits(env: Environment, footprint: dict, what: str) -> None:
+    """Raise if a footprint exceeds a buffer of ``env``.
+
+    Raises
+    ------
+    ScheduleError
+        Naming the first overflowing buffer, its need, its capacity and the excess.
+    """
+    cap = _capacity(env)
+    for key in ("inp", "wgt", "acc", "uop"):
+        if footprint[key] > cap[key]:
+            unit = "uops" if key == "uop" else "entries"
+            raise ScheduleError(
+                f"{what}: the {key} buffer overflows by {footprint[key] - cap[key]} {unit} "
+                f"(needs {footprint[key]}, the {key} buffer of this configuration holds {cap[key]})"
+            )
+
+
+def _divisors(x: int) -> list[int]:
+    return [d for d in range(1, x + 1) if x % d == 0]
+
+
+def _fits(env: Environment, fp: dict) -> bool:
+    cap = _capacity(env)
+    return all(fp[k] <= cap[k] for k in cap)
+
+
+def choose_conv2d_tiling(env: Environment, wl: Conv2DWorkload) -> Conv2DTiling:
+    """The fitting convolution tiling with the least estimated traffic.
+
+    Raises
+    ------
+    ScheduleError
+        If not even the smallest tiling (1 x 1 pixels, one block of each channel, one thread) fits;
+        the message names the overflowing buffer and by how much.
+    """
+    oh, ow = wl.out_height, wl.out_width
+    padded = wl.padding[0] > 0 or wl.padding[1] > 0
+    best, best_cost = None, None
+    for th, tw, tco, tci, ocn, hn in product(_divisors(oh), _divisors(ow), _divisors(wl.co_blocks),
+                                             _divisors(wl.ci_blocks), (1, 2), (1, 2)):
+        if ocn * hn > 2 or (wl.co_blocks // tco) % ocn or (oh // th) % hn:
+            continue
+        t = Conv2DTiling(th, tw, tco, tci, ocn, hn)
+        fp = conv2d_footprint(wl, t)
+        if not _fits(env, fp):
+            continue
+        in_h = (th - 1) * wl.stride[0] + wl.kh
+        in_w = (tw - 1) * wl.stride[1] + wl.kw
+        spatial = (oh // th) * (ow // tw)
+        co_tiles = wl.co_blocks // tco
+        steps = spatial * co_tiles * (wl.ci_blocks // tci)
+        inp_bytes = steps * tci * in_h * in_w * env.INP_ELEM_BYTES
+        wgt_bytes = steps * tci * tco * wl.kh * wl.kw * env.WGT_ELEM_BYTES
+        # Per step: one weight load, one input load per channel block when padded, one GEMM kernel.
+        insns = steps * (2 + (tci if padded else 1)) + spatial * co_tiles * (tco + 6)
+        cost = inp_bytes + wgt_bytes + _INSN_COST * insns
+        key = (cost, -t.threads, -tw)
+        if best_cost is None or key < best_cost:
+            best, best_cost = t, key
+    if best is None:
+        check_fits(env, conv2d_footprint(wl, Conv2DTiling(1, 1, 1, 1)), "conv2d_packed")
+        raise ScheduleError(f"conv2d_packed: no tiling of {wl!r} fits this configuration")
+    return best
+
+
+def choose_dense_tiling(env: Environment, wl: DenseWorkload) -> DenseTiling:
+    """The fitting dense tiling with the least estimated traffic.
+
+    Raises
+    ------
+    ScheduleError
+        If the smallest tiling does not fit (the message names the buffer and the excess).
+    """
+    best, best_cost = None, None
+    for tb, tco, tci, ocn in product(_divisors(wl.n_blocks), _divisors(wl.co_blocks), _divisors(wl.ci_blocks),
+                                     (1, 2)):
+        if (wl.co_blocks // tco) % ocn:
+            continue
+        t = DenseTiling(tb, tco, tci, ocn)
+        fp = dense_footprint(wl, t)
+        if not _fits(env, fp):
+            continue
+        tiles = (wl.n_blocks // tb) * (wl.co_blocks // tco)
+        steps = tiles * (wl.ci_blocks // tci)
+        cost = (steps * (tci * tb * env.INP_ELEM_BYTES + tci * tco * env.WGT_ELEM_BYTES)
+                + _INSN_COST * (steps * 3 + tiles * (tb + 6)))
+        key = (cost, -t.threads)
+        if best_cost is None or key < best_cost:
+            best, best_cost = t, key
+    if best is None:
+        check_fits(env, dense_footprint(wl, DenseTiling(1, 1, 1)), "dense_packed")
+        raise ScheduleError(f"dense_packed: no tiling of {wl!r} fits this configuration")
+    return best
