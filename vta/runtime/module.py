@@ -169,6 +169,82 @@ class Module:
 
         return evaluator
 
+    # ---------------------------------------------------------------- seeing what was built
+    def capture(self, *args: Any, execute: bool = False, func_name: str | None = None):
+        """Call a function on ``args`` and record every instruction stream it hands the device.
+
+        Parameters
+        ----------
+        *args
+            The function's arguments (arrays on ``ext_dev``, as for a normal call).
+        execute : bool
+            Also run the streams on the device. By default they are only recorded: the outputs
+            are not written and the device's statistics do not change.
+        func_name : str, optional
+            The function to call (default: the entry function).
+
+        Returns
+        -------
+        vta.runtime.capture.Capture
+            ``runs`` (one per ``VTADeviceRun``), ``disassemble()``, ``instructions()``,
+            ``uop_kernels()``.
+
+        Raises
+        ------
+        AttributeError
+            If the module has no such function.
+        TVMError
+            If the call fails (bad arguments, runtime errors).
+        """
+        from .capture import capture  # the capture sits beside the bridge, above this module
+
+        func = self.entry_func if func_name is None else self.get_function(func_name)
+        with capture(execute=execute) as cap:
+            func(*args)
+        return cap
+
+    def disassemble(self, *args: Any, execute: bool = False, func_name: str | None = None,
+                    uops: bool = False) -> str:
+        """The instructions a call on ``args`` generates, in the upstream dump format.
+
+        Parameters
+        ----------
+        *args, execute, func_name
+            As :meth:`capture`.
+        uops : bool
+            Append the distinct uop kernels (:meth:`uop_kernels`).
+
+        Raises
+        ------
+        AttributeError, TVMError
+            As :meth:`capture`.
+        """
+        cap = self.capture(*args, execute=execute, func_name=func_name)
+        text = cap.disassemble()
+        if uops:
+            text += "\nUOP KERNELS\n" + "\n".join(str(k) for k in cap.uop_kernels()) + "\n"
+        return text
+
+    def instructions(self, *args: Any, execute: bool = False, func_name: str | None = None) -> list:
+        """The decoded instructions (:mod:`vta.isa` records) a call on ``args`` generates.
+
+        Raises
+        ------
+        AttributeError, TVMError
+            As :meth:`capture`.
+        """
+        return self.capture(*args, execute=execute, func_name=func_name).instructions()
+
+    def uop_kernels(self, *args: Any, execute: bool = False, func_name: str | None = None) -> list:
+        """The distinct GEMM/ALU uop kernels (:class:`vta.runtime.capture.UopKernel`) of a call.
+
+        Raises
+        ------
+        AttributeError, TVMError
+            As :meth:`capture`.
+        """
+        return self.capture(*args, execute=execute, func_name=func_name).uop_kernels()
+
     def function_from_env(self, name: str) -> PackedFunc | None:
         """What ``TVMBackendGetFuncFromEnv`` finds: the imports first, then the global registry."""
         func = self._env_functions.get(name)

@@ -12,6 +12,8 @@ memory nor a device. When a runtime library is loaded, :func:`_install` hands it
   through C: it is stored with :func:`vta.runtime.packed.set_pending_exception`, the C side
   returns -1, and the packed-function call that entered native code re-raises it with its own
   type (a ``DeadlockError`` stays a ``DeadlockError``);
+* while a :func:`vta.runtime.capture.capture` block is active, the ``run`` callback first
+  records the stream and its uops (and, with ``execute=False``, stops there);
 * callbacks that print the instruction stream (``VTA_DEBUG_DUMP_INSN``, through
   :func:`vta.isa.disassemble`) and lines of text (``VTA_DEBUG_DUMP_UOP``).
 
@@ -38,7 +40,7 @@ from ..dram import global_dram
 from ..env import Environment, get_env
 from ..errors import AllocationError, ConfigError, TVMError
 from ..sim.device import Device
-from . import native_lib
+from . import capture, native_lib
 from .packed import set_pending_exception
 from .registry import register_func
 
@@ -221,7 +223,13 @@ def _make_callbacks(env: Environment) -> tuple:
         dev = None
         try:
             _check_arena(dram)
-            dev = device_for(_run_env(env))
+            run_env = _run_env(env)
+            cap = capture.active()
+            if cap is not None:
+                cap.record(run_env, dram, int(insn_phys), int(insn_count))
+                if not cap.execute:
+                    return 0
+            dev = device_for(run_env)
             dev.run(int(insn_phys), int(insn_count), int(wait_cycles))
             return 0
         except BaseException as exc:  # noqa: BLE001 - cannot unwind through C; re-raised by PackedFunc
