@@ -11,7 +11,7 @@ from vta import isa
 from vta.isa import AluInsn, FinishInsn, GemmInsn, MemInsn, Uop
 from vta.sim import hwgen
 from tests.hw.soc import Soc
-from tests.hw.tbutil import hw_env, wrap
+from tests.hw.tbutil import hw_env, pack, unpack, wrap
 
 
 class TB:
@@ -25,14 +25,25 @@ class TB:
     async def start(self):
         await self.soc.start()
 
-    def put(self, array: np.ndarray, align: int) -> int:
-        data = np.ascontiguousarray(array).tobytes()
+    def put(self, elems: np.ndarray, elem_bytes: int, bits: int) -> int:
+        """Place rows of ``elems`` (one element each) as ``bits``-wide lanes packed LSB first,
+        at an address aligned to the element size."""
+        data = b"".join(pack(e, bits).to_bytes(elem_bytes, "little") for e in elems)
+        align = elem_bytes
         addr = self.soc.alloc(len(data), align)
         self.soc.mem[addr:addr + len(data)] = data
         return addr
 
     def get(self, addr: int, nbytes: int) -> bytes:
         return bytes(self.soc.mem[addr:addr + nbytes])
+
+    def get_out(self, addr: int, count: int) -> np.ndarray:
+        """``count`` OUT elements at ``addr`` as signed OUT_WIDTH lanes, shape (count, lanes)."""
+        e = self.env
+        raw = self.get(addr, count * e.OUT_ELEM_BYTES)
+        lanes = e.BATCH * e.BLOCK_OUT
+        return np.stack([unpack(int.from_bytes(raw[i * e.OUT_ELEM_BYTES:(i + 1) * e.OUT_ELEM_BYTES], "little"),
+                                e.OUT_WIDTH, lanes) for i in range(count)])
 
     def put_uops(self, uops, offset_words: int = 0) -> int:
         """Place uops so that the first one sits ``offset_words`` 4-byte words after a 64-byte line."""
@@ -55,8 +66,8 @@ class TB:
         return await self.soc.read_reg(hwgen.REGISTERS[name])
 
 
-def _s8(rng, shape, bits=8):
-    return rng.integers(-(1 << (bits - 1)), 1 << (bits - 1), shape).astype(np.int8)
+def _sint(rng, shape, bits=8):
+    return rng.integers(-(1 << (bits - 1)), 1 << (bits - 1), shape).astype(np.int64)
 
 
 @cocotb.test()
@@ -66,14 +77,14 @@ async def gemm_alu_store_with_padding(dut):
     tb = TB(dut, seed=1)
     await tb.start()
     env = tb.env
-    assert env.INP_WIDTH == 8 and env.WGT_WIDTH == 8 and env.ACC_WIDTH == 32
+    assert env.ACC_WIDTH == 32
     rng = np.random.default_rng(5)
     B, BI, BO = env.BATCH, env.BLOCK_IN, env.BLOCK_OUT
     n = 3                                        # data elements per row
-    x = _s8(rng, (2, n, B, BI))                  # two rows of inputs
-    w = _s8(rng, (2, BO, BI))
-    x_addr = tb.put(x, env.INP_ELEM_BYTES)
-    w_addr = tb.put(w, env.WGT_ELEM_BYTES)
+    x = _sint(rng, (2, n, B, BI), env.INP_WIDTH)  # two rows of inputs
+    w = _sint(rng, (2, BO, BI), env.WGT_WIDTH)
+    x_addr = tb.put(x.reshape(2 * n, B * BI), env.INP_ELEM_BYTES, env.INP_WIDTH)
+    w_addr = tb.put(w.reshape(2, BO * BI), env.WGT_ELEM_BYTES, env.WGT_WIDTH)
     # LOAD INP: 2 rows of 3, x_pad 1/1, y_pad 1/0, source stride 3 -> a 5 x 3 rectangle
     W_, H_ = 1 + n + 1, 1 + 2
     inp_base = 7
@@ -99,7 +110,7 @@ async def gemm_alu_store_with_padding(dut):
         # acc[i] += inp[7+i] . wgt[3]^T + inp[7+i] . wgt[4]^T  (uops 5 and 6)
         GemmInsn(uop_bgn=5, uop_end=7, iter_out=rows, iter_in=1, dst_factor_out=1, src_factor_out=1),
         # ALU: acc[i] = acc[i] >> 2 (imm), then acc[i] += acc[i+1] (tensor) for i < rows-1,
-        # then clip to [-128, 127] and MUL by -1 on the last row only
+        # then clip to [-128, 127] and MUL row 0 by -1
         AluInsn(uop_bgn=7, uop_end=8, iter_out=rows, iter_in=1, dst_factor_out=1, src_factor_out=1,
                 alu_opcode=isa.ALU_SHR, use_imm=1, imm=2),
         AluInsn(uop_bgn=8, uop_end=9, iter_out=1, iter_in=rows - 1, dst_factor_in=1, src_factor_in=1,
@@ -132,9 +143,8 @@ async def gemm_alu_store_with_padding(dut):
         acc[i] = wrap(acc[i] + acc[i + 1], 32)
     acc = np.clip(acc, -128, 127)
     acc[0] = -acc[0]
-    got = np.frombuffer(tb.get(out_addr, rows * 2 * env.OUT_ELEM_BYTES), dtype=np.int8)
-    got = got.reshape(3, 10, B, BO)[:, :5].reshape(rows, B, BO)
-    np.testing.assert_array_equal(got, acc.astype(np.int8))
+    got = tb.get_out(out_addr, rows * 2).reshape(3, 10, B, BO)[:, :5].reshape(rows, B, BO)
+    np.testing.assert_array_equal(got, wrap(acc, env.OUT_WIDTH))
     assert await tb.reg("GEMM_UOPS") == 2 * rows
     assert await tb.reg("ALU_UOPS") == rows + (rows - 1) + rows + rows + 1
     assert await tb.reg("RETIRED_COMPUTE") == 10
@@ -154,9 +164,9 @@ async def acc_loads_and_store(dut):
     rng = np.random.default_rng(6)
     L = env.BATCH * env.BLOCK_OUT
     a32 = rng.integers(-(1 << 31), 1 << 31, (4, L)).astype(np.int32)
-    a8 = _s8(rng, (3, L))
-    a32_addr = tb.put(a32, env.ACC_ELEM_BYTES)
-    a8_addr = tb.put(a8, env.ACC_8BIT_ELEM_BYTES)
+    a8 = _sint(rng, (3, L))
+    a32_addr = tb.put(a32, env.ACC_ELEM_BYTES, 32)
+    a8_addr = tb.put(a8, env.ACC_8BIT_ELEM_BYTES, 8)
     out_addr = tb.soc.alloc(8 * env.OUT_ELEM_BYTES, 64)
     prog = [
         MemInsn(opcode=isa.OPCODE_LOAD, memory_type=isa.MEM_ACC, sram_base=10,
@@ -173,8 +183,7 @@ async def acc_loads_and_store(dut):
     ctrl = await tb.run(prog)
     assert ctrl == hwgen.CTRL_FINISH, hex(ctrl)
     expected = np.concatenate([a32.astype(np.int64), a8.astype(np.int64), np.zeros((1, L), np.int64)])
-    got = np.frombuffer(tb.get(out_addr, 8 * env.OUT_ELEM_BYTES), dtype=np.int8).reshape(8, L)
-    np.testing.assert_array_equal(got, wrap(expected, 8))
+    np.testing.assert_array_equal(tb.get_out(out_addr, 8), wrap(expected, env.OUT_WIDTH))
 
 
 @cocotb.test()
