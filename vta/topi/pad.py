@@ -70,7 +70,8 @@ def pad(data: Tensor, pad_before: Sequence[Any], pad_after: Sequence[Any] | None
             )
     before = [_const_int(p, f"pad_before[{i}]") for i, p in enumerate(pad_before)]
     after = [_const_int(p, f"pad_after[{i}]") for i, p in enumerate(pad_after)]
-    out_shape = tuple(s + b + a for s, b, a in zip(data.shape, before, after))
+    out_shape = tuple(n.IntImm(s.value + b + a) if isinstance(s, n.IntImm) else s + (b + a)
+                      for s, b, a in zip(data.shape, before, after))
     fill = n.const(pad_value, data.dtype)
 
     def _pad(*idx):

@@ -147,16 +147,17 @@ def check_fits(env: Environment, footprint: dict, what: str) -> None:
     Raises
     ------
     ScheduleError
-        Naming the first overflowing buffer, its need, its capacity and the excess.
+        Naming every overflowing buffer, its need, its capacity and the excess.
     """
     cap = _capacity(env)
+    over = []
     for key in ("inp", "wgt", "acc", "uop"):
         if footprint[key] > cap[key]:
             unit = "uops" if key == "uop" else "entries"
-            raise ScheduleError(
-                f"{what}: the {key} buffer overflows by {footprint[key] - cap[key]} {unit} "
-                f"(needs {footprint[key]}, the {key} buffer of this configuration holds {cap[key]})"
-            )
+            over.append(f"the {key} buffer overflows by {footprint[key] - cap[key]} {unit} "
+                        f"(needs {footprint[key]}, the {key} buffer of this configuration holds {cap[key]})")
+    if over:
+        raise ScheduleError(f"{what}: " + "; ".join(over))
 
 
 def _divisors(x: int) -> list[int]:

@@ -1,0 +1,48 @@
+"""ResNet-18 on fsim: every conv2d layer after the first (C2...C11, bias epilogue) and the final
+dense layer (512 -> 1000, padded to a multiple of BLOCK_OUT) plus the 128x128x128 dense of the
+upstream benchmark, built with ``vta.topi`` and compared with plain-NumPy references.
+
+Default configuration (batch 1) and BATCH=2 configuration (batch 2): every layer (about a
+second each on fsim with the numba engine, so none is marked slow).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from vta import topi
+
+from .layers import RESNET18_CONV, conv_layer, dense_layer
+from .runner import run
+
+@pytest.mark.parametrize("name", list(RESNET18_CONV))
+def test_resnet18_conv_layer(env, tmp_path, name):
+    sched, args, inputs, expect = conv_layer(env, name, 1, np.random.default_rng(7))
+    outs, stats = run(sched, args, inputs, tmp_path, name="conv2d")
+    np.testing.assert_equal(topi.unpack_nchw(outs["res"]), expect)
+    h, ci, co, k, p, s = RESNET18_CONV[name]
+    oh = (h + 2 * p - k) // s + 1
+    # Every output tile is computed once: one GEMM per (tile, input block, kernel tap).
+    assert stats["gemm_counter"] == (co // 16) * oh * oh * (ci // 16) * k * k
+    assert stats["out_store_nbytes"] == co * oh * oh
+
+
+@pytest.mark.parametrize("name", list(RESNET18_CONV))
+def test_resnet18_conv_layer_batch2(batch2_env, tmp_path, name):
+    sched, args, inputs, expect = conv_layer(batch2_env, name, 2, np.random.default_rng(8))
+    outs, _ = run(sched, args, inputs, tmp_path, name="conv2d")
+    np.testing.assert_equal(topi.unpack_nchw(outs["res"]), expect)
+
+
+@pytest.mark.parametrize("config", ["env", "batch2_env"])
+@pytest.mark.parametrize("shape", [(512, 1000), (128, 128)], ids=["fc1000", "dense128"])
+def test_resnet18_dense(request, tmp_path, config, shape):
+    env = request.getfixturevalue(config)
+    in_features, out_features = shape
+    batch = env.BATCH if out_features == 1000 else 128
+    sched, args, inputs, expect = dense_layer(env, batch, in_features, out_features, np.random.default_rng(9))
+    outs, stats = run(sched, args, inputs, tmp_path, name="dense")
+    np.testing.assert_equal(topi.unpack_nc(outs["res"])[:, :out_features], expect)
+    padded = -(-out_features // env.BLOCK_OUT) * env.BLOCK_OUT
+    assert stats["out_store_nbytes"] == batch * padded
