@@ -273,3 +273,26 @@ async def throughput_figures(dut):
         assert await tb.reg(counter) == uops
         dut._log.info("figure %s: %d uops in %d cycles beyond the empty program (%.2f cycles/uop)",
                       name, uops, cycles - base, (cycles - base) / uops)
+
+    # 128 compute no-ops: the per-instruction cost of fetch, dispatch and a unit's bookkeeping
+    await tb.run([MemInsn(opcode=isa.OPCODE_LOAD, memory_type=isa.MEM_UOP)] * 128 + [FinishInsn()])
+    assert await tb.reg("RETIRED_COMPUTE") == 129
+    dut._log.info("figure no-op: 129 instructions in %d cycles", await tb.reg("ECNT0"))
+
+    # a 64 KiB weight load and a store of 256 OUT elements: bus efficiency (the memory model
+    # delivers a beat in about 85% of cycles after 3 cycles of latency)
+    nw = (1 << 16) // env.WGT_ELEM_BYTES
+    w_addr = tb.soc.alloc(nw * env.WGT_ELEM_BYTES, env.WGT_ELEM_BYTES)
+    out_addr = tb.soc.alloc(256 * env.OUT_ELEM_BYTES, 64)
+    wgt = MemInsn(memory_type=isa.MEM_WGT, dram_base=w_addr // env.WGT_ELEM_BYTES, y_size=1,
+                  x_size=nw, x_stride=nw, push_next_dep=1)
+    store = MemInsn(opcode=isa.OPCODE_STORE, memory_type=isa.MEM_OUT, dram_base=out_addr // env.OUT_ELEM_BYTES,
+                    y_size=1, x_size=256, x_stride=256, pop_prev_dep=1, push_prev_dep=1)
+    uop_noop = MemInsn(opcode=isa.OPCODE_LOAD, memory_type=isa.MEM_UOP)
+    for name, prog, beats in [
+        ("wgt load", [wgt, isa.replace(uop_noop, pop_prev_dep=1), FinishInsn()], nw * env.WGT_ELEM_BYTES // 8),
+        ("store", [isa.replace(uop_noop, push_next_dep=1), store, isa.replace(uop_noop, pop_next_dep=1),
+                   FinishInsn()], 256 * env.OUT_ELEM_BYTES // 8),
+    ]:
+        await tb.run(prog)
+        dut._log.info("figure %s: %d beats in %d cycles (whole program)", name, beats, await tb.reg("ECNT0"))
