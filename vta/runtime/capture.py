@@ -65,8 +65,8 @@ class UopKernel:
         (io, do, so, wo), (ii, di, si, wi) = self.loops
         used = ", ".join(f"#{k}" for k in self.insn_indices[:8]) + (" ..." if len(self.insn_indices) > 8 else "")
         ops = f" ({', '.join(self.alu_ops)})" if self.alu_ops else ""
-        lines = [f"{self.kind} kernel{ops}: {len(self.uops)} uop(s), run by {len(self.insn_indices)} "
-                 f"instruction(s) [{used}]",
+        lines = [(f"{self.kind} kernel{ops}: {len(self.uops)} uop(s), run by {len(self.insn_indices)} "
+                  f"instruction(s) [{used}]"),
                  f"  loop outer: iter {io}, acc +{do}, src +{so}, wgt +{wo}",
                  f"  loop inner: iter {ii}, acc +{di}, src +{si}, wgt +{wi}"]
         for k, u in enumerate(self.uops):
