@@ -97,10 +97,15 @@ struct Model {
 
 thread_local Model* g_current = nullptr;
 
-// Makes `m` the model the DPI adapters serve for the lifetime of the guard.
+// Makes `m` the model the DPI adapters serve for the lifetime of the guard, and its context
+// Verilator's current one (Verilator keeps a per-thread context pointer, which must never be
+// left pointing at the context of a model destroyed earlier).
 struct Current {
   Model* saved;
-  explicit Current(Model* m) : saved(g_current) { g_current = m; }
+  explicit Current(Model* m) : saved(g_current) {
+    g_current = m;
+    Verilated::threadContextp(m->ctx.get());
+  }
   ~Current() { g_current = saved; }
 };
 
@@ -302,6 +307,7 @@ VTA_TSIM_API vta_tsim_t* vta_tsim_create(void* base, uint64_t size, const char* 
 #if VTA_TSIM_TRACE_KIND
   if (trace_path != nullptr && trace_path[0] != '\0') m->ctx->traceEverOn(true);
 #endif
+  Verilated::threadContextp(m->ctx.get());
   m->top = std::make_unique<Vvta_tsim_top>(m->ctx.get(), "TOP");
 #if VTA_TSIM_TRACE_KIND
   if (trace_path != nullptr && trace_path[0] != '\0') {
@@ -332,6 +338,9 @@ VTA_TSIM_API void vta_tsim_destroy(vta_tsim_t* h) {
   }
   m->magic = 0;
   delete m;
+  // Verilator remembers the last and the current context; neither may point at the freed one.
+  Verilated::threadContextp(nullptr);
+  Verilated::lastContextp(nullptr);
 }
 
 VTA_TSIM_API int vta_tsim_reset(vta_tsim_t* h) {

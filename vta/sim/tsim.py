@@ -293,6 +293,8 @@ class TSim(Device):
         SimulationError
             If ``wait_cycles`` elapsed or the progress callback stopped the run.
         """
+        if self._handle is None:
+            raise SimulationError("this tsim device has been closed")
         if isinstance(insn_count, bool) or not isinstance(insn_count, (int, np.integer)) or insn_count < 1:
             raise ValueError(f"insn_count {insn_count!r} must be a positive integer")
         if not isinstance(insn_phys_addr, (int, np.integer)) or insn_phys_addr % _INSN_BYTES:
