@@ -404,15 +404,16 @@ class TSim(Device):
         cls = _ERRORS.get(code, SimulationError)
         what = hwgen.ERROR_NAMES.get(code, f"error code {code}")
         if code == hwgen.ERR_WATCHDOG:
-            msg = f"tsim: no progress for {limit} cycles (watchdog); {state}"
+            msg = f"tsim: deadlock: no unit made progress for {limit} cycles (watchdog); {state}"
         else:
             fname = hwgen.FIELD_NAMES.get(field, f"field {field}")
             if field == hwgen.FIELD_CHANNEL:
                 value_text = hwgen.CHANNEL_NAMES.get(value, str(value))
             else:
                 value_text = repr(value)
+            bound = f" (limit {limit})" if code != hwgen.ERR_INVALID_INSN else ""
             msg = (f"tsim: {what} at instruction {index} ({hwgen.UNIT_NAMES.get(unit, unit)} unit): "
-                   f"{fname} {value_text} (limit {limit}); {state}")
+                   f"{fname} {value_text}{bound}; {state}")
         return cls(msg, insn_index=None if code == hwgen.ERR_WATCHDOG else index)
 
     def _recover(self) -> None:
