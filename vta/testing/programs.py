@@ -271,7 +271,7 @@ def random_program(env: Environment, dram: DRAM, seed: int, *, length: int = 16,
     length : int
         Number of random body instructions (no-ops inserted for synchronisation come on top).
     allow_mul, allow_acc_8bit : bool
-        Use ALU MUL and ACC_8BIT loads (the Chisel RTL supports neither).
+        Use ALU MUL and ACC_8BIT loads (upstream's Chisel RTL supports neither).
     allow_empty : bool
         Sometimes use zero trip counts or empty micro-op ranges.
     allow_pads : bool
@@ -279,22 +279,33 @@ def random_program(env: Environment, dram: DRAM, seed: int, *, length: int = 16,
     imm_in_place : bool
         Give immediate ALU micro-ops ``src == dst`` (where the RTL and fsim agree).
     allow_tensor_shr : bool
-        Use SHR with a tensor operand (the RTL shifts negative amounts differently).
+        Use SHR with a tensor operand (upstream's RTL shifts negative amounts differently).
     region : int
         Rows of each buffer the program works in (capped by the buffer depths).
 
     Returns
     -------
     RandomProgram
+
+    Raises
+    ------
+    AllocationError
+        If the arena cannot hold the program's buffers (nothing stays allocated).
     """
     rng = np.random.default_rng(seed)
     gen = _Generator(env, dram, rng, region, allow_mul=allow_mul, allow_acc_8bit=allow_acc_8bit,
                      allow_empty=allow_empty, allow_pads=allow_pads, imm_in_place=imm_in_place,
                      allow_tensor_shr=allow_tensor_shr)
-    return gen.generate(length)
+    try:
+        return gen.generate(length)
+    except BaseException:
+        gen.b.close()  # free what was allocated, then report the original error
+        raise
 
 
 class _Generator:
+    """Draws the instructions of one random program (see :func:`random_program`)."""
+
     def __init__(self, env, dram, rng, region, **opts):
         self.env, self.rng, self.opts = env, rng, opts
         self.b = ProgramBuilder(env, dram)
