@@ -145,3 +145,26 @@ def test_capture_block_records_every_run(env, vadd):
     assert len(cap.runs) == 2
     assert cap.disassemble().startswith("RUN 0 of 2\nThere are 8 instructions")
     assert len(cap.uop_kernels()) == 2
+
+
+def test_conv2d_uop_kernels(env):
+    """Convolution tutorial (3.3): 286 uops = 2 x 14 reset + 2 x 126 GEMM + 2 x 3 ALU, one kernel per
+    virtual thread; GEMM loops (8, 98, 0, 9) and (7, 14, 16, 0)."""
+    case = schedules.conv2d(env, np.random.default_rng(0))
+    mod = build(case.sched, case.args, "ext_dev", name="conv2d")
+    dev = runtime.ext_dev(0)
+    arrays = [nd.array(case.inputs[t.name], dev) if t.name in case.inputs else nd.empty(case.out_shape, "int8", dev)
+              for t in case.args]
+    try:
+        kernels = mod.uop_kernels(*arrays)
+    finally:
+        for arr in arrays:
+            arr.close()
+        mod.close()
+    sizes = sorted((k.kind, len(k.uops)) for k in kernels)
+    assert sizes == [("ALU", 1)] * 6 + [("GEMM", 126)] * 2 + [("GEMM reset", 14)] * 2
+    assert sum(len(k.uops) for k in kernels) * env.elem_bytes(isa.MEM_UOP) == 1144  # uop_load_nbytes
+    gemms = [k for k in kernels if k.kind == "GEMM"]
+    assert all(k.loops == ((8, 98, 0, 9), (7, 14, 16, 0)) for k in gemms)
+    assert gemms[0].uops != gemms[1].uops  # each virtual thread has its own accumulator tiles
+    assert sorted(op for k in kernels for op in k.alu_ops) == sorted(["SHR imm 8", "MAX imm 0", "MIN imm 127"] * 2)
