@@ -36,6 +36,11 @@ def classify(outs, core_tag: str, what: str) -> OpGraph:
     if len(outs) != 1 or not isinstance(outs[0], Tensor):
         raise ScheduleError(f"{what}: expected one output tensor, got {outs!r}")
     output = outs[0]
+    if output.op.tag == core_tag:
+        raise ScheduleError(
+            f"{what}: the output {output.name!r} is the {core_tag!r} operation itself; VTA stores results from "
+            f"the accumulator through an element-wise stage: add an epilogue (vta.topi.requantize, or a cast)"
+        )
     core: list = []
     graph = OpGraph(None, output)  # type: ignore[arg-type]
     seen: set = set()

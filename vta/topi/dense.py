@@ -102,6 +102,11 @@ def schedule_dense_packed(outs: Any, tiling: DenseTiling | None = None) -> Sched
     x_bo, x_bi = s[output].split(x_b, factor=tiling.tile_b)
     x_co, x_ci = s[output].split(x_c, factor=tiling.tile_co)
     s[output].reorder(x_bo, x_co, x_bi, x_ci)
+    if tiling.oc_nthread > 1:
+        # Split before attaching: the computation is placed in the loop that remains.
+        x_co, v_t = s[output].split(x_co, factor=tiling.oc_nthread)
+        s[output].reorder(v_t, x_bo)
+        s[output].bind(v_t, thread_axis("cthread"))
     store_pt = x_co
     s[res].compute_at(s[output], store_pt)
     for e in graph.ewise:
@@ -109,10 +114,6 @@ def schedule_dense_packed(outs: Any, tiling: DenseTiling | None = None) -> Sched
     for cache in ewise_caches:
         s[cache].compute_at(s[output], store_pt)
         s[cache].pragma(s[cache].op.axis[0], env.dma_copy)
-    if tiling.oc_nthread > 1:
-        _, v_t = s[output].split(x_co, factor=tiling.oc_nthread)
-        s[output].reorder(v_t, x_bo)
-        s[output].bind(v_t, thread_axis("cthread"))
 
     r_bo, r_co, r_bi, r_ci = s[res].op.axis
     k_o, k_i = s[res].op.reduce_axis

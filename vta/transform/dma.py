@@ -207,6 +207,14 @@ class _DMA(StmtExprMutator):
         return self.scopes.get(var, "global")
 
     def visit_AttrStmt(self, op: n.AttrStmt):
+        if op.attr_key == "virtual_thread":
+            # A virtual thread index bounds padding like a loop variable does.
+            var = getattr(op.node, "var", op.node)
+            self.ranges[var] = (n.IntImm(0), op.value)
+            try:
+                return self.generic_visit(op)
+            finally:
+                del self.ranges[var]
         if op.attr_key != "pragma_dma_copy":
             return self.generic_visit(op)
         return self._inject(op)

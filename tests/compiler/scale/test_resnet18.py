@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from vta import topi
+from vta.topi import Conv2DTiling, DenseTiling
 
 from .layers import RESNET18_CONV, conv_layer, dense_layer
 from .runner import run
@@ -46,3 +47,31 @@ def test_resnet18_dense(request, tmp_path, config, shape):
     np.testing.assert_equal(topi.unpack_nc(outs["res"])[:, :out_features], expect)
     padded = -(-out_features // env.BLOCK_OUT) * env.BLOCK_OUT
     assert stats["out_store_nbytes"] == batch * padded
+
+
+THREADED = [  # (config fixture, layer, tiling): both kinds of virtual threads, padded and 1x1 layers
+    ("env", "C8", Conv2DTiling(7, 14, 4, 2, oc_nthread=2)),
+    ("env", "C5", Conv2DTiling(7, 28, 4, 2, h_nthread=2)),
+    ("env", "C4", Conv2DTiling(7, 7, 4, 2, oc_nthread=2)),
+    ("batch2_env", "C8", Conv2DTiling(7, 14, 4, 2, h_nthread=2)),
+    ("batch2_env", "C11", Conv2DTiling(7, 7, 8, 4, oc_nthread=2)),
+]
+
+
+@pytest.mark.parametrize("config, name, tiling", THREADED, ids=[f"{c}-{n}-{t.oc_nthread}x{t.h_nthread}"
+                                                                for c, n, t in THREADED])
+def test_resnet18_conv_layer_with_virtual_threads(request, tmp_path, config, name, tiling):
+    env = request.getfixturevalue(config)
+    _, args, inputs, expect = conv_layer(env, name, env.BATCH, np.random.default_rng(10))
+    sched = topi.schedule_conv2d_packed(args[-1], tiling)
+    outs, _ = run(sched, args, inputs, tmp_path, name="conv2d")
+    np.testing.assert_equal(topi.unpack_nchw(outs["res"]), expect)
+
+
+@pytest.mark.parametrize("config", ["env", "batch2_env"])
+def test_dense_with_virtual_threads(request, tmp_path, config):
+    env = request.getfixturevalue(config)
+    _, args, inputs, expect = dense_layer(env, 128, 128, 128, np.random.default_rng(11))
+    sched = topi.schedule_dense_packed(args[-1], DenseTiling(64 // env.BATCH, 2, 4, oc_nthread=2))
+    outs, _ = run(sched, args, inputs, tmp_path, name="dense")
+    np.testing.assert_equal(topi.unpack_nc(outs["res"]), expect)

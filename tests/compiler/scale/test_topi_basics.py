@@ -8,7 +8,7 @@ import pytest
 from vta import te, topi
 from vta.errors import ScheduleError
 from vta.te.lower import schedule_to_primfunc
-from vta.topi.tiling import (Conv2DTiling, Conv2DWorkload, DenseWorkload, choose_conv2d_tiling, choose_dense_tiling,
+from vta.topi.tiling import (Conv2DTiling, Conv2DWorkload, DenseTiling, DenseWorkload, choose_conv2d_tiling, choose_dense_tiling,
                              conv2d_footprint, dense_footprint)
 
 from ..frontend.interp import run_primfunc
@@ -163,3 +163,19 @@ def test_an_explicit_tiling_that_overflows_the_accumulator_is_reported(env):
         topi.schedule_conv2d_packed(res, Conv2DTiling(56, 56, 4, 1))
     with pytest.raises(ScheduleError, match=r"tile_h=5 does not divide the axis extent 56"):
         topi.schedule_conv2d_packed(res, Conv2DTiling(5, 56, 1, 1))
+
+
+def test_schedules_reject_a_missing_epilogue_and_bad_operands(env):
+    data = te.placeholder((1, 4, 8, 8, 1, 16), name="data", dtype=env.inp_dtype)
+    kernel = te.placeholder((4, 4, 3, 3, 16, 16), name="kernel", dtype=env.wgt_dtype)
+    conv = topi.conv2d_packed(data, kernel, 1, 1, env.acc_dtype)
+    with pytest.raises(ScheduleError, match="add an epilogue"):
+        topi.schedule_conv2d_packed(conv)
+    with pytest.raises(ValueError, match="disagree on the input channels"):
+        topi.conv2d_packed(data, te.placeholder((4, 2, 3, 3, 16, 16), name="k2", dtype=env.wgt_dtype), 1, 1)
+    dense_data = te.placeholder((1, 4, 1, 16), name="d", dtype=env.inp_dtype)
+    with pytest.raises(ValueError, match="disagree on the input features"):
+        topi.dense_packed(dense_data, te.placeholder((2, 3, 16, 16), name="w", dtype=env.wgt_dtype))
+    with pytest.raises(ScheduleError, match="tile_co=3 does not divide"):
+        res = topi.requantize(topi.dense_packed(dense_data, te.placeholder((4, 4, 16, 16), name="w", dtype=env.wgt_dtype)))
+        topi.schedule_dense_packed(res, DenseTiling(1, 3, 1))
