@@ -71,6 +71,13 @@ def test_example_runs_and_matches_upstream(name, tmp_path):
     assert not list(tmp_path.iterdir()), "the script left files behind"
 
 
+def test_show_instructions_example(tmp_path):
+    proc = run_script("show_instructions.py", tmp_path)
+    assert proc.returncode == 0, f"{proc.stdout[-2000:]}\n{proc.stderr[-4000:]}"
+    assert "instruction stream: PASSED" in proc.stdout
+    assert "There are 56 instructions" in proc.stdout and "GEMM reset kernel: 1 uop(s)" in proc.stdout
+
+
 @pytest.mark.parametrize("name, expected", [("get_started.py", "get_started.ir.txt"),
                                             ("matrix_multiply.py", "matrix_multiply.ir.txt")])
 def test_printed_ir_is_stable(name, expected, tmp_path):
