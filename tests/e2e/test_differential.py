@@ -89,17 +89,21 @@ def _pack_dirs():
     return found
 
 
-def test_program_packs(tsim_library, fsim_for):
-    """Every program pack in the test tree, and the demo pack, agree on fsim and tsim."""
+def test_program_packs(tsim_library, fsim_for, tmp_path):
+    """Every program pack in the test tree, and demo packs (one through a saved file), agree."""
     from tests.conftest import make_env
     from vta.demo import build_demo_pack
     from vta.dram import DRAM
     from vta.pack import Pack
     from vta.sim.tsim import TSim
 
-    packs = [("demo", build_demo_pack(make_env(), seed=s)) for s in range(3)]
+    from .conftest import CONFIGS
+
+    packs = [(f"demo {name} seed {s}", build_demo_pack(make_env(name), seed=s)) for name in CONFIGS for s in range(3)]
+    packs[0][1].save(tmp_path / "demo")
+    packs.append(("saved demo", Pack.load(tmp_path / "demo")))
     packs += [(str(d.relative_to(_REPO)), Pack.load(d)) for d in _pack_dirs()]
-    failures = []
+    failures, ran = [], 0
     for name, pack in packs:
         env = pack.env
         try:
@@ -115,11 +119,13 @@ def test_program_packs(tsim_library, fsim_for):
                 msg = f"{name}: tsim output differs from the pack's expected arrays: {bad!r}" if bad else None
             if msg:
                 failures.append(msg)
+            ran += 1
+    assert ran >= 7, f"only {ran} packs ran"
     assert not failures, "\n".join(failures)
 
 
 def _config_name(env) -> str:
-    from tests.conftest import CONFIG_DIR, make_env
+    from tests.conftest import make_env
 
     from .conftest import CONFIGS
 

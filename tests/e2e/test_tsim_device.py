@@ -166,13 +166,15 @@ def test_waveform_written_to_tmp_path(tsim_library, tmp_path):
     wave = tmp_path / "run.vcd"
     with DRAM(1 << 24) as dram:
         prog = gemm_program.build(env, dram, m=2, k=2)
-        with TSim(env, dram, library=tsim_library(trace="vcd"), trace_path=wave) as dev:
+        with TSim(env, dram, library=tsim_library(), trace_path=wave) as dev:
             dev.run(prog.insn_addr, prog.insn_count)
         np.testing.assert_array_equal(prog.output(dram), prog.expected)
     text = wave.read_text()
     assert "$enddefinitions" in text and "clk_i" in text
+    # The batch2 library is built without waveform support.
     with DRAM(1 << 24) as dram, pytest.raises(ModuleLoadError, match="waveform"):
-        TSim(env, dram, library=tsim_library(), trace_path=tmp_path / "no.vcd")
+        TSim(make_env("batch2.json"), dram, library=tsim_library("batch2.json"), trace_path=tmp_path / "no.vcd")
+    assert not (tmp_path / "no.vcd").exists()
 
 
 def test_module_loader_and_globals(tsim_library):
