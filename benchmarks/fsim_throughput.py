@@ -122,13 +122,16 @@ def main(argv=None) -> None:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--engine", choices=("auto", "numpy", "jit"), default="auto",
                     help="fsim engine (jit needs numba)")
+    ap.add_argument("--no-batch-gemms", action="store_true",
+                    help="do not run lined-up GEMMs as one BLAS product (the compiled engine's default)")
     args = ap.parse_args(argv)
     env = get_env()
     size, groups = (256, 4000) if args.quick else (1024, 29_000)
     with DRAM(1 << 31) as dram:
-        dev = FunctionalSimulator(env, dram, engine=args.engine)
-        print(f"engine: {dev.engine}, BLAS threads: {os.environ['OPENBLAS_NUM_THREADS']}; figures are medians of "
-              f"{args.repeat} runs, wall clock (CPU time of this process in brackets)")
+        dev = FunctionalSimulator(env, dram, engine=args.engine, batch_gemms=not args.no_batch_gemms)
+        print(f"engine: {dev.engine}, GEMM runs batched: {dev.batch_gemms}, BLAS threads: "
+              f"{os.environ['OPENBLAS_NUM_THREADS']}; figures are medians of {args.repeat} runs, wall clock "
+              "(CPU time of this process in brackets)")
         prog, (c_addr, expect) = gemm_stream(env, dram, size)
         addr, count = prog.build()
         sec, cpu, st = timed(dev, addr, count, args.repeat)

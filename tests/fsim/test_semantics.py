@@ -18,9 +18,9 @@ def _data(env, rng, mt, n):
     return rng.integers(0, 256, size=n * env.elem_bytes(mt), dtype=np.uint8)
 
 
-def _compare(env, dram, prog, outputs=(), engine="numpy"):
+def _compare(env, dram, prog, outputs=(), engine="numpy", **options):
     addr, count = prog.build()
-    dev, ref, got, want = run_both(env, dram, list(outputs), addr, count, engine=engine)
+    dev, ref, got, want = run_both(env, dram, list(outputs), addr, count, engine=engine, **options)
     assert got == want
     assert_same_state(dev, ref)
     stats = dev.stats()
@@ -200,8 +200,8 @@ def test_runs_of_gemms_batched_like_one_by_one(env, dram, engine, monkeypatch, c
         prog.finish()
         if case == "out_of_range":
             with pytest.raises(SRAMIndexError, match="instruction 6 .*wgt index"):
-                FunctionalSimulator(env, dram, engine=engine).run(*prog.build())
+                FunctionalSimulator(env, dram, engine=engine, batch_gemms=True).run(*prog.build())
         else:
-            dev, _, _ = _compare(env, dram, prog, engine=engine)
+            dev, _, _ = _compare(env, dram, prog, engine=engine, batch_gemms=True)
             assert dev.stats()["gemm_counter"] == 4 * 12
     assert batched == [case == "lined_up"]

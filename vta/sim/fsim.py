@@ -82,6 +82,13 @@ class FunctionalSimulator(Device):
         :mod:`vta.sim.fsim_units`; ``"jit"`` runs small instructions in a loop compiled by
         numba (:mod:`vta.sim.fsim_jit`, identical results); ``"auto"`` uses ``"jit"`` when
         numba is installed.
+    batch_gemms : bool, optional
+        Execute runs of consecutive GEMMs whose micro-ops line up as one BLAS product
+        (:func:`vta.sim.fsim_units.gemm_run`; same results). Default: on for the NumPy engine,
+        off for the compiled one, whose own GEMM loop does not depend on BLAS threading --
+        threaded BLAS can run many times slower on an oversubscribed machine. With
+        single-threaded BLAS (``OPENBLAS_NUM_THREADS=1``) turning it on is fastest for
+        GEMM-heavy streams.
 
     Raises
     ------
@@ -94,7 +101,7 @@ class FunctionalSimulator(Device):
     name = "sim"
 
     def __init__(self, env: Environment, dram: DRAM, *, seed: int | None = None, trace: bool = False,
-                 engine: str = "auto"):
+                 engine: str = "auto", batch_gemms: bool | None = None):
         super().__init__(env, dram)
         if engine not in ("auto", "numpy", "jit"):
             raise ValueError(f"engine must be 'auto', 'numpy' or 'jit', got {engine!r}")
@@ -117,6 +124,7 @@ class FunctionalSimulator(Device):
                               stacklevel=2)
         #: The engine in use: "jit" (compiled loop plus NumPy) or "numpy".
         self.engine = "numpy" if self._jit is None else "jit"
+        self.batch_gemms = self._jit is None if batch_gemms is None else bool(batch_gemms)
 
     # ------------------------------------------------------------------ contract
     def run(self, insn_phys_addr: int, insn_count: int, wait_cycles: int = 0) -> int:
@@ -203,7 +211,8 @@ class FunctionalSimulator(Device):
         """Run ``order``; the compiled engine (if any) runs what it can, the rest goes one by one
         through the opcode functions. :attr:`_position` counts the instructions done."""
         self._position = 0
-        runs = program.gemm_runs(self.env) if np.array_equal(order, np.arange(order.size)) else None
+        in_stream_order = np.array_equal(order, np.arange(order.size))
+        runs = program.gemm_runs(self.env) if self.batch_gemms and in_stream_order else None
         if self._jit is not None:
             try:
                 self._jit.run(self, program, order, _count, runs)
