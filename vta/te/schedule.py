@@ -17,7 +17,7 @@ from typing import Any, Sequence
 from ..errors import ScheduleError
 from ..tir import nodes as n
 from ..tir.functor import StmtExprMutator
-from .tensor import COMM_REDUCE, DATA_PAR, THREAD_INDEX, ComputeOp, IterVar, Operation, Tensor
+from .tensor import COMM_REDUCE, DATA_PAR, THREAD_INDEX, ComputeOp, IterVar, Operation, PlaceholderOp, Tensor
 
 __all__ = ["Schedule", "Stage", "Split", "Fuse", "create_schedule"]
 
@@ -445,6 +445,8 @@ class Schedule:
         if not isinstance(readers, (list, tuple)):
             readers = [readers]
         reader_stages = [self[r] for r in readers]
+        if not isinstance(tensor.op, PlaceholderOp) and tensor.op in self.stage_map:
+            tensor = self[tensor].op.output(0)  # the current version of a rebuilt stage's output
         for st in reader_stages:
             if not any(t is tensor for t in st.op.input_tensors):
                 raise ScheduleError(f"cache_read: stage {st.op.name!r} does not read tensor {tensor.name!r}")

@@ -99,3 +99,28 @@ def test_cache_write_consumers_read_the_copy(env):
     cache = s.cache_write(acc[1], env.acc_scope)
     assert s[acc[1]].op.input_tensors == [cache]
     assert s[acc[2]].op.input_tensors == [s[acc[1]].op.output(0)]
+
+
+def test_cache_read_of_a_rebuilt_intermediate_runs_on_fsim(env, tmp_path):
+    """The accumulator is cache-read by name after an earlier cache_read rebuilt its stage."""
+    data, weight, acc, res = _declare(env)
+    res_gem, res_shr = acc[0], acc[1]
+    s = te.create_schedule(res.op)
+    d_buf = s.cache_read(data, env.inp_scope, [res_gem])
+    w_buf = s.cache_read(weight, env.wgt_scope, [res_gem])
+    # res_gem's stage now computes a new tensor; the tensor declared before still names it.
+    shr_in = s.cache_read(res_gem, env.acc_scope, [res_shr])
+    for t in (res_gem, shr_in, *acc[1:]):
+        s[t].set_scope(env.acc_scope)
+    for t in (d_buf, w_buf):
+        s[t].pragma(s[t].op.axis[0], env.dma_copy)
+    s[res_gem].tensorize(s[res_gem].op.axis[2], env.gemm)
+    s[res_gem].reorder(*s[res_gem].op.reduce_axis[:1], *s[res_gem].op.axis, s[res_gem].op.reduce_axis[1])
+    for t in (shr_in, *acc[1:]):
+        s[t].pragma(s[t].op.axis[0], env.alu)
+    s[res].pragma(s[res].op.axis[0], env.dma_copy)
+    rng = np.random.default_rng(4)
+    d = rng.integers(-128, 128, size=(1, N_IN, env.BATCH, env.BLOCK_IN)).astype(np.int8)
+    w = rng.integers(-128, 128, size=(N_OUT, N_IN, env.BLOCK_OUT, env.BLOCK_IN)).astype(np.int8)
+    outs, _ = run(s, [data, weight, res], {"data": d, "weight": w}, tmp_path)
+    np.testing.assert_equal(outs["res"], gemm_reference(d, w))

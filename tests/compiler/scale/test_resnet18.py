@@ -75,3 +75,11 @@ def test_dense_with_virtual_threads(request, tmp_path, config):
     sched = topi.schedule_dense_packed(args[-1], DenseTiling(64 // env.BATCH, 2, 4, oc_nthread=2))
     outs, _ = run(sched, args, inputs, tmp_path, name="dense")
     np.testing.assert_equal(topi.unpack_nc(outs["res"]), expect)
+
+
+@pytest.mark.parametrize("config, batch", [("env", 2), ("batch2_env", 4)])
+def test_conv_layer_with_several_batch_blocks(request, tmp_path, config, batch):
+    env = request.getfixturevalue(config)
+    sched, args, inputs, expect = conv_layer(env, "C11", batch, np.random.default_rng(12))
+    outs, _ = run(sched, args, inputs, tmp_path, name="conv2d")
+    np.testing.assert_equal(topi.unpack_nchw(outs["res"]), expect)
