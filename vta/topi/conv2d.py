@@ -13,14 +13,21 @@ from typing import Any
 
 from ..env import get_env
 from ..errors import ScheduleError
-from ..te import compute, create_schedule, reduce_axis, sum as te_sum, thread_axis
+from ..te import compute, create_schedule, reduce_axis, thread_axis
+from ..te import sum as te_sum
 from ..te.schedule import Schedule
 from ..te.tensor import ComputeOp, Tensor
 from ._traverse import classify
 from .pad import pad
-from .tiling import Conv2DTiling, Conv2DWorkload, check_fits, choose_conv2d_tiling, conv2d_footprint
+from .tiling import (
+    Conv2DTiling,
+    Conv2DWorkload,
+    check_fits,
+    choose_conv2d_tiling,
+    conv2d_footprint,
+)
 
-__all__ = ["conv2d_packed", "schedule_conv2d_packed", "conv2d_workload", "CONV2D_TAG"]
+__all__ = ["CONV2D_TAG", "conv2d_packed", "conv2d_workload", "schedule_conv2d_packed"]
 
 #: Tag of the convolution stage (as upstream).
 CONV2D_TAG = "conv2d_dense"

@@ -13,13 +13,20 @@ from typing import Any
 
 from ..env import get_env
 from ..errors import ScheduleError
-from ..te import compute, create_schedule, reduce_axis, sum as te_sum, thread_axis
+from ..te import compute, create_schedule, reduce_axis, thread_axis
+from ..te import sum as te_sum
 from ..te.schedule import Schedule
 from ..te.tensor import ComputeOp, Tensor
 from ._traverse import classify
-from .tiling import DenseTiling, DenseWorkload, check_fits, choose_dense_tiling, dense_footprint
+from .tiling import (
+    DenseTiling,
+    DenseWorkload,
+    check_fits,
+    choose_dense_tiling,
+    dense_footprint,
+)
 
-__all__ = ["dense_packed", "schedule_dense_packed", "dense_workload", "DENSE_TAG"]
+__all__ = ["DENSE_TAG", "dense_packed", "dense_workload", "schedule_dense_packed"]
 
 #: Tag of the dense stage (as upstream).
 DENSE_TAG = "dense_pack"

@@ -7,11 +7,13 @@ the ALU in the accumulator scope.
 from __future__ import annotations
 
 from ..env import get_env
-from ..te import compute, max as te_max, min as te_min
+from ..te import compute
+from ..te import max as te_max
+from ..te import min as te_min
 from ..te.tensor import Tensor
 from ..tir import nodes as n
 
-__all__ = ["requantize", "ELEMWISE_TAG", "BROADCAST_TAG"]
+__all__ = ["BROADCAST_TAG", "ELEMWISE_TAG", "requantize"]
 
 ELEMWISE_TAG = "elemwise"
 BROADCAST_TAG = "broadcast"

@@ -12,8 +12,14 @@ from __future__ import annotations
 import numpy as np
 
 __all__ = [
-    "pack_nchw", "unpack_nchw", "pack_oihw", "unpack_oihw", "pack_nc", "unpack_nc",
-    "pack_bias", "pad_to_multiple",
+    "pack_bias",
+    "pack_nc",
+    "pack_nchw",
+    "pack_oihw",
+    "pad_to_multiple",
+    "unpack_nc",
+    "unpack_nchw",
+    "unpack_oihw",
 ]
 
 

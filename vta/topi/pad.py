@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from ..te import compute, if_then_else
 from ..te.tensor import Tensor
 from ..tir import nodes as n
 
-__all__ = ["pad", "PAD_TAG"]
+__all__ = ["PAD_TAG", "pad"]
 
 #: Tag of the stage :func:`pad` creates; schedules look for ``"pad"`` in a producer's tag.
 PAD_TAG = "injective,pad"

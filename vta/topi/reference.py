@@ -48,7 +48,7 @@ def conv2d_nchw_python(a: np.ndarray, w: np.ndarray, stride: Any, padding: Any) 
     acc = np.int64 if np.issubdtype(a.dtype, np.integer) else np.float64
     x = np.pad(a.astype(acc), ((0, 0), (0, 0), (ph, ph), (pw, pw)))
     k = w.astype(acc)
-    n, c, h, wd = x.shape
+    n, _, h, wd = x.shape
     o, _, kh, kw = k.shape
     if h < kh or wd < kw:
         raise ValueError(f"conv2d_nchw_python: padded input {(h, wd)!r} is smaller than the kernel {(kh, kw)!r}")

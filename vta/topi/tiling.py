@@ -26,8 +26,15 @@ from ..env import Environment
 from ..errors import ScheduleError
 
 __all__ = [
-    "Conv2DWorkload", "Conv2DTiling", "DenseWorkload", "DenseTiling", "conv2d_footprint", "dense_footprint",
-    "check_fits", "choose_conv2d_tiling", "choose_dense_tiling",
+    "Conv2DTiling",
+    "Conv2DWorkload",
+    "DenseTiling",
+    "DenseWorkload",
+    "check_fits",
+    "choose_conv2d_tiling",
+    "choose_dense_tiling",
+    "conv2d_footprint",
+    "dense_footprint",
 ]
 
 #: Estimated cost of one instruction, in bytes of DRAM traffic (steers towards fewer, larger transfers).

@@ -220,7 +220,6 @@ class _DMA(StmtExprMutator):
         return self._inject(op)
 
     def _inject(self, op: n.AttrStmt) -> n.Stmt:
-        env = self.env
         axis_name = getattr(getattr(op.node, "var", op.node), "name", repr(op.node))
         loops, store = _strip_loops(op.body, f"dma_copy at axis {axis_name!r}")
         what = f"dma_copy of buffer {store.buffer_var.name!r} at axis {axis_name!r}"

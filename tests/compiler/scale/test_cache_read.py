@@ -84,7 +84,7 @@ def test_cache_read_any_order_runs_on_fsim(env, tmp_path, order):
 
 def test_cache_read_keeps_declared_tensors_usable(env):
     """Tensors declared before the call still name their (rebuilt) stages."""
-    data, weight, acc, res = _declare(env)
+    data, _, acc, res = _declare(env)
     s = te.create_schedule(res.op)
     s[acc[0]].compute_at(s[res], s[res].op.axis[1])
     s.cache_read(data, env.inp_scope, [acc[0]])
@@ -94,7 +94,7 @@ def test_cache_read_keeps_declared_tensors_usable(env):
 
 
 def test_cache_write_consumers_read_the_copy(env):
-    data, weight, acc, res = _declare(env)
+    _, _, acc, res = _declare(env)
     s = te.create_schedule(res.op)
     cache = s.cache_write(acc[1], env.acc_scope)
     assert s[acc[1]].op.input_tensors == [cache]

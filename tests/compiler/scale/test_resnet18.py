@@ -17,6 +17,7 @@ from vta.topi import Conv2DTiling, DenseTiling
 from .layers import RESNET18_CONV, conv_layer, dense_layer
 from .runner import run
 
+
 @pytest.mark.parametrize("name", list(RESNET18_CONV))
 def test_resnet18_conv_layer(env, tmp_path, name):
     sched, args, inputs, expect = conv_layer(env, name, 1, np.random.default_rng(7))

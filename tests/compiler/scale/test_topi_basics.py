@@ -8,8 +8,16 @@ import pytest
 from vta import te, topi
 from vta.errors import ScheduleError
 from vta.te.lower import schedule_to_primfunc
-from vta.topi.tiling import (Conv2DTiling, Conv2DWorkload, DenseTiling, DenseWorkload, choose_conv2d_tiling, choose_dense_tiling,
-                             conv2d_footprint, dense_footprint)
+from vta.topi.tiling import (
+    Conv2DTiling,
+    Conv2DWorkload,
+    DenseTiling,
+    DenseWorkload,
+    choose_conv2d_tiling,
+    choose_dense_tiling,
+    conv2d_footprint,
+    dense_footprint,
+)
 
 from ..frontend.interp import run_primfunc
 
