@@ -61,20 +61,33 @@ def _current_config() -> BuildConfig:
     return getattr(_state, "config", None) or BuildConfig()
 
 
+#: Options of upstream's PassContext that ``build_config`` accepts and ignores: our pipeline has
+#: no optimisation levels and none of the passes they name (e.g. ``tir.CommonSubexprElimTIR``).
+IGNORED_OPTIONS = ("opt_level", "disabled_pass", "required_pass", "config", "instruments")
+
+
 @contextlib.contextmanager
-def build_config(debug_flag: int = 0) -> Iterator[BuildConfig]:
+def build_config(debug_flag: int = 0, **kwargs: Any) -> Iterator[BuildConfig]:
     """Context manager setting the options of :func:`lower` and :func:`build`.
 
     Parameters
     ----------
     debug_flag : int
         Runtime debug flags; 0 (the default) adds nothing.
+    **kwargs
+        Upstream PassContext options (``opt_level``, ``disabled_pass``, ``required_pass``,
+        ``config``, ``instruments``), accepted so that upstream code runs; they change nothing.
 
     Raises
     ------
     ValueError
         If ``debug_flag`` is not a non-negative int.
+    TypeError
+        If an option is not one of the accepted names.
     """
+    unknown = sorted(set(kwargs) - set(IGNORED_OPTIONS))
+    if unknown:
+        raise TypeError(f"build_config got unknown option(s) {unknown!r}; accepted: debug_flag, {', '.join(IGNORED_OPTIONS)}")
     if isinstance(debug_flag, bool) or not isinstance(debug_flag, int) or debug_flag < 0:
         raise ValueError(f"debug_flag must be a non-negative int (e.g. env.DEBUG_DUMP_INSN), got {debug_flag!r}")
     cfg = BuildConfig(debug_flag=debug_flag)

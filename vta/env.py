@@ -358,6 +358,13 @@ class Environment:
             self.__dict__[key] = gemm(self, mock=self.mock_mode)
         return self.__dict__[key]
 
+    @property
+    def target(self):
+        """The VTA target ``ext_dev -device=vta -keys=vta,cpu -model=<MODEL>`` (upstream ``env.target``)."""
+        from .tvm.target import vta  # the compatibility namespace sits above; import on use
+
+        return vta(model=self.MODEL)
+
     inp_scope = "local.inp_buffer"
     wgt_scope = "local.wgt_buffer"
     acc_scope = "local.acc_buffer"

@@ -13,7 +13,7 @@ pytestmark = pytest.mark.native
 
 def _vadd_object(env, path):
     """Compile the tutorial's vector add (C = int8(A + B) on the accumulator buffer) to ``path``."""
-    import vta.build
+    from vta.build import build
 
     shape = (1, 64, env.BATCH, env.BLOCK_OUT)
     A = te.placeholder(shape, name="A", dtype=env.acc_dtype)
@@ -30,7 +30,7 @@ def _vadd_object(env, path):
     s[B_buf].pragma(s[B_buf].op.axis[0], env.dma_copy)
     s[C_buf].pragma(s[C_buf].op.axis[0], env.alu)
     s[C].pragma(s[C].op.axis[0], env.dma_copy)
-    vta.build.build(s, [A, B, C], "ext_dev", name="my_vadd").save(path)
+    build(s, [A, B, C], "ext_dev", name="my_vadd").save(path)
     return shape
 
 

@@ -27,14 +27,13 @@ from ..runtime import cpu, device, ext_dev, get_global_func, register_func
 from ..tir import nodes as _n
 from . import contrib, nd, rpc, runtime, target, te, testing, tir, topi
 from ._missing import missing
-from .target import Target, install_env_target
+from .target import Target
 
 __all__ = [
     "te", "tir", "nd", "rpc", "runtime", "target", "topi", "testing", "contrib",
     "lower", "build", "Target", "cpu", "ext_dev", "device", "register_func", "get_global_func",
 ]
 
-install_env_target()
 
 
 def _generic_passes() -> list[Any]:

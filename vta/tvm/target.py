@@ -233,20 +233,3 @@ def _target_kind(target: Any) -> str:
         return "ext_dev"
     return Target(target).kind.name if not isinstance(target, Target) else target.kind.name
 
-
-def _env_target(env: Any) -> Target:
-    """``env.target``: the VTA target of a configuration (its ``MODEL``)."""
-    return vta(model=env.MODEL)
-
-
-def install_env_target() -> None:
-    """Give :class:`vta.env.Environment` the upstream ``target`` property if it lacks one.
-
-    Upstream code reads ``env.target`` (``tvm.target.vta(model=env.MODEL)``); ``vta/env.py``
-    cannot name this module's :class:`Target` without importing upward, so the property is
-    added here when the compatibility namespace is imported. An existing attribute is kept.
-    """
-    from ..env import Environment
-
-    if not hasattr(Environment, "target"):
-        Environment.target = property(_env_target, doc="The VTA target ``ext_dev -device=vta ... -model=MODEL``.")
