@@ -91,7 +91,18 @@ def conv2d_packed(data: Tensor, kernel: Tensor, strides: Any, padding: Any, out_
 
 
 def conv2d_workload(conv: ComputeOp, bias: bool = False) -> Conv2DWorkload:
-    """The :class:`~vta.topi.tiling.Conv2DWorkload` of a stage made by :func:`conv2d_packed`."""
+    """The :class:`~vta.topi.tiling.Conv2DWorkload` of a stage made by :func:`conv2d_packed`.
+
+    Raises
+    ------
+    ScheduleError
+        If the stage does not carry the strides and padding :func:`conv2d_packed` records.
+    """
+    if "strides" not in conv.attrs or "padding" not in conv.attrs:
+        raise ScheduleError(
+            f"stage {conv.name!r} is tagged {CONV2D_TAG!r} but has no strides/padding attributes; "
+            f"declare it with vta.topi.conv2d_packed"
+        )
     data, kernel = conv.input_tensors
     ks = _ints(kernel.shape)
     ph, pw = conv.attrs["padding"]

@@ -84,3 +84,16 @@ def test_conv_layer_with_several_batch_blocks(request, tmp_path, config, batch):
     sched, args, inputs, expect = conv_layer(env, "C11", batch, np.random.default_rng(12))
     outs, _ = run(sched, args, inputs, tmp_path, name="conv2d")
     np.testing.assert_equal(topi.unpack_nchw(outs["res"]), expect)
+
+
+@pytest.mark.parametrize("name", ["C4", "C8", "C11"])
+def test_conv_layer_on_32_wide_blocks(block32_env, tmp_path, name):
+    sched, args, inputs, expect = conv_layer(block32_env, name, 1, np.random.default_rng(13))
+    outs, _ = run(sched, args, inputs, tmp_path, name="conv2d")
+    np.testing.assert_equal(topi.unpack_nchw(outs["res"]), expect)
+
+
+def test_fc1000_on_32_wide_blocks(block32_env, tmp_path):
+    sched, args, inputs, expect = dense_layer(block32_env, 1, 512, 1000, np.random.default_rng(14))
+    outs, _ = run(sched, args, inputs, tmp_path, name="dense")
+    np.testing.assert_equal(topi.unpack_nc(outs["res"])[:, :1000], expect)
