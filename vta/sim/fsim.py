@@ -24,9 +24,11 @@ Examples
 
 from __future__ import annotations
 
+import contextlib
 import warnings
 
 import numpy as np
+from threadpoolctl import ThreadpoolController
 
 from .. import isa
 from ..dram import DRAM
@@ -36,6 +38,10 @@ from .device import STAT_KEYS, Device
 from . import fsim_jit
 from .fsim_sched import CHANNELS, Flow, schedule
 from .fsim_units import Scratchpads, alu, gemm, gemm_run, load, store
+
+# Batched GEMMs are many small BLAS products; threaded BLAS runs them up to 20x slower on a
+# small or busy machine, so they run single-threaded (numbers are identical either way).
+_BLAS = ThreadpoolController()
 
 __all__ = ["FunctionalSimulator", "INSN_KEYS", "TOKEN_KEYS"]
 
@@ -84,11 +90,8 @@ class FunctionalSimulator(Device):
         numba is installed.
     batch_gemms : bool, optional
         Execute runs of consecutive GEMMs whose micro-ops line up as one BLAS product
-        (:func:`vta.sim.fsim_units.gemm_run`; same results). Default: on for the NumPy engine,
-        off for the compiled one, whose own GEMM loop does not depend on BLAS threading --
-        threaded BLAS can run many times slower on an oversubscribed machine. With
-        single-threaded BLAS (``OPENBLAS_NUM_THREADS=1``) turning it on is fastest for
-        GEMM-heavy streams.
+        (:func:`vta.sim.fsim_units.gemm_run`; same results), with BLAS limited to one thread
+        during the run. Default: on (fastest for GEMM-heavy streams with either engine).
 
     Raises
     ------
@@ -124,7 +127,7 @@ class FunctionalSimulator(Device):
                               stacklevel=2)
         #: The engine in use: "jit" (compiled loop plus NumPy) or "numpy".
         self.engine = "numpy" if self._jit is None else "jit"
-        self.batch_gemms = self._jit is None if batch_gemms is None else bool(batch_gemms)
+        self.batch_gemms = True if batch_gemms is None else bool(batch_gemms)
 
     # ------------------------------------------------------------------ contract
     def run(self, insn_phys_addr: int, insn_count: int, wait_cycles: int = 0) -> int:
@@ -213,6 +216,11 @@ class FunctionalSimulator(Device):
         self._position = 0
         in_stream_order = np.array_equal(order, np.arange(order.size))
         runs = program.gemm_runs(self.env) if self.batch_gemms and in_stream_order else None
+        blas = _BLAS.limit(limits=1, user_api="blas") if runs is not None else contextlib.nullcontext()
+        with blas:
+            self._execute_order(program, order, runs)
+
+    def _execute_order(self, program: "_Program", order: np.ndarray, runs) -> None:
         if self._jit is not None:
             try:
                 self._jit.run(self, program, order, _count, runs)
