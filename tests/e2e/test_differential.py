@@ -21,8 +21,8 @@ from vta.sim.device import STAT_KEYS
 pytestmark = pytest.mark.verilator
 
 #: Random programs per configuration, in chunks (one test per chunk, one device for all).
-PROGRAMS_PER_CONFIG = 500
-CHUNK = 50
+PROGRAMS_PER_CONFIG = 1000
+CHUNK = 100
 COMPARED_KEYS = STAT_KEYS + ("insn_load", "insn_store", "insn_gemm", "insn_alu", "insn_finish", "insn_nop",
                              "tokens_l2g", "tokens_g2l", "tokens_g2s", "tokens_s2g")
 _REPO = Path(__file__).resolve().parents[2]
