@@ -5,10 +5,10 @@ A compiler from tensor-expression schedules to VTA instructions (``vta.te``, ``v
 ``vta.rpc``), and simulators of the accelerator (fsim, tsim) behind one device API.
 """
 
-from . import te, testing, tir
+from . import nd, rpc, runtime, te, testing, tir
 from .build import build, build_config, lower
 from .env import Environment, get_env
 from .errors import VTAError
 
 __version__ = "0.1.0"
-__all__ = ["Environment", "get_env", "VTAError", "te", "testing", "tir", "lower", "build", "build_config", "__version__"]
+__all__ = ["Environment", "get_env", "VTAError", "nd", "rpc", "runtime", "te", "testing", "tir", "lower", "build", "build_config", "__version__"]
