@@ -13,7 +13,10 @@ is one ``BATCH x BLOCK`` tile) are:
   loops of extent > 1 as hardware loops and one uop per iteration of the others.
 
 :func:`choose_conv2d_tiling` / :func:`choose_dense_tiling` enumerate divisors and return the
-fitting tiling with the least estimated DRAM traffic (bytes moved plus a per-instruction cost);
+fitting tiling with the least estimated time, in cycles of a simple model: loads move
+``_LOAD_BYTES_PER_CYCLE`` bytes per cycle plus a fixed cost per instruction, the GEMM core runs one
+uop per cycle; with one thread loads and GEMMs take turns (times add), with two virtual threads
+the loads of one thread overlap the GEMMs of the other (the larger time counts);
 :func:`check_fits` raises :class:`~vta.errors.ScheduleError` naming the buffer that overflows.
 """
 
@@ -37,8 +40,14 @@ __all__ = [
     "dense_footprint",
 ]
 
-#: Estimated cost of one instruction, in bytes of DRAM traffic (steers towards fewer, larger transfers).
-_INSN_COST = 256
+#: Bytes a load moves per cycle (a 64-bit memory interface) and fixed cycles per instruction.
+_LOAD_BYTES_PER_CYCLE = 8
+_INSN_CYCLES = 32
+
+
+def _estimated_cycles(load_bytes: int, insns: int, gemm_uops: int, threads: int) -> float:
+    load = load_bytes / _LOAD_BYTES_PER_CYCLE + _INSN_CYCLES * insns
+    return max(load, gemm_uops) if threads > 1 else load + gemm_uops
 #: ALU uops per epilogue stage (one per stage per kernel, plus slack for host-loop splits).
 _ALU_UOPS = 8
 
@@ -205,8 +214,9 @@ def choose_conv2d_tiling(env: Environment, wl: Conv2DWorkload) -> Conv2DTiling:
         wgt_bytes = steps * tci * tco * wl.kh * wl.kw * env.WGT_ELEM_BYTES
         # Per step: one weight load, one input load per channel block when padded, one GEMM kernel.
         insns = steps * (2 + (tci if padded else 1)) + spatial * co_tiles * (tco + 6)
-        cost = inp_bytes + wgt_bytes + _INSN_COST * insns
-        key = (cost, -t.threads, -tw)
+        gemm = wl.n_blocks * spatial * th * tw * co_tiles * tco * wl.ci_blocks * wl.kh * wl.kw
+        cost = _estimated_cycles(inp_bytes + wgt_bytes, insns, gemm, t.threads)
+        key = (cost, insns, -tw)
         if best_cost is None or key < best_cost:
             best, best_cost = t, key
     if best is None:
@@ -234,9 +244,10 @@ def choose_dense_tiling(env: Environment, wl: DenseWorkload) -> DenseTiling:
             continue
         tiles = (wl.n_blocks // tb) * (wl.co_blocks // tco)
         steps = tiles * (wl.ci_blocks // tci)
-        cost = (steps * (tci * tb * env.INP_ELEM_BYTES + tci * tco * env.WGT_ELEM_BYTES)
-                + _INSN_COST * (steps * 3 + tiles * (tb + 6)))
-        key = (cost, -t.threads)
+        insns = steps * 3 + tiles * (tb + 6)
+        load = steps * (tci * tb * env.INP_ELEM_BYTES + tci * tco * env.WGT_ELEM_BYTES)
+        cost = _estimated_cycles(load, insns, wl.n_blocks * wl.co_blocks * wl.ci_blocks, t.threads)
+        key = (cost, insns)
         if best_cost is None or key < best_cost:
             best, best_cost = t, key
     if best is None:
