@@ -35,13 +35,13 @@ from ..errors import (ConfigError, DeadlockError, DRAMAccessError, InvalidInstru
                       ModuleLoadError, SimulationError, SRAMIndexError, TokenOverflowError)
 from . import hwgen
 from .device import STAT_KEYS, Device
+from .tsim_native import (DRAM_ERROR as _DRAM_ERROR, HW_ERROR as _HW_ERROR, OK as _OK,
+                          PROGRESS_FN as _PROGRESS_FN, STOPPED as _STOPPED, Library, load_library)
 
 __all__ = ["TSim", "TSimModule", "Library", "load_library", "init", "register", "HW_STAT_KEYS"]
 
 log = logging.getLogger("vta.tsim")
 
-# Status codes of vta_tsim.h.
-_OK, _HW_ERROR, _DRAM_ERROR, _TIMEOUT, _STOPPED = 0, 1, 2, 3, 4
 _UNITS = ("fetch", "load", "compute", "store")
 _CHANNELS = ("l2g", "g2l", "g2s", "s2g")
 #: Hardware counters added to the upstream statistics keys.
@@ -54,82 +54,11 @@ _ERRORS = {
     hwgen.ERR_TOKEN_OVERFLOW: TokenOverflowError,
     hwgen.ERR_WATCHDOG: DeadlockError,
 }
-_PROGRESS_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_uint64, ctypes.c_uint64)
 #: Default cycles between progress reports (a log line, or the callback).
 PROGRESS_INTERVAL = 10_000_000
 _INSN_BYTES = 16
 #: Per-opcode instruction counts, as fsim names them (x_size 0 loads and stores are no-ops).
 _INSN_KEYS = ("insn_load", "insn_store", "insn_gemm", "insn_alu", "insn_finish", "insn_nop")
-
-
-class Library:
-    """A loaded tsim hardware library (the ctypes binding of ``sim/vta_tsim.h``).
-
-    Parameters
-    ----------
-    path : str or Path
-        The shared library built by :func:`vta.sim.tsim_build.build`.
-
-    Raises
-    ------
-    ModuleLoadError
-        If the file is missing or does not export the tsim C API.
-    """
-
-    def __init__(self, path: str | os.PathLike):
-        self.path = Path(path)
-        if not self.path.is_file():
-            raise ModuleLoadError(f"tsim hardware library {str(self.path)!r} does not exist")
-        try:
-            lib = ctypes.CDLL(str(self.path))
-        except OSError as exc:
-            raise ModuleLoadError(f"cannot load tsim hardware library {str(self.path)!r}: {exc}") from exc
-        u32, u64, vp, i = ctypes.c_uint32, ctypes.c_uint64, ctypes.c_void_p, ctypes.c_int
-        sigs = {
-            "vta_tsim_create": (vp, [vp, u64, ctypes.c_char_p, ctypes.c_char_p, u64]),
-            "vta_tsim_destroy": (None, [vp]),
-            "vta_tsim_reset": (i, [vp]),
-            "vta_tsim_reg_write": (i, [vp, u32, u32]),
-            "vta_tsim_reg_read": (i, [vp, u32, ctypes.POINTER(u32)]),
-            "vta_tsim_set_progress": (i, [vp, _PROGRESS_FN, vp, u64, ctypes.POINTER(u32), i]),
-            "vta_tsim_run": (i, [vp, u32, u32, u64]),
-            "vta_tsim_step": (i, [vp, u64]),
-            "vta_tsim_cycles": (u64, [vp]),
-            "vta_tsim_run_cycles": (u64, [vp]),
-            "vta_tsim_dram_error": (i, [vp, ctypes.POINTER(u64), ctypes.POINTER(u32), ctypes.POINTER(i)]),
-            "vta_tsim_trace_kind": (i, []),
-            "vta_tsim_last_error": (ctypes.c_char_p, []),
-        }
-        for name, (res, args) in sigs.items():
-            try:
-                fn = getattr(lib, name)
-            except AttributeError as exc:
-                raise ModuleLoadError(f"{str(self.path)!r} is not a tsim hardware library: it does not export {name}") from exc
-            fn.restype, fn.argtypes = res, args
-        self.lib = lib
-        #: 0 no waveform support, 1 VCD, 2 FST.
-        self.trace_kind = lib.vta_tsim_trace_kind()
-
-    def last_error(self) -> str:
-        """The shim's explanation of its last failure on this thread."""
-        return (self.lib.vta_tsim_last_error() or b"").decode(errors="replace")
-
-
-_LIBRARIES: dict[Path, Library] = {}
-
-
-def load_library(path: str | os.PathLike) -> Library:
-    """Load (once per process) the tsim hardware library at ``path``.
-
-    Raises
-    ------
-    ModuleLoadError
-        If the file is missing or not a tsim library.
-    """
-    key = Path(path).resolve()
-    if key not in _LIBRARIES:
-        _LIBRARIES[key] = Library(key)
-    return _LIBRARIES[key]
 
 
 def _trace_kind_of(path: Path) -> str:
