@@ -4,12 +4,15 @@ The accelerator reads activations as ``NCHWnc`` — ``(N/BATCH, C/BLOCK_IN, H, W
 BLOCK_IN)`` — and convolution weights as ``OIHWoi`` — ``(O/BLOCK_OUT, I/BLOCK_IN, KH, KW,
 BLOCK_OUT, BLOCK_IN)``. Dense operands use the same blocks without the spatial dimensions:
 data ``(N/BATCH, I/BLOCK_IN, BATCH, BLOCK_IN)``, weights ``(O/BLOCK_OUT, I/BLOCK_IN,
-BLOCK_OUT, BLOCK_IN)``. Each function checks that the blocked dimensions divide.
+BLOCK_OUT, BLOCK_IN)``. Block sizes left out are those of the active configuration
+(:func:`vta.get_env`). Each function checks that the blocked dimensions divide.
 """
 
 from __future__ import annotations
 
 import numpy as np
+
+from ..env import get_env
 
 __all__ = [
     "pack_bias",
@@ -36,8 +39,8 @@ def _ndim(a: np.ndarray, ndim: int, what: str, names: str) -> np.ndarray:
     return a
 
 
-def pack_nchw(a: np.ndarray, batch: int, block: int) -> np.ndarray:
-    """``(N, C, H, W)`` -> ``(N/batch, C/block, H, W, batch, block)``.
+def pack_nchw(a: np.ndarray, batch: int | None = None, block: int | None = None) -> np.ndarray:
+    """``(N, C, H, W)`` -> ``(N/batch, C/block, H, W, batch, block)`` (default: BATCH, BLOCK_IN).
 
     Raises
     ------
@@ -45,6 +48,9 @@ def pack_nchw(a: np.ndarray, batch: int, block: int) -> np.ndarray:
         If ``a`` is not 4-D or N/C are not multiples of ``batch``/``block``.
     """
     a = _ndim(a, 4, "pack_nchw", "N, C, H, W")
+    env = get_env()
+    batch = env.BATCH if batch is None else batch
+    block = env.BLOCK_IN if block is None else block
     nb, cb = _blocks(a.shape[0], batch, "pack_nchw N"), _blocks(a.shape[1], block, "pack_nchw C")
     return np.ascontiguousarray(a.reshape(nb, batch, cb, block, *a.shape[2:]).transpose(0, 2, 4, 5, 1, 3))
 
@@ -62,8 +68,9 @@ def unpack_nchw(a: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(a.transpose(0, 4, 1, 5, 2, 3).reshape(nb * b, cb * c, h, w))
 
 
-def pack_oihw(w: np.ndarray, block_out: int, block_in: int) -> np.ndarray:
-    """``(O, I, KH, KW)`` -> ``(O/block_out, I/block_in, KH, KW, block_out, block_in)``.
+def pack_oihw(w: np.ndarray, block_out: int | None = None, block_in: int | None = None) -> np.ndarray:
+    """``(O, I, KH, KW)`` -> ``(O/block_out, I/block_in, KH, KW, block_out, block_in)`` (default:
+    BLOCK_OUT, BLOCK_IN).
 
     Raises
     ------
@@ -71,6 +78,9 @@ def pack_oihw(w: np.ndarray, block_out: int, block_in: int) -> np.ndarray:
         If ``w`` is not 4-D or O/I are not multiples of the blocks.
     """
     w = _ndim(w, 4, "pack_oihw", "O, I, KH, KW")
+    env = get_env()
+    block_out = env.BLOCK_OUT if block_out is None else block_out
+    block_in = env.BLOCK_IN if block_in is None else block_in
     ob, ib = _blocks(w.shape[0], block_out, "pack_oihw O"), _blocks(w.shape[1], block_in, "pack_oihw I")
     return np.ascontiguousarray(w.reshape(ob, block_out, ib, block_in, *w.shape[2:]).transpose(0, 2, 4, 5, 1, 3))
 
@@ -115,9 +125,10 @@ def unpack_nc(a: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(a.transpose(0, 2, 1, 3).reshape(rb * r, cb * c))
 
 
-def pack_bias(bias: np.ndarray, batch: int, block_out: int) -> np.ndarray:
+def pack_bias(bias: np.ndarray, batch: int | None = None, block_out: int | None = None) -> np.ndarray:
     """A per-channel bias ``(O,)`` as the broadcast tensor ``(1, O/block_out, 1, 1, batch, block_out)``
-    the convolution epilogue adds (the value repeated over the ``batch`` rows).
+    the convolution epilogue adds (the value repeated over the ``batch`` rows; default: BATCH,
+    BLOCK_OUT).
 
     Raises
     ------
@@ -125,6 +136,9 @@ def pack_bias(bias: np.ndarray, batch: int, block_out: int) -> np.ndarray:
         If ``bias`` is not 1-D or O is not a multiple of ``block_out``.
     """
     bias = _ndim(bias, 1, "pack_bias", "O")
+    env = get_env()
+    batch = env.BATCH if batch is None else batch
+    block_out = env.BLOCK_OUT if block_out is None else block_out
     ob = _blocks(bias.shape[0], block_out, "pack_bias O")
     tile = bias.reshape(1, ob, 1, 1, 1, block_out)
     return np.ascontiguousarray(np.broadcast_to(tile, (1, ob, 1, 1, batch, block_out)))

@@ -187,3 +187,11 @@ def test_schedules_reject_a_missing_epilogue_and_bad_operands(env):
     with pytest.raises(ScheduleError, match="tile_co=3 does not divide"):
         res = topi.requantize(topi.dense_packed(dense_data, te.placeholder((4, 4, 16, 16), name="w", dtype=env.wgt_dtype)))
         topi.schedule_dense_packed(res, DenseTiling(1, 3, 1))
+
+
+def test_packing_defaults_to_the_active_configuration(batch2_env):
+    a = np.arange(4 * 32 * 2 * 2, dtype=np.int8).reshape(4, 32, 2, 2)
+    assert topi.pack_nchw(a).shape == (2, 2, 2, 2, 2, 16)
+    w = np.zeros((32, 16, 3, 3), dtype=np.int8)
+    assert topi.pack_oihw(w).shape == (2, 1, 3, 3, 16, 16)
+    assert topi.pack_bias(np.zeros(32, dtype=np.int32)).shape == (1, 2, 1, 1, 2, 16)
