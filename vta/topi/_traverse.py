@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from ..errors import ScheduleError
 from ..te.tensor import ComputeOp, Operation, PlaceholderOp, Tensor
 
-__all__ = ["OpGraph", "classify"]
+__all__ = ["OpGraph", "classify", "epilogue_inputs"]
 
 
 @dataclass
@@ -70,3 +70,17 @@ def classify(outs, core_tag: str, what: str) -> OpGraph:
         raise ScheduleError(f"{what}: expected one operation tagged {core_tag!r} below the output, found {len(core)}")
     graph.core = core[0]
     return graph
+
+
+def epilogue_inputs(graph: OpGraph, spatial_dims: tuple) -> tuple[int, int]:
+    """``(broadcast, full)``: how many epilogue inputs are broadcast over ``spatial_dims`` of the
+    output (a per-channel bias: one accumulator entry per channel block) and how many are not
+    (a residual: a whole tile of accumulator entries)."""
+    broadcast = full = 0
+    for _, t in graph.ewise_inputs:
+        if all(int(t.shape[d]) == 1 for d in spatial_dims) and any(int(graph.output.shape[d]) != 1
+                                                                   for d in spatial_dims):
+            broadcast += 1
+        else:
+            full += 1
+    return broadcast, full

@@ -17,7 +17,7 @@ from ..te import compute, create_schedule, reduce_axis, thread_axis
 from ..te import sum as te_sum
 from ..te.schedule import Schedule
 from ..te.tensor import ComputeOp, Tensor
-from ._traverse import classify
+from ._traverse import classify, epilogue_inputs as _epilogue_inputs
 from .pad import pad
 from .tiling import (
     Conv2DTiling,
@@ -90,7 +90,7 @@ def conv2d_packed(data: Tensor, kernel: Tensor, strides: Any, padding: Any, out_
         name="res_conv", tag=CONV2D_TAG, attrs={"strides": (sh, sw), "padding": (ph, pw)})
 
 
-def conv2d_workload(conv: ComputeOp, bias: bool = False) -> Conv2DWorkload:
+def conv2d_workload(conv: ComputeOp, bias: int = 0, residuals: int = 0) -> Conv2DWorkload:
     """The :class:`~vta.topi.tiling.Conv2DWorkload` of a stage made by :func:`conv2d_packed`.
 
     Raises
@@ -107,7 +107,8 @@ def conv2d_workload(conv: ComputeOp, bias: bool = False) -> Conv2DWorkload:
     ks = _ints(kernel.shape)
     ph, pw = conv.attrs["padding"]
     ds = _ints(data.shape) if not (ph or pw) else _ints(data.op.input_tensors[0].shape)
-    return Conv2DWorkload(ds[0], ds[1], ks[0], ds[2], ds[3], ks[2], ks[3], tuple(conv.attrs["strides"]), (ph, pw), bias)
+    return Conv2DWorkload(ds[0], ds[1], ks[0], ds[2], ds[3], ks[2], ks[3], tuple(conv.attrs["strides"]), (ph, pw),
+                          int(bias), residuals)
 
 
 def schedule_conv2d_packed(outs: Any, tiling: Conv2DTiling | None = None) -> Schedule:
@@ -137,7 +138,8 @@ def schedule_conv2d_packed(outs: Any, tiling: Conv2DTiling | None = None) -> Sch
     graph = classify(outs, CONV2D_TAG, "schedule_conv2d_packed")
     conv_op: ComputeOp = graph.core  # type: ignore[assignment]
     output = graph.output
-    wl = conv2d_workload(conv_op, bias=bool(graph.ewise_inputs))
+    biases, residuals = _epilogue_inputs(graph, spatial_dims=(2, 3))
+    wl = conv2d_workload(conv_op, biases, residuals)
     if tiling is None:
         tiling = choose_conv2d_tiling(env, wl)
     _check_tiling(wl, tiling)

@@ -17,7 +17,7 @@ from ..te import compute, create_schedule, reduce_axis, thread_axis
 from ..te import sum as te_sum
 from ..te.schedule import Schedule
 from ..te.tensor import ComputeOp, Tensor
-from ._traverse import classify
+from ._traverse import classify, epilogue_inputs as _epilogue_inputs
 from .tiling import (
     DenseTiling,
     DenseWorkload,
@@ -58,11 +58,11 @@ def dense_packed(data: Tensor, weight: Tensor, out_dtype: str = "int32") -> Tens
         name="res_dense", tag=DENSE_TAG)
 
 
-def dense_workload(op: ComputeOp, bias: bool = False) -> DenseWorkload:
+def dense_workload(op: ComputeOp, bias: int = 0, residuals: int = 0) -> DenseWorkload:
     """The :class:`~vta.topi.tiling.DenseWorkload` of a stage made by :func:`dense_packed`."""
     data, weight = op.input_tensors
     ds, ws = _ints(data.shape), _ints(weight.shape)
-    return DenseWorkload(ds[0], ds[1], ws[0], bias)
+    return DenseWorkload(ds[0], ds[1], ws[0], int(bias), residuals)
 
 
 def schedule_dense_packed(outs: Any, tiling: DenseTiling | None = None) -> Schedule:
@@ -83,7 +83,8 @@ def schedule_dense_packed(outs: Any, tiling: DenseTiling | None = None) -> Sched
     graph = classify(outs, DENSE_TAG, "schedule_dense_packed")
     op: ComputeOp = graph.core  # type: ignore[assignment]
     output = graph.output
-    wl = dense_workload(op, bias=bool(graph.ewise_inputs))
+    biases, residuals = _epilogue_inputs(graph, spatial_dims=(0,))
+    wl = dense_workload(op, biases, residuals)
     if tiling is None:
         tiling = choose_dense_tiling(env, wl)
     for name, factor, extent in (("tile_b", tiling.tile_b, wl.n_blocks), ("tile_co", tiling.tile_co, wl.co_blocks),

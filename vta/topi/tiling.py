@@ -8,7 +8,8 @@ is one ``BATCH x BLOCK`` tile) are:
 
 * inp: ``threads * tile_ci * in_h * in_w`` with ``in_h = (tile_h - 1) * stride + KH`` (same for w)
 * wgt: ``threads * tile_ci * tile_co * KH * KW``
-* acc: ``threads * (tile_co * tile_h * tile_w + tile_co if bias)``
+* acc: ``threads * (tile_co * tile_h * tile_w * (1 + residuals) + tile_co * biases)``, where the
+  epilogue reads ``biases`` per-channel inputs and ``residuals`` inputs of the output's shape
 * uop: ``threads *`` (GEMM kernel + reset kernel + ALU uops), a kernel keeping the two outermost
   loops of extent > 1 as hardware loops and one uop per iteration of the others.
 
@@ -65,7 +66,8 @@ class Conv2DWorkload:
     kw: int
     stride: tuple
     padding: tuple
-    bias: bool = False
+    bias: int = 0           # per-channel (broadcast) inputs of the epilogue
+    residuals: int = 0      # epilogue inputs of the output's shape (e.g. a residual connection)
 
     @property
     def out_height(self) -> int:
@@ -99,7 +101,8 @@ class DenseWorkload:
     n_blocks: int
     ci_blocks: int
     co_blocks: int
-    bias: bool = False
+    bias: int = 0           # per-channel (broadcast) inputs of the epilogue
+    residuals: int = 0      # epilogue inputs of the output's shape
 
 
 @dataclass(frozen=True)
@@ -131,11 +134,11 @@ def conv2d_footprint(wl: Conv2DWorkload, t: Conv2DTiling) -> dict:
     in_w = (t.tile_w - 1) * wl.stride[1] + wl.kw
     gemm = _kernel_uops([t.tile_co, t.tile_h, t.tile_ci, wl.kh, wl.kw, t.tile_w])
     reset = _kernel_uops([t.tile_co, t.tile_h, t.tile_w])
-    stages = 5 if wl.bias else 4
+    stages = 4 + int(wl.bias) + wl.residuals
     return {
         "inp": t.threads * t.tile_ci * in_h * in_w,
         "wgt": t.threads * t.tile_ci * t.tile_co * wl.kh * wl.kw,
-        "acc": t.threads * (t.tile_co * t.tile_h * t.tile_w + (t.tile_co if wl.bias else 0)),
+        "acc": t.threads * (t.tile_co * t.tile_h * t.tile_w * (1 + wl.residuals) + t.tile_co * int(wl.bias)),
         "uop": t.threads * (gemm + reset + stages * _ALU_UOPS),
     }
 
@@ -144,11 +147,11 @@ def dense_footprint(wl: DenseWorkload, t: DenseTiling) -> dict:
     """SRAM entries (inp, wgt, acc) and uops of a dense tiling."""
     gemm = _kernel_uops([t.tile_ci, t.tile_b, t.tile_co])
     reset = _kernel_uops([t.tile_b, t.tile_co])
-    stages = 5 if wl.bias else 4
+    stages = 4 + int(wl.bias) + wl.residuals
     return {
         "inp": t.threads * t.tile_ci * t.tile_b,
         "wgt": t.threads * t.tile_ci * t.tile_co,
-        "acc": t.threads * (t.tile_b * t.tile_co + (t.tile_co if wl.bias else 0)),
+        "acc": t.threads * (t.tile_b * t.tile_co * (1 + wl.residuals) + t.tile_co * int(wl.bias)),
         "uop": t.threads * (gemm + reset + stages * _ALU_UOPS),
     }
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from vta import topi
+from vta import te, topi
 from vta.topi import Conv2DTiling, DenseTiling
 
 from .layers import RESNET18_CONV, conv_layer, dense_layer
@@ -97,3 +97,31 @@ def test_fc1000_on_32_wide_blocks(block32_env, tmp_path):
     sched, args, inputs, expect = dense_layer(block32_env, 1, 512, 1000, np.random.default_rng(14))
     outs, _ = run(sched, args, inputs, tmp_path, name="dense")
     np.testing.assert_equal(topi.unpack_nc(outs["res"])[:, :1000], expect)
+
+
+@pytest.mark.parametrize("config", ["env", "batch2_env"])
+def test_conv_layer_with_a_residual_input(request, tmp_path, config):
+    """A ResNet basic block's tail: (conv >> 8) + residual, clipped; the residual is a whole
+    accumulator tile per output tile, which the tiling accounts for."""
+    env = request.getfixturevalue(config)
+    h, ci, co, k, p, s = RESNET18_CONV["C8"]
+    data = te.placeholder((1, ci // 16, h, h, env.BATCH, 16), name="data", dtype=env.inp_dtype)
+    kernel = te.placeholder((co // 16, ci // 16, k, k, 16, 16), name="kernel", dtype=env.wgt_dtype)
+    conv = topi.conv2d_packed(data, kernel, s, p, env.acc_dtype)
+    skip = te.placeholder(tuple(int(d) for d in conv.shape), name="skip", dtype=env.acc_dtype)
+    shr = te.compute(conv.shape, lambda *i: conv(*i) >> 8, name="shr", tag="elemwise")
+    add = te.compute(conv.shape, lambda *i: shr(*i) + skip(*i), name="add", tag="elemwise")
+    lo = te.compute(conv.shape, lambda *i: te.min(add(*i), 127), name="lo", tag="elemwise")
+    hi = te.compute(conv.shape, lambda *i: te.max(lo(*i), 0), name="hi", tag="elemwise")
+    res = te.compute(conv.shape, lambda *i: hi(*i).astype("int8"), name="res", tag="elemwise")
+    sched = topi.schedule_conv2d_packed(res)
+    rng = np.random.default_rng(15)
+    a = rng.integers(-128, 128, size=(env.BATCH, ci, h, h)).astype(np.int8)
+    w = rng.integers(-128, 128, size=(co, ci, k, k)).astype(np.int8)
+    r = rng.integers(-200, 200, size=(env.BATCH, co, h, h)).astype(np.int32)
+    inputs = {"data": topi.pack_nchw(a), "kernel": topi.pack_oihw(w), "skip": topi.pack_nchw(r, env.BATCH, 16)}
+    outs, stats = run(sched, [data, kernel, skip, res], inputs, tmp_path, name="conv2d")
+    acc = topi.conv2d_nchw_python(a, w, s, p)
+    expect = np.clip((acc.astype(np.int32) >> 8) + r, 0, 127).astype(np.int8)
+    np.testing.assert_equal(topi.unpack_nchw(outs["res"]), expect)
+    assert stats["acc_load_nbytes"] == r.nbytes     # the residual is loaded once
