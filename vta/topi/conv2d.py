@@ -17,7 +17,8 @@ from ..te import compute, create_schedule, reduce_axis, thread_axis
 from ..te import sum as te_sum
 from ..te.schedule import Schedule
 from ..te.tensor import ComputeOp, Tensor
-from ._traverse import classify, epilogue_inputs as _epilogue_inputs
+from ._traverse import classify
+from ._traverse import epilogue_inputs as _epilogue_inputs
 from .pad import pad
 from .tiling import (
     Conv2DTiling,
