@@ -34,6 +34,7 @@ namespace {
 constexpr uint32_t kMagic = 0x7a5e1d0cu;
 constexpr uint64_t kPageBytes = 4096;   // physical page 0 is never valid
 constexpr uint32_t kBeatBytes = 8;      // 64-bit memory bus
+constexpr uint64_t kMaxBurstBytes = 128;  // 16 beats, never across a 128-byte boundary
 constexpr uint32_t kRegCtrl = 0x00, kRegVal0 = 0x08, kRegPtr0 = 0x0C;  // vta.sim.hwgen map
 constexpr uint32_t kCtrlFinish = 1u << 1, kCtrlError = 1u << 2;      // CTRL bits
 constexpr uint64_t kPollInterval = 64;  // cycles between polls of CTRL/STATUS during a run
@@ -76,6 +77,7 @@ struct Model {
   uint64_t dram_error_addr = 0;
   uint32_t dram_error_bytes = 0;
   bool dram_error_write = false;
+  std::string protocol_error;  // first violation of the memory channel rules, if any
   // run control
   vta_tsim_progress_fn progress = nullptr;
   void* progress_user = nullptr;
@@ -85,6 +87,22 @@ struct Model {
 
   bool burst_ok(uint64_t addr, uint64_t nbytes) const {
     return addr >= kPageBytes && addr <= arena_size && nbytes <= arena_size - addr;
+  }
+  void record_protocol_error(const char* what, uint64_t addr, uint32_t nbytes) {
+    if (!protocol_error.empty()) return;  // keep the first one
+    char buf[200];
+    std::snprintf(buf, sizeof buf, "%s (burst at 0x%llx, %u bytes)", what,
+                  static_cast<unsigned long long>(addr), nbytes);
+    protocol_error = buf;
+  }
+  // The burst rules of the vta_top memory channels.
+  void check_burst(uint64_t addr, uint32_t nbytes, bool write) {
+    if (addr % kBeatBytes != 0)
+      record_protocol_error(write ? "write burst not 8-byte aligned" : "read burst not 8-byte aligned",
+                            addr, nbytes);
+    else if (nbytes > kMaxBurstBytes || addr / kMaxBurstBytes != (addr + nbytes - 1) / kMaxBurstBytes)
+      record_protocol_error(write ? "write burst crosses a 128-byte boundary"
+                                  : "read burst crosses a 128-byte boundary", addr, nbytes);
   }
   void record_dram_error(uint64_t addr, uint32_t nbytes, bool write) {
     if (dram_error) return;  // keep the first one
@@ -140,6 +158,7 @@ void do_reset(Model* m) {
   m->wr_bad = false;
   m->req_pending = m->req_issued = m->resp_ready = false;
   m->dram_error = false;
+  m->protocol_error.clear();
 }
 
 // Start a register access; it is handed to the core by the next host DPI call.
@@ -226,7 +245,7 @@ void vta_dpi_host_tick(svBit rvalid, unsigned int rdata, svBit* req, svBit* we, 
 
 void vta_dpi_mem_tick(svBit rd_req, unsigned int rd_addr, unsigned char rd_len, unsigned char rd_id,
                       svBit wr_req, unsigned int wr_addr, unsigned char wr_len, svBit wr_beat,
-                      unsigned long long wr_data, unsigned char wr_strb, svBit* rd_valid,
+                      unsigned long long wr_data, unsigned char wr_strb, svBit wr_last, svBit* rd_valid,
                       unsigned long long* rd_data, unsigned char* rd_id_out, svBit* rd_last,
                       svBit* rd_busy) {
   *rd_valid = 0;
@@ -239,8 +258,11 @@ void vta_dpi_mem_tick(svBit rd_req, unsigned int rd_addr, unsigned char rd_len, 
   // Write beat of the current burst (its request was accepted on an earlier edge).
   if (wr_beat) {
     if (m->wr_beats == 0) {
-      m->record_dram_error(m->wr_addr, kBeatBytes, true);  // beat without a burst
+      m->record_protocol_error("write beat outside a burst", m->wr_addr, kBeatBytes);
     } else {
+      if ((m->wr_beats == 1) != (wr_last != 0))
+        m->record_protocol_error(wr_last ? "write `last` before the final beat"
+                                         : "final write beat without `last`", m->wr_addr, kBeatBytes);
       if (!m->wr_bad) {
         uint8_t* p = m->arena + m->wr_addr;
         if (wr_strb == 0xFF) {
@@ -256,6 +278,8 @@ void vta_dpi_mem_tick(svBit rd_req, unsigned int rd_addr, unsigned char rd_len, 
   }
   if (wr_req) {
     uint32_t nbytes = (static_cast<uint32_t>(wr_len) + 1) * kBeatBytes;
+    if (m->wr_beats != 0) m->record_protocol_error("write request during a burst", wr_addr, nbytes);
+    m->check_burst(wr_addr, nbytes, true);
     m->wr_addr = wr_addr;
     m->wr_beats = static_cast<uint32_t>(wr_len) + 1;
     m->wr_bad = !m->burst_ok(wr_addr, nbytes);
@@ -263,6 +287,7 @@ void vta_dpi_mem_tick(svBit rd_req, unsigned int rd_addr, unsigned char rd_len, 
   }
   if (rd_req) {
     uint32_t nbytes = (static_cast<uint32_t>(rd_len) + 1) * kBeatBytes;
+    m->check_burst(rd_addr, nbytes, false);
     bool bad = !m->burst_ok(rd_addr, nbytes);
     if (bad) m->record_dram_error(rd_addr, nbytes, false);
     m->reads.push_back(ReadBurst{rd_addr, static_cast<uint32_t>(rd_len) + 1, rd_id, bad});
@@ -399,6 +424,7 @@ VTA_TSIM_API int vta_tsim_run(vta_tsim_t* h, uint32_t insn_phys_addr, uint32_t i
   if (m == nullptr) return VTA_TSIM_BAD_HANDLE;
   Current cur(m);
   m->dram_error = false;
+  m->protocol_error.clear();
   int rc;
   if ((rc = reg_write(m, kRegCtrl, 0)) != VTA_TSIM_OK) return rc;
   if ((rc = reg_write(m, kRegVal0, insn_count)) != VTA_TSIM_OK) return rc;
@@ -409,8 +435,12 @@ VTA_TSIM_API int vta_tsim_run(vta_tsim_t* h, uint32_t insn_phys_addr, uint32_t i
   for (;;) {
     for (uint64_t i = 0; i < kPollInterval; ++i) {
       tick(m);
-      if (m->dram_error) {
+      if (m->dram_error || !m->protocol_error.empty()) {
         m->run_cycles = m->cycles - start;
+        if (!m->protocol_error.empty()) {
+          set_error("memory channel protocol violation by the core: " + m->protocol_error);
+          return VTA_TSIM_PROTOCOL_ERROR;
+        }
         return VTA_TSIM_DRAM_ERROR;
       }
     }

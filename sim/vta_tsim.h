@@ -25,6 +25,7 @@ enum {
   VTA_TSIM_DRAM_ERROR = 2,  /* a memory burst fell outside the arena */
   VTA_TSIM_TIMEOUT = 3,     /* max_cycles elapsed before the core finished */
   VTA_TSIM_STOPPED = 4,     /* the progress callback asked to stop */
+  VTA_TSIM_PROTOCOL_ERROR = 5, /* the core broke a memory channel rule (vta_tsim_last_error) */
   VTA_TSIM_BAD_HANDLE = -1, /* the handle is NULL, closed or not a tsim model */
   VTA_TSIM_BAD_ARG = -2,    /* an argument is out of range (see vta_tsim_last_error) */
 };
@@ -54,7 +55,8 @@ int vta_tsim_reg_read(vta_tsim_t* sim, uint32_t addr, uint32_t* value);
 int vta_tsim_set_progress(vta_tsim_t* sim, vta_tsim_progress_fn fn, void* user,
                           uint64_t interval, const uint32_t* regs, int nregs);
 /* Write VAL0 = insn_count and PTR0 = insn_phys_addr, launch, and clock until the core finishes,
- * halts with an error (CTRL bit 2), a burst leaves the arena, or max_cycles elapse. Returns a status code. */
+ * halts with an error (CTRL bit 2), a burst leaves the arena or breaks the channel rules, or
+ * max_cycles elapse. Returns a status code. */
 int vta_tsim_run(vta_tsim_t* sim, uint32_t insn_phys_addr, uint32_t insn_count,
                  uint64_t max_cycles);
 /* Clock the core for n cycles (tests and the progress of idle designs). */

@@ -4,7 +4,9 @@
 // returns one beat per cycle, in request order, one cycle after the request at the earliest.
 // Writes: one burst at a time. The request is accepted when idle, then len+1 beats are accepted
 // back to back, and the cycle after the last beat the ack is pulsed.
-// The shim checks every burst against the DRAM arena and reports a DRAM error with its address.
+// The shim checks every burst against the DRAM arena and reports a DRAM error with its address,
+// and checks the channel rules of vta_top (8-byte aligned bursts of at most 16 beats that never
+// cross a 128-byte boundary; `last` exactly on the final write beat), reporting a violation.
 module vta_dpi_mem (
   input  logic        clk_i,
   input  logic        rst_ni,
@@ -44,6 +46,7 @@ module vta_dpi_mem (
     input  bit               wr_beat,
     input  longint unsigned  wr_data,
     input  byte unsigned     wr_strb,
+    input  bit               wr_last,
     output bit               rd_valid,
     output longint unsigned  rd_data,
     output byte unsigned     rd_id_out,
@@ -82,7 +85,7 @@ module vta_dpi_mem (
       if (rd_req_fire || wr_req_fire || wr_beat_fire || rd_busy_q) begin
         vta_dpi_mem_tick(rd_req_fire, rd_req_addr_i, rd_req_len_i, rd_req_id_i,
                          wr_req_fire, wr_req_addr_i, wr_req_len_i,
-                         wr_beat_fire, wr_data_i, wr_strb_i,
+                         wr_beat_fire, wr_data_i, wr_strb_i, wr_last_i,
                          rd_valid_d, rd_data_d, rd_id_d, rd_last_d, rd_busy_d);
         rd_valid_q <= rd_valid_d;
         rd_data_q  <= rd_data_d;

@@ -11,8 +11,10 @@ module vta_dpi_sim (
   // Count one clock edge; returns 1 when the simulation must end.
   import "DPI-C" function byte unsigned vta_dpi_sim_tick();
 
-  always_ff @(posedge clk_i) begin
-    if (rst_ni && vta_dpi_sim_tick() != 8'd0) begin
+  always_ff @(posedge clk_i or negedge rst_ni) begin
+    if (!rst_ni) begin
+      // nothing to reset: the cycle count lives in the shim
+    end else if (vta_dpi_sim_tick() != 8'd0) begin
       $finish;
     end
   end

@@ -36,7 +36,8 @@ from ..errors import (ConfigError, DeadlockError, DRAMAccessError, InvalidInstru
 from . import hwgen
 from .device import STAT_KEYS, Device
 from .tsim_native import (DRAM_ERROR as _DRAM_ERROR, HW_ERROR as _HW_ERROR, OK as _OK,
-                          PROGRESS_FN as _PROGRESS_FN, STOPPED as _STOPPED, Library, load_library)
+                          PROGRESS_FN as _PROGRESS_FN, PROTOCOL_ERROR as _PROTOCOL_ERROR,
+                          STOPPED as _STOPPED, Library, load_library)
 
 __all__ = ["TSim", "TSimModule", "Library", "load_library", "init", "register", "HW_STAT_KEYS"]
 
@@ -202,8 +203,9 @@ class TSim(Device):
         insn_count : int
             Number of instructions (at least 1).
         wait_cycles : int
-            Give up after this many cycles (0: no limit; the core's watchdog still stops a
-            design that makes no progress).
+            Give up after this many simulated cycles (0: no limit; the core's watchdog still
+            stops a design that makes no progress). Upstream tsim counted register polls here
+            and returned 0 on a timeout; this device raises instead.
 
         Returns
         -------
@@ -220,7 +222,8 @@ class TSim(Device):
         DeadlockError
             If the core's watchdog fired; the message holds each unit's state.
         SimulationError
-            If ``wait_cycles`` elapsed or the progress callback stopped the run.
+            If ``wait_cycles`` elapsed, the progress callback stopped the run, or the core broke
+            a rule of its memory channels (a hardware bug, named in the message).
         """
         if self._handle is None:
             raise SimulationError("this tsim device has been closed")
@@ -253,6 +256,11 @@ class TSim(Device):
             raise DRAMAccessError(
                 f"tsim: memory {kind} burst 0x{addr.value:x} (+{nbytes.value} bytes) lies outside the DRAM "
                 f"arena 0x1000..0x{self.dram.capacity:x}; {state}")
+        if rc == _PROTOCOL_ERROR:
+            message = self._lib.last_error()
+            state = self._state_text()
+            self._recover()
+            raise SimulationError(f"tsim: {message}; {state}")
         state = self._state_text()
         self._recover()
         if rc == _STOPPED:

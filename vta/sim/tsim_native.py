@@ -12,11 +12,11 @@ from pathlib import Path
 
 from ..errors import ModuleLoadError
 
-__all__ = ["Library", "load_library", "PROGRESS_FN", "OK", "HW_ERROR", "DRAM_ERROR", "TIMEOUT", "STOPPED",
+__all__ = ["Library", "load_library", "PROGRESS_FN", "OK", "HW_ERROR", "DRAM_ERROR", "TIMEOUT", "STOPPED", "PROTOCOL_ERROR",
            "BAD_HANDLE", "BAD_ARG"]
 
 # Status codes of vta_tsim.h.
-OK, HW_ERROR, DRAM_ERROR, TIMEOUT, STOPPED = 0, 1, 2, 3, 4
+OK, HW_ERROR, DRAM_ERROR, TIMEOUT, STOPPED, PROTOCOL_ERROR = 0, 1, 2, 3, 4, 5
 BAD_HANDLE, BAD_ARG = -1, -2
 
 #: ``int progress(void* user, uint64_t cycles, uint64_t retired)``; non-zero stops the run.
