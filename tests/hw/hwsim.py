@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import make_env
 from vta.cache import cache_dir, content_key
 from vta.sim import hwgen
 from vta.sim import verilator as _verilator
-from tests.conftest import make_env
 
 REPO = Path(__file__).resolve().parents[2]
 HW_DIR = REPO / "hw"

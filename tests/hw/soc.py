@@ -14,8 +14,8 @@ import random
 import cocotb
 from cocotb.triggers import FallingEdge, ReadOnly, RisingEdge
 
-from vta.sim import hwgen
 from tests.hw.tbutil import start_clock_and_reset
+from vta.sim import hwgen
 
 
 class Soc:

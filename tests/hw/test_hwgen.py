@@ -4,10 +4,10 @@ import re
 
 import pytest
 
+from tests.conftest import make_env
 from vta import isa
 from vta.errors import ConfigError
 from vta.sim import hwgen
-from tests.conftest import make_env
 
 CONFIGS = ["vta_config.json", "batch2.json", "block32.json", "narrow.json"]
 

@@ -4,10 +4,10 @@ import subprocess
 
 import pytest
 
-from vta.sim import hwgen
-from vta.sim import verilator as _verilator
 from tests.conftest import make_env
 from tests.hw.hwsim import HW_DIR, needs_verilator, rtl_sources
+from vta.sim import hwgen
+from vta.sim import verilator as _verilator
 
 pytestmark = needs_verilator
 
@@ -20,5 +20,6 @@ def test_lint_clean(tmp_path, config):
     assert waivers, "hw/lint/*.vlt is missing"
     cmd = [_verilator.verilator_bin(), "--lint-only", "-Wall", "--top-module", "vta_top",
            *map(str, waivers), str(pkg), *map(str, rtl_sources())]
-    proc = subprocess.run(cmd, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    proc = subprocess.run(cmd, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                          check=False)
     assert proc.returncode == 0 and "%Warning" not in proc.stdout, proc.stdout[-4000:]

@@ -68,13 +68,22 @@ Error codes in STATUS[7:0]: ``ERR_NONE`` 0, ``ERR_INVALID_INSN`` 1, ``ERR_SRAM_I
 
 from __future__ import annotations
 
+from .. import isa
 from ..env import Environment
 from ..errors import ConfigError
-from .. import isa
 
 __all__ = [
-    "sv_package", "REGISTERS", "ERROR_NAMES", "FIELD_NAMES", "UNIT_NAMES", "STATE_NAMES",
-    "BUS_BYTES", "MAX_BURST_BEATS", "BURST_BOUNDARY_BYTES", "INSN_QUEUE_DEPTH", "WATCHDOG_DEFAULT",
+    "BURST_BOUNDARY_BYTES",
+    "BUS_BYTES",
+    "ERROR_NAMES",
+    "FIELD_NAMES",
+    "INSN_QUEUE_DEPTH",
+    "MAX_BURST_BEATS",
+    "REGISTERS",
+    "STATE_NAMES",
+    "UNIT_NAMES",
+    "WATCHDOG_DEFAULT",
+    "sv_package",
 ]
 
 # ------------------------------------------------------------------------------ register map

@@ -6,10 +6,10 @@ import cocotb
 import numpy as np
 from cocotb.triggers import FallingEdge, Timer
 
+from tests.hw.tbutil import hw_env, pack, start_clock_and_reset, u
 from vta import isa
 from vta.isa import MemInsn
 from vta.sim import hwgen
-from tests.hw.tbutil import hw_env, pack, start_clock_and_reset, u
 
 
 class TB:

@@ -9,11 +9,11 @@ import os
 import cocotb
 import numpy as np
 
+from tests.hw.soc import Soc
+from tests.hw.tbutil import hw_env, pack, unpack, wrap
 from vta import isa
 from vta.isa import AluInsn, FinishInsn, GemmInsn, MemInsn, Uop
 from vta.sim import hwgen
-from tests.hw.soc import Soc
-from tests.hw.tbutil import hw_env, pack, unpack, wrap
 
 
 class TB:
