@@ -190,8 +190,8 @@ class MemInsn(_Deps):
 
 
 @dataclass(frozen=True)
-class GemmInsn(_Deps):
-    """GEMM (opcode 2): ``acc[dst] += inp[src] . wgt[wgt]^T`` over two loops and a uop range."""
+class _LoopInsn(_Deps):
+    """The fields GEMM and ALU share: a uop range run inside two loops with index factors."""
 
     opcode: int = OPCODE_GEMM
     reset_reg: int = 0
@@ -203,24 +203,21 @@ class GemmInsn(_Deps):
     dst_factor_in: int = 0
     src_factor_out: int = 0
     src_factor_in: int = 0
+
+
+@dataclass(frozen=True)
+class GemmInsn(_LoopInsn):
+    """GEMM (opcode 2): ``acc[dst] += inp[src] . wgt[wgt]^T`` over two loops and a uop range."""
+
     wgt_factor_out: int = 0
     wgt_factor_in: int = 0
 
 
 @dataclass(frozen=True)
-class AluInsn(_Deps):
+class AluInsn(_LoopInsn):
     """ALU (opcode 4): ``acc[dst] = op(acc[dst], imm or acc[src])`` over two loops and a uop range."""
 
     opcode: int = OPCODE_ALU
-    reset_reg: int = 0
-    uop_bgn: int = 0
-    uop_end: int = 0
-    iter_out: int = 1
-    iter_in: int = 1
-    dst_factor_out: int = 0
-    dst_factor_in: int = 0
-    src_factor_out: int = 0
-    src_factor_in: int = 0
     alu_opcode: int = ALU_ADD
     use_imm: int = 0
     imm: int = 0
