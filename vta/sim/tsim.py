@@ -134,8 +134,12 @@ class TSim(Device):
         self._progress_error: BaseException | None = None
         self._progress_cb = _PROGRESS_FN(self._on_progress)  # kept alive with the device
         regs = (ctypes.c_uint32 * 3)(hwgen.REG_RETIRED_LOAD, hwgen.REG_RETIRED_COMPUTE, hwgen.REG_RETIRED_STORE)
-        self._call("vta_tsim_set_progress", self._progress_cb, None, progress_interval, regs, 3)
-        self._check_config()
+        try:
+            self._call("vta_tsim_set_progress", self._progress_cb, None, progress_interval, regs, 3)
+            self._check_config()
+        except BaseException:
+            self.close()  # do not leak the native model of a refused library
+            raise
         self._stats: dict[str, int] = {}
         self.clear_stats()
 

@@ -64,8 +64,18 @@ def _flags(trace: str | None) -> list[str]:
     if trace == "vcd":
         flags += ["--trace"]
     elif trace == "fst":
-        flags += ["--trace-fst", "-LDFLAGS", "-lz"]
+        flags += ["--trace-fst", "-LDFLAGS", "-lz -llz4"]
     return flags
+
+
+def _check_fst_headers() -> None:
+    """Verilator's FST writer needs the zlib and LZ4 headers; say so before a long build fails."""
+    probe = subprocess.run(["c++", "-fsyntax-only", "-x", "c++", "-"], input="#include <zlib.h>\n#include <lz4.h>\n",
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    if probe.returncode != 0:
+        raise BuildError("FST waveforms need the zlib and LZ4 development headers (e.g. the Debian packages "
+                         "zlib1g-dev and liblz4-dev), which the C++ compiler cannot find; use trace='vcd' "
+                         f"instead:\n{probe.stdout[-1000:]}")
 
 
 def build(env: Environment, trace: str | None = None) -> Path:
@@ -87,8 +97,9 @@ def build(env: Environment, trace: str | None = None) -> Path:
     Raises
     ------
     BuildError
-        If Verilator is missing, the RTL generator is not available, or Verilator or the C++
-        compiler fails (the message ends with the tail of their output).
+        If Verilator is missing, the RTL generator is not available, FST is asked for without
+        the zlib/LZ4 headers, or Verilator or the C++ compiler fails (the message ends with the
+        tail of their output).
     ValueError
         If ``trace`` is not one of :data:`TRACE_KINDS`.
     """
@@ -133,6 +144,8 @@ def build_sources(sv_files: Sequence[Path], package: str, *, trace: str | None =
     if trace not in TRACE_KINDS:
         raise ValueError(f"trace {trace!r} is not one of {TRACE_KINDS!r}")
     root = _verilator.ensure_on_path()
+    if trace == "fst":
+        _check_fst_headers()
     flags = _flags(trace)
     sv_files = [Path(p).resolve() for p in sv_files]
     parts: list[bytes | str] = [_RECIPE_VERSION, str(root), *flags, "vta_pkg.sv", package]
