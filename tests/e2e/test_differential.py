@@ -240,6 +240,8 @@ def test_error_programs_raise_like_fsim(tsim_library, config):
                 with pytest.raises(cls) as t_exc:
                     tsim.run(addr, count)
                 assert type(t_exc.value) is type(f_exc.value), name
+                if cls is DeadlockError:  # the hung design is reported with its state
+                    assert "compute: waiting for a token at instruction 0" in str(t_exc.value), str(t_exc.value)
                 if f_exc.value.insn_index is not None and t_exc.value.insn_index is not None:
                     assert t_exc.value.insn_index == f_exc.value.insn_index, (name, str(t_exc.value))
                 fsim.reset()

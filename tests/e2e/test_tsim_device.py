@@ -216,3 +216,21 @@ def test_build_failure_reports_verilator_output(tmp_path):
     assert list((tmp_path / "cache").iterdir()) == []  # nothing half-built is left in the cache
     with pytest.raises(ValueError, match="trace"):
         tsim_build.build_sources([broken], "", trace="wlf", cache=tmp_path / "cache")
+
+
+def test_progress_log_line_without_callback(tsim_default, caplog):
+    import logging
+
+    from vta.sim.tsim import TSim
+
+    env, dram, dev = tsim_default
+    prog = gemm_program.build(env, dram, m=16, k=8, reps=8)
+    try:
+        with caplog.at_level(logging.INFO, logger="vta.tsim"), \
+                TSim(env, dram, library=dev._lib, progress_interval=500) as d2:
+            d2.run(prog.insn_addr, prog.insn_count)
+        lines = [r.getMessage() for r in caplog.records if r.name == "vta.tsim"]
+        assert lines and all("M cycles simulated" in line for line in lines)
+        np.testing.assert_array_equal(prog.output(dram), prog.expected)
+    finally:
+        prog.free(dram)
