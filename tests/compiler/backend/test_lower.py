@@ -11,13 +11,13 @@ from vta import te
 from vta.errors import ScheduleError
 from vta.tir.printer import astext
 
-from ..e2e import schedules
+from .. import workloads as W
 from .helpers import calls, ints, sequence
 
 
 def test_lower_vadd_matches_section_3_1(env):
-    case = schedules.vadd(env, np.random.default_rng(0))
-    f = lower(case.sched, case.args, name="my_vadd", simple_mode=True)
+    case = W.vadd(env, np.random.default_rng(0))
+    f = lower(case.schedule, case.args, name="my_vadd", simple_mode=True)
     assert sequence(f.body) == [
         "coproc_scope=2", "VTALoadBuffer2D", "VTALoadBuffer2D",
         "coproc_uop_scope=VTAPushALUOp", "VTAUopLoopBegin", "uop_push", "VTAUopLoopEnd", "/coproc_uop_scope",
@@ -36,8 +36,8 @@ def test_lower_vadd_matches_section_3_1(env):
 
 
 def test_lower_matmul_matches_section_3_2(env):
-    case = schedules.matmul(env, np.random.default_rng(0))
-    f = lower(case.sched, case.args, name="my_gemm")
+    case = W.matrix_multiply(env, np.random.default_rng(0))
+    f = lower(case.schedule, case.args, name="my_gemm")
     assert sequence(f.body) == [
         "coproc_scope=2", "coproc_uop_scope=VTAPushGEMMOp", "VTAUopLoopBegin", "uop_push", "VTAUopLoopEnd",
         "/coproc_uop_scope", "coproc_dep_push(2,1)", "/coproc_scope",
@@ -60,13 +60,13 @@ def test_lower_matmul_matches_section_3_2(env):
 
 
 def test_debug_flag(env):
-    case = schedules.vadd(env, np.random.default_rng(0))
+    case = W.vadd(env, np.random.default_rng(0))
     with build_config(debug_flag=env.DEBUG_DUMP_INSN):
-        f = lower(case.sched, case.args, name="dbg")
-        mod = build(case.sched, case.args, "ext_dev", name="dbg")
+        f = lower(case.schedule, case.args, name="dbg")
+        mod = build(case.schedule, case.args, "ext_dev", name="dbg")
     assert sequence(f.body)[0] == "VTASetDebugMode" and ints(calls(f.body, "VTASetDebugMode")[0])[-1] == 2
     assert "VTASetDebugMode(vta_gen_cmd, 2);" in mod.get_source()
-    plain = build(case.sched, case.args, "ext_dev", name="dbg")
+    plain = build(case.schedule, case.args, "ext_dev", name="dbg")
     assert "VTASetDebugMode" not in plain.get_source()
     with pytest.raises(ValueError, match="debug_flag"):
         with build_config(debug_flag="x"):
@@ -74,9 +74,9 @@ def test_debug_flag(env):
 
 
 def test_build_rejects_other_targets(env):
-    case = schedules.vadd(env, np.random.default_rng(0))
+    case = W.vadd(env, np.random.default_rng(0))
     with pytest.raises(ValueError, match="target 'ext_dev' only, got 'llvm'"):
-        build(case.sched, case.args, "llvm")
+        build(case.schedule, case.args, "llvm")
 
 
 def _elementwise(env, fn, pragma_stage_dma=False):
@@ -108,8 +108,8 @@ def test_clear_errors(env):
 
 def test_mock_environment_skips_dma_and_alu(env):
     """env.mock pragmas (skip_dma_copy, skip_alu) remove the copies and ALU stages entirely."""
-    case = schedules.vadd(env.mock, np.random.default_rng(0))
-    f = lower(case.sched, case.args, name="mock")
+    case = W.vadd(env.mock, np.random.default_rng(0))
+    f = lower(case.schedule, case.args, name="mock")
     assert calls(f.body) == []
-    src = build(case.sched, case.args, "ext_dev", name="mock").get_source()
+    src = build(case.schedule, case.args, "ext_dev", name="mock").get_source()
     assert "VTASynchronize" not in src and "VTALoadBuffer2D(" not in src

@@ -22,7 +22,7 @@ def run_case(case, tmp_path, name: str = "default_function", debug_flag: int = 0
     statistics are a list with one dict per call.
     """
     with build_config(debug_flag=debug_flag):
-        mod = build(case.sched, case.args, "ext_dev", name=name)
+        mod = build(case.schedule, case.args, "ext_dev", name=name)
     obj = tmp_path / f"{name}.o"
     mod.save(obj)
     with ExitStack() as stack:
@@ -48,7 +48,7 @@ def run_case(case, tmp_path, name: str = "default_function", debug_flag: int = 0
 
 def check(case, out):
     """The output equals the NumPy reference exactly."""
-    np.testing.assert_equal(out, case.expect(case.inputs))
+    np.testing.assert_equal(out, case.expected())
 
 
 def counters(stats) -> dict:

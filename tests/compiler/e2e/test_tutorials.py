@@ -7,12 +7,12 @@ import re
 
 import numpy as np
 
-from . import schedules
+from .. import workloads as W
 from .conftest import check, counters, run_case
 
 
 def test_vadd(env, tmp_path):
-    case = schedules.vadd(env, np.random.default_rng(1))
+    case = W.vadd(env, np.random.default_rng(1))
     out, stats, mod = run_case(case, tmp_path, name="my_vadd")
     check(case, out)
     assert counters(stats) == {"inp_load_nbytes": 0, "wgt_load_nbytes": 0, "acc_load_nbytes": 8192,
@@ -23,7 +23,7 @@ def test_vadd(env, tmp_path):
 
 
 def test_matrix_multiply(env, tmp_path):
-    case = schedules.matmul(env, np.random.default_rng(2))
+    case = W.matrix_multiply(env, np.random.default_rng(2))
     out, stats, _ = run_case(case, tmp_path, name="my_gemm")
     check(case, out)
     assert counters(stats) == {"inp_load_nbytes": 256, "wgt_load_nbytes": 65536, "acc_load_nbytes": 0,
@@ -33,7 +33,7 @@ def test_matrix_multiply(env, tmp_path):
 
 
 def test_blocked_gemm(env, tmp_path):
-    case = schedules.blocked_gemm(env, np.random.default_rng(3))
+    case = W.blocked_gemm(env, np.random.default_rng(3), store_at="row")
     out, per_call, _ = run_case(case, tmp_path, name="blocked_gemm", calls=2)
     check(case, out)
     stats = per_call[0]
@@ -51,7 +51,7 @@ def test_blocked_gemm(env, tmp_path):
 
 
 def test_conv2d(env, tmp_path):
-    case = schedules.conv2d(env, np.random.default_rng(4))
+    case = W.conv2d(env, np.random.default_rng(4))
     out, stats, _ = run_case(case, tmp_path, name="conv2d")
     check(case, out)
     assert counters(stats) == {"inp_load_nbytes": 114688, "wgt_load_nbytes": 1179648, "acc_load_nbytes": 0,
@@ -73,7 +73,7 @@ def _dumped_stream(text: str) -> list[tuple[str, str]]:
 
 def test_vadd_instruction_stream(env, tmp_path, capfd):
     """build_config(debug_flag=DEBUG_DUMP_INSN): the runtime dumps the stream of section 3.1."""
-    case = schedules.vadd(env, np.random.default_rng(5))
+    case = W.vadd(env, np.random.default_rng(5))
     capfd.readouterr()
     out, _, _ = run_case(case, tmp_path, name="my_vadd", debug_flag=env.DEBUG_DUMP_INSN)
     check(case, out)
@@ -85,7 +85,7 @@ def test_vadd_instruction_stream(env, tmp_path, capfd):
 
 def test_matrix_multiply_instruction_stream(env, tmp_path, capfd):
     """The 56-instruction stream of section 3.2, flags included."""
-    case = schedules.matmul(env, np.random.default_rng(6))
+    case = W.matrix_multiply(env, np.random.default_rng(6))
     capfd.readouterr()
     out, _, _ = run_case(case, tmp_path, name="my_gemm", debug_flag=env.DEBUG_DUMP_INSN)
     check(case, out)
@@ -104,7 +104,7 @@ def test_matrix_multiply_instruction_stream(env, tmp_path, capfd):
 def test_cpu_stages_around_the_accelerator(env, tmp_path):
     """CPU code before the DMA (A2 = A * 2) and after the store (D = C + 1) in one function:
     intermediates live in VTA DRAM, and a sync precedes the CPU stage that reads VTA results."""
-    case = schedules.vadd_with_cpu_stages(env, np.random.default_rng(7))
+    case = W.vadd_with_cpu_stages(env, np.random.default_rng(7))
     out, stats, mod = run_case(case, tmp_path, name="mixed")
     check(case, out)
     assert stats["alu_counter"] == 8 and stats["acc_load_nbytes"] == 16 * env.ACC_ELEM_BYTES

@@ -8,7 +8,7 @@ from vta import te
 from vta.errors import ScheduleError
 from vta.te.lower import schedule_to_primfunc
 
-from . import workloads as W
+from .. import workloads as W
 
 
 def _mm(env):

@@ -1,42 +1,48 @@
-"""The schedules of upstream's test_vta_insn.py (reference section 7.2) and further unit cases.
-
-Each builder returns a :class:`~tests.compiler.e2e.schedules.Case`: the schedule, its arguments,
-the input arrays and a NumPy reference independent of the compiler.
-"""
+"""The schedules of upstream's ``test_vta_insn.py`` (reference section 7.2) and further unit
+cases: ALU variants, padded and strided loads, GEMM by pragma, transposed convolution."""
 
 from __future__ import annotations
+
+from collections.abc import Callable
+from typing import NamedTuple
 
 import numpy as np
 
 from vta import te
 from vta.tir import nodes as tn
 
-from .schedules import Case, _copy
+from .base import (
+    Workload,
+    alu_pipeline,
+    clip_max,
+    copy_stage,
+    default_rng,
+    gemm_reference,
+    gemm_stage,
+    random_like,
+    requantize_stages,
+    wrap_int32,
+    wrap_to,
+    zero_pad,
+)
 
 
-def _alu_pipeline(env, s, bufs_acc, alu_stages, out):
-    for t in bufs_acc:
-        s[t].set_scope(env.acc_scope)
-    for t in alu_stages:
-        s[t].pragma(s[t].op.axis[0], env.alu)
-    s[out].pragma(s[out].op.axis[0], env.dma_copy)
-
-
-def save_load_out(env, rng) -> Case:
-    """test_save_load_out: load 36 acc tiles, copy through the ALU (SHR 0), store."""
-    n_, m = 6, 6
-    shape = (n_, m, env.BATCH, env.BLOCK_OUT)
+def save_load_out(env, rng=None) -> Workload:
+    """test_save_load_out: load 36 acc tiles, copy through the ALU (SHR 0), store as int8."""
+    rng = default_rng(rng)
+    shape = (6, 6, env.BATCH, env.BLOCK_OUT)
     x = te.placeholder(shape, name="x", dtype=env.acc_dtype)
-    x_buf = _copy(x, "x_buf")
+    x_buf = copy_stage(x, "x_buf")
     y_buf = te.compute(shape, lambda *i: x_buf(*i) >> 0, "y_buf")
     y = te.compute(shape, lambda *i: y_buf(*i).astype(env.inp_dtype), "y")
     s = te.create_schedule(y.op)
     s[x_buf].pragma(s[x_buf].op.axis[0], env.dma_copy)
-    _alu_pipeline(env, s, [x_buf, y_buf], [y_buf], y)
-    data = rng.integers(1, 10, size=shape).astype(np.int32)
-    return Case(s, [x, y], {"x": data}, "y", shape, "int8", lambda d: d["x"].astype(np.int8))
+    alu_pipeline(env, s, [x_buf, y_buf], [y_buf], y)
+    inputs = {"x": rng.integers(1, 10, size=shape).astype(np.int32)}
+    return Workload("save_load_out", s, [x, y], inputs, lambda d: wrap_to(d["x"], y.dtype))
 
 
+#: test_padded_load: (pad before, pad after) per case.
 PAD_CASES = {
     "Y0": ([2, 0, 0, 0], [0, 0, 0, 0]),
     "Y1": ([0, 2, 0, 0], [0, 0, 0, 0]),
@@ -46,68 +52,46 @@ PAD_CASES = {
 }
 
 
-def padded_load(env, rng, before, after) -> Case:
-    """test_padded_load: a zero-padded acc load (x_buf = pad(x)), copy, store."""
+def padded_load(env, rng=None, before=(0, 0, 0, 0), after=(0, 0, 0, 0)) -> Workload:
+    """test_padded_load: x (3, 5, BATCH, BLOCK_OUT) zero-padded while loaded into acc, copied, stored."""
+    rng = default_rng(rng)
     in_shape = (3, 5, env.BATCH, env.BLOCK_OUT)
-    out_shape = tuple(d + b + a for d, b, a in zip(in_shape, before, after))
     x = te.placeholder(in_shape, name="x", dtype=env.acc_dtype)
-
-    def padded(*i):
-        conds = []
-        for k, (b, a) in enumerate(zip(before, after)):
-            if b:
-                conds.append(i[k] >= b)
-            if a:
-                conds.append(i[k] < b + in_shape[k])
-        src = x(*[idx - b if b else idx for idx, b in zip(i, before)])
-        if not conds:
-            return src
-        cond = conds[0]
-        for c in conds[1:]:
-            cond = tn.And(cond, c)
-        return te.if_then_else(cond, src, tn.const(0, env.acc_dtype))
-
-    x_buf = te.compute(out_shape, padded, "x_buf")
+    x_buf = zero_pad(x, before, after, "x_buf")
+    out_shape = tuple(int(s) for s in x_buf.shape)
     y_buf = te.compute(out_shape, lambda *i: x_buf(*i) >> 0, "y_buf")
     y = te.compute(out_shape, lambda *i: y_buf(*i).astype(env.inp_dtype), "y")
     s = te.create_schedule(y.op)
     s[x_buf].pragma(s[x_buf].op.axis[0], env.dma_copy)
-    _alu_pipeline(env, s, [x_buf, y_buf], [y_buf], y)
-    data = rng.integers(0, 10, size=in_shape).astype(np.int32)
+    alu_pipeline(env, s, [x_buf, y_buf], [y_buf], y)
+    inputs = {"x": rng.integers(0, 10, size=in_shape).astype(np.int32)}
 
-    def expect(d):
+    def reference(d):
         out = np.zeros(out_shape, dtype=np.int32)
-        out[tuple(slice(b, b + n_) for b, n_ in zip(before, in_shape))] = d["x"]
-        return out.astype(np.int8)
+        out[tuple(slice(b, b + k) for b, k in zip(before, in_shape))] = d["x"]
+        return wrap_to(out, y.dtype)
 
-    return Case(s, [x, y], {"x": data}, "y", out_shape, "int8", expect)
+    return Workload("padded_load", s, [x, y], inputs, reference)
 
 
-def gemm(env, rng, smt: bool, o: int = 4, n_: int = 1, m: int = 4) -> Case:
-    """test_gemm: y = clip((x . w^T) >> 8, 0, 127); default or two virtual threads (smt).
+def gemm(env, rng=None, smt: bool = False, o: int = 4, n_: int = 1, m: int = 4) -> Workload:
+    """test_gemm: ``y = clip((x . w^T) >> 8, 0, clip_max)``; default, or two virtual threads (smt).
 
     ``o`` batch tiles, ``n_`` input-channel tiles, ``m`` output-channel tiles (upstream: 4, 1, 4).
     """
+    rng = default_rng(rng)
     x = te.placeholder((o, n_, env.BATCH, env.BLOCK_IN), name="x", dtype=env.inp_dtype)
     w = te.placeholder((m, n_, env.BLOCK_OUT, env.BLOCK_IN), name="w", dtype=env.wgt_dtype)
-    x_buf, w_buf = _copy(x, "x_buf"), _copy(w, "w_buf")
-    ko = te.reduce_axis((0, n_), name="ko")
-    ki = te.reduce_axis((0, env.BLOCK_IN), name="ki")
-    oshape = (o, m, env.BATCH, env.BLOCK_OUT)
-    y_gem = te.compute(oshape, lambda bo, co, bi, ci: te.sum(
-        x_buf[bo, ko, bi, ki].astype(env.acc_dtype) * w_buf[co, ko, ci, ki].astype(env.acc_dtype), axis=[ko, ki]),
-        name="y_gem")
-    y_shf = te.compute(oshape, lambda *i: y_gem(*i) >> 8, name="y_shf")
-    y_max = te.compute(oshape, lambda *i: te.max(y_shf(*i), 0), "y_max")
-    y_min = te.compute(oshape, lambda *i: te.min(y_max(*i), (1 << (env.INP_WIDTH - 1)) - 1), "y_min")
-    y = te.compute(oshape, lambda *i: y_min(*i).astype(env.inp_dtype), name="y")
+    x_buf, w_buf = copy_stage(x, "x_buf"), copy_stage(w, "w_buf")
+    y_gem = gemm_stage(env, x_buf, w_buf, n_, (o, m, env.BATCH, env.BLOCK_OUT), "y_gem")
+    y_shf, y_max, y_min, y = requantize_stages(env, y_gem, 8, ("y_shf", "y_max", "y_min", "y"))
     s = te.create_schedule(y.op)
     s[x_buf].set_scope(env.inp_scope)
     s[w_buf].set_scope(env.wgt_scope)
     for t in (y_gem, y_shf, y_max, y_min):
         s[t].set_scope(env.acc_scope)
     if smt:
-        abo, aco, abi, aci = s[y].op.axis
+        abo, _, _, _ = s[y].op.axis
         abo1, abo2 = s[y].split(abo, nparts=2)
         s[y].bind(abo1, te.thread_axis("cthread"))
         for t in (y_gem, y_shf, y_max, y_min):
@@ -116,8 +100,8 @@ def gemm(env, rng, smt: bool, o: int = 4, n_: int = 1, m: int = 4) -> Case:
     else:
         store_axis = s[y].op.axis[0]
     ko, ki = s[y_gem].op.reduce_axis
-    ax = s[y_gem].op.axis
-    s[y_gem].reorder(ko, ax[0], ax[1], ax[2], ax[3], ki)
+    bo, co, bi, ci = s[y_gem].op.axis
+    s[y_gem].reorder(ko, bo, co, bi, ci, ki)
     s[x_buf].compute_at(s[y_gem], ko)
     s[w_buf].compute_at(s[y_gem], ko)
     s[x_buf].pragma(s[x_buf].op.axis[0], env.dma_copy)
@@ -125,95 +109,113 @@ def gemm(env, rng, smt: bool, o: int = 4, n_: int = 1, m: int = 4) -> Case:
     for t in (y_shf, y_max, y_min):
         s[t].pragma(s[t].op.axis[0], env.alu)
     s[y].pragma(store_axis, env.dma_copy)
-    s[y_gem].tensorize(ax[2], env.gemm)
-    xd = rng.integers(-128, 128, size=(o, n_, env.BATCH, env.BLOCK_IN)).astype(np.int8)
-    wd = rng.integers(-128, 128, size=(m, n_, env.BLOCK_OUT, env.BLOCK_IN)).astype(np.int8)
-
-    def expect(d):
-        a2 = d["x"].transpose(0, 2, 1, 3).reshape(o * env.BATCH, n_ * env.BLOCK_IN).astype(np.int64)
-        b2 = d["w"].transpose(0, 2, 1, 3).reshape(m * env.BLOCK_OUT, n_ * env.BLOCK_IN).astype(np.int64)
-        r = np.clip((a2 @ b2.T) >> 8, 0, (1 << (env.INP_WIDTH - 1)) - 1)
-        return r.reshape(o, env.BATCH, m, env.BLOCK_OUT).transpose(0, 2, 1, 3).astype(np.int8)
-
-    return Case(s, [x, w, y], {"x": xd, "w": wd}, "y", oshape, "int8", expect)
+    s[y_gem].tensorize(bi, env.gemm)
+    inputs = {"x": random_like(rng, x), "w": random_like(rng, w)}
+    return Workload("gemm_smt" if smt else "gemm", s, [x, w, y], inputs,
+                    lambda d: wrap_to(gemm_reference(d["x"], d["w"], 8, clip_max(env)), y.dtype))
 
 
-#: test_alu: (name, use_imm, numpy reference, tensor expression)
+class AluOp(NamedTuple):
+    """One case of test_alu."""
+
+    uses_b: bool                        #: second operand is a loaded tile (else an immediate)
+    expr: Callable                      #: ``expr(a, b, imm)`` -> tensor expression
+    numpy: Callable                     #: ``numpy(a, b, imm)`` -> reference values
+    upstream: bool = True               #: part of upstream's test_alu
+
+
+#: test_alu's operations, plus subtraction (not upstream: of a constant it is an ADD of the
+#: negation; of a tile MUL -1, ADD, MUL -1).
 ALU_OPS = {
-    "shl_imm": (True, lambda a, b, k: np.left_shift(a, k), lambda a, b, k: a << k),
-    "max_imm": (True, lambda a, b, k: np.maximum(a, k), lambda a, b, k: te.max(a, k)),
-    "max": (False, lambda a, b, k: np.maximum(a, b), lambda a, b, k: te.max(a, b)),
-    "add_imm": (True, lambda a, b, k: a + k, lambda a, b, k: a + k),
-    "add": (False, lambda a, b, k: a + b, lambda a, b, k: a + b),
-    "shr_imm": (True, lambda a, b, k: np.right_shift(a, k), lambda a, b, k: a >> k),
-    # Not upstream: subtraction (of a constant: ADD of its negation; of a tile: MUL -1, ADD).
-    "sub_imm": (True, lambda a, b, k: a - k, lambda a, b, k: a - k),
-    "sub": (False, lambda a, b, k: a - b, lambda a, b, k: a - b),
+    "shl_imm": AluOp(False, lambda a, b, k: a << k, lambda a, b, k: np.left_shift(a, k)),
+    "max_imm": AluOp(False, lambda a, b, k: te.max(a, k), lambda a, b, k: np.maximum(a, k)),
+    "max": AluOp(True, lambda a, b, k: te.max(a, b), lambda a, b, k: np.maximum(a, b)),
+    "add_imm": AluOp(False, lambda a, b, k: a + k, lambda a, b, k: a + k),
+    "add": AluOp(True, lambda a, b, k: a + b, lambda a, b, k: a + b),
+    "shr_imm": AluOp(False, lambda a, b, k: a >> k, lambda a, b, k: np.right_shift(a, k)),
+    "sub_imm": AluOp(False, lambda a, b, k: a - k, lambda a, b, k: a - k, upstream=False),
+    "sub": AluOp(True, lambda a, b, k: a - b, lambda a, b, k: a - b, upstream=False),
 }
 
 
-def alu(env, rng, op: str) -> Case:
-    """test_alu: one ALU stage with an immediate or a second tensor operand."""
-    use_imm, np_fn, te_fn = ALU_OPS[op]
-    m = n_ = 8
-    shape = (m, n_, env.BATCH, env.BLOCK_OUT)
-    imm = int(rng.integers(1, 5))
+def alu(env, rng=None, op: str = "add", imm: int | None = None) -> Workload:
+    """test_alu: one ALU stage on (8, 8, BATCH, BLOCK_OUT) with an immediate or a second tile.
+
+    ``imm`` defaults to a random value in [1, 5).
+
+    Raises
+    ------
+    KeyError
+        If ``op`` is not a key of :data:`ALU_OPS`.
+    """
+    if op not in ALU_OPS:
+        raise KeyError(f"alu: unknown operation {op!r}; known: {sorted(ALU_OPS)!r}")
+    rng = default_rng(rng)
+    case = ALU_OPS[op]
+    shape = (8, 8, env.BATCH, env.BLOCK_OUT)
+    if imm is None:
+        imm = int(rng.integers(1, 5))
     a = te.placeholder(shape, name="a", dtype=env.acc_dtype)
-    a_buf = _copy(a, "a_buf")
+    a_buf = copy_stage(a, "a_buf")
     args, inputs = [a], {"a": rng.integers(-16, 16, size=shape).astype(np.int32)}
-    if use_imm:
-        res_buf = te.compute(shape, lambda *i: te_fn(a_buf(*i), None, imm), "res_buf")
-        bufs = [a_buf, res_buf]
-    else:
+    if case.uses_b:
         b = te.placeholder(shape, name="b", dtype=env.acc_dtype)
-        b_buf = _copy(b, "b_buf")
-        res_buf = te.compute(shape, lambda *i: te_fn(a_buf(*i), b_buf(*i), imm), "res_buf")
+        b_buf = copy_stage(b, "b_buf")
+        res_buf = te.compute(shape, lambda *i: case.expr(a_buf(*i), b_buf(*i), imm), "res_buf")
         args.append(b)
         inputs["b"] = rng.integers(-16, 16, size=shape).astype(np.int32)
-        bufs = [a_buf, b_buf, res_buf]
+        loads = [a_buf, b_buf]
+    else:
+        res_buf = te.compute(shape, lambda *i: case.expr(a_buf(*i), None, imm), "res_buf")
+        loads = [a_buf]
     res = te.compute(shape, lambda *i: res_buf(*i).astype(env.inp_dtype), "res")
     s = te.create_schedule(res.op)
-    for t in bufs[:-1]:
+    for t in loads:
         s[t].pragma(s[t].op.axis[0], env.dma_copy)
-    _alu_pipeline(env, s, bufs, [res_buf], res)
-    return Case(s, args + [res], inputs, "res", shape, "int8",
-                lambda d: np_fn(d["a"], d.get("b"), imm).astype(np.int8))
+    alu_pipeline(env, s, loads + [res_buf], [res_buf], res)
+    return Workload("alu_" + op, s, args + [res], inputs,
+                    lambda d: wrap_to(case.numpy(d["a"], d.get("b"), imm), res.dtype))
 
 
-def relu(env, rng) -> Case:
-    """test_relu: clip to [0, 127] with two ALU stages (MAX 0, MIN 127)."""
-    m, n_ = 8, 10
-    shape = (m, n_, env.BATCH, env.BLOCK_OUT)
+def relu(env, rng=None) -> Workload:
+    """test_relu: ``clip(a, 0, clip_max)`` as two ALU stages (MAX 0, MIN) on (8, 10, BATCH, BLOCK_OUT)."""
+    rng = default_rng(rng)
+    shape = (8, 10, env.BATCH, env.BLOCK_OUT)
     a = te.placeholder(shape, name="a", dtype=env.acc_dtype)
-    a_buf = _copy(a, "a_buf")
+    a_buf = copy_stage(a, "a_buf")
     max_buf = te.compute(shape, lambda *i: te.max(a_buf(*i), 0), "max_buf")
-    min_buf = te.compute(shape, lambda *i: te.min(max_buf(*i), (1 << (env.INP_WIDTH - 1)) - 1), "min_buf")
+    min_buf = te.compute(shape, lambda *i: te.min(max_buf(*i), clip_max(env)), "min_buf")
     res = te.compute(shape, lambda *i: min_buf(*i).astype(env.inp_dtype), "res")
     s = te.create_schedule(res.op)
     s[a_buf].pragma(s[a_buf].op.axis[0], env.dma_copy)
-    _alu_pipeline(env, s, [a_buf, max_buf, min_buf], [max_buf, min_buf], res)
-    data = rng.integers(-256, 256, size=shape).astype(np.int32)
-    return Case(s, [a, res], {"a": data}, "res", shape, "int8",
-                lambda d: np.clip(d["a"], 0, (1 << (env.INP_WIDTH - 1)) - 1).astype(np.int8))
+    alu_pipeline(env, s, [a_buf, max_buf, min_buf], [max_buf, min_buf], res)
+    inputs = {"a": rng.integers(-256, 256, size=shape).astype(np.int32)}
+    return Workload("relu", s, [a, res], inputs, lambda d: wrap_to(np.clip(d["a"], 0, clip_max(env)), res.dtype))
 
 
-def shift_and_scale(env, rng) -> Case:
-    """test_shift_and_scale: (a + s) >> k with immediates."""
-    m, n_ = 2, 8
-    shape = (m, n_, env.BATCH, env.BLOCK_OUT)
-    imm_shift = int(rng.integers(1, 8))  # 0 would fold the add away (covered by save_load_out)
-    imm_scale = int(rng.integers(1, 5))
+def shift_and_scale(env, rng=None, imm_shift: int | None = None, imm_scale: int | None = None) -> Workload:
+    """test_shift_and_scale: ``(a + imm_shift) >> imm_scale`` on (2, 8, BATCH, BLOCK_OUT).
+
+    Immediates left out are random: ``imm_shift`` in [1, 8) (0 would fold the add away),
+    ``imm_scale`` in [1, 5).
+    """
+    rng = default_rng(rng)
+    shape = (2, 8, env.BATCH, env.BLOCK_OUT)
+    if imm_shift is None:
+        imm_shift = int(rng.integers(1, 8))
+    if imm_scale is None:
+        imm_scale = int(rng.integers(1, 5))
     a = te.placeholder(shape, name="a", dtype=env.acc_dtype)
-    a_buf = _copy(a, "a_buf")
+    a_buf = copy_stage(a, "a_buf")
     res_shift = te.compute(shape, lambda *i: a_buf(*i) + imm_shift, "res_shift")
     res_scale = te.compute(shape, lambda *i: res_shift(*i) >> imm_scale, "res_scale")
     res = te.compute(shape, lambda *i: res_scale(*i).astype(env.inp_dtype), "res")
     s = te.create_schedule(res.op)
     s[a_buf].pragma(s[a_buf].op.axis[0], env.dma_copy)
-    _alu_pipeline(env, s, [a_buf, res_shift, res_scale], [res_shift, res_scale], res)
-    data = rng.integers(-10, 10, size=shape).astype(np.int32)
-    return Case(s, [a, res], {"a": data}, "res", shape, "int8",
-                lambda d: ((d["a"] + imm_shift) >> imm_scale).astype(np.int8))
+    alu_pipeline(env, s, [a_buf, res_shift, res_scale], [res_shift, res_scale], res)
+    inputs = {"a": rng.integers(-10, 10, size=shape).astype(np.int32)}
+    return Workload("shift_and_scale", s, [a, res], inputs,
+                    lambda d: wrap_to((d["a"] + imm_shift) >> imm_scale, res.dtype))
 
 
 #: Elementwise operations of random ALU pipelines: (name, tensor expression, NumPy reference).
@@ -228,13 +230,13 @@ _RANDOM_OPS = [
 ]
 
 
-def random_alu_pipeline(env, rng) -> Case:
+def random_alu_pipeline(env, rng) -> Workload:
     """1-3 ALU stages with random immediates or a second loaded tensor, on a random tile grid."""
     m, n_ = int(rng.integers(1, 6)), int(rng.integers(1, 9))
     shape = (m, n_, env.BATCH, env.BLOCK_OUT)
     a = te.placeholder(shape, name="a", dtype=env.acc_dtype)
     b = te.placeholder(shape, name="b", dtype=env.acc_dtype)
-    a_buf, b_buf = _copy(a, "a_buf"), _copy(b, "b_buf")
+    a_buf, b_buf = copy_stage(a, "a_buf"), copy_stage(b, "b_buf")
     stages, refs, cur, use_b = [], [], a_buf, False
     for k in range(int(rng.integers(1, 4))):
         prev = cur
@@ -255,75 +257,63 @@ def random_alu_pipeline(env, rng) -> Case:
     res = te.compute(shape, lambda *i: last(*i).astype(env.inp_dtype), "res")
     s = te.create_schedule(res.op)
     loaded = [a_buf] + ([b_buf] if use_b else [])
-    for t in loaded + stages:
-        s[t].set_scope(env.acc_scope)
     for t in loaded:
         s[t].pragma(s[t].op.axis[0], env.dma_copy)
-    for t in stages:
-        s[t].pragma(s[t].op.axis[0], env.alu)
-    s[res].pragma(s[res].op.axis[0], env.dma_copy)
+    alu_pipeline(env, s, loaded + stages, stages, res)
     inputs = {"a": rng.integers(-100, 100, size=shape).astype(np.int32)}
     if use_b:
         inputs["b"] = rng.integers(-100, 100, size=shape).astype(np.int32)
 
-    def expect(d):
+    def reference(d):
         x = d["a"].astype(np.int64)
         for fn, imm in refs:
-            x = x + d["b"] if fn is None else fn(x, imm)
-            x = ((x + (1 << 31)) % (1 << 32)) - (1 << 31)  # int32 wrap-around
-        return x.astype(np.int8)
+            x = wrap_int32(x + d["b"] if fn is None else fn(x, imm))
+        return wrap_to(x, res.dtype)
 
-    return Case(s, [a] + ([b] if use_b else []) + [res], inputs, "res", shape, "int8", expect)
+    return Workload("random_alu_pipeline", s, [a] + ([b] if use_b else []) + [res], inputs, reference)
 
 
-def gemm_by_pragma(env, rng, skip_odd: bool) -> Case:
+def gemm_by_pragma(env, rng=None, skip_odd: bool = False) -> Workload:
     """The matrix multiply with ``pragma(conv2d_transpose_gemm)`` on the tensor axis instead of
     tensorize; with ``skip_odd`` the input is read as ``if_then_else(ko % 2 == 0, x, 0)`` so the
     odd reduction steps (zeros, like dilation) are skipped."""
+    rng = default_rng(rng)
     m, n_, o = 3, 4, 1
     A = te.placeholder((o, n_, env.BATCH, env.BLOCK_IN), name="A", dtype=env.inp_dtype)
     B = te.placeholder((m, n_, env.BLOCK_OUT, env.BLOCK_IN), name="B", dtype=env.wgt_dtype)
-    A_buf, B_buf = _copy(A, "A_buf"), _copy(B, "B_buf")
-    ko = te.reduce_axis((0, n_), name="ko")
-    ki = te.reduce_axis((0, env.BLOCK_IN), name="ki")
+    A_buf, B_buf = copy_stage(A, "A_buf"), copy_stage(B, "B_buf")
 
-    def inp(bo, bi):
+    def inp(bo, bi, ko, ki):
         x = A_buf[bo, ko, bi, ki].astype(env.acc_dtype)
         if skip_odd:
             return te.if_then_else((ko.var % 2).equal(0), x, tn.const(0, env.acc_dtype))
         return x
 
-    C_buf = te.compute((o, m, env.BATCH, env.BLOCK_OUT), lambda bo, co, bi, ci: te.sum(
-        inp(bo, bi) * B_buf[co, ko, ci, ki].astype(env.acc_dtype), axis=[ko, ki]), name="C_buf")
-    C = te.compute((o, m, env.BATCH, env.BLOCK_OUT), lambda *i: C_buf(*i).astype(env.inp_dtype), name="C")
+    oshape = (o, m, env.BATCH, env.BLOCK_OUT)
+    C_buf = gemm_stage(env, A_buf, B_buf, n_, oshape, "C_buf", inp=inp)
+    C = te.compute(oshape, lambda *i: C_buf(*i).astype(env.inp_dtype), name="C")
     s = te.create_schedule(C.op)
     s[A_buf].set_scope(env.inp_scope)
     s[B_buf].set_scope(env.wgt_scope)
     s[C_buf].set_scope(env.acc_scope)
     ko, ki = s[C_buf].op.reduce_axis
-    ax = s[C_buf].op.axis
-    s[C_buf].reorder(ko, ax[0], ax[1], ax[2], ax[3], ki)
+    bo, co, bi, ci = s[C_buf].op.axis
+    s[C_buf].reorder(ko, bo, co, bi, ci, ki)
     s[A_buf].compute_at(s[C_buf], ko)
     s[B_buf].compute_at(s[C_buf], ko)
     s[A_buf].pragma(s[A_buf].op.axis[0], env.dma_copy)
     s[B_buf].pragma(s[B_buf].op.axis[0], env.dma_copy)
     s[C].pragma(s[C].op.axis[0], env.dma_copy)
-    s[C_buf].pragma(ax[2], "conv2d_transpose_gemm")
-    a = rng.integers(-128, 128, size=(o, n_, env.BATCH, env.BLOCK_IN)).astype(np.int8)
-    b = rng.integers(-128, 128, size=(m, n_, env.BLOCK_OUT, env.BLOCK_IN)).astype(np.int8)
-
-    def expect(d):
-        keep = np.array([0 if (skip_odd and k % 2) else 1 for k in range(n_)])
-        a2 = (d["A"].astype(np.int64) * keep[None, :, None, None]).transpose(0, 2, 1, 3).reshape(o * env.BATCH, -1)
-        b2 = d["B"].astype(np.int64).transpose(0, 2, 1, 3).reshape(m * env.BLOCK_OUT, -1)
-        c2 = a2 @ b2.T
-        return c2.reshape(o, env.BATCH, m, env.BLOCK_OUT).transpose(0, 2, 1, 3).astype(np.int8)
-
-    return Case(s, [A, B, C], {"A": a, "B": b}, "C", (o, m, env.BATCH, env.BLOCK_OUT), "int8", expect)
+    s[C_buf].pragma(bi, "conv2d_transpose_gemm")
+    inputs = {"A": random_like(rng, A), "B": random_like(rng, B)}
+    keep = np.array([0 if (skip_odd and k % 2) else 1 for k in range(n_)])
+    return Workload("gemm_by_pragma", s, [A, B, C], inputs, lambda d: wrap_to(
+        gemm_reference(d["A"].astype(np.int64) * keep[None, :, None, None], d["B"]), C.dtype))
 
 
-def acc_8bit_load(env, rng) -> Case:
+def acc_8bit_load(env, rng=None) -> Workload:
     """An int8 input loaded straight into the accumulator (ACC_8BIT, sign-extended), plus 3."""
+    rng = default_rng(rng)
     shape = (2, 4, env.BATCH, env.BLOCK_OUT)
     x = te.placeholder(shape, name="x", dtype=env.inp_dtype)
     x_buf = te.compute(shape, lambda *i: x(*i).astype(env.acc_dtype), "x_buf")
@@ -331,16 +321,17 @@ def acc_8bit_load(env, rng) -> Case:
     y = te.compute(shape, lambda *i: y_buf(*i).astype(env.inp_dtype), "y")
     s = te.create_schedule(y.op)
     s[x_buf].pragma(s[x_buf].op.axis[0], env.dma_copy)
-    _alu_pipeline(env, s, [x_buf, y_buf], [y_buf], y)
-    data = rng.integers(-128, 128, size=shape).astype(np.int8)
-    return Case(s, [x, y], {"x": data}, "y", shape, "int8", lambda d: (d["x"].astype(np.int32) + 3).astype(np.int8))
+    alu_pipeline(env, s, [x_buf, y_buf], [y_buf], y)
+    inputs = {"x": random_like(rng, x)}
+    return Workload("acc_8bit_load", s, [x, y], inputs, lambda d: wrap_to(d["x"].astype(np.int64) + 3, y.dtype))
 
 
-def conv2d_transpose(env, rng) -> Case:
+def conv2d_transpose(env, rng=None) -> Workload:
     """A stride-2 transposed convolution (3x3 input, 3x3 kernel, padding 1 -> 5x5) written as a
     convolution over the zero-dilated, padded input, the dilation expressed as a guard on the
     input read, with ``pragma(conv2d_transpose_gemm)`` instead of tensorize: GEMM uops reading
     inserted zeros are skipped (reference 2.4, InjectConv2DTransposeSkip)."""
+    rng = default_rng(rng)
     h = w = 3
     stride, kh, pad = 2, 3, 1
     bpad = kh - 1 - pad
@@ -351,7 +342,7 @@ def conv2d_transpose(env, rng) -> Case:
     oshape = (1, 1, out_h, out_h, env.BATCH, env.BLOCK_OUT)
     data = te.placeholder(dshape, name="data", dtype=env.inp_dtype)
     kernel = te.placeholder(kshape, name="kernel", dtype=env.wgt_dtype)
-    data_buf, kernel_buf = _copy(data, "data_buf"), _copy(kernel, "kernel_buf")
+    data_buf, kernel_buf = copy_stage(data, "data_buf"), copy_stage(kernel, "kernel_buf")
     ic = te.reduce_axis((0, 1), name="ic")
     dy = te.reduce_axis((0, kh), name="dy")
     dx = te.reduce_axis((0, kh), name="dx")
@@ -381,10 +372,9 @@ def conv2d_transpose(env, rng) -> Case:
     s[res_conv].pragma(bi, "conv2d_transpose_gemm")
     s[res_shr].pragma(s[res_shr].op.axis[0], env.alu)
     s[res].pragma(s[res].op.axis[0], env.dma_copy)
-    d = rng.integers(-128, 128, size=dshape).astype(np.int8)
-    k = rng.integers(-128, 128, size=kshape).astype(np.int8)
+    inputs = {"data": random_like(rng, data), "kernel": random_like(rng, kernel)}
 
-    def expect(v):
+    def reference(v):
         x = v["data"][0, 0].astype(np.int64)            # (h, w, BATCH, BLOCK_IN)
         dilated = np.zeros((dil, dil) + x.shape[2:], dtype=np.int64)
         dilated[::stride, ::stride] = x
@@ -394,9 +384,9 @@ def conv2d_transpose(env, rng) -> Case:
         for a in range(kh):
             for b in range(kh):
                 out += np.einsum("yxbk,ok->yxbo", padded[a:a + out_h, b:b + out_h], wk[a, b])
-        return (out >> 6).astype(np.int8)[None, None]
+        return wrap_to(wrap_int32(out) >> 6, res.dtype)[None, None]
 
-    return Case(s, [data, kernel, res], {"data": d, "kernel": k}, "res", oshape, "int8", expect)
+    return Workload("conv2d_transpose", s, [data, kernel, res], inputs, reference)
 
 
 def conv2d_transpose_macs(stride: int = 2, h: int = 3, kh: int = 3, pad: int = 1) -> int:
@@ -415,26 +405,28 @@ def conv2d_transpose_macs(stride: int = 2, h: int = 3, kh: int = 3, pad: int = 1
     return count
 
 
-def residual(env, rng) -> Case:
-    """y = max(x, 0) + x: the first ALU stage cannot overwrite x (still needed), so the compiler
-    copies it first; the second adds the two tiles."""
+def residual(env, rng=None) -> Workload:
+    """``y = max(x, 0) + x``: the first ALU stage cannot overwrite x (still needed), so the
+    compiler copies it first; the second adds the two tiles."""
+    rng = default_rng(rng)
     shape = (2, 4, env.BATCH, env.BLOCK_OUT)
     x = te.placeholder(shape, name="x", dtype=env.acc_dtype)
-    x_buf = _copy(x, "x_buf")
+    x_buf = copy_stage(x, "x_buf")
     r_buf = te.compute(shape, lambda *i: te.max(x_buf(*i), 0), "r_buf")
     y_buf = te.compute(shape, lambda *i: r_buf(*i) + x_buf(*i), "y_buf")
     y = te.compute(shape, lambda *i: y_buf(*i).astype(env.inp_dtype), "y")
     s = te.create_schedule(y.op)
     s[x_buf].pragma(s[x_buf].op.axis[0], env.dma_copy)
-    _alu_pipeline(env, s, [x_buf, r_buf, y_buf], [r_buf, y_buf], y)
-    data = rng.integers(-60, 60, size=shape).astype(np.int32)
-    return Case(s, [x, y], {"x": data}, "y", shape, "int8", lambda d: (np.maximum(d["x"], 0) + d["x"]).astype(np.int8))
+    alu_pipeline(env, s, [x_buf, r_buf, y_buf], [r_buf, y_buf], y)
+    inputs = {"x": rng.integers(-60, 60, size=shape).astype(np.int32)}
+    return Workload("residual", s, [x, y], inputs, lambda d: wrap_to(np.maximum(d["x"], 0) + d["x"], y.dtype))
 
 
-def strided_window_load(env, rng) -> Case:
+def strided_window_load(env, rng=None) -> Workload:
     """Copy a (3, 2, 3)-tile window out of a (3, 4, 6)-tile tensor: rows of 3 tiles, 2 rows per
     plane, planes apart by more than 2 rows -- three tile dimensions, so the load is issued as
     one 2-D transfer per plane (a host loop)."""
+    rng = default_rng(rng)
     full = (3, 4, 6, env.BATCH, env.BLOCK_OUT)
     win = (3, 2, 3, env.BATCH, env.BLOCK_OUT)
     x = te.placeholder(full, name="x", dtype=env.acc_dtype)
@@ -443,6 +435,6 @@ def strided_window_load(env, rng) -> Case:
     y = te.compute(win, lambda *i: y_buf(*i).astype(env.inp_dtype), "y")
     s = te.create_schedule(y.op)
     s[x_buf].pragma(s[x_buf].op.axis[0], env.dma_copy)
-    _alu_pipeline(env, s, [x_buf, y_buf], [y_buf], y)
-    data = rng.integers(-100, 100, size=full).astype(np.int32)
-    return Case(s, [x, y], {"x": data}, "y", win, "int8", lambda d: (d["x"][:, :2, :3] + 1).astype(np.int8))
+    alu_pipeline(env, s, [x_buf, y_buf], [y_buf], y)
+    inputs = {"x": rng.integers(-100, 100, size=full).astype(np.int32)}
+    return Workload("strided_window_load", s, [x, y], inputs, lambda d: wrap_to(d["x"][:, :2, :3] + 1, y.dtype))
