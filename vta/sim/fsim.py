@@ -40,8 +40,17 @@ from .fsim_sched import CHANNELS, Flow, schedule
 from .fsim_units import Scratchpads, alu, gemm, gemm_run, load, store
 
 # Batched GEMMs are many small BLAS products; threaded BLAS runs them up to 20x slower on a
-# small or busy machine, so they run single-threaded (numbers are identical either way).
-_BLAS = ThreadpoolController()
+# small or busy machine, so they run single-threaded (numbers are identical either way). The
+# controller is made on first use, after the compiled engine has loaded the BLAS it calls.
+_BLAS: ThreadpoolController | None = None
+
+
+def _one_blas_thread():
+    """A context limiting every loaded BLAS library to one thread."""
+    global _BLAS
+    if _BLAS is None:
+        _BLAS = ThreadpoolController()
+    return _BLAS.limit(limits=1, user_api="blas")
 
 __all__ = ["FunctionalSimulator", "INSN_KEYS", "TOKEN_KEYS"]
 
@@ -117,17 +126,17 @@ class FunctionalSimulator(Device):
         self.trace: list[tuple[int, str, str]] = []
         self._stats = dict.fromkeys(STAT_KEYS + INSN_KEYS, 0)
         self._jit = None
+        self.batch_gemms = True if batch_gemms is None else bool(batch_gemms)
         if engine == "jit":
-            self._jit = fsim_jit.JitEngine(env)
+            self._jit = fsim_jit.JitEngine(env, self.batch_gemms)
         elif engine == "auto" and fsim_jit.available():
             try:
-                self._jit = fsim_jit.JitEngine(env)
+                self._jit = fsim_jit.JitEngine(env, self.batch_gemms)
             except ImportError as exc:  # numba present but unusable (e.g. built for another NumPy)
                 warnings.warn(f"fsim: numba cannot be used ({exc}); running the NumPy engine", RuntimeWarning,
                               stacklevel=2)
         #: The engine in use: "jit" (compiled loop plus NumPy) or "numpy".
         self.engine = "numpy" if self._jit is None else "jit"
-        self.batch_gemms = True if batch_gemms is None else bool(batch_gemms)
 
     # ------------------------------------------------------------------ contract
     def run(self, insn_phys_addr: int, insn_count: int, wait_cycles: int = 0) -> int:
@@ -214,19 +223,20 @@ class FunctionalSimulator(Device):
         """Run ``order``; the compiled engine (if any) runs what it can, the rest goes one by one
         through the opcode functions. :attr:`_position` counts the instructions done."""
         self._position = 0
+        if self._jit is not None:  # the compiled loop batches lined-up GEMMs itself
+            with _one_blas_thread() if self.batch_gemms else contextlib.nullcontext():
+                try:
+                    self._jit.run(self, program, order, _count)
+                finally:
+                    self._record_trace(program, order)
+            return
         in_stream_order = np.array_equal(order, np.arange(order.size))
         runs = program.gemm_runs(self.env) if self.batch_gemms and in_stream_order else None
-        blas = _BLAS.limit(limits=1, user_api="blas") if runs is not None else contextlib.nullcontext()
-        with blas:
+        with _one_blas_thread() if runs is not None else contextlib.nullcontext():
             self._execute_order(program, order, runs)
 
     def _execute_order(self, program: "_Program", order: np.ndarray, runs) -> None:
-        if self._jit is not None:
-            try:
-                self._jit.run(self, program, order, _count, runs)
-            finally:
-                self._record_trace(program, order)
-            return
+        """The NumPy engine: instruction by instruction, and lined-up GEMM runs as one product."""
         try:
             order_list = order.tolist()
             while self._position < len(order_list):

@@ -1,0 +1,88 @@
+"""Runs of GEMMs that the compiled loop executes as BLAS products, against the scalar oracle.
+
+The compiled engine gathers a run of consecutive one-micro-op GEMMs into float32 matrices and
+multiplies them with BLAS, in reduction chunks small enough for exact sums. These tests lower
+the size threshold to 0 so that small random runs take that path, and check every buffer,
+output byte and counter against the oracle of ``oracle.py``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from vta import isa
+from vta.sim import fsim_jit
+from vta.testing.programs import ProgramBuilder
+
+from .conftest import assert_same_state, run_both
+
+pytestmark = pytest.mark.skipif(not fsim_jit.available(), reason="numba is not installed")
+
+
+def _run_program(env, dram, *, n_run, io, ii, steps, factors, fill, rng):
+    """LOAD INP/WGT/UOP, a reset, ``n_run`` GEMMs with micro-ops stepping by ``steps``, FINISH."""
+    depth = {"dst": env.ACC_BUFF_DEPTH, "src": env.INP_BUFF_DEPTH, "wgt": env.WGT_BUFF_DEPTH}
+    reach = {r: (n_run - 1) * steps[r] + (io - 1) * factors[r][0] + (ii - 1) * factors[r][1] + 1 for r in depth}
+    assert all(reach[r] <= depth[r] for r in depth)
+    prog = ProgramBuilder(env, dram)
+    data = {}
+    for mt, role in ((isa.MEM_INP, "src"), (isa.MEM_WGT, "wgt")):
+        nbytes = reach[role] * env.elem_bytes(mt)
+        raw = rng.integers(0, 256, size=nbytes, dtype=np.uint8) if fill is None else np.full(nbytes, fill, np.uint8)
+        data[role] = prog.buffer(raw)
+    prog.load(isa.MEM_INP, 0, data["src"], 1, reach["src"])
+    prog.load(isa.MEM_WGT, 0, data["wgt"], 1, reach["wgt"], push_next_dep=1)
+    uops = [(q * steps["dst"], q * steps["src"], q * steps["wgt"]) for q in range(n_run)]
+    prog.uops(uops + [(0, 0, 0)], sram_base=0, pop_prev_dep=1)
+    prog.append(isa.GemmInsn(reset_reg=1, uop_bgn=n_run, uop_end=n_run + 1, iter_out=reach["dst"],
+                             dst_factor_out=1))
+    for q in range(n_run):
+        prog.append(isa.GemmInsn(uop_bgn=q, uop_end=q + 1, iter_out=io, iter_in=ii,
+                                 dst_factor_out=factors["dst"][0], dst_factor_in=factors["dst"][1],
+                                 src_factor_out=factors["src"][0], src_factor_in=factors["src"][1],
+                                 wgt_factor_out=factors["wgt"][0], wgt_factor_in=factors["wgt"][1]))
+    prog.finish()
+    return prog
+
+
+def _check(env, dram, prog):
+    addr, count = prog.build()
+    dev, ref, got, want = run_both(env, dram, [], addr, count, engine="jit")
+    assert_same_state(dev, ref)
+    stats = dev.stats()
+    for key, value in ref.stats.items():
+        assert stats[key] == value, key
+    return dev
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(seed=st.integers(0, 2**32 - 1), n_run=st.integers(1, 4), io=st.integers(1, 3), ii=st.integers(1, 6),
+       steps=st.tuples(*[st.integers(0, 3)] * 3), factors=st.tuples(*[st.integers(0, 3)] * 6))
+def test_random_runs_match_oracle(any_env, dram, monkeypatch, seed, n_run, io, ii, steps, factors):
+    """Any loop shape (rows, columns, reductions, repetitions, or shapes BLAS cannot take and
+    that fall back to the loop) gives the oracle's accumulator."""
+    monkeypatch.setattr(fsim_jit, "BATCH_MIN_MACS", 0)
+    prog = _run_program(any_env, dram, n_run=n_run, io=io, ii=ii, rng=np.random.default_rng(seed), fill=None,
+                        steps=dict(zip(("dst", "src", "wgt"), steps)),
+                        factors={"dst": factors[0:2], "src": factors[2:4], "wgt": factors[4:6]})
+    with prog:
+        _check(any_env, dram, prog)
+
+
+@pytest.mark.parametrize("fill", [0x80, None])
+def test_blocked_product_with_long_reduction_is_exact(any_env, dram, monkeypatch, fill):
+    """The classic blocked pattern (instructions = output columns, i_out = rows, i_in = the
+    reduction) with a reduction longer than one exact float32 chunk: all -128 operands make
+    the sums cross 2^24, which the chunked products must still get exactly right."""
+    monkeypatch.setattr(fsim_jit, "BATCH_MIN_MACS", 0)
+    ii = 2048 // any_env.BLOCK_IN + 3  # more than one chunk of 1024 products per output lane
+    ii = min(ii, any_env.INP_BUFF_DEPTH // 2, any_env.WGT_BUFF_DEPTH // 3)
+    prog = _run_program(any_env, dram, n_run=3, io=2, ii=ii, rng=np.random.default_rng(7), fill=fill,
+                        steps={"dst": 1, "src": 0, "wgt": ii}, factors={"dst": (3, 0), "src": (ii, 1),
+                                                                        "wgt": (0, 1)})
+    with prog:
+        dev = _check(any_env, dram, prog)
+    if any_env.INP_WIDTH == 8 and any_env.WGT_WIDTH == 8 and any_env.ACC_WIDTH == 32:
+        assert dev._jit.batched_runs == 1  # the BLAS path was taken, not the fallback

@@ -1,0 +1,597 @@
+"""The loops of fsim's compiled engine, as plain Python that numba compiles (see :mod:`vta.sim.fsim_jit`).
+
+Everything numba compiles lives in this one module, so that its on-disk cache (keyed by this
+file) never mixes a new loop with old helpers. Until :func:`compile_all` runs, the module
+globals below are the pure-Python functions, which give the same results (slowly).
+
+Semantics are those of ``reference/vta-isa.md`` section 4 and the DESIGN semantics table;
+the NumPy opcode functions of :mod:`vta.sim.fsim_units` are the specification and the loop
+defers to them whatever it does not implement.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["compile_all", "COUNT_KEYS"]
+
+#: Statistics the compiled loop counts, in the order of its ``counts`` array.
+COUNT_KEYS = ("inp_load_nbytes", "wgt_load_nbytes", "acc_load_nbytes", "uop_load_nbytes", "out_store_nbytes",
+              "gemm_counter", "alu_counter", "insn_load", "insn_store", "insn_gemm", "insn_alu", "insn_finish",
+              "insn_nop")
+
+# ---------------------------------------------------------------------------------- the loop
+# Column layout of the field matrix handed to the compiled loop (fsim_jit builds it).
+MEM_COLUMNS = ("memory_type", "sram_base", "dram_base", "y_size", "x_size", "x_stride", "y_pad_0", "y_pad_1",
+        "x_pad_0", "x_pad_1")
+GEMM_COLUMNS = ("reset_reg", "uop_bgn", "uop_end", "iter_out", "iter_in", "dst_factor_out", "dst_factor_in",
+         "src_factor_out", "src_factor_in", "wgt_factor_out", "wgt_factor_in")
+ALU_COLUMNS = ("uop_bgn", "uop_end", "iter_out", "iter_in", "dst_factor_out", "dst_factor_in", "src_factor_out",
+        "src_factor_in", "alu_opcode", "use_imm", "imm")
+
+# Column indices in the field matrix.
+_OP = 0
+_M = 1      # memory fields start
+_G = 11     # GEMM fields start
+_A = 22     # ALU fields start
+
+
+def _in_dram_py(start, end, starts, ends):
+    """Whether [start, end) lies inside one live allocation."""
+    if end <= start:
+        return True
+    k = np.searchsorted(starts, start, side="right") - 1
+    return k >= 0 and end <= ends[k] and starts[k] <= start
+
+
+def _field_py(words, table, i, c):
+    """Field ``c`` of instruction ``i`` from the raw int64 words."""
+    v = (words[i, table[c, 0]] >> table[c, 1]) & ((1 << table[c, 2]) - 1)
+    if table[c, 3] and (v >> (table[c, 2] - 1)) & 1:
+        v -= 1 << table[c, 2]
+    return v
+
+
+def _gemm_nest_py(uop_dst, uop_src, uop_wgt, inp, wgt, acc, part, bgn, end, io, ii, dfo, dfi, sfo, sfi, wfo, wfi):
+    """A non-reset GEMM nest (indices already checked); ``part`` is float32 scratch ``(BATCH, BLOCK_OUT, BLOCK_IN)``.
+
+    Accumulation into ``acc`` is addition modulo 2^32, so the iterations may run in any order:
+    micro-ops run outside the inner loop, and when the inner loop does not move the destination
+    (``dst_factor_in == 0``) its products are summed lane by lane in float32 (a contiguous,
+    vectorisable multiply-add), reduced over the lanes and added to the accumulator once per
+    chunk of iterations. A chunk holds at most ``2^24 / (2^14 * BLOCK_IN)`` iterations, so every
+    partial sum, in any order, is an integer of magnitude at most 2^24: exact in float32.
+    """
+    nb, nj, nk = inp.shape[1], wgt.shape[1], inp.shape[2]
+    chunk = max(1, 1024 // nk)  # chunk * nk products of at most 2^14 each: |sum| <= 2^24
+    for o in range(io):
+        for u in range(bgn, end):
+            d0 = uop_dst[u] + o * dfo
+            s0 = uop_src[u] + o * sfo
+            w0 = uop_wgt[u] + o * wfo
+            if dfi == 0:
+                t0 = 0
+                while t0 < ii:
+                    t1 = min(ii, t0 + chunk)
+                    part[:, :, :] = 0.0
+                    for t in range(t0, t1):
+                        s = s0 + t * sfi
+                        w = w0 + t * wfi
+                        for b in range(nb):
+                            for j in range(nj):
+                                for k in range(nk):
+                                    part[b, j, k] += inp[s, b, k] * wgt[w, j, k]
+                    for b in range(nb):
+                        for j in range(nj):
+                            tot = np.float32(0.0)
+                            for k in range(nk):
+                                tot += part[b, j, k]
+                            acc[d0, b, j] = np.int32((np.int64(acc[d0, b, j]) + np.int64(tot)) & 0xFFFFFFFF)
+                    t0 = t1
+            else:
+                for t in range(ii):
+                    d = d0 + t * dfi
+                    s = s0 + t * sfi
+                    w = w0 + t * wfi
+                    for b in range(nb):
+                        for j in range(nj):
+                            tot = np.float32(0.0)
+                            for k in range(nk):
+                                tot += inp[s, b, k] * wgt[w, j, k]
+                            acc[d, b, j] = np.int32((np.int64(acc[d, b, j]) + np.int64(tot)) & 0xFFFFFFFF)
+
+
+def _offsets_py(ext, f1, f2, role, want):
+    """Index offsets of the loop levels whose ``role`` is ``want``, for two operands.
+
+    Returns two int64 arrays over every combination of those levels' iterations (the first
+    level varies slowest): ``sum_l i_l * f1[l]`` and ``sum_l i_l * f2[l]``.
+    """
+    n = 1
+    for lv in range(ext.shape[0]):
+        if role[lv] == want:
+            n *= ext[lv]
+    a = np.zeros(n, dtype=np.int64)
+    b = np.zeros(n, dtype=np.int64)
+    inner = 1
+    for lv in range(ext.shape[0] - 1, -1, -1):
+        if role[lv] != want:
+            continue
+        for q in range(n):
+            digit = (q // inner) % ext[lv]
+            a[q] += digit * f1[lv]
+            b[q] += digit * f2[lv]
+        inner *= ext[lv]
+    return a, b
+
+
+def _dot_blas_py(x, w):
+    """``x @ w.T`` for float32 matrices, by BLAS (numba calls it through SciPy)."""
+    return np.dot(x, w.T)
+
+
+def _dot_loops_py(x, w):
+    """``x @ w.T`` for float32 matrices by plain loops (when SciPy, hence BLAS, is missing)."""
+    out = np.zeros((x.shape[0], w.shape[0]), dtype=np.float32)
+    for r in range(x.shape[0]):
+        for c in range(w.shape[0]):
+            tot = np.float32(0.0)
+            for k in range(x.shape[1]):
+                tot += x[r, k] * w[c, k]
+            out[r, c] = tot
+    return out
+
+
+#: Loop-level roles of a batched GEMM: what each level moves.
+_ROW, _COL, _RED, _REP = 0, 1, 2, 3
+#: Rows / columns of one BLAS product at most (bounds the scratch matrices).
+_BLOCK_ROWS = 2048
+
+
+def _gemm_batch_py(uop_dst, uop_src, uop_wgt, inp, wgt, acc, bgns, io, ii, dfo, dfi, sfo, sfi, wfo, wfi):
+    """Run consecutive one-micro-op GEMMs with equal loops as BLAS products, if they line up.
+
+    ``bgns`` holds the ``uop_bgn`` of each instruction. The run is one loop nest of three
+    levels (instruction, ``i_out``, ``i_in``) when the micro-op indices step by a constant from
+    one instruction to the next. Each level that moves dst and src is a row of the product,
+    dst and wgt a column, src and wgt a reduction; a level moving nothing repeats the
+    contribution. The int8 operands are gathered into float32 matrices and multiplied with
+    BLAS in reduction chunks of at most ``2^24 / 2^14`` products, so every sum is exact; the
+    int32 accumulation wraps modulo 2^32. GEMMs only add to the accumulator, so the result is
+    the sequential one whatever the order.
+
+    Returns False, having changed nothing, when the run does not line up, a level has another
+    shape (e.g. moves all three operands), or an index would leave its buffer; the caller then
+    executes the instructions one by one.
+    """
+    n_run = bgns.shape[0]
+    uop_depth = uop_dst.shape[0]
+    for q in range(n_run):
+        if bgns[q] >= uop_depth:
+            return False
+    u0 = bgns[0]
+    d0, s0, w0 = uop_dst[u0], uop_src[u0], uop_wgt[u0]
+    sd, ss, sw = 0, 0, 0
+    if n_run > 1:
+        u1 = bgns[1]
+        sd, ss, sw = uop_dst[u1] - d0, uop_src[u1] - s0, uop_wgt[u1] - w0
+    if sd < 0 or ss < 0 or sw < 0:
+        return False
+    for q in range(n_run):
+        u = bgns[q]
+        if uop_dst[u] != d0 + q * sd or uop_src[u] != s0 + q * ss or uop_wgt[u] != w0 + q * sw:
+            return False
+    ext = np.array((n_run, io, ii), dtype=np.int64)
+    fd = np.array((sd, dfo, dfi), dtype=np.int64)
+    fs = np.array((ss, sfo, sfi), dtype=np.int64)
+    fw = np.array((sw, wfo, wfi), dtype=np.int64)
+    role = np.full(3, _REP, dtype=np.int64)
+    mult = np.int64(1)
+    top_d, top_s, top_w = d0, s0, w0
+    for lv in range(3):
+        if ext[lv] <= 0:
+            return False
+        if ext[lv] == 1:
+            continue
+        if fd[lv] < 0 or fs[lv] < 0 or fw[lv] < 0:
+            return False
+        top_d += (ext[lv] - 1) * fd[lv]
+        top_s += (ext[lv] - 1) * fs[lv]
+        top_w += (ext[lv] - 1) * fw[lv]
+        md, ms, mw = fd[lv] != 0, fs[lv] != 0, fw[lv] != 0
+        if md and ms and not mw:
+            role[lv] = _ROW
+        elif md and mw and not ms:
+            role[lv] = _COL
+        elif ms and mw and not md:
+            role[lv] = _RED
+        elif not md and not ms and not mw:
+            mult *= ext[lv]
+        else:
+            return False
+    if top_d >= acc.shape[0] or top_s >= inp.shape[0] or top_w >= wgt.shape[0]:
+        return False
+    mult &= 0xFFFFFFFF
+    row_d, row_s = _offsets(ext, fd, fs, role, _ROW)
+    col_d, col_w = _offsets(ext, fd, fw, role, _COL)
+    red_s, red_w = _offsets(ext, fs, fw, role, _RED)
+    nb, nj, nk = inp.shape[1], wgt.shape[1], inp.shape[2]
+    chunk = max(1, 1024 // nk)  # reduction steps per product: chunk * nk * 2^14 <= 2^24
+    n_rows, n_cols, n_red = row_d.shape[0], col_d.shape[0], red_s.shape[0]
+    block_r = max(1, _BLOCK_ROWS // nb)
+    block_c = max(1, _BLOCK_ROWS // nj)
+    for r0 in range(0, n_rows, block_r):
+        r1 = min(n_rows, r0 + block_r)
+        for c0 in range(0, n_cols, block_c):
+            c1 = min(n_cols, c0 + block_c)
+            for k0 in range(0, n_red, chunk):
+                k1 = min(n_red, k0 + chunk)
+                x = np.empty(((r1 - r0) * nb, (k1 - k0) * nk), dtype=np.float32)
+                w = np.empty(((c1 - c0) * nj, (k1 - k0) * nk), dtype=np.float32)
+                for m in range(r0, r1):
+                    for q in range(k0, k1):
+                        s = s0 + row_s[m] + red_s[q]
+                        for b in range(nb):
+                            for k in range(nk):
+                                x[(m - r0) * nb + b, (q - k0) * nk + k] = inp[s, b, k]
+                for c in range(c0, c1):
+                    for q in range(k0, k1):
+                        g = w0 + col_w[c] + red_w[q]
+                        for j in range(nj):
+                            for k in range(nk):
+                                w[(c - c0) * nj + j, (q - k0) * nk + k] = wgt[g, j, k]
+                prod = _dot(x, w)
+                for m in range(r0, r1):
+                    for c in range(c0, c1):
+                        d = d0 + row_d[m] + col_d[c]
+                        for b in range(nb):
+                            for j in range(nj):
+                                v = np.int64(prod[(m - r0) * nb + b, (c - c0) * nj + j]) * mult
+                                acc[d, b, j] = np.int32((np.int64(acc[d, b, j]) + v) & 0xFFFFFFFF)
+    return True
+
+
+def _zero_py(mt, inp_f, wgt_f, acc_f, lo, hi):
+    """Zero lanes ``lo..hi`` of the flat buffer a LOAD of memory type ``mt`` writes."""
+    if mt == 1:
+        wgt_f[lo:hi] = 0.0
+    elif mt == 2:
+        inp_f[lo:hi] = 0.0
+    else:
+        acc_f[lo:hi] = 0
+
+
+def _same_gemm_py(words, table, i, k):
+    """Whether instruction ``k`` is a non-reset one-micro-op GEMM with the loops of GEMM ``i``."""
+    if _field(words, table, k, _OP) != 2 or _field(words, table, k, _G) != 0:
+        return False
+    if _field(words, table, k, _G + 2) - _field(words, table, k, _G + 1) != 1:
+        return False
+    for c in range(_G + 3, _G + 11):
+        if _field(words, table, k, c) != _field(words, table, i, c):
+            return False
+    return True
+
+
+def _as_written_py(words, table, tokens):
+    """One pass over the stream: valid codes and flags, a FINISH, and every pop satisfied when
+    the instructions run in stream order without a channel passing 255 tokens.
+    Updates ``tokens`` (l2g, g2l, s2g, g2s) in place only on success."""
+    l2g, g2l, s2g, g2s = tokens[0], tokens[1], tokens[2], tokens[3]
+    finish = False
+    for i in range(words.shape[0]):
+        op = (words[i, 0]) & 7
+        pp = (words[i, 0] >> 3) & 1
+        pn = (words[i, 0] >> 4) & 1
+        up = (words[i, 0] >> 5) & 1
+        un = (words[i, 0] >> 6) & 1
+        if op > 4:
+            return False
+        stage = 2
+        if op <= 1:
+            mt = _field(words, table, i, _M)
+            if mt > 5:
+                return False
+            if op == 1:
+                stage = 3
+            elif mt == 1 or mt == 2:
+                stage = 1
+        elif op == 4:
+            if _field(words, table, i, _A + 8) > 4:
+                return False
+        elif op == 3:
+            finish = True
+        if stage == 1:
+            if pp or up:
+                return False
+            g2l -= pn
+            l2g += un
+        elif stage == 2:
+            l2g -= pp
+            s2g -= pn
+            g2l += up
+            g2s += un
+        else:
+            if pn or un:
+                return False
+            g2s -= pp
+            s2g += up
+        if min(l2g, g2l, s2g, g2s) < 0 or max(l2g, g2l, s2g, g2s) > 255:
+            return False
+    if not finish:
+        return False
+    tokens[0], tokens[1], tokens[2], tokens[3] = l2g, g2l, s2g, g2s
+    return True
+
+
+def _run_stretch(order, pos, words, table, uop_dst, uop_src, uop_wgt, inp, wgt, acc, dram, dram_s8, dram_s32,
+                 starts, ends, cfg, counts):
+    """Execute ``order[pos:]`` until an instruction must be deferred; return its position.
+
+    ``dram``, ``dram_s8`` and ``dram_s32`` are the arena as uint8, int8 and int32. ``counts``
+    accumulates the statistics of the executed instructions in the order of :data:`COUNT_KEYS`.
+    ``counts`` has one more slot: the runs of GEMMs executed as BLAS products.
+    """
+    batch, blk_in, blk_out = cfg[0], cfg[1], cfg[2]
+    e_inp, e_wgt, e_acc, e_out, e_acc8 = cfg[3], cfg[4], cfg[5], cfg[6], cfg[7]
+    widths8, acc32, big = cfg[14], cfg[15], cfg[16]
+    if acc32 == 0:
+        return pos
+    n = order.shape[0]
+    part = np.zeros((batch, blk_out, blk_in), dtype=np.float32)
+    batch_min = cfg[17]
+    inp_f, wgt_f, acc_f = inp.reshape(inp.size), wgt.reshape(wgt.size), acc.reshape(acc.size)
+    no_batch = 0
+    uop_depth, inp_depth, wgt_depth, acc_depth = uop_dst.shape[0], inp.shape[0], wgt.shape[0], acc.shape[0]
+    while pos < n:
+        i = order[pos]
+        op = _field(words, table, i, _OP)
+        if op == 2 or op == 4:  # GEMM / ALU share the loop header
+            is_gemm = op == 2
+            base = _G + 1 if is_gemm else _A
+            bgn = _field(words, table, i, base)
+            end = _field(words, table, i, base + 1)
+            io = _field(words, table, i, base + 2)
+            ii = _field(words, table, i, base + 3)
+            dfo = _field(words, table, i, base + 4)
+            dfi = _field(words, table, i, base + 5)
+            sfo = _field(words, table, i, base + 6)
+            sfi = _field(words, table, i, base + 7)
+            if end > uop_depth:
+                return pos
+            if end < bgn:
+                end = bgn
+            reset = is_gemm and _field(words, table, i, _G) != 0
+            if is_gemm:
+                wfo = _field(words, table, i, _G + 9)
+                wfi = _field(words, table, i, _G + 10)
+                if not reset and io * ii * (end - bgn) * batch * blk_in * blk_out >= big:
+                    return pos
+                if not reset and end - bgn == 1 and batch_min >= 0 and pos >= no_batch:
+                    # a run of GEMMs that differ only in their micro-op: one BLAS product?
+                    n_run = 1
+                    while pos + n_run < n and order[pos + n_run] == i + n_run \
+                            and _same_gemm(words, table, i, i + n_run):
+                        n_run += 1
+                    if n_run * io * ii * batch * blk_in * blk_out >= batch_min:
+                        bgns = np.empty(n_run, dtype=np.int64)
+                        for q in range(n_run):
+                            bgns[q] = _field(words, table, i + q, _G + 1)
+                        if _gemm_batch(uop_dst, uop_src, uop_wgt, inp, wgt, acc, bgns, io, ii, dfo, dfi, sfo, sfi,
+                                       wfo, wfi):
+                            counts[9] += n_run
+                            counts[5] += n_run * io * ii
+                            counts[13] += 1
+                            pos += n_run
+                            continue
+                    no_batch = pos + n_run  # run them one by one (each may still raise its error)
+                aop, use_imm, imm = 0, 1 if reset else 0, 0
+            else:
+                wfo, wfi = 0, 0
+                aop = _field(words, table, i, _A + 8)
+                use_imm = _field(words, table, i, _A + 9)
+                imm = _field(words, table, i, _A + 10)
+                if aop > 4:
+                    return pos
+            if io > 0 and ii > 0 and end > bgn:
+                # bounds of every role over the whole nest
+                for u in range(bgn, end):
+                    if uop_dst[u] + (io - 1) * dfo + (ii - 1) * dfi >= acc_depth:
+                        return pos
+                    if is_gemm and not reset:
+                        if uop_src[u] + (io - 1) * sfo + (ii - 1) * sfi >= inp_depth:
+                            return pos
+                        if uop_wgt[u] + (io - 1) * wfo + (ii - 1) * wfi >= wgt_depth:
+                            return pos
+                    if not is_gemm and use_imm == 0:
+                        if uop_src[u] + (io - 1) * sfo + (ii - 1) * sfi >= acc_depth:
+                            return pos
+            if is_gemm and not reset:
+                _gemm_nest(uop_dst, uop_src, uop_wgt, inp, wgt, acc, part, bgn, end, io, ii, dfo, dfi, sfo, sfi,
+                           wfo, wfi)
+            else:
+                for o in range(io):
+                    for t in range(ii):
+                        for u in range(bgn, end):
+                            d = uop_dst[u] + o * dfo + t * dfi
+                            if is_gemm:  # reset
+                                acc[d, :, :] = 0
+                                continue
+                            s = uop_src[u] + o * sfo + t * sfi
+                            for b in range(batch):
+                                for j in range(blk_out):
+                                    a = np.int64(acc[d, b, j])
+                                    v = np.int64(imm) if use_imm else np.int64(acc[s, b, j])
+                                    if aop == 0:
+                                        r = min(a, v)
+                                    elif aop == 1:
+                                        r = max(a, v)
+                                    elif aop == 2:
+                                        r = a + v
+                                    elif aop == 4:
+                                        r = a * v
+                                    elif v >= 0:
+                                        r = a >> (v & 31)
+                                    else:
+                                        r = a << ((-v) & 31)
+                                    acc[d, b, j] = np.int32(r & 0xFFFFFFFF)
+            n_it = io * ii * (end - bgn)
+            if is_gemm:
+                counts[9] += 1
+                if not reset:
+                    counts[5] += n_it
+            else:
+                counts[10] += 1
+                counts[6] += n_it
+        elif op == 3:
+            counts[11] += 1
+        elif op == 0 or op == 1:
+            mt = _field(words, table, i, _M)
+            sram = _field(words, table, i, _M + 1)
+            dbase = _field(words, table, i, _M + 2)
+            ys = _field(words, table, i, _M + 3)
+            xs = _field(words, table, i, _M + 4)
+            stride = _field(words, table, i, _M + 5)
+            yp0 = _field(words, table, i, _M + 6)
+            yp1 = _field(words, table, i, _M + 7)
+            xp0 = _field(words, table, i, _M + 8)
+            xp1 = _field(words, table, i, _M + 9)
+            if xs == 0:
+                if mt > 5:
+                    return pos
+                counts[12] += 1
+                pos += 1
+                continue
+            if op == 1:
+                if mt != 4 or yp0 != 0 or yp1 != 0 or xp0 != 0 or xp1 != 0 or widths8 == 0:
+                    return pos
+                if sram + xs * ys > acc_depth:
+                    return pos
+                if ys > 0 and not _in_dram(dbase * e_out, (dbase + (ys - 1) * stride + xs) * e_out, starts, ends):
+                    return pos
+                lanes = batch * blk_out
+                if e_out != lanes:
+                    return pos
+                for y in range(ys):  # each row: xs accumulator rows, contiguous in SRAM and DRAM
+                    src = (sram + y * xs) * lanes
+                    addr = (dbase + y * stride) * e_out
+                    for q in range(xs * lanes):
+                        dram[addr + q] = np.uint8(acc_f[src + q] & 0xFF)
+                counts[4] += xs * ys * e_out
+                counts[8] += 1
+            else:
+                if mt == 4 or mt > 5:
+                    return pos
+                if (mt == 1 or mt == 2) and widths8 == 0:
+                    return pos
+                elem = 4
+                depth = uop_depth
+                if mt == 1:
+                    elem, depth = e_wgt, wgt_depth
+                elif mt == 2:
+                    elem, depth = e_inp, inp_depth
+                elif mt == 3:
+                    elem, depth = e_acc, acc_depth
+                elif mt == 5:
+                    elem, depth = e_acc8, acc_depth
+                w_ = xp0 + xs + xp1
+                h_ = yp0 + ys + yp1
+                if sram + w_ * h_ > depth:
+                    return pos
+                if ys > 0 and not _in_dram(dbase * elem, (dbase + (ys - 1) * stride + xs) * elem, starts, ends):
+                    return pos
+                counts[7] += 1
+                if mt == 0:
+                    counts[3] += 4 * xs * ys
+                elif mt == 1:
+                    counts[1] += e_wgt * xs * ys
+                elif mt == 2:
+                    counts[0] += e_inp * xs * ys
+                else:  # ACC and ACC_8BIT both count the 32-bit footprint, like upstream
+                    counts[2] += e_acc * xs * ys
+                if mt == 0:
+                    for yy in range(h_):
+                        for xx in range(w_):
+                            idx = sram + yy * w_ + xx
+                            y = yy - yp0
+                            x = xx - xp0
+                            word = np.int64(0)
+                            if y >= 0 and y < ys and x >= 0 and x < xs:
+                                addr = (dbase + y * stride + x) * elem
+                                word = (np.int64(dram[addr]) | (np.int64(dram[addr + 1]) << 8)
+                                        | (np.int64(dram[addr + 2]) << 16) | (np.int64(dram[addr + 3]) << 24))
+                            uop_dst[idx] = (word >> cfg[8]) & ((1 << cfg[9]) - 1)
+                            uop_src[idx] = (word >> cfg[10]) & ((1 << cfg[11]) - 1)
+                            uop_wgt[idx] = (word >> cfg[12]) & ((1 << cfg[13]) - 1)
+                else:
+                    # one row of the padded rectangle at a time: pads zeroed, data copied as a
+                    # contiguous run of x_size elements (one SRAM element = ``per`` lanes)
+                    if mt == 1:
+                        per = blk_out * blk_in
+                    elif mt == 2:
+                        per = batch * blk_in
+                    else:
+                        per = batch * blk_out
+                    for yy in range(h_):
+                        row = (sram + yy * w_) * per
+                        y = yy - yp0
+                        if y < 0 or y >= ys:
+                            _zero(mt, inp_f, wgt_f, acc_f, row, row + w_ * per)
+                            continue
+                        _zero(mt, inp_f, wgt_f, acc_f, row, row + xp0 * per)
+                        _zero(mt, inp_f, wgt_f, acc_f, row + (xp0 + xs) * per, row + w_ * per)
+                        dst = row + xp0 * per
+                        addr = (dbase + y * stride) * elem
+                        if mt == 1:
+                            for q in range(xs * per):
+                                wgt_f[dst + q] = dram_s8[addr + q]
+                        elif mt == 2:
+                            for q in range(xs * per):
+                                inp_f[dst + q] = dram_s8[addr + q]
+                        elif mt == 3:
+                            a4 = addr >> 2
+                            for q in range(xs * per):
+                                acc_f[dst + q] = dram_s32[a4 + q]
+                        else:
+                            for q in range(xs * per):
+                                acc_f[dst + q] = dram_s8[addr + q]
+        else:
+            return pos
+        pos += 1
+    return pos
+
+
+
+def compile_all(njit, blas: bool):
+    """Compile every loop of this module with ``njit`` (numba's decorator), once; return the run loop.
+
+    The helpers are module globals, so the loops compiled here call their compiled versions.
+    ``blas`` says whether numba can call BLAS (it needs SciPy for that); without it, batched
+    GEMM products use a compiled loop instead.
+    """
+    global _field, _in_dram, _same_gemm, _zero, _offsets, _gemm_nest, _gemm_batch, _as_written, _run, _dot
+    if _run is not None:
+        return _run
+    _field = njit(cache=True)(_field_py)
+    _in_dram = njit(cache=True)(_in_dram_py)
+    _same_gemm = njit(cache=True)(_same_gemm_py)
+    _zero = njit(cache=True)(_zero_py)
+    _offsets = njit(cache=True)(_offsets_py)
+    _as_written = njit(cache=True)(_as_written_py)
+    # fastmath lets LLVM reorder the float32 sums: every partial sum is an integer of at most
+    # 2^24 in magnitude, so any order gives the exact result.
+    _gemm_nest = njit(cache=True, fastmath=True)(_gemm_nest_py)
+    _dot = njit(cache=True)(_dot_blas_py) if blas else njit(cache=True, fastmath=True)(_dot_loops_py)
+    _gemm_batch = njit(cache=True)(_gemm_batch_py)
+    _run = njit(cache=True, nogil=True, fastmath=True)(_run_stretch)
+    return _run
+
+
+def as_written(words, table, tokens):
+    """The compiled :func:`_as_written_py` (after :func:`compile_all`)."""
+    return _as_written(words, table, tokens)
+
+
+# Pure-Python versions until compile_all() replaces them with compiled ones.
+_field, _in_dram, _same_gemm, _zero, _offsets = _field_py, _in_dram_py, _same_gemm_py, _zero_py, _offsets_py
+_gemm_nest, _gemm_batch, _as_written, _dot, _run = _gemm_nest_py, _gemm_batch_py, _as_written_py, _dot_blas_py, None
