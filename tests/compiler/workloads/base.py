@@ -191,3 +191,28 @@ def alu_pipeline(env, s, acc_stages, alu_stages, out) -> None:
     for t in alu_stages:
         s[t].pragma(s[t].op.axis[0], env.alu)
     s[out].pragma(s[out].op.axis[0], env.dma_copy)
+
+
+def schedule_matmul(env, s, a_buf, b_buf, c_buf, out):
+    """Section 3.2's schedule of ``out = cast(c_buf)``, ``c_buf = a_buf . b_buf^T``: on-chip scopes,
+    both loads at the outer reduction axis ``ko``, loop order (ko, bo, co, bi, ci, ki), DMA loads
+    and store. Returns the tensor axis ``bi`` for the caller's tensorize or GEMM pragma."""
+    s[a_buf].set_scope(env.inp_scope)
+    s[b_buf].set_scope(env.wgt_scope)
+    s[c_buf].set_scope(env.acc_scope)
+    ko, ki = s[c_buf].op.reduce_axis
+    bo, co, bi, ci = s[c_buf].op.axis
+    s[c_buf].reorder(ko, bo, co, bi, ci, ki)
+    s[a_buf].compute_at(s[c_buf], ko)
+    s[b_buf].compute_at(s[c_buf], ko)
+    s[a_buf].pragma(s[a_buf].op.axis[0], env.dma_copy)
+    s[b_buf].pragma(s[b_buf].op.axis[0], env.dma_copy)
+    s[out].pragma(s[out].op.axis[0], env.dma_copy)
+    return bi
+
+
+def schedule_vadd(env, s, a_buf, b_buf, c_buf, out) -> None:
+    """Section 3.1's schedule: both operands DMA'd into the accumulator, one ALU stage, a store."""
+    for t in (a_buf, b_buf):
+        s[t].pragma(s[t].op.axis[0], env.dma_copy)
+    alu_pipeline(env, s, [a_buf, b_buf, c_buf], [c_buf], out)

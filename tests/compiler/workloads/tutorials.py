@@ -17,6 +17,8 @@ from .base import (
     gemm_stage,
     random_like,
     requantize_stages,
+    schedule_matmul,
+    schedule_vadd,
     wrap_int32,
     wrap_to,
     zero_pad,
@@ -33,12 +35,7 @@ def vadd(env, rng=None, m: int = 64) -> Workload:
     C_buf = te.compute(shape, lambda *i: A_buf(*i).astype(env.acc_dtype) + B_buf(*i).astype(env.acc_dtype), name="C_buf")
     C = te.compute(shape, lambda *i: C_buf(*i).astype(env.inp_dtype), name="C")
     s = te.create_schedule(C.op)
-    for t in (A_buf, B_buf, C_buf):
-        s[t].set_scope(env.acc_scope)
-    s[A_buf].pragma(s[A_buf].op.axis[0], env.dma_copy)
-    s[B_buf].pragma(s[B_buf].op.axis[0], env.dma_copy)
-    s[C_buf].pragma(s[C_buf].op.axis[0], env.alu)
-    s[C].pragma(s[C].op.axis[0], env.dma_copy)
+    schedule_vadd(env, s, A_buf, B_buf, C_buf, C)
     inputs = {"A": rng.integers(-128, 128, size=shape).astype(np.int32),
               "B": rng.integers(-128, 128, size=shape).astype(np.int32)}
     return Workload("vadd", s, [A, B, C], inputs, lambda d: wrap_to(d["A"] + d["B"], C.dtype))
@@ -55,18 +52,7 @@ def matrix_multiply(env, rng=None, m: int = 16, n_: int = 16) -> Workload:
     C_buf = gemm_stage(env, A_buf, B_buf, n_, oshape, "C_buf")
     C = te.compute(oshape, lambda *i: C_buf(*i).astype(env.inp_dtype), name="C")
     s = te.create_schedule(C.op)
-    s[A_buf].set_scope(env.inp_scope)
-    s[B_buf].set_scope(env.wgt_scope)
-    s[C_buf].set_scope(env.acc_scope)
-    ko, ki = s[C_buf].op.reduce_axis
-    bo, co, bi, ci = s[C_buf].op.axis
-    s[C_buf].reorder(ko, bo, co, bi, ci, ki)
-    s[A_buf].compute_at(s[C_buf], ko)
-    s[B_buf].compute_at(s[C_buf], ko)
-    s[A_buf].pragma(s[A_buf].op.axis[0], env.dma_copy)
-    s[B_buf].pragma(s[B_buf].op.axis[0], env.dma_copy)
-    s[C].pragma(s[C].op.axis[0], env.dma_copy)
-    s[C_buf].tensorize(bi, env.gemm)
+    s[C_buf].tensorize(schedule_matmul(env, s, A_buf, B_buf, C_buf, C), env.gemm)
     inputs = {"A": random_like(rng, A), "B": random_like(rng, B)}
     return Workload("matrix_multiply", s, [A, B, C], inputs,
                     lambda d: wrap_to(gemm_reference(d["A"], d["B"]), C.dtype))
@@ -207,12 +193,7 @@ def vadd_with_cpu_stages(env, rng=None) -> Workload:
     C = te.compute(shape, lambda *i: C_buf(*i).astype(env.inp_dtype), name="C")
     D = te.compute(shape, lambda *i: C(*i) + tn.const(1, env.inp_dtype), name="D")
     s = te.create_schedule(D.op)
-    for t in (A_buf, B_buf, C_buf):
-        s[t].set_scope(env.acc_scope)
-    s[A_buf].pragma(s[A_buf].op.axis[0], env.dma_copy)
-    s[B_buf].pragma(s[B_buf].op.axis[0], env.dma_copy)
-    s[C_buf].pragma(s[C_buf].op.axis[0], env.alu)
-    s[C].pragma(s[C].op.axis[0], env.dma_copy)
+    schedule_vadd(env, s, A_buf, B_buf, C_buf, C)
     inputs = {"A": rng.integers(-60, 60, size=shape).astype(np.int32),
               "B": rng.integers(-60, 60, size=shape).astype(np.int32)}
     return Workload("vadd_with_cpu_stages", s, [A, B, D], inputs,

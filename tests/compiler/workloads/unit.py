@@ -21,6 +21,7 @@ from .base import (
     gemm_stage,
     random_like,
     requantize_stages,
+    schedule_matmul,
     wrap_int32,
     wrap_to,
     zero_pad,
@@ -293,18 +294,7 @@ def gemm_by_pragma(env, rng=None, skip_odd: bool = False) -> Workload:
     C_buf = gemm_stage(env, A_buf, B_buf, n_, oshape, "C_buf", inp=inp)
     C = te.compute(oshape, lambda *i: C_buf(*i).astype(env.inp_dtype), name="C")
     s = te.create_schedule(C.op)
-    s[A_buf].set_scope(env.inp_scope)
-    s[B_buf].set_scope(env.wgt_scope)
-    s[C_buf].set_scope(env.acc_scope)
-    ko, ki = s[C_buf].op.reduce_axis
-    bo, co, bi, ci = s[C_buf].op.axis
-    s[C_buf].reorder(ko, bo, co, bi, ci, ki)
-    s[A_buf].compute_at(s[C_buf], ko)
-    s[B_buf].compute_at(s[C_buf], ko)
-    s[A_buf].pragma(s[A_buf].op.axis[0], env.dma_copy)
-    s[B_buf].pragma(s[B_buf].op.axis[0], env.dma_copy)
-    s[C].pragma(s[C].op.axis[0], env.dma_copy)
-    s[C_buf].pragma(bi, "conv2d_transpose_gemm")
+    s[C_buf].pragma(schedule_matmul(env, s, A_buf, B_buf, C_buf, C), "conv2d_transpose_gemm")
     inputs = {"A": random_like(rng, A), "B": random_like(rng, B)}
     keep = np.array([0 if (skip_odd and k % 2) else 1 for k in range(n_)])
     return Workload("gemm_by_pragma", s, [A, B, C], inputs, lambda d: wrap_to(
