@@ -185,18 +185,21 @@ def requantize_stages(env, acc, shift: int, names=("res_shr", "res_max", "res_mi
 
 
 def alu_pipeline(env, s, acc_stages, alu_stages, out) -> None:
-    """Accumulator scope for ``acc_stages``, ``alu`` pragmas on ``alu_stages``, DMA store of ``out``."""
+    """Accumulator scope for ``acc_stages``, ``alu`` pragmas on ``alu_stages``, and a DMA store
+    of ``out`` at its outermost axis unless ``out`` is ``None`` (the caller stores it)."""
     for t in acc_stages:
         s[t].set_scope(env.acc_scope)
     for t in alu_stages:
         s[t].pragma(s[t].op.axis[0], env.alu)
-    s[out].pragma(s[out].op.axis[0], env.dma_copy)
+    if out is not None:
+        s[out].pragma(s[out].op.axis[0], env.dma_copy)
 
 
-def schedule_matmul(env, s, a_buf, b_buf, c_buf, out):
-    """Section 3.2's schedule of ``out = cast(c_buf)``, ``c_buf = a_buf . b_buf^T``: on-chip scopes,
-    both loads at the outer reduction axis ``ko``, loop order (ko, bo, co, bi, ci, ki), DMA loads
-    and store. Returns the tensor axis ``bi`` for the caller's tensorize or GEMM pragma."""
+def schedule_matmul(env, s, a_buf, b_buf, c_buf, out, store_axis=None):
+    """Section 3.2's schedule of ``c_buf = a_buf . b_buf^T`` feeding ``out``: on-chip scopes, both
+    loads at the outer reduction axis ``ko``, loop order (ko, bo, co, bi, ci, ki), DMA loads, and
+    the store of ``out`` at ``store_axis`` (its outermost axis by default). Returns the tensor axis
+    ``bi`` for the caller's tensorize or GEMM pragma."""
     s[a_buf].set_scope(env.inp_scope)
     s[b_buf].set_scope(env.wgt_scope)
     s[c_buf].set_scope(env.acc_scope)
@@ -207,7 +210,7 @@ def schedule_matmul(env, s, a_buf, b_buf, c_buf, out):
     s[b_buf].compute_at(s[c_buf], ko)
     s[a_buf].pragma(s[a_buf].op.axis[0], env.dma_copy)
     s[b_buf].pragma(s[b_buf].op.axis[0], env.dma_copy)
-    s[out].pragma(s[out].op.axis[0], env.dma_copy)
+    s[out].pragma(s[out].op.axis[0] if store_axis is None else store_axis, env.dma_copy)
     return bi
 
 

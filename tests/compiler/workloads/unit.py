@@ -28,17 +28,25 @@ from .base import (
 )
 
 
+def _load_alu_store(env, x_buf, fn):
+    """``x_buf`` DMA-loaded into the accumulator, one ALU stage ``y_buf = fn(x_buf)``, a DMA
+    store of ``y = cast(y_buf)``. Returns ``(schedule, y)``."""
+    shape = x_buf.shape
+    y_buf = te.compute(shape, lambda *i: fn(x_buf(*i)), "y_buf")
+    y = te.compute(shape, lambda *i: y_buf(*i).astype(env.inp_dtype), "y")
+    s = te.create_schedule(y.op)
+    s[x_buf].pragma(s[x_buf].op.axis[0], env.dma_copy)
+    alu_pipeline(env, s, [x_buf, y_buf], [y_buf], y)
+    return s, y
+
+
 def save_load_out(env, rng=None) -> Workload:
     """test_save_load_out: load 36 acc tiles, copy through the ALU (SHR 0), store as int8."""
     rng = default_rng(rng)
     shape = (6, 6, env.BATCH, env.BLOCK_OUT)
     x = te.placeholder(shape, name="x", dtype=env.acc_dtype)
     x_buf = copy_stage(x, "x_buf")
-    y_buf = te.compute(shape, lambda *i: x_buf(*i) >> 0, "y_buf")
-    y = te.compute(shape, lambda *i: y_buf(*i).astype(env.inp_dtype), "y")
-    s = te.create_schedule(y.op)
-    s[x_buf].pragma(s[x_buf].op.axis[0], env.dma_copy)
-    alu_pipeline(env, s, [x_buf, y_buf], [y_buf], y)
+    s, y = _load_alu_store(env, x_buf, lambda v: v >> 0)
     inputs = {"x": rng.integers(1, 10, size=shape).astype(np.int32)}
     return Workload("save_load_out", s, [x, y], inputs, lambda d: wrap_to(d["x"], y.dtype))
 
@@ -60,11 +68,7 @@ def padded_load(env, rng=None, before=(0, 0, 0, 0), after=(0, 0, 0, 0)) -> Workl
     x = te.placeholder(in_shape, name="x", dtype=env.acc_dtype)
     x_buf = zero_pad(x, before, after, "x_buf")
     out_shape = tuple(int(s) for s in x_buf.shape)
-    y_buf = te.compute(out_shape, lambda *i: x_buf(*i) >> 0, "y_buf")
-    y = te.compute(out_shape, lambda *i: y_buf(*i).astype(env.inp_dtype), "y")
-    s = te.create_schedule(y.op)
-    s[x_buf].pragma(s[x_buf].op.axis[0], env.dma_copy)
-    alu_pipeline(env, s, [x_buf, y_buf], [y_buf], y)
+    s, y = _load_alu_store(env, x_buf, lambda v: v >> 0)
     inputs = {"x": rng.integers(0, 10, size=in_shape).astype(np.int32)}
 
     def reference(d):
@@ -87,29 +91,15 @@ def gemm(env, rng=None, smt: bool = False, o: int = 4, n_: int = 1, m: int = 4) 
     y_gem = gemm_stage(env, x_buf, w_buf, n_, (o, m, env.BATCH, env.BLOCK_OUT), "y_gem")
     y_shf, y_max, y_min, y = requantize_stages(env, y_gem, 8, ("y_shf", "y_max", "y_min", "y"))
     s = te.create_schedule(y.op)
-    s[x_buf].set_scope(env.inp_scope)
-    s[w_buf].set_scope(env.wgt_scope)
-    for t in (y_gem, y_shf, y_max, y_min):
-        s[t].set_scope(env.acc_scope)
+    store_axis = None
     if smt:
         abo, _, _, _ = s[y].op.axis
-        abo1, abo2 = s[y].split(abo, nparts=2)
+        abo1, store_axis = s[y].split(abo, nparts=2)
         s[y].bind(abo1, te.thread_axis("cthread"))
         for t in (y_gem, y_shf, y_max, y_min):
             s[t].compute_at(s[y], abo1)
-        store_axis = abo2
-    else:
-        store_axis = s[y].op.axis[0]
-    ko, ki = s[y_gem].op.reduce_axis
-    bo, co, bi, ci = s[y_gem].op.axis
-    s[y_gem].reorder(ko, bo, co, bi, ci, ki)
-    s[x_buf].compute_at(s[y_gem], ko)
-    s[w_buf].compute_at(s[y_gem], ko)
-    s[x_buf].pragma(s[x_buf].op.axis[0], env.dma_copy)
-    s[w_buf].pragma(s[w_buf].op.axis[0], env.dma_copy)
-    for t in (y_shf, y_max, y_min):
-        s[t].pragma(s[t].op.axis[0], env.alu)
-    s[y].pragma(store_axis, env.dma_copy)
+    bi = schedule_matmul(env, s, x_buf, w_buf, y_gem, y, store_axis)
+    alu_pipeline(env, s, [y_shf, y_max, y_min], [y_shf, y_max, y_min], None)
     s[y_gem].tensorize(bi, env.gemm)
     inputs = {"x": random_like(rng, x), "w": random_like(rng, w)}
     return Workload("gemm_smt" if smt else "gemm", s, [x, w, y], inputs,
@@ -307,11 +297,7 @@ def acc_8bit_load(env, rng=None) -> Workload:
     shape = (2, 4, env.BATCH, env.BLOCK_OUT)
     x = te.placeholder(shape, name="x", dtype=env.inp_dtype)
     x_buf = te.compute(shape, lambda *i: x(*i).astype(env.acc_dtype), "x_buf")
-    y_buf = te.compute(shape, lambda *i: x_buf(*i) + 3, "y_buf")
-    y = te.compute(shape, lambda *i: y_buf(*i).astype(env.inp_dtype), "y")
-    s = te.create_schedule(y.op)
-    s[x_buf].pragma(s[x_buf].op.axis[0], env.dma_copy)
-    alu_pipeline(env, s, [x_buf, y_buf], [y_buf], y)
+    s, y = _load_alu_store(env, x_buf, lambda v: v + 3)
     inputs = {"x": random_like(rng, x)}
     return Workload("acc_8bit_load", s, [x, y], inputs, lambda d: wrap_to(d["x"].astype(np.int64) + 3, y.dtype))
 
@@ -421,10 +407,6 @@ def strided_window_load(env, rng=None) -> Workload:
     win = (3, 2, 3, env.BATCH, env.BLOCK_OUT)
     x = te.placeholder(full, name="x", dtype=env.acc_dtype)
     x_buf = te.compute(win, lambda a, b, c, d, e: x[a, b, c, d, e], "x_buf")
-    y_buf = te.compute(win, lambda *i: x_buf(*i) + 1, "y_buf")
-    y = te.compute(win, lambda *i: y_buf(*i).astype(env.inp_dtype), "y")
-    s = te.create_schedule(y.op)
-    s[x_buf].pragma(s[x_buf].op.axis[0], env.dma_copy)
-    alu_pipeline(env, s, [x_buf, y_buf], [y_buf], y)
+    s, y = _load_alu_store(env, x_buf, lambda v: v + 1)
     inputs = {"x": rng.integers(-100, 100, size=full).astype(np.int32)}
     return Workload("strided_window_load", s, [x, y], inputs, lambda d: wrap_to(d["x"][:, :2, :3] + 1, y.dtype))
