@@ -19,6 +19,12 @@ def _mm(env):
     return wl, s, a_buf, b_buf, c_buf
 
 
+def _vadd(env):
+    wl = W.vadd(env)
+    c = wl.args[2]
+    return wl, wl.schedule, c, wl.schedule[c].op.input_tensors[0]
+
+
 def _lower(wl):
     return schedule_to_primfunc(wl.schedule, wl.args, "f")
 
@@ -68,10 +74,7 @@ def test_compute_at_axis_of_another_stage(env):
 
 
 def test_compute_at_axis_split_afterwards(env):
-    wl = W.vadd(env)
-    s = wl.schedule
-    c = wl.args[2]
-    c_buf = s[c].op.input_tensors[0]
+    wl, s, c, c_buf = _vadd(env)
     s[c_buf].compute_at(s[c], s[c].op.axis[1])
     s[c].split(s[c].op.axis[1], 8)
     with pytest.raises(ScheduleError, match=r"stage 'C_buf'.*axis 'i1' of stage 'C' is no longer a loop"):
@@ -79,10 +82,7 @@ def test_compute_at_axis_split_afterwards(env):
 
 
 def test_consumer_outside_attach_scope(env):
-    wl = W.vadd(env)
-    s = wl.schedule
-    c = wl.args[2]
-    c_buf = s[c].op.input_tensors[0]
+    wl, s, c, c_buf = _vadd(env)
     a_buf = s[c_buf].op.input_tensors[0]
     s[a_buf].compute_at(s[c], s[c].op.axis[1])  # but C_buf (computed at the root) reads A_buf
     with pytest.raises(ScheduleError, match=r"stage 'A_buf'.*axis 'i1' of stage 'C'.*consumer 'C_buf' runs outside"):
@@ -108,9 +108,7 @@ def test_tensorize_reduction_outside_region(env):
 
 
 def test_tensorize_wrong_computation(env):
-    wl = W.vadd(env)
-    s = wl.schedule
-    c_buf = s[wl.args[2]].op.input_tensors[0]
+    wl, s, _, c_buf = _vadd(env)
     s[c_buf].tensorize(s[c_buf].op.axis[2], env.gemm)
     with pytest.raises(ScheduleError, match=r"stage 'C_buf'.*tensorize at axis 'i2'.*0 reduction axes"):
         _lower(wl)
@@ -132,18 +130,14 @@ def test_tensorize_with_attached_stage_inside(env):
 
 
 def test_pragma_on_split_axis(env):
-    wl = W.vadd(env)
-    s = wl.schedule
-    c = wl.args[2]
+    wl, s, c, _ = _vadd(env)
     s[c].split(s[c].op.axis[0], factor=1)
     with pytest.raises(ScheduleError, match=r"stage 'C'.*pragma dma_copy is on axis 'i0', which was split"):
         _lower(wl)
 
 
 def test_fuse_non_adjacent(env):
-    wl = W.vadd(env)
-    s = wl.schedule
-    c = wl.args[2]
+    wl, s, c, _ = _vadd(env)
     with pytest.raises(ScheduleError, match=r"stage 'C'.*axes 'i0' and 'i2' are not adjacent"):
         s[c].fuse(s[c].op.axis[0], s[c].op.axis[2])
 
