@@ -15,7 +15,7 @@ import numpy as np
 from vta import te
 from vta.tir import nodes as tn
 
-from ..frontend.interp import storage_dtype
+from ..frontend.interp import storage_dtype, wrap
 
 
 @dataclass
@@ -88,16 +88,12 @@ def default_rng(rng: np.random.Generator | None) -> np.random.Generator:
 
 def wrap_to(values: np.ndarray, dtype: str) -> np.ndarray:
     """Two's complement truncation of integer ``values`` to an IR dtype, stored as NumPy."""
-    bits = tn.dtype_bits(dtype)
-    v = np.asarray(values).astype(np.int64) & ((1 << bits) - 1)
-    if dtype.startswith("int"):
-        v = np.where(v >= 1 << (bits - 1), v - (1 << bits), v)
-    return v.astype(storage_dtype(dtype))
+    return wrap(np.asarray(values), dtype).astype(storage_dtype(dtype))
 
 
 def wrap_int32(values: np.ndarray) -> np.ndarray:
-    """int64 ``values`` wrapped to the int32 range, kept as int64 (accumulator arithmetic)."""
-    return (np.asarray(values, dtype=np.int64) + (1 << 31)) % (1 << 32) - (1 << 31)
+    """Integer ``values`` wrapped to the int32 range, kept as int64 (accumulator arithmetic)."""
+    return wrap(np.asarray(values), "int32")
 
 
 def random_like(rng: np.random.Generator, t) -> np.ndarray:
