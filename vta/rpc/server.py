@@ -86,7 +86,7 @@ class Server:
                 self._conns.add(conn)
                 self._threads = [x for x in self._threads if x.is_alive()]
                 self._threads.append(t)
-            t.start()
+                t.start()  # under the lock, so close() never joins a thread not yet started
 
     def start(self) -> "Server":
         """Serve on a background thread and return ``self``."""
