@@ -137,7 +137,7 @@ def test_pragma_on_split_axis(env):
 
 
 def test_fuse_non_adjacent(env):
-    wl, s, c, _ = _vadd(env)
+    _, s, c, _ = _vadd(env)
     with pytest.raises(ScheduleError, match=r"stage 'C'.*axes 'i0' and 'i2' are not adjacent"):
         s[c].fuse(s[c].op.axis[0], s[c].op.axis[2])
 

@@ -14,7 +14,7 @@ import pytest
 from vta import te, topi
 from vta.topi import Conv2DTiling, DenseTiling
 
-from .layers import RESNET18_CONV, conv_layer, dense_layer
+from ..workloads import RESNET18_CONV, conv_layer, dense_layer
 from .runner import run
 
 

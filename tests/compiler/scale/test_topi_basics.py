@@ -20,13 +20,7 @@ from vta.topi.tiling import (
 )
 
 from ..frontend.interp import run_primfunc
-
-RESNET = {  # (H=W, Cin, Cout, k, pad, stride), reference section 7.3
-    "C2": (56, 64, 64, 3, 1, 1), "C3": (56, 64, 128, 3, 1, 2), "C4": (56, 64, 128, 1, 0, 2),
-    "C5": (28, 128, 128, 3, 1, 1), "C6": (28, 128, 256, 3, 1, 2), "C7": (28, 128, 256, 1, 0, 2),
-    "C8": (14, 256, 256, 3, 1, 1), "C9": (14, 256, 512, 3, 1, 2), "C10": (14, 256, 512, 1, 0, 2),
-    "C11": (7, 512, 512, 3, 1, 1),
-}
+from ..workloads import RESNET18_CONV
 
 
 def test_pad_matches_numpy_pad():
@@ -113,12 +107,12 @@ def _capacity(env):
 
 
 def _workload(env, name, bias=True):
-    h, ci, co, k, p, s = RESNET[name]
+    h, ci, co, k, p, s = RESNET18_CONV[name]
     return Conv2DWorkload(1, ci // env.BLOCK_IN, co // env.BLOCK_OUT, h, h, k, k, (s, s), (p, p), bias)
 
 
 @pytest.mark.parametrize("config", ["env", "batch2_env"])
-@pytest.mark.parametrize("name", sorted(RESNET))
+@pytest.mark.parametrize("name", sorted(RESNET18_CONV))
 def test_chosen_conv2d_tiling_fits_the_active_buffers(request, config, name):
     env = request.getfixturevalue(config)
     wl = _workload(env, name)
@@ -162,7 +156,7 @@ def test_the_same_kernel_overflows_the_inp_buffer_first_on_batch2(batch2_env):
 
 
 def test_an_explicit_tiling_that_overflows_the_accumulator_is_reported(env):
-    h, ci, co, k, p, s = RESNET["C2"]
+    h, ci, co, k, p, s = RESNET18_CONV["C2"]
     data = te.placeholder((1, ci // 16, h, h, 1, 16), name="data", dtype=env.inp_dtype)
     kernel = te.placeholder((co // 16, ci // 16, k, k, 16, 16), name="kernel", dtype=env.wgt_dtype)
     res = topi.requantize(topi.conv2d_packed(data, kernel, s, p, env.acc_dtype))
