@@ -230,14 +230,12 @@ def _gemm_batch_py(uop_dst, uop_src, uop_wgt, inp, wgt, acc, bgns, io, ii, dfo, 
                     for q in range(k0, k1):
                         s = s0 + row_s[m] + red_s[q]
                         for b in range(nb):
-                            for k in range(nk):
-                                x[(m - r0) * nb + b, (q - k0) * nk + k] = inp[s, b, k]
+                            _copy(x[(m - r0) * nb + b, (q - k0) * nk:(q - k0 + 1) * nk], inp[s, b])
                 for c in range(c0, c1):
                     for q in range(k0, k1):
                         g = w0 + col_w[c] + red_w[q]
                         for j in range(nj):
-                            for k in range(nk):
-                                w[(c - c0) * nj + j, (q - k0) * nk + k] = wgt[g, j, k]
+                            _copy(w[(c - c0) * nj + j, (q - k0) * nk:(q - k0 + 1) * nk], wgt[g, j])
                 prod = _dot(x, w)
                 for m in range(r0, r1):
                     for c in range(c0, c1):
@@ -247,6 +245,12 @@ def _gemm_batch_py(uop_dst, uop_src, uop_wgt, inp, wgt, acc, bgns, io, ii, dfo, 
                                 v = np.int64(prod[(c - c0) * nj + j, (m - r0) * nb + b]) * mult
                                 acc[d, b, j] = np.int32((np.int64(acc[d, b, j]) + v) & 0xFFFFFFFF)
     return True
+
+
+def _copy_py(to, frm):
+    """``to[:] = frm`` element by element (casting), for two views of equal length."""
+    for q in range(to.shape[0]):
+        to[q] = frm[q]
 
 
 def _zero_py(mt, inp_f, wgt_f, acc_f, lo, hi):
@@ -473,8 +477,10 @@ def _run_stretch(order, pos, words, table, uop_dst, uop_src, uop_wgt, inp, wgt, 
                 for y in range(ys):  # each row: xs accumulator rows, contiguous in SRAM and DRAM
                     src = (sram + y * xs) * lanes
                     addr = (dbase + y * stride) * e_out
-                    for q in range(xs * lanes):
-                        dram[addr + q] = np.uint8(acc_f[src + q] & 0xFF)
+                    cnt = xs * lanes
+                    to, frm = dram[addr:addr + cnt], acc_f[src:src + cnt]
+                    for q in range(cnt):
+                        to[q] = np.uint8(frm[q] & 0xFF)
                 counts[4] += xs * ys * e_out
                 counts[8] += 1
             else:
@@ -538,21 +544,18 @@ def _run_stretch(order, pos, words, table, uop_dst, uop_src, uop_wgt, inp, wgt, 
                             continue
                         _zero(mt, inp_f, wgt_f, acc_f, row, row + xp0 * per)
                         _zero(mt, inp_f, wgt_f, acc_f, row + (xp0 + xs) * per, row + w_ * per)
+                        # (copies between slice views with a range index: LLVM vectorises these)
                         dst = row + xp0 * per
+                        cnt = xs * per
                         addr = (dbase + y * stride) * elem
                         if mt == 1:
-                            for q in range(xs * per):
-                                wgt_f[dst + q] = dram_s8[addr + q]
+                            _copy(wgt_f[dst:dst + cnt], dram_s8[addr:addr + cnt])
                         elif mt == 2:
-                            for q in range(xs * per):
-                                inp_f[dst + q] = dram_s8[addr + q]
+                            _copy(inp_f[dst:dst + cnt], dram_s8[addr:addr + cnt])
                         elif mt == 3:
-                            a4 = addr >> 2
-                            for q in range(xs * per):
-                                acc_f[dst + q] = dram_s32[a4 + q]
+                            _copy(acc_f[dst:dst + cnt], dram_s32[addr >> 2:(addr >> 2) + cnt])
                         else:
-                            for q in range(xs * per):
-                                acc_f[dst + q] = dram_s8[addr + q]
+                            _copy(acc_f[dst:dst + cnt], dram_s8[addr:addr + cnt])
         else:
             return pos
         pos += 1
@@ -567,13 +570,14 @@ def compile_all(njit, blas: bool):
     ``blas`` says whether numba can call BLAS (it needs SciPy for that); without it, batched
     GEMM products use a compiled loop instead.
     """
-    global _field, _in_dram, _same_gemm, _zero, _offsets, _gemm_nest, _gemm_batch, _as_written, _run, _dot
+    global _field, _in_dram, _same_gemm, _zero, _copy, _offsets, _gemm_nest, _gemm_batch, _as_written, _run, _dot
     if _run is not None:
         return _run
     _field = njit(cache=True)(_field_py)
     _in_dram = njit(cache=True)(_in_dram_py)
     _same_gemm = njit(cache=True)(_same_gemm_py)
     _zero = njit(cache=True)(_zero_py)
+    _copy = njit(cache=True)(_copy_py)
     _offsets = njit(cache=True)(_offsets_py)
     _as_written = njit(cache=True)(_as_written_py)
     # fastmath lets LLVM reorder the float32 sums: every partial sum is an integer of at most
@@ -591,5 +595,6 @@ def as_written(words, table, tokens):
 
 
 # Pure-Python versions until compile_all() replaces them with compiled ones.
-_field, _in_dram, _same_gemm, _zero, _offsets = _field_py, _in_dram_py, _same_gemm_py, _zero_py, _offsets_py
+_field, _in_dram, _same_gemm, _zero, _copy = _field_py, _in_dram_py, _same_gemm_py, _zero_py, _copy_py
+_offsets = _offsets_py
 _gemm_nest, _gemm_batch, _as_written, _dot, _run = _gemm_nest_py, _gemm_batch_py, _as_written_py, _dot_blas_py, None
