@@ -15,7 +15,7 @@ from vta.runtime.capture import capture
 from vta.testing import simulator
 from vta.tvm import te
 
-from tests.compiler.e2e import schedules
+from tests.compiler import workloads as W
 
 
 def _vadd(env):
@@ -114,8 +114,8 @@ def test_loaded_module_disassembles_like_the_compiled_one(env, vadd, tmp_path):
 
 def test_blocked_gemm_uop_kernels(env):
     """Section 3.3: one reset kernel, one GEMM kernel with two folded loops, three ALU kernels."""
-    case = schedules.blocked_gemm(env, np.random.default_rng(0))
-    mod = build(case.sched, case.args, "ext_dev", name="blocked_gemm")
+    case = W.blocked_gemm(env, np.random.default_rng(0), store_at="row")
+    mod = build(case.schedule, case.args, "ext_dev", name="blocked_gemm")
     dev = runtime.ext_dev(0)
     arrays = [nd.array(case.inputs[t.name], dev) if t.name in case.inputs else nd.empty(case.out_shape, "int8", dev)
               for t in case.args]
@@ -150,8 +150,8 @@ def test_capture_block_records_every_run(env, vadd):
 def test_conv2d_uop_kernels(env):
     """Convolution tutorial (3.3): 286 uops = 2 x 14 reset + 2 x 126 GEMM + 2 x 3 ALU, one kernel per
     virtual thread; GEMM loops (8, 98, 0, 9) and (7, 14, 16, 0)."""
-    case = schedules.conv2d(env, np.random.default_rng(0))
-    mod = build(case.sched, case.args, "ext_dev", name="conv2d")
+    case = W.conv2d(env, np.random.default_rng(0))
+    mod = build(case.schedule, case.args, "ext_dev", name="conv2d")
     dev = runtime.ext_dev(0)
     arrays = [nd.array(case.inputs[t.name], dev) if t.name in case.inputs else nd.empty(case.out_shape, "int8", dev)
               for t in case.args]

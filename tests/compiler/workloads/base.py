@@ -43,11 +43,6 @@ class Workload:
     reference: Callable[[dict], np.ndarray]
 
     @property
-    def sched(self) -> te.Schedule:
-        """Alias of :attr:`schedule` (older callers, e.g. ``tests/examples``, use this name)."""
-        return self.schedule
-
-    @property
     def out_name(self) -> str:
         """Name of the output argument."""
         return self.args[-1].name
