@@ -63,3 +63,35 @@ def test_testing_run_reaches_the_server_named_by_vta_local_sim_rpc(env, server, 
         return run_env is env, isinstance(remote, rpc.ClientSession), remote.listdir()
 
     assert vta.testing.run(job) == (True, True, ["marker"])
+
+
+def test_concurrent_sessions_each_get_their_own_results(env, server, tmp_path):
+    """Two clients calling kernels at once share one runtime queue; each must see its own sums."""
+    import threading
+
+    shape = _vadd_object(env, tmp_path / "vadd.o")
+    failures: list[str] = []
+
+    def client(seed: int) -> None:
+        rng = np.random.default_rng(seed)
+        try:
+            with rpc.connect(server.host, server.port, timeout=60) as remote:
+                remote.upload(str(tmp_path / "vadd.o"))
+                f = remote.load_module("vadd.o")
+                dev = remote.ext_dev(0)
+                c_nd = nd.empty(shape, "int8", dev)
+                for _ in range(15):
+                    a = rng.integers(-128, 128, size=shape).astype(np.int32)
+                    b = rng.integers(-128, 128, size=shape).astype(np.int32)
+                    f(nd.array(a, dev), nd.array(b, dev), c_nd)
+                    if not np.array_equal(c_nd.numpy(), (a + b).astype(np.int8)):
+                        failures.append(f"client {seed}: wrong sum")
+        except Exception as exc:  # collected and asserted on below, in the test's thread
+            failures.append(f"client {seed}: {exc!r}")
+
+    threads = [threading.Thread(target=client, args=(seed,)) for seed in (1, 2, 3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    assert not failures, failures

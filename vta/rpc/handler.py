@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import inspect
 import logging
+import threading
 from typing import Any, Callable
 
 from ..errors import RPCError
@@ -38,6 +39,10 @@ from .workspace import DEFAULT_MAX_UPLOAD, Workspace
 __all__ = ["SessionHandler"]
 
 log = logging.getLogger(__name__)
+
+#: One command queue, one DRAM arena and one device serve every session of the process, so the
+#: sessions' operations run one at a time (each session still has its own thread and files).
+_RUNTIME_LOCK = threading.Lock()
 
 
 class SessionHandler:
@@ -175,7 +180,8 @@ class SessionHandler:
                 inspect.signature(fn).bind(**args)
             except TypeError as exc:
                 raise RPCError(f"bad arguments for {op!r}: {exc}") from exc
-            result = fn(**args)
+            with _RUNTIME_LOCK:
+                result = fn(**args)
             out: list = []
             return {"id": req_id, "ok": True, "result": encode_value(result, out, self._tag)}, out
         except Exception as exc:  # any failure becomes an error reply; the session lives on
