@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from vta import isa
 from vta.sim import fsim_jit
@@ -49,7 +50,7 @@ def _run_program(env, dram, *, n_run, io, ii, steps, factors, fill, rng):
 
 def _check(env, dram, prog):
     addr, count = prog.build()
-    dev, ref, got, want = run_both(env, dram, [], addr, count, engine="jit")
+    dev, ref, _, _ = run_both(env, dram, [], addr, count, engine="jit")
     assert_same_state(dev, ref)
     stats = dev.stats()
     for key, value in ref.stats.items():

@@ -58,8 +58,9 @@ __all__ = ["FunctionalSimulator", "INSN_KEYS", "TOKEN_KEYS"]
 INSN_KEYS = ("insn_load", "insn_store", "insn_gemm", "insn_alu", "insn_finish", "insn_nop")
 #: Tokens left in each channel after the last run.
 TOKEN_KEYS = tuple(f"tokens_{c}" for c in CHANNELS)
-#: Runs of consecutive GEMMs doing at least this many multiply-accumulates are executed as one
-#: BLAS product when their micro-ops line up (:func:`vta.sim.fsim_units.gemm_run`).
+#: With the NumPy engine, runs of consecutive GEMMs doing at least this many multiply-accumulates
+#: are executed as one BLAS product when their micro-ops line up (:func:`vta.sim.fsim_units.gemm_run`;
+#: the compiled engine has its own threshold, :data:`vta.sim.fsim_jit.BATCH_MIN_MACS`).
 BATCH_MIN_MACS = 1 << 20
 _STAGE_NAMES = {isa.STAGE_LOAD: "load", isa.STAGE_COMPUTE: "compute", isa.STAGE_STORE: "store"}
 
@@ -98,9 +99,10 @@ class FunctionalSimulator(Device):
         numba (:mod:`vta.sim.fsim_jit`, identical results); ``"auto"`` uses ``"jit"`` when
         numba is installed.
     batch_gemms : bool, optional
-        Execute runs of consecutive GEMMs whose micro-ops line up as one BLAS product
-        (:func:`vta.sim.fsim_units.gemm_run`; same results), with BLAS limited to one thread
-        during the run. Default: on (fastest for GEMM-heavy streams with either engine).
+        Execute runs of consecutive GEMMs whose micro-ops line up as BLAS products (same
+        results), with BLAS limited to one thread during the run: the NumPy engine through
+        :func:`vta.sim.fsim_units.gemm_run`, the compiled engine inside its loop
+        (:mod:`vta.sim.fsim_kernels`). Default: on (fastest for GEMM-heavy streams).
 
     Raises
     ------

@@ -34,7 +34,7 @@ from ..env import Environment
 from . import fsim_kernels
 from .fsim_kernels import COUNT_KEYS
 
-__all__ = ["available", "JitEngine", "BIG_GEMM_MACS", "BATCH_MIN_MACS"]
+__all__ = ["BATCH_MIN_MACS", "BIG_GEMM_MACS", "JitEngine", "available"]
 
 #: Single GEMMs with at least this many multiply-accumulates go to the NumPy path (which splits
 #: them into BLAS products in bounded memory); the loop handles everything smaller.

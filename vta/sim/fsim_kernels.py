@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["compile_all", "COUNT_KEYS"]
+__all__ = ["COUNT_KEYS", "compile_all"]
 
 #: Statistics the compiled loop counts, in the order of its ``counts`` array.
 COUNT_KEYS = ("inp_load_nbytes", "wgt_load_nbytes", "acc_load_nbytes", "uop_load_nbytes", "out_store_nbytes",
