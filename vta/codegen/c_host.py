@@ -45,7 +45,7 @@ _PRELUDE = r"""#include <stdarg.h>
 #include "tvm_c_abi.h"
 #include "vta_runtime.h"
 
-void* __tvm_module_ctx = NULL;
+__attribute__((weak)) void* __tvm_module_ctx = NULL;  /* weak: several objects may share one library */
 
 static int vta_gen_fail(const char* fmt, ...) {
   char msg[512];
