@@ -127,7 +127,7 @@ def test_run_rejects_device_of_another_configuration(env):
 
 
 def test_capture_arena_reproduces_a_random_program(env, tmp_path, capsys):
-    fsim = pytest.importorskip("vta.sim.fsim")
+    from vta.sim import fsim
     from vta.testing.programs import random_program
 
     with DRAM(1 << 26) as dram:
@@ -241,7 +241,7 @@ def _lanes(t: np.ndarray, bits: int) -> np.ndarray:
 
 @pytest.mark.parametrize("config", ["vta_config.json", "batch2.json", "block32.json", "narrow.json"])
 def test_demo_matches_numpy_on_fsim(config, tmp_path):
-    fsim = pytest.importorskip("vta.sim.fsim")
+    from vta.sim import fsim
     env = make_env(config)
     pack = build_demo_pack(env, seed=7)
     pack = Pack.load(pack.save(tmp_path / "demo"))
@@ -267,7 +267,6 @@ def test_demo_matches_numpy_on_fsim(config, tmp_path):
 
 # ------------------------------------------------------------------------------ command line
 def test_cli_demo_disasm_and_run(tmp_path, capsys):
-    pytest.importorskip("vta.sim.fsim")
     assert main(["demo", "--save-pack", str(tmp_path / "d")]) == 0
     out = capsys.readouterr().out
     assert "PASS out: 0 of 96 elements differ" in out and "gemm_counter: 12" in out
@@ -304,7 +303,6 @@ def test_cli_errors_are_one_line_with_status_2(tmp_path, capsys):
 
 
 def test_cli_reports_a_bad_instruction_stream(tmp_path, capsys):
-    pytest.importorskip("vta.sim.fsim")
     pack = build_demo_pack(make_env())
     insn = bytearray(pack.image["insn"])
     insn[16 * 4] |= 7  # instruction 4 (the GEMM) gets the invalid opcode 7
@@ -327,7 +325,6 @@ def test_cli_rejects_a_target_it_cannot_run(tmp_path, capsys):
 
 
 def test_python_dash_m_vta_demo(tmp_path):
-    pytest.importorskip("vta.sim.fsim")
     envvars = dict(os.environ, PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     envvars.pop("VTA_CONFIG", None)
     proc = subprocess.run([sys.executable, "-m", "vta", "demo"], cwd=tmp_path, env=envvars,
