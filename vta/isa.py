@@ -572,7 +572,7 @@ def c_header(env: Environment | None = None) -> str:
     out.append("")
 
     def struct(name: str, fields: tuple[Field, ...], base: str) -> list[str]:
-        body = [f"typedef struct {{"]
+        body = ["typedef struct {"]
         for f in fields:
             ctype = "int64_t" if f.signed else base
             body.append(f"  {ctype} {f.name} : {f.width};")

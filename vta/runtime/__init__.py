@@ -20,7 +20,7 @@ register_func("__tvm_set_device", set_device, override=True)
 
 # The bridge binds every runtime library loaded from now on to the DRAM arena and the devices
 # (native_lib.on_load), so a loaded module runs without further set-up.
-from . import vta_bridge  # noqa: E402  (needs the modules above)
+from . import vta_bridge  # noqa: E402,F401  (imported for its registration; needs the modules above)
 
 __all__ = [
     "Device", "cpu", "device", "ext_dev",
