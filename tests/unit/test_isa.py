@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import subprocess
 
-import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 

@@ -89,7 +89,7 @@ def test_split_nparts_fuse_tile():
     s = te.create_schedule(B.op)
     i, j = B.op.axis
     io, ii = s[B].split(i, nparts=2)
-    f = s[B].fuse(ii, j)
+    s[B].fuse(ii, j)
     a = RNG.integers(-9, 9, (8, 6)).astype("int32")
     func, out = run(s, [A, B], [a])
     np.testing.assert_array_equal(out, a + np.arange(8)[:, None] * 10 + np.arange(6))
