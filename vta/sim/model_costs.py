@@ -1,0 +1,196 @@
+"""Per-instruction costs of the fast cycle-level model (:mod:`vta.sim.model`).
+
+Every figure here is a property of OUR RTL (``hw/README.md``), measured on tsim with one
+instruction at a time between a fetch and a FINISH and fitted with a small formula:
+
+* a unit spends :attr:`Timing.overhead` cycles on any instruction (pop/decode, execute,
+  done/push): a no-op or FINISH costs exactly that;
+* GEMM and immediate ALU run one micro-op per cycle behind a 3-stage pipeline: ``n + 8`` cycles
+  for ``n > 0`` micro-ops (``n`` = iter_out x iter_in x (uop_end - uop_bgn)), 5 for none;
+* tensor ALU issues a micro-op every second cycle: ``2 n + 7``;
+* a LOAD requests its rows, the first beat arrives :attr:`Timing.load_latency` cycles after the
+  start, then the 64-bit read port delivers one beat per cycle; the unit retires one cycle after
+  the last beat. Padding costs one cycle per pad element plus two per pad row and a fixed 3;
+* a STORE reads one accumulator row per element then writes its beats; each burst (at most
+  16 beats, never across a 128-byte boundary) waits 2 cycles for its acknowledgement, and every
+  row costs one cycle more;
+* fetch reads up to 8 instructions per burst (2 beats each, never across 128 bytes): the first
+  dispatch is ``2 + 2 m`` cycles after the burst starts, then one instruction per cycle; the
+  next burst starts after the last dispatch.
+
+The functions take the decoded fields of one instruction as a dict (the names of
+:func:`vta.isa.layout`) so that tests can check them against hand-derived numbers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .. import isa
+from ..env import Environment
+
+__all__ = ["Timing", "BEAT_BYTES", "BURST_BYTES", "uop_count", "compute_cycles", "load_beats",
+           "load_pad_cycles", "store_cycles", "fetch_burst_size", "fetch_first_dispatch"]
+
+#: Width of the memory bus (one beat).
+BEAT_BYTES = 8
+#: Largest burst, and the boundary no burst crosses (16 beats).
+BURST_BYTES = 128
+#: Instructions per fetch burst at most.
+FETCH_BURST_INSNS = 8
+#: Bytes of one instruction.
+INSN_BYTES = 16
+
+
+@dataclass(frozen=True)
+class Timing:
+    """The constants of the cost formulas (defaults: measured on tsim, see the module docstring).
+
+    Attributes
+    ----------
+    overhead : int
+        Cycles of an instruction that does no work (no-op, FINISH).
+    pipe_fill : int
+        Extra cycles of a GEMM / immediate ALU with at least one micro-op, on top of one per uop.
+    tensor_fill : int
+        Extra cycles of a tensor ALU, on top of two per uop.
+    empty_compute : int
+        Cycles of a GEMM / ALU whose loops run no micro-op.
+    load_latency : int
+        Cycles from the start of a LOAD to its first data beat.
+    load_tail : int
+        Cycles from the last data beat to retirement.
+    pad_fixed, pad_per_row : int
+        Padding cost besides one cycle per pad element: once per padded load, per pad row.
+    store_fixed, store_per_row, store_ack : int
+        STORE costs besides (1 + beats) per element: once, per row, per burst.
+    fetch_latency : int
+        Cycles of a fetch burst besides its beats.
+    """
+
+    overhead: int = 3
+    pipe_fill: int = 8
+    tensor_fill: int = 7
+    empty_compute: int = 5
+    load_latency: int = 6
+    load_tail: int = 1
+    pad_fixed: int = 3
+    pad_per_row: int = 2
+    store_fixed: int = 3
+    store_per_row: int = 1
+    store_ack: int = 2
+    fetch_latency: int = 2
+
+
+def uop_count(f: dict) -> int:
+    """Micro-ops a GEMM or ALU executes: iter_out x iter_in x (uop_end - uop_bgn), at least 0."""
+    return int(f["iter_out"]) * int(f["iter_in"]) * max(int(f["uop_end"]) - int(f["uop_bgn"]), 0)
+
+
+def compute_cycles(opcode: int, f: dict, timing: Timing = Timing()) -> int:
+    """Cycles a GEMM or ALU occupies the compute unit.
+
+    Parameters
+    ----------
+    opcode : int
+        :data:`vta.isa.OPCODE_GEMM` or :data:`vta.isa.OPCODE_ALU`.
+    f : dict
+        The instruction's fields (``iter_out``, ``iter_in``, ``uop_bgn``, ``uop_end``; for ALU
+        also ``use_imm``).
+    timing : Timing
+        The constants.
+
+    Raises
+    ------
+    ValueError
+        If ``opcode`` is neither GEMM nor ALU.
+    """
+    if opcode not in (isa.OPCODE_GEMM, isa.OPCODE_ALU):
+        raise ValueError(f"compute_cycles takes a GEMM ({isa.OPCODE_GEMM}) or ALU ({isa.OPCODE_ALU}) "
+                         f"opcode, got {opcode!r}")
+    n = uop_count(f)
+    if n == 0:
+        return timing.empty_compute
+    if opcode == isa.OPCODE_ALU and not f["use_imm"]:
+        return 2 * n + timing.tensor_fill
+    return n + timing.pipe_fill
+
+
+def _row_bursts(start: int, nbytes: int) -> int:
+    """Bursts that move ``nbytes`` from byte ``start`` (128-byte blocks touched)."""
+    if nbytes <= 0:
+        return 0
+    return (start + nbytes - 1) // BURST_BYTES - start // BURST_BYTES + 1
+
+
+def load_beats(env: Environment, f: dict) -> int:
+    """Data beats a LOAD reads over the 64-bit port: each row's bytes, rounded out to whole beats.
+
+    Parameters
+    ----------
+    env : Environment
+        The configuration (element sizes).
+    f : dict
+        Memory-instruction fields (``memory_type``, ``dram_base``, ``y_size``, ``x_size``,
+        ``x_stride``).
+
+    Raises
+    ------
+    ValueError
+        If ``memory_type`` is not one of 0..5.
+    """
+    elem = env.elem_bytes(int(f["memory_type"]))
+    x, y = int(f["x_size"]), int(f["y_size"])
+    if x <= 0 or y <= 0:
+        return 0
+    if elem % BEAT_BYTES == 0:
+        return y * x * elem // BEAT_BYTES
+    total = 0  # elements smaller than a beat (micro-ops): each row rounds out on both ends
+    base, stride = int(f["dram_base"]) * elem, int(f["x_stride"]) * elem
+    for r in range(y):
+        lo = base + r * stride
+        total += (lo + x * elem + BEAT_BYTES - 1) // BEAT_BYTES - lo // BEAT_BYTES
+    return total
+
+
+def load_pad_cycles(f: dict, timing: Timing = Timing()) -> int:
+    """Extra cycles of a LOAD's zero padding (0 without pads)."""
+    x, y = int(f["x_size"]), int(f["y_size"])
+    yp = int(f["y_pad_0"]) + int(f["y_pad_1"])
+    xp = int(f["x_pad_0"]) + int(f["x_pad_1"])
+    if yp == 0 and xp == 0:
+        return 0
+    pad_elems = (y + yp) * (x + xp) - y * x
+    return pad_elems + timing.pad_per_row * yp + timing.pad_fixed
+
+
+def store_cycles(env: Environment, f: dict, timing: Timing = Timing()) -> int:
+    """Cycles a STORE occupies the store unit (x_size = 0 is a no-op: ``timing.overhead``).
+
+    Raises
+    ------
+    ValueError
+        Never for valid fields; see :meth:`vta.env.Environment.elem_bytes`.
+    """
+    x, y = int(f["x_size"]), int(f["y_size"])
+    if x <= 0:
+        return timing.overhead
+    elem = env.OUT_ELEM_BYTES
+    per_elem = 1 + max(elem // BEAT_BYTES, 1)
+    base, stride = int(f["dram_base"]) * elem, int(f["x_stride"]) * elem
+    total = timing.store_fixed
+    for r in range(y):
+        bursts = _row_bursts(base + r * stride, x * elem)
+        total += timing.store_per_row + x * per_elem + timing.store_ack * bursts
+    return total
+
+
+def fetch_burst_size(insn_addr: int, remaining: int) -> int:
+    """Instructions in the fetch burst starting at byte ``insn_addr`` with ``remaining`` to go."""
+    to_boundary = (BURST_BYTES - insn_addr % BURST_BYTES) // INSN_BYTES
+    return max(1, min(FETCH_BURST_INSNS, to_boundary, remaining))
+
+
+def fetch_first_dispatch(m: int, timing: Timing = Timing()) -> int:
+    """Cycles from the start of a fetch burst of ``m`` instructions to its first dispatch."""
+    return timing.fetch_latency + 2 * m
