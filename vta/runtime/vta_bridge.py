@@ -8,7 +8,7 @@ memory nor a device. When a runtime library is loaded, :func:`_install` hands it
   address by subtraction, plus callbacks to allocate and free arena memory;
 * a ``run`` callback behind ``VTADeviceRun``: it executes the stream on the device of the
   library's configuration and the current ``TARGET`` (``sim`` -> :class:`vta.sim.fsim.FunctionalSimulator`,
-  ``tsim`` -> :class:`vta.sim.tsim.TSim`). A Python exception raised there cannot unwind
+  ``tsim`` -> :class:`vta.sim.tsim.TSim`, ``model`` -> :class:`vta.sim.model.CycleModel`). A Python exception raised there cannot unwind
   through C: it is stored with :func:`vta.runtime.packed.set_pending_exception`, the C side
   returns -1, and the packed-function call that entered native code re-raises it with its own
   type (a ``DeadlockError`` stays a ``DeadlockError``);
@@ -91,8 +91,12 @@ def _make_device(env: Environment) -> Device:
                 "use TARGET 'sim' or build the tsim model"
             ) from exc
         return TSim(env, dram)
+    if target == "model":
+        from ..sim.model import CycleModel
+
+        return CycleModel(env, dram)
     raise ConfigError(
-        f"TARGET {target!r} has no device the runtime can run; accepted targets: 'sim', 'tsim'"
+        f"TARGET {target!r} has no device the runtime can run; accepted targets: 'sim', 'tsim', 'model'"
     )
 
 

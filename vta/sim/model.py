@@ -226,7 +226,7 @@ def time_stream(env: Environment, words: np.ndarray, tokens: list[int], insn_add
     free = [0, 0, 0]
     heads = [0, 0, 0]
     # fetch state
-    f_next, burst_left, next_dispatch, fetch_free = 0, 0, 0, 0
+    f_next, burst_left, next_dispatch, fetch_free = 0, 0, 0, 0  # fetch_free: next burst request
     finish_end = None
     done = 0
 
@@ -238,33 +238,14 @@ def time_stream(env: Environment, words: np.ndarray, tokens: list[int], insn_add
         return push_times[c][j] if j < len(push_times[c]) else None
 
     while done < n:
-        progressed = False
-        # fetch: dispatch as far as queue space is known
-        while f_next < n:
+        # fetch: its next event (a burst request or a dispatch), if queue space is known
+        f_time = None
+        if f_next < n:
             i = f_next
-            if burst_left == 0:
-                m = mc.fetch_burst_size(insn_addr + 16 * i, n - i)
-                next_dispatch = fetch_free + mc.fetch_first_dispatch(m, timing)
-                busy[0] += mc.fetch_first_dispatch(m, timing)
-                burst_left = m
-            q = queues[unit_of[stage[i]]]
-            d = next_dispatch
+            f_time = fetch_free if burst_left == 0 else next_dispatch
             if qpos[i] >= QUEUE_DEPTH:
-                older = q[qpos[i] - QUEUE_DEPTH]
-                if start[older] < 0:
-                    break
-                if start[older] > d:
-                    stall[0] += start[older] - d
-                    d = start[older]
-            dispatch[i] = d
-            busy[0] += 1
-            retired[0] += 1
-            next_dispatch = d + 1
-            burst_left -= 1
-            if burst_left == 0:
-                fetch_free = next_dispatch
-            f_next += 1
-            progressed = True
+                older = queues[unit_of[stage[i]]][qpos[i] - QUEUE_DEPTH]
+                f_time = None if start[older] < 0 else max(f_time, start[older])
         # units: start the ready head with the earliest start time
         best, best_t, best_wait = -1, 0, 0
         for u in range(3):
@@ -286,6 +267,30 @@ def time_stream(env: Environment, words: np.ndarray, tokens: list[int], insn_add
                 continue
             if best < 0 or t < best_t:
                 best, best_t, best_wait = u, t, t - t0
+        if f_time is not None and (best < 0 or f_time <= best_t):
+            i = f_next
+            if burst_left == 0:  # request the burst: its beats share the read port
+                m = mc.fetch_burst_size(insn_addr + 16 * i, n - i)
+                arrived = port.take(fetch_free + 1, 2 * m)
+                next_dispatch = arrived + timing.fetch_latency - 1
+                busy[0] += next_dispatch - fetch_free
+                burst_left = m
+                continue
+            d = next_dispatch
+            if qpos[i] >= QUEUE_DEPTH:
+                older = queues[unit_of[stage[i]]][qpos[i] - QUEUE_DEPTH]
+                if start[older] > d:
+                    stall[0] += start[older] - d
+                    d = start[older]
+            dispatch[i] = d
+            busy[0] += 1
+            retired[0] += 1
+            next_dispatch = d + 1
+            burst_left -= 1
+            if burst_left == 0:
+                fetch_free = next_dispatch
+            f_next += 1
+            continue
         if best >= 0:
             u = best
             i = queues[u][heads[u]]
@@ -305,11 +310,10 @@ def time_stream(env: Environment, words: np.ndarray, tokens: list[int], insn_add
             if opcode[i] == isa.OPCODE_FINISH and finish_end is None:
                 finish_end = end
             done += 1
-            progressed = True
-        if not progressed:
-            blocked = [queues[u][heads[u]] for u in range(3) if heads[u] < len(queues[u])]
-            raise DeadlockError(f"timing model: no unit can start after {done} of {n} instructions "
-                                f"(blocked heads {blocked!r}); the stream was accepted by fsim", None)
+            continue
+        blocked = [queues[u][heads[u]] for u in range(3) if heads[u] < len(queues[u])]
+        raise DeadlockError(f"timing model: no unit can start after {done} of {n} instructions "
+                            f"(blocked heads {blocked!r}); the stream was accepted by fsim", None)
     out = {"cycle_count": int(finish_end if finish_end is not None else max(free))}
     for u, name in enumerate(UNITS):
         out[f"{name}_busy_cycles"] = int(busy[u])
