@@ -1,0 +1,204 @@
+"""Cycle-level model against tsim: per-program cycle error, and the model's speed.
+
+Run from the repository root (needs Verilator for tsim; the library is built once and cached)::
+
+    python benchmarks/model_accuracy.py [--random 20] [--no-examples]
+
+Programs, all on the default configuration:
+
+* the demo program (:func:`vta.demo.build_demo_pack`);
+* the blocked GEMM of ``tests/e2e/gemm_program.py`` at a few sizes;
+* random programs of :func:`vta.testing.programs.random_program` (the RTL-compatible options);
+* the compiled tutorials of ``examples/`` (get_started, matrix_multiply, matrix_multiply_opt,
+  convolution_opt): every stream the runtime sends to the device runs on tsim and then on the
+  model (a "tee" device attached with :func:`vta.runtime.vta_bridge.attach_device`), and the
+  cycles of one tutorial are summed over its streams.
+
+Printed: one line per program with tsim cycles, model cycles and the signed error, the median and
+largest |error| per group and overall, and the model's speed (simulated cycles and instructions
+per second of wall time, whole ``run`` including fsim's functional execution, and of the timing
+replay alone).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import importlib.util
+import io
+import statistics
+import sys
+import time
+from pathlib import Path
+
+_REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(_REPO))
+
+import numpy as np  # noqa: E402
+
+from tests.e2e import gemm_program  # noqa: E402
+from vta.dram import DRAM, global_dram  # noqa: E402
+from vta.demo import build_demo_pack  # noqa: E402
+from vta.env import get_env  # noqa: E402
+from vta.sim import tsim_build  # noqa: E402
+from vta.sim.device import Device  # noqa: E402
+from vta.sim.model import CycleModel, time_stream  # noqa: E402
+from vta.sim.tsim import TSim  # noqa: E402
+from vta.testing.programs import random_program  # noqa: E402
+
+EXAMPLES = ("get_started", "matrix_multiply", "matrix_multiply_opt", "convolution_opt")
+
+
+class Speed:
+    """Wall time, simulated cycles and instructions of the model's runs."""
+
+    def __init__(self):
+        self.wall = self.timing_wall = 0.0
+        self.cycles = self.insns = 0
+
+    def run(self, model: CycleModel, addr: int, count: int) -> int:
+        t0 = time.perf_counter()
+        model.run(addr, count)
+        self.wall += time.perf_counter() - t0
+        words = model.dram.data[addr:addr + 16 * count].copy().view("<i8").reshape(count, 2)
+        t0 = time.perf_counter()
+        time_stream(model.env, words, [0, 0, 0, 0], addr, model.timing)
+        self.timing_wall += time.perf_counter() - t0
+        self.cycles += model.last_run["cycle_count"]
+        self.insns += count
+        return model.last_run["cycle_count"]
+
+
+class Tee(Device):
+    """Runs every stream on tsim, then on the model; records both cycle counts."""
+
+    name = "tee"
+
+    def __init__(self, tsim: TSim, model: CycleModel, speed: Speed):
+        super().__init__(tsim.env, tsim.dram)
+        self.tsim, self.model, self.speed = tsim, model, speed
+        self.pairs: list[tuple[int, int]] = []
+
+    def run(self, insn_phys_addr: int, insn_count: int, wait_cycles: int = 0) -> int:
+        self.tsim.clear_stats()
+        self.tsim.run(insn_phys_addr, insn_count, wait_cycles)
+        t = self.tsim.stats()["cycle_count"]
+        m = self.speed.run(self.model, insn_phys_addr, insn_count)
+        self.pairs.append((t, m))
+        return 0
+
+    def stats(self) -> dict:
+        return self.model.stats()
+
+    def clear_stats(self) -> None:
+        self.tsim.clear_stats()
+        self.model.clear_stats()
+
+    def reset(self) -> None:
+        self.tsim.reset()
+        self.model.reset()
+
+
+def compare(tsim: TSim, model: CycleModel, speed: Speed, addr: int, count: int) -> tuple[int, int]:
+    tsim.clear_stats()
+    tsim.run(addr, count)
+    return tsim.stats()["cycle_count"], speed.run(model, addr, count)
+
+
+def report(name: str, t: int, m: int, errors: list) -> None:
+    err = (m - t) / t
+    errors.append(abs(err))
+    print(f"  {name:<28} tsim {t:>10}  model {m:>10}  error {100 * err:+6.1f} %")
+
+
+def summary(group: str, errors: list) -> None:
+    if errors:
+        print(f"  -> {group}: median |error| {100 * statistics.median(errors):.1f} %, "
+              f"max {100 * max(errors):.1f} % over {len(errors)} programs")
+
+
+def run_example(name: str):
+    spec = importlib.util.spec_from_file_location(f"example_{name}", _REPO / "examples" / f"{name}.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    with contextlib.redirect_stdout(io.StringIO()):
+        return mod.main()
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--random", type=int, default=20, help="random programs (default 20)")
+    ap.add_argument("--no-examples", action="store_true", help="skip the compiled tutorials")
+    args = ap.parse_args()
+
+    env = get_env()
+    lib = tsim_build.build(env)
+    speed = Speed()
+    everything: list = []
+    with env, DRAM(1 << 28) as dram, TSim(env, dram, library=lib) as tsim, CycleModel(env, dram) as model:
+        print("hand-written programs")
+        errors: list = []
+        pack = build_demo_pack(env)
+        pack.install(dram)
+        try:
+            report("demo", *compare(tsim, model, speed, pack.insn_addr, pack.insn_count), errors)
+        finally:
+            pack.uninstall(dram)
+        for m, k, reps in ((4, 4, 1), (16, 8, 4), (64, 16, 16)):
+            prog = gemm_program.build(env, dram, m=m, k=k, reps=reps, seed=1)
+            try:
+                report(f"gemm m={m} k={k} reps={reps}", *compare(tsim, model, speed, prog.insn_addr,
+                                                                 prog.insn_count), errors)
+            finally:
+                prog.free(dram)
+        summary("hand-written", errors)
+        everything += errors
+
+        print("random programs")
+        errors = []
+        for seed in range(args.random):
+            p = random_program(env, dram, seed, length=32, allow_mul=False, imm_in_place=True,
+                               allow_tensor_shr=False)
+            try:
+                report(f"random seed={seed} ({p.insn_count} insns)",
+                       *compare(tsim, model, speed, p.insn_addr, p.insn_count), errors)
+            finally:
+                p.close()
+        summary("random", errors)
+        everything += errors
+
+    if not args.no_examples:
+        from vta.runtime import vta_bridge
+        print("compiled tutorials (cycles summed over each tutorial's streams)")
+        errors = []
+        with env, TSim(env, global_dram(), library=lib) as tsim, CycleModel(env, global_dram()) as model:
+            tee = Tee(tsim, model, speed)
+            old = vta_bridge.attach_device(env, tee)
+            try:
+                for name in EXAMPLES:
+                    tee.pairs = []
+                    t0 = time.perf_counter()
+                    rc = run_example(name)
+                    if rc:
+                        print(f"  {name}: exited with status {rc!r}")
+                    if not tee.pairs:
+                        continue
+                    t = sum(p[0] for p in tee.pairs)
+                    m = sum(p[1] for p in tee.pairs)
+                    report(f"{name} ({len(tee.pairs)} runs, {time.perf_counter() - t0:.0f} s)", t, m, errors)
+            finally:
+                if old is not None:
+                    vta_bridge.attach_device(env, old)
+        summary("tutorials", errors)
+        everything += errors
+
+    summary("all programs", everything)
+    print(f"model speed (whole run): {speed.cycles / speed.wall:,.0f} simulated cycles/s, "
+          f"{speed.insns / speed.wall:,.0f} instructions/s")
+    print(f"model speed (timing replay only): {speed.cycles / speed.timing_wall:,.0f} simulated cycles/s, "
+          f"{speed.insns / speed.timing_wall:,.0f} instructions/s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
