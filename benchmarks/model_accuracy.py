@@ -34,17 +34,15 @@ from pathlib import Path
 _REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(_REPO))
 
-import numpy as np  # noqa: E402
-
-from tests.e2e import gemm_program  # noqa: E402
-from vta.dram import DRAM, global_dram  # noqa: E402
-from vta.demo import build_demo_pack  # noqa: E402
-from vta.env import get_env  # noqa: E402
-from vta.sim import tsim_build  # noqa: E402
-from vta.sim.device import Device  # noqa: E402
-from vta.sim.model import CycleModel, time_stream  # noqa: E402
-from vta.sim.tsim import TSim  # noqa: E402
-from vta.testing.programs import random_program  # noqa: E402
+from tests.e2e import gemm_program
+from vta.demo import build_demo_pack
+from vta.dram import DRAM, global_dram
+from vta.env import get_env
+from vta.sim import tsim_build
+from vta.sim.device import Device
+from vta.sim.model import CycleModel, time_stream
+from vta.sim.tsim import TSim
+from vta.testing.programs import random_program
 
 EXAMPLES = ("get_started", "matrix_multiply", "matrix_multiply_opt", "convolution_opt")
 

@@ -6,8 +6,12 @@ import pytest
 
 from tests.conftest import make_env
 from vta import isa
-from vta.dram import DRAM
-from vta.errors import DeadlockError, DRAMAccessError, InvalidInstructionError, SRAMIndexError
+from vta.errors import (
+    DeadlockError,
+    DRAMAccessError,
+    InvalidInstructionError,
+    SRAMIndexError,
+)
 from vta.sim.device import STAT_KEYS
 from vta.sim.fsim import INSN_KEYS, TOKEN_KEYS, FunctionalSimulator
 from vta.sim.model import HW_STAT_KEYS, CycleModel
@@ -99,9 +103,8 @@ def test_sram_index_error(env, dram):
 
 
 def test_bad_arguments(env, dram):
-    with CycleModel(env, dram) as dev:
-        with pytest.raises(ValueError, match="insn_count"):
-            dev.run(4096, -1)
+    with CycleModel(env, dram) as dev, pytest.raises(ValueError, match="insn_count"):
+        dev.run(4096, -1)
 
 
 def test_target_model_selects_the_cycle_model():

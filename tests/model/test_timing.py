@@ -65,14 +65,14 @@ def test_load_inp_beats_and_token(env):
 
 def test_load_padding(env):
     # 4 x 4 with one pad on every side: 20 pad elements, 2 pad rows, fixed 3
-    f = dict(x_size=4, y_size=4, y_pad_0=1, y_pad_1=1, x_pad_0=1, x_pad_1=1)
+    f = {"x_size": 4, "y_size": 4, "y_pad_0": 1, "y_pad_1": 1, "x_pad_0": 1, "x_pad_1": 1}
     assert mc.load_pad_cycles(f) == 20 + 2 * 2 + 3
     assert mc.load_pad_cycles(dict(f, y_pad_0=0, y_pad_1=0, x_pad_0=0, x_pad_1=0)) == 0
 
 
 def test_uop_beats_round_out(env):
     # micro-ops are 4 bytes: 3 uops from an odd index cover bytes 4..16 -> 2 beats
-    f = dict(memory_type=isa.MEM_UOP, dram_base=1, y_size=1, x_size=3, x_stride=3)
+    f = {"memory_type": isa.MEM_UOP, "dram_base": 1, "y_size": 1, "x_size": 3, "x_stride": 3}
     assert mc.load_beats(env, f) == 2
     assert mc.load_beats(env, dict(f, dram_base=0, x_size=256)) == 128
 
@@ -81,7 +81,7 @@ def test_store_formula(env):
     # per row: 1 + 3 per element (1 acc read + 2 beats of 16 B) + 2 per burst (128-byte blocks)
     if env.OUT_ELEM_BYTES != 16:
         pytest.skip("the derivation below is for 16-byte OUT elements (default configuration)")
-    f = dict(x_size=16, y_size=16, x_stride=16, dram_base=64)
+    f = {"x_size": 16, "y_size": 16, "x_stride": 16, "dram_base": 64}
     assert mc.store_cycles(env, f) == 3 + 16 * (1 + 16 * 3 + 2 * 2)
     assert mc.store_cycles(env, dict(f, x_size=0)) == 3
 

@@ -9,7 +9,8 @@ an event-driven model of OUR RTL (``hw/README.md``) to count cycles:
 * each unit runs its queue in order, one instruction at a time: it starts an instruction once it
   has been dispatched, the previous one has retired and every token it pops has been pushed;
   pushes are visible to the consumer when the producer retires;
-* LOAD data beats of every unit share one 64-bit read port (:class:`_ReadPort`);
+* fetch bursts and the LOAD data beats of every unit share one 64-bit read port
+  (:class:`_ReadPort`, first come first served);
 * instruction costs come from :mod:`vta.sim.model_costs`.
 
 The run ends when FINISH retires (as in the RTL, FINISH does not wait for the load and store
@@ -47,7 +48,7 @@ from . import model_costs as mc
 from .fsim import FunctionalSimulator, _Columns, _Program
 from .model_costs import Timing
 
-__all__ = ["CycleModel", "HW_STAT_KEYS", "QUEUE_DEPTH", "Timing", "time_stream"]
+__all__ = ["HW_STAT_KEYS", "QUEUE_DEPTH", "CycleModel", "Timing", "time_stream"]
 
 UNITS = ("fetch", "load", "compute", "store")
 #: Hardware counters (the names tsim uses), added to fsim's statistics.
@@ -176,7 +177,7 @@ class _ReadPort:
 
 
 def time_stream(env: Environment, words: np.ndarray, tokens: list[int], insn_addr: int = 0,
-                timing: Timing = Timing()) -> dict:
+                timing: Timing = mc.DEFAULT_TIMING) -> dict:
     """Replay a valid stream on the timing model and return its hardware counters.
 
     Parameters

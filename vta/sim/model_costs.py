@@ -14,9 +14,10 @@ instruction at a time between a fetch and a FINISH and fitted with a small formu
 * a STORE reads one accumulator row per element then writes its beats; each burst (at most
   16 beats, never across a 128-byte boundary) waits 2 cycles for its acknowledgement, and every
   row costs one cycle more;
-* fetch reads up to 8 instructions per burst (2 beats each, never across 128 bytes): the first
-  dispatch is ``2 + 2 m`` cycles after the burst starts, then one instruction per cycle; the
-  next burst starts after the last dispatch.
+* fetch reads up to 8 instructions per burst (2 beats each, never across 128 bytes): its beats
+  take the read port from the cycle after the request and the first dispatch follows them
+  (``2 m + fetch_latency`` cycles after the request when the port is idle), then one instruction per cycle; the next burst is requested after
+  the last dispatch.
 
 The functions take the decoded fields of one instruction as a dict (the names of
 :func:`vta.isa.layout`) so that tests can check them against hand-derived numbers.
@@ -29,8 +30,18 @@ from dataclasses import dataclass
 from .. import isa
 from ..env import Environment
 
-__all__ = ["Timing", "BEAT_BYTES", "BURST_BYTES", "uop_count", "compute_cycles", "load_beats",
-           "load_pad_cycles", "store_cycles", "fetch_burst_size", "fetch_first_dispatch"]
+__all__ = [
+    "BEAT_BYTES",
+    "BURST_BYTES",
+    "DEFAULT_TIMING",
+    "Timing",
+    "compute_cycles",
+    "fetch_burst_size",
+    "load_beats",
+    "load_pad_cycles",
+    "store_cycles",
+    "uop_count",
+]
 
 #: Width of the memory bus (one beat).
 BEAT_BYTES = 8
@@ -65,7 +76,7 @@ class Timing:
     store_fixed, store_per_row, store_ack : int
         STORE costs besides (1 + beats) per element: once, per row, per burst.
     fetch_latency : int
-        Cycles of a fetch burst besides its beats.
+        Cycles from a fetch request to its first dispatch besides the 2 m beats (idle port).
     """
 
     overhead: int = 3
@@ -82,12 +93,16 @@ class Timing:
     fetch_latency: int = 2
 
 
+#: The measured constants.
+DEFAULT_TIMING = Timing()
+
+
 def uop_count(f: dict) -> int:
     """Micro-ops a GEMM or ALU executes: iter_out x iter_in x (uop_end - uop_bgn), at least 0."""
     return int(f["iter_out"]) * int(f["iter_in"]) * max(int(f["uop_end"]) - int(f["uop_bgn"]), 0)
 
 
-def compute_cycles(opcode: int, f: dict, timing: Timing = Timing()) -> int:
+def compute_cycles(opcode: int, f: dict, timing: Timing = DEFAULT_TIMING) -> int:
     """Cycles a GEMM or ALU occupies the compute unit.
 
     Parameters
@@ -153,7 +168,7 @@ def load_beats(env: Environment, f: dict) -> int:
     return total
 
 
-def load_pad_cycles(f: dict, timing: Timing = Timing()) -> int:
+def load_pad_cycles(f: dict, timing: Timing = DEFAULT_TIMING) -> int:
     """Extra cycles of a LOAD's zero padding (0 without pads)."""
     x, y = int(f["x_size"]), int(f["y_size"])
     yp = int(f["y_pad_0"]) + int(f["y_pad_1"])
@@ -164,7 +179,7 @@ def load_pad_cycles(f: dict, timing: Timing = Timing()) -> int:
     return pad_elems + timing.pad_per_row * yp + timing.pad_fixed
 
 
-def store_cycles(env: Environment, f: dict, timing: Timing = Timing()) -> int:
+def store_cycles(env: Environment, f: dict, timing: Timing = DEFAULT_TIMING) -> int:
     """Cycles a STORE occupies the store unit (x_size = 0 is a no-op: ``timing.overhead``).
 
     Raises
@@ -190,7 +205,3 @@ def fetch_burst_size(insn_addr: int, remaining: int) -> int:
     to_boundary = (BURST_BYTES - insn_addr % BURST_BYTES) // INSN_BYTES
     return max(1, min(FETCH_BURST_INSNS, to_boundary, remaining))
 
-
-def fetch_first_dispatch(m: int, timing: Timing = Timing()) -> int:
-    """Cycles from the start of a fetch burst of ``m`` instructions to its first dispatch."""
-    return timing.fetch_latency + 2 * m
