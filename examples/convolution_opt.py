@@ -29,7 +29,7 @@ from vta.testing import simulator
 
 def main() -> int:
     env = vta.get_env()
-    if env.TARGET not in ("sim", "tsim"):
+    if env.TARGET not in ("sim", "tsim", "model"):
         print(f"this example runs on the simulators only (TARGET is {env.TARGET!r})")
         return 2
     remote = rpc.LocalSession()

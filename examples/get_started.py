@@ -28,7 +28,7 @@ def main() -> int:
     env = vta.get_env()
 
     # In simulation the "remote" device is this process; on a board it is an RPC server.
-    if env.TARGET not in ("sim", "tsim"):
+    if env.TARGET not in ("sim", "tsim", "model"):
         print(f"this example runs on the simulators only (TARGET is {env.TARGET!r})")
         return 2
     remote = rpc.LocalSession()

@@ -63,9 +63,11 @@ module vta_fifo #(
     if (push) mem_q[wptr_q] <= wdata_i;
   end
 
-  // A writer never pushes into a full FIFO and a reader never pops an empty one.
-  WriteWhenFull: assert property (@(posedge clk_i) disable iff (!rst_ni) wvalid_i |-> wready_o)
-    else $error("vta_fifo: push into a full FIFO");
+  // Writes follow valid/ready: a writer held off by a full FIFO keeps offering its entry until
+  // it is taken (nothing is dropped: push needs wready). A reader never pops an empty FIFO.
+  WriteHeldWhenFull: assert property (@(posedge clk_i) disable iff (!rst_ni)
+                                      wvalid_i && !wready_o |=> wvalid_i)
+    else $error("vta_fifo: a write offered to a full FIFO was withdrawn before it was taken");
   ReadWhenEmpty: assert property (@(posedge clk_i) disable iff (!rst_ni) rready_i |-> rvalid_o)
     else $error("vta_fifo: pop from an empty FIFO");
 endmodule : vta_fifo

@@ -16,7 +16,7 @@ from . import simulator
 __all__ = ["run", "simulator", "LOCAL_TARGETS", "BOARD_TARGETS"]
 
 #: Targets simulated in this process.
-LOCAL_TARGETS = ("sim", "tsim")
+LOCAL_TARGETS = ("sim", "tsim", "model")
 #: Upstream board targets, reached only through an RPC server.
 BOARD_TARGETS = ("pynq", "ultra96", "de10nano")
 

@@ -39,7 +39,9 @@ def enabled() -> bool:
         current target is simulated in this process.
     """
     registered = get_global_func("vta.simulator.profiler_clear", allow_missing=True) is not None
-    return registered and get_env().TARGET in ("sim", "tsim")
+    from . import LOCAL_TARGETS
+
+    return registered and get_env().TARGET in LOCAL_TARGETS
 
 
 def stats() -> dict:
