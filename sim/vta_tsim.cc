@@ -6,6 +6,7 @@
 // DPI adapter checks it before use.
 #include "vta_tsim.h"
 
+#include <cstdarg>
 #include <cstdio>
 #include <cstring>
 #include <deque>
@@ -78,6 +79,11 @@ struct Model {
   uint32_t dram_error_bytes = 0;
   bool dram_error_write = false;
   std::string protocol_error;  // first violation of the memory channel rules, if any
+  // RTL assertions (the context's error state is cleared by every reset and run start)
+  uint32_t assert_count = 0;
+  uint64_t assert_cycle = 0;      // cycle (since creation) of the first failure
+  std::string assert_location;    // file:line (hierarchy) of the first failure
+  std::string assert_text;        // first "%Error" line the model printed
   // run control
   vta_tsim_progress_fn progress = nullptr;
   void* progress_user = nullptr;
@@ -149,6 +155,33 @@ inline void tick(Model* m) {
 #endif
 }
 
+// Forget recorded assertion failures and clear the Verilated context's error state (a failing
+// $error sets gotError and gotFinish, and counts against the context's error limit).
+void clear_assertions(Model* m) {
+  m->assert_count = 0;
+  m->assert_cycle = 0;
+  m->assert_location.clear();
+  m->assert_text.clear();
+  m->ctx->gotError(false);
+  m->ctx->gotFinish(false);
+  m->ctx->errorCount(0);
+}
+
+// Whether an RTL assertion failed; if so, explain it through set_error.
+bool assertion_failed(Model* m, uint64_t start) {
+  if (m->assert_count == 0 && !m->ctx->gotError()) return false;
+  std::string msg = "RTL assertion failed";
+  if (!m->assert_location.empty()) msg += " at " + m->assert_location;
+  char buf[160];
+  std::snprintf(buf, sizeof buf, " in cycle %llu of the run (cycle %llu since creation); %u failure(s) in all",
+                static_cast<unsigned long long>(m->assert_cycle >= start ? m->assert_cycle - start : 0),
+                static_cast<unsigned long long>(m->assert_cycle), m->assert_count ? m->assert_count : 1u);
+  msg += buf;
+  if (!m->assert_text.empty()) msg += ": " + m->assert_text;
+  set_error(msg);
+  return true;
+}
+
 void do_reset(Model* m) {
   m->top->rst_ni = 0;
   for (int i = 0; i < 10; ++i) tick(m);
@@ -159,6 +192,7 @@ void do_reset(Model* m) {
   m->req_pending = m->req_issued = m->resp_ready = false;
   m->dram_error = false;
   m->protocol_error.clear();
+  clear_assertions(m);
 }
 
 // Start a register access; it is handed to the core by the next host DPI call.
@@ -310,6 +344,47 @@ void vta_dpi_mem_tick(svBit rd_req, unsigned int rd_addr, unsigned char rd_len, 
 }
 
 // ------------------------------------------------------------------------------------------
+// Verilator hooks: the build defines VL_USER_STOP (so this vl_stop replaces Verilator's) and
+// VL_PRINTF=vta_tsim_vl_printf.
+
+// Called for $stop, $fatal and failing assertions ($error) once the context's error limit is
+// reached (the default limit 1 makes that every failure).
+void vl_stop(const char* filename, int linenum, const char* hier) {
+  VerilatedContext* ctx = Verilated::threadContextp();
+  ctx->gotError(true);
+  ctx->gotFinish(true);
+  std::fprintf(stderr, "%%Error: %s:%d: Verilog $stop\n", filename ? filename : "?", linenum);
+  std::fflush(stderr);
+  Model* m = g_current;
+  if (m == nullptr) return;
+  if (m->assert_count++ == 0) {
+    m->assert_cycle = m->cycles;
+    const char* base = filename ? std::strrchr(filename, '/') : nullptr;
+    m->assert_location = std::string(base ? base + 1 : (filename ? filename : "?")) + ":" + std::to_string(linenum);
+    if (hier != nullptr && hier[0] != '\0') m->assert_location += std::string(" (") + hier + ")";
+  }
+}
+
+VTA_TSIM_API int vta_tsim_vl_printf(const char* format, ...) {
+  va_list ap;
+  va_start(ap, format);
+  char buf[1024];
+  int n = std::vsnprintf(buf, sizeof buf, format, ap);
+  va_end(ap);
+  std::fputs(buf, stdout);
+  std::fflush(stdout);
+  Model* m = g_current;
+  if (m != nullptr && m->assert_text.empty() && std::strstr(buf, "%Error") != nullptr) {
+    std::string line(buf);
+    while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) line.pop_back();
+    const size_t stamp = line.find("] %Error");  // drop the "[<time>] " prefix of $error
+    if (!line.empty() && line[0] == '[' && stamp != std::string::npos) line.erase(0, stamp + 2);
+    m->assert_text = line;
+  }
+  return n;
+}
+
+// ------------------------------------------------------------------------------------------
 // C API
 
 VTA_TSIM_API vta_tsim_t* vta_tsim_create(void* base, uint64_t size, const char* trace_path,
@@ -425,6 +500,7 @@ VTA_TSIM_API int vta_tsim_run(vta_tsim_t* h, uint32_t insn_phys_addr, uint32_t i
   Current cur(m);
   m->dram_error = false;
   m->protocol_error.clear();
+  clear_assertions(m);
   int rc;
   if ((rc = reg_write(m, kRegCtrl, 0)) != VTA_TSIM_OK) return rc;
   if ((rc = reg_write(m, kRegVal0, insn_count)) != VTA_TSIM_OK) return rc;
@@ -444,6 +520,10 @@ VTA_TSIM_API int vta_tsim_run(vta_tsim_t* h, uint32_t insn_phys_addr, uint32_t i
         return VTA_TSIM_DRAM_ERROR;
       }
     }
+    if (assertion_failed(m, start)) {  // checked once per batch of kPollInterval cycles
+      m->run_cycles = m->cycles - start;
+      return VTA_TSIM_ASSERTION;
+    }
     uint32_t ctrl = 0;
     if ((rc = reg_read(m, kRegCtrl, &ctrl)) != VTA_TSIM_OK) return rc;
     const uint64_t elapsed = m->cycles - start;
@@ -453,7 +533,9 @@ VTA_TSIM_API int vta_tsim_run(vta_tsim_t* h, uint32_t insn_phys_addr, uint32_t i
     }
     if (ctrl & kCtrlFinish) {
       m->run_cycles = elapsed;
-      return reg_write(m, kRegCtrl, 0);
+      rc = reg_write(m, kRegCtrl, 0);
+      if (assertion_failed(m, start)) return VTA_TSIM_ASSERTION;
+      return rc;
     }
     if (elapsed >= next_progress) {
       uint64_t retired = 0;
@@ -502,6 +584,13 @@ VTA_TSIM_API int vta_tsim_dram_error(vta_tsim_t* h, uint64_t* addr, uint32_t* nb
   if (nbytes) *nbytes = m->dram_error_bytes;
   if (is_write) *is_write = m->dram_error_write ? 1 : 0;
   return 1;
+}
+
+VTA_TSIM_API uint32_t vta_tsim_assertions(vta_tsim_t* h, uint64_t* cycle) {
+  Model* m = check(h);
+  if (m == nullptr) return 0;
+  if (cycle != nullptr && m->assert_count) *cycle = m->assert_cycle;
+  return m->assert_count;
 }
 
 VTA_TSIM_API int vta_tsim_trace_kind(void) { return VTA_TSIM_TRACE_KIND; }

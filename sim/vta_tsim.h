@@ -26,6 +26,7 @@ enum {
   VTA_TSIM_TIMEOUT = 3,     /* max_cycles elapsed before the core finished */
   VTA_TSIM_STOPPED = 4,     /* the progress callback asked to stop */
   VTA_TSIM_PROTOCOL_ERROR = 5, /* the core broke a memory channel rule (vta_tsim_last_error) */
+  VTA_TSIM_ASSERTION = 6,   /* an RTL assertion failed; vta_tsim_last_error says where and when */
   VTA_TSIM_BAD_HANDLE = -1, /* the handle is NULL, closed or not a tsim model */
   VTA_TSIM_BAD_ARG = -2,    /* an argument is out of range (see vta_tsim_last_error) */
 };
@@ -71,6 +72,14 @@ int vta_tsim_dram_error(vta_tsim_t* sim, uint64_t* addr, uint32_t* nbytes, int* 
 int vta_tsim_trace_kind(void);
 /* Explanation of the last failure on this thread (empty string if none). */
 const char* vta_tsim_last_error(void);
+/* RTL assertion failures (Verilator $stop / $error) since the last reset or run start: returns
+ * their count and, when there was one, the cycle (since creation) of the first into *cycle. */
+uint32_t vta_tsim_assertions(vta_tsim_t* sim, uint64_t* cycle);
+
+/* The build defines VL_PRINTF as this function (and force-includes this header), so the shim sees
+ * what the Verilated model prints (it is still written to stdout); the first "%Error" line of a
+ * run is kept for the message of VTA_TSIM_ASSERTION. Not part of the C API. */
+int vta_tsim_vl_printf(const char* format, ...);
 
 #ifdef __cplusplus
 }

@@ -83,3 +83,7 @@ class PackError(VTAError, ValueError):
 
 class RPCError(VTAError, RuntimeError):
     """An RPC request failed: a bad frame, a refused path, or an error raised on the server."""
+
+
+class HardwareAssertionError(SimulationError):
+    """An assertion of the RTL failed in tsim; the message gives its location, text and cycle."""

@@ -15,7 +15,10 @@ raises; a DRAM burst outside the arena, or a transfer outside every live allocat
 before the run, as fsim checks it), is a :class:`~vta.errors.DRAMAccessError`; a design that
 stops making progress trips the core's watchdog and is reported as a
 :class:`~vta.errors.DeadlockError` carrying each unit's instruction index, queue fill and the
-token counts. After any error the core is reset (it halts on errors until reset).
+token counts. A failing SystemVerilog assertion of the RTL stops the run (checked every 64
+cycles) and is a :class:`~vta.errors.HardwareAssertionError` naming its source location, the
+text the simulator printed and the cycle. After any error the core is reset (it halts on errors
+until reset).
 """
 
 from __future__ import annotations
@@ -31,11 +34,11 @@ import numpy as np
 from .. import isa
 from ..dram import DRAM
 from ..env import Environment
-from ..errors import (ConfigError, DeadlockError, DRAMAccessError, InvalidInstructionError,
-                      ModuleLoadError, SimulationError, SRAMIndexError, TokenOverflowError)
+from ..errors import (ConfigError, DeadlockError, DRAMAccessError, HardwareAssertionError,
+                      InvalidInstructionError, ModuleLoadError, SimulationError, SRAMIndexError, TokenOverflowError)
 from . import hwgen
 from .device import STAT_KEYS, Device
-from .tsim_native import (DRAM_ERROR as _DRAM_ERROR, HW_ERROR as _HW_ERROR, OK as _OK,
+from .tsim_native import (ASSERTION as _ASSERTION, DRAM_ERROR as _DRAM_ERROR, HW_ERROR as _HW_ERROR, OK as _OK,
                           PROGRESS_FN as _PROGRESS_FN, PROTOCOL_ERROR as _PROTOCOL_ERROR,
                           STOPPED as _STOPPED, Library, load_library)
 
@@ -225,6 +228,8 @@ class TSim(Device):
             As reported by the core, naming the instruction index, field, value and limit.
         DeadlockError
             If the core's watchdog fired; the message holds each unit's state.
+        HardwareAssertionError
+            If an assertion of the RTL failed (a hardware bug): location, message and cycle.
         SimulationError
             If ``wait_cycles`` elapsed, the progress callback stopped the run, or the core broke
             a rule of its memory channels (a hardware bug, named in the message).
@@ -260,6 +265,11 @@ class TSim(Device):
             raise DRAMAccessError(
                 f"tsim: memory {kind} burst 0x{addr.value:x} (+{nbytes.value} bytes) lies outside the DRAM "
                 f"arena 0x1000..0x{self.dram.capacity:x}; {state}")
+        if rc == _ASSERTION:
+            message = self._lib.last_error()
+            state = self._state_text()
+            self._recover()
+            raise HardwareAssertionError(f"tsim: {message}; {state}")
         if rc == _PROTOCOL_ERROR:
             message = self._lib.last_error()
             state = self._state_text()

@@ -59,6 +59,10 @@ def _flags(trace: str | None) -> list[str]:
         # The PyPI wheel's verilated.mk leaves the precompiled-header include flag empty.
         "-MAKEFLAGS", "CFG_CXXFLAGS_PCH_I=-include",
         "-CFLAGS", "-fPIC -fvisibility=hidden -fvisibility-inlines-hidden",
+        # The shim replaces Verilator's vl_stop and printf to notice failing RTL assertions; the
+        # forced include declares them everywhere, which rules out the precompiled header.
+        "-CFLAGS", "-DVL_USER_STOP -DVL_PRINTF=vta_tsim_vl_printf -include vta_tsim.h",
+        "-MAKEFLAGS", "VK_PCH_I_FAST=", "-MAKEFLAGS", "VK_PCH_I_SLOW=",
         "-LDFLAGS", "-shared -Wl,-Bsymbolic",
     ]
     if trace == "vcd":

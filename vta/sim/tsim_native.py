@@ -13,10 +13,10 @@ from pathlib import Path
 from ..errors import ModuleLoadError
 
 __all__ = ["Library", "load_library", "PROGRESS_FN", "OK", "HW_ERROR", "DRAM_ERROR", "TIMEOUT", "STOPPED", "PROTOCOL_ERROR",
-           "BAD_HANDLE", "BAD_ARG"]
+           "ASSERTION", "BAD_HANDLE", "BAD_ARG"]
 
 # Status codes of vta_tsim.h.
-OK, HW_ERROR, DRAM_ERROR, TIMEOUT, STOPPED, PROTOCOL_ERROR = 0, 1, 2, 3, 4, 5
+OK, HW_ERROR, DRAM_ERROR, TIMEOUT, STOPPED, PROTOCOL_ERROR, ASSERTION = 0, 1, 2, 3, 4, 5, 6
 BAD_HANDLE, BAD_ARG = -1, -2
 
 #: ``int progress(void* user, uint64_t cycles, uint64_t retired)``; non-zero stops the run.
@@ -60,6 +60,7 @@ class Library:
             "vta_tsim_dram_error": (i, [vp, ctypes.POINTER(u64), ctypes.POINTER(u32), ctypes.POINTER(i)]),
             "vta_tsim_trace_kind": (i, []),
             "vta_tsim_last_error": (ctypes.c_char_p, []),
+            "vta_tsim_assertions": (u32, [vp, ctypes.POINTER(u64)]),
         }
         for name, (res, args) in sigs.items():
             try:
