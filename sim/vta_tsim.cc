@@ -366,16 +366,26 @@ void vl_stop(const char* filename, int linenum, const char* hier) {
 }
 
 VTA_TSIM_API int vta_tsim_vl_printf(const char* format, ...) {
-  va_list ap;
+  va_list ap, again;
   va_start(ap, format);
-  char buf[1024];
-  int n = std::vsnprintf(buf, sizeof buf, format, ap);
+  va_copy(again, ap);
+  char small[512];
+  const int n = std::vsnprintf(small, sizeof small, format, ap);
   va_end(ap);
-  std::fputs(buf, stdout);
+  std::string text;
+  if (n >= 0 && static_cast<size_t>(n) >= sizeof small) {  // longer than the stack buffer
+    text.resize(static_cast<size_t>(n) + 1);
+    std::vsnprintf(&text[0], text.size(), format, again);
+    text.resize(static_cast<size_t>(n));
+  } else if (n >= 0) {
+    text = small;
+  }
+  va_end(again);
+  std::fputs(text.c_str(), stdout);
   std::fflush(stdout);
   Model* m = g_current;
-  if (m != nullptr && m->assert_text.empty() && std::strstr(buf, "%Error") != nullptr) {
-    std::string line(buf);
+  if (m != nullptr && m->assert_text.empty() && text.find("%Error") != std::string::npos) {
+    std::string line(text);
     while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) line.pop_back();
     const size_t stamp = line.find("] %Error");  // drop the "[<time>] " prefix of $error
     if (!line.empty() && line[0] == '[' && stamp != std::string::npos) line.erase(0, stamp + 2);
@@ -561,8 +571,10 @@ VTA_TSIM_API int vta_tsim_step(vta_tsim_t* h, uint64_t n) {
   Model* m = check(h);
   if (m == nullptr) return VTA_TSIM_BAD_HANDLE;
   Current cur(m);
+  const uint64_t start = m->cycles;
   for (uint64_t i = 0; i < n; ++i) tick(m);
-  return m->dram_error ? VTA_TSIM_DRAM_ERROR : VTA_TSIM_OK;
+  if (m->dram_error) return VTA_TSIM_DRAM_ERROR;
+  return assertion_failed(m, start) ? VTA_TSIM_ASSERTION : VTA_TSIM_OK;
 }
 
 VTA_TSIM_API uint64_t vta_tsim_cycles(vta_tsim_t* h) {

@@ -56,11 +56,13 @@ int vta_tsim_reg_read(vta_tsim_t* sim, uint32_t addr, uint32_t* value);
 int vta_tsim_set_progress(vta_tsim_t* sim, vta_tsim_progress_fn fn, void* user,
                           uint64_t interval, const uint32_t* regs, int nregs);
 /* Write VAL0 = insn_count and PTR0 = insn_phys_addr, launch, and clock until the core finishes,
- * halts with an error (CTRL bit 2), a burst leaves the arena or breaks the channel rules, or
- * max_cycles elapse. Returns a status code. */
+ * halts with an error (CTRL bit 2), a burst leaves the arena or breaks the channel rules, an RTL
+ * assertion fails (checked after every batch of 64 cycles and at the finish), or max_cycles
+ * elapse. Returns a status code. */
 int vta_tsim_run(vta_tsim_t* sim, uint32_t insn_phys_addr, uint32_t insn_count,
                  uint64_t max_cycles);
-/* Clock the core for n cycles (tests and the progress of idle designs). */
+/* Clock the core for n cycles (tests and the progress of idle designs). Returns
+ * VTA_TSIM_DRAM_ERROR or VTA_TSIM_ASSERTION (failures recorded since the last reset or run). */
 int vta_tsim_step(vta_tsim_t* sim, uint64_t n);
 /* Cycles clocked out of reset since creation. */
 uint64_t vta_tsim_cycles(vta_tsim_t* sim);
