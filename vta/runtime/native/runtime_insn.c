@@ -5,6 +5,7 @@
  * Every field is written through the bit-field structs of the generated hw_spec.h, and every
  * value is checked against the field width the header declares before it is written.
  */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -184,14 +185,17 @@ static uint32_t elem_bytes(uint32_t memory_type) {
   }
 }
 
-#define CHECK_FIELD(what, name, value, width)                                                  \
-  do {                                                                                         \
-    if (!vta_rt_fits((uint64_t)(value), (width))) {                                           \
-      vta_rt_fail("%s: %s = %llu does not fit the %u-bit instruction field (at most %llu)",   \
-                  (what), (name), (unsigned long long)(value), (unsigned)(width),              \
-                  (unsigned long long)(((uint64_t)1 << (width)) - 1));                         \
-      return;                                                                                  \
-    }                                                                                          \
+/* Record a failure unless `value` fits a `width`-bit instruction field; returns whether it fits. */
+static bool field_fits(const char* what, const char* name, uint64_t value, unsigned width) {
+  if (vta_rt_fits(value, width)) return true;
+  vta_rt_fail("%s: %s = %llu does not fit the %u-bit instruction field (at most %llu)", what, name,
+              (unsigned long long)value, width, (unsigned long long)(((uint64_t)1 << width) - 1));
+  return false;
+}
+
+#define CHECK_FIELD(what, name, value, width)                         \
+  do {                                                                \
+    if (!field_fits((what), (name), (uint64_t)(value), (width))) return; \
   } while (0)
 
 /* Physical element address of a 2-D transfer, checking its DRAM footprint lies in the arena. */
@@ -209,53 +213,70 @@ static uint64_t transfer_base(const char* what, const void* buffer, uint32_t off
   return phys / eb + offset;
 }
 
+/* The part of a LOAD or STORE that both share: check the command handle, the sizes, the SRAM
+ * index and the DRAM range, then append the instruction to `stage` with those fields set.
+ * Returns NULL after recording a failure (or when the queue has already failed). */
+static VTAInsn* mem_insn(const char* what, VTACommandHandle cmd, int stage, unsigned opcode,
+                         uint32_t memory_type, uint32_t sram_index, void* dram_addr,
+                         uint32_t elem_offset, uint32_t x_size, uint32_t y_size,
+                         uint32_t x_stride) {
+  VTARTQueue* q = &vta_rt_queue;
+  if (cmd != (VTACommandHandle)q) {
+    vta_rt_fail("%s: command handle %p is not the one VTATLSCommandHandle returns", what, cmd);
+    return NULL;
+  }
+  if (q->failed) return NULL;
+  if (x_size == 0 || y_size == 0) {
+    vta_rt_fail("%s: x_size %u, y_size %u: a transfer moves at least one element", what, x_size,
+                y_size);
+    return NULL;
+  }
+  if (!field_fits(what, "x_size", x_size, VTA_MEM_X_SIZE_WIDTH) ||
+      !field_fits(what, "y_size", y_size, VTA_MEM_Y_SIZE_WIDTH) ||
+      !field_fits(what, "x_stride", x_stride, VTA_MEM_X_STRIDE_WIDTH) ||
+      !field_fits(what, opcode == VTA_OPCODE_LOAD ? "dst_sram_index" : "src_sram_index", sram_index,
+                  VTA_MEM_SRAM_BASE_WIDTH)) {
+    return NULL;
+  }
+  uint32_t eb = elem_bytes(memory_type);
+  uint64_t base = transfer_base(what, dram_addr, elem_offset, x_size, y_size, x_stride, eb);
+  if (base == UINT64_MAX || !field_fits(what, "dram_base", base, VTA_MEM_DRAM_BASE_WIDTH)) {
+    return NULL;
+  }
+  VTAInsn* insn = vta_rt_insn_create(stage);
+  if (insn == NULL) return NULL;
+  insn->mem.opcode = opcode;
+  insn->mem.memory_type = memory_type;
+  insn->mem.sram_base = sram_index;
+  insn->mem.dram_base = base;
+  insn->mem.y_size = y_size;
+  insn->mem.x_size = x_size;
+  insn->mem.x_stride = x_stride;
+  return insn;
+}
+
 void VTALoadBuffer2D(VTACommandHandle cmd, void* src_dram_addr, uint32_t src_elem_offset,
                      uint32_t x_size, uint32_t y_size, uint32_t x_stride, uint32_t x_pad_before,
                      uint32_t y_pad_before, uint32_t x_pad_after, uint32_t y_pad_after,
                      uint32_t dst_sram_index, uint32_t dst_memory_type) {
   static const char what[] = "VTALoadBuffer2D";
-  VTARTQueue* q = &vta_rt_queue;
-  if (cmd != (VTACommandHandle)q) {
-    vta_rt_fail("%s: command handle %p is not the one VTATLSCommandHandle returns", what, cmd);
-    return;
-  }
-  if (q->failed) return;
-  uint32_t eb = elem_bytes(dst_memory_type);
-  if (eb == 0 || dst_memory_type == VTA_MEM_ID_OUT) {
+  if (cmd == (VTACommandHandle)&vta_rt_queue && vta_rt_queue.failed) return;
+  if (elem_bytes(dst_memory_type) == 0 || dst_memory_type == VTA_MEM_ID_OUT) {
     vta_rt_fail("%s: memory type %u cannot be loaded; accepted: %d (UOP), %d (WGT), %d (INP), "
                 "%d (ACC), %d (ACC_8BIT)", what, dst_memory_type, VTA_MEM_ID_UOP, VTA_MEM_ID_WGT,
                 VTA_MEM_ID_INP, VTA_MEM_ID_ACC, VTA_MEM_ID_ACC_8BIT);
     return;
   }
-  if (x_size == 0 || y_size == 0) {
-    vta_rt_fail("%s: x_size %u, y_size %u: a transfer moves at least one element", what, x_size,
-                y_size);
-    return;
-  }
-  CHECK_FIELD(what, "x_size", x_size, VTA_MEM_X_SIZE_WIDTH);
-  CHECK_FIELD(what, "y_size", y_size, VTA_MEM_Y_SIZE_WIDTH);
-  CHECK_FIELD(what, "x_stride", x_stride, VTA_MEM_X_STRIDE_WIDTH);
   CHECK_FIELD(what, "x_pad_before", x_pad_before, VTA_MEM_X_PAD_0_WIDTH);
   CHECK_FIELD(what, "x_pad_after", x_pad_after, VTA_MEM_X_PAD_1_WIDTH);
   CHECK_FIELD(what, "y_pad_before", y_pad_before, VTA_MEM_Y_PAD_0_WIDTH);
   CHECK_FIELD(what, "y_pad_after", y_pad_after, VTA_MEM_Y_PAD_1_WIDTH);
-  CHECK_FIELD(what, "dst_sram_index", dst_sram_index, VTA_MEM_SRAM_BASE_WIDTH);
-  uint64_t base = transfer_base(what, src_dram_addr, src_elem_offset, x_size, y_size, x_stride, eb);
-  if (base == UINT64_MAX) return;
-  CHECK_FIELD(what, "dram_base", base, VTA_MEM_DRAM_BASE_WIDTH);
-
   int stage = (dst_memory_type == VTA_MEM_ID_INP || dst_memory_type == VTA_MEM_ID_WGT)
                   ? kStageLoad
                   : kStageCompute;
-  VTAInsn* insn = vta_rt_insn_create(stage);
+  VTAInsn* insn = mem_insn(what, cmd, stage, VTA_OPCODE_LOAD, dst_memory_type, dst_sram_index,
+                           src_dram_addr, src_elem_offset, x_size, y_size, x_stride);
   if (insn == NULL) return;
-  insn->mem.opcode = VTA_OPCODE_LOAD;
-  insn->mem.memory_type = dst_memory_type;
-  insn->mem.sram_base = dst_sram_index;
-  insn->mem.dram_base = base;
-  insn->mem.y_size = y_size;
-  insn->mem.x_size = x_size;
-  insn->mem.x_stride = x_stride;
   insn->mem.y_pad_0 = y_pad_before;
   insn->mem.y_pad_1 = y_pad_after;
   insn->mem.x_pad_0 = x_pad_before;
@@ -267,40 +288,16 @@ void VTAStoreBuffer2D(VTACommandHandle cmd, uint32_t src_sram_index, uint32_t sr
                       void* dst_dram_addr, uint32_t dst_elem_offset, uint32_t x_size,
                       uint32_t y_size, uint32_t x_stride) {
   static const char what[] = "VTAStoreBuffer2D";
-  VTARTQueue* q = &vta_rt_queue;
-  if (cmd != (VTACommandHandle)q) {
-    vta_rt_fail("%s: command handle %p is not the one VTATLSCommandHandle returns", what, cmd);
-    return;
-  }
-  if (q->failed) return;
+  if (cmd == (VTACommandHandle)&vta_rt_queue && vta_rt_queue.failed) return;
   if (src_memory_type != VTA_MEM_ID_OUT) {
     vta_rt_fail("%s: memory type %u cannot be stored; accepted: %d (OUT)", what,
                 src_memory_type, VTA_MEM_ID_OUT);
     return;
   }
-  if (x_size == 0 || y_size == 0) {
-    vta_rt_fail("%s: x_size %u, y_size %u: a transfer moves at least one element", what, x_size,
-                y_size);
+  if (mem_insn(what, cmd, kStageStore, VTA_OPCODE_STORE, src_memory_type, src_sram_index,
+               dst_dram_addr, dst_elem_offset, x_size, y_size, x_stride) == NULL) {
     return;
   }
-  CHECK_FIELD(what, "x_size", x_size, VTA_MEM_X_SIZE_WIDTH);
-  CHECK_FIELD(what, "y_size", y_size, VTA_MEM_Y_SIZE_WIDTH);
-  CHECK_FIELD(what, "x_stride", x_stride, VTA_MEM_X_STRIDE_WIDTH);
-  CHECK_FIELD(what, "src_sram_index", src_sram_index, VTA_MEM_SRAM_BASE_WIDTH);
-  uint32_t eb = elem_bytes(src_memory_type);
-  uint64_t base = transfer_base(what, dst_dram_addr, dst_elem_offset, x_size, y_size, x_stride, eb);
-  if (base == UINT64_MAX) return;
-  CHECK_FIELD(what, "dram_base", base, VTA_MEM_DRAM_BASE_WIDTH);
-
-  VTAInsn* insn = vta_rt_insn_create(kStageStore);
-  if (insn == NULL) return;
-  insn->mem.opcode = VTA_OPCODE_STORE;
-  insn->mem.memory_type = src_memory_type;
-  insn->mem.sram_base = src_sram_index;
-  insn->mem.dram_base = base;
-  insn->mem.y_size = y_size;
-  insn->mem.x_size = x_size;
-  insn->mem.x_stride = x_stride;
   vta_rt_check_insn_overflow();
 }
 
