@@ -38,7 +38,7 @@ from tests.e2e import gemm_program
 from vta.demo import build_demo_pack
 from vta.dram import DRAM, global_dram
 from vta.env import Environment, get_env, load_config
-from vta.sim import tsim_build
+from vta.sim.tsim import library
 from vta.sim.device import Device
 from vta.sim.model import CycleModel, time_stream
 from vta.sim.tsim import TSim
@@ -134,7 +134,7 @@ def main() -> int:
     env = Environment(load_config(_REPO / "configs" / args.config)) if args.config else get_env()
     print(f"configuration: {args.config or 'current'} (BATCH {env.BATCH}, BLOCK_IN {env.BLOCK_IN}, "
           f"BLOCK_OUT {env.BLOCK_OUT}, INP_WIDTH {env.INP_WIDTH})")
-    lib = tsim_build.build(env)
+    lib = library.build(env)
     speed = Speed()
     everything: list = []
     with env, DRAM(1 << 28) as dram, TSim(env, dram, library=lib) as tsim, CycleModel(env, dram) as model:

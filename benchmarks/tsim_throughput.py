@@ -29,7 +29,7 @@ sys.path.insert(0, str(_REPO))
 from tests.conftest import make_env  # noqa: E402
 from tests.e2e import gemm_program  # noqa: E402
 from vta.dram import DRAM  # noqa: E402
-from vta.sim import hwgen, tsim_build  # noqa: E402
+from vta.sim.tsim import hwgen, library  # noqa: E402
 from vta.sim.tsim import TSim  # noqa: E402
 
 
@@ -75,7 +75,7 @@ def build_seconds(env, repeats: int) -> float:
     for _ in range(repeats):
         with tempfile.TemporaryDirectory(prefix="vta-tsim-bench-") as tmp:
             t0 = time.perf_counter()
-            tsim_build.build_sources(tsim_build.sources(), hwgen.sv_package(env), cache=Path(tmp))
+            library.build_sources(library.sources(), hwgen.sv_package(env), cache=Path(tmp))
             times.append(time.perf_counter() - t0)
     return statistics.median(times)
 
@@ -88,8 +88,8 @@ def main() -> None:
     args = parser.parse_args()
 
     env = make_env()
-    library = tsim_build.build(env)
-    with env, DRAM(1 << 28) as dram, TSim(env, dram, library=library) as dev:
+    lib = library.build(env)
+    with env, DRAM(1 << 28) as dram, TSim(env, dram, library=lib) as dev:
         rate, cpu_rate, cycles = cycles_per_second(dev, dram, env, args.repeats)
         print(f"GEMM-heavy program: {cycles} cycles per run, median {rate / 1e6:.2f} M simulated cycles/s "
               f"of wall time, {cpu_rate / 1e6:.2f} M per CPU second ({args.repeats} runs)")

@@ -36,7 +36,7 @@ constexpr uint32_t kMagic = 0x7a5e1d0cu;
 constexpr uint64_t kPageBytes = 4096;   // physical page 0 is never valid
 constexpr uint32_t kBeatBytes = 8;      // 64-bit memory bus
 constexpr uint64_t kMaxBurstBytes = 128;  // 16 beats, never across a 128-byte boundary
-constexpr uint32_t kRegCtrl = 0x00, kRegVal0 = 0x08, kRegPtr0 = 0x0C;  // vta.sim.hwgen map
+constexpr uint32_t kRegCtrl = 0x00, kRegVal0 = 0x08, kRegPtr0 = 0x0C;  // vta.sim.tsim.hwgen map
 constexpr uint32_t kCtrlFinish = 1u << 1, kCtrlError = 1u << 2;      // CTRL bits
 constexpr uint64_t kPollInterval = 64;  // cycles between polls of CTRL during a run
 constexpr uint64_t kRegTimeout = 1000;  // cycles a register access may take

@@ -1,7 +1,7 @@
 """Fixtures of the tsim end-to-end tests: built hardware libraries and devices.
 
 Libraries are built once per configuration (and cached across sessions by
-:mod:`vta.sim.tsim_build`); a device is shared by every test of a module, so many programs run
+:mod:`vta.sim.tsim.library`); a device is shared by every test of a module, so many programs run
 on one simulator instance.
 """
 
@@ -11,7 +11,7 @@ import pytest
 
 from tests.conftest import make_env
 from vta.dram import DRAM
-from vta.sim import verilator
+from vta.sim.tsim import verilator
 
 #: Configurations the differential tests cover.
 CONFIGS = ("vta_config.json", "batch2.json")
@@ -31,13 +31,13 @@ TRACE_OF = {"vta_config.json": "vcd"}
 def tsim_library():
     """``tsim_library(config_name)`` -> path of the built library (cached across sessions)."""
     _require_verilator()
-    from vta.sim import tsim_build
+    from vta.sim.tsim import library
 
     built = {}
 
     def get(name: str = "vta_config.json"):
         if name not in built:
-            built[name] = tsim_build.build(make_env(name), trace=TRACE_OF.get(name))
+            built[name] = library.build(make_env(name), trace=TRACE_OF.get(name))
         return built[name]
 
     return get

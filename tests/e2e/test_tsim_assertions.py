@@ -37,17 +37,17 @@ def _assertion_line(fifo_text: str) -> int:
 def faulty_library(tmp_path_factory, tsim_library):
     """Library built from a copy of hw/ with ReadWhenEmpty inverted; and the assertion's line."""
     tsim_library()  # skips without Verilator
-    from vta.sim import hwgen, tsim_build
+    from vta.sim.tsim import hwgen, library
 
     root = tmp_path_factory.mktemp("faulty")
     hw = root / "hw"
-    shutil.copytree(tsim_build._HW_DIR, hw)
+    shutil.copytree(library._HW_DIR, hw)
     fifo = hw / "vta_fifo.sv"
     text = fifo.read_text()
     assert text.count(_SOUND) == 1, "the ReadWhenEmpty condition changed; update this test"
     fifo.write_text(text.replace(_SOUND, _INVERTED))
     sv = sorted(hw.glob("*.sv")) + sorted((hw / "sim").glob("*.sv"))
-    lib = tsim_build.build_sources(sv, hwgen.sv_package(make_env()), cache=root / "cache")
+    lib = library.build_sources(sv, hwgen.sv_package(make_env()), cache=root / "cache")
     return lib, _assertion_line(text)
 
 

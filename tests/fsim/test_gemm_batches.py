@@ -14,12 +14,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from vta import isa
-from vta.sim import fsim_jit
+from vta.sim.fsim import jit
 from vta.testing.programs import ProgramBuilder
 
 from .conftest import assert_same_state, run_both
 
-pytestmark = pytest.mark.skipif(not fsim_jit.available(), reason="numba is not installed")
+pytestmark = pytest.mark.skipif(not jit.available(), reason="numba is not installed")
 
 
 def _run_program(env, dram, *, n_run, io, ii, steps, factors, fill, rng):
@@ -64,7 +64,7 @@ def _check(env, dram, prog):
 def test_random_runs_match_oracle(any_env, dram, monkeypatch, seed, n_run, io, ii, steps, factors):
     """Any loop shape (rows, columns, reductions, repetitions, or shapes BLAS cannot take and
     that fall back to the loop) gives the oracle's accumulator."""
-    monkeypatch.setattr(fsim_jit, "BATCH_MIN_MACS", 0)
+    monkeypatch.setattr(jit, "BATCH_MIN_MACS", 0)
     prog = _run_program(any_env, dram, n_run=n_run, io=io, ii=ii, rng=np.random.default_rng(seed), fill=None,
                         steps=dict(zip(("dst", "src", "wgt"), steps)),
                         factors={"dst": factors[0:2], "src": factors[2:4], "wgt": factors[4:6]})
@@ -77,7 +77,7 @@ def test_blocked_product_with_long_reduction_is_exact(any_env, dram, monkeypatch
     """The classic blocked pattern (instructions = output columns, i_out = rows, i_in = the
     reduction) with a reduction longer than one exact float32 chunk: all -128 operands make
     the sums cross 2^24, which the chunked products must still get exactly right."""
-    monkeypatch.setattr(fsim_jit, "BATCH_MIN_MACS", 0)
+    monkeypatch.setattr(jit, "BATCH_MIN_MACS", 0)
     ii = 2048 // any_env.BLOCK_IN + 3  # more than one chunk of 1024 products per output lane
     ii = min(ii, any_env.INP_BUFF_DEPTH // 2, any_env.WGT_BUFF_DEPTH // 3)
     prog = _run_program(any_env, dram, n_run=3, io=2, ii=ii, rng=np.random.default_rng(7), fill=fill,

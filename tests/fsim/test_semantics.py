@@ -177,10 +177,11 @@ def test_runs_of_gemms_batched_like_one_by_one(env, dram, engine, monkeypatch, c
     up (or would go out of range) fall back to one-by-one execution and its precise errors.
     (The NumPy engine batches through ``fsim.gemm_run``, the compiled loop by itself.)"""
     from vta.errors import SRAMIndexError
-    from vta.sim import fsim, fsim_jit
+    from vta.sim.fsim import jit
+    from vta.sim.fsim import simulator as fsim
 
     monkeypatch.setattr(fsim, "BATCH_MIN_MACS", 0)
-    monkeypatch.setattr(fsim_jit, "BATCH_MIN_MACS", 0)
+    monkeypatch.setattr(jit, "BATCH_MIN_MACS", 0)
     batched = []
     real = fsim.gemm_run
     monkeypatch.setattr(fsim, "gemm_run", lambda sp, fields: batched.append(real(sp, fields)) or batched[-1])

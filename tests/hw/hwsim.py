@@ -16,8 +16,8 @@ import pytest
 
 from tests.conftest import make_env
 from vta.cache import cache_dir, content_key
-from vta.sim import hwgen
-from vta.sim import verilator as _verilator
+from vta.sim.tsim import hwgen
+from vta.sim.tsim import verilator as _verilator
 
 REPO = Path(__file__).resolve().parents[2]
 HW_DIR = REPO / "hw"

@@ -15,7 +15,7 @@ import cocotb
 from cocotb.triggers import FallingEdge, ReadOnly, RisingEdge
 
 from tests.hw.tbutil import start_clock_and_reset
-from vta.sim import hwgen
+from vta.sim.tsim import hwgen
 
 
 class Soc:

@@ -7,7 +7,7 @@ import pytest
 from tests.conftest import make_env
 from vta import isa
 from vta.errors import ConfigError
-from vta.sim import hwgen
+from vta.sim.tsim import hwgen
 
 CONFIGS = ["vta_config.json", "batch2.json", "block32.json", "narrow.json"]
 

@@ -6,8 +6,8 @@ import pytest
 
 from tests.conftest import make_env
 from tests.hw.hwsim import HW_DIR, needs_verilator, rtl_sources
-from vta.sim import hwgen
-from vta.sim import verilator as _verilator
+from vta.sim.tsim import hwgen
+from vta.sim.tsim import verilator as _verilator
 
 pytestmark = needs_verilator
 

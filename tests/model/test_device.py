@@ -108,11 +108,11 @@ def test_bad_arguments(env, dram):
 
 
 def test_target_model_selects_the_cycle_model():
-    from vta.runtime import vta_bridge
+    from vta.sim.targets import make_device
 
     env = make_env()
     env.TARGET = "model"
-    dev = vta_bridge._make_device(env)
+    dev = make_device(env)
     try:
         assert isinstance(dev, CycleModel) and dev.name == "model"
     finally:

@@ -1,6 +1,6 @@
 """Timing formulas and the event-driven replay against numbers derived by hand.
 
-Conventions used in the derivations (``hw/README.md`` and :mod:`vta.sim.model_costs`): a fetch
+Conventions used in the derivations (``hw/README.md`` and :mod:`vta.sim.model.costs`): a fetch
 burst of m instructions starting at cycle t has its 2m beats on the read port from t+1, its first
 dispatch at t+2+2m and one dispatch per cycle after; a unit starts an instruction the cycle
 after its dispatch; a no-op or FINISH takes 3 cycles; a token pushed when an instruction retires
@@ -12,8 +12,8 @@ from __future__ import annotations
 import pytest
 
 from vta import isa
-from vta.sim import model_costs as mc
-from vta.sim.model import _ReadPort, time_stream
+from vta.sim.model import costs as mc
+from vta.sim.model.simulator import _ReadPort, time_stream
 
 from . import streams as s
 

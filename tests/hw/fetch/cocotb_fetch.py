@@ -8,7 +8,7 @@ from cocotb.triggers import FallingEdge, ReadOnly, RisingEdge
 from tests.hw.tbutil import ReadServer, hw_env, start_clock_and_reset, u
 from vta import isa
 from vta.isa import AluInsn, FinishInsn, GemmInsn, MemInsn
-from vta.sim import hwgen
+from vta.sim.tsim import hwgen
 
 INSN_MASK = (1 << 128) - 1
 

@@ -7,7 +7,7 @@ from cocotb.triggers import FallingEdge, Timer
 from tests.hw.tbutil import ReadServer, hw_env, start_clock_and_reset, u
 from vta import isa
 from vta.isa import MemInsn
-from vta.sim import hwgen
+from vta.sim.tsim import hwgen
 
 
 class TB:

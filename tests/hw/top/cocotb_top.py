@@ -13,7 +13,7 @@ from tests.hw.soc import Soc
 from tests.hw.tbutil import hw_env, pack, unpack, wrap
 from vta import isa
 from vta.isa import AluInsn, FinishInsn, GemmInsn, MemInsn, Uop
-from vta.sim import hwgen
+from vta.sim.tsim import hwgen
 
 
 class TB:

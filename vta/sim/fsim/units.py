@@ -16,7 +16,7 @@ Representation (an internal choice, invisible through the device contract):
 * ``uop`` holds the three decoded micro-op index columns.
 
 A GEMM or ALU instruction is executed as whole-array NumPy operations over its loop nest
-(:mod:`vta.sim.fsim_loops` builds the index grids), with the result the sequential loop of the
+(:mod:`vta.sim.fsim.loops` builds the index grids), with the result the sequential loop of the
 ISA reference would give.
 """
 
@@ -25,11 +25,11 @@ from __future__ import annotations
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
-from .. import isa
-from ..dram import DRAM
-from ..env import Environment
-from ..errors import DRAMAccessError, InvalidInstructionError, SRAMIndexError
-from .fsim_loops import LoopNest, alu_segments
+from ... import isa
+from ...dram import DRAM
+from ...env import Environment
+from ...errors import DRAMAccessError, InvalidInstructionError, SRAMIndexError
+from .loops import LoopNest, alu_segments
 
 __all__ = ["Scratchpads", "load", "store", "gemm", "gemm_run", "alu"]
 

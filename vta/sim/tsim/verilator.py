@@ -11,7 +11,7 @@ import os
 import shutil
 from pathlib import Path
 
-from ..errors import BuildError
+from ...errors import BuildError
 
 __all__ = ["verilator_root", "verilator_bin", "ensure_on_path", "available"]
 

@@ -1,11 +1,11 @@
-"""The loops of fsim's compiled engine, as plain Python that numba compiles (see :mod:`vta.sim.fsim_jit`).
+"""The loops of fsim's compiled engine, as plain Python that numba compiles (see :mod:`vta.sim.fsim.jit`).
 
 Everything numba compiles lives in this one module, so that its on-disk cache (keyed by this
 file) never mixes a new loop with old helpers. Until :func:`compile_all` runs, the module
 globals below are the pure-Python functions, which give the same results (slowly).
 
 Semantics are those of ``reference/vta-isa.md`` section 4 and the DESIGN semantics table;
-the NumPy opcode functions of :mod:`vta.sim.fsim_units` are the specification and the loop
+the NumPy opcode functions of :mod:`vta.sim.fsim.units` are the specification and the loop
 defers to them whatever it does not implement.
 """
 
@@ -21,7 +21,7 @@ COUNT_KEYS = ("inp_load_nbytes", "wgt_load_nbytes", "acc_load_nbytes", "uop_load
               "insn_nop")
 
 # ---------------------------------------------------------------------------------- the loop
-# Column layout of the field matrix handed to the compiled loop (fsim_jit builds it).
+# Column layout of the field matrix handed to the compiled loop (jit.py builds it).
 MEM_COLUMNS = ("memory_type", "sram_base", "dram_base", "y_size", "x_size", "x_stride", "y_pad_0", "y_pad_1",
         "x_pad_0", "x_pad_1")
 GEMM_COLUMNS = ("reset_reg", "uop_bgn", "uop_end", "iter_out", "iter_in", "dst_factor_out", "dst_factor_in",

@@ -1,6 +1,7 @@
-"""Building the tsim hardware library: Verilator on the RTL, the DPI modules and the C++ shim.
+"""The tsim hardware library: building it (Verilator on the RTL, the DPI modules and the C++
+shim) and loading it (the ctypes binding of the shim's C API, ``sim/vta_tsim.h``).
 
-The product is one shared library (``libvta_tsim_hw.so``) exporting the C API of
+The product of :func:`build` is one shared library (``libvta_tsim_hw.so``) exporting the C API of
 ``sim/vta_tsim.h``. It is cached under ``vta.cache.cache_dir("tsim")`` in a directory named by a
 hash of every source file, the generated ``vta_pkg`` (so of the configuration), the Verilator
 flags and the waveform option; a cache entry is created atomically (built in a temporary
@@ -9,6 +10,7 @@ directory, then renamed), so concurrent builds never see half a library.
 
 from __future__ import annotations
 
+import ctypes
 import os
 import shutil
 import subprocess
@@ -16,12 +18,14 @@ import tempfile
 from pathlib import Path
 from typing import Sequence
 
-from ..cache import cache_dir, content_key
-from ..env import Environment
-from ..errors import BuildError
+from ...cache import cache_dir, content_key
+from ...env import Environment
+from ...errors import BuildError, ModuleLoadError
 from . import verilator as _verilator
 
-__all__ = ["build", "build_sources", "sources", "LIBRARY_NAME", "TOP_MODULE", "TRACE_KINDS"]
+__all__ = ["build", "build_sources", "sources", "LIBRARY_NAME", "TOP_MODULE", "TRACE_KINDS", "Library", "load_library",
+           "PROGRESS_FN", "OK", "HW_ERROR", "DRAM_ERROR", "TIMEOUT", "STOPPED", "PROTOCOL_ERROR", "ASSERTION", "BAD_HANDLE",
+           "BAD_ARG"]
 
 #: File name of the built library inside its cache entry.
 LIBRARY_NAME = "libvta_tsim_hw.so"
@@ -30,7 +34,7 @@ TOP_MODULE = "vta_tsim_top"
 #: Accepted values of the ``trace`` argument.
 TRACE_KINDS = (None, "vcd", "fst")
 
-_REPO = Path(__file__).resolve().parents[2]
+_REPO = Path(__file__).resolve().parents[3]
 _HW_DIR = _REPO / "hw"
 _SIM_DIR = _REPO / "sim"
 _SHIM_SOURCES = ("vta_tsim.cc", "vta_tsim.h")
@@ -88,7 +92,7 @@ def build(env: Environment, trace: str | None = None) -> Path:
     Parameters
     ----------
     env : Environment
-        The configuration; its ``vta_pkg`` comes from :func:`vta.sim.hwgen.sv_package`.
+        The configuration; its ``vta_pkg`` comes from :func:`vta.sim.tsim.hwgen.sv_package`.
     trace : {None, "vcd", "fst"}
         Build with waveform support of that kind (the file path is given when a model is
         created, see :class:`vta.sim.tsim.TSim`).
@@ -110,7 +114,7 @@ def build(env: Environment, trace: str | None = None) -> Path:
     try:
         from . import hwgen
     except ImportError as exc:
-        raise BuildError(f"the RTL package generator vta.sim.hwgen cannot be imported: {exc}") from exc
+        raise BuildError(f"the RTL package generator vta.sim.tsim.hwgen cannot be imported: {exc}") from exc
     package = hwgen.sv_package(env)
     return build_sources(sources(), package, trace=trace)
 
@@ -190,3 +194,83 @@ def build_sources(sv_files: Sequence[Path], package: str, *, trace: str | None =
     finally:
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
+
+
+# ----------------------------------------------------------------------------- loading
+# Status codes of vta_tsim.h.
+OK, HW_ERROR, DRAM_ERROR, TIMEOUT, STOPPED, PROTOCOL_ERROR, ASSERTION = 0, 1, 2, 3, 4, 5, 6
+BAD_HANDLE, BAD_ARG = -1, -2
+
+#: ``int progress(void* user, uint64_t cycles, uint64_t retired)``; non-zero stops the run.
+PROGRESS_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_uint64, ctypes.c_uint64)
+
+
+class Library:
+    """A loaded tsim hardware library (the ctypes binding of ``sim/vta_tsim.h``).
+
+    Parameters
+    ----------
+    path : str or Path
+        The shared library built by :func:`build`.
+
+    Raises
+    ------
+    ModuleLoadError
+        If the file is missing or does not export the tsim C API.
+    """
+
+    def __init__(self, path: str | os.PathLike):
+        self.path = Path(path)
+        if not self.path.is_file():
+            raise ModuleLoadError(f"tsim hardware library {str(self.path)!r} does not exist")
+        try:
+            lib = ctypes.CDLL(str(self.path))
+        except OSError as exc:
+            raise ModuleLoadError(f"cannot load tsim hardware library {str(self.path)!r}: {exc}") from exc
+        u32, u64, vp, i = ctypes.c_uint32, ctypes.c_uint64, ctypes.c_void_p, ctypes.c_int
+        sigs = {
+            "vta_tsim_create": (vp, [vp, u64, ctypes.c_char_p, ctypes.c_char_p, u64]),
+            "vta_tsim_destroy": (None, [vp]),
+            "vta_tsim_reset": (i, [vp]),
+            "vta_tsim_reg_write": (i, [vp, u32, u32]),
+            "vta_tsim_reg_read": (i, [vp, u32, ctypes.POINTER(u32)]),
+            "vta_tsim_set_progress": (i, [vp, PROGRESS_FN, vp, u64, ctypes.POINTER(u32), i]),
+            "vta_tsim_run": (i, [vp, u32, u32, u64]),
+            "vta_tsim_step": (i, [vp, u64]),
+            "vta_tsim_cycles": (u64, [vp]),
+            "vta_tsim_run_cycles": (u64, [vp]),
+            "vta_tsim_dram_error": (i, [vp, ctypes.POINTER(u64), ctypes.POINTER(u32), ctypes.POINTER(i)]),
+            "vta_tsim_trace_kind": (i, []),
+            "vta_tsim_last_error": (ctypes.c_char_p, []),
+            "vta_tsim_assertions": (u32, [vp, ctypes.POINTER(u64)]),
+        }
+        for name, (res, args) in sigs.items():
+            try:
+                fn = getattr(lib, name)
+            except AttributeError as exc:
+                raise ModuleLoadError(f"{str(self.path)!r} is not a tsim hardware library: it does not export {name}") from exc
+            fn.restype, fn.argtypes = res, args
+        self.lib = lib
+        #: 0 no waveform support, 1 VCD, 2 FST.
+        self.trace_kind = lib.vta_tsim_trace_kind()
+
+    def last_error(self) -> str:
+        """The shim's explanation of its last failure on this thread."""
+        return (self.lib.vta_tsim_last_error() or b"").decode(errors="replace")
+
+
+_LIBRARIES: dict[Path, Library] = {}
+
+
+def load_library(path: str | os.PathLike) -> Library:
+    """Load (once per process) the tsim hardware library at ``path``.
+
+    Raises
+    ------
+    ModuleLoadError
+        If the file is missing or not a tsim library.
+    """
+    key = Path(path).resolve()
+    if key not in _LIBRARIES:
+        _LIBRARIES[key] = Library(key)
+    return _LIBRARIES[key]

@@ -1,6 +1,6 @@
 """tsim: the Verilated RTL of the accelerator as a :class:`~vta.sim.device.Device`.
 
-The hardware library (built by :mod:`vta.sim.tsim_build`) holds the Verilated ``vta_tsim_top``
+The hardware library (built by :mod:`vta.sim.tsim.library`) holds the Verilated ``vta_tsim_top``
 and the C++ shim of ``sim/vta_tsim.h``. A :class:`TSim` binds one native model to a DRAM arena:
 the core reads its instructions, micro-ops and data straight from the arena's memory and writes
 results back into it, so fsim and tsim execute the very same bytes.
@@ -24,6 +24,7 @@ until reset).
 from __future__ import annotations
 
 import ctypes
+import json
 import logging
 import os
 from pathlib import Path
@@ -31,18 +32,19 @@ from typing import Callable
 
 import numpy as np
 
-from .. import isa
-from ..dram import DRAM
-from ..env import Environment
-from ..errors import (ConfigError, DeadlockError, DRAMAccessError, HardwareAssertionError,
+from ... import isa
+from ...dram import DRAM, global_dram
+from ...env import Environment, get_env
+from ...errors import (ConfigError, DeadlockError, DRAMAccessError, HardwareAssertionError,
                       InvalidInstructionError, ModuleLoadError, SimulationError, SRAMIndexError, TokenOverflowError)
+from ..device import STAT_KEYS, Device
+from ..targets import attach_device, device_for
 from . import hwgen
-from .device import STAT_KEYS, Device
-from .tsim_native import (ASSERTION as _ASSERTION, DRAM_ERROR as _DRAM_ERROR, HW_ERROR as _HW_ERROR, OK as _OK,
-                          PROGRESS_FN as _PROGRESS_FN, PROTOCOL_ERROR as _PROTOCOL_ERROR,
-                          STOPPED as _STOPPED, Library, load_library)
+from .library import (ASSERTION as _ASSERTION, DRAM_ERROR as _DRAM_ERROR, HW_ERROR as _HW_ERROR, OK as _OK,
+                      PROGRESS_FN as _PROGRESS_FN, PROTOCOL_ERROR as _PROTOCOL_ERROR,
+                      STOPPED as _STOPPED, Library, load_library)
 
-__all__ = ["TSim", "TSimModule", "Library", "load_library", "init", "register", "HW_STAT_KEYS"]
+__all__ = ["TSim", "TSimModule", "Library", "load_library", "init", "HW_STAT_KEYS", "GLOBAL_FUNCTIONS"]
 
 log = logging.getLogger("vta.tsim")
 
@@ -79,7 +81,7 @@ class TSim(Device):
     dram : DRAM
         The arena the core reads and writes.
     library : str, Path or Library, optional
-        A built hardware library; default: :func:`vta.sim.tsim_build.build` for ``env`` (with
+        A built hardware library; default: :func:`vta.sim.tsim.library.build` for ``env`` (with
         waveform support when ``trace_path`` is given).
     trace_path : str or Path, optional
         Write a waveform of the whole simulation there (``.fst`` for FST, else VCD).
@@ -116,13 +118,13 @@ class TSim(Device):
         self._handle = None
         trace_path = Path(trace_path) if trace_path is not None else None
         if library is None:
-            from .tsim_build import build
+            from .library import build
             library = build(env, trace=_trace_kind_of(trace_path) if trace_path else None)
         self._lib = library if isinstance(library, Library) else load_library(library)
         if trace_path is not None and self._lib.trace_kind == 0:
             raise ModuleLoadError(
                 f"tsim library {str(self._lib.path)!r} has no waveform support; build it with "
-                f"vta.sim.tsim_build.build(env, trace='vcd' or 'fst') to write {str(trace_path)!r}")
+                f"vta.sim.tsim.library.build(env, trace='vcd' or 'fst') to write {str(trace_path)!r}")
         if progress_interval <= 0:
             raise ValueError(f"progress_interval {progress_interval!r} must be a positive number of cycles")
         err = ctypes.create_string_buffer(512)
@@ -440,7 +442,7 @@ class TSimModule:
     Parameters
     ----------
     path : str or Path
-        The library built by :func:`vta.sim.tsim_build.build`.
+        The library built by :func:`vta.sim.tsim.library.build`.
 
     Raises
     ------
@@ -476,25 +478,18 @@ def init(module: TSimModule, env: Environment | None = None) -> TSim:
     ConfigError
         If the library was built for another configuration.
     """
-    from ..dram import global_dram
-    from ..env import get_env
-    from ..runtime import vta_bridge
-
     if not isinstance(module, TSimModule):
         raise TypeError(f"vta.tsim.init needs a module of type 'vta-tsim', got {module!r}")
     env = _tsim_env(env or get_env())
     dev = TSim(env, global_dram(), library=module.library)
-    old = vta_bridge.attach_device(env, dev)
+    old = attach_device(env, dev)
     if isinstance(old, TSim) and old is not dev:
         old.close()
     return dev
 
 
 def _current_tsim() -> TSim:
-    from ..env import get_env
-    from ..runtime import vta_bridge
-
-    dev = vta_bridge.device_for(_tsim_env(get_env()))
+    dev = device_for(_tsim_env(get_env()))
     if not isinstance(dev, TSim):
         raise SimulationError(f"the runtime's tsim device is {dev!r}, not a TSim")
     return dev
@@ -502,8 +497,6 @@ def _current_tsim() -> TSim:
 
 def profiler_status() -> str:
     """JSON text of the runtime tsim device's statistics (``vta.tsim.profiler_status``)."""
-    import json
-
     return json.dumps(_current_tsim().stats())
 
 
@@ -512,14 +505,10 @@ def profiler_clear() -> None:
     _current_tsim().clear_stats()
 
 
-def register() -> None:
-    """Register the tsim globals with the runtime registry (idempotent)."""
-    from ..runtime.registry import register_func
-
-    register_func("runtime.module.loadfile_vta-tsim", lambda path, fmt="": TSimModule(path), override=True)
-    register_func("vta.tsim.init", init, override=True)
-    register_func("vta.tsim.profiler_status", profiler_status, override=True)
-    register_func("vta.tsim.profiler_clear", profiler_clear, override=True)
-
-
-register()
+#: The global functions tsim offers; the runtime publishes them in its registry.
+GLOBAL_FUNCTIONS = {
+    "runtime.module.loadfile_vta-tsim": lambda path, fmt="": TSimModule(path),
+    "vta.tsim.init": init,
+    "vta.tsim.profiler_status": profiler_status,
+    "vta.tsim.profiler_clear": profiler_clear,
+}

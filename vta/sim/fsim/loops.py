@@ -18,7 +18,7 @@ from typing import Iterator
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
-from ..errors import SRAMIndexError
+from ...errors import SRAMIndexError
 
 __all__ = ["LoopNest", "alu_segments"]
 
@@ -39,7 +39,7 @@ class LoopNest:
     ----------
     iters : tuple of int
         Trip counts from the outermost level in: ``(iter_out, iter_in)`` for one instruction;
-        a fused run of GEMMs (:func:`vta.sim.fsim_units.gemm_run`) adds a level in front.
+        a fused run of GEMMs (:func:`vta.sim.fsim.units.gemm_run`) adds a level in front.
     bases : dict
         Per role (``"dst"``, ``"src"``, ``"wgt"``), the micro-op index column over the uop range.
     factors : dict

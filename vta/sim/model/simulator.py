@@ -11,7 +11,7 @@ an event-driven model of OUR RTL (``hw/README.md``) to count cycles:
   pushes are visible to the consumer when the producer retires;
 * fetch bursts and the LOAD data beats of every unit share one 64-bit read port
   (:class:`_ReadPort`, first come first served);
-* instruction costs come from :mod:`vta.sim.model_costs`.
+* instruction costs come from :mod:`vta.sim.model.costs`.
 
 The run ends when FINISH retires (as in the RTL, FINISH does not wait for the load and store
 units; well-formed streams make it pop their last tokens). Statistics are fsim's plus tsim's
@@ -40,13 +40,13 @@ import bisect
 
 import numpy as np
 
-from .. import isa
-from ..dram import DRAM
-from ..env import Environment
-from ..errors import DeadlockError
-from . import model_costs as mc
-from .fsim import FunctionalSimulator, _Columns, _Program
-from .model_costs import Timing
+from ... import isa
+from ...dram import DRAM
+from ...env import Environment
+from ...errors import DeadlockError
+from ..fsim.simulator import FunctionalSimulator, _Columns, _Program
+from . import costs as mc
+from .costs import Timing
 
 __all__ = ["HW_STAT_KEYS", "QUEUE_DEPTH", "CycleModel", "Timing", "time_stream"]
 

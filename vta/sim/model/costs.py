@@ -27,8 +27,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .. import isa
-from ..env import Environment
+from ... import isa
+from ...env import Environment
 
 __all__ = [
     "BEAT_BYTES",

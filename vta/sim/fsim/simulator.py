@@ -2,10 +2,10 @@
 
 :class:`FunctionalSimulator` implements the :class:`~vta.sim.device.Device` contract. It reads an
 instruction stream from the shared DRAM arena, orders it by the dependency tokens
-(:mod:`vta.sim.fsim_sched`) and executes every instruction with one small function per opcode
-(:mod:`vta.sim.fsim_units`), following ``reference/vta-isa.md`` sections 2 to 6 and the
+(:mod:`vta.sim.fsim.sched`) and executes every instruction with one small function per opcode
+(:mod:`vta.sim.fsim.units`), following ``reference/vta-isa.md`` sections 2 to 6 and the
 semantics table of DESIGN.md. When numba is installed, a compiled loop
-(:mod:`vta.sim.fsim_jit`) executes the common instructions and hands anything unusual back to
+(:mod:`vta.sim.fsim.jit`) executes the common instructions and hands anything unusual back to
 those functions, so results and errors are the same with or without it.
 
 Examples
@@ -30,14 +30,14 @@ import warnings
 import numpy as np
 from threadpoolctl import ThreadpoolController
 
-from .. import isa
-from ..dram import DRAM
-from ..env import Environment
-from ..errors import DeadlockError, InvalidInstructionError, SimulationError
-from .device import STAT_KEYS, Device
-from . import fsim_jit
-from .fsim_sched import CHANNELS, Flow, schedule
-from .fsim_units import Scratchpads, alu, gemm, gemm_run, load, store
+from ... import isa
+from ...dram import DRAM
+from ...env import Environment
+from ...errors import DeadlockError, InvalidInstructionError, SimulationError
+from ..device import STAT_KEYS, Device
+from . import jit
+from .sched import CHANNELS, Flow, schedule
+from .units import Scratchpads, alu, gemm, gemm_run, load, store
 
 # Batched GEMMs are many small BLAS products; threaded BLAS runs them up to 20x slower on a
 # small or busy machine, so they run single-threaded (numbers are identical either way). The
@@ -59,8 +59,8 @@ INSN_KEYS = ("insn_load", "insn_store", "insn_gemm", "insn_alu", "insn_finish", 
 #: Tokens left in each channel after the last run.
 TOKEN_KEYS = tuple(f"tokens_{c}" for c in CHANNELS)
 #: With the NumPy engine, runs of consecutive GEMMs doing at least this many multiply-accumulates
-#: are executed as one BLAS product when their micro-ops line up (:func:`vta.sim.fsim_units.gemm_run`;
-#: the compiled engine has its own threshold, :data:`vta.sim.fsim_jit.BATCH_MIN_MACS`).
+#: are executed as one BLAS product when their micro-ops line up (:func:`vta.sim.fsim.units.gemm_run`;
+#: the compiled engine has its own threshold, :data:`vta.sim.fsim.jit.BATCH_MIN_MACS`).
 BATCH_MIN_MACS = 1 << 20
 _STAGE_NAMES = {isa.STAGE_LOAD: "load", isa.STAGE_COMPUTE: "compute", isa.STAGE_STORE: "store"}
 
@@ -95,14 +95,14 @@ class FunctionalSimulator(Device):
         Record every executed instruction in :attr:`trace` as ``(index, stage, text)``.
     engine : {"auto", "numpy", "jit"}
         ``"numpy"`` executes every instruction with the opcode functions of
-        :mod:`vta.sim.fsim_units`; ``"jit"`` runs small instructions in a loop compiled by
-        numba (:mod:`vta.sim.fsim_jit`, identical results); ``"auto"`` uses ``"jit"`` when
+        :mod:`vta.sim.fsim.units`; ``"jit"`` runs small instructions in a loop compiled by
+        numba (:mod:`vta.sim.fsim.jit`, identical results); ``"auto"`` uses ``"jit"`` when
         numba is installed.
     batch_gemms : bool, optional
         Execute runs of consecutive GEMMs whose micro-ops line up as BLAS products (same
         results), with BLAS limited to one thread during the run: the NumPy engine through
-        :func:`vta.sim.fsim_units.gemm_run`, the compiled engine inside its loop
-        (:mod:`vta.sim.fsim_kernels`). Default: on (fastest for GEMM-heavy streams).
+        :func:`vta.sim.fsim.units.gemm_run`, the compiled engine inside its loop
+        (:mod:`vta.sim.fsim.kernels`). Default: on (fastest for GEMM-heavy streams).
 
     Raises
     ------
@@ -130,10 +130,10 @@ class FunctionalSimulator(Device):
         self._jit = None
         self.batch_gemms = True if batch_gemms is None else bool(batch_gemms)
         if engine == "jit":
-            self._jit = fsim_jit.JitEngine(env, self.batch_gemms)
-        elif engine == "auto" and fsim_jit.available():
+            self._jit = jit.JitEngine(env, self.batch_gemms)
+        elif engine == "auto" and jit.available():
             try:
-                self._jit = fsim_jit.JitEngine(env, self.batch_gemms)
+                self._jit = jit.JitEngine(env, self.batch_gemms)
             except ImportError as exc:  # numba present but unusable (e.g. built for another NumPy)
                 warnings.warn(f"fsim: numba cannot be used ({exc}); running the NumPy engine", RuntimeWarning,
                               stacklevel=2)
@@ -253,7 +253,7 @@ class FunctionalSimulator(Device):
             self._record_trace(program, order)
 
     def step_run(self, program: "_Program", i: int, length: int) -> bool:
-        """Try to execute the GEMMs ``i .. i+length-1`` as one batch (see :func:`fsim_units.gemm_run`)."""
+        """Try to execute the GEMMs ``i .. i+length-1`` as one batch (see :func:`units.gemm_run`)."""
         return gemm_run(self.sram, [program.fields(k, "gemm") for k in range(i, i + length)])
 
     def _record_trace(self, program: "_Program", order: np.ndarray) -> None:
@@ -263,7 +263,7 @@ class FunctionalSimulator(Device):
             self.trace.extend((i, _STAGE_NAMES[int(stage[i])], program.text(i)) for i in done)
 
     def step(self, program: "_Program", i: int) -> None:
-        """Execute instruction ``i`` with the opcode functions of :mod:`vta.sim.fsim_units`."""
+        """Execute instruction ``i`` with the opcode functions of :mod:`vta.sim.fsim.units`."""
         op = program.opcode[i]
         if op == isa.OPCODE_GEMM:
             gemm(self.sram, i, program.fields(i, "gemm"))

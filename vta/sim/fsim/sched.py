@@ -21,8 +21,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import isa
-from ..errors import DeadlockError, InvalidInstructionError, TokenOverflowError
+from ... import isa
+from ...errors import DeadlockError, InvalidInstructionError, TokenOverflowError
 
 __all__ = ["CHANNELS", "MAX_TOKENS", "Flow", "schedule", "stages_of"]
 

@@ -1,6 +1,6 @@
 """An optional compiled engine for fsim (numba), bit-identical to the NumPy opcode functions.
 
-The NumPy functions of :mod:`vta.sim.fsim_units` are the specification. Executing one small
+The NumPy functions of :mod:`vta.sim.fsim.units` are the specification. Executing one small
 instruction through them costs tens of microseconds of interpreter overhead, so a stream of
 many small instructions is slow. This module compiles one loop that executes a stretch of the
 execution order directly on the same scratchpad arrays and the DRAM arena, with the plain
@@ -15,7 +15,7 @@ one -- and resumes the loop after it. Both paths therefore always agree.
 
 Runs of consecutive GEMMs that differ only in their micro-op (the inner loops of a blocked
 matrix product) are executed inside the loop as BLAS products over gathered float32 operands
-(exact: see :mod:`vta.sim.fsim_kernels`), with no Python in between.
+(exact: see :mod:`vta.sim.fsim.kernels`), with no Python in between.
 
 numba is optional: without it (or with ``engine="numpy"``) fsim uses the NumPy path alone.
 Compiled code is cached under :func:`vta.cache.cache_dir` ``("numba")``.
@@ -28,11 +28,11 @@ import os
 
 import numpy as np
 
-from .. import isa
-from ..cache import cache_dir
-from ..env import Environment
-from . import fsim_kernels
-from .fsim_kernels import COUNT_KEYS
+from ... import isa
+from ...cache import cache_dir
+from ...env import Environment
+from . import kernels
+from .kernels import COUNT_KEYS
 
 __all__ = ["BATCH_MIN_MACS", "BIG_GEMM_MACS", "JitEngine", "available"]
 
@@ -62,7 +62,7 @@ def _compile():
     blas = importlib.util.find_spec("scipy") is not None
     if blas:
         importlib.import_module("scipy.linalg.cython_blas")
-    return fsim_kernels.compile_all(numba.njit, blas=blas)
+    return kernels.compile_all(numba.njit, blas=blas)
 
 
 class JitEngine:
@@ -99,9 +99,9 @@ class JitEngine:
         #: Runs of GEMMs executed as BLAS products during the last :meth:`run` (a diagnostic).
         self.batched_runs = 0
 
-        fields = [lay.header[0]] + [lay.field("mem", k) for k in fsim_kernels.MEM_COLUMNS] \
-            + [lay.field("gemm", k) for k in fsim_kernels.GEMM_COLUMNS] \
-            + [lay.field("alu", k) for k in fsim_kernels.ALU_COLUMNS]
+        fields = [lay.header[0]] + [lay.field("mem", k) for k in kernels.MEM_COLUMNS] \
+            + [lay.field("gemm", k) for k in kernels.GEMM_COLUMNS] \
+            + [lay.field("alu", k) for k in kernels.ALU_COLUMNS]
         #: Per column of the field layout above: (word, shift, width, signed).
         self.table = np.array([(f.lo // 64, f.lo % 64, f.width, int(f.signed)) for f in fields], dtype=np.int64)
 
@@ -112,7 +112,7 @@ class JitEngine:
         slow way": the stream may be invalid, out of order or deadlocked.
         """
         out = np.asarray(tokens, dtype=np.int64)
-        if not fsim_kernels.as_written(np.ascontiguousarray(words), self.table, out):
+        if not kernels.as_written(np.ascontiguousarray(words), self.table, out):
             return False
         tokens[:] = out.tolist()
         return True
