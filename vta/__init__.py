@@ -5,7 +5,7 @@ A compiler from tensor-expression schedules to VTA instructions (``vta.te``, ``v
 ``vta.rpc``), and simulators of the accelerator (fsim, tsim) behind one device API.
 """
 
-from . import nd, rpc, runtime, te, testing, tir
+from . import intrin, nd, rpc, runtime, te, testing, tir  # noqa: F401  (intrin installs env.gemm)
 from .build import build, build_config, lower
 from .env import Environment, get_env
 from .errors import VTAError

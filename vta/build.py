@@ -227,7 +227,7 @@ def build(sch: Any, args: Sequence[Any], target: Any = "ext_dev", name: str = "d
 
     Returns
     -------
-    vta.runtime.module.CompiledCModule
+    vta.runtime.cmodule.CompiledCModule
         ``save("x.o")`` writes the object; ``get_source()`` returns the C source.
 
     Raises

@@ -15,6 +15,7 @@ import os
 from pathlib import Path
 from typing import Any, Mapping
 
+from . import target
 from .errors import ConfigError
 
 __all__ = ["Environment", "get_env", "load_config", "default_config_path", "DevContext"]
@@ -99,6 +100,25 @@ def load_config(path: str | os.PathLike | None = None) -> dict[str, Any]:
     return cfg
 
 
+#: The compiler objects an Environment hands out (``env.gemm``, ``env.dev.vta_axis``,
+#: ``env.dev.vta_push_uop``) are built by :mod:`vta.intrin`, which sits above the environment in
+#: the flow (it needs the tensor expressions); it installs itself here when imported, and
+#: ``import vta`` imports it.
+_intrinsics: Any = None
+
+
+def set_intrinsics(provider: Any) -> None:
+    """Install the module that builds the GEMM intrinsic and the co-processor axis (vta.intrin)."""
+    global _intrinsics
+    _intrinsics = provider
+
+
+def _intrinsics_of(what: str) -> Any:
+    if _intrinsics is None:
+        raise ConfigError(f"{what} needs the compiler's intrinsics; import vta (or vta.intrin) first")
+    return _intrinsics
+
+
 class DevContext:
     """Compiler-facing constants: memory ids, ALU opcodes and queue ids (reference section 0)."""
 
@@ -125,16 +145,12 @@ class DevContext:
     @property
     def vta_axis(self):
         """The co-processor IterVar whose name ("vta") names the coproc_* intrinsics."""
-        from .intrin import vta_axis
-
-        return vta_axis(self.env)
+        return _intrinsics_of("env.dev.vta_axis").vta_axis(self.env)
 
     @property
     def vta_push_uop(self):
         """The shared StringImm naming the GEMM uop scope (``VTAPushGEMMOp``)."""
-        from .intrin import vta_push_uop
-
-        return vta_push_uop(self.env)
+        return _intrinsics_of("env.dev.vta_push_uop").vta_push_uop(self.env)
 
 
 class Environment:
@@ -351,19 +367,15 @@ class Environment:
     @property
     def gemm(self):
         """The GEMM tensor intrinsic for ``tensorize`` (a no-op body in mock mode)."""
-        from .intrin import gemm  # the compiler sits above the environment; import on use
-
         key = "_gemm_mock" if self.mock_mode else "_gemm"
         if key not in self.__dict__:
-            self.__dict__[key] = gemm(self, mock=self.mock_mode)
+            self.__dict__[key] = _intrinsics_of("env.gemm").gemm(self, mock=self.mock_mode)
         return self.__dict__[key]
 
     @property
     def target(self):
         """The VTA target ``ext_dev -device=vta -keys=vta,cpu -model=<MODEL>`` (upstream ``env.target``)."""
-        from .tvm.target import vta  # the compatibility namespace sits above; import on use
-
-        return vta(model=self.MODEL)
+        return target.vta(model=self.MODEL)
 
     inp_scope = "local.inp_buffer"
     wgt_scope = "local.wgt_buffer"

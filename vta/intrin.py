@@ -19,9 +19,11 @@ input operands). In mock mode all three are ``Evaluate(0)``.
 
 from __future__ import annotations
 
+import sys
 import weakref
 from typing import Any
 
+from .env import set_intrinsics
 from .tir import nodes as n
 
 __all__ = ["gemm", "vta_axis", "vta_push_uop"]
@@ -121,3 +123,6 @@ def gemm(env: Any, mock: bool = False):
         return instr(False), instr(True), instr(False)
 
     return te.decl_tensor_intrin(out.op, intrin_func, name="GEMM", binds=binds)
+
+
+set_intrinsics(sys.modules[__name__])  # env.gemm, env.dev.vta_axis and env.dev.vta_push_uop build here

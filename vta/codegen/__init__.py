@@ -21,7 +21,7 @@ def build_module(func, name: str):
 
     Returns
     -------
-    vta.runtime.module.CompiledCModule
+    vta.runtime.cmodule.CompiledCModule
         Holds the C source (``get_source()``) and the object file (``save("x.o")``).
 
     Raises
@@ -31,7 +31,7 @@ def build_module(func, name: str):
     BuildError
         If the C compiler fails.
     """
-    from ..runtime.module import CompiledCModule
+    from ..runtime.cmodule import CompiledCModule
 
     source = emit_c(func, name)
     obj = compile_object(source, name)

@@ -12,8 +12,9 @@ from .devices import Device, cpu, device, ext_dev, set_device
 from .ndarray import NDArray, array, empty
 from .packed import PackedFunc, set_pending_exception, take_pending_exception
 from .registry import get_global_func, list_global_func_names, register_func, remove_global_func
-from .module import CompiledCModule, LibraryModule, Module, PyModule
+from .module import LibraryModule, Module, PyModule
 from .loader import export_library, load_module
+from .cmodule import CompiledCModule
 
 # Generated host code calls __tvm_set_device through TVMBackendGetFuncFromEnv (reference 5.2).
 register_func("__tvm_set_device", set_device, override=True)

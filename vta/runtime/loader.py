@@ -23,7 +23,7 @@ from ..env import get_env
 from ..errors import BuildError, ModuleLoadError, TVMError
 from . import elf
 from .blob import BLOB_SYMBOL, blob_c_source, pack_blob, unpack_blob
-from .module import LibraryModule, Module
+from .module import LibraryModule, Module, set_exporter
 from .native_lib import INCLUDE_DIR, NativeLibrary, compile_shared, loaded_libraries, runtime_library
 from .registry import get_global_func, list_global_func_names, register_func
 
@@ -309,3 +309,6 @@ def _write_tar(files: list[Path], out: Path) -> None:
         os.replace(tmp, out)
     finally:
         Path(tmp).unlink(missing_ok=True)
+
+
+set_exporter(export_library)

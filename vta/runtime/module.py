@@ -4,9 +4,8 @@ Kinds of module:
 
 * :class:`LibraryModule` (type_key ``"library"``): a loaded shared library; its functions are
   the packed functions it exports, ``__tvm_main__`` names the entry function.
-* :class:`CompiledCModule` (type_key ``"c"``): what the compiler produces, C source plus the
-  object file compiled from it; it can be saved (``.o``/``.c``), exported as a library and,
-  for convenience, called in-process (it is linked and loaded on first use).
+* :class:`~vta.runtime.cmodule.CompiledCModule` (type_key ``"c"``, in :mod:`vta.runtime.cmodule`,
+  above the loader it uses): what the compiler produces, C source plus an object file.
 * :class:`PyModule`: functions written in Python, for tests and for module types restored from
   a ``__tvm_dev_mblob`` by a ``runtime.module.loadbinary_<type_key>`` loader.
 """
@@ -15,21 +14,32 @@ from __future__ import annotations
 
 import ctypes
 import os
-import shutil
-import tempfile
 import time
 from pathlib import Path
 from typing import Any, Callable, Mapping, NamedTuple
 
 from ..errors import ModuleLoadError, TVMError
 from .abi import ArgTypeCode
+from .capture import capture
 from .elf import DynamicInfo
 from .packed import PackedFunc, handles
+from .registry import get_global_func
 
-__all__ = ["Module", "LibraryModule", "CompiledCModule", "PyModule", "ProfileResult"]
+__all__ = ["Module", "LibraryModule", "PyModule", "ProfileResult", "set_exporter"]
 
 #: Symbol holding the name of the entry function.
 ENTRY_SYMBOL = "__tvm_main__"
+
+
+#: Writes a module tree as a library. The loader builds on this module, never the other way
+#: round, so :mod:`vta.runtime.loader` installs its ``export_library`` here when imported.
+_exporter: Callable[..., Path] | None = None
+
+
+def set_exporter(exporter: Callable[..., Path]) -> None:
+    """Make :meth:`Module.export_library` call ``exporter`` (called once, by the loader)."""
+    global _exporter
+    _exporter = exporter
 
 
 class ProfileResult(NamedTuple):
@@ -196,8 +206,6 @@ class Module:
         TVMError
             If the call fails (bad arguments, runtime errors).
         """
-        from .capture import capture  # the capture sits beside the bridge, above this module
-
         func = self.entry_func if func_name is None else self.get_function(func_name)
         with capture(execute=execute) as cap:
             func(*args)
@@ -256,7 +264,6 @@ class Module:
                 except AttributeError:
                     continue
             if func is None:
-                from .registry import get_global_func  # the registry sits beside, not below
 
                 func = get_global_func(name, allow_missing=True)
             if func is not None:
@@ -334,10 +341,16 @@ class Module:
         """Write this module and its imports as a shared library (``.so``) or a ``.tar``.
 
         See :func:`vta.runtime.loader.export_library`.
-        """
-        from .loader import export_library  # the loader builds on this module
 
-        return export_library(self, path, workspace_dir=workspace_dir)
+        Raises
+        ------
+        TVMError
+            If the loader was never imported (``vta.runtime`` imports it), a module of the tree
+            cannot be serialised, or the library cannot be built.
+        """
+        if _exporter is None:
+            raise TVMError("export_library needs vta.runtime.loader; import vta.runtime first")
+        return _exporter(self, path, workspace_dir=workspace_dir)
 
     # ---------------------------------------------------------------- lifetime and ABI
     def _check_open(self) -> None:
@@ -449,97 +462,6 @@ class LibraryModule(Module):
             return None
         address = ctypes.cast(self.cdll[name], ctypes.c_void_p).value
         return PackedFunc.from_native(address, name, self._last_error, owner=self)
-
-
-class CompiledCModule(Module):
-    """The compiler's product: C source and the object file compiled from it (type_key ``"c"``).
-
-    Parameters
-    ----------
-    source : str
-        The C source.
-    object_path : path
-        The object file compiled from ``source`` (read when saved or exported).
-    entry_name : str, optional
-        Name of the entry function, for documentation; the object's ``__tvm_main__`` symbol is
-        what calls use.
-
-    Raises
-    ------
-    TypeError
-        If ``source`` is not a str.
-    """
-
-    type_key = "c"
-    is_dso_exportable = True
-
-    def __init__(self, source: str, object_path: str | os.PathLike, entry_name: str | None = None):
-        super().__init__()
-        if not isinstance(source, str):
-            raise TypeError(f"source must be a str, got {type(source).__name__}")
-        self.source = source
-        self.object_path = Path(object_path)
-        self.entry_name = entry_name
-        self._loaded: Module | None = None
-        self._workdir: str | None = None
-
-    def __repr__(self) -> str:
-        return f"Module(type_key='c', object={self.object_path.name!r})"
-
-    def get_source(self, fmt: str = "") -> str:
-        """The C source (``fmt`` ``""`` or ``"c"``).
-
-        Raises
-        ------
-        TVMError
-            For any other format.
-        """
-        if fmt not in ("", "c"):
-            raise TVMError(f"a compiled C module has source in format 'c' only, not {fmt!r}")
-        return self.source
-
-    def save(self, path: str | os.PathLike, fmt: str = "") -> None:
-        """Save the object file (``.o``/``.obj``) or the source (``.c``); imports are not saved.
-
-        Raises
-        ------
-        TVMError
-            If the format is not one of ``o``, ``obj``, ``c``, or the object file is missing.
-        """
-        path = Path(path)
-        fmt = fmt or path.suffix.lstrip(".")
-        if fmt in ("o", "obj"):
-            if not self.object_path.is_file():
-                raise TVMError(f"the object file {str(self.object_path)!r} of {self!r} no longer exists")
-            shutil.copyfile(self.object_path, path)
-        elif fmt == "c":
-            path.write_text(self.source)
-        else:
-            raise TVMError(f"cannot save a compiled C module as {fmt!r}; accepted formats: 'o', 'obj', 'c'")
-
-    def _local_function(self, name: str) -> PackedFunc | None:
-        # Link and load on first use, with the imports, exactly as an exported library.
-        if self._loaded is None:
-            from .loader import load_module  # the loader builds on this module
-
-            self._workdir = tempfile.mkdtemp(prefix="vta_cmod_")
-            lib_path = Path(self._workdir) / "module.so"
-            self.export_library(lib_path)
-            self._loaded = load_module(lib_path)
-        try:
-            return self._loaded.get_function(name)
-        except AttributeError:
-            return None
-
-    def close(self) -> None:
-        """Release the in-process copy (if it was loaded) and its temporary directory."""
-        if self._loaded is not None:
-            self._loaded.close()
-            self._loaded = None
-        if self._workdir is not None:
-            shutil.rmtree(self._workdir, ignore_errors=True)
-            self._workdir = None
-        super().close()
 
 
 class PyModule(Module):

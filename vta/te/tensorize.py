@@ -22,7 +22,8 @@ from __future__ import annotations
 
 from ..errors import ScheduleError
 from ..tir import nodes as n
-from ..tir.arith import as_const_int, detect_linear_equation, structural_equal
+from ..tir.arith import as_const_int, structural_equal
+from ..tir.linear import detect_linear_equation
 from ..tir.functor import substitute
 from ..tir.simplify import simplify
 from .tensor import ComputeOp, Reduce

@@ -12,11 +12,10 @@ from typing import Any, Callable
 
 from ..env import Environment, get_env
 from . import simulator
+from .simulator import LOCAL_TARGETS
 
 __all__ = ["run", "simulator", "LOCAL_TARGETS", "BOARD_TARGETS"]
 
-#: Targets simulated in this process.
-LOCAL_TARGETS = ("sim", "tsim", "model")
 #: Upstream board targets, reached only through an RPC server.
 BOARD_TARGETS = ("pynq", "ultra96", "de10nano")
 

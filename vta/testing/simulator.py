@@ -14,7 +14,10 @@ from ..env import get_env
 from ..runtime import vta_bridge  # registers the vta.simulator.* functions and the load hook
 from ..runtime.registry import get_global_func
 
-__all__ = ["enabled", "stats", "clear_stats", "debug_mode", "DEBUG_SKIP_EXEC"]
+#: Targets simulated in this process.
+LOCAL_TARGETS = ("sim", "tsim", "model")
+
+__all__ = ["enabled", "stats", "clear_stats", "debug_mode", "DEBUG_SKIP_EXEC", "LOCAL_TARGETS"]
 
 #: ``debug_mode`` flag of upstream fsim: skip data movement and compute, keep the counters.
 DEBUG_SKIP_EXEC = 1
@@ -39,8 +42,6 @@ def enabled() -> bool:
         current target is simulated in this process.
     """
     registered = get_global_func("vta.simulator.profiler_clear", allow_missing=True) is not None
-    from . import LOCAL_TARGETS
-
     return registered and get_env().TARGET in LOCAL_TARGETS
 
 

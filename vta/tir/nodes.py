@@ -14,7 +14,7 @@ results are plain nodes, simplification is the job of :mod:`vta.tir.simplify`.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence, Union
+from typing import Any, Callable, Mapping, Sequence, Union
 
 __all__ = [
     "PrimExpr", "Var", "SizeVar", "IntImm", "FloatImm", "StringImm", "Cast",
@@ -650,6 +650,17 @@ class Buffer:
         ))
 
 
+#: Renders a PrimFunc as text. The printer depends on the nodes, never the other way round, so
+#: :mod:`vta.tir.printer` installs its ``astext`` here when it is imported (``vta.tir`` imports it).
+_text_printer: Callable[[Any], str] | None = None
+
+
+def set_text_printer(printer: Callable[[Any], str]) -> None:
+    """Make ``str(prim_func)`` use ``printer`` (called once, by :mod:`vta.tir.printer`)."""
+    global _text_printer
+    _text_printer = printer
+
+
 # ------------------------------------------------------------------------------------ functions
 @dataclass(frozen=True, eq=False)
 class PrimFunc:
@@ -661,9 +672,9 @@ class PrimFunc:
     attrs: Mapping[str, Any] = field(default_factory=dict)
 
     def __str__(self) -> str:
-        from .printer import astext  # the printer imports the nodes
-
-        return astext(self)
+        if _text_printer is None:  # only when vta.tir.printer was never imported
+            return repr(self)
+        return _text_printer(self)
 
     def with_body(self, body: Stmt) -> "PrimFunc":
         """A copy with a new body (everything else shared)."""

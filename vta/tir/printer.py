@@ -237,3 +237,6 @@ def astext(node: Any, name: str | None = None) -> str:
     if isinstance(node, n.PrimExpr):
         return p.expr(node)
     raise TypeError(f"astext expects a PrimFunc, Stmt or PrimExpr, got {type(node).__name__}")
+
+
+n.set_text_printer(astext)

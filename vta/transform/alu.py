@@ -26,7 +26,8 @@ from __future__ import annotations
 from ..env import Environment
 from ..errors import ScheduleError
 from ..tir import nodes as n
-from ..tir.arith import as_const_int, detect_linear_equation
+from ..tir.arith import as_const_int
+from ..tir.linear import detect_linear_equation
 from ..tir.functor import StmtExprMutator, post_order_visit, stmt_map
 from ._util import Pass, call_extern, coproc_scope, find_coproc_axis, uop_push
 

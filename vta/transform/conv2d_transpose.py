@@ -25,7 +25,8 @@ from __future__ import annotations
 from ..env import Environment
 from ..errors import ScheduleError
 from ..tir import nodes as n
-from ..tir.arith import as_const_int, detect_linear_equation, structural_equal, uses_var
+from ..tir.arith import as_const_int, structural_equal, uses_var
+from ..tir.linear import detect_linear_equation
 from ..tir.functor import StmtExprMutator, post_order_visit
 from ._util import Pass, allocation_scopes, coproc_scope, find_coproc_axis, uop_push
 

@@ -24,7 +24,8 @@ from __future__ import annotations
 from ..env import Environment
 from ..errors import ScheduleError
 from ..tir import nodes as n
-from ..tir.arith import as_const_int, const_bounds, detect_clip_bound, detect_linear_equation, is_const_int
+from ..tir.arith import as_const_int, const_bounds, is_const_int
+from ..tir.linear import detect_clip_bound, detect_linear_equation
 from ..tir.functor import StmtExprMutator
 from ..tir.simplify import simplify
 from ..tir.transform.lower_device_storage_access_info import exact_div

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 from ..errors import ScheduleError
 from ..tir import nodes as n
-from ..tir.arith import detect_linear_equation, structural_equal, uses_var
+from ..tir.arith import structural_equal, uses_var
+from ..tir.linear import detect_linear_equation
 from ..tir.functor import StmtExprMutator, post_order_visit, stmt_map
 from ._util import Pass, call_extern
 

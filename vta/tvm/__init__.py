@@ -124,7 +124,7 @@ def build(inputs: Any, args: Sequence[Any] | None = None, target: Any = None, ta
 
     Returns
     -------
-    vta.runtime.module.CompiledCModule
+    vta.runtime.cmodule.CompiledCModule
 
     Raises
     ------

@@ -7,9 +7,8 @@ import random
 import pytest
 
 from vta.tir import nodes as n
-from vta.tir.arith import (
-    as_const_int, const_bounds, detect_clip_bound, detect_linear_equation, is_const_int, structural_equal,
-)
+from vta.tir.arith import as_const_int, const_bounds, is_const_int, structural_equal
+from vta.tir.linear import detect_clip_bound, detect_linear_equation
 from vta.tir.simplify import simplify
 
 from .interp import Interpreter
