@@ -107,30 +107,17 @@ module vta_compute import vta_pkg::*; (
   assign f_wgt_in  = 32'(insn[GEMM_WGT_FACTOR_IN_LO +: GEMM_WGT_FACTOR_IN_W]);
 
   // LOAD fields
-  logic [15:0] x_size, y_size, x_stride, sram_base;
-  logic [31:0] dram_base;
-  logic [3:0]  y_pad_0, y_pad_1, x_pad_0, x_pad_1;
+  logic [15:0] x_size;
   logic [4:0]  elem_log;
-  logic [47:0] area_end;
+  logic [47:0] area_end;   // end of the padded rectangle (from the read engine)
   logic [31:0] load_depth;
   logic        is_uop_load, is_acc8;
-  assign sram_base = insn[MEM_SRAM_BASE_LO +: 16];
-  assign dram_base = insn[MEM_DRAM_BASE_LO +: 32];
-  assign y_size    = insn[MEM_Y_SIZE_LO +: 16];
-  assign x_size    = insn[MEM_X_SIZE_LO +: 16];
-  assign x_stride  = insn[MEM_X_STRIDE_LO +: 16];
-  assign y_pad_0   = insn[MEM_Y_PAD_0_LO +: 4];
-  assign y_pad_1   = insn[MEM_Y_PAD_1_LO +: 4];
-  assign x_pad_0   = insn[MEM_X_PAD_0_LO +: 4];
-  assign x_pad_1   = insn[MEM_X_PAD_1_LO +: 4];
+  assign x_size      = insn[MEM_X_SIZE_LO +: 16];
   assign is_uop_load = (32'(mtype) == MEM_UOP);
   assign is_acc8     = (32'(mtype) == MEM_ACC_8BIT);
   assign elem_log    = is_uop_load ? 5'd2
                      : (is_acc8 ? 5'($clog2(ACC_8BIT_ELEM_BYTES)) : 5'($clog2(ACC_ELEM_BYTES)));
   assign load_depth  = is_uop_load ? 32'(UOP_BUFF_DEPTH) : 32'(ACC_BUFF_DEPTH);
-  assign area_end    = 48'(sram_base)
-                     + (48'(x_pad_0) + 48'(x_size) + 48'(x_pad_1))
-                     * (48'(y_pad_0) + 48'(y_size) + 48'(y_pad_1));
 
   // ------------------------------------------------------------------ uop index generator (S0)
   logic            gen_active_q, gen_active_d, gen_start;
@@ -268,16 +255,9 @@ module vta_compute import vta_pkg::*; (
     .clk_i,
     .rst_ni,
     .start_i        (dma_start),
-    .dram_addr_i    (dram_base << elem_log),
-    .stride_bytes_i (32'(x_stride) << elem_log),
-    .x_size_i       (x_size),
-    .y_size_i       (y_size),
-    .x_pad_0_i      (x_pad_0),
-    .x_pad_1_i      (x_pad_1),
-    .y_pad_0_i      (y_pad_0),
-    .y_pad_1_i      (y_pad_1),
+    .insn_i         (insn),
     .elem_log_i     (elem_log),
-    .sram_base_i    (32'(sram_base)),
+    .sram_end_o     (area_end),
     .busy_o         (dma_busy),
     .req_valid_o    (dreq_valid),
     .req_ready_i    (is_uop_load ? req_ready_i[0] : req_ready_i[1]),

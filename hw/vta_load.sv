@@ -49,29 +49,14 @@ module vta_load import vta_pkg::*; (
 
   // ------------------------------------------------------------------ fields
   logic        is_wgt, x_zero;
-  logic [15:0] x_size, y_size, x_stride, sram_base;
-  logic [31:0] dram_base;
-  logic [3:0]  y_pad_0, y_pad_1, x_pad_0, x_pad_1;
   logic [4:0]  elem_log;
-  logic [47:0] area_end;
+  logic [47:0] area_end;   // end of the padded rectangle (from the read engine)
   logic [31:0] depth;
 
   assign is_wgt    = (32'(insn[MEM_MEMORY_TYPE_LO +: 3]) == MEM_WGT);
-  assign sram_base = insn[MEM_SRAM_BASE_LO +: 16];
-  assign dram_base = insn[MEM_DRAM_BASE_LO +: 32];
-  assign y_size    = insn[MEM_Y_SIZE_LO +: 16];
-  assign x_size    = insn[MEM_X_SIZE_LO +: 16];
-  assign x_stride  = insn[MEM_X_STRIDE_LO +: 16];
-  assign y_pad_0   = insn[MEM_Y_PAD_0_LO +: 4];
-  assign y_pad_1   = insn[MEM_Y_PAD_1_LO +: 4];
-  assign x_pad_0   = insn[MEM_X_PAD_0_LO +: 4];
-  assign x_pad_1   = insn[MEM_X_PAD_1_LO +: 4];
-  assign x_zero    = (x_size == '0);
+  assign x_zero    = (insn[MEM_X_SIZE_LO +: 16] == '0);
   assign elem_log  = is_wgt ? 5'($clog2(WGT_ELEM_BYTES)) : 5'($clog2(INP_ELEM_BYTES));
   assign depth     = is_wgt ? 32'(WGT_BUFF_DEPTH) : 32'(INP_BUFF_DEPTH);
-  assign area_end  = 48'(sram_base)
-                   + (48'(x_pad_0) + 48'(x_size) + 48'(x_pad_1))
-                   * (48'(y_pad_0) + 48'(y_size) + 48'(y_pad_1));
 
   // ------------------------------------------------------------------ control
   // Decode: x_size == 0 is done at once, a rectangle beyond the buffer fails, any other load
@@ -123,16 +108,9 @@ module vta_load import vta_pkg::*; (
     .clk_i,
     .rst_ni,
     .start_i        (dma_start),
-    .dram_addr_i    (dram_base << elem_log),
-    .stride_bytes_i (32'(x_stride) << elem_log),
-    .x_size_i       (x_size),
-    .y_size_i       (y_size),
-    .x_pad_0_i      (x_pad_0),
-    .x_pad_1_i      (x_pad_1),
-    .y_pad_0_i      (y_pad_0),
-    .y_pad_1_i      (y_pad_1),
+    .insn_i         (insn),
     .elem_log_i     (elem_log),
-    .sram_base_i    (32'(sram_base)),
+    .sram_end_o     (area_end),
     .busy_o         (dma_busy),
     .req_valid_o    (dreq_valid),
     .req_ready_i    (is_wgt ? req_ready_i[1] : req_ready_i[0]),
