@@ -71,15 +71,9 @@ module vta_compute import vta_pkg::*; (
   localparam int unsigned AccLanes = ACC_ELEM_BYTES / 8;
   localparam int unsigned UopW = LOG_UOP_BUFF_DEPTH + 1;
 
-  typedef enum logic [2:0] {CoIdle, CoDecode, CoLoad, CoExec, CoDone, CoHalted} co_state_e;
-  co_state_e            state_q, state_d;
-  logic [INSN_BITS-1:0] insn_q, insn_d;
-  logic [31:0]          index_q, index_d;
-
-  logic [INSN_BITS-1:0] head;
-  logic [31:0]          head_index;
-  assign head       = q_data_i[INSN_BITS-1:0];
-  assign head_index = q_data_i[INSN_BITS +: 32];
+  logic [INSN_BITS-1:0] insn;
+  logic [31:0]          insn_index;
+  logic                 decode, exec, start, in_load, in_exec;
 
   // ------------------------------------------------------------------ instruction fields
   logic [2:0]  opcode, mtype, alu_op;
@@ -90,53 +84,40 @@ module vta_compute import vta_pkg::*; (
   logic [13:0] iter_out, iter_in;
   logic [31:0] f_dst_out, f_dst_in, f_src_out, f_src_in, f_wgt_out, f_wgt_in;
 
-  assign opcode    = insn_q[INSN_OPCODE_LO +: 3];
-  assign mtype     = insn_q[MEM_MEMORY_TYPE_LO +: 3];
+  assign opcode    = insn[INSN_OPCODE_LO +: 3];
+  assign mtype     = insn[MEM_MEMORY_TYPE_LO +: 3];
   assign is_gemm   = (32'(opcode) == OPCODE_GEMM);
   assign is_alu    = (32'(opcode) == OPCODE_ALU);
-  assign reset_reg = insn_q[GEMM_RESET_REG_LO] && is_gemm;
-  assign uop_bgn   = insn_q[GEMM_UOP_BGN_LO +: GEMM_UOP_BGN_W];
-  assign uop_end   = insn_q[GEMM_UOP_END_LO +: GEMM_UOP_END_W];
-  assign iter_out  = insn_q[GEMM_ITER_OUT_LO +: GEMM_ITER_OUT_W];
-  assign iter_in   = insn_q[GEMM_ITER_IN_LO +: GEMM_ITER_IN_W];
-  assign alu_op    = insn_q[ALU_ALU_OPCODE_LO +: 3];
-  assign use_imm   = insn_q[ALU_USE_IMM_LO];
-  assign imm       = insn_q[ALU_IMM_LO +: 16];
+  assign reset_reg = insn[GEMM_RESET_REG_LO] && is_gemm;
+  assign uop_bgn   = insn[GEMM_UOP_BGN_LO +: GEMM_UOP_BGN_W];
+  assign uop_end   = insn[GEMM_UOP_END_LO +: GEMM_UOP_END_W];
+  assign iter_out  = insn[GEMM_ITER_OUT_LO +: GEMM_ITER_OUT_W];
+  assign iter_in   = insn[GEMM_ITER_IN_LO +: GEMM_ITER_IN_W];
+  assign alu_op    = insn[ALU_ALU_OPCODE_LO +: 3];
+  assign use_imm   = insn[ALU_USE_IMM_LO];
+  assign imm       = insn[ALU_IMM_LO +: 16];
   assign tensor_alu = is_alu && !use_imm;
-  assign f_dst_out = 32'(insn_q[GEMM_DST_FACTOR_OUT_LO +: GEMM_DST_FACTOR_OUT_W]);
-  assign f_dst_in  = 32'(insn_q[GEMM_DST_FACTOR_IN_LO +: GEMM_DST_FACTOR_IN_W]);
-  assign f_src_out = is_alu ? 32'(insn_q[ALU_SRC_FACTOR_OUT_LO +: ALU_SRC_FACTOR_OUT_W])
-                            : 32'(insn_q[GEMM_SRC_FACTOR_OUT_LO +: GEMM_SRC_FACTOR_OUT_W]);
-  assign f_src_in  = is_alu ? 32'(insn_q[ALU_SRC_FACTOR_IN_LO +: ALU_SRC_FACTOR_IN_W])
-                            : 32'(insn_q[GEMM_SRC_FACTOR_IN_LO +: GEMM_SRC_FACTOR_IN_W]);
-  assign f_wgt_out = 32'(insn_q[GEMM_WGT_FACTOR_OUT_LO +: GEMM_WGT_FACTOR_OUT_W]);
-  assign f_wgt_in  = 32'(insn_q[GEMM_WGT_FACTOR_IN_LO +: GEMM_WGT_FACTOR_IN_W]);
+  assign f_dst_out = 32'(insn[GEMM_DST_FACTOR_OUT_LO +: GEMM_DST_FACTOR_OUT_W]);
+  assign f_dst_in  = 32'(insn[GEMM_DST_FACTOR_IN_LO +: GEMM_DST_FACTOR_IN_W]);
+  assign f_src_out = is_alu ? 32'(insn[ALU_SRC_FACTOR_OUT_LO +: ALU_SRC_FACTOR_OUT_W])
+                            : 32'(insn[GEMM_SRC_FACTOR_OUT_LO +: GEMM_SRC_FACTOR_OUT_W]);
+  assign f_src_in  = is_alu ? 32'(insn[ALU_SRC_FACTOR_IN_LO +: ALU_SRC_FACTOR_IN_W])
+                            : 32'(insn[GEMM_SRC_FACTOR_IN_LO +: GEMM_SRC_FACTOR_IN_W]);
+  assign f_wgt_out = 32'(insn[GEMM_WGT_FACTOR_OUT_LO +: GEMM_WGT_FACTOR_OUT_W]);
+  assign f_wgt_in  = 32'(insn[GEMM_WGT_FACTOR_IN_LO +: GEMM_WGT_FACTOR_IN_W]);
 
   // LOAD fields
-  logic [15:0] x_size, y_size, x_stride, sram_base;
-  logic [31:0] dram_base;
-  logic [3:0]  y_pad_0, y_pad_1, x_pad_0, x_pad_1;
+  logic [15:0] x_size;
   logic [4:0]  elem_log;
-  logic [47:0] area_end;
+  logic [47:0] area_end;   // end of the padded rectangle (from the read engine)
   logic [31:0] load_depth;
   logic        is_uop_load, is_acc8;
-  assign sram_base = insn_q[MEM_SRAM_BASE_LO +: 16];
-  assign dram_base = insn_q[MEM_DRAM_BASE_LO +: 32];
-  assign y_size    = insn_q[MEM_Y_SIZE_LO +: 16];
-  assign x_size    = insn_q[MEM_X_SIZE_LO +: 16];
-  assign x_stride  = insn_q[MEM_X_STRIDE_LO +: 16];
-  assign y_pad_0   = insn_q[MEM_Y_PAD_0_LO +: 4];
-  assign y_pad_1   = insn_q[MEM_Y_PAD_1_LO +: 4];
-  assign x_pad_0   = insn_q[MEM_X_PAD_0_LO +: 4];
-  assign x_pad_1   = insn_q[MEM_X_PAD_1_LO +: 4];
+  assign x_size      = insn[MEM_X_SIZE_LO +: 16];
   assign is_uop_load = (32'(mtype) == MEM_UOP);
   assign is_acc8     = (32'(mtype) == MEM_ACC_8BIT);
   assign elem_log    = is_uop_load ? 5'd2
                      : (is_acc8 ? 5'($clog2(ACC_8BIT_ELEM_BYTES)) : 5'($clog2(ACC_ELEM_BYTES)));
   assign load_depth  = is_uop_load ? 32'(UOP_BUFF_DEPTH) : 32'(ACC_BUFF_DEPTH);
-  assign area_end    = 48'(sram_base)
-                     + (48'(x_pad_0) + 48'(x_size) + 48'(x_pad_1))
-                     * (48'(y_pad_0) + 48'(y_size) + 48'(y_pad_1));
 
   // ------------------------------------------------------------------ uop index generator (S0)
   logic            gen_active_q, gen_active_d, gen_start;
@@ -274,16 +255,9 @@ module vta_compute import vta_pkg::*; (
     .clk_i,
     .rst_ni,
     .start_i        (dma_start),
-    .dram_addr_i    (dram_base << elem_log),
-    .stride_bytes_i (32'(x_stride) << elem_log),
-    .x_size_i       (x_size),
-    .y_size_i       (y_size),
-    .x_pad_0_i      (x_pad_0),
-    .x_pad_1_i      (x_pad_1),
-    .y_pad_0_i      (y_pad_0),
-    .y_pad_1_i      (y_pad_1),
+    .insn_i         (insn),
     .elem_log_i     (elem_log),
-    .sram_base_i    (32'(sram_base)),
+    .sram_end_o     (area_end),
     .busy_o         (dma_busy),
     .req_valid_o    (dreq_valid),
     .req_ready_i    (is_uop_load ? req_ready_i[0] : req_ready_i[1]),
@@ -306,7 +280,7 @@ module vta_compute import vta_pkg::*; (
     uop_we_o    = '0;
     uop_waddr_o = '0;
     uop_wdata_o = '0;
-    if (state_q == CoLoad && is_uop_load && wr_valid) begin
+    if (in_load && is_uop_load && wr_valid) begin
       uop_we_o[wr_idx[0]]     = wr_half[0];
       uop_waddr_o[wr_idx[0]]  = wr_idx[LOG_UOP_BUFF_DEPTH-1:1];
       uop_wdata_o[wr_idx[0]]  = wr_data[31:0];
@@ -328,7 +302,7 @@ module vta_compute import vta_pkg::*; (
     acc_wmask_o = '1;
     acc_waddr_o = s2_dst_q;
     acc_wdata_o = is_alu ? alu_y : gemm_y;
-    if (state_q == CoLoad) begin
+    if (in_load) begin
       acc_we_o    = wr_valid && !is_uop_load;
       acc_waddr_o = wr_idx[LOG_ACC_BUFF_DEPTH-1:0];
       if (wr_pad) begin
@@ -355,73 +329,54 @@ module vta_compute import vta_pkg::*; (
   assign acc_wr_o   = s2_valid_q;
 
   // ------------------------------------------------------------------ control
-  logic pop_prev, pop_next, pop_ok;
-  assign pop_prev = head[INSN_POP_PREV_DEP_LO];
-  assign pop_next = head[INSN_POP_NEXT_DEP_LO];
-  assign pop_ok   = (!pop_prev || l2g_avail_i) && (!pop_next || s2g_avail_i);
-
-  logic       ld_err;
+  // Decode: a LOAD with x_size == 0, FINISH and an empty GEMM / ALU are done at once; a LOAD
+  // beyond its buffer fails; a LOAD starts the read engine, a GEMM / ALU the uop generator.
+  // A LOAD is done when the read engine is idle again, a GEMM / ALU when its last uop has left
+  // the pipeline; an out-of-range index in S0 or S1 fails it.
+  logic       is_load, skip, done, ld_err, fail;
+  logic [1:0] tok_pop, tok_push;
   logic [7:0] err_field_d;
   logic [31:0] err_value_d, err_limit_d;
 
-  always_comb begin
-    state_d    = state_q;
-    insn_d     = insn_q;
-    index_d    = index_q;
-    l2g_pop_o  = 1'b0;
-    s2g_pop_o  = 1'b0;
-    g2l_push_o = 1'b0;
-    g2s_push_o = 1'b0;
-    finish_o   = 1'b0;
-    q_ready_o  = 1'b0;
-    retire_o   = 1'b0;
-    dma_start  = 1'b0;
-    gen_start  = 1'b0;
-    ld_err     = 1'b0;
-    unique case (state_q)
-      CoIdle: begin
-        if (q_valid_i && !halt_i && pop_ok) begin
-          l2g_pop_o = pop_prev;
-          s2g_pop_o = pop_next;
-          insn_d    = head;
-          index_d   = head_index;
-          state_d   = CoDecode;
-        end
-      end
-      CoDecode: begin
-        if (32'(opcode) == OPCODE_LOAD) begin
-          if (x_size == '0) state_d = CoDone;
-          else if (area_end > 48'(load_depth)) begin
-            ld_err  = 1'b1;
-            state_d = CoHalted;
-          end else begin
-            dma_start = 1'b1;
-            state_d   = CoLoad;
-          end
-        end else if ((is_gemm || is_alu) && !empty_loop) begin
-          gen_start = 1'b1;
-          state_d   = CoExec;
-        end else begin
-          state_d = CoDone;  // FINISH, or an empty GEMM / ALU
-        end
-      end
-      CoLoad: if (!dma_busy) state_d = CoDone;
-      CoExec: begin
-        if (s0_err || s1_err) state_d = CoHalted;
-        else if (!gen_active_q && !s1_valid_q && !s2_valid_q) state_d = CoDone;
-      end
-      CoDone: begin
-        g2l_push_o = insn_q[INSN_PUSH_PREV_DEP_LO];
-        g2s_push_o = insn_q[INSN_PUSH_NEXT_DEP_LO];
-        finish_o   = (32'(opcode) == OPCODE_FINISH);
-        q_ready_o  = 1'b1;
-        retire_o   = 1'b1;
-        state_d    = CoIdle;
-      end
-      CoHalted: state_d = CoHalted;
-      default:  state_d = CoIdle;
-    endcase
-  end
+  assign is_load = (32'(opcode) == OPCODE_LOAD);
+  assign in_load = exec && is_load;
+  assign in_exec = exec && !is_load;
+  assign skip    = is_load ? (x_size == '0) : !((is_gemm || is_alu) && !empty_loop);
+  assign done    = (decode && skip)
+                || (in_load && !dma_busy)
+                || (in_exec && !gen_active_q && !s1_valid_q && !s2_valid_q);
+  assign ld_err  = decode && is_load && !skip && (area_end > 48'(load_depth));
+  assign fail    = ld_err || (in_exec && (s0_err || s1_err));
+  assign dma_start = start && is_load;
+  assign gen_start = start && !is_load;
+
+  vta_insn_seq #(.UsePrevDep(1'b1), .UseNextDep(1'b1)) u_seq (
+    .clk_i,
+    .rst_ni,
+    .halt_i,
+    .q_valid_i,
+    .q_ready_o,
+    .q_data_i,
+    .tok_avail_i  ({s2g_avail_i, l2g_avail_i}),
+    .tok_pop_o    (tok_pop),
+    .tok_push_o   (tok_push),
+    .insn_o       (insn),
+    .insn_index_o (insn_index),
+    .decode_o     (decode),
+    .start_o      (start),
+    .exec_o       (exec),
+    .done_i       (done),
+    .err_i        (fail),
+    .err_o,
+    .state_o,
+    .index_o,
+    .retire_o
+  );
+  assign l2g_pop_o  = tok_pop[0];
+  assign s2g_pop_o  = tok_pop[1];
+  assign g2l_push_o = tok_push[0];
+  assign g2s_push_o = tok_push[1];
+  assign finish_o   = retire_o && (32'(opcode) == OPCODE_FINISH);
 
   always_comb begin
     if (ld_err) begin
@@ -438,17 +393,13 @@ module vta_compute import vta_pkg::*; (
       err_limit_d = UOP_BUFF_DEPTH;
     end
   end
-  assign err_o       = ld_err || (state_q == CoExec && (s0_err || s1_err));
   assign err_field_o = err_field_d;
   assign err_value_o = err_value_d;
   assign err_limit_o = err_limit_d;
-  assign err_index_o = index_q;
+  assign err_index_o = insn_index;
 
   always_ff @(posedge clk_i or negedge rst_ni) begin
     if (!rst_ni) begin
-      state_q      <= CoIdle;
-      insn_q       <= '0;
-      index_q      <= '0;
       gen_active_q <= 1'b0;
       gap_q        <= 1'b0;
       u_q          <= '0;
@@ -462,9 +413,6 @@ module vta_compute import vta_pkg::*; (
       s2_valid_q   <= 1'b0;
       s2_dst_q     <= '0;
     end else begin
-      state_q      <= state_d;
-      insn_q       <= insn_d;
-      index_q      <= index_d;
       gen_active_q <= gen_active_d;
       gap_q        <= gap_d;
       u_q          <= u_d;
@@ -480,27 +428,16 @@ module vta_compute import vta_pkg::*; (
     end
   end
 
-  // ------------------------------------------------------------------ status
-  always_comb begin
-    unique case (state_q)
-      CoIdle:   state_o = !q_valid_i ? 2'(STATE_IDLE)
-                        : (!pop_ok ? 2'(STATE_WAIT_TOKEN) : 2'(STATE_BUSY));
-      CoHalted: state_o = 2'(STATE_IDLE);
-      default:  state_o = 2'(STATE_BUSY);
-    endcase
-  end
-  assign index_o = (state_q == CoIdle) ? head_index : index_q;
-
   logic unused;
   assign unused = ^{wr_idx_hi, uop[31:0]};
 
   IssueOnlyInExec: assert property (@(posedge clk_i) disable iff (!rst_ni)
-      issue |-> state_q == CoExec)
+      issue |-> in_exec)
     else $error("vta_compute: uop issued outside GEMM / ALU");
   LoadWritesOnlyInLoad: assert property (@(posedge clk_i) disable iff (!rst_ni)
-      wr_valid |-> state_q == CoLoad)
+      wr_valid |-> in_load)
     else $error("vta_compute: load data outside a load");
   NoWriteConflict: assert property (@(posedge clk_i) disable iff (!rst_ni)
-      s2_valid_q |-> state_q != CoLoad)
+      s2_valid_q |-> !in_load)
     else $error("vta_compute: acc write port conflict");
 endmodule : vta_compute

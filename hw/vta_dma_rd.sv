@@ -1,28 +1,22 @@
 // 2-D read engine shared by the load unit and by compute's UOP/ACC loads (ISA reference 4.2).
-// From a LOAD's geometry it (1) issues read bursts of at most MAX_BURST_BEATS beats that never
-// cross a BURST_BOUNDARY_BYTES boundary, one or more per row, and (2) turns the returned beats
-// and the zero padding into scratchpad writes, one per cycle:
+// From the geometry of the LOAD instruction insn_i it (1) issues read bursts of at most
+// MAX_BURST_BEATS beats that never cross a BURST_BOUNDARY_BYTES boundary, one or more per row,
+// and (2) turns the returned beats and the zero padding into scratchpad writes, one per cycle:
 //   data write: wr_idx_o = element index, wr_sub_o = beat within the element (elements of 8
 //               bytes or more), wr_half_o = 2'b11; for 4-byte elements (uops) a beat holds two
 //               elements: wr_idx_o is the index of the low half's element, wr_half_o says
 //               which halves belong to the row (the first may start in the high half).
 //   pad write:  wr_pad_o = 1, wr_idx_o = element to zero (only in cycles without data).
 // Element (yy, xx) of the padded rectangle goes to sram_base + yy*W + xx, W = x_pad_0 + x_size
-// + x_pad_1. The caller checks the range before start_i and holds the inputs stable.
+// + x_pad_1; sram_end_o = sram_base + W*H is the end of the padded rectangle, which the caller
+// checks against its buffer before start_i. The caller holds the inputs stable until !busy_o.
 module vta_dma_rd import vta_pkg::*; (
   input  logic        clk_i,
   input  logic        rst_ni,
-  input  logic        start_i,
-  input  logic [31:0] dram_addr_i,     // byte address of row 0 (dram_base * elem bytes)
-  input  logic [31:0] stride_bytes_i,  // x_stride * elem bytes
-  input  logic [15:0] x_size_i,        // non-zero
-  input  logic [15:0] y_size_i,
-  input  logic [3:0]  x_pad_0_i,
-  input  logic [3:0]  x_pad_1_i,
-  input  logic [3:0]  y_pad_0_i,
-  input  logic [3:0]  y_pad_1_i,
+  input  logic        start_i,         // insn_i has x_size != 0 and fits its buffer
+  input  logic [INSN_BITS-1:0] insn_i,
   input  logic [4:0]  elem_log_i,      // log2 of the DRAM element bytes, >= 2
-  input  logic [31:0] sram_base_i,
+  output logic [47:0] sram_end_o,      // end of the padded rectangle in the buffer
   output logic        busy_o,
   // read requests and responses
   output logic        req_valid_o,
@@ -39,17 +33,37 @@ module vta_dma_rd import vta_pkg::*; (
   output logic [1:0]  wr_half_o,
   output logic [63:0] wr_data_o
 );
+  // ------------------------------------------------------------------ geometry
+  logic [15:0] x_size, y_size, x_stride;
+  logic [3:0]  x_pad_0, x_pad_1, y_pad_0, y_pad_1;
+  logic [31:0] dram_addr;     // byte address of row 0 (dram_base * elem bytes)
+  logic [31:0] stride_bytes;  // x_stride * elem bytes
+  logic [31:0] sram_base;
+  assign x_size       = insn_i[MEM_X_SIZE_LO +: 16];
+  assign y_size       = insn_i[MEM_Y_SIZE_LO +: 16];
+  assign x_stride     = insn_i[MEM_X_STRIDE_LO +: 16];
+  assign x_pad_0      = insn_i[MEM_X_PAD_0_LO +: 4];
+  assign x_pad_1      = insn_i[MEM_X_PAD_1_LO +: 4];
+  assign y_pad_0      = insn_i[MEM_Y_PAD_0_LO +: 4];
+  assign y_pad_1      = insn_i[MEM_Y_PAD_1_LO +: 4];
+  assign dram_addr    = insn_i[MEM_DRAM_BASE_LO +: 32] << elem_log_i;
+  assign stride_bytes = 32'(x_stride) << elem_log_i;
+  assign sram_base    = 32'(insn_i[MEM_SRAM_BASE_LO +: 16]);
+
   logic [31:0] width;       // padded row width in elements
   logic [31:0] height;      // padded rows
   logic [31:0] row_bytes;   // x_size * elem bytes
   logic [15:0] sub_last;    // beats per element - 1 (elements >= 8 bytes)
   logic        narrow;      // 4-byte elements
 
-  assign width     = 32'(x_pad_0_i) + 32'(x_size_i) + 32'(x_pad_1_i);
-  assign height    = 32'(y_pad_0_i) + 32'(y_size_i) + 32'(y_pad_1_i);
-  assign row_bytes = 32'(x_size_i) << elem_log_i;
-  assign narrow    = (elem_log_i < 5'd3);
-  assign sub_last  = narrow ? 16'd0 : 16'((32'd1 << (elem_log_i - 5'd3)) - 32'd1);
+  assign width      = 32'(x_pad_0) + 32'(x_size) + 32'(x_pad_1);
+  assign height     = 32'(y_pad_0) + 32'(y_size) + 32'(y_pad_1);
+  assign row_bytes  = 32'(x_size) << elem_log_i;
+  assign narrow     = (elem_log_i < 5'd3);
+  assign sub_last   = narrow ? 16'd0 : 16'((32'd1 << (elem_log_i - 5'd3)) - 32'd1);
+  assign sram_end_o = 48'(sram_base)
+                    + (48'(x_pad_0) + 48'(x_size) + 48'(x_pad_1))
+                    * (48'(y_pad_0) + 48'(y_size) + 48'(y_pad_1));
 
   function automatic logic [31:0] row_beats(logic [2:0] addr_lo, logic [31:0] nbytes);
     return ({29'd0, addr_lo} + nbytes + 32'd7) >> 3;
@@ -82,9 +96,9 @@ module vta_dma_rd import vta_pkg::*; (
     unique case (rq_state_q)
       RqIdle: begin
         if (start_i) begin
-          rq_row_addr_d = dram_addr_i;
-          rq_rows_d     = y_size_i;
-          rq_state_d    = (y_size_i == 16'd0) ? RqIdle : RqRow;
+          rq_row_addr_d = dram_addr;
+          rq_rows_d     = y_size;
+          rq_state_d    = (y_size == 16'd0) ? RqIdle : RqRow;
         end
       end
       RqRow: begin
@@ -98,7 +112,7 @@ module vta_dma_rd import vta_pkg::*; (
           rq_rem_d  = rq_rem_q - burst;
           if (rq_rem_q == burst) begin
             rq_rows_d     = rq_rows_q - 16'd1;
-            rq_row_addr_d = rq_row_addr_q + stride_bytes_i;
+            rq_row_addr_d = rq_row_addr_q + stride_bytes;
             rq_state_d    = (rq_rows_q == 16'd1) ? RqIdle : RqRow;
           end
         end
@@ -118,12 +132,12 @@ module vta_dma_rd import vta_pkg::*; (
   logic        lo_ok, hi_ok;
 
   // For 4-byte elements dt_x_q is signed: -1 when the row starts in a beat's high half.
-  assign lo_ok = !dt_x_q[31] && (dt_x_q < 32'(x_size_i));
-  assign hi_ok = ((dt_x_q + 32'd1) < 32'(x_size_i));
+  assign lo_ok = !dt_x_q[31] && (dt_x_q < 32'(x_size));
+  assign hi_ok = ((dt_x_q + 32'd1) < 32'(x_size));
 
   always_comb begin
-    if (narrow) row_end = ((dt_x_q + 32'd2) >= 32'(x_size_i));
-    else        row_end = (dt_x_q == 32'(x_size_i) - 32'd1) && (dt_sub_q == sub_last);
+    if (narrow) row_end = ((dt_x_q + 32'd2) >= 32'(x_size));
+    else        row_end = (dt_x_q == 32'(x_size) - 32'd1) && (dt_sub_q == sub_last);
   end
 
   // x of the first beat's low half: -1 when a 4-byte-element row starts mid-beat
@@ -139,19 +153,19 @@ module vta_dma_rd import vta_pkg::*; (
     dt_x_d        = dt_x_q;
     dt_sub_d      = dt_sub_q;
     if (start_i) begin
-      dt_active_d   = (y_size_i != 16'd0);
-      dt_rows_d     = y_size_i;
-      dt_row_idx_d  = sram_base_i + 32'(y_pad_0_i) * width + 32'(x_pad_0_i);
-      dt_row_addr_d = dram_addr_i;
-      dt_x_d        = first_x(dram_addr_i[2], narrow);
+      dt_active_d   = (y_size != 16'd0);
+      dt_rows_d     = y_size;
+      dt_row_idx_d  = sram_base + 32'(y_pad_0) * width + 32'(x_pad_0);
+      dt_row_addr_d = dram_addr;
+      dt_x_d        = first_x(dram_addr[2], narrow);
       dt_sub_d      = '0;
     end else if (dt_active_q && rsp_valid_i) begin
       if (row_end) begin
         dt_rows_d     = dt_rows_q - 16'd1;
         dt_active_d   = (dt_rows_q != 16'd1);
         dt_row_idx_d  = dt_row_idx_q + width;
-        dt_row_addr_d = dt_row_addr_q + stride_bytes_i;
-        dt_x_d        = first_x(dt_row_addr_q[2] ^ stride_bytes_i[2], narrow);
+        dt_row_addr_d = dt_row_addr_q + stride_bytes;
+        dt_x_d        = first_x(dt_row_addr_q[2] ^ stride_bytes[2], narrow);
         dt_sub_d      = '0;
       end else if (narrow) begin
         dt_x_d = dt_x_q + 32'd2;
@@ -169,10 +183,10 @@ module vta_dma_rd import vta_pkg::*; (
   logic [31:0] pd_r_q, pd_r_d, pd_c_q, pd_c_d, pd_row_idx_q, pd_row_idx_d;
   logic        pd_data_row, pd_emit;
 
-  assign pd_data_row = (pd_r_q >= 32'(y_pad_0_i)) && (pd_r_q < 32'(y_pad_0_i) + 32'(y_size_i));
+  assign pd_data_row = (pd_r_q >= 32'(y_pad_0)) && (pd_r_q < 32'(y_pad_0) + 32'(y_size));
   // Emit when the walker sits on a pad element and no data beat uses the write port.
   assign pd_emit = pd_active_q && !(dt_active_q && rsp_valid_i) && (pd_c_q < width)
-                   && !(pd_data_row && pd_c_q == 32'(x_pad_0_i));
+                   && !(pd_data_row && pd_c_q == 32'(x_pad_0));
 
   always_comb begin
     pd_active_d  = pd_active_q;
@@ -180,19 +194,19 @@ module vta_dma_rd import vta_pkg::*; (
     pd_c_d       = pd_c_q;
     pd_row_idx_d = pd_row_idx_q;
     if (start_i) begin
-      pd_active_d  = (height != 32'd0) && ((height != 32'(y_size_i)) || (x_pad_0_i != 4'd0)
-                                              || (x_pad_1_i != 4'd0));
+      pd_active_d  = (height != 32'd0) && ((height != 32'(y_size)) || (x_pad_0 != 4'd0)
+                                              || (x_pad_1 != 4'd0));
       pd_r_d       = '0;
       pd_c_d       = '0;
-      pd_row_idx_d = sram_base_i;
+      pd_row_idx_d = sram_base;
     end else if (pd_active_q) begin
       if (pd_c_q >= width) begin
         pd_r_d       = pd_r_q + 32'd1;
         pd_c_d       = '0;
         pd_row_idx_d = pd_row_idx_q + width;
         if (pd_r_q + 32'd1 == height) pd_active_d = 1'b0;
-      end else if (pd_data_row && pd_c_q == 32'(x_pad_0_i)) begin
-        pd_c_d = 32'(x_pad_0_i) + 32'(x_size_i);  // skip the data
+      end else if (pd_data_row && pd_c_q == 32'(x_pad_0)) begin
+        pd_c_d = 32'(x_pad_0) + 32'(x_size);  // skip the data
       end else if (pd_emit) begin
         pd_c_d = pd_c_q + 32'd1;
       end
@@ -258,6 +272,10 @@ module vta_dma_rd import vta_pkg::*; (
       pd_row_idx_q  <= pd_row_idx_d;
     end
   end
+
+  // the read engine uses only the geometry of the instruction
+  logic unused;
+  assign unused = ^insn_i;
 
   StartWhenIdle: assert property (@(posedge clk_i) disable iff (!rst_ni) start_i |-> !busy_o)
     else $error("vta_dma_rd: start while busy");

@@ -44,103 +44,57 @@ module vta_load import vta_pkg::*; (
   localparam int unsigned InpLanes = INP_ELEM_BYTES / 8;
   localparam int unsigned WgtLanes = WGT_ELEM_BYTES / 8;
 
-  typedef enum logic [2:0] {LdIdle, LdCheck, LdExec, LdDone, LdHalted} ld_state_e;
-  ld_state_e            state_q, state_d;
-  logic [INSN_BITS-1:0] insn_q, insn_d;
-  logic [31:0]          index_q, index_d;
-
-  logic [INSN_BITS-1:0] head;
-  logic [31:0]          head_index;
-  assign head       = q_data_i[INSN_BITS-1:0];
-  assign head_index = q_data_i[INSN_BITS +: 32];
+  logic [INSN_BITS-1:0] insn;
+  logic [31:0]          insn_index;
 
   // ------------------------------------------------------------------ fields
   logic        is_wgt, x_zero;
-  logic [15:0] x_size, y_size, x_stride, sram_base;
-  logic [31:0] dram_base;
-  logic [3:0]  y_pad_0, y_pad_1, x_pad_0, x_pad_1;
   logic [4:0]  elem_log;
-  logic [47:0] area_end;
+  logic [47:0] area_end;   // end of the padded rectangle (from the read engine)
   logic [31:0] depth;
 
-  assign is_wgt    = (32'(insn_q[MEM_MEMORY_TYPE_LO +: 3]) == MEM_WGT);
-  assign sram_base = insn_q[MEM_SRAM_BASE_LO +: 16];
-  assign dram_base = insn_q[MEM_DRAM_BASE_LO +: 32];
-  assign y_size    = insn_q[MEM_Y_SIZE_LO +: 16];
-  assign x_size    = insn_q[MEM_X_SIZE_LO +: 16];
-  assign x_stride  = insn_q[MEM_X_STRIDE_LO +: 16];
-  assign y_pad_0   = insn_q[MEM_Y_PAD_0_LO +: 4];
-  assign y_pad_1   = insn_q[MEM_Y_PAD_1_LO +: 4];
-  assign x_pad_0   = insn_q[MEM_X_PAD_0_LO +: 4];
-  assign x_pad_1   = insn_q[MEM_X_PAD_1_LO +: 4];
-  assign x_zero    = (x_size == '0);
+  assign is_wgt    = (32'(insn[MEM_MEMORY_TYPE_LO +: 3]) == MEM_WGT);
+  assign x_zero    = (insn[MEM_X_SIZE_LO +: 16] == '0);
   assign elem_log  = is_wgt ? 5'($clog2(WGT_ELEM_BYTES)) : 5'($clog2(INP_ELEM_BYTES));
   assign depth     = is_wgt ? 32'(WGT_BUFF_DEPTH) : 32'(INP_BUFF_DEPTH);
-  assign area_end  = 48'(sram_base)
-                   + (48'(x_pad_0) + 48'(x_size) + 48'(x_pad_1))
-                   * (48'(y_pad_0) + 48'(y_size) + 48'(y_pad_1));
 
   // ------------------------------------------------------------------ control
-  logic pop_ok, dma_start, dma_busy;
-  assign pop_ok = !head[INSN_POP_NEXT_DEP_LO] || tok_avail_i;
+  // Decode: x_size == 0 is done at once, a rectangle beyond the buffer fails, any other load
+  // starts the transfer; it is done when the read engine is idle again.
+  logic       decode, exec, done, fail, dma_start, dma_busy;
+  logic [1:0] tok_pop, tok_push;
+  assign done = (decode && x_zero) || (exec && !dma_busy);
+  assign fail = decode && !x_zero && (area_end > 48'(depth));
 
-  always_comb begin
-    state_d   = state_q;
-    insn_d    = insn_q;
-    index_d   = index_q;
-    tok_pop_o = 1'b0;
-    tok_push_o = 1'b0;
-    q_ready_o = 1'b0;
-    retire_o  = 1'b0;
-    dma_start = 1'b0;
-    err_o     = 1'b0;
-    unique case (state_q)
-      LdIdle: begin
-        if (q_valid_i && !halt_i && pop_ok) begin
-          tok_pop_o = head[INSN_POP_NEXT_DEP_LO];
-          insn_d    = head;
-          index_d   = head_index;
-          state_d   = LdCheck;
-        end
-      end
-      LdCheck: begin
-        if (x_zero) state_d = LdDone;
-        else if (area_end > 48'(depth)) begin
-          err_o   = 1'b1;
-          state_d = LdHalted;
-        end else begin
-          dma_start = 1'b1;
-          state_d   = LdExec;
-        end
-      end
-      LdExec: if (!dma_busy) state_d = LdDone;
-      LdDone: begin
-        tok_push_o = insn_q[INSN_PUSH_NEXT_DEP_LO];
-        q_ready_o  = 1'b1;
-        retire_o   = 1'b1;
-        state_d    = LdIdle;
-      end
-      LdHalted: state_d = LdHalted;
-      default:  state_d = LdIdle;
-    endcase
-  end
+  vta_insn_seq #(.UsePrevDep(1'b0), .UseNextDep(1'b1)) u_seq (
+    .clk_i,
+    .rst_ni,
+    .halt_i,
+    .q_valid_i,
+    .q_ready_o,
+    .q_data_i,
+    .tok_avail_i  ({tok_avail_i, 1'b0}),
+    .tok_pop_o    (tok_pop),
+    .tok_push_o   (tok_push),
+    .insn_o       (insn),
+    .insn_index_o (insn_index),
+    .decode_o     (decode),
+    .start_o      (dma_start),
+    .exec_o       (exec),
+    .done_i       (done),
+    .err_i        (fail),
+    .err_o,
+    .state_o,
+    .index_o,
+    .retire_o
+  );
+  assign tok_pop_o  = tok_pop[1];
+  assign tok_push_o = tok_push[1];
 
   assign err_field_o = 8'(FIELD_SRAM_END);
   assign err_value_o = (area_end > 48'hFFFF_FFFF) ? 32'hFFFF_FFFF : area_end[31:0];
   assign err_limit_o = depth;
-  assign err_index_o = index_q;
-
-  always_ff @(posedge clk_i or negedge rst_ni) begin
-    if (!rst_ni) begin
-      state_q <= LdIdle;
-      insn_q  <= '0;
-      index_q <= '0;
-    end else begin
-      state_q <= state_d;
-      insn_q  <= insn_d;
-      index_q <= index_d;
-    end
-  end
+  assign err_index_o = insn_index;
 
   // ------------------------------------------------------------------ transfer
   logic        dreq_valid;
@@ -154,16 +108,9 @@ module vta_load import vta_pkg::*; (
     .clk_i,
     .rst_ni,
     .start_i        (dma_start),
-    .dram_addr_i    (dram_base << elem_log),
-    .stride_bytes_i (32'(x_stride) << elem_log),
-    .x_size_i       (x_size),
-    .y_size_i       (y_size),
-    .x_pad_0_i      (x_pad_0),
-    .x_pad_1_i      (x_pad_1),
-    .y_pad_0_i      (y_pad_0),
-    .y_pad_1_i      (y_pad_1),
+    .insn_i         (insn),
     .elem_log_i     (elem_log),
-    .sram_base_i    (32'(sram_base)),
+    .sram_end_o     (area_end),
     .busy_o         (dma_busy),
     .req_valid_o    (dreq_valid),
     .req_ready_i    (is_wgt ? req_ready_i[1] : req_ready_i[0]),
@@ -190,22 +137,13 @@ module vta_load import vta_pkg::*; (
   assign wgt_wdata_o = {WgtLanes{wr_data}};
   assign wgt_wmask_o = wr_pad ? '1 : WgtLanes'(1) << wr_sub;
 
-  // ------------------------------------------------------------------ status
-  always_comb begin
-    unique case (state_q)
-      LdIdle:   state_o = !q_valid_i ? 2'(STATE_IDLE)
-                        : (!pop_ok ? 2'(STATE_WAIT_TOKEN) : 2'(STATE_BUSY));
-      LdHalted: state_o = 2'(STATE_IDLE);
-      default:  state_o = 2'(STATE_BUSY);
-    endcase
-  end
-  assign index_o = (state_q == LdIdle) ? head_index : index_q;
-
+  // the g2l / l2g channels only (the load has no previous stage); opcode and flags are the
+  // sequencer's
   logic unused;
-  assign unused = ^{wr_half, insn_q[INSN_POP_PREV_DEP_LO], insn_q[INSN_PUSH_PREV_DEP_LO]};
+  assign unused = ^{wr_half, tok_pop[0], tok_push[0], insn};
 
   OnlyInpWgt: assert property (@(posedge clk_i) disable iff (!rst_ni)
-      state_q == LdCheck |-> (32'(insn_q[MEM_MEMORY_TYPE_LO +: 3]) == MEM_INP || is_wgt))
+      decode |-> (32'(insn[MEM_MEMORY_TYPE_LO +: 3]) == MEM_INP || is_wgt))
     else $error("vta_load: instruction of another unit in the load queue");
   WrInRange: assert property (@(posedge clk_i) disable iff (!rst_ni)
       wr_valid |-> wr_idx < depth)

@@ -46,25 +46,20 @@ module vta_store import vta_pkg::*; (
   localparam int unsigned SubLast = OUT_ELEM_BYTES / 8 - 1;
   localparam int unsigned Lanes = BATCH * BLOCK_OUT;
 
-  typedef enum logic [3:0] {StIdle, StCheck, StRow, StReq, StRead, StData, StAck, StDone, StHalted}
-    st_state_e;
-  st_state_e            state_q, state_d;
-  logic [INSN_BITS-1:0] insn_q, insn_d;
-  logic [31:0]          index_q, index_d;
-
-  logic [INSN_BITS-1:0] head;
-  logic [31:0]          head_index;
-  assign head       = q_data_i[INSN_BITS-1:0];
-  assign head_index = q_data_i[INSN_BITS +: 32];
+  // the walk over the rows of the instruction being executed (StIdle: none)
+  typedef enum logic [2:0] {StIdle, StRow, StReq, StRead, StData, StAck} walk_state_e;
+  walk_state_e          walk_q, walk_d;
+  logic [INSN_BITS-1:0] insn;
+  logic [31:0]          insn_index;
 
   logic [15:0] x_size, y_size, x_stride, sram_base;
   logic [31:0] dram_base;
   logic [47:0] area_end;
-  assign sram_base = insn_q[MEM_SRAM_BASE_LO +: 16];
-  assign dram_base = insn_q[MEM_DRAM_BASE_LO +: 32];
-  assign y_size    = insn_q[MEM_Y_SIZE_LO +: 16];
-  assign x_size    = insn_q[MEM_X_SIZE_LO +: 16];
-  assign x_stride  = insn_q[MEM_X_STRIDE_LO +: 16];
+  assign sram_base = insn[MEM_SRAM_BASE_LO +: 16];
+  assign dram_base = insn[MEM_DRAM_BASE_LO +: 32];
+  assign y_size    = insn[MEM_Y_SIZE_LO +: 16];
+  assign x_size    = insn[MEM_X_SIZE_LO +: 16];
+  assign x_stride  = insn[MEM_X_STRIDE_LO +: 16];
   assign area_end  = 48'(sram_base) + 48'(x_size) * 48'(y_size);
 
   // ------------------------------------------------------------------ walk state
@@ -89,13 +84,43 @@ module vta_store import vta_pkg::*; (
     assign out_elem[e*OUT_WIDTH +: OUT_WIDTH] = acc_rdata_i[e*ACC_WIDTH +: OUT_WIDTH];
   end
 
-  logic pop_ok;
-  assign pop_ok = !head[INSN_POP_PREV_DEP_LO] || tok_avail_i;
+  // ------------------------------------------------------------------ control
+  // Decode: an empty rectangle is done at once, a source range beyond the acc buffer fails, any
+  // other store starts the walk; it is done at the ack of the last row's last burst.
+  logic       decode, exec, start, done, fail, empty, last_ack;
+  logic [1:0] tok_pop, tok_push;
+  assign empty    = (x_size == '0) || (y_size == '0);
+  assign last_ack = (walk_q == StAck) && wr_ack_i && (rem_q == '0) && (rows_q == 16'd1);
+  assign done     = (decode && empty) || (exec && last_ack);
+  assign fail     = decode && !empty && (area_end > 48'(ACC_BUFF_DEPTH));
+
+  vta_insn_seq #(.UsePrevDep(1'b1), .UseNextDep(1'b0)) u_seq (
+    .clk_i,
+    .rst_ni,
+    .halt_i,
+    .q_valid_i,
+    .q_ready_o,
+    .q_data_i,
+    .tok_avail_i  ({1'b0, tok_avail_i}),
+    .tok_pop_o    (tok_pop),
+    .tok_push_o   (tok_push),
+    .insn_o       (insn),
+    .insn_index_o (insn_index),
+    .decode_o     (decode),
+    .start_o      (start),
+    .exec_o       (exec),
+    .done_i       (done),
+    .err_i        (fail),
+    .err_o,
+    .state_o,
+    .index_o,
+    .retire_o
+  );
+  assign tok_pop_o  = tok_pop[0];
+  assign tok_push_o = tok_push[0];
 
   always_comb begin
-    state_d    = state_q;
-    insn_d     = insn_q;
-    index_d    = index_q;
+    walk_d     = walk_q;
     rows_d     = rows_q;
     row_addr_d = row_addr_q;
     addr_d     = addr_q;
@@ -104,42 +129,25 @@ module vta_store import vta_pkg::*; (
     src_d      = src_q;
     sub_d      = sub_q;
     have_d     = have_q;
-    tok_pop_o  = 1'b0;
-    tok_push_o = 1'b0;
-    q_ready_o  = 1'b0;
-    retire_o   = 1'b0;
-    err_o      = 1'b0;
     acc_re_o   = 1'b0;
     wr_req_valid_o = 1'b0;
     wr_valid_o = 1'b0;
     wr_last_o  = 1'b0;
-    unique case (state_q)
+    unique case (walk_q)
       StIdle: begin
-        if (q_valid_i && !halt_i && pop_ok) begin
-          tok_pop_o = head[INSN_POP_PREV_DEP_LO];
-          insn_d    = head;
-          index_d   = head_index;
-          state_d   = StCheck;
-        end
-      end
-      StCheck: begin
-        if (x_size == '0 || y_size == '0) state_d = StDone;
-        else if (area_end > 48'(ACC_BUFF_DEPTH)) begin
-          err_o   = 1'b1;
-          state_d = StHalted;
-        end else begin
+        if (start) begin
           rows_d     = y_size;
           row_addr_d = dram_base << ElemLog;
           src_d      = 32'(sram_base);
           sub_d      = '0;
           have_d     = 1'b0;
-          state_d    = StRow;
+          walk_d     = StRow;
         end
       end
       StRow: begin
         addr_d  = row_addr_q;
         rem_d   = 32'(x_size) << (ElemLog - 3);
-        state_d = StReq;
+        walk_d = StReq;
       end
       StReq: begin
         wr_req_valid_o = 1'b1;
@@ -147,13 +155,13 @@ module vta_store import vta_pkg::*; (
           blen_d  = 8'(burst - 32'd1);
           addr_d  = addr_q + (burst << 3);
           rem_d   = rem_q - burst;
-          state_d = have_q ? StData : StRead;
+          walk_d = have_q ? StData : StRead;
         end
       end
       StRead: begin
         acc_re_o = 1'b1;
         have_d   = 1'b1;
-        state_d  = StData;
+        walk_d  = StData;
       end
       StData: begin
         wr_valid_o = 1'b1;
@@ -167,29 +175,22 @@ module vta_store import vta_pkg::*; (
           end else begin
             sub_d = sub_q + 16'd1;
           end
-          if (blen_q == '0) state_d = StAck;
-          else if (sub_q == 16'(SubLast)) state_d = StRead;
+          if (blen_q == '0) walk_d = StAck;
+          else if (sub_q == 16'(SubLast)) walk_d = StRead;
         end
       end
       StAck: begin
         if (wr_ack_i) begin
-          if (rem_q != '0) state_d = StReq;
-          else if (rows_q == 16'd1) state_d = StDone;
+          if (rem_q != '0) walk_d = StReq;
+          else if (rows_q == 16'd1) walk_d = StIdle;
           else begin
             rows_d     = rows_q - 16'd1;
             row_addr_d = row_addr_q + (32'(x_stride) << ElemLog);
-            state_d    = StRow;
+            walk_d     = StRow;
           end
         end
       end
-      StDone: begin
-        tok_push_o = insn_q[INSN_PUSH_PREV_DEP_LO];
-        q_ready_o  = 1'b1;
-        retire_o   = 1'b1;
-        state_d    = StIdle;
-      end
-      StHalted: state_d = StHalted;
-      default:  state_d = StIdle;
+      default: walk_d = StIdle;
     endcase
   end
 
@@ -201,13 +202,11 @@ module vta_store import vta_pkg::*; (
   assign err_field_o = 8'(FIELD_SRAM_END);
   assign err_value_o = (area_end > 48'hFFFF_FFFF) ? 32'hFFFF_FFFF : area_end[31:0];
   assign err_limit_o = ACC_BUFF_DEPTH;
-  assign err_index_o = index_q;
+  assign err_index_o = insn_index;
 
   always_ff @(posedge clk_i or negedge rst_ni) begin
     if (!rst_ni) begin
-      state_q    <= StIdle;
-      insn_q     <= '0;
-      index_q    <= '0;
+      walk_q     <= StIdle;
       rows_q     <= '0;
       row_addr_q <= '0;
       addr_q     <= '0;
@@ -217,9 +216,7 @@ module vta_store import vta_pkg::*; (
       sub_q      <= '0;
       have_q     <= 1'b0;
     end else begin
-      state_q    <= state_d;
-      insn_q     <= insn_d;
-      index_q    <= index_d;
+      walk_q     <= walk_d;
       rows_q     <= rows_d;
       row_addr_q <= row_addr_d;
       addr_q     <= addr_d;
@@ -231,15 +228,10 @@ module vta_store import vta_pkg::*; (
     end
   end
 
-  always_comb begin
-    unique case (state_q)
-      StIdle:   state_o = !q_valid_i ? 2'(STATE_IDLE)
-                        : (!pop_ok ? 2'(STATE_WAIT_TOKEN) : 2'(STATE_BUSY));
-      StHalted: state_o = 2'(STATE_IDLE);
-      default:  state_o = 2'(STATE_BUSY);
-    endcase
-  end
-  assign index_o = (state_q == StIdle) ? head_index : index_q;
+  // the g2s / s2g channels only (the store has no next stage); of the instruction the store
+  // reads only the geometry (opcode and flags are the sequencer's)
+  logic unused;
+  assign unused = ^{tok_pop[1], tok_push[1], insn};
 
   SourceInRange: assert property (@(posedge clk_i) disable iff (!rst_ni)
       acc_re_o |-> src_q < ACC_BUFF_DEPTH)
@@ -247,4 +239,7 @@ module vta_store import vta_pkg::*; (
   DataHasElement: assert property (@(posedge clk_i) disable iff (!rst_ni)
       wr_valid_o |-> have_q)
     else $error("vta_store: beat without its acc row");
+  WalkOnlyInExec: assert property (@(posedge clk_i) disable iff (!rst_ni)
+      walk_q != StIdle |-> exec)
+    else $error("vta_store: row walk outside the execution of a store");
 endmodule : vta_store

@@ -1,0 +1,139 @@
+// Instruction sequencer of the load, compute and store units (ISA reference 5.1): runs the
+// unit's queue one instruction at a time through the same steps, while the unit itself only
+// checks and executes the instruction it is given:
+//   SeqIdle    wait for the queue head and for the tokens it pops; take the tokens and keep a
+//              copy of the instruction and its stream index (one cycle).
+//   SeqDecode  decode_o: the unit checks the new instruction. done_i: nothing to execute;
+//              err_i: it fails; neither: start_o, the unit starts executing it.
+//   SeqExec    exec_o: the unit executes it until done_i (or err_i).
+//   SeqDone    push the tokens, pop the queue, retire (one cycle).
+//   SeqHalted  after err_i, until rst_ni.
+// A no-op instruction therefore takes 3 cycles (idle/pop, decode, done). The instruction stays
+// at the queue head until it retires. Token channel 0 is the unit's "prev" dependency
+// (pop_prev_dep, push_prev_dep), channel 1 its "next" one; a unit without a neighbour on one
+// side clears UsePrevDep or UseNextDep, and the flags of that side are ignored.
+module vta_insn_seq import vta_pkg::*; #(
+  parameter bit UsePrevDep = 1'b1,
+  parameter bit UseNextDep = 1'b1
+) (
+  input  logic                  clk_i,
+  input  logic                  rst_ni,
+  input  logic                  halt_i,        // take no new instruction
+  // instruction queue head: {stream index, instruction}
+  input  logic                  q_valid_i,
+  output logic                  q_ready_o,
+  input  logic [INSN_BITS+31:0] q_data_i,
+  // tokens: [0] prev, [1] next
+  input  logic [1:0]            tok_avail_i,
+  output logic [1:0]            tok_pop_o,
+  output logic [1:0]            tok_push_o,
+  // the instruction in the unit, from decode to retire
+  output logic [INSN_BITS-1:0]  insn_o,
+  output logic [31:0]           insn_index_o,
+  output logic                  decode_o,
+  output logic                  start_o,
+  output logic                  exec_o,
+  input  logic                  done_i,        // with decode_o or exec_o
+  input  logic                  err_i,         // with decode_o or exec_o; never with done_i
+  output logic                  err_o,         // err_i taken: the unit halts
+  // status
+  output logic [1:0]            state_o,       // vta_pkg STATE_*
+  output logic [31:0]           index_o,       // the current (or waiting) instruction's index
+  output logic                  retire_o
+);
+  localparam logic [1:0] DepMask = {UseNextDep, UsePrevDep};
+
+  typedef enum logic [2:0] {SeqIdle, SeqDecode, SeqExec, SeqDone, SeqHalted} seq_state_e;
+  seq_state_e           state_q, state_d;
+  logic [INSN_BITS-1:0] insn_q, insn_d;
+  logic [31:0]          index_q, index_d;
+
+  logic [INSN_BITS-1:0] head;
+  logic [31:0]          head_index;
+  logic [1:0]           head_pops, insn_pushes;
+  logic                 pop_ok;
+  assign head        = q_data_i[INSN_BITS-1:0];
+  assign head_index  = q_data_i[INSN_BITS +: 32];
+  assign head_pops   = DepMask & {head[INSN_POP_NEXT_DEP_LO], head[INSN_POP_PREV_DEP_LO]};
+  assign insn_pushes = DepMask & {insn_q[INSN_PUSH_NEXT_DEP_LO], insn_q[INSN_PUSH_PREV_DEP_LO]};
+  assign pop_ok      = (head_pops & ~tok_avail_i) == '0;
+
+  always_comb begin
+    state_d    = state_q;
+    insn_d     = insn_q;
+    index_d    = index_q;
+    tok_pop_o  = '0;
+    tok_push_o = '0;
+    q_ready_o  = 1'b0;
+    retire_o   = 1'b0;
+    start_o    = 1'b0;
+    err_o      = 1'b0;
+    unique case (state_q)
+      SeqIdle: begin
+        if (q_valid_i && !halt_i && pop_ok) begin
+          tok_pop_o = head_pops;
+          insn_d    = head;
+          index_d   = head_index;
+          state_d   = SeqDecode;
+        end
+      end
+      SeqDecode, SeqExec: begin
+        if (err_i) begin
+          err_o   = 1'b1;
+          state_d = SeqHalted;
+        end else if (done_i) begin
+          state_d = SeqDone;
+        end else if (state_q == SeqDecode) begin
+          start_o = 1'b1;
+          state_d = SeqExec;
+        end
+      end
+      SeqDone: begin
+        tok_push_o = insn_pushes;
+        q_ready_o  = 1'b1;
+        retire_o   = 1'b1;
+        state_d    = SeqIdle;
+      end
+      SeqHalted: state_d = SeqHalted;
+      default:   state_d = SeqIdle;
+    endcase
+  end
+
+  always_ff @(posedge clk_i or negedge rst_ni) begin
+    if (!rst_ni) begin
+      state_q <= SeqIdle;
+      insn_q  <= '0;
+      index_q <= '0;
+    end else begin
+      state_q <= state_d;
+      insn_q  <= insn_d;
+      index_q <= index_d;
+    end
+  end
+
+  assign insn_o       = insn_q;
+  assign insn_index_o = index_q;
+  assign decode_o     = (state_q == SeqDecode);
+  assign exec_o       = (state_q == SeqExec);
+
+  always_comb begin
+    unique case (state_q)
+      SeqIdle:   state_o = !q_valid_i ? 2'(STATE_IDLE)
+                         : (!pop_ok ? 2'(STATE_WAIT_TOKEN) : 2'(STATE_BUSY));
+      SeqHalted: state_o = 2'(STATE_IDLE);
+      default:   state_o = 2'(STATE_BUSY);
+    endcase
+  end
+  assign index_o = (state_q == SeqIdle) ? head_index : index_q;
+
+  // The instruction is popped from its queue only when it retires: the head stays in place.
+  HeadHeld: assert property (@(posedge clk_i) disable iff (!rst_ni)
+      (state_q inside {SeqDecode, SeqExec, SeqDone}) |-> q_valid_i && q_data_i == {index_q, insn_q})
+    else $error("vta_insn_seq: the queue head changed under the running instruction");
+  PopWithToken: assert property (@(posedge clk_i) disable iff (!rst_ni)
+      (tok_pop_o & ~tok_avail_i) == '0)
+    else $error("vta_insn_seq: token popped from an empty channel");
+  DoneOrErr: assert property (@(posedge clk_i) disable iff (!rst_ni)
+      (state_q inside {SeqDecode, SeqExec}) |-> !(done_i && err_i))
+    else $error("vta_insn_seq: the unit reports both done and error");
+endmodule : vta_insn_seq
