@@ -82,3 +82,67 @@ def test_get_function_and_load_module(kernels_obj):
             y.close()
         finally:
             mod.close()
+
+
+def test_unclosed_session_removes_its_workdir_at_exit(tmp_path):
+    """Upstream tutorials write ``remote = rpc.LocalSession()`` and never close it."""
+    import subprocess
+    import sys
+
+    script = (
+        "from vta.rpc import LocalSession\n"
+        f"remote = LocalSession(workdir_parent={str(tmp_path)!r})\n"
+        "remote.upload(b'x' * 1000, target='lib.o')\n"
+        "print(remote.workdir)\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    workdir = proc.stdout.strip().splitlines()[-1]
+    assert workdir.startswith(str(tmp_path))
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_dropped_session_removes_its_workdir(tmp_path):
+    import gc
+
+    remote = LocalSession(workdir_parent=tmp_path)
+    remote.upload(b"abc", target="a.bin")
+    assert len(list(tmp_path.iterdir())) == 1
+    del remote
+    gc.collect()
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_failed_upload_leaves_no_partial_file(tmp_path, monkeypatch):
+    import os
+
+    remote = LocalSession(workdir_parent=tmp_path)
+    real_fdopen = os.fdopen
+
+    class Boom(Exception):
+        pass
+
+    def failing_fdopen(fd, mode="r", *a, **k):
+        f = real_fdopen(fd, mode, *a, **k)
+
+        class Half:
+            def __enter__(self):
+                return self
+
+            def __exit__(self, *exc):
+                f.close()
+
+            def write(self, data):
+                f.write(data[: len(data) // 2])
+                raise Boom("disk full")
+
+        return Half()
+
+    remote.upload(b"old contents", target="net.so")
+    monkeypatch.setattr(os, "fdopen", failing_fdopen)
+    with pytest.raises(Boom):
+        remote.upload(b"n" * 4096, target="net.so")
+    monkeypatch.undo()
+    assert remote.listdir() == ["net.so"]
+    assert remote.download("net.so") == b"old contents"
+    remote.close()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+import weakref
 from pathlib import Path
 
 from ..errors import RPCError
@@ -44,7 +45,9 @@ class Workspace:
     ----------
     parent : path-like, optional
         Directory in which to create the work directory (default: the system temporary
-        directory). The work directory itself is always new and removed by :meth:`close`.
+        directory). The work directory itself is always new and removed by :meth:`close`, or
+        when the workspace is garbage-collected, or at the latest when the process exits (for
+        sessions that are never closed, as upstream tutorials write them).
     max_upload : int
         Largest file accepted by :meth:`upload`, in bytes.
 
@@ -58,6 +61,8 @@ class Workspace:
         self.path = Path(tempfile.mkdtemp(prefix="vta-rpc-", dir=parent))
         self.max_upload = int(max_upload)
         self._closed = False
+        # Runs at close(), at garbage collection or at interpreter exit, whichever comes first.
+        self._finalizer = weakref.finalize(self, shutil.rmtree, str(self.path), ignore_errors=True)
 
     def _check_open(self) -> None:
         if self._closed:
@@ -85,7 +90,16 @@ class Workspace:
         path = self.file(name)
         if len(data) > self.max_upload:
             raise RPCError(f"upload {name!r} of {len(data)} bytes exceeds the limit of {self.max_upload} bytes")
-        path.write_bytes(bytes(data))
+        # Write beside the target and rename, so a failed write never leaves a partial file
+        # under the requested name (and a library being loaded is never half-replaced).
+        fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=".part", dir=self.path)
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(bytes(data))
+            os.replace(tmp, path)
+        finally:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
 
     def download(self, name: str) -> bytes:
         """Read file ``name``.
@@ -122,4 +136,4 @@ class Workspace:
         """Remove the work directory and everything in it (idempotent)."""
         if not self._closed:
             self._closed = True
-            shutil.rmtree(self.path, ignore_errors=True)
+            self._finalizer()
