@@ -9,6 +9,7 @@ and the array is created on the server; it comes back as a :class:`RemoteNDArray
 from __future__ import annotations
 
 import itertools
+import os
 import socket
 import threading
 from typing import Any
@@ -17,6 +18,7 @@ import numpy as np
 
 from ..errors import RPCError
 from . import _runtime
+from .auth import SECRET_ENV, AuthError, client_handshake
 from .local import read_upload
 from .protocol import decode_value, encode_value, recv_frame, send_frame
 
@@ -309,7 +311,7 @@ class ClientSession:
         self.close()
 
 
-def connect(host: str, port: int, timeout: float | None = None) -> ClientSession:
+def connect(host: str, port: int, timeout: float | None = None, secret: str | None = None) -> ClientSession:
     """Open a session with an RPC server.
 
     Parameters
@@ -318,15 +320,29 @@ def connect(host: str, port: int, timeout: float | None = None) -> ClientSession
         The server's address.
     timeout : float, optional
         Seconds to wait for the connection and for each reply (default: no limit).
+    secret : str, optional
+        The server's shared secret (default: the ``VTA_RPC_SECRET`` environment variable); a
+        server bound beyond loopback refuses clients that cannot prove it.
 
     Raises
     ------
     RPCError
         If the server cannot be reached.
+    vta.rpc.auth.AuthError
+        If the server refuses the secret, or a secret is given to a server that has none.
     """
+    secret = secret if secret is not None else (os.environ.get(SECRET_ENV) or None)
     try:
         sock = socket.create_connection((host, port), timeout=timeout)
     except OSError as exc:
         raise RPCError(f"cannot connect to the RPC server at {host}:{port}: {exc}") from exc
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    if secret is not None:
+        try:
+            client_handshake(sock, secret)
+        except (RPCError, OSError) as exc:
+            sock.close()
+            if isinstance(exc, AuthError):
+                raise
+            raise RPCError(f"the shared-secret handshake with {host}:{port} failed: {exc}") from exc
     return ClientSession(sock)

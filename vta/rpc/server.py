@@ -4,14 +4,24 @@ Run it with::
 
     python -m vta.rpc.server --host 127.0.0.1 --port 9091
 
-or in-process (tests) with ``Server("127.0.0.1", 0).start()``, which picks a free port. The
-server binds the loopback interface unless told otherwise. It loads and runs the modules
-clients upload, so expose it only to clients you trust.
+or in-process (tests) with ``Server("127.0.0.1", 0).start()``, which picks a free port.
+
+Loading a library runs its code: a client that can upload and load a module can run anything
+the server's user can. So the server binds the loopback interface unless told otherwise, and a
+server bound to any other address requires a shared secret (``--secret`` or the
+``VTA_RPC_SECRET`` environment variable; one is generated and printed when neither is given)
+that each client proves before its first request (:mod:`vta.rpc.auth`). The secret is what
+stands between the network and code execution: give it only to clients you trust, and put the
+server behind TLS or an SSH tunnel when the network is not yours. Each connection gets its own
+work directory (removed when it ends), uploads are confined to it and bounded in size, idle
+connections are closed after ``idle_timeout`` seconds, and at most ``max_sessions``
+connections are served at once.
 """
 
 from __future__ import annotations
 
 import argparse
+import ipaddress
 import logging
 import os
 import socket
@@ -19,13 +29,28 @@ import sys
 import threading
 from typing import Sequence
 
+from ..errors import RPCError
+from .auth import SECRET_ENV, AuthError, new_secret, server_handshake
 from .handler import SessionHandler
 from .protocol import MAX_HEADER, ConnectionClosed, FrameError, recv_frame, send_frame
 from .workspace import DEFAULT_MAX_UPLOAD
 
-__all__ = ["Server", "main"]
+__all__ = ["Server", "main", "is_loopback"]
 
 log = logging.getLogger(__name__)
+
+#: Seconds a new connection has to complete the shared-secret handshake.
+HANDSHAKE_TIMEOUT = 10.0
+
+
+def is_loopback(host: str) -> bool:
+    """True if ``host`` (an address or ``localhost``) is a loopback address."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.split("%")[0]).is_loopback
+    except ValueError:
+        return False
 
 
 class Server:
@@ -42,19 +67,43 @@ class Server:
         system temporary directory). Session directories are removed when the session ends.
     max_upload : int
         Largest upload (and frame payload) a session accepts, in bytes.
+    secret : str, optional
+        The shared secret clients must prove (:mod:`vta.rpc.auth`). Required beyond loopback:
+        when the bound address is not a loopback address and no secret is given, one is
+        generated (read it from :attr:`secret`). On loopback, None means no handshake.
+    idle_timeout : float, optional
+        Seconds a connection may stay silent (between or inside frames) before it is closed;
+        None waits forever.
+    max_sessions : int
+        Connections served at once; further ones get an error reply and are closed.
 
     Raises
     ------
     OSError
         If the address cannot be bound.
+    ValueError
+        If ``secret`` is empty, ``idle_timeout`` is not positive or ``max_sessions`` < 1.
     """
 
     def __init__(self, host: str = "127.0.0.1", port: int = 9091, workdir: str | os.PathLike | None = None,
-                 max_upload: int = DEFAULT_MAX_UPLOAD):
+                 max_upload: int = DEFAULT_MAX_UPLOAD, secret: str | None = None,
+                 idle_timeout: float | None = 300.0, max_sessions: int = 64):
+        if secret is not None and (not isinstance(secret, str) or not secret):
+            raise ValueError(f"secret must be a non-empty str or None, got {secret!r}")
+        if idle_timeout is not None and not idle_timeout > 0:
+            raise ValueError(f"idle_timeout must be a positive number of seconds or None, got {idle_timeout!r}")
+        if int(max_sessions) < 1:
+            raise ValueError(f"max_sessions must be at least 1, got {max_sessions!r}")
         self.workdir = workdir
         self.max_upload = int(max_upload)
+        self.idle_timeout = idle_timeout
+        self.max_sessions = int(max_sessions)
         self._sock = socket.create_server((host, port))
         self.host, self.port = self._sock.getsockname()[:2]
+        if secret is None and not is_loopback(self.host):
+            secret = new_secret()
+        #: The shared secret clients must prove, or None (loopback only).
+        self.secret = secret
         self._lock = threading.Lock()
         self._conns: set[socket.socket] = set()
         self._threads: list[threading.Thread] = []
@@ -83,10 +132,14 @@ class Server:
                 if self._closed:
                     conn.close()
                     return
-                self._conns.add(conn)
-                self._threads = [x for x in self._threads if x.is_alive()]
-                self._threads.append(t)
-                t.start()  # under the lock, so close() never joins a thread not yet started
+                full = len(self._conns) >= self.max_sessions
+                if not full:
+                    self._conns.add(conn)
+                    self._threads = [x for x in self._threads if x.is_alive()]
+                    self._threads.append(t)
+                    t.start()  # under the lock, so close() never joins a thread not yet started
+            if full:
+                self._refuse(conn, f"the server already serves {self.max_sessions} sessions; try again later")
 
     def start(self) -> "Server":
         """Serve on a background thread and return ``self``."""
@@ -94,11 +147,25 @@ class Server:
         self._accept_thread.start()
         return self
 
+    @staticmethod
+    def _refuse(conn: socket.socket, message: str) -> None:
+        try:
+            conn.settimeout(1.0)
+            send_frame(conn, {"id": None, "ok": False, "error": {"type": "RPCError", "message": message}})
+        except OSError:
+            pass  # the client is gone already; nothing to tell it
+        conn.close()
+
     def _serve_connection(self, conn: socket.socket, peer) -> None:
         conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        session = SessionHandler(self.workdir, self.max_upload)
+        session = None
         max_payload = self.max_upload + MAX_HEADER
         try:
+            if self.secret is not None:
+                conn.settimeout(HANDSHAKE_TIMEOUT)
+                server_handshake(conn, self.secret)
+            conn.settimeout(self.idle_timeout)
+            session = SessionHandler(self.workdir, self.max_upload)
             while True:
                 try:
                     header, payloads = recv_frame(conn, max_payload)
@@ -111,10 +178,13 @@ class Server:
                     continue
                 reply, out = session.handle(header, payloads)
                 send_frame(conn, reply, out)
-        except OSError as exc:  # the client went away mid-call; end this session only
+        except (AuthError, RPCError) as exc:  # failed handshake: no session was opened
+            log.warning("connection from %s refused: %s", peer, exc)
+        except OSError as exc:  # the client went away or stayed silent too long; end this session only
             log.debug("connection from %s ended: %s", peer, exc)
         finally:
-            session.close()
+            if session is not None:
+                session.close()
             with self._lock:
                 self._conns.discard(conn)
                 self.sessions_served += 1
@@ -164,13 +234,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--port", type=int, default=9091, help="TCP port (default 9091; 0 picks a free one)")
     p.add_argument("--workdir", default=None, help="parent directory of the session work directories")
     p.add_argument("--max-upload", type=int, default=DEFAULT_MAX_UPLOAD, help="largest upload in bytes (default 256 MiB)")
+    p.add_argument("--secret", default=os.environ.get(SECRET_ENV),
+                   help=f"shared secret clients must prove (default: ${SECRET_ENV}; generated and printed "
+                        "when binding beyond loopback without one)")
+    p.add_argument("--idle-timeout", type=float, default=300.0, help="seconds before a silent client is dropped")
+    p.add_argument("--max-sessions", type=int, default=64, help="connections served at once (default 64)")
     args = p.parse_args(argv)
     try:
-        server = Server(args.host, args.port, args.workdir, args.max_upload)
+        server = Server(args.host, args.port, args.workdir, args.max_upload, secret=args.secret or None,
+                        idle_timeout=args.idle_timeout, max_sessions=args.max_sessions)
     except OSError as exc:
         sys.stderr.write(f"vta.rpc.server: error: cannot listen on {args.host}:{args.port}: {exc.strerror}\n")
         return 2
+    except ValueError as exc:
+        sys.stderr.write(f"vta.rpc.server: error: {exc}\n")
+        return 2
     print(f"vta.rpc.server listening on {server.host}:{server.port}", flush=True)
+    if server.secret is not None and not args.secret:
+        print(f"shared secret (give it to clients as {SECRET_ENV} or connect(..., secret=...)): {server.secret}",
+              flush=True)
     try:
         server.serve_forever()
     except KeyboardInterrupt:

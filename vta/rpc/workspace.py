@@ -74,10 +74,14 @@ class Workspace:
         Raises
         ------
         RPCError
-            If the name is not a plain file name or the workspace is closed.
+            If the name is not a plain file name, names a symbolic link, or the workspace is
+            closed.
         """
         self._check_open()
-        return self.path / check_name(name)
+        path = self.path / check_name(name)
+        if path.is_symlink():
+            raise RPCError(f"file {name!r} is a symbolic link; the work directory holds only plain files")
+        return path
 
     def upload(self, name: str, data: bytes) -> None:
         """Write ``data`` to file ``name`` (replacing it).
