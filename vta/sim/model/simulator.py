@@ -43,7 +43,8 @@ import numpy as np
 from ... import isa
 from ...dram import DRAM
 from ...env import Environment
-from ...errors import DeadlockError
+from ...errors import DeadlockError, SimulationError
+from ..debug import DEBUG_DUMP_INSN, dump_executed
 from ..fsim.simulator import FunctionalSimulator, _Columns, _Program
 from . import costs as mc
 from .costs import Timing
@@ -107,13 +108,27 @@ class CycleModel(FunctionalSimulator):
             Exactly as :meth:`vta.sim.fsim.FunctionalSimulator.run`; a failed run adds no cycles.
         """
         tokens = list(self.tokens)
-        result = super().run(insn_phys_addr, insn_count, wait_cycles)
+        self._functional_order = None
+        try:
+            result = super().run(insn_phys_addr, insn_count, wait_cycles)
+        except SimulationError:
+            if self._functional_order is not None:  # debug dump: what ran before the failure
+                dump_executed(self.env, *self._functional_order)
+            raise
         n = int(insn_count)
         words = self.dram.data[insn_phys_addr:insn_phys_addr + 16 * n].copy().view("<i8").reshape(n, 2)
-        self.last_run = time_stream(self.env, words, tokens, insn_phys_addr, self.timing)
+        self.last_run, start = _replay(self.env, words, tokens, insn_phys_addr, self.timing)
         for key, value in self.last_run.items():
             self._hw[key] += value
+        if self.debug_flags & DEBUG_DUMP_INSN:
+            # In the order the timing model started them (ties: stream order).
+            dump_executed(self.env, words, sorted(range(n), key=lambda i: (start[i], i)), tokens)
         return result
+
+    def _dump_executed(self, program: _Program, done: np.ndarray) -> None:
+        # The functional run prints nothing itself; a successful run prints in timed order.
+        if self.debug_flags & DEBUG_DUMP_INSN:
+            self._functional_order = (program.words, done.tolist(), self._run_tokens)
 
     def stats(self) -> dict:
         """fsim's counters (upstream keys, ``insn_*``, ``tokens_*``) and the hardware counters.
@@ -206,6 +221,12 @@ def time_stream(env: Environment, words: np.ndarray, tokens: list[int], insn_add
     InvalidInstructionError
         If a token flag names a channel its stage does not have.
     """
+    return _replay(env, words, tokens, insn_addr, timing)[0]
+
+
+def _replay(env: Environment, words: np.ndarray, tokens: list[int], insn_addr: int,
+            timing: Timing) -> tuple[dict, list[int]]:
+    """:func:`time_stream`, plus the cycle each instruction started (its execution order)."""
     n = words.shape[0]
     prog = _Program(_Columns(words, env), words, env)
     flow = prog.flow
@@ -320,7 +341,7 @@ def time_stream(env: Environment, words: np.ndarray, tokens: list[int], insn_add
         out[f"{name}_busy_cycles"] = int(busy[u])
         out[f"{name}_stall_cycles"] = int(stall[u])
         out[f"{name}_retired"] = int(retired[u])
-    return out
+    return out, start
 
 
 def _cost(env: Environment, prog: _Program, i: int, op: int, s: int, port: _ReadPort, timing: Timing) -> int:

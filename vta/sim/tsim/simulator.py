@@ -37,11 +37,12 @@ from ...dram import DRAM, global_dram
 from ...env import Environment, get_env
 from ...errors import (ConfigError, DeadlockError, DRAMAccessError, HardwareAssertionError,
                       InvalidInstructionError, ModuleLoadError, SimulationError, SRAMIndexError, TokenOverflowError)
+from ..debug import DEBUG_DUMP_INSN, ExecutionDump
 from ..device import STAT_KEYS, Device
 from ..targets import attach_device, device_for
 from . import hwgen
 from .library import (ASSERTION as _ASSERTION, DRAM_ERROR as _DRAM_ERROR, HW_ERROR as _HW_ERROR, OK as _OK,
-                      PROGRESS_FN as _PROGRESS_FN, PROTOCOL_ERROR as _PROTOCOL_ERROR,
+                      PROGRESS_FN as _PROGRESS_FN, PROTOCOL_ERROR as _PROTOCOL_ERROR, TIMEOUT as _TIMEOUT,
                       STOPPED as _STOPPED, Library, load_library)
 
 __all__ = ["TSim", "TSimModule", "Library", "load_library", "init", "HW_STAT_KEYS", "GLOBAL_FUNCTIONS"]
@@ -63,6 +64,7 @@ _ERRORS = {
 #: Default cycles between progress reports (a log line, or the callback).
 PROGRESS_INTERVAL = 10_000_000
 _INSN_BYTES = 16
+_MASK64 = (1 << 64) - 1
 #: Per-opcode instruction counts, as fsim names them (x_size 0 loads and stores are no-ops).
 _INSN_KEYS = ("insn_load", "insn_store", "insn_gemm", "insn_alu", "insn_finish", "insn_nop")
 
@@ -110,6 +112,7 @@ class TSim(Device):
     """
 
     name = "tsim"
+    debug_flags_supported = DEBUG_DUMP_INSN
 
     def __init__(self, env: Environment, dram: DRAM, *, library=None, trace_path=None,
                  progress: Callable[[int, int], object] | None = None,
@@ -248,7 +251,10 @@ class TSim(Device):
         _check_transfers(self.env, self.dram, cols)
         self._progress_error = None
         max_cycles = int(wait_cycles) if wait_cycles and wait_cycles > 0 else (1 << 63)
-        rc = self._call("vta_tsim_run", insn_phys_addr, insn_count, max_cycles)
+        if self.debug_flags & DEBUG_DUMP_INSN:
+            rc = self._run_dumped(insn_phys_addr, insn_count, max_cycles)
+        else:
+            rc = self._call("vta_tsim_run", insn_phys_addr, insn_count, max_cycles)
         if self._progress_error is not None:
             exc, self._progress_error = self._progress_error, None
             self._recover()
@@ -312,6 +318,56 @@ class TSim(Device):
     def cycles(self) -> int:
         """Cycles simulated since the model was created (runs, register accesses, resets)."""
         return int(self._lib.lib.vta_tsim_cycles(self._handle)) if self._handle is not None else 0
+
+    # ------------------------------------------------------------------ debug mode
+    #: Cycles clocked between two polls of the retired counters in ``DEBUG_DUMP_INSN`` mode.
+    DUMP_POLL_CYCLES = 4
+
+    def _run_dumped(self, insn_phys_addr: int, insn_count: int, max_cycles: int) -> int:
+        """``vta_tsim_run`` driven from Python, printing each instruction when its unit retires it.
+
+        Each unit executes its queue in stream order, so the retired-instruction counter of a unit
+        says which of its instructions have completed. The counters are polled every few cycles
+        (:data:`DUMP_POLL_CYCLES` plus the register reads); instructions retired by several units
+        within one poll print in stream order. Returns a ``vta_tsim_run`` status code (memory
+        channel protocol checks of the native loop are not made in this mode).
+        """
+        words = self.dram.data[insn_phys_addr:insn_phys_addr + insn_count * _INSN_BYTES].copy().view("<i8")
+        words = words.reshape(insn_count, 2)
+        regs = {c: self.read_reg(hwgen.REG_TOKENS_L2G + 4 * i) for i, c in enumerate(_CHANNELS)}
+        dump = ExecutionDump(self.env, words, [regs["l2g"], regs["g2l"], regs["s2g"], regs["g2s"]])
+        stages = [isa.stage_of(isa.decode((int(w0) & _MASK64, int(w1) & _MASK64), self.env)) for w0, w1 in words]
+        queues = [[i for i, st in enumerate(stages) if st == stage]
+                  for stage in (isa.STAGE_LOAD, isa.STAGE_COMPUTE, isa.STAGE_STORE)]
+        seen = [0, 0, 0]
+
+        def report() -> None:
+            new = []
+            for u, q in enumerate(queues):
+                done = min(self.read_reg(hwgen.REG_RETIRED_LOAD + 4 * u), len(q))
+                new.extend(q[seen[u]:done])
+                seen[u] = max(seen[u], done)
+            dump.executed(sorted(new))
+
+        self.write_reg(hwgen.REG_CTRL, 0)
+        self.write_reg(hwgen.REG_VAL0, insn_count)
+        self.write_reg(hwgen.REG_PTR0, insn_phys_addr)
+        self.write_reg(hwgen.REG_CTRL, hwgen.CTRL_LAUNCH)
+        start = self.cycles
+        while True:
+            rc = self._call("vta_tsim_step", self.DUMP_POLL_CYCLES)
+            if rc != _OK:
+                report()
+                return rc
+            ctrl = self.read_reg(hwgen.REG_CTRL)
+            report()
+            if ctrl & hwgen.CTRL_ERROR:
+                return _HW_ERROR
+            if ctrl & hwgen.CTRL_FINISH:
+                self.write_reg(hwgen.REG_CTRL, 0)
+                return _OK
+            if self.cycles - start >= max_cycles:
+                return _TIMEOUT
 
     # ------------------------------------------------------------------ helpers
     def _count(self, cols) -> None:
