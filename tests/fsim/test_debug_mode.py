@@ -52,6 +52,16 @@ def check_block(block, index, title, flags, tokens):
     assert block[-1] == f"\ts2g_queue = {tokens[2]}, g2s_queue = {tokens[3]}"
 
 
+@pytest.fixture(autouse=True)
+def _debug_off():
+    """The flag lives on the device (as upstream's command queue flag, it persists until changed,
+    and a module built with ``build_config(debug_flag=...)`` sets it): start and end each test
+    with it off."""
+    simulator.debug_mode(0)
+    yield
+    simulator.debug_mode(0)
+
+
 @pytest.fixture
 def vadd(env):
     shape = (1, 64, env.BATCH, env.BLOCK_OUT)
