@@ -243,6 +243,9 @@ class Library:
             "vta_tsim_trace_kind": (i, []),
             "vta_tsim_last_error": (ctypes.c_char_p, []),
             "vta_tsim_assertions": (u32, [vp, ctypes.POINTER(u64)]),
+            "vta_tsim_probe": (i, [vp, i, u32]),
+            "vta_tsim_probe_take": (u64, [vp, vp, u64]),
+            "vta_tsim_probe_count": (u64, [vp]),
         }
         for name, (res, args) in sigs.items():
             try:

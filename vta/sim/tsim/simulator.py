@@ -147,6 +147,34 @@ class TSim(Device):
             raise
         self._stats: dict[str, int] = {}
         self.clear_stats()
+        self._probe_window = 0
+        #: The probe records of the last traced run (see :meth:`set_probe`), else None.
+        self.probe_records = None
+
+    def set_probe(self, enable: bool, window: int = 256) -> None:
+        """Turn the profiler's probe on or off (:mod:`vta.sim.tsim.probe`).
+
+        While it is on, every run leaves its records in :attr:`probe_records`.
+
+        Parameters
+        ----------
+        enable : bool
+            On or off.
+        window : int
+            Cycles per memory-beat window.
+
+        Raises
+        ------
+        ValueError
+            If ``window`` is not a positive number of cycles.
+        SimulationError
+            If the device is closed.
+        """
+        if enable and (isinstance(window, bool) or not isinstance(window, int) or window < 1):
+            raise ValueError(f"probe window {window!r} must be a positive number of cycles")
+        self._call("vta_tsim_probe", 1 if enable else 0, window if enable else 0)
+        self._probe_window = window if enable else 0
+        self.probe_records = None
 
     # ------------------------------------------------------------------ native plumbing
     def _call(self, name: str, *args) -> int:
@@ -249,6 +277,9 @@ class TSim(Device):
         self._progress_error = None
         max_cycles = int(wait_cycles) if wait_cycles and wait_cycles > 0 else (1 << 63)
         rc = self._call("vta_tsim_run", insn_phys_addr, insn_count, max_cycles)
+        if self._probe_window:
+            from .probe import take
+            self.probe_records = take(self._lib.lib, self._handle)
         if self._progress_error is not None:
             exc, self._progress_error = self._progress_error, None
             self._recover()
