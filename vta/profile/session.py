@@ -172,3 +172,58 @@ def write_outputs(tl: Timeline, out_dir: str | Path, plots: bool = True) -> dict
 
         files.update(write_plots(tl, out_dir))
     return files
+
+
+def run_profile(source: str | Path, target: str, out_dir: str | Path, *, window: int = 256,
+                plots: bool = True, out=None) -> int:
+    """``python -m vta profile``: profile a pack directory or a model file, write every output.
+
+    Parameters
+    ----------
+    source : str or Path
+        A program pack directory, or a model file (``.onnx``) through the registered loader.
+    target : str
+        ``tsim``, ``model`` or ``sim``.
+    out_dir : str or Path
+        Where the trace, reports and plots go (created if needed).
+    window : int
+        Cycles per memory-traffic window.
+    plots : bool
+        Draw the plots (needs matplotlib).
+    out : text stream, optional
+        Where the summary goes (default: stdout).
+
+    Returns
+    -------
+    int
+        0, or 1 when an output of a pack differs from its expected array.
+
+    Raises
+    ------
+    ProfileError
+        For a source that is neither a pack nor a model file, or no model loader.
+    PackError, vta.errors.SimulationError, OSError
+        From loading or running the programs, or writing the files.
+    """
+    from .report import format_text, layer_rows
+
+    out = out or sys.stdout
+    source = Path(source)
+    if source.is_dir():
+        layers = [(source.resolve().name, Pack.load(source))]
+    elif source.suffix.lower() == ".onnx":
+        layers = load_model(source)
+    else:
+        raise ProfileError(f"{str(source)!r} is neither a program pack directory nor a .onnx model file")
+    tl, mismatches = profile_packs(layers, target, window=window)
+    files = write_outputs(tl, out_dir, plots=plots)
+    out.write(format_text(layer_rows(tl), tl))
+    bad = {name: m for name, m in mismatches.items() if any(v for v in m.values())}
+    for name, m in bad.items():
+        out.write(f"FAIL {name}: mismatching elements per region {m}\n")
+    out.write(f"trace:   {files['trace']}  (open it at https://ui.perfetto.dev or in chrome://tracing)\n")
+    out.write(f"reports: {files['text']}, {files['csv']}, {files['json']}\n")
+    pics = [str(files[k]) for k in ("utilisation", "roofline", "timeline") if k in files]
+    if pics:
+        out.write(f"plots:   {', '.join(pics)}\n")
+    return 1 if bad else 0
