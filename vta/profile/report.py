@@ -100,6 +100,11 @@ def format_text(rows: list[dict], tl: Timeline) -> str:
     r = roofs(tl.env)
     head = (f"VTA {tl.level} profile, {tl.env.BITSTREAM}: compute roof {r['macs_per_cycle']} MACs/cycle, "
             f"DRAM roof {r['dram_bytes_per_cycle']} B/cycle\n")
+    if tl.level == "sim":  # no time: what each unit executes
+        cols = ["layer", "gemm uops", "macs", "dram bytes"] + [f"{u} insns" for u in UNITS if u != "fetch"]
+        lines = [cols] + [[str(row["layer"]), str(row["gemm_uops"]), str(row["macs"]), str(row["dram_bytes"])]
+                          + [str(row[f"{u}_insns"]) for u in UNITS if u != "fetch"] for row in rows]
+        return head + _align(lines)
     cols = ["layer", "cycles", "gemm%", "bottleneck"]
     for u in UNITS:
         cols += [f"{u} busy", f"{u} stall (reason)"]
@@ -112,10 +117,16 @@ def format_text(rows: list[dict], tl: Timeline) -> str:
             reason = row[f"{u}_stall_reason"]
             line.append(f"{row[f'{u}_stall']}" + (f" ({reason})" if reason else ""))
         lines.append(line)
-    widths = [max(len(line[k]) for line in lines) for k in range(len(cols))]
-    out = [head]
+    return head + _align(lines)
+
+
+def _align(lines: list[list[str]]) -> str:
+    """Columns padded to their widest cell (the first left-aligned), a rule under the header."""
+    widths = [max(len(line[k]) for line in lines) for k in range(len(lines[0]))]
+    out = []
     for n, line in enumerate(lines):
-        out.append("  ".join(cell.ljust(w) if k == 0 else cell.rjust(w) for k, (cell, w) in enumerate(zip(line, widths))).rstrip() + "\n")
+        cells = (cell.ljust(w) if k == 0 else cell.rjust(w) for k, (cell, w) in enumerate(zip(line, widths)))
+        out.append("  ".join(cells).rstrip() + "\n")
         if n == 0:
             out.append("  ".join("-" * w for w in widths) + "\n")
     return "".join(out)
