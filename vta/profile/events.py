@@ -220,22 +220,22 @@ def describe(env: Environment, words: np.ndarray) -> list[InsnInfo]:
     list of InsnInfo
     """
     cols = isa.decode_array(words, env)
-    h, m, g, a = cols.header, cols.mem, cols.gemm, cols.alu
+    h, m, g, a = ({k: v.tolist() for k, v in part.items()} for part in (cols.header, cols.mem, cols.gemm, cols.alu))
     n = len(h["opcode"])
     out = []
     macs_per_uop = env.BATCH * env.BLOCK_IN * env.BLOCK_OUT
     for i in range(n):
-        op = int(h["opcode"][i])
-        mt = int(m["memory_type"][i])
+        op = h["opcode"][i]
+        mt = m["memory_type"][i]
         unit = _unit_of(op, mt)
         opname = isa.OPCODE_NAMES.get(op, f"OP{op}")
-        flags = {k: int(h[f"{k}_dep"][i]) for k in ("pop_prev", "pop_next", "push_prev", "push_next")}
+        flags = {k: h[f"{k}_dep"][i] for k in ("pop_prev", "pop_next", "push_prev", "push_next")}
         deps = _DEPS[unit]
         pops = tuple(deps[k] for k in ("pop_prev", "pop_next") if flags[k] and deps[k])
         pushes = tuple(deps[k] for k in ("push_prev", "push_next") if flags[k] and deps[k])
         dram_bytes = beats = uops = macs = pad = 0
         if op in (isa.OPCODE_LOAD, isa.OPCODE_STORE):
-            f = {k: int(v[i]) for k, v in m.items()}
+            f = {k: v[i] for k, v in m.items()}
             sizes = {k: f[k] for k in ("sram_base", "dram_base", "y_size", "x_size", "x_stride",
                                        "y_pad_0", "y_pad_1", "x_pad_0", "x_pad_1")}
             if f["x_size"] == 0:
@@ -252,7 +252,7 @@ def describe(env: Environment, words: np.ndarray) -> list[InsnInfo]:
                 else:
                     beats = f["x_size"] * f["y_size"] * max(env.OUT_ELEM_BYTES // costs.BEAT_BYTES, 1)
         elif op in (isa.OPCODE_GEMM, isa.OPCODE_ALU):
-            f = {k: int(v[i]) for k, v in (g if op == isa.OPCODE_GEMM else a).items()}
+            f = {k: v[i] for k, v in (g if op == isa.OPCODE_GEMM else a).items()}
             sizes = {k: f[k] for k in ("iter_out", "iter_in", "uop_bgn", "uop_end")}
             uops = costs.uop_count(f)
             if op == isa.OPCODE_GEMM:

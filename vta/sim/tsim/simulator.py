@@ -167,9 +167,13 @@ class TSim(Device):
         ------
         ValueError
             If ``window`` is not a positive number of cycles.
+        ModuleLoadError
+            If the library has no probe (built before it existed).
         SimulationError
             If the device is closed.
         """
+        if not self._lib.has_probe:
+            raise ModuleLoadError(f"tsim library {str(self._lib.path)!r} was built without the profiler's probe")
         if enable and (isinstance(window, bool) or not isinstance(window, int) or window < 1):
             raise ValueError(f"probe window {window!r} must be a positive number of cycles")
         self._call("vta_tsim_probe", 1 if enable else 0, window if enable else 0)
