@@ -65,7 +65,7 @@ def to_chrome(tl: Timeline, title: str | None = None) -> dict:
     Returns
     -------
     dict
-        ``{"traceEvents": [...], "displayTimeUnit": "ns", "otherData": {...}}``.
+        ``{"traceEvents": [...], "otherData": {...}}``.
     """
     timed = tl.level != "sim"
     title = title or f"VTA {tl.level} ({tl.env.BITSTREAM})"
@@ -136,7 +136,6 @@ def to_chrome(tl: Timeline, title: str | None = None) -> dict:
                        "id": k + 1, "name": f"token {f.channel}", "cat": "token"})
     return {
         "traceEvents": ev,
-        "displayTimeUnit": "ns",
         "otherData": {"level": tl.level, "config": tl.env.BITSTREAM,
                       "time_unit": "1 us = 1 cycle" if timed else "1 us = 1 instruction in program order",
                       "cycles": tl.cycles},

@@ -25,6 +25,8 @@ __all__ = ["add_tsim_run", "add_model_run", "add_fsim_run", "READ_CLIENTS"]
 READ_CLIENTS = ("fetch", "uop", "inp", "wgt", "acc")
 #: fsim's (and the model's) channel order -> channel name.
 _FSIM_CHANNELS = ("l2g", "g2l", "s2g", "g2s")
+#: The read client of each LOAD (the rest read accumulators).
+_CLIENT_OF = {"LOAD UOP": "uop", "LOAD INP": "inp", "LOAD WGT": "wgt"}
 
 
 def _layer(tl: Timeline, name: str, infos, offset: int, end: int) -> None:
@@ -267,8 +269,8 @@ def add_model_run(tl: Timeline, words: np.ndarray, events: list, counts: dict, l
             tl.events.append(e)
             fills[unit].append((e_end, -1))
             if info.opcode == "LOAD" and info.beats:
-                client = {"UOP": "uop", "INP": "inp", "WGT": "wgt"}.get(info.name.split()[-1], "acc")
-                spread(rd, client, s + timing.load_latency, e_end - timing.load_tail, info.beats)
+                spread(rd, _CLIENT_OF.get(info.name, "acc"), s + timing.load_latency, e_end - timing.load_tail,
+                       info.beats)
             elif info.opcode == "STORE" and info.beats:
                 spread(wr, "", s, e_end, info.beats)
         elif tag in ("push", "pop"):

@@ -17,6 +17,7 @@ in the RTL; token channels are named ``l2g``, ``g2l``, ``g2s`` and ``s2g``.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 
@@ -40,9 +41,8 @@ _DEPS = {
 }
 
 
-@dataclass(frozen=True)
-class InsnInfo:
-    """What one instruction is, independent of time.
+class InsnInfo(NamedTuple):
+    """What one instruction is, independent of time (a named tuple: a network has millions).
 
     Attributes
     ----------
@@ -66,6 +66,8 @@ class InsnInfo:
         Multiply-accumulates (GEMM without reset).
     pops, pushes : tuple of str
         Token channels it takes before it starts and gives when it retires.
+    pad_cycles : int
+        Cycles a LOAD spends writing zero padding.
     """
 
     index: int
@@ -82,7 +84,7 @@ class InsnInfo:
     pad_cycles: int = 0
 
 
-@dataclass
+@dataclass(slots=True)
 class InsnEvent:
     """One unit working on one instruction (or, for fetch, fetching and dispatching it).
 
@@ -197,16 +199,40 @@ class Timeline:
                 self.counts[key] = self.counts.get(key, 0) + int(value)
 
 
-def _unit_of(opcode: int, memory_type: int) -> str:
-    if opcode == isa.OPCODE_STORE:
-        return "store"
-    if opcode == isa.OPCODE_LOAD and memory_type in (isa.MEM_INP, isa.MEM_WGT):
-        return "load"
-    return "compute"
+_MEM_KEYS = ("sram_base", "dram_base", "y_size", "x_size", "x_stride", "y_pad_0", "y_pad_1", "x_pad_0", "x_pad_1")
+_LOOP_KEYS = ("iter_out", "iter_in", "uop_bgn", "uop_end")
+_FLAG_KEYS = ("pop_prev", "pop_next", "push_prev", "push_next")
+
+
+def _tokens(unit: str, flags: tuple) -> tuple[tuple, tuple]:
+    """(pops, pushes) channel names of a unit's instruction with these four dependency flags."""
+    deps = _DEPS[unit]
+    on = dict(zip(_FLAG_KEYS, flags))
+    pops = tuple(deps[k] for k in ("pop_prev", "pop_next") if on[k] and deps[k])
+    pushes = tuple(deps[k] for k in ("push_prev", "push_next") if on[k] and deps[k])
+    return pops, pushes
+
+
+def _name(op: int, mt: int, empty: bool, alu_op: int, use_imm: int, reset: int) -> tuple[str, str, str]:
+    """(unit, opcode name, short label) of an instruction."""
+    opname = isa.OPCODE_NAMES.get(op, f"OP{op}")
+    if op == isa.OPCODE_STORE:
+        return "store", opname, "NOP" if empty else "STORE"
+    if op == isa.OPCODE_LOAD:
+        unit = "load" if mt in (isa.MEM_INP, isa.MEM_WGT) else "compute"
+        return unit, opname, "NOP" if empty else f"LOAD {isa.MEM_NAMES.get(mt, mt)}"
+    if op == isa.OPCODE_GEMM:
+        return "compute", opname, "GEMM reset" if reset else "GEMM"
+    if op == isa.OPCODE_ALU:
+        return "compute", opname, f"ALU {isa.ALU_NAMES.get(alu_op, alu_op)}" + (" imm" if use_imm else "")
+    return "compute", opname, opname
 
 
 def describe(env: Environment, words: np.ndarray) -> list[InsnInfo]:
     """Decode a stream into one :class:`InsnInfo` per instruction.
+
+    The sizes are computed for the whole stream at once with NumPy; only the labels and the
+    beats of micro-op loads (rows smaller than a beat) are worked out row by row.
 
     Parameters
     ----------
@@ -220,51 +246,68 @@ def describe(env: Environment, words: np.ndarray) -> list[InsnInfo]:
     list of InsnInfo
     """
     cols = isa.decode_array(words, env)
-    h, m, g, a = ({k: v.tolist() for k, v in part.items()} for part in (cols.header, cols.mem, cols.gemm, cols.alu))
-    n = len(h["opcode"])
+    h, m, g, a = cols.header, cols.mem, cols.gemm, cols.alu
+    op = h["opcode"].astype(np.int64)
+    n = op.size
+    mt = m["memory_type"].astype(np.int64)
+    x, y = m["x_size"].astype(np.int64), m["y_size"].astype(np.int64)
+    is_load, is_store = op == isa.OPCODE_LOAD, op == isa.OPCODE_STORE
+    is_gemm, is_alu = op == isa.OPCODE_GEMM, op == isa.OPCODE_ALU
+    is_mem, is_loop = is_load | is_store, is_gemm | is_alu
+    moving = is_mem & (x > 0)
+    # element bytes as the statistics count them (ACC and ACC_8BIT loads in ACC elements)
+    elem_table = np.array([4, env.WGT_ELEM_BYTES, env.INP_ELEM_BYTES, env.ACC_ELEM_BYTES, env.OUT_ELEM_BYTES,
+                           env.ACC_ELEM_BYTES, 0, 0], dtype=np.int64)
+    elem = np.where(is_store, env.OUT_ELEM_BYTES, elem_table[mt & 7])
+    dram_bytes = np.where(moving, x * y * elem, 0)
+    # beats: whole-beat elements move bytes / 8; micro-op rows are rounded out row by row below
+    beat_table = elem_table.copy()
+    beat_table[isa.MEM_ACC_8BIT] = env.ACC_8BIT_ELEM_BYTES
+    beats = np.where(moving & (y > 0), x * y * np.where(is_store, env.OUT_ELEM_BYTES, beat_table[mt & 7]), 0)
+    beats //= costs.BEAT_BYTES
+    yp = m["y_pad_0"].astype(np.int64) + m["y_pad_1"]
+    xp = m["x_pad_0"].astype(np.int64) + m["x_pad_1"]
+    padded = is_load & moving & ((yp > 0) | (xp > 0))
+    pad = np.where(padded, (y + yp) * (x + xp) - y * x + costs.DEFAULT_TIMING.pad_per_row * yp
+                   + costs.DEFAULT_TIMING.pad_fixed, 0)
+    lp = {k: np.where(is_gemm, g[k], a[k]).astype(np.int64) for k in _LOOP_KEYS}
+    uops = np.where(is_loop, lp["iter_out"] * lp["iter_in"] * np.maximum(lp["uop_end"] - lp["uop_bgn"], 0), 0)
+    reset = np.where(is_gemm, g["reset_reg"], 0)
+    macs = np.where(is_gemm & (reset == 0), uops * (env.BATCH * env.BLOCK_IN * env.BLOCK_OUT), 0)
+    beats_l = beats.tolist()
+    for i in np.nonzero(is_load & moving & (mt == isa.MEM_UOP))[0].tolist():
+        beats_l[i] = costs.load_beats(env, {k: int(v[i]) for k, v in m.items()})
+    labels: dict = {}
+    flags_l = list(zip(*(h[f"{k}_dep"].tolist() for k in _FLAG_KEYS)))
+    keys = list(zip(op.tolist(), mt.tolist(), (x == 0).tolist(), a["alu_opcode"].tolist(),
+                    a["use_imm"].tolist(), reset.tolist()))
+    mem_sizes = list(zip(*(m[k].tolist() for k in _MEM_KEYS)))
+    loop_sizes = list(zip(*(lp[k].tolist() for k in _LOOP_KEYS)))
+    use_imm = a["use_imm"].tolist()
+    toks: dict = {}
     out = []
-    macs_per_uop = env.BATCH * env.BLOCK_IN * env.BLOCK_OUT
+    dram_l, uops_l, macs_l, pad_l = dram_bytes.tolist(), uops.tolist(), macs.tolist(), pad.tolist()
     for i in range(n):
-        op = h["opcode"][i]
-        mt = m["memory_type"][i]
-        unit = _unit_of(op, mt)
-        opname = isa.OPCODE_NAMES.get(op, f"OP{op}")
-        flags = {k: h[f"{k}_dep"][i] for k in ("pop_prev", "pop_next", "push_prev", "push_next")}
-        deps = _DEPS[unit]
-        pops = tuple(deps[k] for k in ("pop_prev", "pop_next") if flags[k] and deps[k])
-        pushes = tuple(deps[k] for k in ("push_prev", "push_next") if flags[k] and deps[k])
-        dram_bytes = beats = uops = macs = pad = 0
-        if op in (isa.OPCODE_LOAD, isa.OPCODE_STORE):
-            f = {k: v[i] for k, v in m.items()}
-            sizes = {k: f[k] for k in ("sram_base", "dram_base", "y_size", "x_size", "x_stride",
-                                       "y_pad_0", "y_pad_1", "x_pad_0", "x_pad_1")}
-            if f["x_size"] == 0:
-                name = "NOP"
-            else:
-                name = f"{opname} {isa.MEM_NAMES.get(mt, mt)}" if op == isa.OPCODE_LOAD else "STORE"
-                elem = env.elem_bytes(mt if op == isa.OPCODE_LOAD else isa.MEM_OUT)
-                if op == isa.OPCODE_LOAD and mt in (isa.MEM_ACC, isa.MEM_ACC_8BIT):
-                    elem = env.ACC_ELEM_BYTES  # the statistics count ACC loads in ACC elements
-                dram_bytes = f["x_size"] * f["y_size"] * elem
-                if op == isa.OPCODE_LOAD:
-                    beats = costs.load_beats(env, f)
-                    pad = costs.load_pad_cycles(f)
-                else:
-                    beats = f["x_size"] * f["y_size"] * max(env.OUT_ELEM_BYTES // costs.BEAT_BYTES, 1)
-        elif op in (isa.OPCODE_GEMM, isa.OPCODE_ALU):
-            f = {k: v[i] for k, v in (g if op == isa.OPCODE_GEMM else a).items()}
-            sizes = {k: f[k] for k in ("iter_out", "iter_in", "uop_bgn", "uop_end")}
-            uops = costs.uop_count(f)
-            if op == isa.OPCODE_GEMM:
-                name = "GEMM reset" if f["reset_reg"] else "GEMM"
-                macs = 0 if f["reset_reg"] else uops * macs_per_uop
-            else:
-                name = f"ALU {isa.ALU_NAMES.get(f['alu_opcode'], f['alu_opcode'])}" + (" imm" if f["use_imm"] else "")
-                sizes["use_imm"] = f["use_imm"]
+        key = keys[i]
+        if key[0] not in (isa.OPCODE_LOAD, isa.OPCODE_STORE):
+            key = (key[0], 0, False) + key[3:]
+        lab = labels.get(key)
+        if lab is None:
+            lab = labels[key] = _name(*key)
+        unit, opname, name = lab
+        tk = toks.get((unit, flags_l[i]))
+        if tk is None:
+            tk = toks[(unit, flags_l[i])] = _tokens(unit, flags_l[i])
+        if opname in ("LOAD", "STORE"):
+            sizes = dict(zip(_MEM_KEYS, mem_sizes[i]))
+        elif opname in ("GEMM", "ALU"):
+            sizes = dict(zip(_LOOP_KEYS, loop_sizes[i]))
+            if opname == "ALU":
+                sizes["use_imm"] = use_imm[i]
         else:
             sizes = {}
-            name = opname
-        out.append(InsnInfo(i, unit, opname, name, sizes, dram_bytes, beats, uops, macs, pops, pushes, pad))
+        out.append(InsnInfo(i, unit, opname, name, sizes, dram_l[i], beats_l[i], uops_l[i], macs_l[i],
+                            tk[0], tk[1], pad_l[i]))
     return out
 
 

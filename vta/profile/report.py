@@ -51,7 +51,7 @@ def layer_rows(tl: Timeline) -> list[dict]:
         Keys: ``layer``, ``cycles``, ``gemm_uops``, ``gemm_bound_pct``, ``macs``,
         ``dram_bytes``, ``macs_per_cycle``, ``intensity`` (MACs per DRAM byte), ``bottleneck``,
         then per unit ``<unit>_busy``, ``_stall``, ``_stall_reason``, ``_mem``, ``_idle``,
-        ``_util_pct`` and ``_insns``.
+        ``_util_pct`` and ``_insns``, and ``compute_gemm_busy``, ``compute_alu_busy``.
     """
     rows = []
     by_layer: dict = {}
@@ -90,6 +90,9 @@ def layer_rows(tl: Timeline) -> list[dict]:
             row[f"{unit}_insns"] = len({e.index for e in own}) if unit != "fetch" else len(own)
             if unit != "fetch" and busy > busiest_cycles:
                 busiest, busiest_cycles = unit, busy
+        for opcode in ("GEMM", "ALU"):  # the compute unit's share of each core
+            row[f"compute_{opcode.lower()}_busy"] = sum(
+                e.busy for e in events if e.unit == "compute" and e.info is not None and e.info.opcode == opcode)
         row["bottleneck"] = busiest if tl.level != "sim" else ""
         rows.append(row)
     return rows

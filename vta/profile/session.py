@@ -6,7 +6,8 @@ package, registers with :func:`register_model_loader` a function that takes the 
 returns the programs with their layer names, as ``(name, Pack)`` pairs. Until one is
 registered, :func:`load_model` raises a :class:`~vta.profile.recorder.ProfileError` saying so.
 
-Long runs show a tqdm progress bar (one step per layer), quiet when stderr is not a terminal.
+Long runs show a tqdm progress bar (one step per layer; on tsim the cycles of the running layer
+are shown every million cycles), quiet when stderr is not a terminal.
 """
 
 from __future__ import annotations
@@ -74,11 +75,20 @@ def progress_bar(total: int, desc: str, file=None):
                 disable=not (hasattr(stream, "isatty") and stream.isatty()))
 
 
-def _device(target: str, env, dram: DRAM):
+#: Cycles between updates of the progress bar during a tsim run.
+TSIM_PROGRESS_CYCLES = 1_000_000
+
+
+def _device(target: str, env, dram: DRAM, bar=None):
     if target == "tsim":
         from ..sim.tsim import TSim
 
-        return TSim(env, dram)
+        def progress(cycles: int, retired: int) -> bool:
+            if bar is not None:
+                bar.set_postfix_str(f"{cycles / 1e6:.0f} M cycles, {retired} instructions")
+            return False
+
+        return TSim(env, dram, progress=progress, progress_interval=TSIM_PROGRESS_CYCLES)
     if target == "model":
         from ..sim.model import CycleModel
 
@@ -127,10 +137,10 @@ def profile_packs(layers: Sequence[tuple[str, Pack]], target: str, *, window: in
     capacity = max(max(r.end for r in pack.regions) for _, pack in layers)
     capacity = max(capacity, 2 * PAGE_BYTES)
     mismatches = {}
-    with DRAM(capacity) as dram:
-        device = _device(target, env, dram)
+    with DRAM(capacity) as dram, progress_bar(len(layers), f"profile ({target})") as bar:
+        device = _device(target, env, dram, bar)
         try:
-            with Recorder(device, window=window) as rec, progress_bar(len(layers), f"profile ({target})") as bar:
+            with Recorder(device, window=window) as rec:
                 for name, pack in layers:
                     pack.install(dram)
                     try:
