@@ -100,3 +100,37 @@ def test_a_device_without_probe_is_refused():
             Recorder(NullDevice(env, dram))
         with pytest.raises(ValueError, match="window"):
             Recorder(FunctionalSimulator(env, dram), window=0)
+
+
+def test_a_layer_name_used_twice_gets_one_slice_per_run(model):
+    addr, n = programs.place(model.env, model.dram, programs.pipeline)
+    with Recorder(model) as rec:
+        for name in ("conv", "relu", "conv"):
+            with rec.layer(name):
+                model.run(addr, n)
+    doc = to_chrome(rec.timeline)
+    validate_chrome(doc)
+    compute_tid = 3
+    layer_slices = [(e["name"], e["ts"]) for e in doc["traceEvents"]
+                    if e.get("cat") == "layer" and e["tid"] == compute_tid]
+    starts = [la.start for la in rec.timeline.layers]
+    assert layer_slices == [("conv", starts[0]), ("relu", starts[1]), ("conv", starts[2])]
+    from vta.profile.report import layer_rows
+
+    rows = {r["layer"]: r for r in layer_rows(rec.timeline)}
+    assert rows["conv"]["cycles"] == 2 * rows["relu"]["cycles"]  # the same program twice
+
+
+def test_fsim_layers_in_program_order():
+    env = make_env()
+    with DRAM(1 << 24) as dram, FunctionalSimulator(env, dram) as dev:
+        addr, n = programs.place(env, dram, programs.pipeline)
+        with Recorder(dev) as rec:
+            for name in ("a", "b"):
+                with rec.layer(name):
+                    dev.run(addr, n)
+    doc = to_chrome(rec.timeline)
+    validate_chrome(doc)
+    insn = [e for e in doc["traceEvents"] if e.get("cat") == "insn"]
+    assert [e["ts"] for e in insn] == list(range(2 * n))
+    assert [e["args"]["layer"] for e in insn] == ["a"] * n + ["b"] * n

@@ -19,6 +19,7 @@ says so. fsim has no time: its trace places instructions one per microsecond in 
 
 from __future__ import annotations
 
+import bisect
 import json
 from pathlib import Path
 
@@ -86,14 +87,23 @@ def to_chrome(tl: Timeline, title: str | None = None) -> dict:
             return e.start, e.end - e.start
 
     # layer slices: on every unit track, around the layer's instructions
-    for layer in tl.layers:
-        mine = [e for e in events if e.layer == layer.name]
+    # (runs follow one another on the axis; fsim's layers span program positions)
+    starts = [layer.start for layer in tl.layers]
+    extent: dict = {}  # (layer number, unit) -> [first, end]
+    for e in events:
+        ts, dur = span(e)
+        key = (max(0, bisect.bisect_right(starts, ts) - 1), e.unit)
+        box = extent.get(key)
+        if box is None:
+            extent[key] = [ts, ts + dur]
+        else:
+            box[0], box[1] = min(box[0], ts), max(box[1], ts + dur)
+    for k, layer in enumerate(tl.layers):
         for unit, tid in _TID.items():
-            own = [span(e) for e in mine if e.unit == unit]
-            if not own:
+            box = extent.get((k, unit))
+            if box is None:
                 continue
-            lo = min(s for s, _ in own)
-            hi = max(s + d for s, d in own)
+            lo, hi = box
             if timed:
                 lo = min(lo, layer.start)
                 hi = max(hi, layer.end)

@@ -92,6 +92,7 @@ def add_tsim_run(tl: Timeline, words: np.ndarray, records: np.ndarray, counts: d
     end = int(cyc[ends[-1]])
     # unit segments -> events
     order = {u: 0 for u in UNITS}
+    new_events = []
     for u in range(4):
         unit = UNITS[u]
         sel = np.nonzero((kind == probe.UNIT) & ((detail & 0xF) == u))[0]
@@ -111,7 +112,7 @@ def add_tsim_run(tl: Timeline, words: np.ndarray, records: np.ndarray, counts: d
                     cur = InsnEvent(info, unit, offset + t0, offset + t1, layer, order[unit],
                                     token_wait=pending_token, queue_wait=pending_idle)
                     order[unit] += 1
-                    tl.events.append(cur)
+                    new_events.append(cur)
                 pending_token = pending_idle = 0
             elif st == hwgen.STATE_WAIT_TOKEN:
                 pending_token += t1 - t0
@@ -119,12 +120,9 @@ def add_tsim_run(tl: Timeline, words: np.ndarray, records: np.ndarray, counts: d
                 pending_idle += t1 - t0  # fetch: the target queue is full
             else:
                 pending_idle = 0 if u == 0 else pending_idle + t1 - t0
-    for e in tl.events:
-        if e.layer == layer and e.start is not None and e.start >= offset:
-            if e.unit == "fetch":
-                e.mem_wait = max(0, e.busy - 1)
-            else:
-                e.mem_wait = mem_wait(e.info, e.busy)
+    for e in new_events:
+        e.mem_wait = max(0, e.busy - 1) if e.unit == "fetch" else mem_wait(e.info, e.busy)
+    tl.events.extend(new_events)
     # counters: queue fills and tokens as recorded, memory beats per window
     for q, unit in enumerate(("load", "compute", "store")):
         sel = np.nonzero((kind == probe.FILL) & (detail == q))[0]
@@ -146,13 +144,10 @@ def add_tsim_run(tl: Timeline, words: np.ndarray, records: np.ndarray, counts: d
         sel = np.nonzero(kind == k_kind)[0]
         for t, c, i in zip(cyc[sel].tolist(), detail[sel].tolist(), val[sel].tolist()):
             target.setdefault(CHANNELS[c], []).append((offset + t, i))
-    first_tokens = {}
+    first_tokens = {}  # the samples of cycle 0 are taken before its pops and pushes take effect
     for c in range(4):
         sel = np.nonzero((kind == probe.TOKENS) & (detail == c) & (cyc == 0))[0]
         first_tokens[CHANNELS[c]] = int(val[sel[0]]) if sel.size else 0
-    # a pop in cycle 0 already shows in the first sample: count it back
-    for c, lst in pops.items():
-        first_tokens[c] += sum(1 for t, _ in lst if t == offset)
     _flows(tl, pushes, pops, first_tokens, layer)
     _layer(tl, layer, infos, offset, offset + end)
     tl.add_counts(counts)
@@ -308,5 +303,5 @@ def add_fsim_run(tl: Timeline, words: np.ndarray, counts: dict, layer: str) -> N
         e.order += base
     tl.events.extend(infos_events)
     infos = [e.info for e in infos_events]
-    _layer(tl, layer, infos, 0, 0)
+    _layer(tl, layer, infos, base, base + len(infos))  # fsim: the layer spans program positions
     tl.add_counts(counts)

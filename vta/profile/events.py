@@ -145,7 +145,8 @@ class Flow:
 
 @dataclass(frozen=True)
 class Layer:
-    """A run on the timeline: its name, first cycle and the cycle after its last."""
+    """A run on the timeline: its name, first cycle and the cycle after its last (fsim: its
+    first and last-plus-one position in program order)."""
 
     name: str
     start: int

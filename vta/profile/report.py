@@ -66,7 +66,7 @@ def layer_rows(tl: Timeline) -> list[dict]:
             continue  # the same layer name twice: its events are already grouped together
         seen_layers[name] = True
         same = [lay for lay in tl.layers if lay.name == name] if name != "total" else layers
-        cycles = sum(lay.end - lay.start for lay in same)
+        cycles = sum(lay.end - lay.start for lay in same) if tl.level != "sim" else 0
         gemm = sum(lay.gemm_uops for lay in same)
         macs = sum(lay.macs for lay in same)
         nbytes = sum(lay.dram_bytes for lay in same)
