@@ -49,17 +49,16 @@ def _time_runs(dev, addr: int, count: int, repeats: int, traced: bool) -> tuple[
     for _ in range(repeats):
         dev.reset()
         dev.clear_stats()
-        if traced:
-            rec = Recorder(dev).start()
+        rec = Recorder(dev).start() if traced else None
         t0, c0 = time.perf_counter(), time.process_time()
         dev.run(addr, count)
-        if traced:
-            tl = rec.stop()
+        tl = rec.stop() if traced else None
         times.append(time.perf_counter() - t0)
         cpu.append(time.process_time() - c0)
         cycles = dev.stats()["cycle_count"]
         if traced:
             assert tl.cycles == cycles, (tl.cycles, cycles)
+        del rec, tl  # freeing the timeline is not part of the next run's time
     return statistics.median(times), statistics.median(cpu), cycles
 
 

@@ -18,6 +18,7 @@ Examples
 from __future__ import annotations
 
 import contextlib
+import gc
 from typing import Iterator
 
 import numpy as np
@@ -150,6 +151,12 @@ class Recorder:
         rc = plain(insn_phys_addr, insn_count, wait_cycles)
         name = self._layer if self._layer is not None else f"{self.default_layer} {self._runs}"
         self._runs += 1
+        with _no_gc():  # thousands of small objects that live as long as the timeline
+            self._collect(name, words, tokens)
+        return rc
+
+    def _collect(self, name: str, words: np.ndarray, tokens: list[int]) -> None:
+        dev = self.device
         tl = self.timeline
         if self.level == "tsim":
             collect.add_tsim_run(tl, words, dev.probe_records, _tsim_counts(dev), name, self.window)
@@ -158,7 +165,18 @@ class Recorder:
                                   self.window)
         else:
             collect.add_fsim_run(tl, words, {}, name)
-        return rc
+
+
+@contextlib.contextmanager
+def _no_gc() -> Iterator[None]:
+    """Pause the cyclic garbage collector (it would rescan the growing timeline many times)."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
 
 
 def _tsim_counts(dev: TSim) -> dict:
