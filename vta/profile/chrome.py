@@ -35,7 +35,10 @@ def _args(e) -> dict:
     info = e.info
     out = {"index": e.index, "layer": e.layer, "cycles": e.busy}
     if info is not None:
-        out.update({"opcode": info.opcode, "unit": info.unit, **info.sizes})
+        out["opcode"] = info.opcode
+        if e.unit == "fetch":
+            out["dispatched_to"] = info.unit
+        out.update(info.sizes)
         if info.dram_bytes:
             out["dram_bytes"] = info.dram_bytes
         if info.uops:

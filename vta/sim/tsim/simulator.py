@@ -19,6 +19,10 @@ token counts. A failing SystemVerilog assertion of the RTL stops the run (checke
 cycles) and is a :class:`~vta.errors.HardwareAssertionError` naming its source location, the
 text the simulator printed and the cycle. After any error the core is reset (it halts on errors
 until reset).
+
+:meth:`TSim.set_probe` turns on the profiler's probe (:mod:`vta.sim.tsim.probe`): while it is on,
+every run leaves the RTL's per-cycle unit states, queue fills, tokens and memory beats, as
+change records, in ``probe_records``. Off (the default), the Verilated model makes no probe call.
 """
 
 from __future__ import annotations
