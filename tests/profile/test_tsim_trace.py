@@ -117,3 +117,21 @@ def test_validator_rejects_overlap():
     with pytest.raises(ValueError, match="overlaps"):
         validate_chrome(doc)
     to_chrome  # noqa: B018 (imported for the module's public face)
+
+
+def test_command_line_on_tsim(tsim_device, tmp_path):
+    import io
+
+    from vta.__main__ import main
+    from vta.demo import build_demo_pack
+
+    pack_dir = build_demo_pack(tsim_device.env, seed=0).save(tmp_path / "demo")
+    out = io.StringIO()
+    rc = main(["profile", str(pack_dir), "--target", "tsim", "--out", str(tmp_path / "p"), "--no-plots"], out=out)
+    assert rc == 0, out.getvalue()
+    rows = json.loads((tmp_path / "p" / "layers.json").read_text())
+    (row,) = rows["layers"]
+    assert row["layer"] == "demo" and row["cycles"] == rows["counters"]["cycle_count"]
+    for unit in UNITS:
+        assert row[f"{unit}_busy"] == rows["counters"][f"{unit}_busy_cycles"]
+        assert row[f"{unit}_stall"] == rows["counters"][f"{unit}_stall_cycles"]
