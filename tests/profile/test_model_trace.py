@@ -134,3 +134,11 @@ def test_fsim_layers_in_program_order():
     insn = [e for e in doc["traceEvents"] if e.get("cat") == "insn"]
     assert [e["ts"] for e in insn] == list(range(2 * n))
     assert [e["args"]["layer"] for e in insn] == ["a"] * n + ["b"] * n
+
+
+def test_one_recorder_per_device(model):
+    with Recorder(model):
+        with pytest.raises(ProfileError, match="already being recorded"):
+            Recorder(model).start()
+    with Recorder(model):  # free again once the first one stopped
+        pass

@@ -96,11 +96,13 @@ class Recorder:
         Raises
         ------
         ProfileError
-            If this recorder is already active.
+            If this recorder, or another one, is already recording the device.
         """
         if self._active:
             raise ProfileError("this recorder is already recording")
         dev = self.device
+        if "run" in vars(dev):
+            raise ProfileError(f"{dev!r} is already being recorded (one Recorder per device at a time)")
         if self.level == "tsim":
             dev.set_probe(True, self.window)
         elif self.level == "model":

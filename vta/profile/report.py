@@ -110,13 +110,14 @@ def format_text(rows: list[dict], tl: Timeline) -> str:
         return head + _align(lines)
     cols = ["layer", "cycles", "gemm%", "bottleneck"]
     for u in UNITS:
-        cols += [f"{u} busy", f"{u} stall (reason)"]
+        cols += [f"{u} busy (mem)", f"{u} stall (reason)"]
     lines = [cols]
     for row in rows:
         line = [str(row["layer"]), str(row["cycles"]),
                 "" if row["gemm_bound_pct"] is None else f"{row['gemm_bound_pct']:.1f}", row["bottleneck"]]
         for u in UNITS:
-            line.append(str(row[f"{u}_busy"]))
+            mem = row[f"{u}_mem"]
+            line.append(f"{row[f'{u}_busy']}" + (f" (mem {mem})" if mem else ""))
             reason = row[f"{u}_stall_reason"]
             line.append(f"{row[f'{u}_stall']}" + (f" ({reason})" if reason else ""))
         lines.append(line)
