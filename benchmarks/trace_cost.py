@@ -29,12 +29,12 @@ from pathlib import Path
 _REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(_REPO))
 
-from tests.conftest import make_env  # noqa: E402
-from tests.e2e import gemm_program  # noqa: E402
-from vta.dram import DRAM  # noqa: E402
-from vta.profile import Recorder  # noqa: E402
-from vta.sim.model import CycleModel  # noqa: E402
-from vta.testing.programs import random_program  # noqa: E402
+from tests.conftest import make_env
+from tests.e2e import gemm_program
+from vta.dram import DRAM
+from vta.profile import Recorder
+from vta.sim.model import CycleModel
+from vta.testing.programs import random_program
 
 
 def _programs(env, dram):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from itertools import pairwise
+
 from vta.profile import UNITS
 from vta.profile.events import CHANNEL_UNITS
 
@@ -10,11 +12,11 @@ def assert_no_overlap(tl) -> None:
     """Slices of one unit never overlap (each starts at or after the previous one's end)."""
     for unit in UNITS:
         spans = sorted((e.start, e.end) for e in tl.events if e.unit == unit)
-        for (a0, a1), (b0, b1) in zip(spans, spans[1:]):
+        for (a0, a1), (b0, b1) in pairwise(spans):
             assert b0 >= a1, f"{unit}: [{a0}, {a1}) overlaps [{b0}, {b1})"
         # waits sit before their instruction and after the previous one
         evs = sorted((e for e in tl.events if e.unit == unit), key=lambda e: e.start)
-        for prev, cur in zip(evs, evs[1:]):
+        for prev, cur in pairwise(evs):
             assert cur.start - cur.token_wait >= prev.end, f"{unit}: the wait of #{cur.index} overlaps #{prev.index}"
 
 

@@ -142,3 +142,16 @@ def test_one_recorder_per_device(model):
             Recorder(model).start()
     with Recorder(model):  # free again once the first one stopped
         pass
+
+
+@pytest.mark.parametrize("events, message", [
+    ([{"ph": "X", "pid": 1, "tid": 1, "ts": 0, "dur": 10, "name": "a"},
+      {"ph": "X", "pid": 1, "tid": 1, "ts": 5, "dur": 10, "name": "b"}], "overlaps"),
+    ([{"ph": "X", "pid": 1, "tid": 1, "ts": 0, "dur": -1, "name": "a"}], "duration"),
+    ([{"ph": "s", "pid": 1, "tid": 1, "ts": 0, "id": 7, "name": "t"}], "flow 7"),
+    ([{"ph": "C", "pid": 1, "ts": 0, "name": "q", "args": {"n": "x"}}], "numbers"),
+    ([{"ph": "Q", "pid": 1}], "unknown phase"),
+])
+def test_validator_rejects_malformed_traces(events, message):
+    with pytest.raises(ValueError, match=message):
+        validate_chrome({"traceEvents": events})

@@ -12,7 +12,17 @@
   (``python -m vta profile``), with a progress bar.
 """
 
-from .events import CHANNELS, UNITS, Flow, InsnEvent, InsnInfo, Layer, Timeline, describe, program_order
+from .events import (
+           CHANNELS,
+           UNITS,
+           Flow,
+           InsnEvent,
+           InsnInfo,
+           Layer,
+           Timeline,
+           describe,
+           program_order,
+)
 from .recorder import ProfileError, Recorder
 
 __all__ = ["UNITS", "CHANNELS", "Flow", "InsnEvent", "InsnInfo", "Layer", "Timeline", "describe",

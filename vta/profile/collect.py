@@ -14,10 +14,19 @@ from collections import deque
 
 import numpy as np
 
-from ..env import Environment
 from ..sim.model import costs
 from ..sim.tsim import hwgen, probe
-from .events import CHANNELS, UNITS, Flow, InsnEvent, Layer, Timeline, describe, mem_wait, program_order
+from .events import (
+    CHANNELS,
+    UNITS,
+    Flow,
+    InsnEvent,
+    Layer,
+    Timeline,
+    describe,
+    mem_wait,
+    program_order,
+)
 
 __all__ = ["add_tsim_run", "add_model_run", "add_fsim_run", "READ_CLIENTS"]
 

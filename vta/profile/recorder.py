@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
-from typing import Iterator
+from collections.abc import Iterator
 
 import numpy as np
 
@@ -90,7 +90,7 @@ class Recorder:
         self._active = False
 
     # ------------------------------------------------------------------ switching
-    def start(self) -> "Recorder":
+    def start(self) -> Recorder:
         """Turn the probe on and start recording the device's runs.
 
         Raises
@@ -121,14 +121,12 @@ class Recorder:
         if self._active:
             dev = self.device
             del dev.run
-            if self.level == "tsim" and getattr(dev, "_handle", None) is not None:
-                dev.set_probe(False)
-            elif self.level == "model":
+            if self.level == "tsim" and getattr(dev, "_handle", None) is not None or self.level == "model":
                 dev.set_probe(False)
             self._active = False
         return self.timeline
 
-    def __enter__(self) -> "Recorder":
+    def __enter__(self) -> Recorder:
         return self.start()
 
     def __exit__(self, *exc) -> None:

@@ -13,8 +13,8 @@ are shown every million cycles), quiet when stderr is not a terminal.
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Callable, Sequence
 
 from ..dram import DRAM
 from ..env import PAGE_BYTES

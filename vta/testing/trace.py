@@ -16,8 +16,8 @@ Examples
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 from ..env import Environment, get_env
 from ..profile import Recorder
