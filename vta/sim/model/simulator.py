@@ -207,7 +207,7 @@ def time_stream(env: Environment, words: np.ndarray, tokens: list[int], insn_add
         Cost constants.
     events : list, optional
         When given, the replay appends one tuple per event (the profiler reads them, see
-        :mod:`vta.profile.model`): ``("burst", i, t0, t1)`` a fetch burst starting with
+        :mod:`vta.profile.collect`): ``("burst", i, t0, t1)`` a fetch burst starting with
         instruction i, ``("dispatch", i, t, blocked_from)``, ``("insn", unit, i, ready, start,
         end)`` with ``ready`` the cycle the unit could have started it but for tokens,
         ``("push", channel, i, t)`` and ``("pop", channel, i, t)`` (fsim's channel order).
