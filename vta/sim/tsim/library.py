@@ -244,6 +244,15 @@ class Library:
             "vta_tsim_last_error": (ctypes.c_char_p, []),
             "vta_tsim_assertions": (u32, [vp, ctypes.POINTER(u64)]),
         }
+        #: The profiler's probe (libraries built before it have none).
+        probe_sigs = {
+            "vta_tsim_probe": (i, [vp, i, u32]),
+            "vta_tsim_probe_take": (u64, [vp, vp, u64]),
+            "vta_tsim_probe_count": (u64, [vp]),
+        }
+        self.has_probe = all(hasattr(lib, name) for name in probe_sigs)
+        if self.has_probe:
+            sigs.update(probe_sigs)
         for name, (res, args) in sigs.items():
             try:
                 fn = getattr(lib, name)

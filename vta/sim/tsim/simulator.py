@@ -19,6 +19,10 @@ token counts. A failing SystemVerilog assertion of the RTL stops the run (checke
 cycles) and is a :class:`~vta.errors.HardwareAssertionError` naming its source location, the
 text the simulator printed and the cycle. After any error the core is reset (it halts on errors
 until reset).
+
+:meth:`TSim.set_probe` turns on the profiler's probe (:mod:`vta.sim.tsim.probe`): while it is on,
+every run leaves the RTL's per-cycle unit states, queue fills, tokens and memory beats, as
+change records, in ``probe_records``. Off (the default), the Verilated model makes no probe call.
 """
 
 from __future__ import annotations
@@ -150,6 +154,38 @@ class TSim(Device):
             raise
         self._stats: dict[str, int] = {}
         self.clear_stats()
+        self._probe_window = 0
+        #: The probe records of the last traced run (see :meth:`set_probe`), else None.
+        self.probe_records = None
+
+    def set_probe(self, enable: bool, window: int = 256) -> None:
+        """Turn the profiler's probe on or off (:mod:`vta.sim.tsim.probe`).
+
+        While it is on, every run leaves its records in :attr:`probe_records`.
+
+        Parameters
+        ----------
+        enable : bool
+            On or off.
+        window : int
+            Cycles per memory-beat window.
+
+        Raises
+        ------
+        ValueError
+            If ``window`` is not a positive number of cycles.
+        ModuleLoadError
+            If the library has no probe (built before it existed).
+        SimulationError
+            If the device is closed.
+        """
+        if not self._lib.has_probe:
+            raise ModuleLoadError(f"tsim library {str(self._lib.path)!r} was built without the profiler's probe")
+        if enable and (isinstance(window, bool) or not isinstance(window, int) or window < 1):
+            raise ValueError(f"probe window {window!r} must be a positive number of cycles")
+        self._call("vta_tsim_probe", 1 if enable else 0, window if enable else 0)
+        self._probe_window = window if enable else 0
+        self.probe_records = None
 
     # ------------------------------------------------------------------ native plumbing
     def _call(self, name: str, *args) -> int:
@@ -255,6 +291,9 @@ class TSim(Device):
             rc = self._run_dumped(insn_phys_addr, insn_count, max_cycles)
         else:
             rc = self._call("vta_tsim_run", insn_phys_addr, insn_count, max_cycles)
+        if self._probe_window:
+            from .probe import take
+            self.probe_records = take(self._lib.lib, self._handle)
         if self._progress_error is not None:
             exc, self._progress_error = self._progress_error, None
             self._recover()
