@@ -457,6 +457,20 @@ class Select(PrimExpr):
     true_value: PrimExpr
     false_value: PrimExpr
 
+    def __post_init__(self):
+        # Python numbers are accepted as in TVM's tir.Select; a number next to an expression
+        # takes its type.
+        t, f = self.true_value, self.false_value
+        if not isinstance(t, PrimExpr) and isinstance(f, PrimExpr):
+            t = _operand(f, t)
+        elif not isinstance(f, PrimExpr) and isinstance(t, PrimExpr):
+            f = _operand(t, f)
+        for name, value in (("condition", self.condition), ("true_value", t), ("false_value", f)):
+            if not isinstance(value, PrimExpr):
+                object.__setattr__(self, name, convert(value))
+            elif value is not getattr(self, name):
+                object.__setattr__(self, name, value)
+
     @property
     def dtype(self) -> str:  # type: ignore[override]
         return self.true_value.dtype

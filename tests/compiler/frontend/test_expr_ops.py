@@ -120,6 +120,13 @@ def test_if_then_else_checks_its_condition_and_types():
         op.if_then_else(i < 3, i, b8)
 
 
+def test_select_accepts_numbers_as_tvm_does():
+    sel = n.Select(i < 3, 1, b8)
+    assert sel.true_value.dtype == "uint8" and sel.dtype == "uint8"
+    assert n.Select(True, 1, 2).condition.dtype == "bool"
+    assert simplify(n.Select(True, 1, 2)).value == 1
+
+
 def test_divisions_and_constants():
     assert isinstance(op.truncdiv(i, 4), n.Div) and isinstance(op.truncmod(i, 4), n.Mod)
     assert isinstance(op.indexdiv(i, 4), n.FloorDiv) and isinstance(op.indexmod(i, 4), n.FloorMod)
