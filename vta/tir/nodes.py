@@ -317,6 +317,10 @@ class IntImm(PrimExpr):
     def __int__(self) -> int:
         return self.value
 
+    def __bool__(self) -> bool:
+        # A constant decides itself, as TVM's IntImm does (``if stride == 1``, ``if not pad``).
+        return self.value != 0
+
     def __repr__(self) -> str:
         return str(self.value)
 

@@ -97,6 +97,8 @@ def test_python_logic_on_expressions_is_refused_with_a_hint():
     with pytest.raises(TypeError, match="no truth value"):
         if i < 3:
             pass
+    # A constant decides itself, as in TVM.
+    assert n.IntImm(2) and not n.IntImm(0) and not n.const(0, "bool")
 
 
 def test_all_and_any():
