@@ -274,6 +274,7 @@ def load_library_module(path: str | os.PathLike, fmt: str = "so") -> Module:
         raise
     if root is not lib_module:
         root.own(lib_module)  # closing the root unloads the library
+        lib_module.context_root = root  # the library's code names the root: keep it alive with it
     return root
 
 

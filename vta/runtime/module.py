@@ -404,6 +404,8 @@ class LibraryModule(Module):
         self.info = info
         self.runtime = runtime
         self._last_error = last_error
+        #: The module ``__tvm_module_ctx`` names when it is not this one (a root from the blob).
+        self.context_root: Module | None = None
         # The library is unloaded by close(), or when the module is garbage collected (its
         # functions keep it alive); never at interpreter exit, when nothing gains from it.
         self._unload = weakref.finalize(self, _dlclose, cdll._handle)
