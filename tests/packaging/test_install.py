@@ -4,8 +4,9 @@ Each variant is installed into a fresh virtual environment in ``tmp_path`` (it s
 interpreter's packages for the dependencies, never this checkout: the installed ``vta`` comes
 first on its path), and README's main command, ``python -m vta demo``, runs in an empty
 directory outside the checkout; so does the get-started tutorial (compile, link against the
-runtime built from the packaged C sources, run on fsim). Slow: builds, installs, and a first
-numba compilation in each environment.
+runtime built from the packaged C sources, run on fsim), and with Verilator the demo on tsim
+(the RTL and the shim read from the package). Slow: builds, installs, and a first numba
+compilation in each environment.
 """
 
 from __future__ import annotations
@@ -78,6 +79,11 @@ def test_installed_package_runs_outside_the_checkout(how, tmp_path):
     assert (Path(where[3]) / "vta_tsim.cc").is_file() and (Path(where[3]) / "vta_tsim.h").is_file()
     out = _run([python, "-m", "vta", "demo"], cwd=run_dir, env=env)
     assert "PASS" in out and "FAIL" not in out
+    from vta.sim.tsim import verilator
+
+    if verilator.available():  # the RTL and the shim from the package (a cached build when unchanged)
+        out = _run([python, "-m", "vta", "demo", "--target", "tsim"], cwd=run_dir, env=env)
+        assert "PASS" in out and "FAIL" not in out and "cycle_count" in out
     shutil.copy(ROOT / "examples" / "get_started.py", run_dir)
     out = _run([python, "get_started.py"], cwd=run_dir, env=env)
     assert "PASSED" in out
