@@ -317,6 +317,10 @@ class IntImm(PrimExpr):
     def __int__(self) -> int:
         return self.value
 
+    def __bool__(self) -> bool:
+        # A constant decides itself, as TVM's IntImm does (``if stride == 1``, ``if not pad``).
+        return self.value != 0
+
     def __repr__(self) -> str:
         return str(self.value)
 
@@ -456,6 +460,20 @@ class Select(PrimExpr):
     condition: PrimExpr
     true_value: PrimExpr
     false_value: PrimExpr
+
+    def __post_init__(self):
+        # Python numbers are accepted as in TVM's tir.Select; a number next to an expression
+        # takes its type.
+        t, f = self.true_value, self.false_value
+        if not isinstance(t, PrimExpr) and isinstance(f, PrimExpr):
+            t = _operand(f, t)
+        elif not isinstance(f, PrimExpr) and isinstance(t, PrimExpr):
+            f = _operand(t, f)
+        for name, value in (("condition", self.condition), ("true_value", t), ("false_value", f)):
+            if not isinstance(value, PrimExpr):
+                object.__setattr__(self, name, convert(value))
+            elif value is not getattr(self, name):
+                object.__setattr__(self, name, value)
 
     @property
     def dtype(self) -> str:  # type: ignore[override]

@@ -97,6 +97,8 @@ def test_python_logic_on_expressions_is_refused_with_a_hint():
     with pytest.raises(TypeError, match="no truth value"):
         if i < 3:
             pass
+    # A constant decides itself, as in TVM.
+    assert n.IntImm(2) and not n.IntImm(0) and not n.const(0, "bool")
 
 
 def test_all_and_any():
@@ -118,6 +120,13 @@ def test_if_then_else_checks_its_condition_and_types():
         op.if_then_else(i, 1, 0)
     with pytest.raises(TypeError, match="different dtypes"):
         op.if_then_else(i < 3, i, b8)
+
+
+def test_select_accepts_numbers_as_tvm_does():
+    sel = n.Select(i < 3, 1, b8)
+    assert sel.true_value.dtype == "uint8" and sel.dtype == "uint8"
+    assert n.Select(True, 1, 2).condition.dtype == "bool"
+    assert simplify(n.Select(True, 1, 2)).value == 1
 
 
 def test_divisions_and_constants():
