@@ -26,8 +26,6 @@ plus the border correction, loaded like a residual (int32).
 
 from __future__ import annotations
 
-from typing import Any
-
 from ..env import Environment, get_env
 from ..errors import ScheduleError
 from ..te import compute, create_schedule, if_then_else, placeholder
@@ -387,10 +385,6 @@ def build_maxpool(spec, name: str, env: Environment | None = None):
     with env:
         nb = _ceil_div(spec.batch, env.BATCH)
         cb = _ceil_div(spec.channels, env.BLOCK_OUT)
-        kh, kw = spec.pool_size
-        sh, sw = spec.strides
-        pt, pl, pb, pr = spec.padding
-        oh, ow = spec.out_height, spec.out_width
         data = placeholder((nb, cb, spec.height, spec.width, env.BATCH, env.BLOCK_OUT), name="data", dtype=env.inp_dtype)
         pairs: list = [("data", data)]
         th = _maxpool_row_tile(spec, env)

@@ -9,14 +9,15 @@ from vta.topi import qnn
 
 
 def _spec(**kw):
-    base = dict(batch=1, in_channels=20, out_channels=24, height=5, width=6, kernel_h=3, kernel_w=3,
-                strides=(1, 1), padding=(1, 1, 1, 1), input_zero_point=0, requant=qnn.Requant.from_scale(0.01))
+    base = {"batch": 1, "in_channels": 20, "out_channels": 24, "height": 5, "width": 6, "kernel_h": 3,
+            "kernel_w": 3, "strides": (1, 1), "padding": (1, 1, 1, 1), "input_zero_point": 0,
+            "requant": qnn.Requant.from_scale(0.01)}
     base.update(kw)
     return qnn.QConv2DSpec(**base)
 
 
 def test_conv_roles_and_packed_shapes(qenv):
-    mod, layout = qnn.build_qconv2d(_spec(), "c")
+    _, layout = qnn.build_qconv2d(_spec(), "c")
     b, bi, bo = qenv.BATCH, qenv.BLOCK_IN, qenv.BLOCK_OUT
     assert layout.roles == ["data", "weight", "bias", "out"]
     assert layout.arg("data").shape == (1, 2, 5, 6, b, bi) and layout.arg("data").dtype == "int8"
