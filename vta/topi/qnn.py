@@ -9,7 +9,8 @@ as ``M ~= m * 2**(p - s)`` (:class:`Requant`: ``m`` the multiplier, at most 8 bi
 shift, ``p`` the pre-shift)::
 
     a = acc >> p                               # arithmetic, only when |acc| may exceed 2**23
-    t = a * m                                  # fits int32: |a| < 2**23 and m < 2**8
+    t = a * m                                  # fits int32: |a| < 2**23 and m < 2**8 (else it
+                                               # wraps mod 2**32, on the host as on the ALU)
     y = (t + 2**(s - 1)) >> s                  # round half up (towards +inf), exact arithmetic
     out = clip(y + z_out, lo, hi)
 
@@ -28,15 +29,32 @@ shift only (``M`` rounded to the nearest power of two; ``M >= 1`` gives ``m = 2*
 Difference from onnxruntime
 ---------------------------
 onnxruntime requantises in float32: ``rint(acc * M) + z_out`` with ``rint`` rounding half to
-even, ``M`` a float32. Ours differs in three ways: (1) ``m / 2**s`` approximates ``M`` to 8
-significant bits (relative error below ``2**-8``), (2) ties round up instead of to even,
-(3) float32 has 24 bits of mantissa, so ``acc * M`` itself is rounded for ``|acc| > 2**24``.
-For an accumulator whose exact product ``acc * M`` lies at most 127.5 away from zero (every value
-that is not saturated) the 8-bit multiplier moves ``acc * M`` by less than ``|acc * M| * 2**-8
-< 0.5``, so the two results differ by **at most 1 in the last place** (one int8 step); ties and
-rounding near ``k + 0.5`` account for the rest, and saturated values agree. A fused residual add
-rounds each operand separately (two roundings, onnxruntime's QLinearAdd rounds the float sum
-once), which also differs by at most 1.
+even and ``M`` a float32. Ours differs in four ways: (1) ``m / 2**s`` approximates ``M`` to 8
+significant bits (``m >= 128`` is rounded to nearest: relative error at most ``2**-8``), (2) ties
+round up instead of to even, (3) a pre-shift ``p`` drops the ``p`` low bits of ``acc`` first (an
+error below ``2**p * M`` output steps), (4) float32 has a 24-bit mantissa, so onnxruntime's
+``acc * M`` is itself rounded for ``|acc| > 2**24``. For a value that is not saturated,
+``|acc * M| <= 127.5``, so (1) moves ``acc * M`` by at most ``127.5 * 2**-8 < 0.5``; two reals less
+than 0.5 + the small terms (3), (4) apart round to integers at most one apart: the results
+differ by **at most 1 in the last place** (one int8 step), and saturated values agree. With
+``p = 0`` the bound holds for every accumulator; with a pre-shift it holds while ``2**p * M``
+stays below about 0.002 (e.g. ``p = 4`` and ``M < 1.25e-4``; typical ResNet layers have ``M``
+near ``1e-4 .. 1e-3`` and ``p <= 4``, where the extra error is at most 0.016 steps).
+
+A fused residual add rounds the two operands separately and adds integers (error below 1 + the
+terms above against the exact sum); onnxruntime's QLinearAdd rounds the float sum once (error at
+most 0.5): the results again differ by at most 1. A fusion ``conv -> requantize -> add`` that
+maps the convolution straight to the add's output scale skips the convolution's own int8
+saturation; :class:`IntermediateSpec` keeps it (the operator's int8 output, then the add's
+rescale), which makes the fused operator bit-identical to the unfused graph on the host.
+
+Padding with the input zero point
+---------------------------------
+VTA's padded loads write zeros. A convolution whose input zero point ``z`` is not 0 is computed
+on the zero-padded input, and the missing ``z * sum(w)`` over the padded taps of each output pixel
+is added back through its bias argument, then a full ``(1, CO/BO, OH, OW, BATCH, BO)`` int32 map
+(:func:`vta.topi.qnn_layout.border_correction`; one extra accumulator load per output tile).
+Max pooling loads a ``mask`` of ones with the same zero padding so padded pixels never win.
 
 Operators
 ---------
