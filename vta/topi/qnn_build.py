@@ -491,10 +491,12 @@ def _schedule_maxpool(out: Tensor, tile_rows: int, env: Environment):
         visit(u)
     axes = list(s[out].op.axis)
     outer, inner = s[out].split(axes[2], factor=tile_rows)
-    s[out].reorder(axes[0], axes[1], outer, inner, *axes[3:])
+    # Row tiles outside the channel blocks: the mask (the same for every channel block) is loaded
+    # once per row tile, the data once per row tile and channel block.
+    s[out].reorder(axes[0], outer, axes[1], inner, *axes[3:])
     for t in order:
         s[t].set_scope(env.acc_scope)
-        s[t].compute_at(s[out], outer)
+        s[t].compute_at(s[out], outer if t.op.name.startswith("mask_") else axes[1])
         kind = env.dma_copy if t.op.tag == LOAD_TAG else env.alu
         s[t].pragma(s[t].op.axis[0], kind)
     s[out].pragma(inner, env.dma_copy)
