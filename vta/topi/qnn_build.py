@@ -99,22 +99,57 @@ class _Chain:
         else:
             self.imm("mul", m)
 
-    def requant(self, rq, mult_t: Tensor | None, shift_t: Tensor | None) -> None:
-        """The requantisation without zero point and clip (``vta.topi.qnn`` module docstring)."""
+    def requant(self, rq, mult_t: Tensor | None, shift_t: Tensor | None, pre_add: int = 0, post_add: int = 0) -> int:
+        """``requantize(x + pre_add) + post_add`` without clip (``vta.topi.qnn`` module docstring).
+
+        The constants ride on the rounding step when the result is exact and the sum fits the
+        signed 16-bit immediate: ``pre_add * m`` when the multiply is an immediate and no shift
+        comes before the rounding (``(x + a) m = x m + a m``), ``post_add * 2**s2`` always
+        (adding a multiple of ``2**s2`` commutes with the floor shift). Returns the part of
+        ``post_add`` still to be added (0 when folded).
+        """
+        if rq.pre_shift and pre_add:
+            self.imm("add", pre_add)
+            pre_add = 0
         if rq.pre_shift:
             self.imm("shr", rq.pre_shift)
+        s1, s2 = rq.split_shifts()
+        if shift_t is None and int(s1[0]) and post_add:
+            # A shift comes first anyway: move bits from s2 to s1 until post_add * 2**s2 fits.
+            total = int(s1[0]) + s2
+            while s2 > 1 and not _fits_imm((1 << (s2 - 1)) + post_add * (1 << s2)):
+                s2 -= 1
+            s1 = [total - s2]
+        m = None if mult_t is not None else int(rq.multiplier[0])
+        base = (1 << (s2 - 1)) if s2 else 0
+        if pre_add and (m is None or shift_t is not None or int(s1[0]) or not _fits_imm(base + pre_add * m)):
+            self.imm("add", pre_add)  # not foldable: a tensor multiplier, a shift before the rounding, or too large
+            pre_add = 0
         if mult_t is not None:
             self.tensor("mul", mult_t)
         else:
-            self.scale_imm(int(rq.multiplier[0]))
-        s1, s2 = rq.split_shifts()
+            self.scale_imm(m)
         if shift_t is not None:
             self.tensor("shr", shift_t)
         elif int(s1[0]):
             self.imm("shr", int(s1[0]))
+        if pre_add:
+            base += pre_add * m
+        c = base + post_add * (1 << s2)
+        if _fits_imm(c):
+            post_add = 0
+        else:
+            c = base
+        if c:
+            self.imm("add", c)
         if s2:
-            self.imm("add", 1 << (s2 - 1))
             self.imm("shr", s2)
+        return post_add
+
+
+def _fits_imm(v: int) -> bool:
+    """The ALU's immediate is a signed 16-bit field."""
+    return -(1 << 15) <= v < (1 << 15)
 
 
 def _vector_kinds(rq) -> tuple[bool, bool]:
@@ -139,38 +174,41 @@ def _epilogue(acc: Tensor, spec, bias: Tensor | None, vec_shape: tuple, residual
     if use_s:
         shift_t = placeholder(vec_shape, name="shift", dtype=env.acc_dtype)
         placeholders.append(("shift", shift_t))
-    ch.requant(spec.requant, mult_t, shift_t)
     inter = getattr(spec, "intermediate", None)
+    # The output zero point rides on the last rounding step: the residual's if there is one.
+    z_out = spec.output_zero_point
+    last = spec.residual is None and inter is None
+    z_left = ch.requant(spec.requant, mult_t, shift_t, post_add=z_out if last else 0)
     if inter is not None:
         # clip(y + z, lo, hi) - z == clip(y, lo - z, hi - z): the int8 output of the operator itself.
         ch.imm("min", inter.clip[1] - inter.zero_point)
         ch.imm("max", inter.clip[0] - inter.zero_point)
-        ch.requant(inter.requant, None, None)
+        z_left = ch.requant(inter.requant, None, None, post_add=z_out if spec.residual is None else 0)
     if spec.residual is not None:
         r = placeholder(residual_shape, name="residual", dtype=env.inp_dtype)
         placeholders.append(("residual", r))
-        ch.x = _add_scaled(ch.x, r, spec.residual, env, "res")
-    return _finish(ch, spec.output_zero_point, spec.clip, env)
+        ch.x, z_left = _add_scaled(ch.x, r, spec.residual, env, "res", post_add=z_out)
+    return _finish(ch, z_left, spec.clip, env)
 
 
-def _scaled_operand(r: Tensor, res, env: Environment, prefix: str) -> Tensor:
-    """``requant(r - z)`` of an int8 tensor ``r``: an ACC_8BIT load and ALU stages."""
+def _scaled_operand(r: Tensor, res, env: Environment, prefix: str, post_add: int = 0) -> tuple[Tensor, int]:
+    """``requant(r - z) + post_add`` of an int8 tensor ``r``: an ACC_8BIT load and ALU stages;
+    returns the tensor and the part of ``post_add`` still to be added."""
     loaded = compute(r.shape, lambda *i: r(*i).astype(env.acc_dtype), name=f"{prefix}_load", tag=LOAD_TAG)
     rc = _Chain(loaded, prefix)
-    if res.zero_point:
-        rc.imm("add", -res.zero_point)
-    rc.requant(res.requant, None, None)
-    return rc.x
+    left = rc.requant(res.requant, None, None, pre_add=-res.zero_point, post_add=post_add)
+    return rc.x, left
 
 
-def _add_scaled(x: Tensor, r: Tensor, res, env: Environment, prefix: str) -> Tensor:
-    y = _scaled_operand(r, res, env, prefix)
-    return compute(x.shape, lambda *i: x(*i) + y(*i), name=f"{prefix}_add", tag=ELEMWISE_TAG)
+def _add_scaled(x: Tensor, r: Tensor, res, env: Environment, prefix: str, post_add: int = 0) -> tuple[Tensor, int]:
+    y, left = _scaled_operand(r, res, env, prefix, post_add)
+    return compute(x.shape, lambda *i: x(*i) + y(*i), name=f"{prefix}_add", tag=ELEMWISE_TAG), left
 
 
-def _finish(ch: _Chain, z_out: int, clip: tuple, env: Environment) -> Tensor:
-    if z_out:
-        ch.imm("add", z_out)
+def _finish(ch: _Chain, z_left: int, clip: tuple, env: Environment) -> Tensor:
+    """The output zero point (what the rounding steps did not absorb), the clip and the cast."""
+    if z_left:
+        ch.imm("add", z_left)
     ch.imm("min", clip[1])
     ch.imm("max", clip[0])
     last = ch.x
@@ -353,10 +391,10 @@ def build_qadd(spec, name: str, env: Environment | None = None):
         shape = (nb, cb, spec.height, spec.width, env.BATCH, env.BLOCK_OUT)
         a = placeholder(shape, name="lhs", dtype=env.inp_dtype)
         b = placeholder(shape, name="rhs", dtype=env.inp_dtype)
-        ya = _scaled_operand(a, spec.lhs, env, "lhs")
-        x = _add_scaled(ya, b, spec.rhs, env, "rhs")
+        ya, z_left = _scaled_operand(a, spec.lhs, env, "lhs", post_add=spec.output_zero_point)
+        x, _ = _add_scaled(ya, b, spec.rhs, env, "rhs")
         ch = _Chain(x, "qadd")
-        out = _finish(ch, spec.output_zero_point, spec.clip, env)
+        out = _finish(ch, z_left, spec.clip, env)
         loads, alus = _stages_between(out, set())
         tile = _row_tile(spec.height, spec.width, 2, env)
         s = _ewise_schedule(out, [t for t in loads], alus, 2, tile, env)

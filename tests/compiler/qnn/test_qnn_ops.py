@@ -219,3 +219,10 @@ def test_qadd_of_dense_activations(qenv, tmp_path):
     yb = oracle.round_shift(b.astype(np.int64) + 128, int(rhs.requant.multiplier[0]), int(rhs.requant.shift[0]))
     want = np.clip(ya + yb, 0, 127).astype(np.int8)
     np.testing.assert_array_equal(layout.unpack(out)[:, :, 0, 0], want)
+
+
+@pytest.mark.parametrize("z_r,scale,z_out", [(-128, 0.998, -128), (127, 0.998, 127), (0, 1.0, -128)])
+def test_conv_residual_zero_points_at_the_immediate_limits(qenv, tmp_path, z_r, scale, z_out):
+    # -z_r * m_r and z_out * 2**s ride on the rounding constant only when they fit 16 bits.
+    res = qnn.ResidualSpec(zero_point=z_r, requant=qnn.Requant.from_scale(scale))
+    _conv(qenv, tmp_path, h=4, w=4, z_in=-128, z_out=z_out, residual=res, seed=19)
