@@ -113,13 +113,9 @@ class _Chain:
             pre_add = 0
         if rq.pre_shift:
             self.imm("shr", rq.pre_shift)
-        s1, s2 = rq.split_shifts()
-        if shift_t is None and int(s1[0]) and post_add:
-            # A shift comes first anyway: move bits from s2 to s1 until post_add * 2**s2 fits.
-            total = int(s1[0]) + s2
-            while s2 > 1 and not _fits_imm((1 << (s2 - 1)) + post_add * (1 << s2)):
-                s2 -= 1
-            s1 = [total - s2]
+        # With a first shift anyway, s2 gives bits to s1 until post_add * 2**s2 fits (the shift
+        # vector of a per-channel requant is packed with the same split: ArgLayout.post_add).
+        s1, s2 = rq.split_shifts(post_add)
         m = None if mult_t is not None else int(rq.multiplier[0])
         base = (1 << (s2 - 1)) if s2 else 0
         if pre_add and (m is None or shift_t is not None or int(s1[0]) or not _fits_imm(base + pre_add * m)):

@@ -209,7 +209,7 @@ class ArgLayout:
         elif role == "bias":
             out = self._pack_bias(array, weight)
         elif role in ("multiplier", "shift"):
-            vec = s.requant.multiplier if role == "multiplier" else s.requant.split_shifts()[0]
+            vec = s.requant.multiplier if role == "multiplier" else s.requant.split_shifts(self.post_add)[0]
             out = self._broadcast_vector(np.asarray(vec, dtype=np.int64), a.shape)
         elif role == "mask":
             out = np.ones(a.shape, dtype=np.int8)
@@ -256,6 +256,16 @@ class ArgLayout:
         if out.min(initial=0) < lo or out.max(initial=0) > hi:
             raise ValueError(f"{self.kind}: the bias does not fit int32")
         return out
+
+    @property
+    def post_add(self) -> int:
+        """The constant the main requantisation's rounding step also adds (the output zero point
+        when nothing follows it); the builders split the shifts with it."""
+        if self.kind not in ("conv2d", "dense"):
+            return 0
+        s = self.spec
+        last = s.residual is None and getattr(s, "intermediate", None) is None
+        return s.output_zero_point if last else 0
 
     @property
     def needs_border_map(self) -> bool:
