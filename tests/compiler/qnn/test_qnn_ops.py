@@ -226,3 +226,22 @@ def test_conv_residual_zero_points_at_the_immediate_limits(qenv, tmp_path, z_r, 
     # -z_r * m_r and z_out * 2**s ride on the rounding constant only when they fit 16 bits.
     res = qnn.ResidualSpec(zero_point=z_r, requant=qnn.Requant.from_scale(scale))
     _conv(qenv, tmp_path, h=4, w=4, z_in=-128, z_out=z_out, residual=res, seed=19)
+
+
+def test_dense_intermediate_then_residual(qenv, tmp_path):
+    rng = np.random.default_rng(20)
+    inter = qnn.IntermediateSpec(zero_point=3, requant=qnn.Requant.from_scale(0.9))
+    res = qnn.ResidualSpec(-128, qnn.Requant.from_scale(0.45))
+    rq = qnn.Requant.from_scale(rng.uniform(1e-3, 4e-3, size=24))
+    spec = qnn.QDenseSpec(2, 32, 24, 0, rq, -128, (-128, 127), res, inter)
+    x = rng.integers(-128, 128, size=(2, 32)).astype(np.int8)
+    w = rng.integers(-128, 128, size=(24, 32)).astype(np.int8)
+    bias = rng.integers(-3000, 3000, size=24).astype(np.int32)
+    r = rng.integers(-128, 128, size=(2, 24)).astype(np.int8)
+    mod, layout = qnn.build_qdense(spec, "qdense_inter")
+    out, _ = run_op(mod, layout, layout.pack_args(data=x, weight=w, bias=bias, residual=r), tmp_path)
+    own = np.clip(oracle.requant(x.astype(np.int64) @ w.astype(np.int64).T + bias, rq) + 3, -128, 127)
+    lhs = oracle.round_shift(own - 3, int(inter.requant.multiplier[0]), int(inter.requant.shift[0]))
+    want = oracle.finish(lhs, -128, (-128, 127), r, res)
+    np.testing.assert_array_equal(layout.unpack(out), want)
+    np.testing.assert_array_equal(qnn.qdense_np(spec, x, w, bias, r), want)
