@@ -15,9 +15,14 @@ stage                              ALU
                                    MUL of a loaded vector (per channel)
 ``>> s1``                          SHR imm, or SHR of a loaded shift vector (per channel)
 ``+ 2**(s2-1)``, ``>> s2``         ADD imm, SHR imm (round half up)
+intermediate (if any)              MIN imm, MAX imm (its own int8 clip), its rescale as above
 residual ``r``                     ACC_8BIT load, ADD -z_r, MUL m_r, rounding as above, ADD
 ``+ z_out``, clip                  ADD imm, MIN imm, MAX imm; the store narrows to int8
 =================================  ==========================================================
+
+Constants ride on a rounding step's ADD when the sum still fits the 16-bit immediate: the output
+zero point (``z_out * 2**s2``, on the last rounding) and a residual's ``-z_r * m_r``
+(:meth:`_Chain.requant`); both are exact rewrites of the same integer arithmetic.
 
 A convolution whose input zero point is not 0 and which is padded cannot use the hardware's
 zero padding as is: its bias argument is then a full map (``vta.topi.qnn_layout``), the bias
@@ -337,8 +342,8 @@ def _ewise_schedule(out: Tensor, loads: list, alus: list, rows_axis: int, tile_r
     return s
 
 
-def _stages_between(out: Tensor, stop: set) -> tuple[list, list]:
-    """(loads, ALU stages) of the graph below ``out`` (excluding it), producers first."""
+def _stages_below(out: Tensor) -> list:
+    """Every compute stage below ``out`` (excluding it), producers first."""
     order: list = []
     seen: set = set()
 
@@ -352,9 +357,7 @@ def _stages_between(out: Tensor, stop: set) -> tuple[list, list]:
 
     for u in out.op.input_tensors:
         visit(u)
-    loads = [t for t in order if t.op.tag == LOAD_TAG]
-    alus = [t for t in order if t.op.tag != LOAD_TAG and id(t.op) not in stop]
-    return loads, alus
+    return order
 
 
 def _row_tile(rows: int, entries_per_row: int, buffers: int, env: Environment) -> int:
@@ -363,8 +366,8 @@ def _row_tile(rows: int, entries_per_row: int, buffers: int, env: Environment) -
     for t in range(rows, 0, -1):
         if rows % t == 0 and t * entries_per_row * buffers <= cap:
             return t
-    raise ScheduleError(f"one row of {entries_per_row} entries x {buffers} buffers overflows the accumulator "
-                        f"({cap} entries)")
+    raise ScheduleError(f"qadd: one row of {entries_per_row} entries x {buffers} operands overflows the "
+                        f"accumulator ({cap} entries)")
 
 
 def build_qadd(spec, name: str, env: Environment | None = None):
@@ -391,9 +394,11 @@ def build_qadd(spec, name: str, env: Environment | None = None):
         x, _ = _add_scaled(ya, b, spec.rhs, env, "rhs")
         ch = _Chain(x, "qadd")
         out = _finish(ch, z_left, spec.clip, env)
-        loads, alus = _stages_between(out, set())
+        stages = _stages_below(out)
+        loads = [t for t in stages if t.op.tag == LOAD_TAG]
+        alus = [t for t in stages if t.op.tag != LOAD_TAG]
         tile = _row_tile(spec.height, spec.width, 2, env)
-        s = _ewise_schedule(out, [t for t in loads], alus, 2, tile, env)
+        s = _ewise_schedule(out, loads, alus, 2, tile, env)
         pairs = [("lhs", a), ("rhs", b), ("out", out)]
         mod = _build(s, pairs, name, env)
     return mod, ArgLayout.for_env("add", spec, _arg_specs(pairs), env)
@@ -510,19 +515,7 @@ def _declare_maxpool(spec, data: Tensor, pairs: list, env: Environment) -> Tenso
 
 def _schedule_maxpool(out: Tensor, tile_rows: int, env: Environment):
     s = create_schedule(out.op)
-    order: list = []
-    seen: set = set()
-
-    def visit(t: Tensor) -> None:
-        if id(t.op) in seen or not hasattr(t.op, "body"):
-            return
-        seen.add(id(t.op))
-        for u in t.op.input_tensors:
-            visit(u)
-        order.append(t)
-
-    for u in out.op.input_tensors:
-        visit(u)
+    order = _stages_below(out)
     axes = list(s[out].op.axis)
     outer, inner = s[out].split(axes[2], factor=tile_rows)
     # Row tiles outside the channel blocks: the mask (the same for every channel block) is loaded
