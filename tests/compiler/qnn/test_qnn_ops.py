@@ -162,7 +162,7 @@ def test_maxpool(qenv, tmp_path, pool, stride, pad, hw):
 
 
 def test_maxpool_too_wide_for_the_accumulator_returns_none(env):
-    from vta.topi.qnn_build import maxpool_unsupported_reason
+    from vta.topi.qnn_pool import maxpool_unsupported_reason
 
     spec = qnn.MaxPoolSpec(1, 16, 8, 2000, (3, 3), (2, 2), (1, 1, 1, 1))
     assert qnn.build_maxpool(spec, "mp") is None
