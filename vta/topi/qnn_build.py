@@ -222,7 +222,8 @@ def _arg_specs(pairs: list) -> list:
 
 def declare_qconv2d(spec, env: Environment) -> tuple[Tensor, list]:
     """The tensor expressions of a fused convolution: ``(output, [(role, tensor), ...])`` in call
-    order (the output last)."""
+    order (the output last); a ``fold_width`` spec declares its :meth:`~QConv2DSpec.folded` form."""
+    spec = spec.folded()
     nb = _ceil_div(spec.batch, env.BATCH)
     cib = _ceil_div(spec.in_channels, env.BLOCK_IN)
     cob = _ceil_div(spec.out_channels, env.BLOCK_OUT)

@@ -245,3 +245,23 @@ def test_dense_intermediate_then_residual(qenv, tmp_path):
     want = oracle.finish(lhs, -128, (-128, 127), r, res)
     np.testing.assert_array_equal(layout.unpack(out), want)
     np.testing.assert_array_equal(qnn.qdense_np(spec, x, w, bias, r), want)
+
+
+def test_conv7x7_first_layer_with_the_kernel_width_folded(qenv, tmp_path):
+    rng = np.random.default_rng(22)
+    common = (1, 3, 16, 16, 16, 7, 7, (2, 2), (3, 3, 3, 3), -128, qnn.Requant.from_scale(0.002), -5, (-128, 127))
+    x = rng.integers(-128, 128, size=(1, 3, 16, 16)).astype(np.int8)
+    w = rng.integers(-128, 128, size=(16, 3, 7, 7)).astype(np.int8)
+    bias = rng.integers(-5000, 5000, size=16).astype(np.int32)
+    want = oracle.finish(oracle.requant(oracle.conv_acc(x, w, bias, (2, 2), (3, 3, 3, 3), -128),
+                                        qnn.Requant.from_scale(0.002)), -5, (-128, 127))
+    gemm = {}
+    for fold in (False, True):
+        spec = qnn.QConv2DSpec(*common, fold_width=fold)
+        mod, layout = qnn.build_qconv2d(spec, f"c1_{int(fold)}")
+        out, stats = run_op(mod, layout, layout.pack_args(data=x, weight=w, bias=bias), tmp_path)
+        np.testing.assert_array_equal(layout.unpack(out), want)
+        gemm[fold] = stats["gemm_counter"]
+    # 21 folded channels fill two 16-wide blocks: 2 x 7 kernel rows against 1 x 49 taps.
+    assert gemm[True] * 49 == gemm[False] * 14
+    assert layout.arg("data").shape[1:4] == (2, 22, 8) and layout.folds and not layout.needs_border_map
