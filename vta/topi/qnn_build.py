@@ -43,6 +43,7 @@ from .conv2d import conv2d_packed, schedule_conv2d_packed
 from .dense import dense_packed, schedule_dense_packed
 from .epilogue import BROADCAST_TAG, ELEMWISE_TAG
 from .qnn_layout import ArgLayout, ArgSpec
+from .qnn_requant import DIRECT_CLAMP, PRODUCT_SHIFT
 
 __all__ = ["build_qadd", "build_qconv2d", "build_qdense", "declare_qconv2d", "declare_qdense"]
 
@@ -104,8 +105,37 @@ class _Chain:
         else:
             self.imm("mul", m)
 
-    def requant(self, rq, mult_t: Tensor | None, shift_t: Tensor | None, pre_add: int = 0, post_add: int = 0) -> int:
+    def split_multiply(self, m: int | None, mult_t: Tensor | None) -> None:
+        """``x = (x * m) >> 15`` exactly for any int32 ``x`` and ``0 <= m < 2**15`` (the ``fixed``
+        mode): ``hi = x >> 15``, ``lo = x + hi * -2**15`` (in [0, 2**15)), then
+        ``hi * m + ((lo * m) >> 15)``; no partial result leaves int32 (``|hi * m| < 2**31``,
+        ``lo * m < 2**30``)."""
+        x0 = self.x
+        self.imm("shr", PRODUCT_SHIFT)
+        hi = self.x
+        self.imm("mul", -(1 << PRODUCT_SHIFT))
+        g = self.x
+        self.x = compute(self.shape, lambda *i: x0(*i) + g(*i), name=self._name("lo"), tag=ELEMWISE_TAG)
+        self._scale(m, mult_t)
+        self.imm("shr", PRODUCT_SHIFT)
+        lo = self.x
+        self.x = hi
+        self._scale(m, mult_t)
+        hm = self.x
+        self.x = compute(self.shape, lambda *i: hm(*i) + lo(*i), name=self._name("t"), tag=ELEMWISE_TAG)
+
+    def _scale(self, m: int | None, mult_t: Tensor | None) -> None:
+        if mult_t is not None:
+            self.tensor("mul", mult_t)
+        else:
+            self.scale_imm(m)
+
+    def requant(self, rq, mult_t: Tensor | None, shift_t: Tensor | None, pre_add: int = 0, post_add: int = 0,
+                bounded: bool = False) -> int:
         """``requantize(x + pre_add) + post_add`` without clip (``vta.topi.qnn`` module docstring).
+
+        ``bounded``: ``|x + pre_add| < 2**16`` is known (an int8 operand), so the ``fixed`` mode
+        multiplies once, without the split product or the clamp.
 
         The constants ride on the rounding step when the result is exact and the sum fits the
         signed 16-bit immediate: ``pre_add * m`` when the multiply is an immediate and no shift
@@ -120,16 +150,27 @@ class _Chain:
             self.imm("shr", rq.pre_shift)
         # With a first shift anyway, s2 gives bits to s1 until post_add * 2**s2 fits (the shift
         # vector of a per-channel requant is packed with the same split: ArgLayout.post_add).
-        s1, s2 = rq.split_shifts(post_add)
+        s1, s2 = rq.split_shifts(post_add, bounded)
         m = None if mult_t is not None else int(rq.multiplier[0])
         base = (1 << (s2 - 1)) if s2 else 0
-        if pre_add and (m is None or shift_t is not None or int(s1[0]) or not _fits_imm(base + pre_add * m)):
-            self.imm("add", pre_add)  # not foldable: a tensor multiplier, a shift before the rounding, or too large
+        split = rq.product_shift(bounded) > 0
+        clamp = rq.mode == "fixed" and not split and not bounded
+        if split and rq.per_channel and not all(
+                int(sh) > PRODUCT_SHIFT for sh, mm in zip(rq.shift.tolist(), rq.multiplier.tolist()) if mm):
+            raise ScheduleError("fixed requantisation: per-channel shifts on both sides of 15 (multipliers "
+                                "above and below 1/2) cannot share one ALU program")
+        if pre_add and (split or clamp or m is None or shift_t is not None or int(s1[0])
+                        or not _fits_imm(base + pre_add * m)):
+            # not foldable: a split or clamped product, a tensor multiplier, a shift before the rounding, or too large
+            self.imm("add", pre_add)
             pre_add = 0
-        if mult_t is not None:
-            self.tensor("mul", mult_t)
+        if clamp:
+            self.imm("min", DIRECT_CLAMP)
+            self.imm("max", -DIRECT_CLAMP)
+        if split:
+            self.split_multiply(m, mult_t)
         else:
-            self.scale_imm(m)
+            self._scale(m, mult_t)
         if shift_t is not None:
             self.tensor("shr", shift_t)
         elif int(s1[0]):
@@ -184,7 +225,7 @@ def _epilogue(acc: Tensor, spec, bias: Tensor | None, vec_shape: tuple, residual
         # clip(y + z, lo, hi) - z == clip(y, lo - z, hi - z): the int8 output of the operator itself.
         ch.imm("min", inter.clip[1] - inter.zero_point)
         ch.imm("max", inter.clip[0] - inter.zero_point)
-        z_left = ch.requant(inter.requant, None, None, post_add=z_out if spec.residual is None else 0)
+        z_left = ch.requant(inter.requant, None, None, post_add=z_out if spec.residual is None else 0, bounded=True)
     if spec.residual is not None:
         r = placeholder(residual_shape, name="residual", dtype=env.inp_dtype)
         placeholders.append(("residual", r))
@@ -197,7 +238,7 @@ def _scaled_operand(r: Tensor, res, env: Environment, prefix: str, post_add: int
     returns the tensor and the part of ``post_add`` still to be added."""
     loaded = compute(r.shape, lambda *i: r(*i).astype(env.acc_dtype), name=f"{prefix}_load", tag=LOAD_TAG)
     rc = _Chain(loaded, prefix)
-    left = rc.requant(res.requant, None, None, pre_add=-res.zero_point, post_add=post_add)
+    left = rc.requant(res.requant, None, None, pre_add=-res.zero_point, post_add=post_add, bounded=True)
     return rc.x, left
 
 

@@ -11,14 +11,24 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["INT8_RANGE", "MAX_ROUND_SHIFT", "MULTIPLIER_BITS", "Requant", "accumulator_bits", "requantize_np"]
+__all__ = ["FIXED_BITS", "INT8_RANGE", "MAX_ROUND_SHIFT", "MODES", "MULTIPLIER_BITS", "PRODUCT_SHIFT", "Requant",
+           "accumulator_bits", "requantize_np"]
 
 #: The int8 range every accelerator result is clipped to.
 INT8_RANGE = (-128, 127)
 #: Largest shift of the rounding step (its constant 2**(s2 - 1) is a signed 16-bit immediate).
 MAX_ROUND_SHIFT = 15
-#: Bits of the multiplier (so that acc * m stays inside int32 for |acc| < 2**23).
+#: Bits of the multiplier of the ``fixed8`` and ``pow2`` modes (acc * m inside int32 for |acc| < 2**23).
 MULTIPLIER_BITS = 8
+#: Significant bits of the multiplier of the ``fixed`` mode (m < 2**15: a signed 16-bit immediate).
+FIXED_BITS = 15
+#: The accumulator split of the ``fixed`` mode: acc = hi * 2**15 + lo, 0 <= lo < 2**15.
+PRODUCT_SHIFT = 15
+#: The requantisation modes: ``fixed`` (15-bit multiplier, exact product), ``fixed8`` (8-bit
+#: multiplier, the first scheme), ``pow2`` (shift only).
+MODES = ("fixed", "fixed8", "pow2")
+#: Where the ``fixed`` mode clamps the accumulator when a shift is at most PRODUCT_SHIFT (M >= 1/2).
+DIRECT_CLAMP = (1 << 15) - 1
 
 
 def _int_array(v: Any, what: str) -> np.ndarray:
@@ -58,14 +68,17 @@ class Requant:
             m = np.full(s.shape, m[0], dtype=np.int32)
         if m.shape != s.shape:
             raise ValueError(f"Requant: multiplier {m.shape!r} and shift {s.shape!r} must have the same length")
-        if m.min() < 0 or m.max() >= (1 << MULTIPLIER_BITS) + 1:
-            raise ValueError(f"Requant: multipliers must lie in [0, {1 << MULTIPLIER_BITS}], got {m.tolist()!r}")
+        if self.mode not in MODES:
+            raise ValueError(f"Requant: mode must be one of {MODES!r}, got {self.mode!r}")
+        top = (1 << FIXED_BITS) - 1 if self.mode == "fixed" else 1 << MULTIPLIER_BITS
+        if m.min() < 0 or m.max() > top:
+            raise ValueError(f"Requant: multipliers must lie in [0, {top}] ({self.mode} mode), got {m.tolist()!r}")
         if s.min() < 0 or s.max() > 62:
             raise ValueError(f"Requant: shifts must lie in [0, 62], got {s.tolist()!r}")
         if not 0 <= int(self.pre_shift) <= 31:
             raise ValueError(f"Requant: pre_shift must lie in [0, 31], got {self.pre_shift!r}")
-        if self.mode not in ("fixed", "pow2"):
-            raise ValueError(f"Requant: mode must be 'fixed' or 'pow2', got {self.mode!r}")
+        if self.mode == "fixed" and self.pre_shift:
+            raise ValueError("Requant: the fixed mode is exact for every int32 accumulator and takes no pre_shift")
         m.setflags(write=False)
         s.setflags(write=False)
         object.__setattr__(self, "multiplier", m)
@@ -97,14 +110,18 @@ class Requant:
         Parameters
         ----------
         scale : float or array of float
-            Positive (or zero) real multipliers, at most 127.5.
-        mode : {"fixed", "pow2"}
-            ``fixed``: 8-bit multiplier and shift (``m`` in [128, 255] unless ``M`` is so small
-            that the shift would pass 62); ``pow2``: the nearest power of two, no multiply.
+            Positive (or zero) real multipliers, at most 127.5. The ``fixed`` mode rounds each to
+            float32 first (onnxruntime's multiplier is a float32).
+        mode : {"fixed", "fixed8", "pow2"}
+            ``fixed`` (default): 15-bit multiplier (``m`` in [2**14, 2**15) unless ``M`` is so
+            small that the shift would pass 62), exact product for every int32 accumulator;
+            ``fixed8``: 8-bit multiplier (``m`` in [128, 255]), the product wraps past 2**31;
+            ``pow2``: the nearest power of two, no multiply.
         acc_bits : int, optional
-            A bound on the accumulator, ``|acc| < 2**acc_bits``. When ``acc_bits + 8 > 31`` a
-            pre-shift ``p = acc_bits + 8 - 31`` keeps ``(acc >> p) * m`` inside int32 (it
-            truncates ``p`` low bits of ``acc`` before the multiply).
+            A bound on the accumulator, ``|acc| < 2**acc_bits``. ``fixed8`` and ``pow2``: when
+            ``acc_bits + 8 > 31`` a pre-shift ``p = acc_bits + 8 - 31`` keeps ``(acc >> p) * m``
+            inside int32 (it truncates ``p`` low bits of ``acc`` before the multiply). ``fixed``
+            needs no bound (checked, then unused).
 
         Raises
         ------
@@ -112,8 +129,8 @@ class Requant:
             If a scale is negative, not finite, or larger than 127.5 (no shift >= 1 represents
             it), the mode is unknown, or ``acc_bits`` is not in [1, 32].
         """
-        if mode not in ("fixed", "pow2"):
-            raise ValueError(f"Requant.from_scale: mode must be 'fixed' or 'pow2', got {mode!r}")
+        if mode not in MODES:
+            raise ValueError(f"Requant.from_scale: mode must be one of {MODES!r}, got {mode!r}")
         scales = np.atleast_1d(np.asarray(scale, dtype=np.float64))
         if scales.ndim != 1 or scales.size == 0:
             raise ValueError(f"Requant.from_scale: scale must be a float or a 1-D array, got shape {scales.shape!r}")
@@ -123,14 +140,20 @@ class Requant:
         if acc_bits is not None:
             if not 1 <= int(acc_bits) <= 32:
                 raise ValueError(f"Requant.from_scale: acc_bits must lie in [1, 32], got {acc_bits!r}")
-            pre = max(0, int(acc_bits) + MULTIPLIER_BITS - 31)
+            if mode != "fixed":
+                pre = max(0, int(acc_bits) + MULTIPLIER_BITS - 31)
+        if mode == "fixed":
+            scales = scales.astype(np.float32).astype(np.float64)
         ms, ss = [], []
         for M in scales.tolist():
             Mp = M * (1 << pre)  # the multiplier applied to acc >> pre
             if Mp > 127.5:
                 raise ValueError(f"Requant.from_scale: scale {M!r} times 2**pre_shift ({pre}) is larger than 127.5; "
                                  f"requantise in two steps")
-            m, s = (_pow2(Mp) if mode == "pow2" else _fixed(Mp))
+            if mode == "pow2":
+                m, s = _pow2(Mp)
+            else:
+                m, s = _fixed(Mp, FIXED_BITS if mode == "fixed" else MULTIPLIER_BITS)
             ms.append(m)
             ss.append(s)
         return cls(np.array(ms, dtype=np.int32), np.array(ss, dtype=np.int32), pre, mode)
@@ -155,29 +178,50 @@ class Requant:
         """The real multipliers represented, ``m * 2**(pre_shift - shift)`` (float64 array)."""
         return self.multiplier.astype(np.float64) * np.exp2(self.pre_shift - self.shift.astype(np.float64))
 
-    def split_shifts(self, post_add: int = 0) -> tuple[np.ndarray, int]:
-        """``(s1, s2)`` of the accelerator's rounding: ``s1`` (array) shifted first, then ``+ 2**(s2-1)``
-        and ``>> s2`` with one common ``s2 = min(min(shift), 15)`` (0: no rounding step).
+    @property
+    def split(self) -> bool:
+        """True when the accelerator multiplies an accumulator in two halves (``fixed`` mode, every
+        shift above :data:`PRODUCT_SHIFT`): ``t = hi * m + ((lo * m) >> 15)`` equals ``(acc * m) >> 15``
+        exactly. Otherwise (``fixed`` with a shift <= 15, i.e. ``M >= 1/2``) the accumulator is clamped
+        to ``+-DIRECT_CLAMP`` and multiplied once, as the other modes do."""
+        live = self.shift[self.multiplier != 0]  # a zero multiplier (a padded channel) gives 0 at any shift
+        return self.mode == "fixed" and live.size > 0 and int(live.min()) > PRODUCT_SHIFT
+
+    def product_shift(self, bounded: bool = False) -> int:
+        """The bits the multiply step drops before the rounding: :data:`PRODUCT_SHIFT` for the split
+        product, else 0. ``bounded``: the operand is known to satisfy ``|x| < 2**16`` (an int8
+        residual or intermediate), so the accelerator multiplies once whatever the mode."""
+        return PRODUCT_SHIFT if (self.split and not bounded) else 0
+
+    def split_shifts(self, post_add: int = 0, bounded: bool = False) -> tuple[np.ndarray, int]:
+        """``(s1, s2)`` of the accelerator's rounding after the multiply step: ``s1`` (array) shifted
+        first, then ``+ 2**(s2-1)`` and ``>> s2`` with one common ``s2 = min(min(shift - k), 15)``
+        (0: no rounding step), ``k = product_shift(bounded)``; ``s1 + s2 + k == shift``.
 
         With ``post_add`` (a zero point to add after the rounding) and a first shift that exists
         anyway (some ``s1 > 0``), ``s2`` is lowered until ``2**(s2-1) + post_add * 2**s2`` fits
         the ALU's signed 16-bit immediate, so that one ADD does both.
         """
-        s2 = int(min(int(self.shift.min()), MAX_ROUND_SHIFT))
-        if post_add and int(self.shift.max()) > s2:
+        rest = self.shift - self.product_shift(bounded)
+        live = self.multiplier != 0
+        if not live.any():
+            live = np.ones_like(live)
+        s2 = int(min(int(rest[live].min()), MAX_ROUND_SHIFT))
+        if post_add and int(rest[live].max()) > s2:
             while s2 > 1 and not -(1 << 15) <= (1 << (s2 - 1)) + post_add * (1 << s2) < (1 << 15):
                 s2 -= 1
-        return (self.shift - s2).astype(np.int32), s2
+        # a channel with a zero multiplier is 0 before and after any shift: none for it
+        return np.where(live, rest - s2, 0).astype(np.int32), s2
 
 
-def _fixed(M: float) -> tuple[int, int]:
-    """``(m, s)`` with ``m`` in [128, 255] and ``M ~= m / 2**s``, ``1 <= s <= 62``."""
+def _fixed(M: float, bits: int) -> tuple[int, int]:
+    """``(m, s)`` with ``m`` in [2**(bits-1), 2**bits) and ``M ~= m / 2**s``, ``1 <= s <= 62``."""
     if M == 0.0:
         return 0, 1
     e = math.floor(math.log2(M))
-    s = 7 - e
+    s = bits - 1 - e
     m = math.floor(M * 2.0 ** s + 0.5)
-    if m >= 256:  # rounding reached the next power of two
+    if m >= 1 << bits:  # rounding reached the next power of two
         m, s = m // 2, s - 1
     if s < 1:
         s = 1
@@ -237,9 +281,14 @@ def requantize_np(acc: Any, rq: Requant, axis: int = 1, out_zero_point: int = 0,
         m, s = m.reshape(shape), s.reshape(shape)
     else:
         m, s = m[0], s[0]
-    t = np.right_shift(a, rq.pre_shift) * m
-    # acc * m wraps to int32 like the ALU (no wrap when |acc >> p| < 2**23).
-    t = t.astype(np.int32).astype(np.int64)
+    if rq.mode == "fixed":
+        # exact product (|acc * m| < 2**46); the channels with a shift <= 15 clamp the accumulator first
+        a = np.where(s > PRODUCT_SHIFT, a, np.clip(a, -DIRECT_CLAMP, DIRECT_CLAMP))
+        t = a * m
+    else:
+        t = np.right_shift(a, rq.pre_shift) * m
+        # acc * m wraps to int32 like the ALU (no wrap when |acc >> p| < 2**23).
+        t = t.astype(np.int32).astype(np.int64)
     y = _round_shift(t, np.broadcast_to(s, t.shape)) + int(out_zero_point)
     return np.clip(y, lo, hi).astype(np.int32)
 

@@ -193,7 +193,7 @@ def test_conv_intermediate_int8_output_then_residual_add(qenv, tmp_path):
 def test_conv_with_a_pre_shift(qenv, tmp_path):
     rng = np.random.default_rng(17)
     assert qnn.accumulator_bits(16 * 9, 5000) == 22  # 144 * 2**14 + 5000 < 2**22
-    rq = qnn.Requant.from_scale(0.0009, acc_bits=25)  # a larger bound: 25 + 8 - 31 = 2 bits pre-shifted
+    rq = qnn.Requant.from_scale(0.0009, mode="fixed8", acc_bits=25)  # 25 + 8 - 31 = 2 bits pre-shifted
     assert rq.pre_shift == 2
     spec = qnn.QConv2DSpec(1, 16, 16, 5, 5, 3, 3, (1, 1), (1, 1, 1, 1), 0, rq, 1, (-128, 127))
     x = rng.integers(-128, 128, size=(1, 16, 5, 5)).astype(np.int8)
