@@ -1,7 +1,11 @@
 """The tests' own integer oracle: plain NumPy / Python integers, written from the contract's
 definition (not from ``vta.topi.qnn``)::
 
-    y = clip((((acc >> p) * m) + 2**(s - 1)) >> s) + z_out, lo, hi)
+    y = clip((((acc >> p) * m) + 2**(s - 1)) >> s) + z_out, lo, hi)    # exact integers
+
+(``fixed`` mode: ``p = 0``, 15-bit ``m``, exact product; ``fixed8``: 8-bit ``m``), a model of the
+ALU's steps of the split product (:func:`alu_split_product`, every step checked to stay inside
+int32), and a float32 model of onnxruntime's requantisation (:func:`ort_requant`),
 
 with padded input pixels equal to the input zero point, a residual ``r`` contributing
 ``round((r - z_r) * m_r / 2**s_r)`` (same rounding), and max pooling ignoring padded pixels.
@@ -24,6 +28,43 @@ def round_shift(t, m, s, p=0):
         v = a * int(m[idx])
         out[idx] = (v + (1 << (si - 1))) >> si if si > 0 else v
     return out.astype(np.int64)
+
+
+def _i32(v: int) -> int:
+    assert -(1 << 31) <= v < (1 << 31), f"{v} leaves int32"
+    return v
+
+
+def _wrap32(v: int) -> int:
+    return (v + (1 << 31)) % (1 << 32) - (1 << 31)
+
+
+def alu_split_product(acc, m):
+    """``(acc * m) >> 15`` the way the accelerator computes it, one ALU step at a time with
+    Python integers::
+
+        hi = acc >> 15; g = hi * -32768; lo = acc + g; lo = (lo * m) >> 15; t = hi * m + lo
+
+    ``g`` and ``lo`` wrap like the ALU (only ``acc = -2**31`` makes ``g`` wrap, and ``lo`` is right
+    modulo 2**32 and in [0, 2**15)); every product and the sum are asserted to fit int32."""
+    acc = np.asarray(acc, dtype=object)
+    m = np.broadcast_to(np.asarray(m, dtype=object), acc.shape)
+    out = np.empty(acc.shape, dtype=object)
+    for idx in np.ndindex(acc.shape):
+        a, mm = _i32(int(acc[idx])), int(m[idx])
+        hi = _i32(a >> 15)
+        g = _wrap32(hi * -32768)
+        lo = _wrap32(a + g)
+        assert 0 <= lo < 1 << 15
+        lo = _i32(_i32(lo * mm) >> 15)
+        out[idx] = _i32(_i32(hi * mm) + lo)
+    return out.astype(np.int64)
+
+
+def ort_requant(acc, scale, zero_point=0, lo=-128, hi=127):
+    """onnxruntime's requantisation: ``clip(rint(float32(acc) * float32(M)) + z)``, ties to even."""
+    y = np.rint(np.asarray(acc).astype(np.float32) * np.asarray(scale, dtype=np.float32))
+    return np.clip(y.astype(np.float64) + zero_point, lo, hi).astype(np.int64)
 
 
 def conv_acc(x, w, bias, strides, padding, zero_point):
