@@ -86,7 +86,8 @@ def conv_acc(x, w, bias, strides, padding, zero_point):
 
 
 def requant(acc, rq, channel_axis=1):
-    """Requantise ``acc`` with the multipliers and shifts of ``rq`` (no zero point, no clip)."""
+    """Requantise ``acc`` with the multipliers and shifts of ``rq`` (no zero point, no clip); the
+    fixed mode clamps ``acc`` to +-32767 where the shift is at most 15 (multipliers >= 1/2)."""
     m, s = np.asarray(rq.multiplier), np.asarray(rq.shift)
     if m.size > 1:
         shape = [1] * acc.ndim
@@ -94,6 +95,8 @@ def requant(acc, rq, channel_axis=1):
         m, s = m.reshape(shape), s.reshape(shape)
     else:
         m, s = m[0], s[0]
+    if rq.mode == "fixed":
+        acc = np.where(np.asarray(s) <= 15, np.clip(acc, -32767, 32767), acc)
     return round_shift(acc, m, s, rq.pre_shift)
 
 

@@ -19,13 +19,13 @@ RNG_SEED = 11
 
 
 def _conv(env, tmp_path, *, n=1, ci=16, co=16, h=8, w=8, k=3, stride=1, pad=(1, 1, 1, 1), z_in=0, scale=0.002,
-          z_out=0, clip=(-128, 127), residual=None, seed=0):
+          z_out=0, clip=(-128, 127), residual=None, seed=0, bias_range=5000):
     rng = np.random.default_rng(seed)
     spec = qnn.QConv2DSpec(n, ci, co, h, w, k, k, (stride, stride), pad, z_in, qnn.Requant.from_scale(scale), z_out,
                            clip, residual)
     x = rng.integers(-128, 128, size=(n, ci, h, w)).astype(np.int8)
     wt = rng.integers(-128, 128, size=(co, ci, k, k)).astype(np.int8)
-    bias = rng.integers(-5000, 5000, size=co).astype(np.int32)
+    bias = rng.integers(-bias_range, bias_range, size=co).astype(np.int32)
     r = rng.integers(-128, 128, size=spec.out_shape).astype(np.int8) if residual else None
     mod, layout = qnn.build_qconv2d(spec, "qconv")
     out, stats = run_op(mod, layout, layout.pack_args(data=x, weight=wt, bias=bias, residual=r), tmp_path)
@@ -79,6 +79,23 @@ def test_conv_per_channel_and_per_tensor_multipliers(qenv, tmp_path, per_channel
     scale = rng.uniform(4e-4, 8e-3, size=32) if per_channel else 0.002
     _, layout, _ = _conv(qenv, tmp_path, co=32, scale=scale, z_out=-4, seed=6)
     assert layout.has("multiplier") == per_channel and layout.has("shift") == per_channel
+
+
+@pytest.mark.parametrize("per_channel", [False, True])
+def test_conv_fixed_split_product_over_the_whole_int32_range(qenv, tmp_path, per_channel):
+    # Biases near +-2**31 and tiny multipliers: the split product's halves reach their bounds, and
+    # the outputs still spread over int8 (the 8-bit scheme would wrap here).
+    rng = np.random.default_rng(RNG_SEED + 1)
+    scale = rng.uniform(30.0, 120.0, size=16) / 2 ** 31 if per_channel else 90.0 / 2 ** 31
+    spec, _, _ = _conv(qenv, tmp_path, scale=scale, z_out=2, seed=10, bias_range=(1 << 31) - (1 << 22))
+    assert spec.requant.split and spec.requant.mode == "fixed"
+
+
+def test_conv_fixed_large_multiplier_clamps(qenv, tmp_path):
+    # M >= 1/2: the accumulator is clamped to +-32767 and multiplied once (every result saturates
+    # or is small); fixed8 and pow2 keep their single multiply.
+    spec, _, _ = _conv(qenv, tmp_path, scale=0.7, z_out=-1, seed=11, bias_range=40)
+    assert not spec.requant.split
 
 
 def test_conv_residual_with_its_own_scale_and_relu(qenv, tmp_path):
