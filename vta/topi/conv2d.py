@@ -157,7 +157,10 @@ def schedule_conv2d_packed(outs: Any, tiling: Conv2DTiling | None = None) -> Sch
     output = graph.output
     biases, residuals = _epilogue_inputs(graph, spatial_dims=(2, 3))
     wl = conv2d_workload(conv_op, biases, residuals)
-    wl = replace(wl, alu_stages=len(graph.ewise))
+    # a stage marked ``extra_tile`` (e.g. the split product of vta.topi.qnn) keeps a second
+    # output-shaped tile live in the accumulator, like a residual
+    extra = sum(int(op.attrs.get("extra_tile", 0)) for op in graph.ewise if op.attrs)
+    wl = replace(wl, alu_stages=len(graph.ewise), residuals=wl.residuals + extra)
     if tiling is None:
         tiling = choose_conv2d_tiling(env, wl)
     _check_tiling(wl, tiling)

@@ -87,7 +87,10 @@ def schedule_dense_packed(outs: Any, tiling: DenseTiling | None = None) -> Sched
     output = graph.output
     biases, residuals = _epilogue_inputs(graph, spatial_dims=(0,))
     wl = dense_workload(op, biases, residuals)
-    wl = replace(wl, alu_stages=len(graph.ewise))
+    # a stage marked ``extra_tile`` (e.g. the split product of vta.topi.qnn) keeps a second
+    # output-shaped tile live in the accumulator, like a residual
+    extra = sum(int(op.attrs.get("extra_tile", 0)) for op in graph.ewise if op.attrs)
+    wl = replace(wl, alu_stages=len(graph.ewise), residuals=wl.residuals + extra)
     if tiling is None:
         tiling = choose_dense_tiling(env, wl)
     for name, factor, extent in (("tile_b", tiling.tile_b, wl.n_blocks), ("tile_co", tiling.tile_co, wl.co_blocks),

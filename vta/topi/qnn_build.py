@@ -107,15 +107,21 @@ class _Chain:
 
     def split_multiply(self, m: int | None, mult_t: Tensor | None) -> None:
         """``x = (x * m) >> 15`` exactly for any int32 ``x`` and ``0 <= m < 2**15`` (the ``fixed``
-        mode): ``hi = x >> 15``, ``lo = x + hi * -2**15`` (in [0, 2**15)), then
-        ``hi * m + ((lo * m) >> 15)``; no partial result leaves int32 (``|hi * m| < 2**31``,
-        ``lo * m < 2**30``)."""
+        mode), with one extra accumulator tile: ``hi = ((x >> 1) + 2**13) >> 14`` (that is
+        ``floor((x + 2**14) / 2**15)``, without the overflow of ``x + 2**14``) in a second tile,
+        ``lo = (x << 17) >> 17`` in place (``x - hi * 2**15``, in [-2**14, 2**14)), then
+        ``hi * m + ((lo * m) >> 15)``. No step leaves int32: ``|hi| <= 2**16`` and ``m < 2**15``
+        give ``|hi * m| < 2**31``, ``|lo * m| < 2**29``, the sum is ``floor(x * m / 2**15)``.
+        The ``hi`` stage carries the ``extra_tile`` attribute so the tilers budget the tile."""
         x0 = self.x
-        self.imm("shr", PRODUCT_SHIFT)
+        self.x = compute(self.shape, lambda *i: x0(*i) >> 1, name=self._name("hi"), tag=ELEMWISE_TAG,
+                         attrs={"extra_tile": 1})
+        self.imm("add", 1 << 13)
+        self.imm("shr", 14)
         hi = self.x
-        self.imm("mul", -(1 << PRODUCT_SHIFT))
-        g = self.x
-        self.x = compute(self.shape, lambda *i: x0(*i) + g(*i), name=self._name("lo"), tag=ELEMWISE_TAG)
+        self.x = x0
+        self.imm("shl", 32 - PRODUCT_SHIFT)
+        self.imm("shr", 32 - PRODUCT_SHIFT)
         self._scale(m, mult_t)
         self.imm("shr", PRODUCT_SHIFT)
         lo = self.x

@@ -43,19 +43,19 @@ def alu_split_product(acc, m):
     """``(acc * m) >> 15`` the way the accelerator computes it, one ALU step at a time with
     Python integers::
 
-        hi = acc >> 15; g = hi * -32768; lo = acc + g; lo = (lo * m) >> 15; t = hi * m + lo
+        hi = ((acc >> 1) + 8192) >> 14;  lo = (acc << 17) >> 17   (shifts of a 32-bit register)
+        t = hi * m + ((lo * m) >> 15)
 
-    ``g`` and ``lo`` wrap like the ALU (only ``acc = -2**31`` makes ``g`` wrap, and ``lo`` is right
-    modulo 2**32 and in [0, 2**15)); every product and the sum are asserted to fit int32."""
+    The left shift drops the bits above 32 like the ALU; every other step is asserted to fit
+    int32."""
     acc = np.asarray(acc, dtype=object)
     m = np.broadcast_to(np.asarray(m, dtype=object), acc.shape)
     out = np.empty(acc.shape, dtype=object)
     for idx in np.ndindex(acc.shape):
         a, mm = _i32(int(acc[idx])), int(m[idx])
-        hi = _i32(a >> 15)
-        g = _wrap32(hi * -32768)
-        lo = _wrap32(a + g)
-        assert 0 <= lo < 1 << 15
+        hi = _i32(_i32(_i32(a >> 1) + 8192) >> 14)
+        lo = _wrap32(a << 17) >> 17
+        assert -(1 << 14) <= lo < 1 << 14
         lo = _i32(_i32(lo * mm) >> 15)
         out[idx] = _i32(_i32(hi * mm) + lo)
     return out.astype(np.int64)
