@@ -43,7 +43,7 @@ from .conv2d import conv2d_packed, schedule_conv2d_packed
 from .dense import dense_packed, schedule_dense_packed
 from .epilogue import BROADCAST_TAG, ELEMWISE_TAG
 from .qnn_layout import ArgLayout, ArgSpec
-from .qnn_requant import DIRECT_CLAMP, PRODUCT_SHIFT
+from .qnn_requant import DIRECT_CLAMP, PRODUCT_SHIFT, sum_fraction_bits
 
 __all__ = ["build_qadd", "build_qconv2d", "build_qdense", "declare_qconv2d", "declare_qdense"]
 
@@ -135,6 +135,27 @@ class _Chain:
             self.tensor("mul", mult_t)
         else:
             self.scale_imm(m)
+
+    def scaled_term(self, rq, frac: int, pre_add: int = 0) -> None:
+        """``x = floor((x + pre_add) * m / 2**(shift - frac))`` of a bounded operand: one term of a
+        sum rounded once (:meth:`round_sum`)."""
+        if pre_add:
+            self.imm("add", pre_add)
+        self.scale_imm(int(rq.multiplier[0]))
+        if int(rq.shift[0]) > frac:
+            self.imm("shr", int(rq.shift[0]) - frac)
+
+    def round_sum(self, frac: int, post_add: int) -> int:
+        """``(x + 2**(frac-1)) >> frac`` (+ ``post_add`` when it fits the same ADD); returns the part
+        of ``post_add`` still to be added."""
+        c = (1 << (frac - 1)) if frac else 0
+        if _fits_imm(c + post_add * (1 << frac)):
+            c, post_add = c + post_add * (1 << frac), 0
+        if c:
+            self.imm("add", c)
+        if frac:
+            self.imm("shr", frac)
+        return post_add
 
     def requant(self, rq, mult_t: Tensor | None, shift_t: Tensor | None, pre_add: int = 0, post_add: int = 0,
                 bounded: bool = False) -> int:
@@ -231,6 +252,16 @@ def _epilogue(acc: Tensor, spec, bias: Tensor | None, vec_shape: tuple, residual
         # clip(y + z, lo, hi) - z == clip(y, lo - z, hi - z): the int8 output of the operator itself.
         ch.imm("min", inter.clip[1] - inter.zero_point)
         ch.imm("max", inter.clip[0] - inter.zero_point)
+        frac = sum_fraction_bits(inter.requant, spec.residual.requant) if spec.residual is not None else None
+        if frac is not None:
+            # both operands rescaled with frac fraction bits, then one rounding of the sum
+            ch.scaled_term(inter.requant, frac)
+            r = placeholder(residual_shape, name="residual", dtype=env.inp_dtype)
+            placeholders.append(("residual", r))
+            y = _term(r, spec.residual, frac, env, "res")
+            x = ch.x
+            ch.x = compute(x.shape, lambda *i: x(*i) + y(*i), name="res_add", tag=ELEMWISE_TAG)
+            return _finish(ch, ch.round_sum(frac, z_out), spec.clip, env)
         z_left = ch.requant(inter.requant, None, None, post_add=z_out if spec.residual is None else 0, bounded=True)
     if spec.residual is not None:
         r = placeholder(residual_shape, name="residual", dtype=env.inp_dtype)
@@ -246,6 +277,14 @@ def _scaled_operand(r: Tensor, res, env: Environment, prefix: str, post_add: int
     rc = _Chain(loaded, prefix)
     left = rc.requant(res.requant, None, None, pre_add=-res.zero_point, post_add=post_add, bounded=True)
     return rc.x, left
+
+
+def _term(r: Tensor, res, frac: int, env: Environment, prefix: str) -> Tensor:
+    """``floor((r - z) * m / 2**(shift - frac))`` of an int8 tensor ``r`` (ACC_8BIT load, ALU)."""
+    loaded = compute(r.shape, lambda *i: r(*i).astype(env.acc_dtype), name=f"{prefix}_load", tag=LOAD_TAG)
+    rc = _Chain(loaded, prefix)
+    rc.scaled_term(res.requant, frac, pre_add=-res.zero_point)
+    return rc.x
 
 
 def _add_scaled(x: Tensor, r: Tensor, res, env: Environment, prefix: str, post_add: int = 0) -> tuple[Tensor, int]:
@@ -438,10 +477,16 @@ def build_qadd(spec, name: str, env: Environment | None = None):
         shape = (nb, cb, spec.height, spec.width, env.BATCH, env.BLOCK_OUT)
         a = placeholder(shape, name="lhs", dtype=env.inp_dtype)
         b = placeholder(shape, name="rhs", dtype=env.inp_dtype)
-        ya, z_left = _scaled_operand(a, spec.lhs, env, "lhs", post_add=spec.output_zero_point)
-        x, _ = _add_scaled(ya, b, spec.rhs, env, "rhs")
-        ch = _Chain(x, "qadd")
-        out = _finish(ch, z_left, spec.clip, env)
+        frac = sum_fraction_bits(spec.lhs.requant, spec.rhs.requant)
+        if frac is not None:  # one rounding of the rescaled sum
+            ta, tb = _term(a, spec.lhs, frac, env, "lhs"), _term(b, spec.rhs, frac, env, "rhs")
+            ch = _Chain(compute(shape, lambda *i: ta(*i) + tb(*i), name="qadd_sum", tag=ELEMWISE_TAG), "qadd")
+            out = _finish(ch, ch.round_sum(frac, spec.output_zero_point), spec.clip, env)
+        else:
+            ya, z_left = _scaled_operand(a, spec.lhs, env, "lhs", post_add=spec.output_zero_point)
+            x, _ = _add_scaled(ya, b, spec.rhs, env, "rhs")
+            ch = _Chain(x, "qadd")
+            out = _finish(ch, z_left, spec.clip, env)
         stages = _stages_below(out)
         loads = [t for t in stages if t.op.tag == LOAD_TAG]
         alus = [t for t in stages if t.op.tag != LOAD_TAG]

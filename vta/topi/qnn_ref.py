@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .qnn_requant import Requant, requantize_np
+from .qnn_requant import Requant, requantize_np, round_sum_np, scaled_np, sum_fraction_bits
 from .qnn_spec import (
     IntermediateSpec,
     MaxPoolSpec,
@@ -26,15 +26,22 @@ def _residual_np(r: np.ndarray, res: ResidualSpec) -> np.ndarray:
 def _finish(acc: np.ndarray, rq: Requant, z_out: int, clip: tuple, residual: ResidualSpec | None,
             r: np.ndarray | None, intermediate: IntermediateSpec | None = None) -> np.ndarray:
     y = requantize_np(acc, rq, 1, 0, -(1 << 31), (1 << 31) - 1).astype(np.int64)
-    if intermediate is not None:
-        zi, (lo, hi) = intermediate.zero_point, intermediate.clip
-        y = np.clip(y + zi, lo, hi) - zi
-        y = requantize_np(y, intermediate.requant, 1, 0, -(1 << 31), (1 << 31) - 1).astype(np.int64)
     if residual is not None:
         if r is None:
             raise ValueError("the spec has a residual but no residual tensor was given")
         if np.shape(r) != y.shape:
             raise ValueError(f"residual shape {np.shape(r)!r} differs from the output shape {y.shape!r}")
+    if intermediate is not None:
+        zi, (lo, hi) = intermediate.zero_point, intermediate.clip
+        y = np.clip(y + zi, lo, hi) - zi
+        frac = sum_fraction_bits(intermediate.requant, residual.requant) if residual is not None else None
+        if frac is not None:
+            # both operands rescaled with frac fraction bits, one rounding of the sum (QLinearAdd)
+            d = np.asarray(r).astype(np.int64) - residual.zero_point
+            y = round_sum_np([scaled_np(y, intermediate.requant, frac), scaled_np(d, residual.requant, frac)], frac)
+            return np.clip(y + z_out, clip[0], clip[1]).astype(np.int8)
+        y = requantize_np(y, intermediate.requant, 1, 0, -(1 << 31), (1 << 31) - 1).astype(np.int64)
+    if residual is not None:
         y = y + _residual_np(r, residual)
     return np.clip(y + z_out, clip[0], clip[1]).astype(np.int8)
 
@@ -100,7 +107,13 @@ def qadd_np(spec: QAddSpec, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     for name, t in (("a", a), ("b", b)):
         if np.shape(t) != spec.out_shape:
             raise ValueError(f"qadd_np: {name} has shape {np.shape(t)!r}, expected {spec.out_shape!r}")
-    y = _residual_np(a, spec.lhs) + _residual_np(b, spec.rhs) + spec.output_zero_point
+    frac = sum_fraction_bits(spec.lhs.requant, spec.rhs.requant)
+    if frac is not None:  # one rounding of the rescaled sum
+        terms = [scaled_np(np.asarray(t).astype(np.int64) - o.zero_point, o.requant, frac)
+                 for t, o in ((a, spec.lhs), (b, spec.rhs))]
+        y = round_sum_np(terms, frac) + spec.output_zero_point
+    else:
+        y = _residual_np(a, spec.lhs) + _residual_np(b, spec.rhs) + spec.output_zero_point
     return np.clip(y, spec.clip[0], spec.clip[1]).astype(np.int8)
 
 

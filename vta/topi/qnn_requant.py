@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 __all__ = ["FIXED_BITS", "INT8_RANGE", "MAX_ROUND_SHIFT", "MODES", "MULTIPLIER_BITS", "PRODUCT_SHIFT", "Requant",
-           "accumulator_bits", "requantize_np"]
+           "accumulator_bits", "requantize_np", "round_sum_np", "scaled_np", "sum_fraction_bits"]
 
 #: The int8 range every accelerator result is clipped to.
 INT8_RANGE = (-128, 127)
@@ -291,6 +291,28 @@ def requantize_np(acc: Any, rq: Requant, axis: int = 1, out_zero_point: int = 0,
         t = t.astype(np.int32).astype(np.int64)
     y = _round_shift(t, np.broadcast_to(s, t.shape)) + int(out_zero_point)
     return np.clip(y, lo, hi).astype(np.int32)
+
+
+def sum_fraction_bits(*rqs: Requant) -> int | None:
+    """The fraction bits ``F`` of a sum of rescaled int8 operands rounded once (``fixed`` mode):
+    ``min(15, every shift)``; None when a requant is not ``fixed`` (the sum of separately rounded
+    operands is used then). Every requant must be per tensor."""
+    if any(rq.mode != "fixed" for rq in rqs):
+        return None
+    return min([PRODUCT_SHIFT] + [int(rq.shift[0]) for rq in rqs])
+
+
+def scaled_np(x: Any, rq: Requant, frac: int) -> np.ndarray:
+    """``floor(x * m / 2**(shift - frac))`` of a bounded operand (``|x| < 2**16``; per-tensor ``rq``):
+    one term of a sum rounded once (:func:`round_sum_np`)."""
+    t = np.asarray(x).astype(np.int64) * int(rq.multiplier[0])
+    return np.right_shift(t, int(rq.shift[0]) - frac)
+
+
+def round_sum_np(terms: list, frac: int) -> np.ndarray:
+    """``floor((sum(terms) + 2**(frac-1)) / 2**frac)``: the one rounding of a rescaled sum."""
+    total = sum(np.asarray(t, dtype=np.int64) for t in terms)
+    return _round_shift(total, np.full(np.shape(total), frac))
 
 
 def accumulator_bits(reduction: int, max_abs_bias: int = 0) -> int:

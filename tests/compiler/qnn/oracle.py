@@ -67,6 +67,18 @@ def ort_requant(acc, scale, zero_point=0, lo=-128, hi=127):
     return np.clip(y.astype(np.float64) + zero_point, lo, hi).astype(np.int64)
 
 
+def rounded_sum(operands, requants, z_out, clip):
+    """A quantized add in the fixed mode: every int8 operand ``x`` (zero point already
+    subtracted) becomes ``floor(x * m / 2**(s - F))`` with ``F = min(15, every s)`` fraction bits,
+    and the sum is rounded once, half up: ``clip(floor((sum + 2**(F-1)) / 2**F) + z_out)``."""
+    f = min([15] + [int(rq.shift[0]) for rq in requants])
+    total = 0
+    for x, rq in zip(operands, requants):
+        total = total + (np.asarray(x, dtype=np.int64) * int(rq.multiplier[0]) >> (int(rq.shift[0]) - f))
+    y = (total + (1 << (f - 1))) >> f
+    return np.clip(y + z_out, clip[0], clip[1]).astype(np.int8)
+
+
 def conv_acc(x, w, bias, strides, padding, zero_point):
     """int64 ``conv(x padded with zero_point, w) + bias`` by explicit loops over the kernel."""
     n, c, h, wd = x.shape

@@ -152,9 +152,9 @@ def test_qadd(qenv, tmp_path):
     b = rng.integers(-128, 128, size=spec.out_shape).astype(np.int8)
     mod, layout = qnn.build_qadd(spec, "qadd")
     out, stats = run_op(mod, layout, layout.pack_args(lhs=a, rhs=b), tmp_path)
-    ya = oracle.round_shift(a.astype(np.int64) - 3, int(lhs.requant.multiplier[0]), int(lhs.requant.shift[0]))
-    yb = oracle.round_shift(b.astype(np.int64) + 7, int(rhs.requant.multiplier[0]), int(rhs.requant.shift[0]))
-    want = np.clip(ya + yb - 2, -128, 120).astype(np.int8)
+    # fixed mode: both operands rescaled, one rounding of the sum
+    want = oracle.rounded_sum([a.astype(np.int64) - 3, b.astype(np.int64) + 7], [lhs.requant, rhs.requant], -2,
+                              (-128, 120))
     np.testing.assert_array_equal(layout.unpack(out), want)
     np.testing.assert_array_equal(qnn.qadd_np(spec, a, b), want)
     assert stats["gemm_counter"] == 0
@@ -201,8 +201,8 @@ def test_conv_intermediate_int8_output_then_residual_add(qenv, tmp_path):
     out, _ = run_op(mod, layout, layout.pack_args(data=x, weight=w, bias=bias, residual=r), tmp_path)
     # The unfused graph, step by step: the conv's own int8 output first, then the add.
     conv_int8 = np.clip(oracle.requant(oracle.conv_acc(x, w, bias, (1, 1), (1, 1, 1, 1), -2), rq_c) - 10, -10, 127)
-    lhs = oracle.round_shift(conv_int8 + 10, int(inter.requant.multiplier[0]), int(inter.requant.shift[0]))
-    want = oracle.finish(lhs, -128, (-128, 127), r, res)
+    want = oracle.rounded_sum([conv_int8 + 10, r.astype(np.int64) - 5], [inter.requant, res.requant], -128,
+                              (-128, 127))
     np.testing.assert_array_equal(layout.unpack(out), want)
     np.testing.assert_array_equal(qnn.qconv2d_np(spec, x, w, bias, r), want)
 
@@ -232,9 +232,8 @@ def test_qadd_of_dense_activations(qenv, tmp_path):
     b = rng.integers(-128, 128, size=(3, 40)).astype(np.int8)
     mod, layout = qnn.build_qadd(spec, "qadd2d")
     out, _ = run_op(mod, layout, layout.pack_args(lhs=a, rhs=b), tmp_path)
-    ya = oracle.round_shift(a.astype(np.int64), int(lhs.requant.multiplier[0]), int(lhs.requant.shift[0]))
-    yb = oracle.round_shift(b.astype(np.int64) + 128, int(rhs.requant.multiplier[0]), int(rhs.requant.shift[0]))
-    want = np.clip(ya + yb, 0, 127).astype(np.int8)
+    want = oracle.rounded_sum([a.astype(np.int64), b.astype(np.int64) + 128], [lhs.requant, rhs.requant], 0,
+                              (0, 127))
     np.testing.assert_array_equal(layout.unpack(out)[:, :, 0, 0], want)
 
 
@@ -258,8 +257,7 @@ def test_dense_intermediate_then_residual(qenv, tmp_path):
     mod, layout = qnn.build_qdense(spec, "qdense_inter")
     out, _ = run_op(mod, layout, layout.pack_args(data=x, weight=w, bias=bias, residual=r), tmp_path)
     own = np.clip(oracle.requant(x.astype(np.int64) @ w.astype(np.int64).T + bias, rq) + 3, -128, 127)
-    lhs = oracle.round_shift(own - 3, int(inter.requant.multiplier[0]), int(inter.requant.shift[0]))
-    want = oracle.finish(lhs, -128, (-128, 127), r, res)
+    want = oracle.rounded_sum([own - 3, r.astype(np.int64) + 128], [inter.requant, res.requant], -128, (-128, 127))
     np.testing.assert_array_equal(layout.unpack(out), want)
     np.testing.assert_array_equal(qnn.qdense_np(spec, x, w, bias, r), want)
 
