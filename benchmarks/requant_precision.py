@@ -107,12 +107,12 @@ def main(argv=None):
     print(f"{'mode':8} {'conv equal %':>13} {'max':>4} {'block equal %':>14} {'max':>4}")
     for mode, eq, mx, beq, bmx in agreement(a.channels, a.size):
         print(f"{mode:8} {eq:13.3f} {mx:4d} {beq:14.3f} {bmx:4d}")
-    print(f"\ncycle model, one call ({'per-tensor / per-channel'}):")
+    print("\ncycle model, one call:")
     for mode in ("fixed8", "fixed"):
         for pc in (False, True):
             st = cycles(a.channels, a.size, mode, pc)
-            keys = {k: v for k, v in st.items() if "cycle" in k or "alu" in k or "gemm" in k}
-            print(f"{mode:8} {'per-channel' if pc else 'per-tensor ':12} {keys}")
+            print(f"{mode:8} {'per-channel' if pc else 'per-tensor ':12} cycles {st['cycle_count']:>9}  "
+                  f"ALU ops {st['alu_counter']:>8}  ALU insns {st['insn_alu']:>5}  GEMM insns {st['insn_gemm']:>4}")
 
 
 if __name__ == "__main__":

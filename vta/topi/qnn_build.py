@@ -43,7 +43,7 @@ from .conv2d import conv2d_packed, schedule_conv2d_packed
 from .dense import dense_packed, schedule_dense_packed
 from .epilogue import BROADCAST_TAG, ELEMWISE_TAG
 from .qnn_layout import ArgLayout, ArgSpec
-from .qnn_requant import DIRECT_CLAMP, PRODUCT_SHIFT, sum_fraction_bits
+from .qnn_requant import DIRECT_CLAMP, MULTIPLIER_SPLIT, PRODUCT_SHIFT, sum_fraction_bits
 
 __all__ = ["build_qadd", "build_qconv2d", "build_qdense", "declare_qconv2d", "declare_qdense"]
 
@@ -130,6 +130,39 @@ class _Chain:
         hm = self.x
         self.x = compute(self.shape, lambda *i: hm(*i) + lo(*i), name=self._name("t"), tag=ELEMWISE_TAG)
 
+    def split_multiplier(self, ms: tuple, mult_ts: tuple) -> None:
+        """``x = (x * m) >> 8`` exactly for ``|x| < 2**23`` and ``m = mh * 2**8 + ml < 2**15`` (the
+        ``fixed`` mode with a known accumulator bound): ``x * mh + ((x * ml) >> 8)`` with the
+        second product in an extra tile (``|x * ml| < 2**31``, ``|x * mh| < 2**30``). An immediate
+        ``ml = 0`` or ``mh = 0`` drops its half."""
+        mh, ml = ms
+        th, tl = mult_ts
+        if tl is None and ml == 0:
+            self._scale(mh, th)
+            return
+        if th is None and mh == 0:
+            self._scale(ml, tl)
+            self.imm("shr", MULTIPLIER_SPLIT)
+            return
+        x0 = self.x
+        if tl is not None:
+            bc = [int(ts) == 1 and int(rs) != 1 for ts, rs in zip(tl.shape, self.shape)]
+
+            def low_f(*i):
+                return x0(*i) * tl(*[n.IntImm(0) if b else v for b, v in zip(bc, i)])
+            tag = BROADCAST_TAG
+        else:
+            def low_f(*i):
+                return x0(*i) * n.const(ml, x0.dtype)
+            tag = ELEMWISE_TAG
+        self.x = compute(self.shape, low_f, name=self._name("low"), tag=tag, attrs={"extra_tile": 1})
+        self.imm("shr", MULTIPLIER_SPLIT)
+        low = self.x
+        self.x = x0
+        self._scale(mh, th)
+        high = self.x
+        self.x = compute(self.shape, lambda *i: high(*i) + low(*i), name=self._name("t"), tag=ELEMWISE_TAG)
+
     def _scale(self, m: int | None, mult_t: Tensor | None) -> None:
         if mult_t is not None:
             self.tensor("mul", mult_t)
@@ -157,12 +190,13 @@ class _Chain:
             self.imm("shr", frac)
         return post_add
 
-    def requant(self, rq, mult_t: Tensor | None, shift_t: Tensor | None, pre_add: int = 0, post_add: int = 0,
+    def requant(self, rq, mult_t, shift_t: Tensor | None, pre_add: int = 0, post_add: int = 0,
                 bounded: bool = False) -> int:
         """``requantize(x + pre_add) + post_add`` without clip (``vta.topi.qnn`` module docstring).
 
         ``bounded``: ``|x + pre_add| < 2**16`` is known (an int8 operand), so the ``fixed`` mode
-        multiplies once, without the split product or the clamp.
+        multiplies once, without the split product or the clamp. ``mult_t``: None (immediate
+        multipliers), or the tuple of loaded vectors of :meth:`Requant.alu_multipliers`.
 
         The constants ride on the rounding step when the result is exact and the sum fits the
         signed 16-bit immediate: ``pre_add * m`` when the multiply is an immediate and no shift
@@ -178,11 +212,14 @@ class _Chain:
         # With a first shift anyway, s2 gives bits to s1 until post_add * 2**s2 fits (the shift
         # vector of a per-channel requant is packed with the same split: ArgLayout.post_add).
         s1, s2 = rq.split_shifts(post_add, bounded)
-        m = None if mult_t is not None else int(rq.multiplier[0])
+        k = rq.product_shift(bounded)
+        ms = (int(rq.multiplier[0]),) if k != MULTIPLIER_SPLIT else tuple(int(v[0]) for v in rq.alu_multipliers())
+        mts = tuple(mult_t) if mult_t is not None else (None,) * len(ms)
+        m = None if mult_t is not None else ms[0]
         base = (1 << (s2 - 1)) if s2 else 0
-        split = rq.product_shift(bounded) > 0
-        clamp = rq.mode == "fixed" and not split and not bounded
-        if split and rq.per_channel and not all(
+        split = k > 0
+        clamp = rq.needs_clamp(bounded)
+        if clamp and rq.per_channel and any(
                 int(sh) > PRODUCT_SHIFT for sh, mm in zip(rq.shift.tolist(), rq.multiplier.tolist()) if mm):
             raise ScheduleError("fixed requantisation: per-channel shifts on both sides of 15 (multipliers "
                                 "above and below 1/2) cannot share one ALU program")
@@ -194,10 +231,12 @@ class _Chain:
         if clamp:
             self.imm("min", DIRECT_CLAMP)
             self.imm("max", -DIRECT_CLAMP)
-        if split:
-            self.split_multiply(m, mult_t)
+        if k == MULTIPLIER_SPLIT:
+            self.split_multiplier(ms, mts)
+        elif split:
+            self.split_multiply(m, mts[0])
         else:
-            self._scale(m, mult_t)
+            self._scale(m, mts[0])
         if shift_t is not None:
             self.tensor("shr", shift_t)
         elif int(s1[0]):
@@ -238,8 +277,9 @@ def _epilogue(acc: Tensor, spec, bias: Tensor | None, vec_shape: tuple, residual
     use_m, use_s = _vector_kinds(spec.requant)
     mult_t = shift_t = None
     if use_m:
-        mult_t = placeholder(vec_shape, name="multiplier", dtype=env.acc_dtype)
-        placeholders.append(("multiplier", mult_t))
+        roles = ("multiplier", "multiplier_lo")[:len(spec.requant.alu_multipliers())]
+        mult_t = tuple(placeholder(vec_shape, name=r, dtype=env.acc_dtype) for r in roles)
+        placeholders.extend(zip(roles, mult_t))
     if use_s:
         shift_t = placeholder(vec_shape, name="shift", dtype=env.acc_dtype)
         placeholders.append(("shift", shift_t))

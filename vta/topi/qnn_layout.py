@@ -10,7 +10,8 @@ Roles: ``data``, ``weight``, ``bias`` (int32, per output channel broadcast over 
 positions; or, for a convolution whose padding must take a non-zero input zero point, a full
 ``(1, CO/BO, OH, OW, BATCH, BO)`` map holding the bias plus the border correction
 ``z_in * sum of the weights over the padded taps``, computed here from the weights), ``multiplier``
-and ``shift`` (per-channel requantisation vectors, broadcast like the bias), ``residual``,
+(and ``multiplier_lo`` when the multiplier is split in two bytes) and ``shift`` (per-channel
+requantisation vectors, broadcast like the bias), ``residual``,
 ``lhs``/``rhs`` (the operands of an add), ``mask`` (maxpool: ones, whose zero padding marks the
 padded pixels), ``out``. Roles in :data:`PARAM_ROLES` are constants of the model (pack them once).
 """
@@ -27,7 +28,7 @@ from ..env import Environment
 __all__ = ["PARAM_ROLES", "ArgLayout", "ArgSpec", "border_correction"]
 
 #: Roles whose arrays are model constants (packed once, at compile time).
-PARAM_ROLES = ("weight", "bias", "multiplier", "shift", "mask")
+PARAM_ROLES = ("weight", "bias", "multiplier", "multiplier_lo", "shift", "mask")
 
 
 @dataclass(frozen=True)
@@ -212,8 +213,12 @@ class ArgLayout:
                 out = _pack4(w.astype(np.int8), self.block_out, self.block_in)
         elif role == "bias":
             out = self._pack_bias(array, weight)
-        elif role in ("multiplier", "shift"):
-            vec = s.requant.multiplier if role == "multiplier" else s.requant.split_shifts(self.post_add)[0]
+        elif role in ("multiplier", "multiplier_lo", "shift"):
+            # the vectors the ALU multiplies by (m, or its high and low bytes) and the shifts after it
+            if role == "shift":
+                vec = s.requant.split_shifts(self.post_add)[0]
+            else:
+                vec = s.requant.alu_multipliers()[0 if role == "multiplier" else 1]
             out = self._broadcast_vector(np.asarray(vec, dtype=np.int64), a.shape)
         elif role == "mask":
             out = np.ones(a.shape, dtype=np.int8)
@@ -329,7 +334,7 @@ class ArgLayout:
                 continue
             if a.role == "bias":
                 out.append(self.pack("bias", arrays.get("bias"), weight=arrays.get("weight")))
-            elif a.role in ("multiplier", "shift", "mask"):
+            elif a.role in ("multiplier", "multiplier_lo", "shift", "mask"):
                 out.append(self.pack(a.role))
             else:
                 if a.role not in arrays:

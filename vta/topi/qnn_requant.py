@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["FIXED_BITS", "INT8_RANGE", "MAX_ROUND_SHIFT", "MODES", "MULTIPLIER_BITS", "PRODUCT_SHIFT", "Requant",
+__all__ = ["FIXED_BITS", "INT8_RANGE", "MAX_ROUND_SHIFT", "MODES", "MULTIPLIER_BITS", "MULTIPLIER_SPLIT", "PRODUCT_SHIFT", "Requant",
            "accumulator_bits", "requantize_np", "round_sum_np", "scaled_np", "sum_fraction_bits"]
 
 #: The int8 range every accelerator result is clipped to.
@@ -27,6 +27,8 @@ PRODUCT_SHIFT = 15
 #: The requantisation modes: ``fixed`` (15-bit multiplier, exact product), ``fixed8`` (8-bit
 #: multiplier, the first scheme), ``pow2`` (shift only).
 MODES = ("fixed", "fixed8", "pow2")
+#: The multiplier split of the ``fixed`` mode for accumulators below 2**23: m = mh * 2**8 + ml.
+MULTIPLIER_SPLIT = 8
 #: Where the ``fixed`` mode clamps the accumulator when a shift is at most PRODUCT_SHIFT (M >= 1/2).
 DIRECT_CLAMP = (1 << 15) - 1
 
@@ -58,6 +60,7 @@ class Requant:
     shift: np.ndarray
     pre_shift: int = 0
     mode: str = field(default="fixed")
+    acc_bits: int | None = None
 
     def __post_init__(self):
         m = _int_array(self.multiplier, "multiplier")
@@ -79,6 +82,10 @@ class Requant:
             raise ValueError(f"Requant: pre_shift must lie in [0, 31], got {self.pre_shift!r}")
         if self.mode == "fixed" and self.pre_shift:
             raise ValueError("Requant: the fixed mode is exact for every int32 accumulator and takes no pre_shift")
+        if self.acc_bits is not None:
+            if not 1 <= int(self.acc_bits) <= 32:
+                raise ValueError(f"Requant: acc_bits must lie in [1, 32], got {self.acc_bits!r}")
+            object.__setattr__(self, "acc_bits", int(self.acc_bits))
         m.setflags(write=False)
         s.setflags(write=False)
         object.__setattr__(self, "multiplier", m)
@@ -87,7 +94,7 @@ class Requant:
 
     # -- identity ---------------------------------------------------------------------------
     def _key(self) -> tuple:
-        return (tuple(self.multiplier.tolist()), tuple(self.shift.tolist()), self.pre_shift, self.mode)
+        return (tuple(self.multiplier.tolist()), tuple(self.shift.tolist()), self.pre_shift, self.mode, self.acc_bits)
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Requant) and self._key() == other._key()
@@ -99,7 +106,8 @@ class Requant:
         m, s = self.multiplier.tolist(), self.shift.tolist()
         if len(m) == 1:
             m, s = m[0], s[0]
-        return f"Requant(multiplier={m!r}, shift={s!r}, pre_shift={self.pre_shift}, mode={self.mode!r})"
+        bits = "" if self.acc_bits is None else f", acc_bits={self.acc_bits}"
+        return f"Requant(multiplier={m!r}, shift={s!r}, pre_shift={self.pre_shift}, mode={self.mode!r}{bits})"
 
     # -- construction -----------------------------------------------------------------------
     @classmethod
@@ -121,7 +129,8 @@ class Requant:
             A bound on the accumulator, ``|acc| < 2**acc_bits``. ``fixed8`` and ``pow2``: when
             ``acc_bits + 8 > 31`` a pre-shift ``p = acc_bits + 8 - 31`` keeps ``(acc >> p) * m``
             inside int32 (it truncates ``p`` low bits of ``acc`` before the multiply). ``fixed``
-            needs no bound (checked, then unused).
+            is exact without a bound; it records it (``acc_bits``) and the accelerator then uses a
+            cheaper product form (:meth:`product_shift`), same results.
 
         Raises
         ------
@@ -156,7 +165,8 @@ class Requant:
                 m, s = _fixed(Mp, FIXED_BITS if mode == "fixed" else MULTIPLIER_BITS)
             ms.append(m)
             ss.append(s)
-        return cls(np.array(ms, dtype=np.int32), np.array(ss, dtype=np.int32), pre, mode)
+        bits = int(acc_bits) if (acc_bits is not None and mode == "fixed") else None
+        return cls(np.array(ms, dtype=np.int32), np.array(ss, dtype=np.int32), pre, mode, bits)
 
     @classmethod
     def identity(cls) -> Requant:
@@ -180,18 +190,47 @@ class Requant:
 
     @property
     def split(self) -> bool:
-        """True when the accelerator multiplies an accumulator in two halves (``fixed`` mode, every
-        shift above :data:`PRODUCT_SHIFT`): ``t = hi * m + ((lo * m) >> 15)`` equals ``(acc * m) >> 15``
-        exactly. Otherwise (``fixed`` with a shift <= 15, i.e. ``M >= 1/2``) the accumulator is clamped
-        to ``+-DIRECT_CLAMP`` and multiplied once, as the other modes do."""
-        live = self.shift[self.multiplier != 0]  # a zero multiplier (a padded channel) gives 0 at any shift
-        return self.mode == "fixed" and live.size > 0 and int(live.min()) > PRODUCT_SHIFT
+        """True when an accumulator's product needs more than one ALU multiply (``fixed`` mode,
+        every shift of a nonzero multiplier above :data:`PRODUCT_SHIFT`, no bound below 2**16):
+        :meth:`product_shift` is then 8 or 15. Otherwise (``fixed`` with a shift <= 15, i.e.
+        ``M >= 1/2``) an unbounded accumulator is clamped to ``+-DIRECT_CLAMP`` and multiplied once,
+        as the other modes do."""
+        return self.product_shift() > 0
+
+    def _live_shifts(self) -> np.ndarray:
+        return self.shift[self.multiplier != 0]  # a zero multiplier (a padded channel) gives 0 at any shift
 
     def product_shift(self, bounded: bool = False) -> int:
-        """The bits the multiply step drops before the rounding: :data:`PRODUCT_SHIFT` for the split
-        product, else 0. ``bounded``: the operand is known to satisfy ``|x| < 2**16`` (an int8
-        residual or intermediate), so the accelerator multiplies once whatever the mode."""
-        return PRODUCT_SHIFT if (self.split and not bounded) else 0
+        """The bits the accelerator's multiply step drops before the rounding (``fixed`` mode):
+
+        * 0: one MUL, ``|x| < 2**16`` known (``bounded``: an int8 operand; or ``acc_bits <= 16``),
+          or the clamped form (a shift <= 15);
+        * 8: ``acc_bits <= 23``: ``m = mh * 2**8 + ml`` and ``x * mh + ((x * ml) >> 8)``;
+        * 15: any int32 accumulator: ``x = hi * 2**15 + lo`` and ``hi * m + ((lo * m) >> 15)``.
+        """
+        live = self._live_shifts()
+        if self.mode != "fixed" or live.size == 0 or int(live.min()) <= PRODUCT_SHIFT:
+            return 0
+        if bounded or (self.acc_bits is not None and self.acc_bits <= 16):
+            return 0
+        if self.acc_bits is not None and self.acc_bits <= 23:
+            return MULTIPLIER_SPLIT
+        return PRODUCT_SHIFT
+
+    def needs_clamp(self, bounded: bool = False) -> bool:
+        """True when the accelerator clamps the operand to ``+-DIRECT_CLAMP`` before one multiply
+        (``fixed`` mode, a shift <= 15, the operand possibly above 2**15)."""
+        live = self._live_shifts()
+        small = bounded or (self.acc_bits is not None and self.acc_bits <= 15)
+        return self.mode == "fixed" and not small and live.size > 0 and int(live.min()) <= PRODUCT_SHIFT
+
+    def alu_multipliers(self) -> tuple[np.ndarray, ...]:
+        """The multiplier vector(s) the accelerator multiplies an accumulator by: ``(mh, ml)`` with
+        ``m = mh * 2**8 + ml`` for the multiplier split (:meth:`product_shift` 8), else ``(m,)``."""
+        if self.product_shift() == MULTIPLIER_SPLIT:
+            return ((self.multiplier >> MULTIPLIER_SPLIT).astype(np.int32),
+                    (self.multiplier & ((1 << MULTIPLIER_SPLIT) - 1)).astype(np.int32))
+        return (self.multiplier,)
 
     def split_shifts(self, post_add: int = 0, bounded: bool = False) -> tuple[np.ndarray, int]:
         """``(s1, s2)`` of the accelerator's rounding after the multiply step: ``s1`` (array) shifted

@@ -61,6 +61,20 @@ def alu_split_product(acc, m):
     return out.astype(np.int64)
 
 
+def alu_multiplier_split(acc, m):
+    """``(acc * m) >> 8`` the way the accelerator computes it for ``|acc| < 2**23``: ``m`` in two
+    bytes ``mh = m >> 8``, ``ml = m & 255``, then ``acc * mh + ((acc * ml) >> 8)``, each step
+    asserted to fit int32."""
+    acc = np.asarray(acc, dtype=object)
+    m = np.broadcast_to(np.asarray(m, dtype=object), acc.shape)
+    out = np.empty(acc.shape, dtype=object)
+    for idx in np.ndindex(acc.shape):
+        a, mm = _i32(int(acc[idx])), int(m[idx])
+        low = _i32(_i32(a * (mm & 255)) >> 8)
+        out[idx] = _i32(_i32(a * (mm >> 8)) + low)
+    return out.astype(np.int64)
+
+
 def ort_requant(acc, scale, zero_point=0, lo=-128, hi=127):
     """onnxruntime's requantisation: ``clip(rint(float32(acc) * float32(M)) + z)``, ties to even."""
     y = np.rint(np.asarray(acc).astype(np.float32) * np.asarray(scale, dtype=np.float32))

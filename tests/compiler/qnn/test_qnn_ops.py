@@ -19,12 +19,12 @@ RNG_SEED = 11
 
 
 def _conv(env, tmp_path, *, n=1, ci=16, co=16, h=8, w=8, k=3, stride=1, pad=(1, 1, 1, 1), z_in=0, scale=0.002,
-          z_out=0, clip=(-128, 127), residual=None, seed=0, bias_range=5000):
+          z_out=0, clip=(-128, 127), residual=None, seed=0, bias_range=5000, acc_bits=None, value_range=128):
     rng = np.random.default_rng(seed)
-    spec = qnn.QConv2DSpec(n, ci, co, h, w, k, k, (stride, stride), pad, z_in, qnn.Requant.from_scale(scale), z_out,
-                           clip, residual)
-    x = rng.integers(-128, 128, size=(n, ci, h, w)).astype(np.int8)
-    wt = rng.integers(-128, 128, size=(co, ci, k, k)).astype(np.int8)
+    spec = qnn.QConv2DSpec(n, ci, co, h, w, k, k, (stride, stride), pad, z_in,
+                           qnn.Requant.from_scale(scale, acc_bits=acc_bits), z_out, clip, residual)
+    x = rng.integers(-value_range, value_range, size=(n, ci, h, w)).astype(np.int8)
+    wt = rng.integers(-value_range, value_range, size=(co, ci, k, k)).astype(np.int8)
     bias = rng.integers(-bias_range, bias_range, size=co).astype(np.int32)
     r = rng.integers(-128, 128, size=spec.out_shape).astype(np.int8) if residual else None
     mod, layout = qnn.build_qconv2d(spec, "qconv")
@@ -89,6 +89,26 @@ def test_conv_fixed_split_product_over_the_whole_int32_range(qenv, tmp_path, per
     scale = rng.uniform(30.0, 120.0, size=16) / 2 ** 31 if per_channel else 90.0 / 2 ** 31
     spec, _, _ = _conv(qenv, tmp_path, scale=scale, z_out=2, seed=10, bias_range=(1 << 31) - (1 << 22))
     assert spec.requant.split and spec.requant.mode == "fixed"
+
+
+@pytest.mark.parametrize("per_channel", [False, True])
+@pytest.mark.parametrize("form", ["direct", "multiplier_split"])
+def test_conv_fixed_with_an_accumulator_bound(qenv, tmp_path, per_channel, form):
+    # A known bound selects a cheaper product form: one MUL below 2**16, the multiplier split in
+    # bytes below 2**23 (an extra per-channel vector); the results are the same integers.
+    rng = np.random.default_rng(RNG_SEED + 2)
+    if form == "direct":
+        bits = qnn.accumulator_bits(16 * 9, 1000)  # with |x|, |w| <= 8: far below this bound
+        kw = dict(value_range=8, bias_range=1000, acc_bits=16)
+        scale = rng.uniform(0.01, 0.04, size=16) if per_channel else 0.02
+        assert bits > 16  # (the worst case of full-range int8 would not qualify)
+    else:
+        kw = dict(acc_bits=qnn.accumulator_bits(16 * 9, 5000))
+        scale = rng.uniform(1.6e-4, 4.7e-3, size=16) if per_channel else 0.0021
+    spec, layout, _ = _conv(qenv, tmp_path, scale=scale, z_out=1, seed=12, **kw)
+    rq = spec.requant
+    assert rq.product_shift() == (0 if form == "direct" else 8)
+    assert layout.has("multiplier_lo") == (per_channel and form == "multiplier_split")
 
 
 def test_conv_fixed_large_multiplier_clamps(qenv, tmp_path):

@@ -8,7 +8,7 @@ import pytest
 
 from vta.topi import qnn
 
-from .oracle import alu_split_product, ort_requant, round_shift
+from .oracle import alu_multiplier_split, alu_split_product, ort_requant, round_shift
 
 SCALES = [1e-5, 3.1e-4, 0.0123, 0.25, 0.5, 0.999, 1.0, 1.7, 37.0, 127.5]
 
@@ -81,6 +81,29 @@ def test_alu_split_product_is_the_exact_product():
     t = alu_split_product(a, rq.multiplier[:, None])
     y = round_shift(t, 1, rq.shift[:, None] - 15)
     np.testing.assert_array_equal(qnn.requantize_np(a, rq, 0, 0, -(1 << 31), (1 << 31) - 1), y)
+
+
+def test_alu_multiplier_split_below_2_pow_23():
+    rng = np.random.default_rng(8)
+    acc = np.concatenate([rng.integers(-(1 << 23) + 1, 1 << 23, size=3000), [-(1 << 23) + 1, (1 << 23) - 1]])
+    m = rng.integers(0, 1 << 15, size=acc.size)
+    m[-2:] = (1 << 15) - 1
+    want = np.array([(int(a) * int(b)) >> 8 for a, b in zip(acc, m)], dtype=np.int64)
+    np.testing.assert_array_equal(alu_multiplier_split(acc, m), want)
+
+
+@pytest.mark.parametrize("bits,k,clamp", [(None, 15, False), (31, 15, False), (23, 8, False), (17, 8, False),
+                                          (16, 0, False), (9, 0, False)])
+def test_product_forms_follow_the_accumulator_bound(bits, k, clamp):
+    rq = qnn.Requant.from_scale([0.001, 0.003], acc_bits=bits)
+    assert rq.acc_bits == bits and rq.product_shift() == k and rq.needs_clamp() == clamp
+    assert rq.product_shift(bounded=True) == 0 and len(rq.alu_multipliers()) == (2 if k == 8 else 1)
+    if k == 8:
+        mh, ml = rq.alu_multipliers()
+        np.testing.assert_array_equal(mh * 256 + ml, rq.multiplier)
+    big = qnn.Requant.from_scale(0.7, acc_bits=bits)
+    assert big.product_shift() == 0 and big.needs_clamp() == (bits is None or bits > 15)
+    assert qnn.Requant.from_scale(0.001, mode="fixed8", acc_bits=bits).acc_bits is None
 
 
 def test_fixed_clamps_the_accumulator_for_large_multipliers():
