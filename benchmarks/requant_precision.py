@@ -8,7 +8,9 @@ Run: ``python benchmarks/requant_precision.py [--size 56] [--channels 64]``. For
   and the largest difference (host reference ``qconv2d_np``, which the accelerator matches bit
   for bit), for the convolution alone and for a residual block (``conv -> requantize -> add``,
   the add rescaling both operands as QLinearAdd does: one float32 rounding of the sum);
-* the cycles and ALU instructions of one call on the cycle model (``TARGET`` ``model``).
+* the cycles and ALU instructions of one call on the cycle model (``TARGET`` ``model``), for
+  ``fixed8``, ``fixed`` without a bound (split accumulator) and ``fixed`` with the graph layer's
+  worst-case bound ``255 * sum|w| + |bias|`` (multiplier split when it is below 2**23).
 """
 
 from __future__ import annotations
@@ -74,12 +76,16 @@ def agreement(c, hw):
     return rows
 
 
-def cycles(c, hw, mode, per_channel):
+def cycles(c, hw, mode, per_channel, bound=False):
     env = Environment({**make_env().cfg_dict, "TARGET": "model"})
     x, w, bias, _, scale, _ = _layer(c, hw)
     if not per_channel:
         scale = float(np.median(scale))
-    spec = qnn.QConv2DSpec(1, c, c, hw, hw, 3, 3, (1, 1), 1, 0, qnn.Requant.from_scale(scale, mode=mode), 0)
+    # the graph layer's bound: |x - z| <= 255 on every tap, plus the bias
+    worst = int((np.abs(w.astype(np.int64)).reshape(c, -1).sum(axis=1) * 255 + np.abs(bias)).max())
+    bits = worst.bit_length() if bound else None
+    rq = qnn.Requant.from_scale(scale, mode=mode, acc_bits=bits)
+    spec = qnn.QConv2DSpec(1, c, c, hw, hw, 3, 3, (1, 1), 1, 0, rq, 0)
     with env, tempfile.TemporaryDirectory() as tmp, ExitStack() as stack:
         mod, layout = qnn.build_qconv2d(spec, "qconv")
         obj = Path(tmp) / "qconv.o"
@@ -95,7 +101,7 @@ def cycles(c, hw, mode, per_channel):
         st = simulator.stats()
         got = layout.unpack(out.numpy())
     assert np.array_equal(got, qnn.qconv2d_np(spec, x, w, bias)), "accelerator differs from the host reference"
-    return st
+    return st, rq.product_shift()
 
 
 def main(argv=None):
@@ -108,11 +114,13 @@ def main(argv=None):
     for mode, eq, mx, beq, bmx in agreement(a.channels, a.size):
         print(f"{mode:8} {eq:13.3f} {mx:4d} {beq:14.3f} {bmx:4d}")
     print("\ncycle model, one call:")
-    for mode in ("fixed8", "fixed"):
+    for mode, bound in (("fixed8", False), ("fixed", False), ("fixed", True)):
         for pc in (False, True):
-            st = cycles(a.channels, a.size, mode, pc)
-            print(f"{mode:8} {'per-channel' if pc else 'per-tensor ':12} cycles {st['cycle_count']:>9}  "
-                  f"ALU ops {st['alu_counter']:>8}  ALU insns {st['insn_alu']:>5}  GEMM insns {st['insn_gemm']:>4}")
+            st, k = cycles(a.channels, a.size, mode, pc, bound)
+            label = f"{mode}{' + acc_bits' if bound else ''}"
+            print(f"{label:17} {'per-channel' if pc else 'per-tensor ':12} product_shift {k:>2}  cycles "
+                  f"{st['cycle_count']:>9}  ALU ops {st['alu_counter']:>8}  ALU insns {st['insn_alu']:>5}  "
+                  f"GEMM insns {st['insn_gemm']:>4}")
 
 
 if __name__ == "__main__":
