@@ -5,48 +5,76 @@ Integer semantics
 -----------------
 Every accelerator tensor is int8, accumulators are int32. An int32 accumulator ``acc`` (bias
 already added) is brought to the output scale by a real multiplier ``M = s_in / s_out`` written
-as ``M ~= m * 2**(p - s)`` (:class:`Requant`: ``m`` the multiplier, at most 8 bits, ``s`` the
-shift, ``p`` the pre-shift)::
+as ``M ~= m * 2**(p - s)`` (:class:`Requant`: ``m`` the multiplier, ``s`` the shift, ``p`` the
+pre-shift). Three modes:
 
-    a = acc >> p                               # arithmetic, only when |acc| may exceed 2**23
-    t = a * m                                  # fits int32: |a| < 2**23 and m < 2**8 (else it
-                                               # wraps mod 2**32, on the host as on the ALU)
-    y = (t + 2**(s - 1)) >> s                  # round half up (towards +inf), exact arithmetic
+``fixed`` (the default): ``m`` has 15 significant bits (``2**14 <= m < 2**15``, from the float32
+value of ``M``), ``p = 0``, and the product is exact::
+
+    y = floor((acc * m + 2**(s - 1)) / 2**s)      # exact integers (|acc * m| < 2**46), half up
     out = clip(y + z_out, lo, hi)
 
-:func:`requantize_np` computes exactly this. The accelerator computes ``y`` as
-``((t >> s1) + 2**(s2 - 1)) >> s2`` with ``s1 + s2 = s`` and ``s2 <= 15`` (the rounding constant
-must fit the ALU's signed 16-bit immediate); since ``2**(s - 1)`` is a multiple of ``2**s1`` the
-two forms are equal for every ``t`` (``floor(floor(x / a) / b) == floor(x / (a b))``), and the
-split form cannot overflow where ``t + 2**(s - 1)`` would. Per output channel, ``m`` and ``s``
-are vectors; the accelerator then uses ``s1`` per channel (a loaded shift vector) and a common
-``s2 = min(s)`` (capped at 15).
+except that a multiplier of 1/2 or more (``s <= 15``) first clamps ``acc`` to ``+-(2**15 - 1)``
+(there every clamped value saturates anyway). The ALU (all operations wrap to int32, immediates
+are signed 16-bit) computes ``floor(acc * m / 2**k)`` in one of three forms
+(:meth:`Requant.product_shift`), all equal to the exact value, then the rounding shift by
+``s - k`` below:
 
-The ``pow2`` mode (upstream VTA's scheme, for configurations without MUL) uses ``m = 1`` and a
-shift only (``M`` rounded to the nearest power of two; ``M >= 1`` gives ``m = 2**(k + 1), s =
-1``, a left shift on the ALU).
+* ``k = 15`` (any int32 ``acc``): ``hi = ((acc >> 1) + 2**13) >> 14`` in a second accumulator
+  tile, ``lo = (acc << 17) >> 17`` in place (so ``acc = hi * 2**15 + lo``, ``|lo| <= 2**14``),
+  ``t = hi * m + ((lo * m) >> 15)``; no step leaves int32 (``|hi| <= 2**16``);
+* ``k = 8`` (the spec's requant records ``acc_bits <= 23``, a bound on ``|acc|``):
+  ``m = mh * 2**8 + ml`` and ``t = acc * mh + ((acc * ml) >> 8)``;
+* ``k = 0`` (``|acc| < 2**16`` known, e.g. an int8 operand): one multiply.
+
+``fixed8``: ``m`` at most 8 bits (the first scheme), and ``pow2`` (upstream VTA's, for
+configurations without MUL: ``m = 1`` and a shift, ``M >= 1`` gives ``m = 2**(k + 1), s = 1``, a
+left shift)::
+
+    a = acc >> p                               # only when |acc| may exceed 2**23 (acc_bits)
+    t = a * m                                  # int32, wraps past 2**31 like the ALU
+    y = (t + 2**(s - 1)) >> s
+
+:func:`requantize_np` computes exactly these. The accelerator rounds ``t`` as
+``((t >> s1) + 2**(s2 - 1)) >> s2`` with ``s1 + s2 = s - k`` and ``s2 <= 15`` (the rounding
+constant must fit the immediate); since ``2**(s - 1)`` is a multiple of ``2**(s1 + k)``, nested
+floors give the same value for every ``t``. Per output channel, ``m`` and ``s`` are vectors
+(loaded like the bias: ``multiplier``, ``multiplier_lo`` for ``k = 8``, ``shift`` = ``s1``), and
+``s2 = min(s - k)`` is common.
+
+Sums (a fused residual add after an :class:`IntermediateSpec`, and :func:`build_qadd`): in the
+``fixed`` mode both int8 operands are rescaled with ``F = min(15, s_a, s_b)`` fraction bits and
+the sum is rounded once (onnxruntime's QLinearAdd rounds the float sum once)::
+
+    T_x = floor((x - z_x) * m_x / 2**(s_x - F))
+    out = clip(floor((T_a + T_b + 2**(F - 1)) / 2**F) + z_out, lo, hi)
+
+The other modes, and a residual added straight to an accumulator's requantisation (no
+intermediate), round each operand separately and add the integers. :func:`add_np` is this sum
+for host kernels (any shape), so that an add on the CPU equals ``vta.add``.
 
 Difference from onnxruntime
 ---------------------------
-onnxruntime requantises in float32: ``rint(acc * M) + z_out`` with ``rint`` rounding half to
-even and ``M`` a float32. Ours differs in four ways: (1) ``m / 2**s`` approximates ``M`` to 8
-significant bits (``m >= 128`` is rounded to nearest: relative error at most ``2**-8``), (2) ties
-round up instead of to even, (3) a pre-shift ``p`` drops the ``p`` low bits of ``acc`` first (an
-error below ``2**p * M`` output steps), (4) float32 has a 24-bit mantissa, so onnxruntime's
-``acc * M`` is itself rounded for ``|acc| > 2**24``. For a value that is not saturated,
-``|acc * M| <= 127.5``, so (1) moves ``acc * M`` by at most ``127.5 * 2**-8 < 0.5``; two reals less
-than 0.5 + the small terms (3), (4) apart round to integers at most one apart: the results
-differ by **at most 1 in the last place** (one int8 step), and saturated values agree. With
-``p = 0`` the bound holds for every accumulator; with a pre-shift it holds while ``2**p * M``
-stays below about 0.002 (e.g. ``p = 4`` and ``M < 1.25e-4``; typical ResNet layers have ``M``
-near ``1e-4 .. 1e-3`` and ``p <= 4``, where the extra error is at most 0.016 steps).
+onnxruntime requantises in float32: ``rint(float32(acc) * M) + z_out`` with ``rint`` rounding
+half to even and ``M`` a float32. The ``fixed`` mode differs in three ways: (1) ``m / 2**s`` is
+``M`` to 15 significant bits (relative error at most ``2**-15``), so for an unsaturated output
+(``|acc * M| <= 128``) the exact products differ by less than ``0.004`` output steps; (2) exact
+ties round up instead of to even; (3) float32 rounds ``acc`` itself above ``2**24`` and the
+product to 24 bits (below ``1e-5`` steps here). Two reals less than 0.5 apart round to integers
+at most 1 apart, so every output is **within 1** of onnxruntime's, and equal unless a rounding
+boundary falls between the two reals: measured on ResNet-like 3x3 layers with per-channel
+multipliers in 1.6e-4 .. 4.7e-3 and outputs spread over int8, 99.95 - 99.97% of outputs are
+equal (``benchmarks/requant_precision.py``; a QDQ convolution run by onnxruntime itself: 100% of
+8192 outputs, ``tests/compiler/qnn/test_vs_onnxruntime.py``), and a residual block (conv, then
+the add with one rounding) 99.97 - 99.98%. ``fixed8`` has a relative multiplier error up to
+``2**-8`` (up to 0.5 steps; about 95 - 97% equal, within 1) and, for residual blocks, two
+roundings (about 73% equal, up to 2 apart); its pre-shift ``p`` also drops ``p`` low bits of
+``acc``. ``pow2`` is off by up to a factor 1.41 and is not meant to match.
 
-A fused residual add rounds the two operands separately and adds integers (error below 1 + the
-terms above against the exact sum); onnxruntime's QLinearAdd rounds the float sum once (error at
-most 0.5): the results again differ by at most 1. A fusion ``conv -> requantize -> add`` that
-maps the convolution straight to the add's output scale skips the convolution's own int8
-saturation; :class:`IntermediateSpec` keeps it (the operator's int8 output, then the add's
-rescale), which makes the fused operator bit-identical to the unfused graph on the host.
+A fusion ``conv -> requantize -> add`` that maps the convolution straight to the add's output
+scale skips the convolution's own int8 saturation; :class:`IntermediateSpec` keeps it (the
+operator's int8 output, then the add's rescale), which makes the fused operator bit-identical to
+the unfused graph on the host.
 
 Padding with the input zero point
 ---------------------------------
@@ -71,7 +99,7 @@ from .qnn_build import build_qadd, build_qconv2d, build_qdense
 from .qnn_layout import ArgLayout, ArgSpec
 from .qnn_pool import build_maxpool, maxpool_unsupported_reason
 from .qnn_ref import maxpool_np, qadd_np, qconv2d_np, qdense_np
-from .qnn_requant import INT8_RANGE, Requant, accumulator_bits, requantize_np
+from .qnn_requant import INT8_RANGE, Requant, accumulator_bits, add_np, requantize_np
 from .qnn_spec import (
     IntermediateSpec,
     MaxPoolSpec,
@@ -94,6 +122,7 @@ __all__ = [
     "Requant",
     "ResidualSpec",
     "accumulator_bits",
+    "add_np",
     "build_maxpool",
     "build_qadd",
     "build_qconv2d",

@@ -10,15 +10,25 @@ their own here and in :mod:`vta.topi.qnn_pool`), and compiles it with :func:`vta
 stage                              ALU
 =================================  ==========================================================
 ``+ bias``                         ADD of the loaded bias vector (or bias + border map)
-``>> pre_shift`` (if any)          SHR imm
-``* m``                            MUL imm (per tensor; SHR -k for m = 2**k, nothing for 1),
-                                   MUL of a loaded vector (per channel)
+``>> pre_shift`` (fixed8/pow2)     SHR imm
+clamp (fixed, M >= 1/2)            MIN imm, MAX imm (+-32767)
+``* m`` (fixed8/pow2, fixed k=0)   MUL imm (SHR -k for m = 2**k, nothing for 1), or MUL of a
+                                   loaded vector (per channel)
+``* m >> 15`` (fixed, k=15)        copy to a second tile (MUL 0, ADD), SHR 1, ADD 2**13,
+                                   SHR 14 (hi); SHL 17, SHR 17 (lo, in place); MUL, SHR 15;
+                                   MUL (hi); ADD: 11 instructions
+``* m >> 8`` (fixed, k=8)          copy (MUL 0, ADD), MUL ml, SHR 8; MUL mh; ADD: 6
 ``>> s1``                          SHR imm, or SHR of a loaded shift vector (per channel)
 ``+ 2**(s2-1)``, ``>> s2``         ADD imm, SHR imm (round half up)
 intermediate (if any)              MIN imm, MAX imm (its own int8 clip), its rescale as above
-residual ``r``                     ACC_8BIT load, ADD -z_r, MUL m_r, rounding as above, ADD
+residual ``r``                     ACC_8BIT load, ADD -z_r, MUL m_r, rounding as above, ADD;
+                                   fixed after an intermediate: both operands MUL, SHR to F
+                                   fraction bits, ADD, then one rounding ADD, SHR F
 ``+ z_out``, clip                  ADD imm, MIN imm, MAX imm; the store narrows to int8
 =================================  ==========================================================
+
+The split forms keep a second output-shaped tile in the accumulator (the stage carries the
+``extra_tile`` attribute; the conv and dense tilers budget it like a residual).
 
 Constants ride on a rounding step's ADD when the sum still fits the 16-bit immediate: the output
 zero point (``z_out * 2**s2``, on the last rounding) and a residual's ``-z_r * m_r``

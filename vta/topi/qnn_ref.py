@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .qnn_requant import Requant, requantize_np, round_sum_np, scaled_np, sum_fraction_bits
+from .qnn_requant import Requant, add_np, requantize_np, round_sum_np, scaled_np, sum_fraction_bits
 from .qnn_spec import (
     IntermediateSpec,
     MaxPoolSpec,
@@ -107,14 +107,9 @@ def qadd_np(spec: QAddSpec, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     for name, t in (("a", a), ("b", b)):
         if np.shape(t) != spec.out_shape:
             raise ValueError(f"qadd_np: {name} has shape {np.shape(t)!r}, expected {spec.out_shape!r}")
-    frac = sum_fraction_bits(spec.lhs.requant, spec.rhs.requant)
-    if frac is not None:  # one rounding of the rescaled sum
-        terms = [scaled_np(np.asarray(t).astype(np.int64) - o.zero_point, o.requant, frac)
-                 for t, o in ((a, spec.lhs), (b, spec.rhs))]
-        y = round_sum_np(terms, frac) + spec.output_zero_point
-    else:
-        y = _residual_np(a, spec.lhs) + _residual_np(b, spec.rhs) + spec.output_zero_point
-    return np.clip(y, spec.clip[0], spec.clip[1]).astype(np.int8)
+    y = add_np([(a, spec.lhs.zero_point, spec.lhs.requant), (b, spec.rhs.zero_point, spec.rhs.requant)],
+               spec.output_zero_point, spec.clip[0], spec.clip[1])
+    return y.astype(np.int8)
 
 
 def maxpool_np(spec: MaxPoolSpec, x: np.ndarray) -> np.ndarray:

@@ -1,6 +1,8 @@
-"""The fixed-point requantisation of :mod:`vta.topi.qnn` (``Requant``, ``requantize_np``): the one
-integer definition the accelerator and the host share. The semantics, the split of the shift
-and the difference from onnxruntime are described in the docstring of :mod:`vta.topi.qnn`.
+"""The fixed-point requantisation of :mod:`vta.topi.qnn` (``Requant``, ``requantize_np``,
+``add_np``): the one integer definition the accelerator and the host share. The modes
+(``fixed``: 15-bit multiplier and exact product, the default; ``fixed8``; ``pow2``), the ALU's
+product forms, the split of the shift and the difference from onnxruntime are described in the
+docstring of :mod:`vta.topi.qnn`.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from typing import Any
 import numpy as np
 
 __all__ = ["FIXED_BITS", "INT8_RANGE", "MAX_ROUND_SHIFT", "MODES", "MULTIPLIER_BITS", "MULTIPLIER_SPLIT", "PRODUCT_SHIFT", "Requant",
-           "accumulator_bits", "requantize_np", "round_sum_np", "scaled_np", "sum_fraction_bits"]
+           "accumulator_bits", "add_np", "requantize_np", "round_sum_np", "scaled_np", "sum_fraction_bits"]
 
 #: The int8 range every accelerator result is clipped to.
 INT8_RANGE = (-128, 127)
@@ -352,6 +354,30 @@ def round_sum_np(terms: list, frac: int) -> np.ndarray:
     """``floor((sum(terms) + 2**(frac-1)) / 2**frac)``: the one rounding of a rescaled sum."""
     total = sum(np.asarray(t, dtype=np.int64) for t in terms)
     return _round_shift(total, np.full(np.shape(total), frac))
+
+
+def add_np(operands: list, out_zero_point: int = 0, lo: int = -128, hi: int = 127) -> np.ndarray:
+    """A quantized sum of int8 operands, any shape: ``operands`` is a list of ``(x, zero_point,
+    rq)`` (``rq`` per tensor, ``M = s_x / s_out``). With every ``rq`` in the ``fixed`` mode the
+    operands are rescaled with :func:`sum_fraction_bits` fraction bits and the sum rounded once;
+    otherwise each is requantised and rounded on its own. Returns int32, clipped to [lo, hi]
+    (the host form of :func:`vta.topi.qnn.build_qadd`).
+
+    Raises
+    ------
+    ValueError
+        If a requant is per channel.
+    """
+    rqs = [rq for _, _, rq in operands]
+    if any(rq.per_channel for rq in rqs):
+        raise ValueError("add_np: the operands' requants must be per tensor")
+    frac = sum_fraction_bits(*rqs)
+    centred = [np.asarray(x).astype(np.int64) - int(z) for x, z, _ in operands]
+    if frac is not None:
+        y = round_sum_np([scaled_np(c, rq, frac) for c, rq in zip(centred, rqs)], frac)
+    else:
+        y = sum(requantize_np(c, rq, 0, 0, -(1 << 31), (1 << 31) - 1).astype(np.int64) for c, rq in zip(centred, rqs))
+    return np.clip(y + int(out_zero_point), lo, hi).astype(np.int32)
 
 
 def accumulator_bits(reduction: int, max_abs_bias: int = 0) -> int:

@@ -8,7 +8,7 @@ import pytest
 
 from vta.topi import qnn
 
-from .oracle import alu_multiplier_split, alu_split_product, ort_requant, round_shift
+from .oracle import alu_multiplier_split, alu_split_product, ort_requant, round_shift, rounded_sum
 
 SCALES = [1e-5, 3.1e-4, 0.0123, 0.25, 0.5, 0.999, 1.0, 1.7, 37.0, 127.5]
 
@@ -231,3 +231,25 @@ def test_fixed_agrees_with_onnxruntime_rounding():
         stats[mode] = (equal / total, worst)
     assert stats["fixed"][0] >= 0.999 and stats["fixed"][1] <= 1, stats
     assert stats["fixed8"][0] < stats["fixed"][0] and stats["fixed8"][1] <= 1, stats
+
+
+@pytest.mark.parametrize("mode", ["fixed", "fixed8"])
+def test_add_np_is_the_quantized_add_of_any_shape(mode):
+    rng = np.random.default_rng(9)
+    a = rng.integers(-128, 128, size=(3, 7)).astype(np.int8)
+    b = rng.integers(-128, 128, size=(3, 7)).astype(np.int8)
+    ra, rb = qnn.Requant.from_scale(0.71, mode=mode), qnn.Requant.from_scale(1.37, mode=mode)
+    got = qnn.add_np([(a, 4, ra), (b, -9, rb)], 2, -128, 120)
+    if mode == "fixed":  # one rounding of the sum: the oracle's rounded_sum
+        want = rounded_sum([a.astype(np.int64) - 4, b.astype(np.int64) + 9], [ra, rb], 2, (-128, 120))
+    else:
+        ya = round_shift(a.astype(np.int64) - 4, int(ra.multiplier[0]), int(ra.shift[0]))
+        yb = round_shift(b.astype(np.int64) + 9, int(rb.multiplier[0]), int(rb.shift[0]))
+        want = np.clip(ya + yb + 2, -128, 120)
+    np.testing.assert_array_equal(got, want)
+    # onnxruntime's QLinearAdd: one float32 rounding of the rescaled sum; within 1, mostly equal
+    ref = np.clip(np.rint((a.astype(np.float32) - 4) * np.float32(0.71) + (b.astype(np.float32) + 9)
+                          * np.float32(1.37)) + 2, -128, 120)
+    assert np.abs(got - ref).max() <= (1 if mode == "fixed" else 2)
+    with pytest.raises(ValueError, match="per tensor"):
+        qnn.add_np([(a, 0, qnn.Requant.from_scale([0.1, 0.2, 0.3]))], 0)
