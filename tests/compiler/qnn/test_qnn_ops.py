@@ -7,6 +7,8 @@ clip, dense, the quantized add and max pooling.
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -109,6 +111,27 @@ def test_conv_fixed_with_an_accumulator_bound(qenv, tmp_path, per_channel, form)
     rq = spec.requant
     assert rq.product_shift() == (0 if form == "direct" else 8)
     assert layout.has("multiplier_lo") == (per_channel and form == "multiplier_split")
+
+
+def test_conv_fixed_with_padded_channels_keeps_the_split(qenv, tmp_path):
+    # The graph layer pads per-channel requants with multiplier 0, shift 1 (dataclasses.replace);
+    # those channels give 0 and must not turn the split product off for the others.
+    rng = np.random.default_rng(RNG_SEED + 3)
+    rq = qnn.Requant.from_scale(rng.uniform(1.6e-4, 4.7e-3, size=32))
+    m, s = rq.multiplier.copy(), rq.shift.copy()
+    m[24:], s[24:] = 0, 1
+    padded = dataclasses.replace(rq, multiplier=m, shift=s)
+    assert padded.split
+    spec = qnn.QConv2DSpec(1, 16, 32, 6, 6, 3, 3, (1, 1), 1, 0, padded, 3)
+    x = rng.integers(-128, 128, size=(1, 16, 6, 6)).astype(np.int8)
+    w = rng.integers(-128, 128, size=(32, 16, 3, 3)).astype(np.int8)
+    bias = rng.integers(-5000, 5000, size=32).astype(np.int32)
+    mod, layout = qnn.build_qconv2d(spec, "qconv_padded")
+    out, _ = run_op(mod, layout, layout.pack_args(data=x, weight=w, bias=bias), tmp_path)
+    want = oracle.finish(oracle.requant(oracle.conv_acc(x, w, bias, (1, 1), (1, 1, 1, 1), 0), padded), 3, (-128, 127))
+    assert (want[:, 24:] == 3).all()
+    np.testing.assert_array_equal(layout.unpack(out), want)
+    np.testing.assert_array_equal(qnn.qconv2d_np(spec, x, w, bias), want)
 
 
 def test_conv_fixed_large_multiplier_clamps(qenv, tmp_path):
