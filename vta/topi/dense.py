@@ -9,6 +9,7 @@ with zero rows (:func:`vta.topi.pad_to_multiple`) and the extra outputs dropped.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from ..env import get_env
@@ -86,6 +87,10 @@ def schedule_dense_packed(outs: Any, tiling: DenseTiling | None = None) -> Sched
     output = graph.output
     biases, residuals = _epilogue_inputs(graph, spatial_dims=(0,))
     wl = dense_workload(op, biases, residuals)
+    # a stage marked ``extra_tile`` (e.g. the split product of vta.topi.qnn) keeps a second
+    # output-shaped tile live in the accumulator, like a residual
+    extra = sum(int(op.attrs.get("extra_tile", 0)) for op in graph.ewise if op.attrs)
+    wl = replace(wl, alu_stages=len(graph.ewise), residuals=wl.residuals + extra)
     if tiling is None:
         tiling = choose_dense_tiling(env, wl)
     for name, factor, extent in (("tile_b", tiling.tile_b, wl.n_blocks), ("tile_co", tiling.tile_co, wl.co_blocks),
@@ -120,7 +125,8 @@ def schedule_dense_packed(outs: Any, tiling: DenseTiling | None = None) -> Sched
     s[res].compute_at(s[output], store_pt)
     for e in graph.ewise:
         s[e].compute_at(s[output], store_pt)
-    for cache in ewise_caches:
+    for cache in ewise_caches + [op.output(0) for op in graph.loads]:
+        s[cache].set_scope(env.acc_scope)
         s[cache].compute_at(s[output], store_pt)
         s[cache].pragma(s[cache].op.axis[0], env.dma_copy)
 

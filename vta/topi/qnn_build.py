@@ -1,0 +1,562 @@
+"""Compiling the quantized operators of :mod:`vta.topi.qnn` for VTA.
+
+Each builder declares the packed operator with tensor expressions — the GEMM core
+(:func:`~vta.topi.conv2d_packed`, :func:`~vta.topi.dense_packed`) followed by element-wise
+stages that the schedules run on the ALU in the accumulator — schedules it with the
+``vta.topi`` schedules (or, for the add and the pooling that have no GEMM, a small schedule of
+their own here and in :mod:`vta.topi.qnn_pool`), and compiles it with :func:`vta.build`. The ALU program of a fused convolution:
+
+=================================  ==========================================================
+stage                              ALU
+=================================  ==========================================================
+``+ bias``                         ADD of the loaded bias vector (or bias + border map)
+``>> pre_shift`` (fixed8/pow2)     SHR imm
+clamp (fixed, M >= 1/2)            MIN imm, MAX imm (+-32767)
+``* m`` (fixed8/pow2, fixed k=0)   MUL imm (SHR -k for m = 2**k, nothing for 1), or MUL of a
+                                   loaded vector (per channel)
+``* m >> 15`` (fixed, k=15)        copy to a second tile (MUL 0, ADD), SHR 1, ADD 2**13,
+                                   SHR 14 (hi); SHL 17, SHR 17 (lo, in place); MUL, SHR 15;
+                                   MUL (hi); ADD: 11 instructions
+``* m >> 8`` (fixed, k=8)          copy (MUL 0, ADD), MUL ml, SHR 8; MUL mh; ADD: 6
+``>> s1``                          SHR imm, or SHR of a loaded shift vector (per channel)
+``+ 2**(s2-1)``, ``>> s2``         ADD imm, SHR imm (round half up)
+intermediate (if any)              MIN imm, MAX imm (its own int8 clip), its rescale as above
+residual ``r``                     ACC_8BIT load, ADD -z_r, MUL m_r, rounding as above, ADD;
+                                   fixed after an intermediate: both operands MUL, SHR to F
+                                   fraction bits, ADD, then one rounding ADD, SHR F
+``+ z_out``, clip                  ADD imm, MIN imm, MAX imm; the store narrows to int8
+=================================  ==========================================================
+
+The split forms keep a second output-shaped tile in the accumulator (the stage carries the
+``extra_tile`` attribute; the conv and dense tilers budget it like a residual).
+
+Constants ride on a rounding step's ADD when the sum still fits the 16-bit immediate: the output
+zero point (``z_out * 2**s2``, on the last rounding) and a residual's ``-z_r * m_r``
+(:meth:`_Chain.requant`); both are exact rewrites of the same integer arithmetic.
+
+A convolution whose input zero point is not 0 and which is padded cannot use the hardware's
+zero padding as is: its bias argument is then a full map (``vta.topi.qnn_layout``), the bias
+plus the border correction, loaded like a residual (int32).
+"""
+
+from __future__ import annotations
+
+from ..env import Environment, get_env
+from ..errors import ScheduleError
+from ..te import compute, create_schedule, placeholder
+from ..te import max as te_max
+from ..te import min as te_min
+from ..te.tensor import Tensor
+from ..tir import nodes as n
+from ._traverse import LOAD_TAG
+from .conv2d import conv2d_packed, schedule_conv2d_packed
+from .dense import dense_packed, schedule_dense_packed
+from .epilogue import BROADCAST_TAG, ELEMWISE_TAG
+from .qnn_layout import ArgLayout, ArgSpec
+from .qnn_requant import DIRECT_CLAMP, MULTIPLIER_SPLIT, PRODUCT_SHIFT, sum_fraction_bits
+
+__all__ = ["build_qadd", "build_qconv2d", "build_qdense", "declare_qconv2d", "declare_qdense"]
+
+
+def _ceil_div(x: int, b: int) -> int:
+    return -(-x // b)
+
+
+def _ints(shape) -> tuple:
+    return tuple(int(s) for s in shape)
+
+
+class _Chain:
+    """Element-wise int32 stages appended one after another (each a separate ALU stage)."""
+
+    def __init__(self, x: Tensor, prefix: str):
+        self.x = x
+        self.shape = x.shape
+        self.prefix = prefix
+        self.count = 0
+
+    def _name(self, what: str) -> str:
+        self.count += 1
+        return f"{self.prefix}_{what}{self.count}"
+
+    def imm(self, op: str, value: int) -> None:
+        prev, v = self.x, int(value)
+        dt = prev.dtype
+        fns = {
+            "add": lambda *i: prev(*i) + n.const(v, dt),
+            "mul": lambda *i: prev(*i) * n.const(v, dt),
+            "shr": lambda *i: prev(*i) >> v,
+            "shl": lambda *i: prev(*i) << v,
+            "min": lambda *i: te_min(prev(*i), n.const(v, dt)),
+            "max": lambda *i: te_max(prev(*i), n.const(v, dt)),
+        }
+        self.x = compute(self.shape, fns[op], name=self._name(op), tag=ELEMWISE_TAG)
+
+    def tensor(self, op: str, t: Tensor) -> None:
+        prev = self.x
+        bcast = [int(ts) == 1 and int(rs) != 1 for ts, rs in zip(t.shape, self.shape)]
+
+        def idx(i):
+            return [n.IntImm(0) if bc else v for bc, v in zip(bcast, i)]
+
+        fns = {
+            "add": lambda *i: prev(*i) + t(*idx(i)),
+            "mul": lambda *i: prev(*i) * t(*idx(i)),
+            "shr": lambda *i: prev(*i) >> t(*idx(i)),
+        }
+        self.x = compute(self.shape, fns[op], name=self._name(op + "_t"), tag=BROADCAST_TAG if any(bcast) else ELEMWISE_TAG)
+
+    def scale_imm(self, m: int) -> None:
+        """``* m`` as MUL, a left shift (m a power of two) or nothing (m = 1)."""
+        if m == 1:
+            return
+        if m > 1 and m & (m - 1) == 0:
+            self.imm("shl", m.bit_length() - 1)
+        else:
+            self.imm("mul", m)
+
+    def split_multiply(self, m: int | None, mult_t: Tensor | None) -> None:
+        """``x = (x * m) >> 15`` exactly for any int32 ``x`` and ``0 <= m < 2**15`` (the ``fixed``
+        mode), with one extra accumulator tile: ``hi = ((x >> 1) + 2**13) >> 14`` (that is
+        ``floor((x + 2**14) / 2**15)``, without the overflow of ``x + 2**14``) in a second tile,
+        ``lo = (x << 17) >> 17`` in place (``x - hi * 2**15``, in [-2**14, 2**14)), then
+        ``hi * m + ((lo * m) >> 15)``. No step leaves int32: ``|hi| <= 2**16`` and ``m < 2**15``
+        give ``|hi * m| < 2**31``, ``|lo * m| < 2**29``, the sum is ``floor(x * m / 2**15)``.
+        The ``hi`` stage carries the ``extra_tile`` attribute so the tilers budget the tile."""
+        x0 = self.x
+        self.x = compute(self.shape, lambda *i: x0(*i) >> 1, name=self._name("hi"), tag=ELEMWISE_TAG,
+                         attrs={"extra_tile": 1})
+        self.imm("add", 1 << 13)
+        self.imm("shr", 14)
+        hi = self.x
+        self.x = x0
+        self.imm("shl", 32 - PRODUCT_SHIFT)
+        self.imm("shr", 32 - PRODUCT_SHIFT)
+        self._scale(m, mult_t)
+        self.imm("shr", PRODUCT_SHIFT)
+        lo = self.x
+        self.x = hi
+        self._scale(m, mult_t)
+        hm = self.x
+        self.x = compute(self.shape, lambda *i: hm(*i) + lo(*i), name=self._name("t"), tag=ELEMWISE_TAG)
+
+    def split_multiplier(self, ms: tuple, mult_ts: tuple) -> None:
+        """``x = (x * m) >> 8`` exactly for ``|x| < 2**23`` and ``m = mh * 2**8 + ml < 2**15`` (the
+        ``fixed`` mode with a known accumulator bound): ``x * mh + ((x * ml) >> 8)`` with the
+        second product in an extra tile (``|x * ml| < 2**31``, ``|x * mh| < 2**30``). An immediate
+        ``ml = 0`` or ``mh = 0`` drops its half."""
+        mh, ml = ms
+        th, tl = mult_ts
+        if tl is None and ml == 0:
+            self._scale(mh, th)
+            return
+        if th is None and mh == 0:
+            self._scale(ml, tl)
+            self.imm("shr", MULTIPLIER_SPLIT)
+            return
+        x0 = self.x
+        if tl is not None:
+            bc = [int(ts) == 1 and int(rs) != 1 for ts, rs in zip(tl.shape, self.shape)]
+
+            def low_f(*i):
+                return x0(*i) * tl(*[n.IntImm(0) if b else v for b, v in zip(bc, i)])
+            tag = BROADCAST_TAG
+        else:
+            def low_f(*i):
+                return x0(*i) * n.const(ml, x0.dtype)
+            tag = ELEMWISE_TAG
+        self.x = compute(self.shape, low_f, name=self._name("low"), tag=tag, attrs={"extra_tile": 1})
+        self.imm("shr", MULTIPLIER_SPLIT)
+        low = self.x
+        self.x = x0
+        self._scale(mh, th)
+        high = self.x
+        self.x = compute(self.shape, lambda *i: high(*i) + low(*i), name=self._name("t"), tag=ELEMWISE_TAG)
+
+    def _scale(self, m: int | None, mult_t: Tensor | None) -> None:
+        if mult_t is not None:
+            self.tensor("mul", mult_t)
+        else:
+            self.scale_imm(m)
+
+    def scaled_term(self, rq, frac: int, pre_add: int = 0) -> None:
+        """``x = floor((x + pre_add) * m / 2**(shift - frac))`` of a bounded operand: one term of a
+        sum rounded once (:meth:`round_sum`)."""
+        if pre_add:
+            self.imm("add", pre_add)
+        self.scale_imm(int(rq.multiplier[0]))
+        if int(rq.shift[0]) > frac:
+            self.imm("shr", int(rq.shift[0]) - frac)
+
+    def round_sum(self, frac: int, post_add: int) -> int:
+        """``(x + 2**(frac-1)) >> frac`` (+ ``post_add`` when it fits the same ADD); returns the part
+        of ``post_add`` still to be added."""
+        c = (1 << (frac - 1)) if frac else 0
+        if _fits_imm(c + post_add * (1 << frac)):
+            c, post_add = c + post_add * (1 << frac), 0
+        if c:
+            self.imm("add", c)
+        if frac:
+            self.imm("shr", frac)
+        return post_add
+
+    def requant(self, rq, mult_t, shift_t: Tensor | None, pre_add: int = 0, post_add: int = 0,
+                bounded: bool = False) -> int:
+        """``requantize(x + pre_add) + post_add`` without clip (``vta.topi.qnn`` module docstring).
+
+        ``bounded``: ``|x + pre_add| < 2**16`` is known (an int8 operand), so the ``fixed`` mode
+        multiplies once, without the split product or the clamp. ``mult_t``: None (immediate
+        multipliers), or the tuple of loaded vectors of :meth:`Requant.alu_multipliers`.
+
+        The constants ride on the rounding step when the result is exact and the sum fits the
+        signed 16-bit immediate: ``pre_add * m`` when the multiply is an immediate and no shift
+        comes before the rounding (``(x + a) m = x m + a m``), ``post_add * 2**s2`` always
+        (adding a multiple of ``2**s2`` commutes with the floor shift). Returns the part of
+        ``post_add`` still to be added (0 when folded).
+        """
+        if rq.pre_shift and pre_add:
+            self.imm("add", pre_add)
+            pre_add = 0
+        if rq.pre_shift:
+            self.imm("shr", rq.pre_shift)
+        # With a first shift anyway, s2 gives bits to s1 until post_add * 2**s2 fits (the shift
+        # vector of a per-channel requant is packed with the same split: ArgLayout.post_add).
+        s1, s2 = rq.split_shifts(post_add, bounded)
+        k = rq.product_shift(bounded)
+        ms = (int(rq.multiplier[0]),) if k != MULTIPLIER_SPLIT else tuple(int(v[0]) for v in rq.alu_multipliers())
+        mts = tuple(mult_t) if mult_t is not None else (None,) * len(ms)
+        m = None if mult_t is not None else ms[0]
+        base = (1 << (s2 - 1)) if s2 else 0
+        split = k > 0
+        clamp = rq.needs_clamp(bounded)
+        if clamp and rq.per_channel and any(
+                int(sh) > PRODUCT_SHIFT for sh, mm in zip(rq.shift.tolist(), rq.multiplier.tolist()) if mm):
+            raise ScheduleError("fixed requantisation: per-channel shifts on both sides of 15 (multipliers "
+                                "above and below 1/2) cannot share one ALU program")
+        if pre_add and (split or clamp or m is None or shift_t is not None or int(s1[0])
+                        or not _fits_imm(base + pre_add * m)):
+            # not foldable: a split or clamped product, a tensor multiplier, a shift before the rounding, or too large
+            self.imm("add", pre_add)
+            pre_add = 0
+        if clamp:
+            self.imm("min", DIRECT_CLAMP)
+            self.imm("max", -DIRECT_CLAMP)
+        if k == MULTIPLIER_SPLIT:
+            self.split_multiplier(ms, mts)
+        elif split:
+            self.split_multiply(m, mts[0])
+        else:
+            self._scale(m, mts[0])
+        if shift_t is not None:
+            self.tensor("shr", shift_t)
+        elif int(s1[0]):
+            self.imm("shr", int(s1[0]))
+        if pre_add:
+            base += pre_add * m
+        c = base + post_add * (1 << s2)
+        if _fits_imm(c):
+            post_add = 0
+        else:
+            c = base
+        if c:
+            self.imm("add", c)
+        if s2:
+            self.imm("shr", s2)
+        return post_add
+
+
+def _fits_imm(v: int) -> bool:
+    """The ALU's immediate is a signed 16-bit field."""
+    return -(1 << 15) <= v < (1 << 15)
+
+
+def _vector_kinds(rq) -> tuple[bool, bool]:
+    """(multiplier needs a loaded vector, shift needs a loaded vector)."""
+    s1, _ = rq.split_shifts()
+    return len(set(rq.multiplier.tolist())) > 1, len(set(s1.tolist())) > 1
+
+
+def _epilogue(acc: Tensor, spec, bias: Tensor | None, vec_shape: tuple, residual_shape: tuple, env: Environment,
+              placeholders: list) -> Tensor:
+    """Bias, requantisation, residual, zero point, clip and cast after the GEMM stage ``acc``.
+
+    Appends the placeholders it creates (with their roles) to ``placeholders``."""
+    ch = _Chain(acc, "rq")
+    if bias is not None:
+        ch.tensor("add", bias)
+    use_m, use_s = _vector_kinds(spec.requant)
+    mult_t = shift_t = None
+    if use_m:
+        roles = ("multiplier", "multiplier_lo")[:len(spec.requant.alu_multipliers())]
+        mult_t = tuple(placeholder(vec_shape, name=r, dtype=env.acc_dtype) for r in roles)
+        placeholders.extend(zip(roles, mult_t))
+    if use_s:
+        shift_t = placeholder(vec_shape, name="shift", dtype=env.acc_dtype)
+        placeholders.append(("shift", shift_t))
+    inter = getattr(spec, "intermediate", None)
+    # The output zero point rides on the last rounding step: the residual's if there is one.
+    z_out = spec.output_zero_point
+    last = spec.residual is None and inter is None
+    z_left = ch.requant(spec.requant, mult_t, shift_t, post_add=z_out if last else 0)
+    if inter is not None:
+        # clip(y + z, lo, hi) - z == clip(y, lo - z, hi - z): the int8 output of the operator itself.
+        ch.imm("min", inter.clip[1] - inter.zero_point)
+        ch.imm("max", inter.clip[0] - inter.zero_point)
+        frac = sum_fraction_bits(inter.requant, spec.residual.requant) if spec.residual is not None else None
+        if frac is not None:
+            # both operands rescaled with frac fraction bits, then one rounding of the sum
+            ch.scaled_term(inter.requant, frac)
+            r = placeholder(residual_shape, name="residual", dtype=env.inp_dtype)
+            placeholders.append(("residual", r))
+            y = _term(r, spec.residual, frac, env, "res")
+            x = ch.x
+            ch.x = compute(x.shape, lambda *i: x(*i) + y(*i), name="res_add", tag=ELEMWISE_TAG)
+            return _finish(ch, ch.round_sum(frac, z_out), spec.clip, env)
+        z_left = ch.requant(inter.requant, None, None, post_add=z_out if spec.residual is None else 0, bounded=True)
+    if spec.residual is not None:
+        r = placeholder(residual_shape, name="residual", dtype=env.inp_dtype)
+        placeholders.append(("residual", r))
+        ch.x, z_left = _add_scaled(ch.x, r, spec.residual, env, "res", post_add=z_out)
+    return _finish(ch, z_left, spec.clip, env)
+
+
+def _scaled_operand(r: Tensor, res, env: Environment, prefix: str, post_add: int = 0) -> tuple[Tensor, int]:
+    """``requant(r - z) + post_add`` of an int8 tensor ``r``: an ACC_8BIT load and ALU stages;
+    returns the tensor and the part of ``post_add`` still to be added."""
+    loaded = compute(r.shape, lambda *i: r(*i).astype(env.acc_dtype), name=f"{prefix}_load", tag=LOAD_TAG)
+    rc = _Chain(loaded, prefix)
+    left = rc.requant(res.requant, None, None, pre_add=-res.zero_point, post_add=post_add, bounded=True)
+    return rc.x, left
+
+
+def _term(r: Tensor, res, frac: int, env: Environment, prefix: str) -> Tensor:
+    """``floor((r - z) * m / 2**(shift - frac))`` of an int8 tensor ``r`` (ACC_8BIT load, ALU)."""
+    loaded = compute(r.shape, lambda *i: r(*i).astype(env.acc_dtype), name=f"{prefix}_load", tag=LOAD_TAG)
+    rc = _Chain(loaded, prefix)
+    rc.scaled_term(res.requant, frac, pre_add=-res.zero_point)
+    return rc.x
+
+
+def _add_scaled(x: Tensor, r: Tensor, res, env: Environment, prefix: str, post_add: int = 0) -> tuple[Tensor, int]:
+    y, left = _scaled_operand(r, res, env, prefix, post_add)
+    return compute(x.shape, lambda *i: x(*i) + y(*i), name=f"{prefix}_add", tag=ELEMWISE_TAG), left
+
+
+def _finish(ch: _Chain, z_left: int, clip: tuple, env: Environment) -> Tensor:
+    """The output zero point (what the rounding steps did not absorb), the clip and the cast."""
+    if z_left:
+        ch.imm("add", z_left)
+    ch.imm("min", clip[1])
+    ch.imm("max", clip[0])
+    last = ch.x
+    return compute(last.shape, lambda *i: last(*i).astype(env.out_dtype), name="out", tag=ELEMWISE_TAG)
+
+
+def _arg_specs(pairs: list) -> list:
+    return [ArgSpec(t.name, role, _ints(t.shape), t.dtype) for role, t in pairs]
+
+
+def declare_qconv2d(spec, env: Environment) -> tuple[Tensor, list]:
+    """The tensor expressions of a fused convolution: ``(output, [(role, tensor), ...])`` in call
+    order (the output last); a ``fold_width`` spec declares its :meth:`~QConv2DSpec.folded` form."""
+    spec = spec.folded()
+    nb = _ceil_div(spec.batch, env.BATCH)
+    cib = _ceil_div(spec.in_channels, env.BLOCK_IN)
+    cob = _ceil_div(spec.out_channels, env.BLOCK_OUT)
+    oh, ow = spec.out_height, spec.out_width
+    data = placeholder((nb, cib, spec.height, spec.width, env.BATCH, env.BLOCK_IN), name="data", dtype=env.inp_dtype)
+    weight = placeholder((cob, cib, spec.kernel_h, spec.kernel_w, env.BLOCK_OUT, env.BLOCK_IN), name="weight",
+                         dtype=env.wgt_dtype)
+    border = spec.input_zero_point != 0 and any(spec.padding)
+    bias_shape = (1, cob, oh, ow, env.BATCH, env.BLOCK_OUT) if border else (1, cob, 1, 1, env.BATCH, env.BLOCK_OUT)
+    bias = placeholder(bias_shape, name="bias", dtype=env.acc_dtype)
+    pairs = [("data", data), ("weight", weight), ("bias", bias)]
+    conv = conv2d_packed(data, weight, spec.strides, spec.padding, env.acc_dtype)
+    out = _epilogue(conv, spec, bias, (1, cob, 1, 1, env.BATCH, env.BLOCK_OUT), _ints(conv.shape), env, pairs)
+    pairs.append(("out", out))
+    return out, pairs
+
+
+def declare_qdense(spec, env: Environment) -> tuple[Tensor, list]:
+    """The tensor expressions of a fused dense layer (as :func:`declare_qconv2d`)."""
+    nb = _ceil_div(spec.batch, env.BATCH)
+    cib = _ceil_div(spec.in_features, env.BLOCK_IN)
+    cob = _ceil_div(spec.out_features, env.BLOCK_OUT)
+    data = placeholder((nb, cib, env.BATCH, env.BLOCK_IN), name="data", dtype=env.inp_dtype)
+    weight = placeholder((cob, cib, env.BLOCK_OUT, env.BLOCK_IN), name="weight", dtype=env.wgt_dtype)
+    bias = placeholder((1, cob, env.BATCH, env.BLOCK_OUT), name="bias", dtype=env.acc_dtype)
+    pairs = [("data", data), ("weight", weight), ("bias", bias)]
+    res = dense_packed(data, weight, env.acc_dtype)
+    out = _epilogue(res, spec, bias, (1, cob, env.BATCH, env.BLOCK_OUT), _ints(res.shape), env, pairs)
+    pairs.append(("out", out))
+    return out, pairs
+
+
+def _check_env(env: Environment, what: str) -> None:
+    """The quantized operators compute on int8 tensors and int32 accumulators.
+
+    Raises
+    ------
+    ScheduleError
+        If the configuration's input, weight or accumulator width differs.
+    """
+    if (env.INP_WIDTH, env.WGT_WIDTH, env.ACC_WIDTH) != (8, 8, 32):
+        raise ScheduleError(
+            f"{what}: quantized operators need 8-bit inputs and weights and 32-bit accumulators; this configuration "
+            f"has INP_WIDTH={env.INP_WIDTH}, WGT_WIDTH={env.WGT_WIDTH}, ACC_WIDTH={env.ACC_WIDTH}")
+
+
+def _build(sched, pairs: list, name: str, env: Environment):
+    from ..build import build
+
+    return build(sched, [t for _, t in pairs], "ext_dev", name=name, env=env)
+
+
+def build_qconv2d(spec, name: str, env: Environment | None = None):
+    """Compile a fused quantized convolution (:class:`~vta.topi.qnn.QConv2DSpec`).
+
+    Returns
+    -------
+    (Module, ArgLayout)
+        The host module (function ``name``) and its arguments.
+
+    Raises
+    ------
+    ScheduleError
+        If no tiling of the layer fits the configuration's buffers, or the configuration is not
+        8-bit (inputs, weights) with 32-bit accumulators.
+    """
+    env = env or get_env()
+    _check_env(env, "build_qconv2d")
+    with env:
+        out, pairs = declare_qconv2d(spec, env)
+        s = schedule_conv2d_packed(out)
+        mod = _build(s, pairs, name, env)
+    return mod, ArgLayout.for_env("conv2d", spec, _arg_specs(pairs), env)
+
+
+def build_qdense(spec, name: str, env: Environment | None = None):
+    """Compile a fused quantized dense layer (:class:`~vta.topi.qnn.QDenseSpec`).
+
+    Returns
+    -------
+    (Module, ArgLayout)
+
+    Raises
+    ------
+    ScheduleError
+        If no tiling fits the configuration's buffers.
+    """
+    env = env or get_env()
+    _check_env(env, "build_qdense")
+    with env:
+        out, pairs = declare_qdense(spec, env)
+        s = schedule_dense_packed(out)
+        mod = _build(s, pairs, name, env)
+    return mod, ArgLayout.for_env("dense", spec, _arg_specs(pairs), env)
+
+
+# -- element-wise operators without GEMM --------------------------------------------------------
+
+def _ewise_schedule(out: Tensor, loads: list, alus: list, rows_axis: int, tile_rows: int, env: Environment):
+    """Every stage in the accumulator, computed per tile of ``tile_rows`` along ``rows_axis`` of
+    the output (the axes before it are outer loops), loads by DMA, the rest on the ALU."""
+    s = create_schedule(out.op)
+    for t in loads:
+        s[t].set_scope(env.acc_scope)
+    for t in alus:
+        s[t].set_scope(env.acc_scope)
+    axes = list(s[out].op.axis)
+    outer, inner = s[out].split(axes[rows_axis], factor=tile_rows)
+    s[out].reorder(*axes[:rows_axis], outer, inner, *axes[rows_axis + 1:])
+    for t in loads + alus:
+        s[t].compute_at(s[out], outer)
+    for t in loads:
+        s[t].pragma(s[t].op.axis[0], env.dma_copy)
+    for t in alus:
+        s[t].pragma(s[t].op.axis[0], env.alu)
+    s[out].pragma(inner, env.dma_copy)
+    return s
+
+
+def _stages_below(out: Tensor) -> list:
+    """Every compute stage below ``out`` (excluding it), producers first."""
+    order: list = []
+    seen: set = set()
+
+    def visit(t: Tensor) -> None:
+        if id(t.op) in seen or not hasattr(t.op, "body"):
+            return
+        seen.add(id(t.op))
+        for u in t.op.input_tensors:
+            visit(u)
+        order.append(t)
+
+    for u in out.op.input_tensors:
+        visit(u)
+    return order
+
+
+def _row_tile(rows: int, entries_per_row: int, buffers: int, env: Environment) -> int:
+    """The largest divisor of ``rows`` whose tiles (``buffers`` copies) fit the accumulator."""
+    cap = env.ACC_BUFF_DEPTH
+    for t in range(rows, 0, -1):
+        if rows % t == 0 and t * entries_per_row * buffers <= cap:
+            return t
+    raise ScheduleError(f"qadd: one row of {entries_per_row} entries x {buffers} operands overflows the "
+                        f"accumulator ({cap} entries)")
+
+
+def build_qadd(spec, name: str, env: Environment | None = None):
+    """Compile a quantized add (:class:`~vta.topi.qnn.QAddSpec`) on the ALU.
+
+    Returns
+    -------
+    (Module, ArgLayout)
+
+    Raises
+    ------
+    ScheduleError
+        If one row of the operands does not fit the accumulator.
+    """
+    env = env or get_env()
+    _check_env(env, "build_qadd")
+    with env:
+        nb = _ceil_div(spec.batch, env.BATCH)
+        cb = _ceil_div(spec.channels, env.BLOCK_OUT)
+        shape = (nb, cb, spec.height, spec.width, env.BATCH, env.BLOCK_OUT)
+        a = placeholder(shape, name="lhs", dtype=env.inp_dtype)
+        b = placeholder(shape, name="rhs", dtype=env.inp_dtype)
+        frac = sum_fraction_bits(spec.lhs.requant, spec.rhs.requant)
+        if frac is not None:  # one rounding of the rescaled sum
+            ta, tb = _term(a, spec.lhs, frac, env, "lhs"), _term(b, spec.rhs, frac, env, "rhs")
+            ch = _Chain(compute(shape, lambda *i: ta(*i) + tb(*i), name="qadd_sum", tag=ELEMWISE_TAG), "qadd")
+            out = _finish(ch, ch.round_sum(frac, spec.output_zero_point), spec.clip, env)
+        else:
+            ya, z_left = _scaled_operand(a, spec.lhs, env, "lhs", post_add=spec.output_zero_point)
+            x, _ = _add_scaled(ya, b, spec.rhs, env, "rhs")
+            ch = _Chain(x, "qadd")
+            out = _finish(ch, z_left, spec.clip, env)
+        stages = _stages_below(out)
+        loads = [t for t in stages if t.op.tag == LOAD_TAG]
+        alus = [t for t in stages if t.op.tag != LOAD_TAG]
+        tile = _row_tile(spec.height, spec.width, 2, env)
+        s = _ewise_schedule(out, loads, alus, 2, tile, env)
+        pairs = [("lhs", a), ("rhs", b), ("out", out)]
+        mod = _build(s, pairs, name, env)
+    return mod, ArgLayout.for_env("add", spec, _arg_specs(pairs), env)
+
+
+def maxpool_unsupported_reason(spec, env: Environment | None = None) -> str | None:
+    """Kept here for callers of the first layout; the function lives in :mod:`vta.topi.qnn_pool`
+    (import it from :mod:`vta.topi.qnn`)."""
+    from .qnn_pool import maxpool_unsupported_reason as reason
+
+    return reason(spec, env)
+
+
+def build_maxpool(spec, name: str, env: Environment | None = None):
+    """Kept here for callers of the first layout; see :func:`vta.topi.qnn_pool.build_maxpool`."""
+    from .qnn_pool import build_maxpool as build
+
+    return build(spec, name, env)

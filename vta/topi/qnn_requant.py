@@ -1,0 +1,388 @@
+"""The fixed-point requantisation of :mod:`vta.topi.qnn` (``Requant``, ``requantize_np``,
+``add_np``): the one integer definition the accelerator and the host share. The modes
+(``fixed``: 15-bit multiplier and exact product, the default; ``fixed8``; ``pow2``), the ALU's
+product forms, the split of the shift and the difference from onnxruntime are described in the
+docstring of :mod:`vta.topi.qnn`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+__all__ = ["FIXED_BITS", "INT8_RANGE", "MAX_ROUND_SHIFT", "MODES", "MULTIPLIER_BITS", "MULTIPLIER_SPLIT", "PRODUCT_SHIFT", "Requant",
+           "accumulator_bits", "add_np", "requantize_np", "round_sum_np", "scaled_np", "sum_fraction_bits"]
+
+#: The int8 range every accelerator result is clipped to.
+INT8_RANGE = (-128, 127)
+#: Largest shift of the rounding step (its constant 2**(s2 - 1) is a signed 16-bit immediate).
+MAX_ROUND_SHIFT = 15
+#: Bits of the multiplier of the ``fixed8`` and ``pow2`` modes (acc * m inside int32 for |acc| < 2**23).
+MULTIPLIER_BITS = 8
+#: Significant bits of the multiplier of the ``fixed`` mode (m < 2**15: a signed 16-bit immediate).
+FIXED_BITS = 15
+#: The accumulator split of the ``fixed`` mode: acc = hi * 2**15 + lo, 0 <= lo < 2**15.
+PRODUCT_SHIFT = 15
+#: The requantisation modes: ``fixed`` (15-bit multiplier, exact product), ``fixed8`` (8-bit
+#: multiplier, the first scheme), ``pow2`` (shift only).
+MODES = ("fixed", "fixed8", "pow2")
+#: The multiplier split of the ``fixed`` mode for accumulators below 2**23: m = mh * 2**8 + ml.
+MULTIPLIER_SPLIT = 8
+#: Where the ``fixed`` mode clamps the accumulator when a shift is at most PRODUCT_SHIFT (M >= 1/2).
+DIRECT_CLAMP = (1 << 15) - 1
+
+
+def _int_array(v: Any, what: str) -> np.ndarray:
+    a = np.atleast_1d(np.asarray(v))
+    if a.ndim != 1 or a.size == 0:
+        raise ValueError(f"Requant: {what} must be a scalar or a non-empty 1-D array, got shape {a.shape!r}")
+    if not np.issubdtype(a.dtype, np.integer) and not np.all(np.equal(np.round(a), a)):
+        raise ValueError(f"Requant: {what} must hold integers, got {v!r}")
+    return a.astype(np.int32)
+
+
+@dataclass(frozen=True, eq=False)
+class Requant:
+    """A fixed-point requantisation ``M ~= multiplier * 2**(pre_shift - shift)`` (module docstring).
+
+    ``multiplier`` and ``shift`` are int32 arrays of shape ``(1,)`` (per tensor) or ``(C,)`` (per
+    output channel, one entry each); ``0 <= multiplier < 2**8``, ``0 <= shift <= 62``,
+    ``0 <= pre_shift <= 31``.
+
+    Raises
+    ------
+    ValueError
+        (on construction) If a field is out of its range or the two arrays disagree in length.
+    """
+
+    multiplier: np.ndarray
+    shift: np.ndarray
+    pre_shift: int = 0
+    mode: str = field(default="fixed")
+    acc_bits: int | None = None
+
+    def __post_init__(self):
+        m = _int_array(self.multiplier, "multiplier")
+        s = _int_array(self.shift, "shift")
+        if s.size == 1 and m.size > 1:
+            s = np.full(m.shape, s[0], dtype=np.int32)
+        if m.size == 1 and s.size > 1:
+            m = np.full(s.shape, m[0], dtype=np.int32)
+        if m.shape != s.shape:
+            raise ValueError(f"Requant: multiplier {m.shape!r} and shift {s.shape!r} must have the same length")
+        if self.mode not in MODES:
+            raise ValueError(f"Requant: mode must be one of {MODES!r}, got {self.mode!r}")
+        top = (1 << FIXED_BITS) - 1 if self.mode == "fixed" else 1 << MULTIPLIER_BITS
+        if m.min() < 0 or m.max() > top:
+            raise ValueError(f"Requant: multipliers must lie in [0, {top}] ({self.mode} mode), got {m.tolist()!r}")
+        if s.min() < 0 or s.max() > 62:
+            raise ValueError(f"Requant: shifts must lie in [0, 62], got {s.tolist()!r}")
+        if not 0 <= int(self.pre_shift) <= 31:
+            raise ValueError(f"Requant: pre_shift must lie in [0, 31], got {self.pre_shift!r}")
+        if self.mode == "fixed" and self.pre_shift:
+            raise ValueError("Requant: the fixed mode is exact for every int32 accumulator and takes no pre_shift")
+        if self.acc_bits is not None:
+            if not 1 <= int(self.acc_bits) <= 32:
+                raise ValueError(f"Requant: acc_bits must lie in [1, 32], got {self.acc_bits!r}")
+            object.__setattr__(self, "acc_bits", int(self.acc_bits))
+        m.setflags(write=False)
+        s.setflags(write=False)
+        object.__setattr__(self, "multiplier", m)
+        object.__setattr__(self, "shift", s)
+        object.__setattr__(self, "pre_shift", int(self.pre_shift))
+
+    # -- identity ---------------------------------------------------------------------------
+    def _key(self) -> tuple:
+        return (tuple(self.multiplier.tolist()), tuple(self.shift.tolist()), self.pre_shift, self.mode, self.acc_bits)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Requant) and self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __repr__(self) -> str:
+        m, s = self.multiplier.tolist(), self.shift.tolist()
+        if len(m) == 1:
+            m, s = m[0], s[0]
+        bits = "" if self.acc_bits is None else f", acc_bits={self.acc_bits}"
+        return f"Requant(multiplier={m!r}, shift={s!r}, pre_shift={self.pre_shift}, mode={self.mode!r}{bits})"
+
+    # -- construction -----------------------------------------------------------------------
+    @classmethod
+    def from_scale(cls, scale: Any, *, mode: str = "fixed", acc_bits: int | None = None) -> Requant:
+        """The requantisation of real multiplier(s) ``scale`` (``s_in / s_out``; a float or one
+        float per output channel).
+
+        Parameters
+        ----------
+        scale : float or array of float
+            Positive (or zero) real multipliers, at most 127.5. The ``fixed`` mode rounds each to
+            float32 first (onnxruntime's multiplier is a float32).
+        mode : {"fixed", "fixed8", "pow2"}
+            ``fixed`` (default): 15-bit multiplier (``m`` in [2**14, 2**15) unless ``M`` is so
+            small that the shift would pass 62), exact product for every int32 accumulator;
+            ``fixed8``: 8-bit multiplier (``m`` in [128, 255]), the product wraps past 2**31;
+            ``pow2``: the nearest power of two, no multiply.
+        acc_bits : int, optional
+            A bound on the accumulator, ``|acc| < 2**acc_bits``. ``fixed8`` and ``pow2``: when
+            ``acc_bits + 8 > 31`` a pre-shift ``p = acc_bits + 8 - 31`` keeps ``(acc >> p) * m``
+            inside int32 (it truncates ``p`` low bits of ``acc`` before the multiply). ``fixed``
+            is exact without a bound; it records it (``acc_bits``) and the accelerator then uses a
+            cheaper product form (:meth:`product_shift`), same results.
+
+        Raises
+        ------
+        ValueError
+            If a scale is negative, not finite, or larger than 127.5 (no shift >= 1 represents
+            it), the mode is unknown, or ``acc_bits`` is not in [1, 32].
+        """
+        if mode not in MODES:
+            raise ValueError(f"Requant.from_scale: mode must be one of {MODES!r}, got {mode!r}")
+        scales = np.atleast_1d(np.asarray(scale, dtype=np.float64))
+        if scales.ndim != 1 or scales.size == 0:
+            raise ValueError(f"Requant.from_scale: scale must be a float or a 1-D array, got shape {scales.shape!r}")
+        if not np.all(np.isfinite(scales)) or scales.min() < 0:
+            raise ValueError(f"Requant.from_scale: scales must be finite and non-negative, got {scales.tolist()!r}")
+        pre = 0
+        if acc_bits is not None:
+            if not 1 <= int(acc_bits) <= 32:
+                raise ValueError(f"Requant.from_scale: acc_bits must lie in [1, 32], got {acc_bits!r}")
+            if mode != "fixed":
+                pre = max(0, int(acc_bits) + MULTIPLIER_BITS - 31)
+        if mode == "fixed":
+            scales = scales.astype(np.float32).astype(np.float64)
+        ms, ss = [], []
+        for M in scales.tolist():
+            Mp = M * (1 << pre)  # the multiplier applied to acc >> pre
+            if Mp > 127.5:
+                raise ValueError(f"Requant.from_scale: scale {M!r} times 2**pre_shift ({pre}) is larger than 127.5; "
+                                 f"requantise in two steps")
+            if mode == "pow2":
+                m, s = _pow2(Mp)
+            else:
+                m, s = _fixed(Mp, FIXED_BITS if mode == "fixed" else MULTIPLIER_BITS)
+            ms.append(m)
+            ss.append(s)
+        bits = int(acc_bits) if (acc_bits is not None and mode == "fixed") else None
+        return cls(np.array(ms, dtype=np.int32), np.array(ss, dtype=np.int32), pre, mode, bits)
+
+    @classmethod
+    def identity(cls) -> Requant:
+        """``M = 1`` (``m = 2, s = 1``: exact)."""
+        return cls(np.array([2], dtype=np.int32), np.array([1], dtype=np.int32))
+
+    # -- views --------------------------------------------------------------------------------
+    @property
+    def per_channel(self) -> bool:
+        """True when there is more than one multiplier."""
+        return self.multiplier.size > 1
+
+    @property
+    def channels(self) -> int:
+        """Number of multipliers (1 per tensor)."""
+        return int(self.multiplier.size)
+
+    def scale(self) -> np.ndarray:
+        """The real multipliers represented, ``m * 2**(pre_shift - shift)`` (float64 array)."""
+        return self.multiplier.astype(np.float64) * np.exp2(self.pre_shift - self.shift.astype(np.float64))
+
+    @property
+    def split(self) -> bool:
+        """True when an accumulator's product needs more than one ALU multiply (``fixed`` mode,
+        every shift of a nonzero multiplier above :data:`PRODUCT_SHIFT`, no bound below 2**16):
+        :meth:`product_shift` is then 8 or 15. Otherwise (``fixed`` with a shift <= 15, i.e.
+        ``M >= 1/2``) an unbounded accumulator is clamped to ``+-DIRECT_CLAMP`` and multiplied once,
+        as the other modes do."""
+        return self.product_shift() > 0
+
+    def _live_shifts(self) -> np.ndarray:
+        return self.shift[self.multiplier != 0]  # a zero multiplier (a padded channel) gives 0 at any shift
+
+    def product_shift(self, bounded: bool = False) -> int:
+        """The bits the accelerator's multiply step drops before the rounding (``fixed`` mode):
+
+        * 0: one MUL, ``|x| < 2**16`` known (``bounded``: an int8 operand; or ``acc_bits <= 16``),
+          or the clamped form (a shift <= 15);
+        * 8: ``acc_bits <= 23``: ``m = mh * 2**8 + ml`` and ``x * mh + ((x * ml) >> 8)``;
+        * 15: any int32 accumulator: ``x = hi * 2**15 + lo`` and ``hi * m + ((lo * m) >> 15)``.
+        """
+        live = self._live_shifts()
+        if self.mode != "fixed" or live.size == 0 or int(live.min()) <= PRODUCT_SHIFT:
+            return 0
+        if bounded or (self.acc_bits is not None and self.acc_bits <= 16):
+            return 0
+        if self.acc_bits is not None and self.acc_bits <= 23:
+            return MULTIPLIER_SPLIT
+        return PRODUCT_SHIFT
+
+    def needs_clamp(self, bounded: bool = False) -> bool:
+        """True when the accelerator clamps the operand to ``+-DIRECT_CLAMP`` before one multiply
+        (``fixed`` mode, a shift <= 15, the operand possibly above 2**15)."""
+        live = self._live_shifts()
+        small = bounded or (self.acc_bits is not None and self.acc_bits <= 15)
+        return self.mode == "fixed" and not small and live.size > 0 and int(live.min()) <= PRODUCT_SHIFT
+
+    def alu_multipliers(self) -> tuple[np.ndarray, ...]:
+        """The multiplier vector(s) the accelerator multiplies an accumulator by: ``(mh, ml)`` with
+        ``m = mh * 2**8 + ml`` for the multiplier split (:meth:`product_shift` 8), else ``(m,)``."""
+        if self.product_shift() == MULTIPLIER_SPLIT:
+            return ((self.multiplier >> MULTIPLIER_SPLIT).astype(np.int32),
+                    (self.multiplier & ((1 << MULTIPLIER_SPLIT) - 1)).astype(np.int32))
+        return (self.multiplier,)
+
+    def split_shifts(self, post_add: int = 0, bounded: bool = False) -> tuple[np.ndarray, int]:
+        """``(s1, s2)`` of the accelerator's rounding after the multiply step: ``s1`` (array) shifted
+        first, then ``+ 2**(s2-1)`` and ``>> s2`` with one common ``s2 = min(min(shift - k), 15)``
+        (0: no rounding step), ``k = product_shift(bounded)``; ``s1 + s2 + k == shift``.
+
+        With ``post_add`` (a zero point to add after the rounding) and a first shift that exists
+        anyway (some ``s1 > 0``), ``s2`` is lowered until ``2**(s2-1) + post_add * 2**s2`` fits
+        the ALU's signed 16-bit immediate, so that one ADD does both.
+        """
+        rest = self.shift - self.product_shift(bounded)
+        live = self.multiplier != 0
+        if not live.any():
+            live = np.ones_like(live)
+        s2 = int(min(int(rest[live].min()), MAX_ROUND_SHIFT))
+        if post_add and int(rest[live].max()) > s2:
+            while s2 > 1 and not -(1 << 15) <= (1 << (s2 - 1)) + post_add * (1 << s2) < (1 << 15):
+                s2 -= 1
+        # a channel with a zero multiplier is 0 before and after any shift: none for it
+        return np.where(live, rest - s2, 0).astype(np.int32), s2
+
+
+def _fixed(M: float, bits: int) -> tuple[int, int]:
+    """``(m, s)`` with ``m`` in [2**(bits-1), 2**bits) and ``M ~= m / 2**s``, ``1 <= s <= 62``."""
+    if M == 0.0:
+        return 0, 1
+    e = math.floor(math.log2(M))
+    s = bits - 1 - e
+    m = math.floor(M * 2.0 ** s + 0.5)
+    if m >= 1 << bits:  # rounding reached the next power of two
+        m, s = m // 2, s - 1
+    if s < 1:
+        s = 1
+        m = math.floor(M * 2.0 + 0.5)
+    if s > 62:
+        s = 62
+        m = math.floor(M * 2.0 ** 62 + 0.5)
+    return m, s
+
+
+def _pow2(M: float) -> tuple[int, int]:
+    """``(1, s)`` with ``2**-s`` the power of two nearest ``M``; ``M >= 0.75`` -> ``(2**(k+1), 1)``."""
+    if M == 0.0:
+        return 0, 1
+    k = round(math.log2(M))
+    if k >= 0:
+        return 1 << (k + 1), 1
+    return 1, min(-k, 62)
+
+
+def _round_shift(t: np.ndarray, s: np.ndarray) -> np.ndarray:
+    """``floor((t + 2**(s-1)) / 2**s)`` exactly (int64), ``t`` unchanged where ``s == 0``."""
+    s = s.astype(np.int64)
+    half = np.where(s > 0, np.left_shift(np.int64(1), np.maximum(s - 1, 0)), 0)
+    return np.right_shift(t + half, s)
+
+
+def requantize_np(acc: Any, rq: Requant, axis: int = 1, out_zero_point: int = 0, lo: int = -128,
+                  hi: int = 127) -> np.ndarray:
+    """The requantisation of int32 accumulators (module docstring), as int32 (before the cast).
+
+    Parameters
+    ----------
+    acc : array of int
+        Accumulators; wrapped to int32 first (the accumulator width).
+    rq : Requant
+    axis : int
+        The channel axis of ``acc`` a per-channel ``rq`` runs along (ignored per tensor).
+    out_zero_point : int
+        Added after rounding.
+    lo, hi : int
+        The clip bounds (relu / clip folded), applied last.
+
+    Raises
+    ------
+    ValueError
+        If a per-channel ``rq`` does not have one entry per channel of ``acc`` along ``axis``.
+    """
+    a = np.asarray(acc).astype(np.int64).astype(np.int32).astype(np.int64)
+    m, s = rq.multiplier.astype(np.int64), rq.shift.astype(np.int64)
+    if rq.per_channel:
+        if a.ndim == 0 or a.shape[axis] != rq.channels:
+            raise ValueError(f"requantize_np: {rq.channels} per-channel multipliers for an accumulator of shape "
+                             f"{a.shape!r} along axis {axis!r}")
+        shape = [1] * a.ndim
+        shape[axis] = rq.channels
+        m, s = m.reshape(shape), s.reshape(shape)
+    else:
+        m, s = m[0], s[0]
+    if rq.mode == "fixed":
+        # exact product (|acc * m| < 2**46); the channels with a shift <= 15 clamp the accumulator first
+        a = np.where(s > PRODUCT_SHIFT, a, np.clip(a, -DIRECT_CLAMP, DIRECT_CLAMP))
+        t = a * m
+    else:
+        t = np.right_shift(a, rq.pre_shift) * m
+        # acc * m wraps to int32 like the ALU (no wrap when |acc >> p| < 2**23).
+        t = t.astype(np.int32).astype(np.int64)
+    y = _round_shift(t, np.broadcast_to(s, t.shape)) + int(out_zero_point)
+    return np.clip(y, lo, hi).astype(np.int32)
+
+
+def sum_fraction_bits(*rqs: Requant) -> int | None:
+    """The fraction bits ``F`` of a sum of rescaled int8 operands rounded once (``fixed`` mode):
+    ``min(15, every shift)``; None when a requant is not ``fixed`` (the sum of separately rounded
+    operands is used then). Every requant must be per tensor."""
+    if any(rq.mode != "fixed" for rq in rqs):
+        return None
+    return min([PRODUCT_SHIFT] + [int(rq.shift[0]) for rq in rqs])
+
+
+def scaled_np(x: Any, rq: Requant, frac: int) -> np.ndarray:
+    """``floor(x * m / 2**(shift - frac))`` of a bounded operand (``|x| < 2**16``; per-tensor ``rq``):
+    one term of a sum rounded once (:func:`round_sum_np`)."""
+    t = np.asarray(x).astype(np.int64) * int(rq.multiplier[0])
+    return np.right_shift(t, int(rq.shift[0]) - frac)
+
+
+def round_sum_np(terms: list, frac: int) -> np.ndarray:
+    """``floor((sum(terms) + 2**(frac-1)) / 2**frac)``: the one rounding of a rescaled sum."""
+    total = sum(np.asarray(t, dtype=np.int64) for t in terms)
+    return _round_shift(total, np.full(np.shape(total), frac))
+
+
+def add_np(operands: list, out_zero_point: int = 0, lo: int = -128, hi: int = 127) -> np.ndarray:
+    """A quantized sum of int8 operands, any shape: ``operands`` is a list of ``(x, zero_point,
+    rq)`` (``rq`` per tensor, ``M = s_x / s_out``). With every ``rq`` in the ``fixed`` mode the
+    operands are rescaled with :func:`sum_fraction_bits` fraction bits and the sum rounded once;
+    otherwise each is requantised and rounded on its own. Returns int32, clipped to [lo, hi]
+    (the host form of :func:`vta.topi.qnn.build_qadd`).
+
+    Raises
+    ------
+    ValueError
+        If a requant is per channel.
+    """
+    rqs = [rq for _, _, rq in operands]
+    if any(rq.per_channel for rq in rqs):
+        raise ValueError("add_np: the operands' requants must be per tensor")
+    frac = sum_fraction_bits(*rqs)
+    centred = [np.asarray(x).astype(np.int64) - int(z) for x, z, _ in operands]
+    if frac is not None:
+        y = round_sum_np([scaled_np(c, rq, frac) for c, rq in zip(centred, rqs)], frac)
+    else:
+        y = sum(requantize_np(c, rq, 0, 0, -(1 << 31), (1 << 31) - 1).astype(np.int64) for c, rq in zip(centred, rqs))
+    return np.clip(y + int(out_zero_point), lo, hi).astype(np.int32)
+
+
+def accumulator_bits(reduction: int, max_abs_bias: int = 0) -> int:
+    """The smallest ``b`` with ``|acc| < 2**b`` for ``reduction`` int8 x int8 products plus a bias
+    of at most ``max_abs_bias`` (the worst case; pass it as ``acc_bits`` to
+    :meth:`Requant.from_scale` to get the pre-shift that keeps ``acc * m`` inside int32)."""
+    bound = int(reduction) * 128 * 128 + abs(int(max_abs_bias))
+    return max(1, bound.bit_length())
