@@ -15,6 +15,7 @@ from typing import Any, Iterable, Mapping
 import numpy as np
 
 from ..errors import GraphError
+from .printer import astext
 
 __all__ = ["TensorType", "Value", "Node", "Graph", "INPUT", "PARAM", "NODE"]
 
@@ -341,8 +342,6 @@ class Graph:
                      self.nodes if nodes is None else nodes, self.params if params is None else params)
 
     def __str__(self) -> str:
-        from .printer import astext
-
         return astext(self)
 
     def __repr__(self) -> str:

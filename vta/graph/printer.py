@@ -5,6 +5,8 @@
       ...
       return %relu_0
     }
+
+The printer reads graphs by duck typing, so that the IR can use it for ``str(graph)``.
 """
 
 from __future__ import annotations
@@ -12,8 +14,6 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-
-from .ir import Graph
 
 __all__ = ["astext", "format_attr"]
 
@@ -31,7 +31,7 @@ def format_attr(value: Any) -> str:
     return repr(value)
 
 
-def astext(graph: Graph, show_params: bool = False) -> str:
+def astext(graph: Any, show_params: bool = False) -> str:
     """The text form of ``graph``.
 
     Parameters
