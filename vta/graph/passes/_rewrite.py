@@ -68,6 +68,13 @@ class Rewriter:
         self.params[name] = data
         return Value(name, t, PARAM)
 
-    def finish(self) -> Graph:
-        """The new graph (outputs mapped)."""
-        return Graph(self.graph.inputs, [self.map(v) for v in self.graph.outputs], self.nodes, self.params)
+    def finish(self, outputs: list[Value] | None = None) -> Graph:
+        """The new graph (outputs mapped unless given), without nodes nothing reads."""
+        outputs = [self.map(v) for v in self.graph.outputs] if outputs is None else outputs
+        live = {v.name for v in outputs}
+        kept = []
+        for node in reversed(self.nodes):
+            if node.name in live:
+                kept.append(node)
+                live.update(v.name for v in node.inputs)
+        return Graph(self.graph.inputs, outputs, kept[::-1], self.params)

@@ -130,6 +130,7 @@ class FuseAccelerator:
         absorbed = {n.name for c in plans.values() for n in c.nodes[:-1]}
         rw = Rewriter(graph)
         self._int8_cache: dict[str, Value] = {}
+        self._int8_of_uint8: dict[str, Value] = {}
         for node in graph.nodes:
             if node.name in absorbed:
                 continue
@@ -147,6 +148,8 @@ class FuseAccelerator:
         v = rw.map(v)
         if v.type.dtype == "int8":
             return v, 0
+        if v.name in self._int8_of_uint8:  # the uint8 form of an accelerator result: use the int8 one
+            return self._int8_of_uint8[v.name], -128
         cached = self._int8_cache.get(v.name)
         if cached is None:
             cached = rw.emit("vta.to_int8", [v], {}, rw.fresh(f"{v.name}_i8"))
@@ -155,7 +158,9 @@ class FuseAccelerator:
 
     def _finish(self, rw: Rewriter, out: Value, dtype: str, last: Node) -> Value:
         if dtype == "uint8":
-            return rw.emit("vta.to_uint8", [out], {}, rw.fresh(f"{last.name}_u8"))
+            u8 = rw.emit("vta.to_uint8", [out], {}, rw.fresh(f"{last.name}_u8"))
+            self._int8_of_uint8[u8.name] = out
+            return u8
         return out
 
     def _requant(self, scale: np.ndarray):

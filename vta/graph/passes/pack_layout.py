@@ -76,13 +76,14 @@ class PackLayout:
             if channels is None:
                 channels = node.output_type.shape[1]
             out = rw.emit(node.op, inputs, dict(node.attrs, layout=layout, channels=int(channels)), node.name)
+            rw.subst[node.name] = out
             logical[out.name] = int(channels)
         outputs = [plain(v) for v in graph.outputs]
-        return Graph(graph.inputs, outputs, rw.nodes, rw.params)
+        return rw.finish(outputs)
 
 
 def _layout_of(v: Value, b: int, c: int) -> str:
-    return f"NC{b}n{c}c" if v.type.ndim == 4 else f"NCHW{b}n{c}c"
+    return f"NCHW{b}n{c}c" if v.type.ndim == 6 else f"NC{b}n{c}c"
 
 
 def _emit_same(rw: Rewriter, node: Node, inputs: list[Value]) -> None:

@@ -174,4 +174,11 @@ def match_max_pool(m: Matcher, node: Node) -> tuple[Chain | None, str]:
     reason = m._batch_ok(x.type.shape[0])
     if reason:
         return None, reason
+    from ...topi.qnn import MaxPoolSpec
+    from ...topi.qnn_build import maxpool_unsupported_reason
+
+    n, c, h, w = x.type.shape
+    reason = maxpool_unsupported_reason(MaxPoolSpec(n, c, h, w, (ph, pw), _pair(a["strides"]), pad), m.env)
+    if reason:
+        return None, f"the ALU cannot run it: {reason}"
     return Chain("max_pool2d", [node], node), "supported"
