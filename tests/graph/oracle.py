@@ -12,8 +12,9 @@ import numpy as np
 from vta.topi.qnn import Requant
 
 
-def conv_int(x, w, zx, stride, pad):
-    """sum((x - zx) * w) over each window, padded pixels equal to zx (int64, NCHW/OIHW)."""
+def conv_int(x, w, zx, stride, pad, bias=None):
+    """sum((x - zx) * w) over each window (+ bias per output channel), padded pixels equal to zx
+    (int64, NCHW/OIHW)."""
     n, c, h, wd = x.shape
     o, _, kh, kw = w.shape
     pt, pl, pb, pr = pad
@@ -27,6 +28,8 @@ def conv_int(x, w, zx, stride, pad):
         for j in range(ow):
             win = xp[:, :, i * stride:i * stride + kh, j * stride:j * stride + kw]
             out[:, :, i, j] = np.tensordot(win, w.astype(np.int64), axes=([1, 2, 3], [1, 2, 3]))
+    if bias is not None:
+        out += np.asarray(bias, dtype=np.int64).reshape(1, -1, 1, 1)
     return out
 
 
