@@ -50,7 +50,8 @@ def test_residual_add_is_fused_into_the_second_convolution(env):
     conv2 = g.node("conv2")
     assert [v.name for v in conv2.inputs][3] == "down"
     spec = conv2.attrs["spec"]
-    assert spec.residual is not None and spec.clip == (0, 127) and spec.output_zero_point == -4
+    assert spec.residual is not None and spec.intermediate is not None
+    assert spec.clip == (0, 127) and spec.output_zero_point == -4 and spec.intermediate.zero_point == 2
 
 
 def test_pipeline_packs_regions_and_places_every_node(env):

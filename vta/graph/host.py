@@ -20,7 +20,7 @@ import numpy as np
 from ..errors import GraphError, UnsupportedOperatorError
 from .infer import parse_layout, pool_output_size
 
-__all__ = ["KERNELS", "run_kernel", "requantize", "dtype_range"]
+__all__ = ["KERNELS", "run_kernel", "evaluate", "requantize", "dtype_range", "layout_pack", "layout_unpack", "conv2d_nchw"]
 
 Kernel = Callable[[Mapping[str, Any], Sequence[np.ndarray]], np.ndarray]
 
@@ -435,3 +435,35 @@ def run_kernel(name: str, attrs: Mapping[str, Any], inputs: Sequence[np.ndarray]
     except ValueError as exc:
         shapes = [f"{a.dtype}{list(a.shape)}" for a in map(np.asarray, inputs)]
         raise GraphError(f"host kernel {name!r} on inputs {shapes}: {exc}") from exc
+
+
+def evaluate(graph: Any, inputs: Mapping[str, np.ndarray]) -> list[np.ndarray]:
+    """Run every node of ``graph`` with the host kernels (a reference executor, no accelerator).
+
+    Parameters
+    ----------
+    graph : vta.graph.Graph
+        A graph of operators with host kernels (before fusion).
+    inputs : mapping of str to ndarray
+        A value for every graph input.
+
+    Returns
+    -------
+    list of ndarray
+        The graph's outputs.
+
+    Raises
+    ------
+    GraphError
+        If an input is missing.
+    UnsupportedOperatorError
+        If a node has no host kernel (fused ``vta.*`` operators have none).
+    """
+    values: dict[str, np.ndarray] = dict(graph.params)
+    for v in graph.inputs:
+        if v.name not in inputs:
+            raise GraphError(f"evaluate: no value for the graph input {v.name!r}")
+        values[v.name] = np.asarray(inputs[v.name])
+    for node in graph.nodes:
+        values[node.name] = run_kernel(node.op, node.attrs, [values[v.name] for v in node.inputs])
+    return [values[v.name] for v in graph.outputs]

@@ -11,8 +11,11 @@
   by ``vta.to_int8`` at the region entry and back by ``vta.to_uint8`` after it; uint8 weights
   with zero point 128 become int8 weights with zero point 0;
 * relu/clip bounds are folded into the spec's clip;
-* with a residual, the convolution requantizes straight to the add's output scale and the
-  residual by its own per-tensor multiplier (Q's fused semantics).
+* with a residual, the layer's own int8 result is rounded and saturated as in the unfused graph
+  (Q's ``IntermediateSpec``) and rescaled to the add's output scale, the residual by its own
+  per-tensor multiplier: the fusion gives the bits of the unfused graph;
+* the requantization gets a pre-shift when the layer's worst accumulator (``255 * sum|w| +
+  |bias|``) can pass 23 bits, so that ``acc * m`` stays inside int32.
 """
 
 from __future__ import annotations
@@ -94,13 +97,14 @@ def _requant_scales(chain: Chain):
 
     rq = chain.requant
     if chain.add is not None:
-        out_scale = _scale(chain.add.attrs["output_scale"])
-        core_is_lhs = chain.add.inputs[0] == rq.output
-        r_scale = _scale(chain.add.attrs["rhs_scale" if core_is_lhs else "lhs_scale"])
-        Requant.from_scale(r_scale / out_scale)
-    else:
-        out_scale = _scale(rq.attrs["output_scale"])
-    return Requant.from_scale(_scale(rq.attrs["input_scale"]) / out_scale)
+        a = chain.add.attrs
+        out_scale = _scale(a["output_scale"])
+        Requant.from_scale(_scale(a["rhs_scale"]) / out_scale)
+        Requant.from_scale(_scale(a["lhs_scale"]) / out_scale)
+        mine = "lhs" if chain.add.inputs[0] == rq.output else "rhs"
+        if int(a[f"{mine}_zero_point"]) != int(rq.attrs["output_zero_point"]):
+            raise ValueError("the add's zero point of the layer's result differs from the requantize's")
+    return Requant.from_scale(_scale(rq.attrs["input_scale"]) / _scale(rq.attrs["output_scale"]))
 
 
 class FuseAccelerator:
@@ -168,6 +172,11 @@ class FuseAccelerator:
 
         return Requant.from_scale(scale, mode=self.requant_mode, acc_bits=acc_bits)
 
+    def _intermediate(self, zero_point: int, clip: tuple[int, int], scale: np.ndarray):
+        from ...topi.qnn import IntermediateSpec
+
+        return IntermediateSpec(int(zero_point), self._requant(scale), clip)
+
     def _residual(self, zero_point: int, scale: np.ndarray):
         from ...topi.qnn import ResidualSpec
 
@@ -187,31 +196,38 @@ class FuseAccelerator:
         x, dx = self._to_int8(rw, core.inputs[0])
         zx = int(core.attrs["input_zero_point"]) + dx
         w = rw.params[core.inputs[1].name].astype(np.int64) - int(core.attrs["kernel_zero_point"])
-        bias = np.zeros(w.shape[0], dtype=np.int64)
+        bias_model = np.zeros(w.shape[0], dtype=np.int64)
         if c.bias is not None:
-            bias += rw.params[rw.map(c.bias.inputs[1]).name].astype(np.int64)
-        bias -= zx * w.reshape(w.shape[0], -1).sum(axis=1)
+            bias_model += rw.params[rw.map(c.bias.inputs[1]).name].astype(np.int64)
+        bias = bias_model - zx * w.reshape(w.shape[0], -1).sum(axis=1)
         if np.abs(bias).max(initial=0) >= 2 ** 31:
             raise ValueError(f"node {core.name!r}: the folded bias does not fit int32")
         last_q = c.add if c.add is not None else rq
         out_dtype = last_q.output_type.dtype
         doff = -128 if out_dtype == "uint8" else 0
         lo, hi = fold_clip(c.activations, out_dtype)
-        residual_spec, residual_val = None, None
+        # the largest |accumulator| any input gives: |x - z_x| <= 255 on every tap, plus the model's bias
+        worst = int((np.abs(w).reshape(w.shape[0], -1).sum(axis=1) * 255 + np.abs(bias_model)).max(initial=1))
+        acc_bits = min(worst.bit_length(), 32)
+        residual_spec = residual_val = intermediate = None
         if c.add is not None:
             a = c.add.attrs
             out_scale, z_out = _scale(a["output_scale"]), int(a["output_zero_point"])
-            core_is_lhs = c.add.inputs[0] == rq.output
-            side = "rhs" if core_is_lhs else "lhs"
+            mine, other = ("lhs", "rhs") if c.add.inputs[0] == rq.output else ("rhs", "lhs")
             residual_val, dr = self._to_int8(rw, c.residual)
-            residual_spec = self._residual(int(a[f"{side}_zero_point"]) + dr, _scale(a[f"{side}_scale"]) / out_scale)
+            residual_spec = self._residual(int(a[f"{other}_zero_point"]) + dr, _scale(a[f"{other}_scale"]) / out_scale)
+            # the layer's own int8 result, rounded and saturated as the unfused graph does, then rescaled
+            y_dtype = rq.output_type.dtype
+            y_off = -128 if y_dtype == "uint8" else 0
+            y_lo, y_hi = _dtype_range(y_dtype)
+            intermediate = self._intermediate(int(a[f"{mine}_zero_point"]) + y_off, (y_lo + y_off, y_hi + y_off),
+                                              _scale(a[f"{mine}_scale"]) / out_scale)
+            requant = self._requant(_scale(rq.attrs["input_scale"]) / _scale(rq.attrs["output_scale"]), acc_bits)
         else:
             out_scale, z_out = _scale(rq.attrs["output_scale"]), int(rq.attrs["output_zero_point"])
-        # the largest |accumulator| any input can give: |x - z_x| <= 255 on every tap
-        worst = int((np.abs(w).reshape(w.shape[0], -1).sum(axis=1) * 255 + np.abs(bias)).max(initial=1))
-        requant = self._requant(_scale(rq.attrs["input_scale"]) / out_scale, acc_bits=min(worst.bit_length(), 32))
+            requant = self._requant(_scale(rq.attrs["input_scale"]) / out_scale, acc_bits)
         common = dict(input_zero_point=zx, requant=requant, output_zero_point=z_out + doff,
-                      clip=(lo + doff, hi + doff), residual=residual_spec)
+                      clip=(lo + doff, hi + doff), residual=residual_spec, intermediate=intermediate)
         xs = x.type.shape
         if c.kind == "conv2d":
             pad = core.attrs["padding"]
