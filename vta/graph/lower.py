@@ -143,6 +143,7 @@ def lower(graph: Graph, params: Mapping[str, np.ndarray] | None = None, env: Env
     env = env or get_env()
     graph = optimize(_bind(graph, params), env, requant_mode)
     builder = AcceleratorBuilder(env)
+    builder.prebuild(n for n in graph.nodes if n.attrs.get("device") == "vta")
     w = _JsonWriter()
     out_params: dict[str, np.ndarray] = {}
     for v in graph.inputs:
