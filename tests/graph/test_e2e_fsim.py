@@ -111,3 +111,45 @@ def test_accelerated_graph_gives_the_bits_of_the_host_reference_run(env):
                       np.random.default_rng(11).integers(0, 256, (1, 3, 8, 8)).astype(np.uint8))):
         m = run_graph(graph, {"x": x}, env)
         np.testing.assert_array_equal(m.get_output(0), evaluate(graph, {"x": x})[0])
+
+
+def test_max_pool_and_standalone_add_on_the_accelerator(env):
+    from vta.graph import GraphBuilder, optimize
+
+    b = GraphBuilder()
+    x = b.input("x", (1, 20, 9, 9), "int8", scale=0.1, zero_point=-2)
+    y = b.input("y", (1, 20, 5, 5), "uint8", scale=0.2, zero_point=131)
+    p = b.nn.max_pool2d(x, 3, strides=2, padding=(1, 1, 1, 1), name="pool")
+    s = b.qnn.add(p, y, output_scale=0.25, output_zero_point=100, out_dtype="uint8", name="add")
+    g = b.finish(b.clip(s, 90, 250, name="clip"))
+    placed = {n.name: (n.op, n.attrs["device"]) for n in optimize(g, env).nodes}
+    assert placed["pool"] == ("vta.max_pool2d", "vta") and placed["add"] == ("vta.add", "vta")
+    rng = np.random.default_rng(12)
+    xv = rng.integers(-128, 128, (1, 20, 9, 9)).astype(np.int8)
+    yv = rng.integers(0, 256, (1, 20, 5, 5)).astype(np.uint8)
+    m = run_graph(g, {"x": xv, "y": yv}, env)
+    xp = np.pad(xv.astype(np.int64), ((0, 0), (0, 0), (1, 1), (1, 1)), constant_values=-1000)
+    pooled = np.full((1, 20, 5, 5), -1000, dtype=np.int64)
+    for dy in range(3):
+        for dx in range(3):
+            pooled = np.maximum(pooled, xp[:, :, dy:dy + 9:2, dx:dx + 9:2])
+    expected = np.clip(fixed_point(pooled + 2, 0.1 / 0.25) + fixed_point(yv.astype(np.int64) - 131, 0.2 / 0.25) + 100,
+                       90, 250)
+    np.testing.assert_array_equal(m.get_output(0), expected.astype(np.uint8))
+
+
+def test_built_operators_are_cached(env, tmp_path, monkeypatch):
+    from vta.graph.accel import AcceleratorBuilder
+    from vta.graph import optimize
+
+    monkeypatch.setenv("VTA_CACHE_DIR", str(tmp_path))
+    g = optimize(conv_relu_conv(np.random.default_rng(0)), env)
+    nodes = [n for n in g.nodes if n.attrs["device"] == "vta"]
+    first = AcceleratorBuilder(env)
+    first.prebuild(nodes, jobs=1)
+    ops = [first.build(n) for n in nodes]
+    assert first.cache_hits == 0 and len(list((tmp_path / "graph_ops").iterdir())) == 2
+    again = AcceleratorBuilder(env)
+    again.prebuild(nodes, jobs=1)
+    assert again.cache_hits == 2
+    assert [again.build(n).module.get_source() for n in nodes] == [o.module.get_source() for o in ops]
