@@ -24,13 +24,13 @@ def run_graph(graph, inputs, env):
     return m
 
 
-def oracle_conv_relu_conv(g, x):
+def oracle_conv_relu_conv(g, x, mode="fixed"):
     p = g.params
     w1, b1, w2 = p["w1"], p["b1"].astype(np.int64), p["w2"]
     acc1 = conv_int(x.astype(np.int64), w1, 120, 1, (1, 1, 1, 1), b1)
-    y1 = requant(acc1, 0.05 * 0.01 / 0.6, 0, 0, 255, acc_bits=worst_bits(w1, b1))
+    y1 = requant(acc1, 0.05 * 0.01 / 0.6, 0, 0, 255, acc_bits=worst_bits(w1, b1), mode=mode)
     acc2 = conv_int(y1, w2, 0, 1, (0, 0, 0, 0))
-    return requant(acc2, 0.6 * 0.02 / 1.5, 3, 0, 127, acc_bits=worst_bits(w2, np.zeros(10))).astype(np.int8)
+    return requant(acc2, 0.6 * 0.02 / 1.5, 3, 0, 127, acc_bits=worst_bits(w2, np.zeros(10)), mode=mode).astype(np.int8)
 
 
 @pytest.mark.parametrize("config", ["vta_config.json", "batch2.json"])
@@ -153,3 +153,14 @@ def test_built_operators_are_cached(env, tmp_path, monkeypatch):
     again.prebuild(nodes, jobs=1)
     assert again.cache_hits == 2
     assert [again.build(n).module.get_source() for n in nodes] == [o.module.get_source() for o in ops]
+
+
+def test_power_of_two_requantization(env):
+    g = conv_relu_conv(np.random.default_rng(0))
+    x = np.random.default_rng(1).integers(0, 256, (1, 3, 8, 8)).astype(np.uint8)
+    graph_json, lib, params = compile(g, env=env, requant_mode="pow2")
+    m = GraphModule(graph_json, lib, ext_dev(0))
+    m.set_input(**params)
+    m.run(x=x)
+    np.testing.assert_array_equal(m.get_output(0), oracle_conv_relu_conv(g, x, mode="pow2"))
+    assert not np.array_equal(m.get_output(0), oracle_conv_relu_conv(g, x))

@@ -186,7 +186,7 @@ def lower(graph: Graph, params: Mapping[str, np.ndarray] | None = None, env: Env
 
 
 def compile(graph: Graph, params: Mapping[str, np.ndarray] | None = None, target: Any = None,
-            env: Environment | None = None) -> tuple[str, Any, dict[str, np.ndarray]]:
+            env: Environment | None = None, requant_mode: str = "fixed") -> tuple[str, Any, dict[str, np.ndarray]]:
     """Compile a graph for VTA: passes, accelerator functions, graph JSON.
 
     Parameters
@@ -198,6 +198,9 @@ def compile(graph: Graph, params: Mapping[str, np.ndarray] | None = None, target
         Accepted for TVM compatibility (``env.target``); the code is always for ext_dev + C host.
     env : Environment, optional
         The configuration; the current one by default.
+    requant_mode : {"fixed", "pow2"}
+        Requantization multipliers as 8-bit fixed point (default) or powers of two only
+        (upstream's shift-only scheme, for configurations without MUL).
 
     Returns
     -------
@@ -217,5 +220,5 @@ def compile(graph: Graph, params: Mapping[str, np.ndarray] | None = None, target
         If ``target`` is not a VTA/host target.
     """
     _check_target(target)
-    low = lower(graph, params, env)
+    low = lower(graph, params, env, requant_mode)
     return low.graph_json, low.lib, low.params
