@@ -33,14 +33,18 @@ def oracle_conv_relu_conv(g, x, mode="fixed"):
     return requant(acc2, 0.6 * 0.02 / 1.5, 3, 0, 127, acc_bits=worst_bits(w2, np.zeros(10)), mode=mode).astype(np.int8)
 
 
-@pytest.mark.parametrize("config", ["vta_config.json", "batch2.json"])
-def test_conv_relu_conv(config):
+@pytest.mark.parametrize("config,images", [("vta_config.json", 1), ("batch2.json", 2), ("batch2.json", 1)])
+def test_conv_relu_conv(config, images):
+    """Default and BATCH=2 configurations; one image on BATCH=2 is padded at the region borders."""
     with make_env(config) as env:
-        batch = env.BATCH
+        batch = images
         g = conv_relu_conv(np.random.default_rng(0), batch=batch)
         x = np.random.default_rng(1).integers(0, 256, (batch, 3, 8, 8)).astype(np.uint8)
         m = run_graph(g, {"x": x}, env)
         np.testing.assert_array_equal(m.get_output(0), oracle_conv_relu_conv(g, x))
+        conv2 = {r.name: r for r in m.node_records()}["conv2"]
+        assert conv2.device == "vta"
+        assert ("batch 1 padded to 2" in conv2.reason) == (images % env.BATCH != 0)
 
 
 def test_resnet_basic_block_with_residual_and_downsample(env):

@@ -337,28 +337,27 @@ def _softmax(attrs, ins):
 
 
 def layout_pack(x: np.ndarray, layout: str) -> np.ndarray:
-    """NCHW (or NC) -> ``layout`` (``NCHW{b}n{c}c``/``NC{b}n{c}c``), channels zero-padded to the block."""
+    """NCHW (or NC) -> ``layout`` (``NCHW{b}n{c}c``/``NC{b}n{c}c``), batch and channels zero-padded
+    to the blocks."""
     base, b, c = parse_layout(layout)
     n, ch = x.shape[:2]
-    if n % b:
-        raise GraphError(f"layout_transform to {layout!r}: batch {n} is not a multiple of {b}")
-    cb = -(-ch // c)
-    xp = np.pad(x, [(0, 0), (0, cb * c - ch)] + [(0, 0)] * (x.ndim - 2))
+    nb, cb = -(-n // b), -(-ch // c)
+    xp = np.pad(x, [(0, nb * b - n), (0, cb * c - ch)] + [(0, 0)] * (x.ndim - 2))
     rest = x.shape[2:]
-    blocked = xp.reshape(n // b, b, cb, c, *rest)
+    blocked = xp.reshape(nb, b, cb, c, *rest)
     order = (0, 2, *range(4, 4 + len(rest)), 1, 3)
     return np.ascontiguousarray(blocked.transpose(order))
 
 
-def layout_unpack(x: np.ndarray, layout: str, channels: int) -> np.ndarray:
-    """``layout`` -> NCHW (or NC), cropping the channels to ``channels``."""
+def layout_unpack(x: np.ndarray, layout: str, channels: int, batch: int | None = None) -> np.ndarray:
+    """``layout`` -> NCHW (or NC), cropping the channels to ``channels`` (and the batch to ``batch``)."""
     base, b, c = parse_layout(layout)
     nb, cb = x.shape[:2]
     rest = x.shape[2:-2]
     k = len(rest)
     order = (0, 2 + k, 1, 3 + k, *range(2, 2 + k))
     plain = x.transpose(order).reshape(nb * b, cb * c, *rest)
-    return np.ascontiguousarray(plain[:, :channels])
+    return np.ascontiguousarray(plain[:batch, :channels])
 
 
 def _layout_transform(attrs, ins):
@@ -366,7 +365,8 @@ def _layout_transform(attrs, ins):
     src, dst = attrs["src_layout"], attrs["dst_layout"]
     if parse_layout(src)[1] == 0:
         return layout_pack(x, dst)
-    return layout_unpack(x, src, int(attrs["channels"]))
+    batch = attrs.get("batch")
+    return layout_unpack(x, src, int(attrs["channels"]), None if batch is None else int(batch))
 
 
 #: The host kernels by operator name.
