@@ -582,7 +582,18 @@ def normalise_attrs(op: str, attrs: Mapping[str, Any] | None, node: str = "?") -
     unknown = sorted(set(attrs) - set(d.defaults))
     if unknown:
         raise GraphError(f"node {node!r} ({op}): unknown attribute(s) {unknown}; accepted: {sorted(d.defaults)}")
-    return {**d.defaults, **attrs}
+    return {k: _plain(v) for k, v in {**d.defaults, **attrs}.items()}
+
+
+def _plain(v: Any) -> Any:
+    """NumPy scalars and arrays as Python scalars and tuples (attributes stay hashable and JSON-able)."""
+    if isinstance(v, np.ndarray):
+        return v.item() if v.ndim == 0 else tuple(_plain(x) for x in v.tolist())
+    if isinstance(v, np.generic):
+        return v.item()
+    if isinstance(v, list):
+        return tuple(_plain(x) for x in v)
+    return v
 
 
 def infer_type(op: str, inputs: Sequence[Value], attrs: Mapping[str, Any], node: str = "?") -> TensorType:
