@@ -121,7 +121,8 @@ class AcceleratorBuilder:
         return name
 
     def _cache_file(self, op: str, spec: Any, name: str) -> Path:
-        cfg = json.dumps(self.env.cfg_dict, sort_keys=True)
+        # TARGET only picks the device the runtime drives; the generated code is the same
+        cfg = json.dumps({k: v for k, v in self.env.cfg_dict.items() if k != "TARGET"}, sort_keys=True)
         key = content_key([op, pickle.dumps(spec), cfg, name, _compiler_fingerprint()])
         return cache_dir("graph_ops") / f"{name}-{key}.pkl"
 
