@@ -16,8 +16,8 @@ from .oracle import conv_int, fixed_point, requant, worst_bits
 pytestmark = pytest.mark.native
 
 
-def run_graph(graph, inputs, env):
-    graph_json, lib, params = compile(graph, env=env)
+def run_graph(graph, inputs, env, **options):
+    graph_json, lib, params = compile(graph, env=env, **options)
     m = GraphModule(graph_json, lib, ext_dev(0))
     m.set_input(**params)
     m.run(**inputs)
@@ -168,3 +168,14 @@ def test_power_of_two_requantization(env):
     m.run(x=x)
     np.testing.assert_array_equal(m.get_output(0), oracle_conv_relu_conv(g, x, mode="pow2"))
     assert not np.array_equal(m.get_output(0), oracle_conv_relu_conv(g, x))
+
+
+def test_first_layer_on_the_cpu_gives_the_same_bits(env):
+    from vta.graph.host import evaluate
+
+    g = conv_relu_conv(np.random.default_rng(13))
+    x = np.random.default_rng(14).integers(0, 256, (1, 3, 8, 8)).astype(np.uint8)
+    m = run_graph(g, {"x": x}, env, pad_limit=2.0)
+    devices = {r.name: r.device for r in m.node_records()}
+    assert devices["conv1"] == "cpu" and devices["conv2"] == "vta"
+    np.testing.assert_array_equal(m.get_output(0), evaluate(g, {"x": x})[0])

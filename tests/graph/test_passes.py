@@ -89,3 +89,12 @@ def test_an_operator_nothing_runs_is_named(env):
     g = Graph([x], [Value("mystery", t)], [Node("nn.lstm", (x,), {}, "mystery", t)])
     with pytest.raises(UnsupportedOperatorError, match=r"'mystery'.*'nn.lstm'"):
         PlaceDevices(env)(g)
+
+
+def test_pad_limit_keeps_an_expensive_first_layer_on_the_cpu(env):
+    g = optimize(conv_relu_conv(np.random.default_rng(0)), env, pad_limit=2.0)
+    conv1 = g.node("conv1")
+    assert conv1.op == "qnn.conv2d" and conv1.attrs["device"] == "cpu"
+    assert conv1.attrs["reason"] == ("channels 3->16 padded to 16->16 would cost 5.3x the MACs "
+                                     "(more than pad_limit=2): on the CPU")
+    assert g.node("conv2").attrs["device"] == "vta"

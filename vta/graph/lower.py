@@ -130,7 +130,7 @@ class _JsonWriter:
 
 
 def lower(graph: Graph, params: Mapping[str, np.ndarray] | None = None, env: Environment | None = None,
-          requant_mode: str = "fixed") -> LoweredGraph:
+          requant_mode: str = "fixed", pad_limit: float | None = None) -> LoweredGraph:
     """Optimise ``graph`` and lower it: like :func:`compile`, also returning the optimised graph.
 
     Raises
@@ -141,7 +141,7 @@ def lower(graph: Graph, params: Mapping[str, np.ndarray] | None = None, env: Env
         From the accelerator builders.
     """
     env = env or get_env()
-    graph = optimize(_bind(graph, params), env, requant_mode)
+    graph = optimize(_bind(graph, params), env, requant_mode, pad_limit)
     builder = AcceleratorBuilder(env)
     builder.prebuild(n for n in graph.nodes if n.attrs.get("device") == "vta")
     w = _JsonWriter()
@@ -186,7 +186,8 @@ def lower(graph: Graph, params: Mapping[str, np.ndarray] | None = None, env: Env
 
 
 def compile(graph: Graph, params: Mapping[str, np.ndarray] | None = None, target: Any = None,
-            env: Environment | None = None, requant_mode: str = "fixed") -> tuple[str, Any, dict[str, np.ndarray]]:
+            env: Environment | None = None, requant_mode: str = "fixed",
+            pad_limit: float | None = None) -> tuple[str, Any, dict[str, np.ndarray]]:
     """Compile a graph for VTA: passes, accelerator functions, graph JSON.
 
     Parameters
@@ -201,6 +202,9 @@ def compile(graph: Graph, params: Mapping[str, np.ndarray] | None = None, target
     requant_mode : {"fixed", "pow2"}
         Requantization multipliers as 8-bit fixed point (default) or powers of two only
         (upstream's shift-only scheme, for configurations without MUL).
+    pad_limit : float, optional
+        Keep on the CPU a convolution/dense layer whose channel padding would multiply its MACs
+        by more than this (e.g. ``2.0``: a 3-channel first layer); None (default): no limit.
 
     Returns
     -------
@@ -220,5 +224,5 @@ def compile(graph: Graph, params: Mapping[str, np.ndarray] | None = None, target
         If ``target`` is not a VTA/host target.
     """
     _check_target(target)
-    low = lower(graph, params, env, requant_mode)
+    low = lower(graph, params, env, requant_mode, pad_limit)
     return low.graph_json, low.lib, low.params

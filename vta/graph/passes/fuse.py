@@ -51,7 +51,8 @@ def _scale(v) -> np.ndarray:
     return np.asarray(v, dtype=np.float64).reshape(-1)
 
 
-def chain_plans(graph: Graph, env: Environment) -> tuple[dict[str, Chain], dict[str, str]]:
+def chain_plans(graph: Graph, env: Environment,
+                pad_limit: float | None = None) -> tuple[dict[str, Chain], dict[str, str]]:
     """The chains to fuse (by the name of their last node) and, for every node left out, why."""
     m = Matcher(graph, env)
     plans: dict[str, Chain] = {}
@@ -63,7 +64,7 @@ def chain_plans(graph: Graph, env: Environment) -> tuple[dict[str, Chain], dict[
         if node.op in ("qnn.conv2d", "qnn.dense"):
             chain, reason = match_core(m, node, claimed)
             if chain is not None:
-                reason = _spec_problem(chain) or reason
+                reason = _spec_problem(chain) or _padding_problem(chain, env, pad_limit) or reason
                 if reason != "supported":
                     chain = None
         elif node.op == "qnn.add":
@@ -81,6 +82,20 @@ def chain_plans(graph: Graph, env: Environment) -> tuple[dict[str, Chain], dict[
         claimed.update(n.name for n in chain.nodes)
         plans[chain.last.name] = chain
     return plans, reasons
+
+
+def _padding_problem(chain: Chain, env: Environment, pad_limit: float | None) -> str | None:
+    """A reason to keep the layer on the CPU when channel padding costs more than ``pad_limit``."""
+    if pad_limit is None:
+        return None
+    x, w = chain.core.inputs
+    cin, cout = x.type.shape[1], w.type.shape[0]
+    pin, pout = -(-cin // env.BLOCK_IN) * env.BLOCK_IN, -(-cout // env.BLOCK_OUT) * env.BLOCK_OUT
+    cost = (pin * pout) / (cin * cout)
+    if cost > pad_limit:
+        return (f"channels {cin}->{cout} padded to {pin}->{pout} would cost {cost:.1f}x the MACs "
+                f"(more than pad_limit={pad_limit:g}): on the CPU")
+    return None
 
 
 def _spec_problem(chain: Chain) -> str | None:
@@ -120,15 +135,17 @@ class FuseAccelerator:
 
     name = "FuseAccelerator"
 
-    def __init__(self, env: Environment | None = None, requant_mode: str = "fixed"):
+    def __init__(self, env: Environment | None = None, requant_mode: str = "fixed",
+                 pad_limit: float | None = None):
         self.env = env
         self.requant_mode = requant_mode
+        self.pad_limit = pad_limit
         #: Why each matchable node of the last graph was not fused (node name -> reason).
         self.reasons: dict[str, str] = {}
 
     def __call__(self, graph: Graph) -> Graph:
         env = self.env or get_env()
-        plans, reasons = chain_plans(graph, env)
+        plans, reasons = chain_plans(graph, env, self.pad_limit)
         self.reasons.clear()
         self.reasons.update(reasons)
         absorbed = {n.name for c in plans.values() for n in c.nodes[:-1]}
