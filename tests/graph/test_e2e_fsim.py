@@ -179,3 +179,20 @@ def test_first_layer_on_the_cpu_gives_the_same_bits(env):
     devices = {r.name: r.device for r in m.node_records()}
     assert devices["conv1"] == "cpu" and devices["conv2"] == "vta"
     np.testing.assert_array_equal(m.get_output(0), evaluate(g, {"x": x})[0])
+
+
+def test_direct_residual_rounding(env):
+    """residual_rounding='direct': the second convolution requantizes straight to the add's scale."""
+    g = basic_block(np.random.default_rng(3))
+    x = np.random.default_rng(4).integers(-128, 128, (1, 16, 8, 8)).astype(np.int8)
+    m = run_graph(g, {"x": x}, env, residual_rounding="direct")
+    p = {k: np.asarray(v) for k, v in g.params.items()}
+    s1 = np.asarray(g.value("w1").type.scale)
+    y1 = requant(conv_int(x, p["w1"], -3, 2, (1, 1, 1, 1), p["b1"]), 0.04 * s1 / 0.9, -5, 0, 127,
+                 acc_bits=worst_bits(p["w1"], p["b1"]))
+    yd = requant(conv_int(x, p["wd"], -3, 2, (0, 0, 0, 0), p["bd"]), 0.04 * 0.015 / 0.7, 1, -128, 127,
+                 acc_bits=worst_bits(p["wd"], p["bd"]))
+    acc2 = conv_int(y1, p["w2"], -5, 1, (1, 1, 1, 1), p["b2"])
+    main = fixed_point(acc2, 0.9 * 0.01 / 1.3, acc_bits=worst_bits(p["w2"], p["b2"]))
+    expected = np.clip(main + fixed_point(yd - 1, 0.7 / 1.3) - 4, 0, 127).astype(np.int8)
+    np.testing.assert_array_equal(m.get_output(0), expected)

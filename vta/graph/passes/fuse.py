@@ -136,7 +136,10 @@ class FuseAccelerator:
     name = "FuseAccelerator"
 
     def __init__(self, env: Environment | None = None, requant_mode: str = "fixed",
-                 pad_limit: float | None = None):
+                 pad_limit: float | None = None, residual_rounding: str = "intermediate"):
+        if residual_rounding not in ("intermediate", "direct"):
+            raise ValueError(f"residual_rounding must be 'intermediate' or 'direct', got {residual_rounding!r}")
+        self.residual_rounding = residual_rounding
         self.env = env
         self.requant_mode = requant_mode
         self.pad_limit = pad_limit
@@ -233,13 +236,17 @@ class FuseAccelerator:
             mine, other = ("lhs", "rhs") if c.add.inputs[0] == rq.output else ("rhs", "lhs")
             residual_val, dr = self._to_int8(rw, c.residual)
             residual_spec = self._residual(int(a[f"{other}_zero_point"]) + dr, _scale(a[f"{other}_scale"]) / out_scale)
-            # the layer's own int8 result, rounded and saturated as the unfused graph does, then rescaled
-            y_dtype = rq.output_type.dtype
-            y_off = -128 if y_dtype == "uint8" else 0
-            y_lo, y_hi = _dtype_range(y_dtype)
-            intermediate = self._intermediate(int(a[f"{mine}_zero_point"]) + y_off, (y_lo + y_off, y_hi + y_off),
-                                              _scale(a[f"{mine}_scale"]) / out_scale)
-            requant = self._requant(_scale(rq.attrs["input_scale"]) / _scale(rq.attrs["output_scale"]), acc_bits)
+            if self.residual_rounding == "intermediate":
+                # the layer's own int8 result, rounded and saturated as the unfused graph does, then rescaled
+                y_dtype = rq.output_type.dtype
+                y_off = -128 if y_dtype == "uint8" else 0
+                y_lo, y_hi = _dtype_range(y_dtype)
+                intermediate = self._intermediate(int(a[f"{mine}_zero_point"]) + y_off, (y_lo + y_off, y_hi + y_off),
+                                                  _scale(a[f"{mine}_scale"]) / out_scale)
+                requant = self._requant(_scale(rq.attrs["input_scale"]) / _scale(rq.attrs["output_scale"]), acc_bits)
+            else:
+                # straight to the add's output scale: one rounding, no intermediate saturation
+                requant = self._requant(_scale(rq.attrs["input_scale"]) / out_scale, acc_bits)
         else:
             out_scale, z_out = _scale(rq.attrs["output_scale"]), int(rq.attrs["output_zero_point"])
             requant = self._requant(_scale(rq.attrs["input_scale"]) / out_scale, acc_bits)
