@@ -133,13 +133,17 @@ def _offset(delta: int, dtype: str) -> Kernel:
 # ----------------------------------------------------------------------------- convolution and dense
 def conv2d_nchw(x: np.ndarray, w: np.ndarray, strides: Any, padding: Any, dilation: Any = (1, 1),
                 groups: int = 1, pad_value: Any = 0) -> np.ndarray:
-    """Grouped, dilated 2-D convolution (int64 sums for integers, float64 for floats)."""
+    """Grouped, dilated 2-D convolution (exact int64 sums for integers, float64 for floats)."""
     sh, sw = _pair(strides)
     dh, dw = _pair(dilation)
     pt, pl, pb, pr = _pad4(padding)
-    acc_t = np.int64 if np.issubdtype(x.dtype, np.integer) else np.float64
-    xp = np.pad(x.astype(acc_t), ((0, 0), (0, 0), (pt, pb), (pl, pr)), constant_values=pad_value)
-    k = w.astype(acc_t)
+    integer = np.issubdtype(x.dtype, np.integer)
+    # Integer sums below 2**53 are exact in float64, where the products go through BLAS.
+    bound = (int(np.abs(x).max(initial=0)) + abs(int(pad_value))) * int(np.abs(w).max(initial=0)) * w[0].size
+    calc_t = np.float64 if (not integer or bound < 2 ** 53) else np.int64
+    xp = np.pad(x.astype(calc_t), ((0, 0), (0, 0), (pt, pb), (pl, pr)), constant_values=pad_value)
+    k = w.astype(calc_t)
+    acc_t = calc_t
     n, c, h, wd = xp.shape
     o, ci, kh, kw = k.shape
     oh = (h - (kh - 1) * dh - 1) // sh + 1
@@ -148,12 +152,14 @@ def conv2d_nchw(x: np.ndarray, w: np.ndarray, strides: Any, padding: Any, dilati
     og = o // groups
     for g in range(groups):
         xs = xp[:, g * ci:(g + 1) * ci]
-        ks = k[g * og:(g + 1) * og]
-        for dy in range(kh):
-            for dx in range(kw):
-                y0, x0 = dy * dh, dx * dw
-                win = xs[:, :, y0:y0 + sh * (oh - 1) + 1:sh, x0:x0 + sw * (ow - 1) + 1:sw]
-                out[:, g * og:(g + 1) * og] += np.einsum("nchw,oc->nohw", win, ks[:, :, dy, dx])
+        # im2col: (N, OH, OW, CI*KH*KW) patches times the (O, CI*KH*KW) kernel, one matrix product
+        taps = [xs[:, :, dy * dh:dy * dh + sh * (oh - 1) + 1:sh, dx * dw:dx * dw + sw * (ow - 1) + 1:sw]
+                for dy in range(kh) for dx in range(kw)]
+        cols = np.stack(taps, axis=-1).transpose(0, 2, 3, 1, 4).reshape(n * oh * ow, ci * kh * kw)
+        ks = k[g * og:(g + 1) * og].reshape(og, ci * kh * kw)
+        out[:, g * og:(g + 1) * og] = (cols @ ks.T).reshape(n, oh, ow, og).transpose(0, 3, 1, 2)
+    if integer:
+        return np.rint(out).astype(np.int64) if calc_t is np.float64 else out
     return out
 
 
@@ -171,16 +177,24 @@ def _conv2d(attrs, ins):
     return out.astype(x.dtype) if not np.issubdtype(x.dtype, np.integer) else _wrap32(out)
 
 
+def _int_matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``a @ b`` of int64 matrices, exact (through float64 BLAS while the sums stay below 2**53)."""
+    bound = int(np.abs(a).max(initial=0)) * int(np.abs(b).max(initial=0)) * max(a.shape[-1], 1)
+    if bound < 2 ** 53:
+        return np.rint(a.astype(np.float64) @ b.astype(np.float64)).astype(np.int64)
+    return a @ b
+
+
 def _qnn_dense(attrs, ins):
     x, w = ins
     zx, zw = int(attrs["input_zero_point"]), int(attrs["kernel_zero_point"])
-    return _wrap32((x.astype(np.int64) - zx) @ (w.astype(np.int64) - zw).T)
+    return _wrap32(_int_matmul(x.astype(np.int64) - zx, (w.astype(np.int64) - zw).T))
 
 
 def _dense(attrs, ins):
     x, w = ins
     if np.issubdtype(x.dtype, np.integer):
-        return _wrap32(x.astype(np.int64) @ w.astype(np.int64).T)
+        return _wrap32(_int_matmul(x.astype(np.int64), w.astype(np.int64).T))
     return (x.astype(np.float64) @ w.astype(np.float64).T).astype(x.dtype)
 
 
