@@ -143,8 +143,8 @@ def test_max_pool_and_standalone_add_on_the_accelerator(env):
 
 
 def test_built_operators_are_cached(env, tmp_path, monkeypatch):
-    from vta.graph.accel import AcceleratorBuilder
     from vta.graph import optimize
+    from vta.graph.accel import AcceleratorBuilder
 
     monkeypatch.setenv("VTA_CACHE_DIR", str(tmp_path))
     g = optimize(conv_relu_conv(np.random.default_rng(0)), env)

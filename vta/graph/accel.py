@@ -17,10 +17,11 @@ import json
 import os
 import pickle
 import re
+from collections.abc import Iterable
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 import numpy as np
 
@@ -29,7 +30,7 @@ from ..env import Environment
 from ..errors import GraphError
 from .ir import Node, Value
 
-__all__ = ["AcceleratorBuilder", "CompiledOp", "node_arguments", "BUILDERS"]
+__all__ = ["BUILDERS", "AcceleratorBuilder", "CompiledOp", "node_arguments"]
 
 #: The Q builder of each accelerator operator (names in :mod:`vta.topi.qnn`).
 BUILDERS = {"vta.conv2d": "build_qconv2d", "vta.dense": "build_qdense", "vta.add": "build_qadd",

@@ -13,14 +13,15 @@ Conventions: ``nn.relu`` is ``max(x, 0)`` in the integer domain (as TVM); a quan
 
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
 from ..errors import GraphError, UnsupportedOperatorError
 from .infer import parse_layout, pool_output_size
 
-__all__ = ["KERNELS", "run_kernel", "evaluate", "requantize", "dtype_range", "layout_pack", "layout_unpack", "conv2d_nchw"]
+__all__ = ["KERNELS", "conv2d_nchw", "dtype_range", "evaluate", "layout_pack", "layout_unpack", "requantize", "run_kernel"]
 
 Kernel = Callable[[Mapping[str, Any], Sequence[np.ndarray]], np.ndarray]
 

@@ -11,15 +11,16 @@ and ``c``).
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
 from ..errors import GraphError, UnsupportedOperatorError
 from .ir import TensorType, Value
 
-__all__ = ["OpDef", "OPS", "infer_type", "parse_layout", "packed_shape", "pool_output_size", "normalise_attrs"]
+__all__ = ["OPS", "OpDef", "infer_type", "normalise_attrs", "packed_shape", "parse_layout", "pool_output_size"]
 
 INT8_TYPES = ("int8", "uint8")
 INT_TYPES = ("int8", "uint8", "int16", "int32", "int64")

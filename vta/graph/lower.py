@@ -13,8 +13,9 @@ have ``func_name`` ``"__host__"``, ``host_kernel`` (a key of :data:`vta.graph.ho
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 
@@ -24,7 +25,7 @@ from .accel import AcceleratorBuilder, node_arguments
 from .ir import INPUT, PARAM, Graph, Node, Value
 from .pipeline import optimize
 
-__all__ = ["compile", "lower", "LoweredGraph", "HOST_FUNC", "host_attrs_json"]
+__all__ = ["HOST_FUNC", "LoweredGraph", "compile", "host_attrs_json", "lower"]
 
 #: ``func_name`` of the nodes the executor runs with a host kernel.
 HOST_FUNC = "__host__"

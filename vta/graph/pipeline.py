@@ -9,7 +9,13 @@ from typing import Any
 
 from ..env import Environment, get_env
 from .ir import Graph
-from .passes import FoldConstants, FuseAccelerator, PackLayout, PadChannels, PlaceDevices
+from .passes import (
+    FoldConstants,
+    FuseAccelerator,
+    PackLayout,
+    PadChannels,
+    PlaceDevices,
+)
 
 __all__ = ["graph_passes", "optimize"]
 

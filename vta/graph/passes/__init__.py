@@ -2,8 +2,8 @@
 
 from .fold_constants import FoldConstants
 from .fuse import FuseAccelerator
-from .pad_channels import PadChannels
 from .pack_layout import PackLayout
+from .pad_channels import PadChannels
 from .place import PlaceDevices
 
-__all__ = ["FoldConstants", "FuseAccelerator", "PadChannels", "PackLayout", "PlaceDevices"]
+__all__ = ["FoldConstants", "FuseAccelerator", "PackLayout", "PadChannels", "PlaceDevices"]

@@ -27,7 +27,7 @@ from ..ir import Graph, Node, Value
 from ._rewrite import Rewriter
 from .support import Chain, Matcher, match_add, match_core, match_max_pool
 
-__all__ = ["FuseAccelerator", "fold_clip", "chain_plans"]
+__all__ = ["FuseAccelerator", "chain_plans", "fold_clip"]
 
 
 def _dtype_range(dtype: str) -> tuple[int, int]:

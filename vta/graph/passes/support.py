@@ -15,7 +15,7 @@ import numpy as np
 from ...env import Environment
 from ..ir import PARAM, Graph, Node, Value
 
-__all__ = ["Chain", "match_core", "match_add", "match_max_pool", "Matcher", "INT8"]
+__all__ = ["INT8", "Chain", "Matcher", "match_add", "match_core", "match_max_pool"]
 
 INT8 = ("int8", "uint8")
 
