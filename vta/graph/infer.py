@@ -381,6 +381,9 @@ def _concatenate(node, op, ins, attrs):
         if v.type.ndim != first.type.ndim or any(
                 a != b for i, (a, b) in enumerate(zip(v.type.shape, first.type.shape)) if i != axis):
             raise _err(node, op, f"inputs {_fmt(first)} and {_fmt(v)} differ outside axis {axis}")
+        if (v.type.scale, v.type.zero_point) != (first.type.scale, first.type.zero_point):
+            raise _err(node, op, f"inputs {_fmt(first)} and {_fmt(v)} are quantized differently; requantize them "
+                                 f"to one scale and zero point first")
         total += v.type.shape[axis]
     shape = list(first.type.shape)
     shape[axis] = total
