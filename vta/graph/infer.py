@@ -369,6 +369,16 @@ def _transpose(node, op, ins, attrs):
     return x.type.with_(shape=tuple(x.type.shape[a] for a in axes), axis=None)
 
 
+def _same_quantization(a: TensorType, b: TensorType) -> bool:
+    """Equal zero points and scales equal to float32 precision (or both unquantized)."""
+    if (a.scale is None) != (b.scale is None) or a.zero_point != b.zero_point:
+        return False
+    if a.scale is None:
+        return True
+    sa, sb = np.atleast_1d(a.scale), np.atleast_1d(b.scale)
+    return sa.shape == sb.shape and bool(np.allclose(sa, sb, rtol=1e-6, atol=0))
+
+
 def _concatenate(node, op, ins, attrs):
     first = ins[0]
     axis = int(attrs["axis"])
@@ -381,7 +391,7 @@ def _concatenate(node, op, ins, attrs):
         if v.type.ndim != first.type.ndim or any(
                 a != b for i, (a, b) in enumerate(zip(v.type.shape, first.type.shape)) if i != axis):
             raise _err(node, op, f"inputs {_fmt(first)} and {_fmt(v)} differ outside axis {axis}")
-        if (v.type.scale, v.type.zero_point) != (first.type.scale, first.type.zero_point):
+        if not _same_quantization(first.type, v.type):
             raise _err(node, op, f"inputs {_fmt(first)} and {_fmt(v)} are quantized differently; requantize them "
                                  f"to one scale and zero point first")
         total += v.type.shape[axis]
