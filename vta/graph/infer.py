@@ -371,10 +371,12 @@ def _transpose(node, op, ins, attrs):
 
 def _same_quantization(a: TensorType, b: TensorType) -> bool:
     """Equal zero points and scales equal to float32 precision (or both unquantized)."""
-    if (a.scale is None) != (b.scale is None) or a.zero_point != b.zero_point:
+    if (a.scale is None) != (b.scale is None):
         return False
     if a.scale is None:
         return True
+    if (a.zero_point or 0) != (b.zero_point or 0):
+        return False
     sa, sb = np.atleast_1d(a.scale), np.atleast_1d(b.scale)
     return sa.shape == sb.shape and bool(np.allclose(sa, sb, rtol=1e-6, atol=0))
 
