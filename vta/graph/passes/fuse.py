@@ -23,6 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...env import Environment, get_env
+from ...errors import GraphError
 from ..ir import Graph, Node, Value
 from ._rewrite import Rewriter
 from .support import Chain, Matcher, match_add, match_core, match_max_pool
@@ -221,7 +222,8 @@ class FuseAccelerator:
             bias_model += rw.params[rw.map(c.bias.inputs[1]).name].astype(np.int64)
         bias = bias_model - zx * w.reshape(w.shape[0], -1).sum(axis=1)
         if np.abs(bias).max(initial=0) >= 2 ** 31:
-            raise ValueError(f"node {core.name!r}: the folded bias does not fit int32")
+            raise GraphError(f"node {core.name!r}: the bias with -z_in*sum(w) folded in does not fit int32 "
+                             f"(largest magnitude {int(np.abs(bias).max())})")
         last_q = c.add if c.add is not None else rq
         out_dtype = last_q.output_type.dtype
         doff = -128 if out_dtype == "uint8" else 0
