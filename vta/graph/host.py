@@ -55,20 +55,21 @@ def _vec(v: Any) -> np.ndarray:
 
 
 def requantize(acc: np.ndarray, scale: Any, out_zero_point: int, lo: int, hi: int, axis: int = 1,
-               mode: str = "fixed") -> np.ndarray:
+               mode: str = "fixed", acc_bits: int | None = None) -> np.ndarray:
     """``clip(round(acc * scale) + out_zero_point, lo, hi)`` in the accelerator's fixed point.
 
     ``scale`` is a real multiplier (a scalar or one per channel along ``axis``), converted by
-    ``vta.topi.qnn.Requant.from_scale`` with ``acc_bits`` the bits of the largest ``|acc|``
-    present (a pre-shift only when that exceeds 23 bits, so that ``acc * m`` never wraps).
-    Returns int32.
+    ``vta.topi.qnn.Requant.from_scale`` with ``acc_bits`` a bound on ``|acc|`` (given: the
+    layer's worst case, as the accelerator uses; else the bits of the largest ``|acc|`` present);
+    a pre-shift only when it exceeds 23 bits, so that ``acc * m`` never wraps. Returns int32.
     """
     from ..topi.qnn import Requant, requantize_np
 
     acc = _wrap32(acc)
     # a pre-shift only when the values at hand need it (|acc| >= 2**23), so smaller ones stay exact
-    bits = int(np.abs(acc.astype(np.int64)).max(initial=0)).bit_length()
-    rq = Requant.from_scale(_vec(scale), mode=mode, acc_bits=max(bits, 1))
+    if acc_bits is None:
+        acc_bits = int(np.abs(acc.astype(np.int64)).max(initial=0)).bit_length()
+    rq = Requant.from_scale(_vec(scale), mode=mode, acc_bits=max(int(acc_bits), 1))
     return np.asarray(requantize_np(_wrap32(acc), rq, axis, int(out_zero_point), int(lo), int(hi)), dtype=np.int32)
 
 
@@ -108,7 +109,8 @@ def _requantize(attrs, ins):
     dtype, lo, hi = _out_range(attrs, "int8")
     scale = _vec(attrs["input_scale"]) / _vec(attrs["output_scale"])
     acc = _wrap32(acc.astype(np.int64) - int(attrs.get("input_zero_point", 0)))
-    return requantize(acc, scale, attrs["output_zero_point"], lo, hi, attrs.get("axis", 1)).astype(dtype)
+    return requantize(acc, scale, attrs["output_zero_point"], lo, hi, attrs.get("axis", 1),
+                      acc_bits=attrs.get("acc_bits")).astype(dtype)
 
 
 def _qnn_add(attrs, ins):

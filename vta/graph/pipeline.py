@@ -10,6 +10,7 @@ from typing import Any
 from ..env import Environment, get_env
 from .ir import Graph
 from .passes import (
+    AnnotateAccumulatorBits,
     FoldConstants,
     FuseAccelerator,
     PackLayout,
@@ -40,6 +41,7 @@ def graph_passes(env: Environment, requant_mode: str = "fixed", pad_limit: float
     fuse = FuseAccelerator(env, requant_mode, pad_limit, residual_rounding)
     return [
         FoldConstants(),                   # nodes of constants only -> constants (e.g. quantized weights)
+        AnnotateAccumulatorBits(),         # each layer's requantize gets its worst accumulator bound
         fuse,                              # conv/dense+bias+requantize[+add][+relu/clip], add, max_pool -> vta.*;
                                            #   -z_in*sum(w) into the bias; uint8 -> int8 domain at region borders
         PadChannels(env),                  # channels up to BLOCK_IN/BLOCK_OUT: zero weights, logical count kept

@@ -26,6 +26,7 @@ from ...env import Environment, get_env
 from ...errors import GraphError
 from ..ir import Graph, Node, Value
 from ._rewrite import Rewriter
+from .accumulator_bits import worst_accumulator_bits
 from .support import Chain, Matcher, match_add, match_core, match_max_pool
 
 __all__ = ["FuseAccelerator", "chain_plans", "fold_clip"]
@@ -228,9 +229,8 @@ class FuseAccelerator:
         out_dtype = last_q.output_type.dtype
         doff = -128 if out_dtype == "uint8" else 0
         lo, hi = fold_clip(c.activations, out_dtype)
-        # the largest |accumulator| any input gives: |x - z_x| <= 255 on every tap, plus the model's bias
-        worst = int((np.abs(w).reshape(w.shape[0], -1).sum(axis=1) * 255 + np.abs(bias_model)).max(initial=1))
-        acc_bits = min(worst.bit_length(), 32)
+        # the largest |accumulator| any input gives (the bound the host's requantize uses too)
+        acc_bits = rq.attrs.get("acc_bits") or worst_accumulator_bits(w, 0, bias_model)
         residual_spec = residual_val = intermediate = None
         if c.add is not None:
             a = c.add.attrs
