@@ -67,14 +67,9 @@ references of the same operators (the host semantics of the graph layer's CPU ke
 
 from __future__ import annotations
 
-from .qnn_build import (
-    build_maxpool,
-    build_qadd,
-    build_qconv2d,
-    build_qdense,
-    maxpool_unsupported_reason,
-)
+from .qnn_build import build_qadd, build_qconv2d, build_qdense
 from .qnn_layout import ArgLayout, ArgSpec
+from .qnn_pool import build_maxpool, maxpool_unsupported_reason
 from .qnn_ref import maxpool_np, qadd_np, qconv2d_np, qdense_np
 from .qnn_requant import INT8_RANGE, Requant, accumulator_bits, requantize_np
 from .qnn_spec import (

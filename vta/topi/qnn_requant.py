@@ -155,10 +155,18 @@ class Requant:
         """The real multipliers represented, ``m * 2**(pre_shift - shift)`` (float64 array)."""
         return self.multiplier.astype(np.float64) * np.exp2(self.pre_shift - self.shift.astype(np.float64))
 
-    def split_shifts(self) -> tuple[np.ndarray, int]:
+    def split_shifts(self, post_add: int = 0) -> tuple[np.ndarray, int]:
         """``(s1, s2)`` of the accelerator's rounding: ``s1`` (array) shifted first, then ``+ 2**(s2-1)``
-        and ``>> s2`` with one common ``s2 = min(min(shift), 15)`` (0: no rounding step)."""
+        and ``>> s2`` with one common ``s2 = min(min(shift), 15)`` (0: no rounding step).
+
+        With ``post_add`` (a zero point to add after the rounding) and a first shift that exists
+        anyway (some ``s1 > 0``), ``s2`` is lowered until ``2**(s2-1) + post_add * 2**s2`` fits
+        the ALU's signed 16-bit immediate, so that one ADD does both.
+        """
         s2 = int(min(int(self.shift.min()), MAX_ROUND_SHIFT))
+        if post_add and int(self.shift.max()) > s2:
+            while s2 > 1 and not -(1 << 15) <= (1 << (s2 - 1)) + post_add * (1 << s2) < (1 << 15):
+                s2 -= 1
         return (self.shift - s2).astype(np.int32), s2
 
 

@@ -109,3 +109,19 @@ def test_host_references_reject_wrong_shapes():
     spec = qnn.QDenseSpec(2, 16, 4, residual=res)
     with pytest.raises(ValueError, match="no residual tensor"):
         qnn.qdense_np(spec, np.zeros((2, 16), np.int8), np.zeros((4, 16), np.int8), None)
+
+
+@pytest.mark.parametrize("post_add", [0, 5, -128, 127])
+def test_split_shifts_reproduce_the_rounding(post_add):
+    # The accelerator's form ((t >> s1) + 2**(s2-1) + post_add * 2**s2) >> s2 equals the definition.
+    rng = np.random.default_rng(5)
+    rq = qnn.Requant.from_scale(rng.uniform(1e-5, 0.5, size=8))
+    s1, s2 = rq.split_shifts(post_add)
+    assert 1 <= s2 <= 15 and (s1 >= 0).all() and (s1 + s2 == rq.shift).all()
+    c = (1 << (s2 - 1)) + post_add * (1 << s2)
+    if s1.max() > 0:
+        assert -(1 << 15) <= c < (1 << 15)
+    t = rng.integers(-(1 << 30), 1 << 30, size=(50, 8))
+    got = ((t >> s1) + c) >> s2
+    want = round_shift(t, 1, rq.shift) + post_add
+    np.testing.assert_array_equal(got, want)
