@@ -386,6 +386,21 @@ def _layout_transform(attrs, ins):
     return layout_unpack(x, src, int(attrs["channels"]), None if batch is None else int(batch))
 
 
+def _fold_width(attrs, ins):
+    """``out[n, c*KW + dx, h, j] = xpad[n, c, h, j*sw + dx]``, ``xpad`` padded on all sides with the
+    zero point: the input of a convolution whose kernel columns are folded into its channels."""
+    (x,) = ins
+    kw, sw = int(attrs["kernel_w"]), int(attrs["stride_w"])
+    pt, pl, pb, pr = _pad4(attrs["padding"])
+    n, c, h, w = x.shape
+    ow = (w + pl + pr - kw) // sw + 1
+    xp = np.pad(x, ((0, 0), (0, 0), (pt, pb), (pl, pr)), constant_values=int(attrs["zero_point"]))
+    out = np.empty((n, c, kw, h + pt + pb, ow), dtype=x.dtype)
+    for dx in range(kw):
+        out[:, :, dx] = xp[:, :, :, dx:dx + sw * (ow - 1) + 1:sw]
+    return out.reshape(n, c * kw, h + pt + pb, ow)
+
+
 #: The host kernels by operator name.
 KERNELS: dict[str, Kernel] = {
     "qnn.quantize": _quantize,
@@ -416,6 +431,7 @@ KERNELS: dict[str, Kernel] = {
     "multiply": _binary(np.multiply),
     "vta.to_int8": _offset(-128, "int8"),
     "vta.to_uint8": _offset(128, "uint8"),
+    "vta.fold_width": _fold_width,
 }
 
 

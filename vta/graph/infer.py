@@ -439,6 +439,18 @@ def _layout_transform(node, op, ins, attrs):
     return x.type.with_(shape=shape)
 
 
+def _fold_width(node, op, ins, attrs):
+    (x,) = ins
+    _need_rank(node, op, x, 4, "N, C, H, W")
+    kw, sw = int(attrs["kernel_w"]), int(attrs["stride_w"])
+    pt, pl, pb, pr = _pad4(attrs["padding"], node, op)
+    n, c, h, w = x.type.shape
+    if kw <= 0 or sw <= 0 or w + pl + pr < kw:
+        raise _err(node, op, f"kernel_w={kw} and stride_w={sw} do not fit the padded width of {_fmt(x)}")
+    ow = (w + pl + pr - kw) // sw + 1
+    return x.type.with_(shape=(n, c * kw, h + pt + pb, ow), axis=None)
+
+
 def _offset(target: str, source: str):
     def infer(node, op, ins, attrs):
         (x,) = ins
@@ -484,7 +496,8 @@ def _check_input(node, op, x: Value, attrs, logical: tuple[int, ...]) -> None:
 def _vta_conv2d(node, op, ins, attrs):
     spec = _spec(node, op, attrs)
     x = ins[0]
-    _check_input(node, op, x, attrs, (spec.batch, spec.in_channels, spec.height, spec.width))
+    run = spec.folded() if getattr(spec, "fold_width", False) else spec  # the input of a folded conv is folded
+    _check_input(node, op, x, attrs, (run.batch, run.in_channels, run.height, run.width))
     pt, pl, pb, pr = spec.padding
     sh, sw = spec.strides
     oh = (spec.height + pt + pb - spec.kernel_h) // sh + 1
@@ -568,6 +581,9 @@ OPS: dict[str, OpDef] = {
     # the offset between a uint8 tensor and its int8 form inside accelerator regions
     "vta.to_int8": OpDef({}, 1, _offset("int8", "uint8")),
     "vta.to_uint8": OpDef({}, 1, _offset("uint8", "int8")),
+    # a first layer's input with the kernel's columns folded into the channels (host)
+    "vta.fold_width": OpDef({"kernel_w": None, "stride_w": 1, "padding": (0, 0, 0, 0), "zero_point": 0}, 1,
+                            _fold_width),
     # fused accelerator operators (made by the passes); attrs carry Q's spec
     "vta.conv2d": OpDef({"spec": None, "layout": "NCHW", "out_scale": None, "out_zero_point": None,
                          "out_axis": None, "channels": None}, (3, 4), _vta_conv2d),

@@ -22,7 +22,7 @@ __all__ = ["graph_passes", "optimize"]
 
 
 def graph_passes(env: Environment, requant_mode: str = "fixed", pad_limit: float | None = None,
-                 residual_rounding: str = "intermediate") -> list[Any]:
+                 residual_rounding: str = "intermediate", fold_first_layer: bool = True) -> list[Any]:
     """The ordered passes for ``env``.
 
     Parameters
@@ -37,8 +37,10 @@ def graph_passes(env: Environment, requant_mode: str = "fixed", pad_limit: float
     residual_rounding : {"intermediate", "direct"}
         A fused residual add rounds and saturates the layer's own result first, as the unfused
         graph (``intermediate``, bit-identical to it), or requantizes straight to the add's scale.
+    fold_first_layer : bool
+        Fold the kernel width of a few-channel first layer into its channels (fewer GEMM steps).
     """
-    fuse = FuseAccelerator(env, requant_mode, pad_limit, residual_rounding)
+    fuse = FuseAccelerator(env, requant_mode, pad_limit, residual_rounding, fold_first_layer)
     return [
         FoldConstants(),                   # nodes of constants only -> constants (e.g. quantized weights)
         AnnotateAccumulatorBits(),         # each layer's requantize gets its worst accumulator bound
@@ -51,7 +53,8 @@ def graph_passes(env: Environment, requant_mode: str = "fixed", pad_limit: float
 
 
 def optimize(graph: Graph, env: Environment | None = None, requant_mode: str = "fixed",
-             pad_limit: float | None = None, residual_rounding: str = "intermediate") -> Graph:
+             pad_limit: float | None = None, residual_rounding: str = "intermediate",
+             fold_first_layer: bool = True) -> Graph:
     """Run :func:`graph_passes` over ``graph`` (options as there).
 
     Raises
@@ -62,6 +65,6 @@ def optimize(graph: Graph, env: Environment | None = None, requant_mode: str = "
         If a node runs neither on the accelerator nor on the host.
     """
     env = env or get_env()
-    for p in graph_passes(env, requant_mode, pad_limit, residual_rounding):
+    for p in graph_passes(env, requant_mode, pad_limit, residual_rounding, fold_first_layer):
         graph = p(graph)
     return graph

@@ -175,7 +175,7 @@ def match_max_pool(m: Matcher, node: Node) -> tuple[Chain | None, str]:
     if reason:
         return None, reason
     from ...topi.qnn import MaxPoolSpec
-    from ...topi.qnn_build import maxpool_unsupported_reason
+    from ...topi.qnn import maxpool_unsupported_reason
 
     n, c, h, w = x.type.shape
     reason = maxpool_unsupported_reason(MaxPoolSpec(n, c, h, w, (ph, pw), _pair(a["strides"]), pad), m.env)
