@@ -545,18 +545,3 @@ def build_qadd(spec, name: str, env: Environment | None = None):
         pairs = [("lhs", a), ("rhs", b), ("out", out)]
         mod = _build(s, pairs, name, env)
     return mod, ArgLayout.for_env("add", spec, _arg_specs(pairs), env)
-
-
-def maxpool_unsupported_reason(spec, env: Environment | None = None) -> str | None:
-    """Kept here for callers of the first layout; the function lives in :mod:`vta.topi.qnn_pool`
-    (import it from :mod:`vta.topi.qnn`)."""
-    from .qnn_pool import maxpool_unsupported_reason as reason
-
-    return reason(spec, env)
-
-
-def build_maxpool(spec, name: str, env: Environment | None = None):
-    """Kept here for callers of the first layout; see :func:`vta.topi.qnn_pool.build_maxpool`."""
-    from .qnn_pool import build_maxpool as build
-
-    return build(spec, name, env)
