@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 import types
 
 import numpy as np
 
 from vta import runtime
+from vta.testing import simulator
 
 HOST_KERNELS = {
     "cast": lambda attrs, xs: xs[0].astype(attrs["dtype"]),
@@ -53,6 +55,7 @@ class GraphModule:
                 continue
             args = [self.values[e[0]] for e in node["inputs"]]
             attrs = node["attrs"]
+            before, start = simulator.stats(), time.perf_counter()
             if attrs["func_name"] == "__host__":
                 out = HOST_KERNELS[attrs["host_kernel"]](json.loads(attrs["host_attrs"]), args)
             else:
@@ -61,6 +64,9 @@ class GraphModule:
                 self.lib.get_function(attrs["func_name"], query_imports=True)(*arrays, out_nd)
                 out = out_nd.numpy()
             self.values[nid] = out
+            after = simulator.stats()
+            self.node_records.append({"node": nid, "seconds": time.perf_counter() - start,
+                                      "stats": {k: after[k] - before.get(k, 0) for k in after}})
 
     def get_num_inputs(self):
         return len(self.inputs)
