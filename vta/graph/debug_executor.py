@@ -31,6 +31,8 @@ from typing import Any, Mapping, Sequence
 
 from ..env import Environment, get_env
 from ..errors import TVMError
+from ..runtime import Device
+from ..runtime.devices import CPU
 
 __all__ = ["create", "GraphModuleDebug", "DebugReport", "NodeReport", "node_macs"]
 
@@ -368,7 +370,8 @@ def create(graph_json_str: str, libmod: Any, device: Any, dump_root: str | None 
     TypeError
         If a device is not a Device.
     """
-    from .factory import pick_device
-
     devs = tuple(device) if isinstance(device, (list, tuple)) else (device,)
-    return GraphModuleDebug(graph_json_str, libmod, pick_device(devs), dump_root)
+    if not devs or not all(isinstance(d, Device) for d in devs):
+        raise TypeError(f"debug_executor.create needs vta.runtime.Device objects, got {device!r}")
+    accel = [d for d in devs if d.device_type != CPU]  # CPU nodes run on the host anyway
+    return GraphModuleDebug(graph_json_str, libmod, (accel or list(devs))[0], dump_root)
