@@ -18,8 +18,9 @@ seconds        wall time of the node (host time for CPU nodes)
 =============  ===========================================================================
 
 The figures come from the per-node records the graph executor keeps
-(:mod:`vta.graph.executor`: the node, its wall time and the delta of
-``vta.testing.simulator.stats()`` around it); this module adds what the graph JSON says.
+(:meth:`vta.graph.executor.GraphModule.node_records`: the node, its wall time ``time_s`` and
+the delta of ``vta.testing.simulator.stats()`` around it); this module adds what the graph
+JSON says.
 """
 
 from __future__ import annotations
@@ -274,6 +275,14 @@ class GraphModuleDebug:
             raise AttributeError(name)
         return getattr(self._executor, name)
 
+    def get_output(self, index: int, out: Any = None) -> Any:
+        """Output ``index`` of the last run as a CPU NDArray (TVM's return type); copied into ``out`` if given."""
+        return _as_ndarray(self._executor.get_output(index), out)
+
+    def get_input(self, index: int | str, out: Any = None) -> Any:
+        """The current value of an input (by index or name) as a CPU NDArray."""
+        return _as_ndarray(self._executor.get_input(index), out)
+
     def run(self, **inputs: Any) -> None:
         """Set ``inputs`` and run the graph once, keeping its report (:attr:`last_report`)."""
         self._last = self.profile(**inputs)
@@ -294,6 +303,8 @@ class GraphModuleDebug:
         self._executor.run()
         total = time.perf_counter() - start
         records = _field(self._executor, "node_records", "records", "profile_records")
+        if callable(records):
+            records = records()
         if records is None:
             raise TVMError(f"{type(self._executor).__name__} keeps no per-node records (node_records)")
         self._last = self.report(records, total)
@@ -325,7 +336,7 @@ class GraphModuleDebug:
                 macs=node_macs(op, ins, out),
                 instructions=sum(int(stats.get(k, 0)) for k in _INSN_KEYS),
                 cycles=None if cycles is None else int(cycles),
-                seconds=float(_field(rec, "seconds", "wall_seconds", "time", default=0.0) or 0.0),
+                seconds=float(_field(rec, "time_s", "seconds", "wall_seconds", default=0.0) or 0.0),
                 stats=stats, block=self._block,
             ))
         return DebugReport(rows, total_seconds)
@@ -351,6 +362,17 @@ class GraphModuleDebug:
             out.copyfrom(value.numpy() if hasattr(value, "numpy") else value)
             return out
         return value
+
+
+def _as_ndarray(value: Any, out: Any) -> Any:
+    import numpy as np
+
+    from ..runtime import array as nd_array, cpu
+
+    if out is not None:
+        out.copyfrom(value.numpy() if hasattr(value, "numpy") else value)
+        return out
+    return nd_array(value, cpu(0)) if isinstance(value, np.ndarray) else value
 
 
 def create(graph_json_str: str, libmod: Any, device: Any, dump_root: str | None = None) -> GraphModuleDebug:

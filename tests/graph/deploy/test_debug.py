@@ -79,3 +79,36 @@ def test_gemm_bound_percent():
     r = NodeReport(0, "c", "vta.conv2d", "vta", "", [], (1,), macs=256 * 100, instructions=3, cycles=200,
                    seconds=0.0, block=256)
     assert r.gemm_bound == pytest.approx(50.0)
+
+
+@pytest.fixture
+def model_env():
+    cfg = load_config()
+    cfg["TARGET"] = "model"
+    with Environment(cfg) as env:
+        yield env
+
+
+def test_qnet_report_on_the_cycle_model(model_env):
+    from vta.graph.build_module import build
+
+    from . import qnet
+
+    lib = build(qnet.make_graph())
+    m = lib["debug_create"]("default", ext_dev(0))
+    x = qnet.make_input()
+    report = m.profile(data=x)
+    np.testing.assert_array_equal(m.get_output(0).numpy(), qnet.reference(x))
+    convs = [r for r in report.nodes if r.device == "vta"]
+    assert [r.name for r in convs] == ["conv0", "conv1"]
+    macs = 1 * qnet.C * qnet.HW * qnet.HW * qnet.C * 9          # outputs x (C * kh * kw)
+    assert all(r.macs == macs for r in convs)
+    for r in convs:
+        assert r.cycles > 0 and r.stats["insn_gemm"] > 0
+        block = model_env.BATCH * model_env.BLOCK_IN * model_env.BLOCK_OUT
+        assert r.gemm_bound == pytest.approx(100.0 * macs / block / r.cycles)
+        assert 0 < r.gemm_bound <= 100.0
+    hosts = [r for r in report.nodes if r.device == "cpu"]
+    assert hosts and all(r.cycles is None and r.reason for r in hosts)
+    assert report.total_macs == 2 * macs
+    assert "conv0" in str(report)

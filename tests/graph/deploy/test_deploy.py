@@ -15,7 +15,7 @@ import pytest
 from vta import rpc
 from vta.errors import ModuleLoadError, RPCError
 from vta.rpc.server import Server
-from vta.runtime import load_module
+from vta.runtime import Device, load_module
 from vta.tvm.contrib import graph_executor
 
 from . import netlib
@@ -26,44 +26,41 @@ _CHILD = textwrap.dedent("""
     import json, sys
     import numpy as np
     sys.path.insert(0, {root!r})
-    from tests.graph.deploy import double
-    double.install()
     import vta
     lib = vta.runtime.load_module({so!r})
     print("TYPE", type(lib).__name__, lib.type_key)
     from vta.tvm.contrib import graph_executor
     m = graph_executor.GraphModule(lib["default"](vta.runtime.ext_dev(0)))
-    m.set_input("x", np.load({x!r}))
+    m.set_input({input_name!r}, np.load({x!r}))
     m.run()
     np.save({out!r}, m.get_output(0).numpy())
 """)
 
 
-def test_round_trip_in_a_fresh_process(net_so, env, tmp_path):
-    x = netlib.make_input(env)
-    np.save(tmp_path / "x.npy", x)
-    script = _CHILD.format(root=str(ROOT), so=str(net_so), x=str(tmp_path / "x.npy"), out=str(tmp_path / "y.npy"))
+def test_round_trip_in_a_fresh_process(net, tmp_path):
+    np.save(tmp_path / "x.npy", net.x)
+    script = _CHILD.format(root=str(ROOT), so=str(net.so), x=str(tmp_path / "x.npy"), out=str(tmp_path / "y.npy"),
+                           input_name=net.input_name)
     envvars = dict(os.environ, PYTHONPATH=str(ROOT))
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=envvars,
                           timeout=300, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert "TYPE GraphExecutorFactoryModule GraphExecutorFactory" in proc.stdout
-    np.testing.assert_array_equal(np.load(tmp_path / "y.npy"), netlib.reference(x, netlib.make_params(env)["p"]))
+    np.testing.assert_array_equal(np.load(tmp_path / "y.npy"), net.expected)
 
 
-def test_local_session(net_so, env):
-    x = netlib.make_input(env)
+def test_local_session(net):
     with rpc.LocalSession() as remote:
-        remote.upload(net_so)
+        remote.upload(net.so)
         lib = remote.load_module("net.so")
         dev = remote.ext_dev(0)
         m = graph_executor.GraphModule(lib["default"](dev))
-        m.set_input("x", x)
+        m.set_input(net.input_name, net.x)
         m.run()
         out = m.get_output(0).numpy()
         timer = m.module.time_evaluator("run", dev, number=2, repeat=2)
         assert len(timer().results) == 2
-    np.testing.assert_array_equal(out, netlib.reference(x, netlib.make_params(env)["p"]))
+    np.testing.assert_array_equal(out, net.expected)
 
 
 @pytest.fixture
@@ -75,40 +72,42 @@ def server(tmp_path):
         yield srv
 
 
-def test_socket_server(net_so, env, server):
-    x = netlib.make_input(env)
-    p2 = netlib.make_params(env, seed=9)
-    from vta.graph.params import save_param_dict
-
+def test_socket_server(net, server):
     with rpc.connect(server.host, server.port, timeout=120) as remote:
-        remote.upload(net_so)
+        remote.upload(net.so)
         lib = remote.load_module("net.so")
         m = graph_executor.GraphModule(lib["default"](remote.ext_dev(0)))
         assert m.get_num_outputs() == 1
-        m.set_input("x", x)
+        m.set_input(net.input_name, net.x)
         m.run()
-        out = m.get_output(0).numpy()
-        np.testing.assert_array_equal(out, netlib.reference(x, netlib.make_params(env)["p"]))
-        m.load_params(save_param_dict(p2))
-        m.run()
-        np.testing.assert_array_equal(m.get_output(0).numpy(), netlib.reference(x, p2["p"]))
+        np.testing.assert_array_equal(m.get_output(0).numpy(), net.expected)
         result = m.benchmark(number=1, repeat=2)
         assert len(result.results) == 2 and result.mean > 0
         with pytest.raises(RPCError, match="ParamFormatError"):
             m.load_params(b"\x00" * 12)
-        bad = remote.ext_dev(0)
         with pytest.raises(RPCError, match="belongs to another session"):
             with rpc.LocalSession() as other:
-                lib["default"](type(bad)(12, 0, session=other))
+                lib["default"](Device(12, 0, session=other))
 
 
-def test_socket_server_subprocess(net_so, env, tmp_path):
+def test_socket_server_load_params(net_so, env, server):
+    """New parameters sent as a TVM parameter blob change the result as the oracle says."""
+    from vta.graph.params import save_param_dict
+
+    x, p2 = netlib.make_input(env), netlib.make_params(env, seed=9)
+    with rpc.connect(server.host, server.port, timeout=120) as remote:
+        remote.upload(net_so)
+        m = graph_executor.GraphModule(remote.load_module("net.so")["default"](remote.ext_dev(0)))
+        m.load_params(save_param_dict(p2))
+        m.run(x=x)
+        np.testing.assert_array_equal(m.get_output(0).numpy(), netlib.reference(x, p2["p"]))
+
+
+def test_socket_server_subprocess(net, tmp_path):
     """``python -m vta.rpc.server`` in its own process: the factory loader is there after ``import vta``."""
     code = textwrap.dedent(f"""
         import sys
         sys.path.insert(0, {str(ROOT)!r})
-        from tests.graph.deploy import double
-        double.install()
         from vta.rpc.server import Server
         with Server("127.0.0.1", 0, workdir={str(tmp_path)!r}) as srv:
             print(srv.port, flush=True)
@@ -119,14 +118,13 @@ def test_socket_server_subprocess(net_so, env, tmp_path):
                             text=True, env=dict(os.environ, PYTHONPATH=str(ROOT)))
     try:
         port = int(proc.stdout.readline())
-        x = netlib.make_input(env)
         with rpc.connect("127.0.0.1", port, timeout=120) as remote:
-            remote.upload(net_so)
+            remote.upload(net.so)
             lib = remote.load_module("net.so")
             m = graph_executor.GraphModule(lib["default"](remote.ext_dev(0)))
-            m.run(x=x)
+            m.run(**{net.input_name: net.x})
             out = m.get_output(0).numpy()
-        np.testing.assert_array_equal(out, netlib.reference(x, netlib.make_params(env)["p"]))
+        np.testing.assert_array_equal(out, net.expected)
     finally:
         proc.stdin.close()
         proc.wait(timeout=60)

@@ -19,7 +19,8 @@ from typing import Any
 import numpy as np
 
 from ...graph.factory import executor_module, pick_device
-from ...runtime import Module
+from ...runtime import Module, cpu
+from ...runtime import array as nd_array
 from ...runtime.module import ProfileResult
 from .._missing import missing
 
@@ -110,20 +111,12 @@ class GraphModule:
         return int(self._get_num_inputs())
 
     def get_input(self, index: Any, out: Any = None) -> Any:
-        """The ``index``-th input (or the input named ``index``); copied into ``out`` if given."""
-        value = self._get_input(index)
-        if out is not None:
-            out.copyfrom(_as_numpy(value))
-            return out
-        return value
+        """The ``index``-th input (or the input named ``index``) as an NDArray; copied into ``out`` if given."""
+        return _deliver(self._get_input(index), out)
 
     def get_output(self, index: int, out: Any = None) -> Any:
-        """The ``index``-th output as an NDArray; copied into ``out`` if given."""
-        value = self._get_output(index)
-        if out is not None:
-            out.copyfrom(_as_numpy(value))
-            return out
-        return value
+        """The ``index``-th output as an NDArray (``.numpy()`` for the values); copied into ``out`` if given."""
+        return _deliver(self._get_output(index), out)
 
     def load_params(self, params_bytes: bytes) -> None:
         """Set parameters from a :func:`~vta.graph.params.save_param_dict` blob.
@@ -210,3 +203,13 @@ def _plain(value: Any) -> Any:
 
 def _as_numpy(value: Any) -> np.ndarray:
     return value.numpy() if hasattr(value, "numpy") else np.asarray(value)
+
+
+def _deliver(value: Any, out: Any) -> Any:
+    """An executor's result as TVM returns it: an NDArray (NumPy results become CPU arrays)."""
+    if out is not None:
+        out.copyfrom(_as_numpy(value))
+        return out
+    if isinstance(value, np.ndarray):
+        return nd_array(value, cpu(0))
+    return value
