@@ -140,8 +140,8 @@ class GraphExecutorFactoryModule(Module):
     graph_json : str
         The graph executor JSON.
     lib : Module or None
-        The compiled operators (imported by the factory). None only while a library is being
-        restored: the loader imports the library afterwards.
+        The compiled operators (imported by the factory). None when the graph runs entirely on
+        the CPU, and while a library is being restored (the loader imports it afterwards).
     params : mapping of str to array, optional
         Parameter arrays (NumPy or NDArray), set on every executor the factory creates.
     libmod_name : str
@@ -193,7 +193,7 @@ class GraphExecutorFactoryModule(Module):
         return self._graph_json
 
     @property
-    def lib(self) -> Module:
+    def lib(self) -> Module | None:
         """The compiled operators (see :meth:`get_lib`)."""
         return self.get_lib()
 
@@ -211,17 +211,10 @@ class GraphExecutorFactoryModule(Module):
         """The graph executor JSON."""
         return self._graph_json
 
-    def get_lib(self) -> Module:
-        """The library of compiled operators (the factory's import).
-
-        Raises
-        ------
-        TVMError
-            If the factory has no library (it was rebuilt without one).
-        """
-        if not self._imports:
-            raise TVMError(f"{self!r} has no library: it imports no module")
-        return self._imports[0]
+    def get_lib(self) -> Module | None:
+        """The library of compiled operators (the factory's import), or None when every node of
+        the graph runs on the CPU (nothing was compiled)."""
+        return self._imports[0] if self._imports else None
 
     def get_params(self) -> dict[str, NDArray]:
         """The parameters as new CPU NDArrays, name -> array (TVM's ``get_params``)."""
@@ -325,7 +318,6 @@ class GraphExecutorFactoryModule(Module):
         if given:
             raise TypeError(f"export_library: options {sorted(given)} are not supported; the system C compiler "
                             "links the library")
-        self.get_lib()
         return super().export_library(path, workspace_dir=workspace_dir)
 
 

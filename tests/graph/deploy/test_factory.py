@@ -111,14 +111,29 @@ def test_bad_constructor_arguments(factory):
         factory["default"]("ext_dev")
 
 
-def test_no_library_and_compiler_options(factory, tmp_path):
-    bare = GraphExecutorFactoryModule(factory.graph_json, None)
-    with pytest.raises(TVMError, match="has no library"):
-        bare.get_lib()
-    with pytest.raises(TVMError, match="has no library"):
-        bare.export_library(tmp_path / "x.so")
+def test_compiler_options_are_refused(factory, tmp_path):
     with pytest.raises(TypeError, match="not supported"):
         factory.export_library(tmp_path / "y.so", fcompile="ndk")
+
+
+def test_cpu_only_graph_exports_without_a_library(tmp_path):
+    """A graph with no accelerator node: the factory alone in the file, restored with no import."""
+    from vta.graph import GraphBuilder
+    from vta.graph.build_module import build
+
+    b = GraphBuilder()
+    x = b.input("x", (2, 3), "float32")
+    y = b.nn.softmax(x)
+    lib = build(b.finish([y]))
+    assert lib.get_lib() is None
+    path = lib.export_library(tmp_path / "cpu.so")
+    loaded = load_module(path)
+    assert isinstance(loaded, GraphExecutorFactoryModule) and loaded.get_lib() is None
+    m = graph_executor.GraphModule(loaded["default"](ext_dev(0)))
+    v = np.array([[0.0, 1.0, 2.0], [1.0, 1.0, 1.0]], dtype=np.float32)
+    m.run(x=v)
+    e = np.exp(v - v.max(axis=1, keepdims=True))
+    np.testing.assert_allclose(m.get_output(0).numpy(), e / e.sum(axis=1, keepdims=True), rtol=1e-6)
 
 
 @pytest.mark.parametrize("cut", [0, 5, 8, 100, -20, -1])
