@@ -83,6 +83,9 @@ def test_socket_server(net, server):
         np.testing.assert_array_equal(m.get_output(0).numpy(), net.expected)
         result = m.benchmark(number=1, repeat=2)
         assert len(result.results) == 2 and result.mean > 0
+        timer = m.module.time_evaluator("run", remote.ext_dev(0), number=2, repeat=3)
+        cost = timer()
+        assert len(cost.results) == 3 and cost.mean > 0
         with pytest.raises(RPCError, match="ParamFormatError"):
             m.load_params(b"\x00" * 12)
         with pytest.raises(RPCError, match="belongs to another session"):
