@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from ...graph.factory import executor_module, pick_device
-from ...runtime import Module, cpu
+from ...runtime import Module, NDArray, cpu
 from ...runtime import array as nd_array
 from ...runtime.module import ProfileResult
 from .._missing import missing
@@ -196,7 +196,10 @@ def _is_remote_module(value: Any) -> bool:
 
 
 def _plain(value: Any) -> Any:
-    """Values crossing to an executor: NumPy arrays stay, NDArrays stay, lists become arrays."""
+    """Values handed to an executor (maybe remote): local NDArrays and lists become NumPy arrays,
+    remote arrays stay handles."""
+    if isinstance(value, NDArray):
+        return value.numpy()
     if isinstance(value, (list, tuple, int, float)):
         return np.asarray(value)
     return value
