@@ -4,7 +4,7 @@ Each builder declares the packed operator with tensor expressions — the GEMM c
 (:func:`~vta.topi.conv2d_packed`, :func:`~vta.topi.dense_packed`) followed by element-wise
 stages that the schedules run on the ALU in the accumulator — schedules it with the
 ``vta.topi`` schedules (or, for the add and the pooling that have no GEMM, a small schedule of
-their own here), and compiles it with :func:`vta.build`. The ALU program of a fused convolution:
+their own here and in :mod:`vta.topi.qnn_pool`), and compiles it with :func:`vta.build`. The ALU program of a fused convolution:
 
 =================================  ==========================================================
 stage                              ALU
@@ -15,9 +15,14 @@ stage                              ALU
                                    MUL of a loaded vector (per channel)
 ``>> s1``                          SHR imm, or SHR of a loaded shift vector (per channel)
 ``+ 2**(s2-1)``, ``>> s2``         ADD imm, SHR imm (round half up)
+intermediate (if any)              MIN imm, MAX imm (its own int8 clip), its rescale as above
 residual ``r``                     ACC_8BIT load, ADD -z_r, MUL m_r, rounding as above, ADD
 ``+ z_out``, clip                  ADD imm, MIN imm, MAX imm; the store narrows to int8
 =================================  ==========================================================
+
+Constants ride on a rounding step's ADD when the sum still fits the 16-bit immediate: the output
+zero point (``z_out * 2**s2``, on the last rounding) and a residual's ``-z_r * m_r``
+(:meth:`_Chain.requant`); both are exact rewrites of the same integer arithmetic.
 
 A convolution whose input zero point is not 0 and which is padded cannot use the hardware's
 zero padding as is: its bias argument is then a full map (``vta.topi.qnn_layout``), the bias
@@ -26,11 +31,9 @@ plus the border correction, loaded like a residual (int32).
 
 from __future__ import annotations
 
-from typing import Any
-
 from ..env import Environment, get_env
 from ..errors import ScheduleError
-from ..te import compute, create_schedule, if_then_else, placeholder
+from ..te import compute, create_schedule, placeholder
 from ..te import max as te_max
 from ..te import min as te_min
 from ..te.tensor import Tensor
@@ -41,7 +44,7 @@ from .dense import dense_packed, schedule_dense_packed
 from .epilogue import BROADCAST_TAG, ELEMWISE_TAG
 from .qnn_layout import ArgLayout, ArgSpec
 
-__all__ = ["build_maxpool", "build_qadd", "build_qconv2d", "build_qdense", "declare_qconv2d", "declare_qdense"]
+__all__ = ["build_qadd", "build_qconv2d", "build_qdense", "declare_qconv2d", "declare_qdense"]
 
 
 def _ceil_div(x: int, b: int) -> int:
@@ -101,22 +104,53 @@ class _Chain:
         else:
             self.imm("mul", m)
 
-    def requant(self, rq, mult_t: Tensor | None, shift_t: Tensor | None) -> None:
-        """The requantisation without zero point and clip (``vta.topi.qnn`` module docstring)."""
+    def requant(self, rq, mult_t: Tensor | None, shift_t: Tensor | None, pre_add: int = 0, post_add: int = 0) -> int:
+        """``requantize(x + pre_add) + post_add`` without clip (``vta.topi.qnn`` module docstring).
+
+        The constants ride on the rounding step when the result is exact and the sum fits the
+        signed 16-bit immediate: ``pre_add * m`` when the multiply is an immediate and no shift
+        comes before the rounding (``(x + a) m = x m + a m``), ``post_add * 2**s2`` always
+        (adding a multiple of ``2**s2`` commutes with the floor shift). Returns the part of
+        ``post_add`` still to be added (0 when folded).
+        """
+        if rq.pre_shift and pre_add:
+            self.imm("add", pre_add)
+            pre_add = 0
         if rq.pre_shift:
             self.imm("shr", rq.pre_shift)
+        # With a first shift anyway, s2 gives bits to s1 until post_add * 2**s2 fits (the shift
+        # vector of a per-channel requant is packed with the same split: ArgLayout.post_add).
+        s1, s2 = rq.split_shifts(post_add)
+        m = None if mult_t is not None else int(rq.multiplier[0])
+        base = (1 << (s2 - 1)) if s2 else 0
+        if pre_add and (m is None or shift_t is not None or int(s1[0]) or not _fits_imm(base + pre_add * m)):
+            self.imm("add", pre_add)  # not foldable: a tensor multiplier, a shift before the rounding, or too large
+            pre_add = 0
         if mult_t is not None:
             self.tensor("mul", mult_t)
         else:
-            self.scale_imm(int(rq.multiplier[0]))
-        s1, s2 = rq.split_shifts()
+            self.scale_imm(m)
         if shift_t is not None:
             self.tensor("shr", shift_t)
         elif int(s1[0]):
             self.imm("shr", int(s1[0]))
+        if pre_add:
+            base += pre_add * m
+        c = base + post_add * (1 << s2)
+        if _fits_imm(c):
+            post_add = 0
+        else:
+            c = base
+        if c:
+            self.imm("add", c)
         if s2:
-            self.imm("add", 1 << (s2 - 1))
             self.imm("shr", s2)
+        return post_add
+
+
+def _fits_imm(v: int) -> bool:
+    """The ALU's immediate is a signed 16-bit field."""
+    return -(1 << 15) <= v < (1 << 15)
 
 
 def _vector_kinds(rq) -> tuple[bool, bool]:
@@ -141,38 +175,41 @@ def _epilogue(acc: Tensor, spec, bias: Tensor | None, vec_shape: tuple, residual
     if use_s:
         shift_t = placeholder(vec_shape, name="shift", dtype=env.acc_dtype)
         placeholders.append(("shift", shift_t))
-    ch.requant(spec.requant, mult_t, shift_t)
     inter = getattr(spec, "intermediate", None)
+    # The output zero point rides on the last rounding step: the residual's if there is one.
+    z_out = spec.output_zero_point
+    last = spec.residual is None and inter is None
+    z_left = ch.requant(spec.requant, mult_t, shift_t, post_add=z_out if last else 0)
     if inter is not None:
         # clip(y + z, lo, hi) - z == clip(y, lo - z, hi - z): the int8 output of the operator itself.
         ch.imm("min", inter.clip[1] - inter.zero_point)
         ch.imm("max", inter.clip[0] - inter.zero_point)
-        ch.requant(inter.requant, None, None)
+        z_left = ch.requant(inter.requant, None, None, post_add=z_out if spec.residual is None else 0)
     if spec.residual is not None:
         r = placeholder(residual_shape, name="residual", dtype=env.inp_dtype)
         placeholders.append(("residual", r))
-        ch.x = _add_scaled(ch.x, r, spec.residual, env, "res")
-    return _finish(ch, spec.output_zero_point, spec.clip, env)
+        ch.x, z_left = _add_scaled(ch.x, r, spec.residual, env, "res", post_add=z_out)
+    return _finish(ch, z_left, spec.clip, env)
 
 
-def _scaled_operand(r: Tensor, res, env: Environment, prefix: str) -> Tensor:
-    """``requant(r - z)`` of an int8 tensor ``r``: an ACC_8BIT load and ALU stages."""
+def _scaled_operand(r: Tensor, res, env: Environment, prefix: str, post_add: int = 0) -> tuple[Tensor, int]:
+    """``requant(r - z) + post_add`` of an int8 tensor ``r``: an ACC_8BIT load and ALU stages;
+    returns the tensor and the part of ``post_add`` still to be added."""
     loaded = compute(r.shape, lambda *i: r(*i).astype(env.acc_dtype), name=f"{prefix}_load", tag=LOAD_TAG)
     rc = _Chain(loaded, prefix)
-    if res.zero_point:
-        rc.imm("add", -res.zero_point)
-    rc.requant(res.requant, None, None)
-    return rc.x
+    left = rc.requant(res.requant, None, None, pre_add=-res.zero_point, post_add=post_add)
+    return rc.x, left
 
 
-def _add_scaled(x: Tensor, r: Tensor, res, env: Environment, prefix: str) -> Tensor:
-    y = _scaled_operand(r, res, env, prefix)
-    return compute(x.shape, lambda *i: x(*i) + y(*i), name=f"{prefix}_add", tag=ELEMWISE_TAG)
+def _add_scaled(x: Tensor, r: Tensor, res, env: Environment, prefix: str, post_add: int = 0) -> tuple[Tensor, int]:
+    y, left = _scaled_operand(r, res, env, prefix, post_add)
+    return compute(x.shape, lambda *i: x(*i) + y(*i), name=f"{prefix}_add", tag=ELEMWISE_TAG), left
 
 
-def _finish(ch: _Chain, z_out: int, clip: tuple, env: Environment) -> Tensor:
-    if z_out:
-        ch.imm("add", z_out)
+def _finish(ch: _Chain, z_left: int, clip: tuple, env: Environment) -> Tensor:
+    """The output zero point (what the rounding steps did not absorb), the clip and the cast."""
+    if z_left:
+        ch.imm("add", z_left)
     ch.imm("min", clip[1])
     ch.imm("max", clip[0])
     last = ch.x
@@ -185,7 +222,8 @@ def _arg_specs(pairs: list) -> list:
 
 def declare_qconv2d(spec, env: Environment) -> tuple[Tensor, list]:
     """The tensor expressions of a fused convolution: ``(output, [(role, tensor), ...])`` in call
-    order (the output last)."""
+    order (the output last); a ``fold_width`` spec declares its :meth:`~QConv2DSpec.folded` form."""
+    spec = spec.folded()
     nb = _ceil_div(spec.batch, env.BATCH)
     cib = _ceil_div(spec.in_channels, env.BLOCK_IN)
     cob = _ceil_div(spec.out_channels, env.BLOCK_OUT)
@@ -218,6 +256,20 @@ def declare_qdense(spec, env: Environment) -> tuple[Tensor, list]:
     return out, pairs
 
 
+def _check_env(env: Environment, what: str) -> None:
+    """The quantized operators compute on int8 tensors and int32 accumulators.
+
+    Raises
+    ------
+    ScheduleError
+        If the configuration's input, weight or accumulator width differs.
+    """
+    if (env.INP_WIDTH, env.WGT_WIDTH, env.ACC_WIDTH) != (8, 8, 32):
+        raise ScheduleError(
+            f"{what}: quantized operators need 8-bit inputs and weights and 32-bit accumulators; this configuration "
+            f"has INP_WIDTH={env.INP_WIDTH}, WGT_WIDTH={env.WGT_WIDTH}, ACC_WIDTH={env.ACC_WIDTH}")
+
+
 def _build(sched, pairs: list, name: str, env: Environment):
     from ..build import build
 
@@ -235,9 +287,11 @@ def build_qconv2d(spec, name: str, env: Environment | None = None):
     Raises
     ------
     ScheduleError
-        If no tiling of the layer fits the configuration's buffers.
+        If no tiling of the layer fits the configuration's buffers, or the configuration is not
+        8-bit (inputs, weights) with 32-bit accumulators.
     """
     env = env or get_env()
+    _check_env(env, "build_qconv2d")
     with env:
         out, pairs = declare_qconv2d(spec, env)
         s = schedule_conv2d_packed(out)
@@ -258,6 +312,7 @@ def build_qdense(spec, name: str, env: Environment | None = None):
         If no tiling fits the configuration's buffers.
     """
     env = env or get_env()
+    _check_env(env, "build_qdense")
     with env:
         out, pairs = declare_qdense(spec, env)
         s = schedule_dense_packed(out)
@@ -288,8 +343,8 @@ def _ewise_schedule(out: Tensor, loads: list, alus: list, rows_axis: int, tile_r
     return s
 
 
-def _stages_between(out: Tensor, stop: set) -> tuple[list, list]:
-    """(loads, ALU stages) of the graph below ``out`` (excluding it), producers first."""
+def _stages_below(out: Tensor) -> list:
+    """Every compute stage below ``out`` (excluding it), producers first."""
     order: list = []
     seen: set = set()
 
@@ -303,9 +358,7 @@ def _stages_between(out: Tensor, stop: set) -> tuple[list, list]:
 
     for u in out.op.input_tensors:
         visit(u)
-    loads = [t for t in order if t.op.tag == LOAD_TAG]
-    alus = [t for t in order if t.op.tag != LOAD_TAG and id(t.op) not in stop]
-    return loads, alus
+    return order
 
 
 def _row_tile(rows: int, entries_per_row: int, buffers: int, env: Environment) -> int:
@@ -314,8 +367,8 @@ def _row_tile(rows: int, entries_per_row: int, buffers: int, env: Environment) -
     for t in range(rows, 0, -1):
         if rows % t == 0 and t * entries_per_row * buffers <= cap:
             return t
-    raise ScheduleError(f"one row of {entries_per_row} entries x {buffers} buffers overflows the accumulator "
-                        f"({cap} entries)")
+    raise ScheduleError(f"qadd: one row of {entries_per_row} entries x {buffers} operands overflows the "
+                        f"accumulator ({cap} entries)")
 
 
 def build_qadd(spec, name: str, env: Environment | None = None):
@@ -331,159 +384,37 @@ def build_qadd(spec, name: str, env: Environment | None = None):
         If one row of the operands does not fit the accumulator.
     """
     env = env or get_env()
+    _check_env(env, "build_qadd")
     with env:
         nb = _ceil_div(spec.batch, env.BATCH)
         cb = _ceil_div(spec.channels, env.BLOCK_OUT)
         shape = (nb, cb, spec.height, spec.width, env.BATCH, env.BLOCK_OUT)
         a = placeholder(shape, name="lhs", dtype=env.inp_dtype)
         b = placeholder(shape, name="rhs", dtype=env.inp_dtype)
-        ya = _scaled_operand(a, spec.lhs, env, "lhs")
-        x = _add_scaled(ya, b, spec.rhs, env, "rhs")
+        ya, z_left = _scaled_operand(a, spec.lhs, env, "lhs", post_add=spec.output_zero_point)
+        x, _ = _add_scaled(ya, b, spec.rhs, env, "rhs")
         ch = _Chain(x, "qadd")
-        out = _finish(ch, spec.output_zero_point, spec.clip, env)
-        loads, alus = _stages_between(out, set())
+        out = _finish(ch, z_left, spec.clip, env)
+        stages = _stages_below(out)
+        loads = [t for t in stages if t.op.tag == LOAD_TAG]
+        alus = [t for t in stages if t.op.tag != LOAD_TAG]
         tile = _row_tile(spec.height, spec.width, 2, env)
-        s = _ewise_schedule(out, [t for t in loads], alus, 2, tile, env)
+        s = _ewise_schedule(out, loads, alus, 2, tile, env)
         pairs = [("lhs", a), ("rhs", b), ("out", out)]
         mod = _build(s, pairs, name, env)
     return mod, ArgLayout.for_env("add", spec, _arg_specs(pairs), env)
 
 
-def build_maxpool(spec, name: str, env: Environment | None = None):
-    """Compile max pooling (:class:`~vta.topi.qnn.MaxPoolSpec`) on the ALU, or return None.
-
-    The input is loaded into the accumulator (``ACC_8BIT``, zero padded by the hardware) together
-    with a ``mask`` of ones loaded with the same padding; ``x + 256 * mask`` is then at least 128
-    on every real pixel and 0 on every padded one, so padded pixels never win; the window maximum
-    is a chain of MAX stages over the shifted windows, and ``- 256`` brings the result back.
-
-    Returns
-    -------
-    (Module, ArgLayout) or None
-        None when the ALU cannot run it; :func:`maxpool_unsupported_reason` says why.
-    """
-    env = env or get_env()
-    if maxpool_unsupported_reason(spec, env) is not None:
-        return None
-    with env:
-        nb = _ceil_div(spec.batch, env.BATCH)
-        cb = _ceil_div(spec.channels, env.BLOCK_OUT)
-        kh, kw = spec.pool_size
-        sh, sw = spec.strides
-        pt, pl, pb, pr = spec.padding
-        oh, ow = spec.out_height, spec.out_width
-        data = placeholder((nb, cb, spec.height, spec.width, env.BATCH, env.BLOCK_OUT), name="data", dtype=env.inp_dtype)
-        pairs: list = [("data", data)]
-        th = _maxpool_row_tile(spec, env)
-        out = _declare_maxpool(spec, data, pairs, env)
-        s = _schedule_maxpool(out, th, env)
-        pairs.append(("out", out))
-        mod = _build(s, pairs, name, env)
-    return mod, ArgLayout.for_env("max_pool2d", spec, _arg_specs(pairs), env)
-
-
 def maxpool_unsupported_reason(spec, env: Environment | None = None) -> str | None:
-    """Why :func:`build_maxpool` cannot run ``spec`` on the ALU (None if it can)."""
-    env = env or get_env()
-    if max(spec.padding) > 15:
-        return f"padding {spec.padding!r} exceeds the 4-bit pad field of a load (15)"
-    try:
-        _maxpool_row_tile(spec, env)
-    except ScheduleError as exc:
-        return str(exc)
-    return None
+    """Kept here for callers of the first layout; the function lives in :mod:`vta.topi.qnn_pool`
+    (import it from :mod:`vta.topi.qnn`)."""
+    from .qnn_pool import maxpool_unsupported_reason as reason
+
+    return reason(spec, env)
 
 
-def _maxpool_row_tile(spec, env: Environment) -> int:
-    kh, _ = spec.pool_size
-    sh, _ = spec.strides
-    pw = spec.width + spec.padding[1] + spec.padding[3]
-    oh, ow = spec.out_height, spec.out_width
-    masked = any(spec.padding)
-    for t in range(oh, 0, -1):
-        if oh % t:
-            continue
-        rows_in = (t - 1) * sh + kh
-        need = rows_in * pw * (2 if masked else 1) + t * ow
-        if need <= env.ACC_BUFF_DEPTH:
-            return t
-    raise ScheduleError(f"max_pool2d: one output row needs {(kh) * pw * 2 + ow} accumulator entries, more than the "
-                        f"{env.ACC_BUFF_DEPTH} of this configuration")
+def build_maxpool(spec, name: str, env: Environment | None = None):
+    """Kept here for callers of the first layout; see :func:`vta.topi.qnn_pool.build_maxpool`."""
+    from .qnn_pool import build_maxpool as build
 
-
-def _padded_load(t: Tensor, before: tuple, after: tuple, dtype: str, name: str) -> Tensor:
-    """``t`` widened to ``dtype`` and zero padded on its two spatial axes (2, 3): one padded
-    ``ACC_8BIT`` load."""
-    shape = _ints(t.shape)
-    h, w = shape[2], shape[3]
-    oshape = (shape[0], shape[1], h + before[0] + after[0], w + before[1] + after[1], shape[4], shape[5])
-
-    def body(b, c, y, x, bi, ci):
-        cond = n.And(n.And(y >= before[0], y < h + before[0]), n.And(x >= before[1], x < w + before[1]))
-        return if_then_else(cond, t(b, c, y - before[0], x - before[1], bi, ci).astype(dtype), n.const(0, dtype))
-
-    return compute(oshape, body, name=name, tag=LOAD_TAG)
-
-
-def _declare_maxpool(spec, data: Tensor, pairs: list, env: Environment) -> Tensor:
-    kh, kw = spec.pool_size
-    sh, sw = spec.strides
-    pt, pl, pb, pr = spec.padding
-    oh, ow = spec.out_height, spec.out_width
-    nb, cb = _ints(data.shape)[:2]
-    acc = env.acc_dtype
-    src = data
-    if any(spec.padding):
-        mask = placeholder((1, 1, spec.height, spec.width, env.BATCH, env.BLOCK_OUT), name="mask", dtype=env.inp_dtype)
-        pairs.append(("mask", mask))
-        xl = _padded_load(data, (pt, pl), (pb, pr), acc, "pool_load")
-        ml = _padded_load(mask, (pt, pl), (pb, pr), acc, "mask_load")
-        ms = compute(ml.shape, lambda *i: ml(*i) << 8, name="mask_shl", tag=ELEMWISE_TAG)
-        src = compute(xl.shape, lambda b, c, y, x, bi, ci: xl(b, c, y, x, bi, ci) + ms(0, 0, y, x, bi, ci),
-                      name="pool_biased", tag=ELEMWISE_TAG)
-    else:
-        src = compute(data.shape, lambda *i: data(*i).astype(acc), name="pool_load", tag=LOAD_TAG)
-    oshape = (nb, cb, oh, ow, env.BATCH, env.BLOCK_OUT)
-    def tap(dy: int, dx: int, prev: Tensor | None):
-        def body(b, c, y, x, bi, ci):
-            v = src(b, c, y * sh + dy, x * sw + dx, bi, ci)
-            return v if prev is None else te_max(prev(b, c, y, x, bi, ci), v)
-        return body
-
-    cur = None
-    for dy in range(kh):
-        for dx in range(kw):
-            cur = compute(oshape, tap(dy, dx, cur), name=f"pool_tap{dy}_{dx}", tag=ELEMWISE_TAG)
-    if any(spec.padding):
-        last = cur
-        cur = compute(oshape, lambda *i: last(*i) - n.const(256, acc), name="pool_unbias", tag=ELEMWISE_TAG)
-    last = cur
-    return compute(oshape, lambda *i: last(*i).astype(env.out_dtype), name="out", tag=ELEMWISE_TAG)
-
-
-def _schedule_maxpool(out: Tensor, tile_rows: int, env: Environment):
-    s = create_schedule(out.op)
-    order: list = []
-    seen: set = set()
-
-    def visit(t: Tensor) -> None:
-        if id(t.op) in seen or not hasattr(t.op, "body"):
-            return
-        seen.add(id(t.op))
-        for u in t.op.input_tensors:
-            visit(u)
-        order.append(t)
-
-    for u in out.op.input_tensors:
-        visit(u)
-    axes = list(s[out].op.axis)
-    outer, inner = s[out].split(axes[2], factor=tile_rows)
-    s[out].reorder(axes[0], axes[1], outer, inner, *axes[3:])
-    for t in order:
-        s[t].set_scope(env.acc_scope)
-        s[t].compute_at(s[out], outer)
-        kind = env.dma_copy if t.op.tag == LOAD_TAG else env.alu
-        s[t].pragma(s[t].op.axis[0], kind)
-    s[out].pragma(inner, env.dma_copy)
-    return s
-
+    return build(spec, name, env)

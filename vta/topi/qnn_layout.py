@@ -24,7 +24,7 @@ import numpy as np
 
 from ..env import Environment
 
-__all__ = ["ArgLayout", "ArgSpec", "PARAM_ROLES", "border_correction"]
+__all__ = ["PARAM_ROLES", "ArgLayout", "ArgSpec", "border_correction"]
 
 #: Roles whose arrays are model constants (packed once, at compile time).
 PARAM_ROLES = ("weight", "bias", "multiplier", "shift", "mask")
@@ -117,7 +117,7 @@ class ArgLayout:
     block_out: int
 
     @classmethod
-    def for_env(cls, kind: str, spec: Any, args: list, env: Environment) -> "ArgLayout":
+    def for_env(cls, kind: str, spec: Any, args: list, env: Environment) -> ArgLayout:
         return cls(kind, spec, tuple(args), env.BATCH, env.BLOCK_IN, env.BLOCK_OUT)
 
     # -- lookup -------------------------------------------------------------------------------
@@ -189,7 +189,9 @@ class ArgLayout:
         s = self.spec
         if role in ("data", "residual", "lhs", "rhs") and len(a.shape) == 6 and np.ndim(array) == 2:
             array = np.asarray(array)[:, :, None, None]  # (N, C) as NCHW with H = W = 1
-        if role == "data":
+        if role == "data" and self.folds:
+            out = self.pack_activation(self._fold_data(np.asarray(array)), self.block_in)
+        elif role == "data":
             out = self.pack_activation(array, self.block_in if self.kind in ("conv2d", "dense") else self.block_out)
         elif role in ("residual", "lhs", "rhs"):
             out = self.pack_activation(array, self.block_out)
@@ -199,6 +201,8 @@ class ArgLayout:
                 if w.shape != (s.out_channels, s.in_channels, s.kernel_h, s.kernel_w):
                     raise ValueError(f"conv2d: weight shape {w.shape!r} is not "
                                      f"{(s.out_channels, s.in_channels, s.kernel_h, s.kernel_w)!r}")
+                if self.folds:
+                    w = self._fold_weight(w)
                 w = _pad_axes(w, {0: _ceil(w.shape[0], self.block_out), 1: _ceil(w.shape[1], self.block_in)})
                 out = _pack6(w.astype(np.int8), self.block_out, self.block_in)
             else:
@@ -209,7 +213,7 @@ class ArgLayout:
         elif role == "bias":
             out = self._pack_bias(array, weight)
         elif role in ("multiplier", "shift"):
-            vec = s.requant.multiplier if role == "multiplier" else s.requant.split_shifts()[0]
+            vec = s.requant.multiplier if role == "multiplier" else s.requant.split_shifts(self.post_add)[0]
             out = self._broadcast_vector(np.asarray(vec, dtype=np.int64), a.shape)
         elif role == "mask":
             out = np.ones(a.shape, dtype=np.int8)
@@ -243,8 +247,9 @@ class ArgLayout:
         if self.kind == "conv2d" and a.shape[2] * a.shape[3] > 1 and self.needs_border_map:
             if weight is None:
                 raise ValueError("conv2d: the bias map of a padding with a non-zero input zero point needs the weights")
-            s = self.spec
-            corr = border_correction(weight, s.input_zero_point, s.strides, s.padding, s.height, s.width)
+            s = self.spec.folded()
+            w = self._fold_weight(np.asarray(weight)) if self.folds else weight
+            corr = border_correction(w, s.input_zero_point, s.strides, s.padding, s.height, s.width)
             full = b[:, None, None] + corr  # (O, OH, OW)
             full = _pad_axes(full, {0: _ceil(co, self.block_out)})
             ob = full.shape[0] // self.block_out
@@ -258,9 +263,44 @@ class ArgLayout:
         return out
 
     @property
+    def post_add(self) -> int:
+        """The constant the main requantisation's rounding step also adds (the output zero point
+        when nothing follows it); the builders split the shifts with it."""
+        if self.kind not in ("conv2d", "dense"):
+            return 0
+        s = self.spec
+        last = s.residual is None and getattr(s, "intermediate", None) is None
+        return s.output_zero_point if last else 0
+
+    @property
     def needs_border_map(self) -> bool:
         """True for a convolution padded with a non-zero input zero point (module docstring)."""
-        return self.kind == "conv2d" and self.spec.input_zero_point != 0 and any(self.spec.padding)
+        if self.kind != "conv2d":
+            return False
+        s = self.spec.folded()
+        return s.input_zero_point != 0 and any(s.padding)
+
+    @property
+    def folds(self) -> bool:
+        """True for a convolution run with its kernel width folded into the channels."""
+        return self.kind == "conv2d" and bool(getattr(self.spec, "fold_width", False))
+
+    def _fold_data(self, x: np.ndarray) -> np.ndarray:
+        """NCHW -> ``(N, C*KW, H + top + bottom, OW)``: ``out[n, c*KW + dx, h, j] = xpad[n, c, h, j*sw + dx]``
+        with ``xpad`` padded on all sides by the input zero point (``QConv2DSpec.folded``)."""
+        s = self.spec
+        if x.shape != (s.batch, s.in_channels, s.height, s.width):
+            raise ValueError(f"conv2d: data shape {x.shape!r} is not {(s.batch, s.in_channels, s.height, s.width)!r}")
+        pt, pl, pb, pr = s.padding
+        sw, kw, ow = s.strides[1], s.kernel_w, s.out_width
+        xp = np.pad(x, ((0, 0), (0, 0), (pt, pb), (pl, pr)), constant_values=s.input_zero_point)
+        cols = np.stack([xp[:, :, :, dx:dx + sw * (ow - 1) + 1:sw] for dx in range(kw)], axis=2)
+        return cols.reshape(s.batch, s.in_channels * kw, s.height + pt + pb, ow)
+
+    def _fold_weight(self, w: np.ndarray) -> np.ndarray:
+        """OIHW -> ``(O, I*KW, KH, 1)`` with ``out[o, c*KW + dx, dy, 0] = w[o, c, dy, dx]``."""
+        o, i, kh, kw = w.shape
+        return np.ascontiguousarray(w.transpose(0, 1, 3, 2).reshape(o, i * kw, kh, 1))
 
     def pack_params(self, weight: np.ndarray | None = None, bias: np.ndarray | None = None) -> dict:
         """``{argument name: packed array}`` of every constant argument."""

@@ -59,13 +59,13 @@ def test_conv1x1_stride2_downsample(qenv, tmp_path):
 
 
 def test_conv7x7_stride2_pad3_three_input_channels(qenv, tmp_path):
-    spec, layout, _ = _conv(qenv, tmp_path, ci=3, h=16, w=16, k=7, stride=2, pad=(3, 3, 3, 3), z_in=-128,
+    _, layout, _ = _conv(qenv, tmp_path, ci=3, h=16, w=16, k=7, stride=2, pad=(3, 3, 3, 3), z_in=-128,
                             scale=0.003, seed=3)
     assert layout.arg("data").shape[1] == 1 and layout.arg("weight").shape[-1] == qenv.BLOCK_IN
 
 
 def test_conv_channels_not_multiple_of_block_asymmetric_padding(qenv, tmp_path):
-    spec, layout, _ = _conv(qenv, tmp_path, ci=20, co=24, h=6, w=7, pad=(0, 1, 2, 1), z_in=9, seed=4)
+    _, layout, _ = _conv(qenv, tmp_path, ci=20, co=24, h=6, w=7, pad=(0, 1, 2, 1), z_in=9, seed=4)
     assert layout.arg("out").shape[1] == 2 and layout.unpack(layout.empty_output()).shape == (1, 24, 6, 7)
 
 
@@ -83,7 +83,7 @@ def test_conv_per_channel_and_per_tensor_multipliers(qenv, tmp_path, per_channel
 
 def test_conv_residual_with_its_own_scale_and_relu(qenv, tmp_path):
     res = qnn.ResidualSpec(zero_point=-20, requant=qnn.Requant.from_scale(0.61))
-    _, layout, stats = _conv(qenv, tmp_path, z_in=-128, z_out=-128, clip=(-128, 127), residual=res, seed=7)
+    _, layout, _ = _conv(qenv, tmp_path, z_in=-128, z_out=-128, clip=(-128, 127), residual=res, seed=7)
     assert layout.roles == ["data", "weight", "bias", "residual", "out"]
     res = qnn.ResidualSpec(zero_point=7, requant=qnn.Requant.from_scale(1.9))
     _conv(qenv, tmp_path, z_in=0, z_out=3, clip=(3, 127), residual=res, seed=8)  # relu at z_out = 3
@@ -101,7 +101,7 @@ def test_conv_pow2_requant(qenv, tmp_path):
     wt = rng.integers(-128, 128, size=(16, 16, 3, 3)).astype(np.int8)
     bias = np.zeros(16, dtype=np.int32)
     mod, layout = qnn.build_qconv2d(spec, "qconv_pow2")
-    out, stats = run_op(mod, layout, layout.pack_args(data=x, weight=wt, bias=bias), tmp_path)
+    out, _ = run_op(mod, layout, layout.pack_args(data=x, weight=wt, bias=bias), tmp_path)
     acc = oracle.conv_acc(x, wt, bias, (1, 1), (1, 1, 1, 1), 0)
     want = np.clip(oracle.round_shift(acc, 1, 10), -128, 127).astype(np.int8)  # 0.001 ~ 2**-10
     np.testing.assert_array_equal(layout.unpack(out), want)
@@ -119,7 +119,7 @@ def test_dense(qenv, tmp_path, per_channel):
     bias = rng.integers(-3000, 3000, size=fo).astype(np.int32)
     r = rng.integers(-128, 128, size=(n, fo)).astype(np.int8) if res else None
     mod, layout = qnn.build_qdense(spec, "qdense")
-    out, stats = run_op(mod, layout, layout.pack_args(data=x, weight=w, bias=bias, residual=r), tmp_path)
+    out, _ = run_op(mod, layout, layout.pack_args(data=x, weight=w, bias=bias, residual=r), tmp_path)
     acc = x.astype(np.int64) @ w.astype(np.int64).T + bias
     want = oracle.finish(oracle.requant(acc, spec.requant), 5, (0, 127), r, res)
     np.testing.assert_array_equal(layout.unpack(out), want)
@@ -162,7 +162,7 @@ def test_maxpool(qenv, tmp_path, pool, stride, pad, hw):
 
 
 def test_maxpool_too_wide_for_the_accumulator_returns_none(env):
-    from vta.topi.qnn_build import maxpool_unsupported_reason
+    from vta.topi.qnn_pool import maxpool_unsupported_reason
 
     spec = qnn.MaxPoolSpec(1, 16, 8, 2000, (3, 3), (2, 2), (1, 1, 1, 1))
     assert qnn.build_maxpool(spec, "mp") is None
@@ -219,3 +219,49 @@ def test_qadd_of_dense_activations(qenv, tmp_path):
     yb = oracle.round_shift(b.astype(np.int64) + 128, int(rhs.requant.multiplier[0]), int(rhs.requant.shift[0]))
     want = np.clip(ya + yb, 0, 127).astype(np.int8)
     np.testing.assert_array_equal(layout.unpack(out)[:, :, 0, 0], want)
+
+
+@pytest.mark.parametrize("z_r,scale,z_out", [(-128, 0.998, -128), (127, 0.998, 127), (0, 1.0, -128)])
+def test_conv_residual_zero_points_at_the_immediate_limits(qenv, tmp_path, z_r, scale, z_out):
+    # -z_r * m_r and z_out * 2**s ride on the rounding constant only when they fit 16 bits.
+    res = qnn.ResidualSpec(zero_point=z_r, requant=qnn.Requant.from_scale(scale))
+    _conv(qenv, tmp_path, h=4, w=4, z_in=-128, z_out=z_out, residual=res, seed=19)
+
+
+def test_dense_intermediate_then_residual(qenv, tmp_path):
+    rng = np.random.default_rng(20)
+    inter = qnn.IntermediateSpec(zero_point=3, requant=qnn.Requant.from_scale(0.9))
+    res = qnn.ResidualSpec(-128, qnn.Requant.from_scale(0.45))
+    rq = qnn.Requant.from_scale(rng.uniform(1e-3, 4e-3, size=24))
+    spec = qnn.QDenseSpec(2, 32, 24, 0, rq, -128, (-128, 127), res, inter)
+    x = rng.integers(-128, 128, size=(2, 32)).astype(np.int8)
+    w = rng.integers(-128, 128, size=(24, 32)).astype(np.int8)
+    bias = rng.integers(-3000, 3000, size=24).astype(np.int32)
+    r = rng.integers(-128, 128, size=(2, 24)).astype(np.int8)
+    mod, layout = qnn.build_qdense(spec, "qdense_inter")
+    out, _ = run_op(mod, layout, layout.pack_args(data=x, weight=w, bias=bias, residual=r), tmp_path)
+    own = np.clip(oracle.requant(x.astype(np.int64) @ w.astype(np.int64).T + bias, rq) + 3, -128, 127)
+    lhs = oracle.round_shift(own - 3, int(inter.requant.multiplier[0]), int(inter.requant.shift[0]))
+    want = oracle.finish(lhs, -128, (-128, 127), r, res)
+    np.testing.assert_array_equal(layout.unpack(out), want)
+    np.testing.assert_array_equal(qnn.qdense_np(spec, x, w, bias, r), want)
+
+
+def test_conv7x7_first_layer_with_the_kernel_width_folded(qenv, tmp_path):
+    rng = np.random.default_rng(22)
+    common = (1, 3, 16, 16, 16, 7, 7, (2, 2), (3, 3, 3, 3), -128, qnn.Requant.from_scale(0.002), -5, (-128, 127))
+    x = rng.integers(-128, 128, size=(1, 3, 16, 16)).astype(np.int8)
+    w = rng.integers(-128, 128, size=(16, 3, 7, 7)).astype(np.int8)
+    bias = rng.integers(-5000, 5000, size=16).astype(np.int32)
+    want = oracle.finish(oracle.requant(oracle.conv_acc(x, w, bias, (2, 2), (3, 3, 3, 3), -128),
+                                        qnn.Requant.from_scale(0.002)), -5, (-128, 127))
+    gemm = {}
+    for fold in (False, True):
+        spec = qnn.QConv2DSpec(*common, fold_width=fold)
+        mod, layout = qnn.build_qconv2d(spec, f"c1_{int(fold)}")
+        out, stats = run_op(mod, layout, layout.pack_args(data=x, weight=w, bias=bias), tmp_path)
+        np.testing.assert_array_equal(layout.unpack(out), want)
+        gemm[fold] = stats["gemm_counter"]
+    # 21 folded channels fill two 16-wide blocks: 2 x 7 kernel rows against 1 x 49 taps.
+    assert gemm[True] * 49 == gemm[False] * 14
+    assert layout.arg("data").shape[1:4] == (2, 22, 8) and layout.folds and not layout.needs_border_map
