@@ -20,7 +20,7 @@ import numpy as np
 from ..errors import GraphError, UnsupportedOperatorError
 from .infer import parse_layout, pool_output_size
 
-__all__ = ["KERNELS", "run_kernel", "requantize", "dtype_range"]
+__all__ = ["KERNELS", "run_kernel", "evaluate", "requantize", "dtype_range", "layout_pack", "layout_unpack", "conv2d_nchw"]
 
 Kernel = Callable[[Mapping[str, Any], Sequence[np.ndarray]], np.ndarray]
 
@@ -133,13 +133,17 @@ def _offset(delta: int, dtype: str) -> Kernel:
 # ----------------------------------------------------------------------------- convolution and dense
 def conv2d_nchw(x: np.ndarray, w: np.ndarray, strides: Any, padding: Any, dilation: Any = (1, 1),
                 groups: int = 1, pad_value: Any = 0) -> np.ndarray:
-    """Grouped, dilated 2-D convolution (int64 sums for integers, float64 for floats)."""
+    """Grouped, dilated 2-D convolution (exact int64 sums for integers, float64 for floats)."""
     sh, sw = _pair(strides)
     dh, dw = _pair(dilation)
     pt, pl, pb, pr = _pad4(padding)
-    acc_t = np.int64 if np.issubdtype(x.dtype, np.integer) else np.float64
-    xp = np.pad(x.astype(acc_t), ((0, 0), (0, 0), (pt, pb), (pl, pr)), constant_values=pad_value)
-    k = w.astype(acc_t)
+    integer = np.issubdtype(x.dtype, np.integer)
+    # Integer sums below 2**53 are exact in float64, where the products go through BLAS.
+    bound = (int(np.abs(x).max(initial=0)) + abs(int(pad_value))) * int(np.abs(w).max(initial=0)) * w[0].size
+    calc_t = np.float64 if (not integer or bound < 2 ** 53) else np.int64
+    xp = np.pad(x.astype(calc_t), ((0, 0), (0, 0), (pt, pb), (pl, pr)), constant_values=pad_value)
+    k = w.astype(calc_t)
+    acc_t = calc_t
     n, c, h, wd = xp.shape
     o, ci, kh, kw = k.shape
     oh = (h - (kh - 1) * dh - 1) // sh + 1
@@ -148,12 +152,14 @@ def conv2d_nchw(x: np.ndarray, w: np.ndarray, strides: Any, padding: Any, dilati
     og = o // groups
     for g in range(groups):
         xs = xp[:, g * ci:(g + 1) * ci]
-        ks = k[g * og:(g + 1) * og]
-        for dy in range(kh):
-            for dx in range(kw):
-                y0, x0 = dy * dh, dx * dw
-                win = xs[:, :, y0:y0 + sh * (oh - 1) + 1:sh, x0:x0 + sw * (ow - 1) + 1:sw]
-                out[:, g * og:(g + 1) * og] += np.einsum("nchw,oc->nohw", win, ks[:, :, dy, dx])
+        # im2col: (N, OH, OW, CI*KH*KW) patches times the (O, CI*KH*KW) kernel, one matrix product
+        taps = [xs[:, :, dy * dh:dy * dh + sh * (oh - 1) + 1:sh, dx * dw:dx * dw + sw * (ow - 1) + 1:sw]
+                for dy in range(kh) for dx in range(kw)]
+        cols = np.stack(taps, axis=-1).transpose(0, 2, 3, 1, 4).reshape(n * oh * ow, ci * kh * kw)
+        ks = k[g * og:(g + 1) * og].reshape(og, ci * kh * kw)
+        out[:, g * og:(g + 1) * og] = (cols @ ks.T).reshape(n, oh, ow, og).transpose(0, 3, 1, 2)
+    if integer:
+        return np.rint(out).astype(np.int64) if calc_t is np.float64 else out
     return out
 
 
@@ -171,16 +177,24 @@ def _conv2d(attrs, ins):
     return out.astype(x.dtype) if not np.issubdtype(x.dtype, np.integer) else _wrap32(out)
 
 
+def _int_matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``a @ b`` of int64 matrices, exact (through float64 BLAS while the sums stay below 2**53)."""
+    bound = int(np.abs(a).max(initial=0)) * int(np.abs(b).max(initial=0)) * max(a.shape[-1], 1)
+    if bound < 2 ** 53:
+        return np.rint(a.astype(np.float64) @ b.astype(np.float64)).astype(np.int64)
+    return a @ b
+
+
 def _qnn_dense(attrs, ins):
     x, w = ins
     zx, zw = int(attrs["input_zero_point"]), int(attrs["kernel_zero_point"])
-    return _wrap32((x.astype(np.int64) - zx) @ (w.astype(np.int64) - zw).T)
+    return _wrap32(_int_matmul(x.astype(np.int64) - zx, (w.astype(np.int64) - zw).T))
 
 
 def _dense(attrs, ins):
     x, w = ins
     if np.issubdtype(x.dtype, np.integer):
-        return _wrap32(x.astype(np.int64) @ w.astype(np.int64).T)
+        return _wrap32(_int_matmul(x.astype(np.int64), w.astype(np.int64).T))
     return (x.astype(np.float64) @ w.astype(np.float64).T).astype(x.dtype)
 
 
@@ -337,28 +351,27 @@ def _softmax(attrs, ins):
 
 
 def layout_pack(x: np.ndarray, layout: str) -> np.ndarray:
-    """NCHW (or NC) -> ``layout`` (``NCHW{b}n{c}c``/``NC{b}n{c}c``), channels zero-padded to the block."""
+    """NCHW (or NC) -> ``layout`` (``NCHW{b}n{c}c``/``NC{b}n{c}c``), batch and channels zero-padded
+    to the blocks."""
     base, b, c = parse_layout(layout)
     n, ch = x.shape[:2]
-    if n % b:
-        raise GraphError(f"layout_transform to {layout!r}: batch {n} is not a multiple of {b}")
-    cb = -(-ch // c)
-    xp = np.pad(x, [(0, 0), (0, cb * c - ch)] + [(0, 0)] * (x.ndim - 2))
+    nb, cb = -(-n // b), -(-ch // c)
+    xp = np.pad(x, [(0, nb * b - n), (0, cb * c - ch)] + [(0, 0)] * (x.ndim - 2))
     rest = x.shape[2:]
-    blocked = xp.reshape(n // b, b, cb, c, *rest)
+    blocked = xp.reshape(nb, b, cb, c, *rest)
     order = (0, 2, *range(4, 4 + len(rest)), 1, 3)
     return np.ascontiguousarray(blocked.transpose(order))
 
 
-def layout_unpack(x: np.ndarray, layout: str, channels: int) -> np.ndarray:
-    """``layout`` -> NCHW (or NC), cropping the channels to ``channels``."""
+def layout_unpack(x: np.ndarray, layout: str, channels: int, batch: int | None = None) -> np.ndarray:
+    """``layout`` -> NCHW (or NC), cropping the channels to ``channels`` (and the batch to ``batch``)."""
     base, b, c = parse_layout(layout)
     nb, cb = x.shape[:2]
     rest = x.shape[2:-2]
     k = len(rest)
     order = (0, 2 + k, 1, 3 + k, *range(2, 2 + k))
     plain = x.transpose(order).reshape(nb * b, cb * c, *rest)
-    return np.ascontiguousarray(plain[:, :channels])
+    return np.ascontiguousarray(plain[:batch, :channels])
 
 
 def _layout_transform(attrs, ins):
@@ -366,7 +379,8 @@ def _layout_transform(attrs, ins):
     src, dst = attrs["src_layout"], attrs["dst_layout"]
     if parse_layout(src)[1] == 0:
         return layout_pack(x, dst)
-    return layout_unpack(x, src, int(attrs["channels"]))
+    batch = attrs.get("batch")
+    return layout_unpack(x, src, int(attrs["channels"]), None if batch is None else int(batch))
 
 
 #: The host kernels by operator name.
@@ -435,3 +449,35 @@ def run_kernel(name: str, attrs: Mapping[str, Any], inputs: Sequence[np.ndarray]
     except ValueError as exc:
         shapes = [f"{a.dtype}{list(a.shape)}" for a in map(np.asarray, inputs)]
         raise GraphError(f"host kernel {name!r} on inputs {shapes}: {exc}") from exc
+
+
+def evaluate(graph: Any, inputs: Mapping[str, np.ndarray]) -> list[np.ndarray]:
+    """Run every node of ``graph`` with the host kernels (a reference executor, no accelerator).
+
+    Parameters
+    ----------
+    graph : vta.graph.Graph
+        A graph of operators with host kernels (before fusion).
+    inputs : mapping of str to ndarray
+        A value for every graph input.
+
+    Returns
+    -------
+    list of ndarray
+        The graph's outputs.
+
+    Raises
+    ------
+    GraphError
+        If an input is missing.
+    UnsupportedOperatorError
+        If a node has no host kernel (fused ``vta.*`` operators have none).
+    """
+    values: dict[str, np.ndarray] = dict(graph.params)
+    for v in graph.inputs:
+        if v.name not in inputs:
+            raise GraphError(f"evaluate: no value for the graph input {v.name!r}")
+        values[v.name] = np.asarray(inputs[v.name])
+    for node in graph.nodes:
+        values[node.name] = run_kernel(node.op, node.attrs, [values[v.name] for v in node.inputs])
+    return [values[v.name] for v in graph.outputs]
