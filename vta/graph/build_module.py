@@ -53,7 +53,8 @@ def build(graph: Any, params: Mapping[str, Any] | None = None, target: Any = Non
     ScheduleError, BuildError
         If an accelerator operator cannot be lowered or compiled.
     """
-    from . import compile as graph_compile  # the package's compile(); imported late (it imports us)
+    # The package's compile(), imported late: the package may import this module.
+    from . import compile as graph_compile
 
     start = time.perf_counter()
     graph_json, lib, lowered_params = graph_compile(graph, params, target=target, env=env)

@@ -146,7 +146,7 @@ class DebugReport:
 
         def line(r):
             return "  ".join(str(v).rjust(w) if i in numeric else str(v).ljust(w)
-                             for i, (v, w) in enumerate(zip(r, widths))).rstrip()
+                             for i, (v, w) in enumerate(zip(r, widths, strict=True))).rstrip()
 
         sep = "  ".join("-" * w for w in widths)
         return "\n".join([line(head), sep, *(line(r) for r in rows[:-1]), sep, line(rows[-1])])
@@ -367,7 +367,8 @@ class GraphModuleDebug:
 def _as_ndarray(value: Any, out: Any) -> Any:
     import numpy as np
 
-    from ..runtime import array as nd_array, cpu
+    from ..runtime import array as nd_array
+    from ..runtime import cpu
 
     if out is not None:
         out.copyfrom(value.numpy() if hasattr(value, "numpy") else value)

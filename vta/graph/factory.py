@@ -38,12 +38,17 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
-from ..errors import ModuleLoadError, TVMError
-from ..runtime import Device, Module, NDArray, PackedFunc, register_func
+from ..errors import ModuleLoadError
+from ..runtime import Device, Module, NDArray, PackedFunc, cpu, register_func
 from ..runtime import array as nd_array
-from ..runtime import cpu
 from ..runtime.devices import CPU
-from .params import ByteReader, read_named_arrays, write_array, write_string, write_string_vector
+from .params import (
+    ByteReader,
+    read_named_arrays,
+    write_array,
+    write_string,
+    write_string_vector,
+)
 
 __all__ = ["GraphExecutorFactoryModule", "GraphExecutorModule", "executor_module", "pick_device", "TYPE_KEY"]
 
@@ -338,7 +343,7 @@ def _create_factory(graph_json: str, lib: Module, libmod_name: str, *named_param
     """``tvm.graph_executor_factory.create(graph_json, lib, name, p0_name, p0, p1_name, p1, ...)``."""
     if len(named_params) % 2:
         raise TypeError("graph_executor_factory.create takes parameters as name, array pairs")
-    params = dict(zip(named_params[::2], named_params[1::2]))
+    params = dict(zip(named_params[::2], named_params[1::2], strict=True))
     return GraphExecutorFactoryModule(graph_json, lib, params, libmod_name)
 
 

@@ -7,7 +7,6 @@ import pytest
 
 from vta.env import Environment, load_config
 from vta.graph.debug_executor import DebugReport, GraphModuleDebug, node_macs
-from vta.graph.factory import GraphExecutorFactoryModule
 from vta.runtime import ext_dev
 from vta.tvm.contrib.debugger import debug_executor
 

@@ -13,7 +13,6 @@ import numpy as np
 import pytest
 
 import vta
-
 from vta import rpc
 from vta.errors import ModuleLoadError, RPCError
 from vta.rpc.server import Server

@@ -87,6 +87,6 @@ def test_relay_build_refuses_what_it_cannot_do(env):
     with pytest.raises(ValueError, match="executor"):
         relay.build(qnet.make_graph(), executor="aot")
     with pytest.raises(AttributeError, match="from_onnx"):
-        relay.frontend.from_tensorflow
+        _ = relay.frontend.from_tensorflow
     with pytest.raises(AttributeError, match="no attribute 'vm'"):
-        relay.vm
+        _ = relay.vm
