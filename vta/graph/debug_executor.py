@@ -9,7 +9,9 @@ node           the node's name (the source layer for fused accelerator operators
 op             the source operator (``qnn.conv2d``, ``nn.max_pool2d``, ...)
 device         ``vta`` or ``cpu``, with the placement reason of CPU nodes
 shapes         input shapes -> output shape, as the executor holds them (packed on VTA)
-macs           multiply-accumulates of conv2d/dense nodes, as executed (padded channels)
+macs           multiply-accumulates of conv2d/dense nodes: the node's ``macs`` attribute when
+               the graph JSON has one, else computed from the shapes as executed (channels
+               padded to the block count, so a 3-channel stem counts 16 channels)
 insns          accelerator instructions (LOAD, GEMM, ALU, STORE, ...) of the node
 cycles         device cycles (``cycle_count``; tsim and the cycle model; fsim has no time)
 gemm_bound %   ``macs / (BATCH * BLOCK_IN * BLOCK_OUT) / cycles``: how close to one GEMM uop
@@ -333,7 +335,7 @@ class GraphModuleDebug:
             rows.append(NodeReport(
                 index=idx, name=str(attrs.get("layer") or node.get("name")), op=op, device=device,
                 reason=str(attrs.get("reason", "")), input_shapes=ins, output_shape=out,
-                macs=node_macs(op, ins, out),
+                macs=int(attrs["macs"]) if str(attrs.get("macs", "")).isdigit() else node_macs(op, ins, out),
                 instructions=sum(int(stats.get(k, 0)) for k in _INSN_KEYS),
                 cycles=None if cycles is None else int(cycles),
                 seconds=float(_field(rec, "time_s", "seconds", "wall_seconds", default=0.0) or 0.0),

@@ -111,3 +111,15 @@ def test_qnet_report_on_the_cycle_model(model_env):
     assert hosts and all(r.cycles is None and r.reason for r in hosts)
     assert report.total_macs == 2 * macs
     assert "conv0" in str(report)
+
+
+def test_macs_attribute_of_the_graph_wins(env):
+    """A node carrying ``macs`` (the unpadded count) is reported with it."""
+    import json
+
+    doc = json.loads(netlib.graph_json(env))
+    doc["nodes"][2]["attrs"]["macs"] = "1234"
+    m = debug_executor.create(json.dumps(doc), netlib.make_lib(env), ext_dev(0))
+    m.set_input(**netlib.make_params(env))
+    report = m.profile(x=netlib.make_input(env))
+    assert [r.macs for r in report.nodes] == [1234, 0, 0]
