@@ -61,3 +61,34 @@ def dense_head(rng, batch=1):
     a = b.nn.bias_add(a, b.const("bf", _b(rng, 10)), name="biasf")
     q = b.qnn.requantize(a, output_scale=0.4, output_zero_point=-1, name="rqf")
     return b.finish(b.nn.softmax(b.qnn.dequantize(q, name="deq"), name="softmax"))
+
+
+def resnet18_like(rng, size=32, classes=1000, batch=1):
+    """ResNet-18's layer structure (7x7/2 stem, 3x3/2 max pool, 8 basic blocks with 1x1/2
+    downsamples, global average pool, dense) with random int8 weights and per-channel scales;
+    uint8 activations after each ReLU, int8 before the residual adds."""
+    b = GraphBuilder()
+
+    def conv(x, cout, k, s, name, relu=True, res=None):
+        cin = x.type.shape[1]
+        w = b.const(f"{name}.w", _w(rng, (cout, cin, k, k)), scale=rng.uniform(0.002, 0.01, cout), axis=0)
+        a = b.qnn.conv2d(x, w, strides=s, padding=(k // 2,) * 4, name=name)
+        a = b.nn.bias_add(a, b.const(f"{name}.b", _b(rng, cout)), name=f"{name}.bias")
+        plain = relu and res is None
+        y = b.qnn.requantize(a, output_scale=0.5 if res is None else 0.6, output_zero_point=0 if plain else -10,
+                             out_dtype="uint8" if plain else "int8", name=f"{name}.rq")
+        if res is not None:
+            y = b.qnn.add(y, res, output_scale=0.7, output_zero_point=0, out_dtype="uint8", name=f"{name}.add")
+        return y
+
+    x = b.input("data", (batch, 3, size, size), "uint8", scale=0.02, zero_point=128)
+    y = conv(x, 64, 7, 2, "conv1")
+    y = b.nn.max_pool2d(y, 3, strides=2, padding=(1, 1, 1, 1), name="pool")
+    for i, (c, s) in enumerate([(64, 1), (64, 1), (128, 2), (128, 1), (256, 2), (256, 1), (512, 2), (512, 1)]):
+        h = conv(y, c, 3, s, f"l{i}.c1")
+        short = conv(y, c, 1, s, f"l{i}.ds", relu=False) if (s != 1 or y.type.shape[1] != c) else y
+        y = conv(h, c, 3, 1, f"l{i}.c2", res=short)
+    y = b.nn.batch_flatten(b.qnn.global_avg_pool2d(y, name="gap"), name="flatten")
+    a = b.qnn.dense(y, b.const("fc.w", _w(rng, (classes, 512)), scale=0.01), name="fc")
+    a = b.nn.bias_add(a, b.const("fc.b", _b(rng, classes)), name="fc.bias")
+    return b.finish(b.qnn.requantize(a, output_scale=0.3, name="fc.rq"))

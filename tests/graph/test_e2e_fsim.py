@@ -143,8 +143,8 @@ def test_max_pool_and_standalone_add_on_the_accelerator(env):
 
 
 def test_built_operators_are_cached(env, tmp_path, monkeypatch):
-    from vta.graph.accel import AcceleratorBuilder
     from vta.graph import optimize
+    from vta.graph.accel import AcceleratorBuilder
 
     monkeypatch.setenv("VTA_CACHE_DIR", str(tmp_path))
     g = optimize(conv_relu_conv(np.random.default_rng(0)), env)
@@ -195,4 +195,23 @@ def test_direct_residual_rounding(env):
     acc2 = conv_int(y1, p["w2"], -5, 1, (1, 1, 1, 1), p["b2"])
     main = fixed_point(acc2, 0.9 * 0.01 / 1.3, acc_bits=worst_bits(p["w2"], p["b2"]))
     expected = np.clip(main + fixed_point(yd - 1, 0.7 / 1.3) - 4, 0, 127).astype(np.int8)
+    np.testing.assert_array_equal(m.get_output(0), expected)
+
+
+def test_resnet18_shaped_network_equals_the_host_reference(env):
+    """The whole ResNet-18 structure (at 32x32): every layer on the accelerator but the average
+    pool and the flatten, the result bit-identical to running the original graph on the host
+    (with the layers' accumulator bounds annotated, as the pipeline does)."""
+    from vta.graph.host import evaluate
+    from vta.graph.passes import AnnotateAccumulatorBits
+
+    from .nets import resnet18_like
+
+    g = resnet18_like(np.random.default_rng(15), size=32)
+    x = np.random.default_rng(16).integers(0, 256, (1, 3, 32, 32)).astype(np.uint8)
+    m = run_graph(g, {"data": x}, env)
+    devices = {r.name: r.device for r in m.node_records() if r.op.startswith(("vta.", "qnn.", "nn."))}
+    assert devices["gap"] == devices["flatten"] == "cpu"
+    assert all(devices[n] == "vta" for n in ("conv1", "pool", "l0.c1", "l0.c2", "l6.ds", "l7.c2", "fc"))
+    expected = evaluate(AnnotateAccumulatorBits()(g), {"data": x})[0]
     np.testing.assert_array_equal(m.get_output(0), expected)

@@ -101,3 +101,14 @@ def test_every_operator_has_a_host_kernel_and_errors_are_specific():
         run_kernel("nn.lstm", {}, [])
     with pytest.raises(GraphError, match="missing attribute 'a_min'"):
         run_kernel("clip", {}, [np.zeros(2)])
+
+
+def test_fold_width_puts_the_kernel_columns_into_the_channels():
+    x = rng.integers(-128, 128, (1, 2, 5, 6)).astype(np.int8)
+    out = run_kernel("vta.fold_width", dict(kernel_w=3, stride_w=2, padding=(1, 1, 1, 1), zero_point=-7), [x])
+    xp = np.pad(x, ((0, 0), (0, 0), (1, 1), (1, 1)), constant_values=-7)
+    assert out.shape == (1, 6, 7, 3)
+    for c in range(2):
+        for dx in range(3):
+            for j in range(3):
+                np.testing.assert_array_equal(out[0, c * 3 + dx, :, j], xp[0, c, :, 2 * j + dx])

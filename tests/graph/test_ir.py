@@ -103,3 +103,11 @@ def test_numpy_attributes_become_plain_values():
     attrs = g.node("rq").attrs
     assert attrs["input_scale"] == pytest.approx((0.1, 0.2, 0.3)) and type(attrs["output_zero_point"]) is int
     assert g.consumers()["acc"] == [g.node("rq")]
+
+
+def test_concatenate_of_differently_quantized_tensors_is_refused():
+    b = GraphBuilder()
+    a = b.input("a", (1, 4), "int8", scale=0.1, zero_point=0)
+    c = b.input("c", (1, 4), "int8", scale=0.2, zero_point=0)
+    with pytest.raises(GraphError, match=r"'a'.*'c'.*quantized differently"):
+        b.concatenate([a, c], axis=1)

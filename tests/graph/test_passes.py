@@ -28,7 +28,7 @@ def test_fold_constants_evaluates_constant_subgraphs():
 
 
 def test_fusion_folds_the_input_zero_point_into_the_bias(env):
-    g = FuseAccelerator(env)(conv_relu_conv(np.random.default_rng(0)))
+    g = FuseAccelerator(env, fold_first_layer=False)(conv_relu_conv(np.random.default_rng(0)))
     assert ops(g) == ["vta.to_int8", "vta.conv2d", "vta.conv2d"]
     conv1 = g.node("conv1")
     spec = conv1.attrs["spec"]
@@ -60,8 +60,13 @@ def test_pipeline_packs_regions_and_places_every_node(env):
     assert g.node("conv1").output_type.shape == (1, 2, 4, 4, 1, 16)
     assert all(n.attrs["device"] == ("vta" if n.op.startswith("vta.") else "cpu") for n in g.nodes)
     assert g.node("conv1").attrs["reason"] == "supported"
-    first = optimize(conv_relu_conv(np.random.default_rng(0)), env).node("conv1")
+    first = optimize(conv_relu_conv(np.random.default_rng(0)), env, fold_first_layer=False).node("conv1")
     assert "3 input channels padded to 16" in first.attrs["reason"]
+    folded = optimize(conv_relu_conv(np.random.default_rng(0)), env)
+    assert [n.op for n in folded.nodes][:3] == ["vta.to_int8", "vta.fold_width", "layout_transform"]
+    assert folded.node("conv1").attrs["spec"].fold_width
+    assert "kernel width folded into the channels (3x3 = 9 channels padded to 16)" in \
+        folded.node("conv1").attrs["reason"]
 
 
 def test_dense_head_pads_features_and_leaves_pooling_and_softmax_on_the_cpu(env):

@@ -17,10 +17,11 @@ import json
 import os
 import pickle
 import re
+from collections.abc import Iterable
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 import numpy as np
 
@@ -29,7 +30,7 @@ from ..env import Environment
 from ..errors import GraphError
 from .ir import Node, Value
 
-__all__ = ["AcceleratorBuilder", "CompiledOp", "node_arguments", "BUILDERS"]
+__all__ = ["BUILDERS", "AcceleratorBuilder", "CompiledOp", "node_arguments"]
 
 #: The Q builder of each accelerator operator (names in :mod:`vta.topi.qnn`).
 BUILDERS = {"vta.conv2d": "build_qconv2d", "vta.dense": "build_qdense", "vta.add": "build_qadd",
@@ -237,6 +238,29 @@ class AcceleratorBuilder:
         return root
 
 
+def _pack_bias(layout: Any, bias: np.ndarray, weight: np.ndarray) -> np.ndarray:
+    """The packed bias, with the zero-point border correction also for a 1x1 output.
+
+    ``ArgLayout.pack("bias")`` adds ``z_in * sum(w over padded taps)`` only when the bias tensor
+    has more than one output pixel; a convolution whose whole output is one pixel (ResNet-18's
+    last stride-2 layers at small inputs) needs it too. When the packer left it out, it is added
+    here (and not twice, should the packer learn it).
+    """
+    arr = layout.pack("bias", bias, weight=weight)
+    spec = layout.spec
+    if not (getattr(layout, "needs_border_map", False) and arr.ndim == 6 and arr.shape[2:4] == (1, 1)):
+        return arr
+    from ..topi.qnn_layout import border_correction
+
+    corr = border_correction(weight, spec.input_zero_point, spec.strides, spec.padding, spec.height,
+                             spec.width)[:, 0, 0]
+    co = bias.shape[0]
+    packed_vec = arr[0, :, 0, 0, 0, :].reshape(-1)[:co].astype(np.int64)
+    if corr.any() and np.array_equal(packed_vec, bias.astype(np.int64)):
+        arr = layout.pack("bias", bias.astype(np.int64) + corr, weight=weight)
+    return arr
+
+
 def node_arguments(node: Node, layout: Any, params: dict[str, np.ndarray]) -> list[tuple[str, Any]]:
     """The function's arguments but ``out``, in call order: ``("value", Value)`` for run-time
     inputs, ``("param", (name, packed array))`` for constants.
@@ -266,7 +290,7 @@ def node_arguments(node: Node, layout: Any, params: dict[str, np.ndarray]) -> li
             if a.role == "weight":
                 arr = layout.pack("weight", weight)
             elif a.role == "bias":
-                arr = layout.pack("bias", bias, weight=weight)
+                arr = _pack_bias(layout, bias, weight)
             else:
                 arr = layout.pack(a.role)
             out.append(("param", (f"{node.name}.{a.role}", arr)))

@@ -13,7 +13,8 @@ Methods are named after the operators, grouped as in TVM's Relay (``b.qnn.conv2d
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -27,7 +28,7 @@ __all__ = ["GraphBuilder"]
 class _Namespace:
     """``b.qnn`` / ``b.nn`` / ``b.vta``: the builder's operators with that prefix."""
 
-    def __init__(self, builder: "GraphBuilder", prefix: str):
+    def __init__(self, builder: GraphBuilder, prefix: str):
         self._b = builder
         self._prefix = prefix
 
@@ -294,7 +295,7 @@ class GraphBuilder:
         return self.add_node(Node(op, tuple(inputs), attrs, name, out))
 
     # ---------------------------------------------------------------- operators without a prefix
-    def clip(self, x: Value, a_min: int | float, a_max: int | float, name: str | None = None) -> Value:
+    def clip(self, x: Value, a_min: float, a_max: float, name: str | None = None) -> Value:
         """``clip`` (bounds in the integer domain of a quantized tensor)."""
         return self.op("clip", [x], dict(a_min=a_min, a_max=a_max), name)
 

@@ -21,7 +21,7 @@ from ..runtime.devices import Device, ext_dev
 from ..runtime.ndarray import NDArray, empty
 from .host import run_kernel
 
-__all__ = ["GraphModule", "NodeRecord", "HOST_FUNC"]
+__all__ = ["HOST_FUNC", "GraphModule", "NodeRecord"]
 
 HOST_FUNC = "__host__"
 
@@ -306,7 +306,7 @@ class GraphModule:
             arr.close()
         self._device.clear()
 
-    def __enter__(self) -> "GraphModule":
+    def __enter__(self) -> GraphModule:
         return self
 
     def __exit__(self, *exc) -> None:

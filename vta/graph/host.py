@@ -13,14 +13,15 @@ Conventions: ``nn.relu`` is ``max(x, 0)`` in the integer domain (as TVM); a quan
 
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
 from ..errors import GraphError, UnsupportedOperatorError
 from .infer import parse_layout, pool_output_size
 
-__all__ = ["KERNELS", "run_kernel", "evaluate", "requantize", "dtype_range", "layout_pack", "layout_unpack", "conv2d_nchw"]
+__all__ = ["KERNELS", "conv2d_nchw", "dtype_range", "evaluate", "layout_pack", "layout_unpack", "requantize", "run_kernel"]
 
 Kernel = Callable[[Mapping[str, Any], Sequence[np.ndarray]], np.ndarray]
 
@@ -54,20 +55,21 @@ def _vec(v: Any) -> np.ndarray:
 
 
 def requantize(acc: np.ndarray, scale: Any, out_zero_point: int, lo: int, hi: int, axis: int = 1,
-               mode: str = "fixed") -> np.ndarray:
+               mode: str = "fixed", acc_bits: int | None = None) -> np.ndarray:
     """``clip(round(acc * scale) + out_zero_point, lo, hi)`` in the accelerator's fixed point.
 
     ``scale`` is a real multiplier (a scalar or one per channel along ``axis``), converted by
-    ``vta.topi.qnn.Requant.from_scale`` with ``acc_bits`` the bits of the largest ``|acc|``
-    present (a pre-shift only when that exceeds 23 bits, so that ``acc * m`` never wraps).
-    Returns int32.
+    ``vta.topi.qnn.Requant.from_scale`` with ``acc_bits`` a bound on ``|acc|`` (given: the
+    layer's worst case, as the accelerator uses; else the bits of the largest ``|acc|`` present);
+    a pre-shift only when it exceeds 23 bits, so that ``acc * m`` never wraps. Returns int32.
     """
     from ..topi.qnn import Requant, requantize_np
 
     acc = _wrap32(acc)
     # a pre-shift only when the values at hand need it (|acc| >= 2**23), so smaller ones stay exact
-    bits = int(np.abs(acc.astype(np.int64)).max(initial=0)).bit_length()
-    rq = Requant.from_scale(_vec(scale), mode=mode, acc_bits=max(bits, 1))
+    if acc_bits is None:
+        acc_bits = int(np.abs(acc.astype(np.int64)).max(initial=0)).bit_length()
+    rq = Requant.from_scale(_vec(scale), mode=mode, acc_bits=max(int(acc_bits), 1))
     return np.asarray(requantize_np(_wrap32(acc), rq, axis, int(out_zero_point), int(lo), int(hi)), dtype=np.int32)
 
 
@@ -107,7 +109,8 @@ def _requantize(attrs, ins):
     dtype, lo, hi = _out_range(attrs, "int8")
     scale = _vec(attrs["input_scale"]) / _vec(attrs["output_scale"])
     acc = _wrap32(acc.astype(np.int64) - int(attrs.get("input_zero_point", 0)))
-    return requantize(acc, scale, attrs["output_zero_point"], lo, hi, attrs.get("axis", 1)).astype(dtype)
+    return requantize(acc, scale, attrs["output_zero_point"], lo, hi, attrs.get("axis", 1),
+                      acc_bits=attrs.get("acc_bits")).astype(dtype)
 
 
 def _qnn_add(attrs, ins):
@@ -383,6 +386,21 @@ def _layout_transform(attrs, ins):
     return layout_unpack(x, src, int(attrs["channels"]), None if batch is None else int(batch))
 
 
+def _fold_width(attrs, ins):
+    """``out[n, c*KW + dx, h, j] = xpad[n, c, h, j*sw + dx]``, ``xpad`` padded on all sides with the
+    zero point: the input of a convolution whose kernel columns are folded into its channels."""
+    (x,) = ins
+    kw, sw = int(attrs["kernel_w"]), int(attrs["stride_w"])
+    pt, pl, pb, pr = _pad4(attrs["padding"])
+    n, c, h, w = x.shape
+    ow = (w + pl + pr - kw) // sw + 1
+    xp = np.pad(x, ((0, 0), (0, 0), (pt, pb), (pl, pr)), constant_values=int(attrs["zero_point"]))
+    out = np.empty((n, c, kw, h + pt + pb, ow), dtype=x.dtype)
+    for dx in range(kw):
+        out[:, :, dx] = xp[:, :, :, dx:dx + sw * (ow - 1) + 1:sw]
+    return out.reshape(n, c * kw, h + pt + pb, ow)
+
+
 #: The host kernels by operator name.
 KERNELS: dict[str, Kernel] = {
     "qnn.quantize": _quantize,
@@ -413,6 +431,7 @@ KERNELS: dict[str, Kernel] = {
     "multiply": _binary(np.multiply),
     "vta.to_int8": _offset(-128, "int8"),
     "vta.to_uint8": _offset(128, "uint8"),
+    "vta.fold_width": _fold_width,
 }
 
 

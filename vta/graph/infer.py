@@ -11,15 +11,16 @@ and ``c``).
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
 from ..errors import GraphError, UnsupportedOperatorError
 from .ir import TensorType, Value
 
-__all__ = ["OpDef", "OPS", "infer_type", "parse_layout", "packed_shape", "pool_output_size", "normalise_attrs"]
+__all__ = ["OPS", "OpDef", "infer_type", "normalise_attrs", "packed_shape", "parse_layout", "pool_output_size"]
 
 INT8_TYPES = ("int8", "uint8")
 INT_TYPES = ("int8", "uint8", "int16", "int32", "int64")
@@ -368,6 +369,18 @@ def _transpose(node, op, ins, attrs):
     return x.type.with_(shape=tuple(x.type.shape[a] for a in axes), axis=None)
 
 
+def _same_quantization(a: TensorType, b: TensorType) -> bool:
+    """Equal zero points and scales equal to float32 precision (or both unquantized)."""
+    if (a.scale is None) != (b.scale is None):
+        return False
+    if a.scale is None:
+        return True
+    if (a.zero_point or 0) != (b.zero_point or 0):
+        return False
+    sa, sb = np.atleast_1d(a.scale), np.atleast_1d(b.scale)
+    return sa.shape == sb.shape and bool(np.allclose(sa, sb, rtol=1e-6, atol=0))
+
+
 def _concatenate(node, op, ins, attrs):
     first = ins[0]
     axis = int(attrs["axis"])
@@ -380,6 +393,9 @@ def _concatenate(node, op, ins, attrs):
         if v.type.ndim != first.type.ndim or any(
                 a != b for i, (a, b) in enumerate(zip(v.type.shape, first.type.shape)) if i != axis):
             raise _err(node, op, f"inputs {_fmt(first)} and {_fmt(v)} differ outside axis {axis}")
+        if not _same_quantization(first.type, v.type):
+            raise _err(node, op, f"inputs {_fmt(first)} and {_fmt(v)} are quantized differently; requantize them "
+                                 f"to one scale and zero point first")
         total += v.type.shape[axis]
     shape = list(first.type.shape)
     shape[axis] = total
@@ -421,6 +437,18 @@ def _layout_transform(node, op, ins, attrs):
         raise _err(node, op, f"batch={batch} does not fit the {x.type.shape[0]} batch blocks of {_fmt(x)}")
     shape = (batch, int(channels), *x.type.shape[2:-2])
     return x.type.with_(shape=shape)
+
+
+def _fold_width(node, op, ins, attrs):
+    (x,) = ins
+    _need_rank(node, op, x, 4, "N, C, H, W")
+    kw, sw = int(attrs["kernel_w"]), int(attrs["stride_w"])
+    pt, pl, pb, pr = _pad4(attrs["padding"], node, op)
+    n, c, h, w = x.type.shape
+    if kw <= 0 or sw <= 0 or w + pl + pr < kw:
+        raise _err(node, op, f"kernel_w={kw} and stride_w={sw} do not fit the padded width of {_fmt(x)}")
+    ow = (w + pl + pr - kw) // sw + 1
+    return x.type.with_(shape=(n, c * kw, h + pt + pb, ow), axis=None)
 
 
 def _offset(target: str, source: str):
@@ -468,7 +496,8 @@ def _check_input(node, op, x: Value, attrs, logical: tuple[int, ...]) -> None:
 def _vta_conv2d(node, op, ins, attrs):
     spec = _spec(node, op, attrs)
     x = ins[0]
-    _check_input(node, op, x, attrs, (spec.batch, spec.in_channels, spec.height, spec.width))
+    run = spec.folded() if getattr(spec, "fold_width", False) else spec  # the input of a folded conv is folded
+    _check_input(node, op, x, attrs, (run.batch, run.in_channels, run.height, run.width))
     pt, pl, pb, pr = spec.padding
     sh, sw = spec.strides
     oh = (spec.height + pt + pb - spec.kernel_h) // sh + 1
@@ -525,7 +554,8 @@ OPS: dict[str, OpDef] = {
     "qnn.dense": OpDef(dict(_QIN), 2, _qnn_dense),
     "nn.bias_add": OpDef({"axis": 1}, 2, _bias_add),
     "qnn.requantize": OpDef({"input_scale": None, "input_zero_point": 0, "output_scale": None,
-                             "output_zero_point": 0, "out_dtype": "int8", "axis": 1}, 1, _requantize),
+                             "output_zero_point": 0, "out_dtype": "int8", "axis": 1, "acc_bits": None}, 1,
+                            _requantize),
     "qnn.add": OpDef(dict(_QADD), 2, _qnn_add),
     "clip": OpDef({"a_min": None, "a_max": None}, 1, _clip),
     "nn.relu": OpDef({}, 1, _same),
@@ -551,6 +581,9 @@ OPS: dict[str, OpDef] = {
     # the offset between a uint8 tensor and its int8 form inside accelerator regions
     "vta.to_int8": OpDef({}, 1, _offset("int8", "uint8")),
     "vta.to_uint8": OpDef({}, 1, _offset("uint8", "int8")),
+    # a first layer's input with the kernel's columns folded into the channels (host)
+    "vta.fold_width": OpDef({"kernel_w": None, "stride_w": 1, "padding": (0, 0, 0, 0), "zero_point": 0}, 1,
+                            _fold_width),
     # fused accelerator operators (made by the passes); attrs carry Q's spec
     "vta.conv2d": OpDef({"spec": None, "layout": "NCHW", "out_scale": None, "out_zero_point": None,
                          "out_axis": None, "channels": None}, (3, 4), _vta_conv2d),

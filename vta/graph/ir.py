@@ -8,16 +8,17 @@ they build a new one (:meth:`Graph.replace`, :class:`vta.graph.builder.GraphBuil
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 import numpy as np
 
 from ..errors import GraphError
 from .printer import astext
 
-__all__ = ["TensorType", "Value", "Node", "Graph", "INPUT", "PARAM", "NODE"]
+__all__ = ["INPUT", "NODE", "PARAM", "Graph", "Node", "TensorType", "Value"]
 
 #: Kinds of value.
 INPUT, PARAM, NODE = "input", "param", "node"
@@ -116,7 +117,7 @@ class TensorType:
         """True for float32/float64."""
         return self.dtype.startswith("float")
 
-    def with_(self, **changes: Any) -> "TensorType":
+    def with_(self, **changes: Any) -> TensorType:
         """A copy with some fields replaced."""
         fields = {"shape": self.shape, "dtype": self.dtype, "scale": self.scale,
                   "zero_point": self.zero_point, "axis": self.axis}
@@ -202,7 +203,7 @@ class Node:
         """The node's output value."""
         return Value(self.name, self.output_type, NODE)
 
-    def with_(self, **changes: Any) -> "Node":
+    def with_(self, **changes: Any) -> Node:
         """A copy with some fields replaced (``op``, ``inputs``, ``attrs``, ``name``, ``output_type``)."""
         fields = {"op": self.op, "inputs": self.inputs, "attrs": self.attrs, "name": self.name,
                   "output_type": self.output_type}
@@ -231,7 +232,7 @@ class Graph:
         no data or data of another shape/dtype than its type, or an output is unknown.
     """
 
-    __slots__ = ("inputs", "outputs", "nodes", "params", "_values", "_producer")
+    __slots__ = ("_producer", "_values", "inputs", "nodes", "outputs", "params")
 
     def __init__(self, inputs: Iterable[Value], outputs: Iterable[Value], nodes: Iterable[Node],
                  params: Mapping[str, np.ndarray] | None = None):
@@ -329,7 +330,7 @@ class Graph:
 
     # ---------------------------------------------------------------- building new graphs
     def replace(self, *, inputs: Iterable[Value] | None = None, outputs: Iterable[Value] | None = None,
-                nodes: Iterable[Node] | None = None, params: Mapping[str, np.ndarray] | None = None) -> "Graph":
+                nodes: Iterable[Node] | None = None, params: Mapping[str, np.ndarray] | None = None) -> Graph:
         """A new graph with some parts replaced (constants no longer used are dropped).
 
         Raises

@@ -13,8 +13,9 @@ have ``func_name`` ``"__host__"``, ``host_kernel`` (a key of :data:`vta.graph.ho
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 
@@ -24,7 +25,7 @@ from .accel import AcceleratorBuilder, node_arguments
 from .ir import INPUT, PARAM, Graph, Node, Value
 from .pipeline import optimize
 
-__all__ = ["compile", "lower", "LoweredGraph", "HOST_FUNC", "host_attrs_json"]
+__all__ = ["HOST_FUNC", "LoweredGraph", "compile", "host_attrs_json", "lower"]
 
 #: ``func_name`` of the nodes the executor runs with a host kernel.
 HOST_FUNC = "__host__"
@@ -131,7 +132,7 @@ class _JsonWriter:
 
 def lower(graph: Graph, params: Mapping[str, np.ndarray] | None = None, env: Environment | None = None,
           requant_mode: str = "fixed", pad_limit: float | None = None,
-          residual_rounding: str = "intermediate") -> LoweredGraph:
+          residual_rounding: str = "intermediate", fold_first_layer: bool = True) -> LoweredGraph:
     """Optimise ``graph`` and lower it: like :func:`compile`, also returning the optimised graph.
 
     Raises
@@ -142,7 +143,7 @@ def lower(graph: Graph, params: Mapping[str, np.ndarray] | None = None, env: Env
         From the accelerator builders.
     """
     env = env or get_env()
-    graph = optimize(_bind(graph, params), env, requant_mode, pad_limit, residual_rounding)
+    graph = optimize(_bind(graph, params), env, requant_mode, pad_limit, residual_rounding, fold_first_layer)
     builder = AcceleratorBuilder(env)
     builder.prebuild(n for n in graph.nodes if n.attrs.get("device") == "vta")
     w = _JsonWriter()
@@ -189,7 +190,8 @@ def lower(graph: Graph, params: Mapping[str, np.ndarray] | None = None, env: Env
 def compile(graph: Graph, params: Mapping[str, np.ndarray] | None = None, target: Any = None,
             env: Environment | None = None, requant_mode: str = "fixed",
             pad_limit: float | None = None,
-            residual_rounding: str = "intermediate") -> tuple[str, Any, dict[str, np.ndarray]]:
+            residual_rounding: str = "intermediate",
+            fold_first_layer: bool = True) -> tuple[str, Any, dict[str, np.ndarray]]:
     """Compile a graph for VTA: passes, accelerator functions, graph JSON.
 
     Parameters
@@ -211,6 +213,9 @@ def compile(graph: Graph, params: Mapping[str, np.ndarray] | None = None, target
         A fused residual add first rounds and saturates the layer's own result to int8 as the
         unfused graph does (default; bit-identical to it and to onnxruntime's materialised
         tensor), or requantizes the accumulator straight to the add's output scale.
+    fold_first_layer : bool
+        Run a convolution with few input channels fed from the host with its kernel's columns
+        folded into the channels (default; e.g. ResNet's 7x7 stem on 3 channels).
 
     Returns
     -------
@@ -230,5 +235,5 @@ def compile(graph: Graph, params: Mapping[str, np.ndarray] | None = None, target
         If ``target`` is not a VTA/host target.
     """
     _check_target(target)
-    low = lower(graph, params, env, requant_mode, pad_limit, residual_rounding)
+    low = lower(graph, params, env, requant_mode, pad_limit, residual_rounding, fold_first_layer)
     return low.graph_json, low.lib, low.params

@@ -9,13 +9,20 @@ from typing import Any
 
 from ..env import Environment, get_env
 from .ir import Graph
-from .passes import FoldConstants, FuseAccelerator, PackLayout, PadChannels, PlaceDevices
+from .passes import (
+    AnnotateAccumulatorBits,
+    FoldConstants,
+    FuseAccelerator,
+    PackLayout,
+    PadChannels,
+    PlaceDevices,
+)
 
 __all__ = ["graph_passes", "optimize"]
 
 
 def graph_passes(env: Environment, requant_mode: str = "fixed", pad_limit: float | None = None,
-                 residual_rounding: str = "intermediate") -> list[Any]:
+                 residual_rounding: str = "intermediate", fold_first_layer: bool = True) -> list[Any]:
     """The ordered passes for ``env``.
 
     Parameters
@@ -30,10 +37,13 @@ def graph_passes(env: Environment, requant_mode: str = "fixed", pad_limit: float
     residual_rounding : {"intermediate", "direct"}
         A fused residual add rounds and saturates the layer's own result first, as the unfused
         graph (``intermediate``, bit-identical to it), or requantizes straight to the add's scale.
+    fold_first_layer : bool
+        Fold the kernel width of a few-channel first layer into its channels (fewer GEMM steps).
     """
-    fuse = FuseAccelerator(env, requant_mode, pad_limit, residual_rounding)
+    fuse = FuseAccelerator(env, requant_mode, pad_limit, residual_rounding, fold_first_layer)
     return [
         FoldConstants(),                   # nodes of constants only -> constants (e.g. quantized weights)
+        AnnotateAccumulatorBits(),         # each layer's requantize gets its worst accumulator bound
         fuse,                              # conv/dense+bias+requantize[+add][+relu/clip], add, max_pool -> vta.*;
                                            #   -z_in*sum(w) into the bias; uint8 -> int8 domain at region borders
         PadChannels(env),                  # channels up to BLOCK_IN/BLOCK_OUT: zero weights, logical count kept
@@ -43,7 +53,8 @@ def graph_passes(env: Environment, requant_mode: str = "fixed", pad_limit: float
 
 
 def optimize(graph: Graph, env: Environment | None = None, requant_mode: str = "fixed",
-             pad_limit: float | None = None, residual_rounding: str = "intermediate") -> Graph:
+             pad_limit: float | None = None, residual_rounding: str = "intermediate",
+             fold_first_layer: bool = True) -> Graph:
     """Run :func:`graph_passes` over ``graph`` (options as there).
 
     Raises
@@ -54,6 +65,6 @@ def optimize(graph: Graph, env: Environment | None = None, requant_mode: str = "
         If a node runs neither on the accelerator nor on the host.
     """
     env = env or get_env()
-    for p in graph_passes(env, requant_mode, pad_limit, residual_rounding):
+    for p in graph_passes(env, requant_mode, pad_limit, residual_rounding, fold_first_layer):
         graph = p(graph)
     return graph

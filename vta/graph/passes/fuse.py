@@ -20,14 +20,20 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
 from ...env import Environment, get_env
+from ...errors import GraphError
 from ..ir import Graph, Node, Value
 from ._rewrite import Rewriter
+from .accumulator_bits import worst_accumulator_bits
 from .support import Chain, Matcher, match_add, match_core, match_max_pool
 
-__all__ = ["FuseAccelerator", "fold_clip", "chain_plans"]
+__all__ = ["FuseAccelerator", "chain_plans", "fold_clip"]
+
+_ACCEL_OPS = ("vta.conv2d", "vta.dense", "vta.add", "vta.max_pool2d")
 
 
 def _dtype_range(dtype: str) -> tuple[int, int]:
@@ -136,10 +142,12 @@ class FuseAccelerator:
     name = "FuseAccelerator"
 
     def __init__(self, env: Environment | None = None, requant_mode: str = "fixed",
-                 pad_limit: float | None = None, residual_rounding: str = "intermediate"):
+                 pad_limit: float | None = None, residual_rounding: str = "intermediate",
+                 fold_first_layer: bool = True):
         if residual_rounding not in ("intermediate", "direct"):
             raise ValueError(f"residual_rounding must be 'intermediate' or 'direct', got {residual_rounding!r}")
         self.residual_rounding = residual_rounding
+        self.fold_first_layer = fold_first_layer
         self.env = env
         self.requant_mode = requant_mode
         self.pad_limit = pad_limit
@@ -155,6 +163,7 @@ class FuseAccelerator:
         rw = Rewriter(graph)
         self._int8_cache: dict[str, Value] = {}
         self._int8_of_uint8: dict[str, Value] = {}
+        self._accel_values: set[str] = set()
         for node in graph.nodes:
             if node.name in absorbed:
                 continue
@@ -164,6 +173,7 @@ class FuseAccelerator:
                 continue
             out = self._fuse(rw, chain)
             rw.subst[node.name] = out
+            self._accel_values.update(n.name for n in rw.nodes[-3:] if n.op in _ACCEL_OPS)
         return rw.finish()
 
     # ------------------------------------------------------------------ helpers
@@ -202,6 +212,18 @@ class FuseAccelerator:
 
         return ResidualSpec(int(zero_point), self._requant(scale))
 
+    def _should_fold(self, spec, x: Value) -> bool:
+        """Fold the kernel width into the channels of a first layer: few input channels (less than
+        half a block), a kernel wider than 1, an input computed on the host (not by another
+        accelerator operator), and fewer channel blocks after folding than kernel columns."""
+        env = self.env or get_env()
+        if not self.fold_first_layer or spec.kernel_w <= 1 or 2 * spec.in_channels > env.BLOCK_IN:
+            return False
+        if x.name in self._accel_values:
+            return False
+        folded_blocks = -(-spec.in_channels * spec.kernel_w // env.BLOCK_IN)
+        return folded_blocks < spec.kernel_w
+
     def _fuse(self, rw: Rewriter, chain: Chain) -> Value:
         if chain.kind in ("conv2d", "dense"):
             return self._fuse_core(rw, chain)
@@ -221,14 +243,14 @@ class FuseAccelerator:
             bias_model += rw.params[rw.map(c.bias.inputs[1]).name].astype(np.int64)
         bias = bias_model - zx * w.reshape(w.shape[0], -1).sum(axis=1)
         if np.abs(bias).max(initial=0) >= 2 ** 31:
-            raise ValueError(f"node {core.name!r}: the folded bias does not fit int32")
+            raise GraphError(f"node {core.name!r}: the bias with -z_in*sum(w) folded in does not fit int32 "
+                             f"(largest magnitude {int(np.abs(bias).max())})")
         last_q = c.add if c.add is not None else rq
         out_dtype = last_q.output_type.dtype
         doff = -128 if out_dtype == "uint8" else 0
         lo, hi = fold_clip(c.activations, out_dtype)
-        # the largest |accumulator| any input gives: |x - z_x| <= 255 on every tap, plus the model's bias
-        worst = int((np.abs(w).reshape(w.shape[0], -1).sum(axis=1) * 255 + np.abs(bias_model)).max(initial=1))
-        acc_bits = min(worst.bit_length(), 32)
+        # the largest |accumulator| any input gives (the bound the host's requantize uses too)
+        acc_bits = rq.attrs.get("acc_bits") or worst_accumulator_bits(w, 0, bias_model)
         residual_spec = residual_val = intermediate = None
         if c.add is not None:
             a = c.add.attrs
@@ -261,6 +283,11 @@ class FuseAccelerator:
             strides = (strides, strides) if isinstance(strides, int) else tuple(int(s) for s in strides)
             spec = QConv2DSpec(xs[0], xs[1], w.shape[0], xs[2], xs[3], w.shape[2], w.shape[3], strides, pad, **common)
             op = "vta.conv2d"
+            if self._should_fold(spec, x):
+                spec = dataclasses.replace(spec, fold_width=True)
+                x = rw.emit("vta.fold_width", [x], dict(kernel_w=spec.kernel_w, stride_w=spec.strides[1],
+                                                        padding=spec.padding, zero_point=zx),
+                            rw.fresh(f"{core.name}_fold"))
         else:
             spec = QDenseSpec(xs[0], xs[1], w.shape[0], **common)
             op = "vta.dense"

@@ -16,7 +16,7 @@ from ..infer import parse_layout
 from ..ir import Graph, Node, Value
 from ._rewrite import Rewriter
 
-__all__ = ["PackLayout", "ACTIVATION_INPUTS"]
+__all__ = ["ACTIVATION_INPUTS", "PackLayout"]
 
 #: For each accelerator operator, the positions of its activation inputs (the rest are constants).
 ACTIVATION_INPUTS = {"vta.conv2d": (0, 3), "vta.dense": (0, 3), "vta.add": (0, 1), "vta.max_pool2d": (0,)}

@@ -70,7 +70,9 @@ class PadChannels:
             conv = node.op == "vta.conv2d"
             cin = spec.in_channels if conv else spec.in_features
             cout = spec.out_channels if conv else spec.out_features
-            pin, pout = round_up(cin, bi), round_up(cout, bo)
+            folds = conv and getattr(spec, "fold_width", False)
+            # a folded convolution's channels are C * KW after folding; the packing pads those
+            pin, pout = (cin if folds else round_up(cin, bi)), round_up(cout, bo)
             if (pin, pout) == (cin, cout):
                 rw.keep(node)
                 continue

@@ -14,7 +14,11 @@ from ...env import Environment, get_env
 from ...errors import UnsupportedOperatorError
 from ..host import KERNELS
 from ..ir import Graph
+from .pack_layout import ACTIVATION_INPUTS
 from .pad_channels import round_up
+
+#: The operators that run on the accelerator.
+ACCELERATOR_OPS = tuple(ACTIVATION_INPUTS)
 
 __all__ = ["PlaceDevices", "cpu_reason"]
 
@@ -22,6 +26,7 @@ _CPU_REASONS = {
     "layout_transform": "layout conversion at an accelerator region border",
     "vta.to_int8": "uint8 -> int8 offset at an accelerator region entry",
     "vta.to_uint8": "int8 -> uint8 offset at an accelerator region exit",
+    "vta.fold_width": "a first layer's input with the kernel columns folded into the channels",
     "qnn.quantize": "quantization of a float tensor (no accelerator operator)",
     "qnn.dequantize": "dequantization to float (no accelerator operator)",
     "nn.softmax": "float operator (no accelerator operator)",
@@ -67,7 +72,7 @@ class PlaceDevices:
         env = self.env or get_env()
         nodes = []
         for node in graph.nodes:
-            if node.op.startswith("vta.") and node.op not in ("vta.to_int8", "vta.to_uint8"):
+            if node.op in ACCELERATOR_OPS:
                 device, reason = "vta", self._vta_reason(node, graph, env)
             elif node.op in KERNELS:
                 device = "cpu"
@@ -83,7 +88,11 @@ class PlaceDevices:
         notes = []
         spec = node.attrs["spec"]
         producer = graph.producer(node.inputs[0])
-        if node.op == "vta.conv2d" and producer is not None and producer.op == "layout_transform":
+        if getattr(spec, "fold_width", False):
+            f = spec.folded()
+            notes.append(f"kernel width folded into the channels ({spec.in_channels}x{spec.kernel_w} = "
+                         f"{f.in_channels} channels padded to {round_up(f.in_channels, env.BLOCK_IN)})")
+        elif node.op == "vta.conv2d" and producer is not None and producer.op == "layout_transform":
             logical = producer.inputs[0].type.shape[1]
             padded = round_up(logical, env.BLOCK_IN)
             if padded > logical:

@@ -15,7 +15,7 @@ import numpy as np
 from ...env import Environment
 from ..ir import PARAM, Graph, Node, Value
 
-__all__ = ["Chain", "match_core", "match_add", "match_max_pool", "Matcher", "INT8"]
+__all__ = ["INT8", "Chain", "Matcher", "match_add", "match_core", "match_max_pool"]
 
 INT8 = ("int8", "uint8")
 
@@ -175,7 +175,7 @@ def match_max_pool(m: Matcher, node: Node) -> tuple[Chain | None, str]:
     if reason:
         return None, reason
     from ...topi.qnn import MaxPoolSpec
-    from ...topi.qnn_build import maxpool_unsupported_reason
+    from ...topi.qnn import maxpool_unsupported_reason
 
     n, c, h, w = x.type.shape
     reason = maxpool_unsupported_reason(MaxPoolSpec(n, c, h, w, (ph, pw), _pair(a["strides"]), pad), m.env)
