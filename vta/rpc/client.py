@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import RPCError
+from ..runtime import Device
 from ..runtime.capture import Capture, CaptureViews
 from . import _runtime
 from .auth import SECRET_ENV, AuthError, client_handshake
@@ -109,6 +110,33 @@ class RemoteModule(_Remote, CaptureViews):
     def __call__(self, *args: Any) -> Any:
         """Call the module's entry function."""
         return self._session._request("module_function", module=self, name=None)(*args)
+
+    def time_evaluator(self, func_name: str, dev: Any = None, number: int = 10, repeat: int = 1,
+                       min_repeat_ms: float = 0.0):
+        """A closure timing ``func_name`` on the server (``Module.time_evaluator`` there).
+
+        Returns
+        -------
+        callable
+            ``evaluator(*args) -> ProfileResult`` (``mean`` and ``results`` in seconds, measured
+            in the server's process, the connection excluded).
+
+        Raises
+        ------
+        RPCError
+            If the server has no such function or the arguments are invalid.
+        """
+        from ..runtime.module import ProfileResult
+
+        del dev
+        remote = self._session.get_function("runtime.RPCTimeEvaluator")(self, func_name, number, repeat,
+                                                                          min_repeat_ms)
+
+        def evaluator(*args: Any) -> ProfileResult:
+            mean, results = remote(*args)
+            return ProfileResult(float(mean), tuple(float(r) for r in results))
+
+        return evaluator
 
     def __repr__(self) -> str:
         return f"<RemoteModule handle={self._handle}>"
@@ -216,6 +244,10 @@ class ClientSession:
             if value._session is not self:
                 raise RPCError(f"{value!r} belongs to another session")
             return value._tagged()
+        if isinstance(value, Device) and value.session is not None:
+            if value.session is not self:
+                raise RPCError(f"device {value!r} belongs to another session")
+            return {"device": [value.device_type, value.device_id]}
         return None
 
     def _resolve(self, tagged: dict) -> Any:

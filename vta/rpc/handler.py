@@ -41,6 +41,27 @@ __all__ = ["SessionHandler"]
 
 log = logging.getLogger(__name__)
 
+def _time_evaluator(module: Any, func_name: str, number: int = 10, repeat: int = 1,
+                    min_repeat_ms: float = 0.0) -> Any:
+    """``runtime.RPCTimeEvaluator``: a function timing ``func_name`` of ``module`` in this process.
+
+    What ``RemoteModule.time_evaluator`` calls on the server, so the timing excludes the
+    connection. The returned function gives ``[mean, [seconds per round, ...]]``.
+
+    Raises
+    ------
+    RPCError
+        If ``module`` is not a module.
+    """
+    if not _runtime.is_module(module):
+        raise RPCError(f"runtime.RPCTimeEvaluator needs a module, got {module!r}")
+    evaluator = module.time_evaluator(func_name, None, number=int(number), repeat=int(repeat),
+                                      min_repeat_ms=float(min_repeat_ms))
+    return _runtime.packed(lambda *args: list(evaluator(*args)), "time_evaluator")
+
+
+_runtime.register("runtime.RPCTimeEvaluator", _time_evaluator)
+
 #: One command queue, one DRAM arena and one device serve every session of the process, so the
 #: sessions' operations run one at a time (each session still has its own thread and files).
 _RUNTIME_LOCK = threading.Lock()
@@ -106,6 +127,11 @@ class SessionHandler:
         return tagged
 
     def _resolve(self, tagged: dict) -> Any:
+        if "device" in tagged and "handle" not in tagged:  # a device of this process
+            dev = tagged["device"]
+            if not (isinstance(dev, list) and len(dev) == 2 and all(isinstance(v, int) for v in dev)):
+                raise RPCError(f"a device must be sent as [device_type, device_id], got {dev!r}")
+            return _runtime.make_device(dev[0], dev[1])
         h = tagged.get("handle")
         if not isinstance(h, int) or h not in self._handles:
             raise RPCError(f"handle {h!r} does not name a live object of this session")
