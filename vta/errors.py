@@ -87,3 +87,13 @@ class RPCError(VTAError, RuntimeError):
 
 class HardwareAssertionError(SimulationError):
     """An assertion of the RTL failed in tsim; the message gives its location, text and cycle."""
+
+
+class GraphError(VTAError, ValueError):
+    """A graph is malformed: tensors of inconsistent shapes or dtypes (the message names both),
+    an unknown value, a bad attribute, or nodes out of topological order."""
+
+
+class UnsupportedOperatorError(GraphError):
+    """No device (neither the accelerator nor the host) can run an operator; the message names
+    the node and the operator."""

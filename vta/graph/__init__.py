@@ -1,0 +1,12 @@
+"""Whole networks: the graph IR, its passes, the host kernels, lowering and the executor.
+
+``GraphBuilder`` builds a :class:`Graph`; :func:`compile` runs the pass pipeline and lowers the
+accelerator nodes, giving TVM's graph JSON, a library module and the parameters that
+:class:`GraphModule` (``vta.graph.executor``) runs.
+"""
+
+from .builder import GraphBuilder
+from .ir import Graph, Node, TensorType, Value
+from .printer import astext
+
+__all__ = ["Graph", "GraphBuilder", "Node", "TensorType", "Value", "astext"]
