@@ -622,10 +622,7 @@ def _clamp(im: Importer, name: str, x, lo, hi):
         ihi = qhi if hi is None else min(qhi, z + int(np.rint(hi / s)))
         if (ilo, ihi) == (qlo, qhi):
             return x
-        if hi is None and ilo == z:
-            y = im.b.nn.relu(im.retype(v, s, z, name) if v.type.zero_point != z else v, name=im.unique(name))
-        else:
-            y = im.b.clip(v, ilo, ihi, name=im.unique(name))
+        y = im.b.clip(v, ilo, ihi, name=im.unique(name))  # a quantized ReLU is a clip at the zero point
         return Dequant(Tensor(y), x.scale, x.zero_point, x.axis)
     v = im.as_float(x)
     if lo == 0.0 and hi is None:
