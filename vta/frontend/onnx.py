@@ -45,8 +45,8 @@ def load_model(model: Any):
     Raises
     ------
     FrontendError
-        If the file is missing, cannot be parsed (truncated or not ONNX), or fails the onnx
-        checker (the checker's finding is quoted).
+        If the file is missing, cannot be parsed (truncated or not ONNX), declares an ai.onnx
+        opset outside 13..21, or fails the onnx checker (the checker's finding is quoted).
     """
     import onnx
     from google.protobuf.message import DecodeError
@@ -71,6 +71,10 @@ def load_model(model: Any):
         if isinstance(model, (str, Path)) and any(
                 t.data_location == onnx.TensorProto.EXTERNAL for t in proto.graph.initializer):
             onnx.load_external_data_for_model(proto, str(Path(model).resolve().parent))
+    opset = _opset(proto)
+    if opset not in SUPPORTED_OPSETS:
+        raise FrontendError(f"{where} uses ai.onnx opset {opset}; supported: {SUPPORTED_OPSETS.start} to "
+                            f"{SUPPORTED_OPSETS.stop - 1} (convert it with onnx.version_converter.convert_version)")
     try:
         onnx.checker.check_model(proto)
     except onnx.checker.ValidationError as exc:
@@ -171,9 +175,6 @@ def from_onnx(model: Any, shape: Mapping[str, Sequence[int]] | Sequence[int] | N
     """
     proto = load_model(model)
     opset = _opset(proto)
-    if opset not in SUPPORTED_OPSETS:
-        raise FrontendError(f"the model uses ai.onnx opset {opset}; supported: {SUPPORTED_OPSETS.start} to "
-                            f"{SUPPORTED_OPSETS.stop - 1} (convert it with onnx.version_converter.convert_version)")
     _check_quantized(proto)
     shapes = _input_shapes(proto, shape)
     graph = Importer(proto, opset, shapes).run()
