@@ -8,5 +8,7 @@ accelerator nodes, giving TVM's graph JSON, a library module and the parameters 
 from .builder import GraphBuilder
 from .ir import Graph, Node, TensorType, Value
 from .printer import astext
+from .lower import compile, lower
+from .pipeline import optimize
 
-__all__ = ["Graph", "GraphBuilder", "Node", "TensorType", "Value", "astext"]
+__all__ = ["Graph", "GraphBuilder", "Node", "TensorType", "Value", "astext", "compile", "lower", "optimize"]

@@ -442,47 +442,69 @@ def _spec(node, op, attrs):
 
 
 def _vta_out(node, op, attrs, logical):
+    """The output type: plain layouts show the logical channels (``channels``), packed ones the padded."""
+    base, b, _ = parse_layout(attrs.get("layout", "NCHW" if len(logical) == 4 else "NC"))
+    if not b and attrs.get("channels") is not None:
+        logical = (logical[0], int(attrs["channels"]), *logical[2:])
     return TensorType(_with_layout(logical, attrs), "int8", attrs.get("out_scale"), attrs.get("out_zero_point"),
                       attrs.get("out_axis"))
+
+
+def _check_input(node, op, x: Value, attrs, logical: tuple[int, ...]) -> None:
+    """A plain input may have fewer channels than the (block-padded) spec; a packed one must match."""
+    layout = attrs.get("layout", "NCHW" if len(logical) == 4 else "NC")
+    _, b, _ = parse_layout(layout)
+    if b:
+        ok = x.type.shape == packed_shape(logical, layout)
+    else:
+        s = x.type.shape
+        ok = len(s) == len(logical) and s[0] == logical[0] and s[1] <= logical[1] and s[2:] == logical[2:]
+    if not ok:
+        raise _err(node, op, f"input {_fmt(x)} does not match the spec's {list(logical)} in layout {layout!r}")
 
 
 def _vta_conv2d(node, op, ins, attrs):
     spec = _spec(node, op, attrs)
     x = ins[0]
-    n, c, h, w = _data_layout(node, op, x, attrs)
-    if (n, c, h, w) != (spec.batch, spec.in_channels, spec.height, spec.width):
-        raise _err(node, op, f"input {_fmt(x)} does not match the spec's "
-                             f"{(spec.batch, spec.in_channels, spec.height, spec.width)}")
+    _check_input(node, op, x, attrs, (spec.batch, spec.in_channels, spec.height, spec.width))
     pt, pl, pb, pr = spec.padding
     sh, sw = spec.strides
-    oh = (h + pt + pb - spec.kernel_h) // sh + 1
-    ow = (w + pl + pr - spec.kernel_w) // sw + 1
-    return _vta_out(node, op, attrs, (n, spec.out_channels, oh, ow))
+    oh = (spec.height + pt + pb - spec.kernel_h) // sh + 1
+    ow = (spec.width + pl + pr - spec.kernel_w) // sw + 1
+    out = _vta_out(node, op, attrs, (spec.batch, spec.out_channels, oh, ow))
+    for r in ins[3:]:
+        if r.type.shape != out.shape:
+            raise _err(node, op, f"residual {_fmt(r)} does not have the output's shape {list(out.shape)}")
+    return out
 
 
 def _vta_dense(node, op, ins, attrs):
     spec = _spec(node, op, attrs)
-    x = ins[0]
-    layout = attrs.get("layout", "NC")
-    expect = packed_shape((spec.batch, spec.in_features), layout)
-    if x.type.shape != expect:
-        raise _err(node, op, f"input {_fmt(x)} does not match the spec's {expect} ({layout})")
-    return _vta_out(node, op, attrs, (spec.batch, spec.out_features))
+    _check_input(node, op, ins[0], attrs, (spec.batch, spec.in_features))
+    out = _vta_out(node, op, attrs, (spec.batch, spec.out_features))
+    for r in ins[3:]:
+        if r.type.shape != out.shape:
+            raise _err(node, op, f"residual {_fmt(r)} does not have the output's shape {list(out.shape)}")
+    return out
 
 
 def _vta_same(node, op, ins, attrs):
-    _spec(node, op, attrs)
-    x = ins[0]
-    for other in ins[1:]:
-        if other.type.shape != x.type.shape:
-            raise _err(node, op, f"inputs {_fmt(x)} and {_fmt(other)} have different shapes")
-    return x.type.with_(dtype="int8", scale=attrs.get("out_scale"), zero_point=attrs.get("out_zero_point"),
-                        axis=attrs.get("out_axis"))
+    spec = _spec(node, op, attrs)
+    logical = (spec.batch, spec.channels, spec.height, spec.width)
+    for v in ins:
+        _check_input(node, op, v, attrs, logical)
+    if ins[0].type.shape != ins[-1].type.shape:
+        raise _err(node, op, f"inputs {_fmt(ins[0])} and {_fmt(ins[-1])} have different shapes")
+    return _vta_out(node, op, attrs, logical)
 
 
 def _vta_pool(node, op, ins, attrs):
-    _spec(node, op, attrs)
-    return _pool(node, op, ins, attrs).with_(dtype="int8")
+    spec = _spec(node, op, attrs)
+    _check_input(node, op, ins[0], attrs, (spec.batch, spec.channels, spec.height, spec.width))
+    t = _pool(node, op, ins, attrs).with_(dtype="int8")
+    if attrs.get("channels") is not None and not parse_layout(attrs.get("layout", "NCHW"))[1]:
+        t = t.with_(shape=(t.shape[0], int(attrs["channels"]), *t.shape[2:]))
+    return t
 
 
 _CONV = {"strides": (1, 1), "padding": (0, 0, 0, 0), "dilation": (1, 1), "groups": 1}
@@ -528,13 +550,13 @@ OPS: dict[str, OpDef] = {
     "vta.to_uint8": OpDef({}, 1, _offset("uint8", "int8")),
     # fused accelerator operators (made by the passes); attrs carry Q's spec
     "vta.conv2d": OpDef({"spec": None, "layout": "NCHW", "out_scale": None, "out_zero_point": None,
-                         "out_axis": None}, (3, 4), _vta_conv2d),
+                         "out_axis": None, "channels": None}, (3, 4), _vta_conv2d),
     "vta.dense": OpDef({"spec": None, "layout": "NC", "out_scale": None, "out_zero_point": None,
-                        "out_axis": None}, (3, 4), _vta_dense),
+                        "out_axis": None, "channels": None}, (3, 4), _vta_dense),
     "vta.add": OpDef({"spec": None, "layout": "NCHW", "out_scale": None, "out_zero_point": None,
-                      "out_axis": None}, 2, _vta_same),
+                      "out_axis": None, "channels": None}, 2, _vta_same),
     "vta.max_pool2d": OpDef({**_POOL, "spec": None, "out_scale": None, "out_zero_point": None,
-                             "out_axis": None}, 1, _vta_pool),
+                             "out_axis": None, "channels": None}, 1, _vta_pool),
 }
 
 

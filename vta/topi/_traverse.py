@@ -7,18 +7,25 @@ from dataclasses import dataclass, field
 from ..errors import ScheduleError
 from ..te.tensor import ComputeOp, Operation, PlaceholderOp, Tensor
 
-__all__ = ["OpGraph", "classify", "epilogue_inputs"]
+__all__ = ["LOAD_TAG", "OpGraph", "classify", "epilogue_inputs"]
+
+#: Tag of an epilogue stage that only widens a DRAM tensor into the accumulator
+#: (``x.astype("int32")`` of an int8 placeholder): the schedules load it with DMA (an int8 source
+#: becomes an ``ACC_8BIT`` load) instead of computing it on the ALU.
+LOAD_TAG = "vta_acc_load"
 
 
 @dataclass
 class OpGraph:
     """The core operation, the element-wise stages between it and the output (consumers
-    first), and the placeholders those stages read, as ``(reader op, tensor)``."""
+    first), the placeholders those stages read, as ``(reader op, tensor)``, and the stages tagged
+    :data:`LOAD_TAG` (DMA loads into the accumulator)."""
 
     core: Operation
     output: Tensor
     ewise: list = field(default_factory=list)
     ewise_inputs: list = field(default_factory=list)
+    loads: list = field(default_factory=list)
 
 
 def classify(outs, core_tag: str, what: str) -> OpGraph:
@@ -52,6 +59,12 @@ def classify(outs, core_tag: str, what: str) -> OpGraph:
         if op.tag == core_tag:
             core.append(op)
             return
+        if op.tag == LOAD_TAG and op is not output.op:
+            if not isinstance(op, ComputeOp) or op.reduce_axis or not all(
+                    isinstance(t.op, PlaceholderOp) for t in op.input_tensors):
+                raise ScheduleError(f"{what}: stage {op.name!r} is tagged {LOAD_TAG!r} but is not a copy of a placeholder")
+            graph.loads.append(op)
+            return
         if not isinstance(op, ComputeOp) or op.reduce_axis:
             raise ScheduleError(
                 f"{what}: stage {op.name!r} (tag {op.tag!r}) lies between the output and the {core_tag!r} operation "
@@ -77,7 +90,7 @@ def epilogue_inputs(graph: OpGraph, spatial_dims: tuple) -> tuple[int, int]:
     output (a per-channel bias: one accumulator entry per channel block) and how many are not
     (a residual: a whole tile of accumulator entries)."""
     broadcast = full = 0
-    for _, t in graph.ewise_inputs:
+    for t in [t for _, t in graph.ewise_inputs] + [op.output(0) for op in graph.loads]:
         if all(int(t.shape[d]) == 1 for d in spatial_dims) and any(int(graph.output.shape[d]) != 1
                                                                    for d in spatial_dims):
             broadcast += 1

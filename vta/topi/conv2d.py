@@ -44,6 +44,17 @@ def _pair(v: Any, what: str) -> tuple[int, int]:
     return a, b
 
 
+def _padding(v: Any) -> tuple[int, int, int, int]:
+    """``(top, left, bottom, right)`` of an int, a pair ``(pad_h, pad_w)`` or a 4-tuple."""
+    if isinstance(v, (tuple, list)) and len(v) == 4:
+        try:
+            return tuple(int(x) for x in v)  # type: ignore[return-value]
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"conv2d_packed: padding must hold ints, got {v!r}") from exc
+    ph, pw = _pair(v, "padding")
+    return ph, pw, ph, pw
+
+
 def _ints(shape) -> tuple:
     return tuple(int(s) for s in shape)
 
@@ -52,7 +63,8 @@ def conv2d_packed(data: Tensor, kernel: Tensor, strides: Any, padding: Any, out_
     """The packed convolution ``res[b, co, i, j, bi, ci] = sum(pad(data)[b, k, i*sh+di, j*sw+dj, bi, kk]
     * kernel[co, k, di, dj, ci, kk])`` tagged ``"conv2d_dense"``.
 
-    Padding (symmetric, ``(pad_h, pad_w)``) is a :func:`vta.topi.pad` stage named ``pad_data``.
+    Padding (an int, symmetric ``(pad_h, pad_w)``, or ``(top, left, bottom, right)``) is a
+    :func:`vta.topi.pad` stage named ``pad_data`` (zeros: the hardware's padded loads).
 
     Raises
     ------
@@ -69,14 +81,17 @@ def conv2d_packed(data: Tensor, kernel: Tensor, strides: Any, padding: Any, out_
     if ds[1] != ks[1] or ds[5] != ks[5]:
         raise ValueError(f"conv2d_packed: data {ds!r} and kernel {ks!r} disagree on the input channels")
     sh, sw = _pair(strides, "strides")
-    ph, pw = _pair(padding, "padding")
-    if sh <= 0 or sw <= 0 or ph < 0 or pw < 0:
-        raise ValueError(f"conv2d_packed: strides {(sh, sw)!r} must be positive and padding {(ph, pw)!r} non-negative")
-    if ds[2] + 2 * ph < ks[2] or ds[3] + 2 * pw < ks[3]:
-        raise ValueError(f"conv2d_packed: the padded input {ds[2:4]!r} + 2*{(ph, pw)!r} is smaller than the kernel {ks[2:4]!r}")
-    pad_data = pad(data, [0, 0, ph, pw, 0, 0], name="pad_data") if (ph or pw) else data
-    oh = (ds[2] + 2 * ph - ks[2]) // sh + 1
-    ow = (ds[3] + 2 * pw - ks[3]) // sw + 1
+    pads = _padding(padding)
+    pt, pl, pb, pr = pads
+    if sh <= 0 or sw <= 0 or min(pads) < 0:
+        raise ValueError(f"conv2d_packed: strides {(sh, sw)!r} must be positive and padding {padding!r} non-negative")
+    if ds[2] + pt + pb < ks[2] or ds[3] + pl + pr < ks[3]:
+        raise ValueError(f"conv2d_packed: the padded input {ds[2:4]!r} + {padding!r} is smaller than the kernel {ks[2:4]!r}")
+    pad_data = pad(data, [0, 0, pt, pl, 0, 0], [0, 0, pb, pr, 0, 0], name="pad_data") if any(pads) else data
+    oh = (ds[2] + pt + pb - ks[2]) // sh + 1
+    ow = (ds[3] + pl + pr - ks[3]) // sw + 1
+    # The symmetric pair as before; an asymmetric padding is recorded as its 4-tuple.
+    ph_pw = (pt, pl) if (pt, pl) == (pb, pr) else pads
     oshape = (ds[0], ks[0], oh, ow, ds[4], ks[4])
     d_i = reduce_axis((0, ks[2]), name="d_i")
     d_j = reduce_axis((0, ks[3]), name="d_j")
@@ -88,7 +103,7 @@ def conv2d_packed(data: Tensor, kernel: Tensor, strides: Any, padding: Any, out_
             pad_data[b_o, k_o, i * sh + d_i.var, j * sw + d_j.var, b_i, k_i].astype(out_dtype)
             * kernel[c_o, k_o, d_i, d_j, c_i, k_i].astype(out_dtype),
             axis=[k_o, d_i, d_j, k_i]),
-        name="res_conv", tag=CONV2D_TAG, attrs={"strides": (sh, sw), "padding": (ph, pw)})
+        name="res_conv", tag=CONV2D_TAG, attrs={"strides": (sh, sw), "padding": ph_pw})
 
 
 def conv2d_workload(conv: ComputeOp, bias: int = 0, residuals: int = 0) -> Conv2DWorkload:
@@ -106,9 +121,9 @@ def conv2d_workload(conv: ComputeOp, bias: int = 0, residuals: int = 0) -> Conv2
         )
     data, kernel = conv.input_tensors
     ks = _ints(kernel.shape)
-    ph, pw = conv.attrs["padding"]
-    ds = _ints(data.shape) if not (ph or pw) else _ints(data.op.input_tensors[0].shape)
-    return Conv2DWorkload(ds[0], ds[1], ks[0], ds[2], ds[3], ks[2], ks[3], tuple(conv.attrs["strides"]), (ph, pw),
+    pads = tuple(conv.attrs["padding"])
+    ds = _ints(data.shape) if not any(pads) else _ints(data.op.input_tensors[0].shape)
+    return Conv2DWorkload(ds[0], ds[1], ks[0], ds[2], ds[3], ks[2], ks[3], tuple(conv.attrs["strides"]), pads,
                           int(bias), residuals)
 
 
@@ -170,7 +185,8 @@ def schedule_conv2d_packed(outs: Any, tiling: Conv2DTiling | None = None) -> Sch
     s[conv].compute_at(s[output], store_pt)
     for op in graph.ewise:
         s[op].compute_at(s[output], store_pt)
-    for cache in ewise_caches:
+    for cache in ewise_caches + [op.output(0) for op in graph.loads]:
+        s[cache].set_scope(env.acc_scope)
         s[cache].compute_at(s[output], store_pt)
         s[cache].pragma(s[cache].op.axis[0], env.dma_copy)
     if tiling.oc_nthread > 1:

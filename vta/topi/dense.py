@@ -120,7 +120,8 @@ def schedule_dense_packed(outs: Any, tiling: DenseTiling | None = None) -> Sched
     s[res].compute_at(s[output], store_pt)
     for e in graph.ewise:
         s[e].compute_at(s[output], store_pt)
-    for cache in ewise_caches:
+    for cache in ewise_caches + [op.output(0) for op in graph.loads]:
+        s[cache].set_scope(env.acc_scope)
         s[cache].compute_at(s[output], store_pt)
         s[cache].pragma(s[cache].op.axis[0], env.dma_copy)
 

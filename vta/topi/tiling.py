@@ -65,17 +65,25 @@ class Conv2DWorkload:
     kh: int
     kw: int
     stride: tuple
-    padding: tuple
+    padding: tuple          # (pad_h, pad_w) symmetric, or (top, left, bottom, right)
     bias: int = 0           # per-channel (broadcast) inputs of the epilogue
     residuals: int = 0      # epilogue inputs of the output's shape (e.g. a residual connection)
 
     @property
+    def pads(self) -> tuple:
+        """``(top, left, bottom, right)``."""
+        p = tuple(self.padding)
+        return p if len(p) == 4 else (p[0], p[1], p[0], p[1])
+
+    @property
     def out_height(self) -> int:
-        return (self.height + 2 * self.padding[0] - self.kh) // self.stride[0] + 1
+        t, _, b, _ = self.pads
+        return (self.height + t + b - self.kh) // self.stride[0] + 1
 
     @property
     def out_width(self) -> int:
-        return (self.width + 2 * self.padding[1] - self.kw) // self.stride[1] + 1
+        _, l, _, r = self.pads
+        return (self.width + l + r - self.kw) // self.stride[1] + 1
 
 
 @dataclass(frozen=True)
@@ -198,7 +206,7 @@ def choose_conv2d_tiling(env: Environment, wl: Conv2DWorkload) -> Conv2DTiling:
         the message names the overflowing buffer and by how much.
     """
     oh, ow = wl.out_height, wl.out_width
-    padded = wl.padding[0] > 0 or wl.padding[1] > 0
+    padded = any(p > 0 for p in wl.pads)
     best, best_cost = None, None
     for th, tw, tco, tci, ocn, hn in product(_divisors(oh), _divisors(ow), _divisors(wl.co_blocks),
                                              _divisors(wl.ci_blocks), (1, 2), (1, 2)):

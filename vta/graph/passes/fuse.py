@@ -1,0 +1,270 @@
+"""FuseAccelerator: quantized chains -> one fused accelerator operator each.
+
+``qnn.conv2d``/``qnn.dense`` + ``nn.bias_add`` + ``qnn.requantize`` [+ ``qnn.add`` residual]
+[+ ``nn.relu``/``clip``] becomes ``vta.conv2d``/``vta.dense`` carrying a Q spec
+(:class:`vta.topi.qnn.QConv2DSpec`); a standalone ``qnn.add`` becomes ``vta.add``, an 8-bit
+``nn.max_pool2d`` ``vta.max_pool2d``. On the way:
+
+* ``-z_in * sum(w)`` is folded into the bias (padded pixels take ``z_in``, so the whole kernel
+  sum is right at the borders too);
+* uint8 tensors are moved to the int8 domain of the accelerator (``v - 128``, zero point - 128)
+  by ``vta.to_int8`` at the region entry and back by ``vta.to_uint8`` after it; uint8 weights
+  with zero point 128 become int8 weights with zero point 0;
+* relu/clip bounds are folded into the spec's clip;
+* with a residual, the convolution requantizes straight to the add's output scale and the
+  residual by its own per-tensor multiplier (Q's fused semantics).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...env import Environment, get_env
+from ..ir import Graph, Node, Value
+from ._rewrite import Rewriter
+from .support import Chain, Matcher, match_add, match_core, match_max_pool
+
+__all__ = ["FuseAccelerator", "fold_clip", "chain_plans"]
+
+
+def _dtype_range(dtype: str) -> tuple[int, int]:
+    info = np.iinfo(np.dtype(dtype))
+    return int(info.min), int(info.max)
+
+
+def fold_clip(activations: list[Node], dtype: str) -> tuple[int, int]:
+    """The ``(lo, hi)`` of the output dtype narrowed by each relu/clip (in that dtype's domain)."""
+    lo, hi = _dtype_range(dtype)
+    for act in activations:
+        if act.op == "nn.relu":
+            lo = max(lo, 0)
+        else:
+            lo = max(lo, int(np.ceil(act.attrs["a_min"])))
+            hi = min(hi, int(np.floor(act.attrs["a_max"])))
+    return lo, max(lo, hi)
+
+
+def _scale(v) -> np.ndarray:
+    return np.asarray(v, dtype=np.float64).reshape(-1)
+
+
+def chain_plans(graph: Graph, env: Environment) -> tuple[dict[str, Chain], dict[str, str]]:
+    """The chains to fuse (by the name of their last node) and, for every node left out, why."""
+    m = Matcher(graph, env)
+    plans: dict[str, Chain] = {}
+    reasons: dict[str, str] = {}
+    claimed: set[str] = set()
+    for node in graph.nodes:
+        if node.name in claimed:
+            continue
+        if node.op in ("qnn.conv2d", "qnn.dense"):
+            chain, reason = match_core(m, node, claimed)
+            if chain is not None:
+                reason = _spec_problem(chain) or reason
+                if reason != "supported":
+                    chain = None
+        elif node.op == "qnn.add":
+            chain, reason = match_add(m, node)
+        elif node.op == "nn.max_pool2d":
+            chain, reason = match_max_pool(m, node)
+        else:
+            continue
+        if chain is None:
+            reasons[node.name] = reason
+            continue
+        if any(n.name in claimed for n in chain.nodes):
+            reasons[node.name] = "its chain overlaps another fused operator"
+            continue
+        claimed.update(n.name for n in chain.nodes)
+        plans[chain.last.name] = chain
+    return plans, reasons
+
+
+def _spec_problem(chain: Chain) -> str | None:
+    """A reason the multipliers cannot be represented (Q's Requant), or None."""
+    try:
+        _requant_scales(chain)
+    except ValueError as exc:
+        return f"requantization not representable: {exc}"
+    return None
+
+
+def _requant_scales(chain: Chain):
+    from ...topi.qnn import Requant
+
+    rq = chain.requant
+    if chain.add is not None:
+        out_scale = _scale(chain.add.attrs["output_scale"])
+        core_is_lhs = chain.add.inputs[0] == rq.output
+        r_scale = _scale(chain.add.attrs["rhs_scale" if core_is_lhs else "lhs_scale"])
+        Requant.from_scale(r_scale / out_scale)
+    else:
+        out_scale = _scale(rq.attrs["output_scale"])
+    return Requant.from_scale(_scale(rq.attrs["input_scale"]) / out_scale)
+
+
+class FuseAccelerator:
+    """Fuse quantized chains into ``vta.*`` operators (module docstring).
+
+    Parameters
+    ----------
+    env : Environment, optional
+        The configuration (BATCH decides what fits); the current one by default.
+    requant_mode : {"fixed", "pow2"}
+        The multiplier form of every requantization (``pow2``: upstream's shift-only scheme).
+    """
+
+    name = "FuseAccelerator"
+
+    def __init__(self, env: Environment | None = None, requant_mode: str = "fixed"):
+        self.env = env
+        self.requant_mode = requant_mode
+        #: Why each matchable node of the last graph was not fused (node name -> reason).
+        self.reasons: dict[str, str] = {}
+
+    def __call__(self, graph: Graph) -> Graph:
+        env = self.env or get_env()
+        plans, reasons = chain_plans(graph, env)
+        self.reasons.clear()
+        self.reasons.update(reasons)
+        absorbed = {n.name for c in plans.values() for n in c.nodes[:-1]}
+        rw = Rewriter(graph)
+        self._int8_cache: dict[str, Value] = {}
+        self._int8_of_uint8: dict[str, Value] = {}
+        for node in graph.nodes:
+            if node.name in absorbed:
+                continue
+            chain = plans.get(node.name)
+            if chain is None:
+                rw.keep(node)
+                continue
+            out = self._fuse(rw, chain)
+            rw.subst[node.name] = out
+        return rw.finish()
+
+    # ------------------------------------------------------------------ helpers
+    def _to_int8(self, rw: Rewriter, v: Value) -> tuple[Value, int]:
+        """``v`` in the int8 domain and the zero-point offset applied (0 or -128)."""
+        v = rw.map(v)
+        if v.type.dtype == "int8":
+            return v, 0
+        if v.name in self._int8_of_uint8:  # the uint8 form of an accelerator result: use the int8 one
+            return self._int8_of_uint8[v.name], -128
+        cached = self._int8_cache.get(v.name)
+        if cached is None:
+            cached = rw.emit("vta.to_int8", [v], {}, rw.fresh(f"{v.name}_i8"))
+            self._int8_cache[v.name] = cached
+        return cached, -128
+
+    def _finish(self, rw: Rewriter, out: Value, dtype: str, last: Node) -> Value:
+        if dtype == "uint8":
+            u8 = rw.emit("vta.to_uint8", [out], {}, rw.fresh(f"{last.name}_u8"))
+            self._int8_of_uint8[u8.name] = out
+            return u8
+        return out
+
+    def _requant(self, scale: np.ndarray):
+        from ...topi.qnn import Requant
+
+        return Requant.from_scale(scale, mode=self.requant_mode)
+
+    def _residual(self, zero_point: int, scale: np.ndarray):
+        from ...topi.qnn import ResidualSpec
+
+        return ResidualSpec(int(zero_point), self._requant(scale))
+
+    def _fuse(self, rw: Rewriter, chain: Chain) -> Value:
+        if chain.kind in ("conv2d", "dense"):
+            return self._fuse_core(rw, chain)
+        if chain.kind == "add":
+            return self._fuse_add(rw, chain)
+        return self._fuse_pool(rw, chain)
+
+    def _fuse_core(self, rw: Rewriter, c: Chain) -> Value:
+        from ...topi.qnn import QConv2DSpec, QDenseSpec
+
+        core, rq = c.core, c.requant
+        x, dx = self._to_int8(rw, core.inputs[0])
+        zx = int(core.attrs["input_zero_point"]) + dx
+        w = rw.params[core.inputs[1].name].astype(np.int64) - int(core.attrs["kernel_zero_point"])
+        bias = np.zeros(w.shape[0], dtype=np.int64)
+        if c.bias is not None:
+            bias += rw.params[rw.map(c.bias.inputs[1]).name].astype(np.int64)
+        bias -= zx * w.reshape(w.shape[0], -1).sum(axis=1)
+        if np.abs(bias).max(initial=0) >= 2 ** 31:
+            raise ValueError(f"node {core.name!r}: the folded bias does not fit int32")
+        last_q = c.add if c.add is not None else rq
+        out_dtype = last_q.output_type.dtype
+        doff = -128 if out_dtype == "uint8" else 0
+        lo, hi = fold_clip(c.activations, out_dtype)
+        residual_spec, residual_val = None, None
+        if c.add is not None:
+            a = c.add.attrs
+            out_scale, z_out = _scale(a["output_scale"]), int(a["output_zero_point"])
+            core_is_lhs = c.add.inputs[0] == rq.output
+            side = "rhs" if core_is_lhs else "lhs"
+            residual_val, dr = self._to_int8(rw, c.residual)
+            residual_spec = self._residual(int(a[f"{side}_zero_point"]) + dr, _scale(a[f"{side}_scale"]) / out_scale)
+        else:
+            out_scale, z_out = _scale(rq.attrs["output_scale"]), int(rq.attrs["output_zero_point"])
+        requant = self._requant(_scale(rq.attrs["input_scale"]) / out_scale)
+        common = dict(input_zero_point=zx, requant=requant, output_zero_point=z_out + doff,
+                      clip=(lo + doff, hi + doff), residual=residual_spec)
+        xs = x.type.shape
+        if c.kind == "conv2d":
+            pad = core.attrs["padding"]
+            pad = (pad,) * 4 if isinstance(pad, int) else tuple(int(p) for p in pad)
+            pad = pad if len(pad) == 4 else (pad[0], pad[1], pad[0], pad[1])
+            strides = core.attrs["strides"]
+            strides = (strides, strides) if isinstance(strides, int) else tuple(int(s) for s in strides)
+            spec = QConv2DSpec(xs[0], xs[1], w.shape[0], xs[2], xs[3], w.shape[2], w.shape[3], strides, pad, **common)
+            op = "vta.conv2d"
+        else:
+            spec = QDenseSpec(xs[0], xs[1], w.shape[0], **common)
+            op = "vta.dense"
+        wv = rw.const(rw.fresh(f"{core.name}.weight"), w.astype(np.int8))
+        bv = rw.const(rw.fresh(f"{core.name}.bias"), bias.astype(np.int32))
+        inputs = [x, wv, bv] + ([residual_val] if residual_val is not None else [])
+        attrs = dict(spec=spec, layout="NCHW" if op == "vta.conv2d" else "NC", out_scale=tuple(out_scale)
+                     if out_scale.size > 1 else float(out_scale[0]), out_zero_point=z_out + doff,
+                     out_axis=None, channels=int(w.shape[0]))
+        rw.names.discard(core.name)
+        out = rw.emit(op, inputs, attrs, core.name)
+        return self._finish(rw, out, out_dtype, c.last)
+
+    def _fuse_add(self, rw: Rewriter, c: Chain) -> Value:
+        from ...topi.qnn import QAddSpec
+
+        add = c.core
+        a = add.attrs
+        va, da = self._to_int8(rw, add.inputs[0])
+        vb, db = self._to_int8(rw, add.inputs[1])
+        out_scale = _scale(a["output_scale"])
+        out_dtype = add.output_type.dtype
+        doff = -128 if out_dtype == "uint8" else 0
+        lo, hi = fold_clip(c.activations, out_dtype)
+        n, ch, h, w = va.type.shape
+        spec = QAddSpec(n, ch, h, w, self._residual(int(a["lhs_zero_point"]) + da, _scale(a["lhs_scale"]) / out_scale),
+                        self._residual(int(a["rhs_zero_point"]) + db, _scale(a["rhs_scale"]) / out_scale),
+                        int(a["output_zero_point"]) + doff, (lo + doff, hi + doff))
+        attrs = dict(spec=spec, layout="NCHW", out_scale=float(out_scale[0]),
+                     out_zero_point=int(a["output_zero_point"]) + doff, out_axis=None, channels=ch)
+        rw.names.discard(add.name)
+        out = rw.emit("vta.add", [va, vb], attrs, add.name)
+        return self._finish(rw, out, out_dtype, c.last)
+
+    def _fuse_pool(self, rw: Rewriter, c: Chain) -> Value:
+        from ...topi.qnn import MaxPoolSpec
+
+        pool = c.core
+        x, dx = self._to_int8(rw, pool.inputs[0])
+        n, ch, h, w = x.type.shape
+        a = pool.attrs
+        spec = MaxPoolSpec(n, ch, h, w, a["pool_size"], a["strides"], a["padding"])
+        t = x.type
+        zp = t.zero_point
+        attrs = dict(spec=spec, layout="NCHW", pool_size=spec.pool_size, strides=spec.strides,
+                     padding=spec.padding, out_scale=t.scale, out_zero_point=zp, out_axis=t.axis, channels=ch)
+        rw.names.discard(pool.name)
+        out = rw.emit("vta.max_pool2d", [x], attrs, pool.name)
+        return self._finish(rw, out, pool.output_type.dtype, c.last)

@@ -1,0 +1,184 @@
+"""What the accelerator can run: pattern matching of fusable chains, with the reason when not.
+
+Shared by :mod:`.fuse` (which fuses what matches) and :mod:`.place` (which records why a node
+stayed on the CPU). A chain is ``qnn.conv2d``/``qnn.dense`` -> optional ``nn.bias_add`` ->
+``qnn.requantize`` -> optional ``qnn.add`` (the residual) -> ``nn.relu``/``clip`` ...; every
+intermediate value must have exactly one reader and not be a graph output.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ...env import Environment
+from ..ir import PARAM, Graph, Node, Value
+
+__all__ = ["Chain", "match_core", "match_add", "match_max_pool", "Matcher", "INT8"]
+
+INT8 = ("int8", "uint8")
+
+
+@dataclass
+class Chain:
+    """A matched pattern: the nodes it absorbs and what the fused operator needs."""
+
+    kind: str                       # "conv2d", "dense", "add", "max_pool2d"
+    nodes: list[Node]               # every absorbed node, in order; the last one's value is replaced
+    core: Node
+    bias: Node | None = None
+    requant: Node | None = None
+    add: Node | None = None
+    residual: Value | None = None   # the other operand of the absorbed add
+    activations: list[Node] = field(default_factory=list)
+
+    @property
+    def last(self) -> Node:
+        return self.nodes[-1]
+
+
+def _pair(v) -> tuple[int, int]:
+    if isinstance(v, (int, np.integer)):
+        return int(v), int(v)
+    a, b = (int(x) for x in v)
+    return a, b
+
+
+class Matcher:
+    """Pattern matching over one graph (readers of every value computed once)."""
+
+    def __init__(self, graph: Graph, env: Environment):
+        self.graph = graph
+        self.env = env
+        self.readers = graph.consumers()
+        self.outputs = {v.name for v in graph.outputs}
+
+    def sole_reader(self, v: Value) -> Node | None:
+        """The only node reading ``v`` (None if several, none, or ``v`` is a graph output)."""
+        readers = self.readers.get(v.name, [])
+        if len(readers) != 1 or v.name in self.outputs:
+            return None
+        return readers[0]
+
+    def activations(self, v: Value) -> list[Node]:
+        """The ``nn.relu``/``clip`` nodes following ``v`` one after the other, sole readers each."""
+        acts = []
+        while True:
+            nxt = self.sole_reader(v)
+            if nxt is None or nxt.op not in ("nn.relu", "clip"):
+                return acts
+            acts.append(nxt)
+            v = nxt.output
+
+    def _batch_ok(self, n: int) -> str | None:
+        if n % self.env.BATCH:
+            return f"batch {n} is not a multiple of the accelerator's BATCH={self.env.BATCH}"
+        return None
+
+
+def match_core(m: Matcher, node: Node, claimed: set[str]) -> tuple[Chain | None, str]:
+    """Match the chain starting at a ``qnn.conv2d``/``qnn.dense`` node.
+
+    Returns
+    -------
+    (Chain or None, str)
+        The chain, or None and the reason the node cannot run on the accelerator.
+    """
+    x, w = node.inputs
+    a = node.attrs
+    if x.type.dtype not in INT8:
+        return None, f"input dtype {x.type.dtype} (int8 or uint8 needed)"
+    if w.kind != PARAM:
+        return None, "weights are not constants"
+    zw = int(a["kernel_zero_point"])
+    if not ((w.type.dtype == "int8" and zw == 0) or (w.type.dtype == "uint8" and zw == 128)):
+        return None, f"kernel zero point {zw} for {w.type.dtype} weights not supported (symmetric weights needed)"
+    if node.op == "qnn.conv2d":
+        if int(a["groups"]) != 1:
+            return None, f"groups={a['groups']} not supported"
+        if _pair(a["dilation"]) != (1, 1):
+            return None, f"dilation={tuple(_pair(a['dilation']))} not supported"
+    reason = m._batch_ok(x.type.shape[0])
+    if reason:
+        return None, reason
+    chain = Chain("conv2d" if node.op == "qnn.conv2d" else "dense", [node], node)
+    v = node.output
+    nxt = m.sole_reader(v)
+    if nxt is not None and nxt.op == "nn.bias_add" and nxt.inputs[0] == v and nxt.inputs[1].kind == PARAM \
+            and int(nxt.attrs["axis"]) % v.type.ndim == 1:
+        chain.bias = nxt
+        chain.nodes.append(nxt)
+        v = nxt.output
+        nxt = m.sole_reader(v)
+    if nxt is None or nxt.op != "qnn.requantize":
+        return None, "its int32 result is not requantized (alone): it stays on the CPU"
+    if int(nxt.attrs["input_zero_point"]) != 0 or nxt.attrs["out_dtype"] not in INT8:
+        return None, "requantize with an input zero point or a non-8-bit output not supported"
+    chain.requant = nxt
+    chain.nodes.append(nxt)
+    v = nxt.output
+    add = m.sole_reader(v)
+    if add is not None and add.op == "qnn.add" and add.name not in claimed and _can_absorb_add(m, add, v):
+        other = add.inputs[1] if add.inputs[0] == v else add.inputs[0]
+        if other.type.shape == v.type.shape and other.type.dtype in INT8 and np.size(add.attrs["lhs_scale"]) == 1 \
+                and np.size(add.attrs["rhs_scale"]) == 1 and add.output_type.dtype in INT8:
+            chain.add, chain.residual = add, other
+            chain.nodes.append(add)
+            v = add.output
+    chain.activations = m.activations(v)
+    chain.nodes.extend(chain.activations)
+    return chain, "supported"
+
+
+def _can_absorb_add(m: Matcher, add: Node, v: Value) -> bool:
+    """A chain takes the add when it is the lhs, or when the lhs is no requantize another chain takes."""
+    if add.inputs[0] == v:
+        return True
+    lhs = m.graph.producer(add.inputs[0])
+    return not (lhs is not None and lhs.op == "qnn.requantize" and m.sole_reader(lhs.output) is add)
+
+
+def match_add(m: Matcher, node: Node) -> tuple[Chain | None, str]:
+    """Match a standalone ``qnn.add`` (+ relu/clip) of two NCHW int8/uint8 tensors of one shape."""
+    a, b = node.inputs
+    if a.type.shape != b.type.shape or a.type.ndim != 4:
+        return None, "only adds of two NCHW tensors of the same shape run on the accelerator"
+    if a.type.dtype not in INT8 or b.type.dtype not in INT8 or node.output_type.dtype not in INT8:
+        return None, "operands must be int8 or uint8"
+    if np.size(node.attrs["lhs_scale"]) != 1 or np.size(node.attrs["rhs_scale"]) != 1:
+        return None, "per-channel scales of an add not supported"
+    reason = m._batch_ok(a.type.shape[0])
+    if reason:
+        return None, reason
+    chain = Chain("add", [node], node, add=node)
+    chain.activations = m.activations(node.output)
+    chain.nodes.extend(chain.activations)
+    return chain, "supported"
+
+
+def match_max_pool(m: Matcher, node: Node) -> tuple[Chain | None, str]:
+    """Match an ``nn.max_pool2d`` of an int8/uint8 NCHW tensor with padding smaller than the pool."""
+    (x,) = node.inputs
+    a = node.attrs
+    if x.type.dtype not in INT8:
+        return None, f"max pooling of {x.type.dtype} runs on the CPU"
+    if a.get("ceil_mode"):
+        return None, "ceil_mode not supported"
+    ph, pw = _pair(a["pool_size"])
+    pad = tuple(int(p) for p in (a["padding"] if not isinstance(a["padding"], int) else (a["padding"],) * 4))
+    if len(pad) == 2:
+        pad = (pad[0], pad[1], pad[0], pad[1])
+    if max(pad[0], pad[2]) >= ph or max(pad[1], pad[3]) >= pw:
+        return None, f"padding {pad} not smaller than the pool {ph}x{pw}"
+    reason = m._batch_ok(x.type.shape[0])
+    if reason:
+        return None, reason
+    from ...topi.qnn import MaxPoolSpec
+    from ...topi.qnn_build import maxpool_unsupported_reason
+
+    n, c, h, w = x.type.shape
+    reason = maxpool_unsupported_reason(MaxPoolSpec(n, c, h, w, (ph, pw), _pair(a["strides"]), pad), m.env)
+    if reason:
+        return None, f"the ALU cannot run it: {reason}"
+    return Chain("max_pool2d", [node], node), "supported"
