@@ -438,17 +438,16 @@ def _declare_maxpool(spec, data: Tensor, pairs: list, env: Environment) -> Tenso
     else:
         src = compute(data.shape, lambda *i: data(*i).astype(acc), name="pool_load", tag=LOAD_TAG)
     oshape = (nb, cb, oh, ow, env.BATCH, env.BLOCK_OUT)
+    def tap(dy: int, dx: int, prev: Tensor | None):
+        def body(b, c, y, x, bi, ci):
+            v = src(b, c, y * sh + dy, x * sw + dx, bi, ci)
+            return v if prev is None else te_max(prev(b, c, y, x, bi, ci), v)
+        return body
+
     cur = None
     for dy in range(kh):
         for dx in range(kw):
-            prev = cur
-            if prev is None:
-                cur = compute(oshape, lambda b, c, y, x, bi, ci, dy=dy, dx=dx: src(b, c, y * sh + dy, x * sw + dx, bi, ci)
-                              + n.const(0, acc), name=f"pool_tap{dy}_{dx}", tag=ELEMWISE_TAG)
-            else:
-                cur = compute(oshape, lambda b, c, y, x, bi, ci, dy=dy, dx=dx, prev=prev: te_max(
-                    prev(b, c, y, x, bi, ci), src(b, c, y * sh + dy, x * sw + dx, bi, ci)),
-                    name=f"pool_tap{dy}_{dx}", tag=ELEMWISE_TAG)
+            cur = compute(oshape, tap(dy, dx, cur), name=f"pool_tap{dy}_{dx}", tag=ELEMWISE_TAG)
     if any(spec.padding):
         last = cur
         cur = compute(oshape, lambda *i: last(*i) - n.const(256, acc), name="pool_unbias", tag=ELEMWISE_TAG)
