@@ -126,8 +126,8 @@ def _input_shapes(proto, shape: Any) -> dict[str, tuple[int, ...]]:
                 if len(dims) != len(want):
                     raise FrontendError(f"shape= gives input {inp.name!r} rank {len(want)} {want}, "
                                         f"the model declares rank {len(dims)}")
-                for d, w in zip(dims, want):
-                    if d.HasField("dim_value") and d.dim_value > 0 and d.dim_value != w:
+                for k, (d, w) in enumerate(zip(dims, want)):
+                    if k and d.HasField("dim_value") and d.dim_value > 0 and d.dim_value != w:
                         raise FrontendError(f"shape= gives input {inp.name!r} shape {want}, which contradicts "
                                             f"the model's fixed dimension {d.dim_value}")
             if any(w <= 0 for w in want):
@@ -158,7 +158,8 @@ def from_onnx(model: Any, shape: Mapping[str, Sequence[int]] | Sequence[int] | N
         The quantized model (QDQ or QOperator form, as ``onnxruntime.quantization`` writes it).
     shape : dict or tuple, optional
         Shapes of inputs whose dimensions are dynamic: ``{input name: shape}``, or one tuple for
-        a single-input model. Fixed dimensions must agree.
+        a single-input model. Fixed dimensions must agree, except the batch (first) dimension,
+        which ``shape`` may change.
 
     Returns
     -------
