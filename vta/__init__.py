@@ -9,6 +9,7 @@ from . import intrin, nd, rpc, runtime, te, testing, tir  # noqa: F401  (intrin 
 from .build import build, build_config, lower
 from .env import Environment, get_env
 from .errors import VTAError
+from .graph import factory as _graph_factory  # noqa: F401,E402  (registers runtime.module.loadbinary_GraphExecutorFactory)
 
 __version__ = "0.1.0"
 __all__ = ["Environment", "get_env", "VTAError", "nd", "rpc", "runtime", "te", "testing", "tir", "lower", "build", "build_config", "__version__"]

@@ -69,6 +69,11 @@ class ModuleLoadError(VTAError, RuntimeError):
     """A module file is missing, corrupt, or of a format no loader is registered for."""
 
 
+class ParamFormatError(VTAError, ValueError):
+    """A parameter blob (TVM's param-dict byte layout) is corrupt or truncated; the message gives
+    what was wrong and at which byte offset."""
+
+
 class BuildError(VTAError, RuntimeError):
     """The system compiler or Verilator failed to build a native library."""
 

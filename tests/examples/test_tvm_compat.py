@@ -161,7 +161,7 @@ def test_te_elementwise_max_min_and_tag_scope(env):
 
 # ---------------------------------------------------------------------------- missing names
 @pytest.mark.parametrize("namespace, name", [
-    (tvm, "relay"), (tvm.te, "hybrid"), (tvm.tir, "transform"), (tvm.nd, "from_dlpack"), (tvm.rpc, "tracker"),
+    (tvm, "auto_scheduler"), (tvm.te, "hybrid"), (tvm.tir, "transform"), (tvm.nd, "from_dlpack"), (tvm.rpc, "tracker"),
     (tvm.runtime, "profiler_vm"), (tvm.testing, "parametrize_targets"),
 ])
 def test_missing_names_raise_attribute_error_naming_them(namespace, name):

@@ -2,7 +2,8 @@
 
 ``GraphBuilder`` builds a :class:`Graph`; :func:`compile` runs the pass pipeline and lowers the
 accelerator nodes, giving TVM's graph JSON, a library module and the parameters that
-:class:`GraphModule` (``vta.graph.executor``) runs.
+:class:`vta.graph.executor.GraphModule` runs (not imported here: the executor loads
+``vta.graph.params`` lazily, which must not import the package back).
 """
 
 from .builder import GraphBuilder

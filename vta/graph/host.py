@@ -58,11 +58,16 @@ def requantize(acc: np.ndarray, scale: Any, out_zero_point: int, lo: int, hi: in
     """``clip(round(acc * scale) + out_zero_point, lo, hi)`` in the accelerator's fixed point.
 
     ``scale`` is a real multiplier (a scalar or one per channel along ``axis``), converted by
-    ``vta.topi.qnn.Requant.from_scale``. Returns int32.
+    ``vta.topi.qnn.Requant.from_scale`` with ``acc_bits`` the bits of the largest ``|acc|``
+    present (a pre-shift only when that exceeds 23 bits, so that ``acc * m`` never wraps).
+    Returns int32.
     """
     from ..topi.qnn import Requant, requantize_np
 
-    rq = Requant.from_scale(_vec(scale), mode=mode)
+    acc = _wrap32(acc)
+    # a pre-shift only when the values at hand need it (|acc| >= 2**23), so smaller ones stay exact
+    bits = int(np.abs(acc.astype(np.int64)).max(initial=0)).bit_length()
+    rq = Requant.from_scale(_vec(scale), mode=mode, acc_bits=max(bits, 1))
     return np.asarray(requantize_np(_wrap32(acc), rq, axis, int(out_zero_point), int(lo), int(hi)), dtype=np.int32)
 
 

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import RPCError
+from ..runtime import Device
 from . import _runtime
 from .local import read_upload
 from .protocol import decode_value, encode_value, recv_frame, send_frame
@@ -179,6 +180,10 @@ class ClientSession:
             if value._session is not self:
                 raise RPCError(f"{value!r} belongs to another session")
             return value._tagged()
+        if isinstance(value, Device) and value.session is not None:
+            if value.session is not self:
+                raise RPCError(f"device {value!r} belongs to another session")
+            return {"device": [value.device_type, value.device_id]}
         return None
 
     def _resolve(self, tagged: dict) -> Any:

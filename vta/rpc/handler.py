@@ -104,6 +104,11 @@ class SessionHandler:
         return tagged
 
     def _resolve(self, tagged: dict) -> Any:
+        if "device" in tagged and "handle" not in tagged:  # a device of this process
+            dev = tagged["device"]
+            if not (isinstance(dev, list) and len(dev) == 2 and all(isinstance(v, int) for v in dev)):
+                raise RPCError(f"a device must be sent as [device_type, device_id], got {dev!r}")
+            return _runtime.make_device(dev[0], dev[1])
         h = tagged.get("handle")
         if not isinstance(h, int) or h not in self._handles:
             raise RPCError(f"handle {h!r} does not name a live object of this session")

@@ -10,8 +10,9 @@ A frame is::
 
 Values inside a header are plain JSON scalars and lists, or single-key tagged objects:
 ``{"bytes": i}`` (payload ``i``), ``{"ndarray": i, "dtype": "<i4", "shape": [..]}`` (a NumPy
-array of a numeric dtype), ``{"dict": {...}}``, and ``{"handle": h, "kind": "array" |
-"module" | "func", ...}`` for objects that live on the server. Nothing is ever unpickled or
+array of a numeric dtype), ``{"dict": {...}}``, ``{"handle": h, "kind": "array" |
+"module" | "func", ...}`` for objects that live on the server, and ``{"device": [type, id]}``
+for a device of the server (``factory["default"](remote.ext_dev(0))``). Nothing is ever unpickled or
 evaluated.
 """
 
@@ -217,7 +218,7 @@ def decode_value(data: Any, payloads: list, resolve: Callable[[dict], Any] | Non
                            f"bytes but its payload holds {len(raw)}")
         arr = np.frombuffer(raw, dtype=dtype).reshape(shape)
         return arr if arr.flags.writeable else arr.copy()
-    if "handle" in data:
+    if "handle" in data or ("device" in data and len(data) == 1):
         if resolve is None:
             raise RPCError(f"a remote handle {data!r} is not accepted here")
         return resolve(data)

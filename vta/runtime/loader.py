@@ -39,6 +39,8 @@ _CONTEXT_FUNCTIONS = (
     "TVMBackendFreeWorkspace", "TVMBackendParallelLaunch", "TVMBackendParallelBarrier",
 )
 _MODULE_CTX = "__tvm_module_ctx"
+#: File name prefix of the native runtime libraries (``libvta_rt_<key>.so``, see native_lib).
+_RUNTIME_PREFIX = "libvta_rt_"
 
 
 def _registered(prefix: str) -> list[str]:
@@ -127,12 +129,33 @@ def load_module(path: str | os.PathLike, fmt: str = "") -> Module:
 
 
 # ----------------------------------------------------------------------------- the so loader
-def _runtime_for(info: elf.DynamicInfo) -> NativeLibrary | None:
+def _runtime_for(info: elf.DynamicInfo, path: Path) -> NativeLibrary | None:
+    """The runtime library ``path`` was linked against, loaded (and bound to the DRAM arena).
+
+    A library exported by another process names a runtime library this process has not loaded
+    yet: when it is the current configuration's, it is loaded now, through
+    :func:`runtime_library`, so that its hooks run before the library's code is called.
+
+    Raises
+    ------
+    ModuleLoadError
+        If the library needs a runtime library of another configuration.
+    """
     needed = set(info.needed)
     for lib in loaded_libraries():
         if lib.path.name in needed:
             return lib
-    return None
+    wanted = sorted(n for n in needed if n.startswith(_RUNTIME_PREFIX))
+    if not wanted:
+        return None
+    current = runtime_library(get_env())
+    if current.path.name in needed:
+        return current
+    raise ModuleLoadError(
+        f"{path.name!r} was linked against the VTA runtime {wanted[0]!r}, built for another configuration "
+        f"than the current one (whose runtime is {current.path.name!r}); load it under the configuration it "
+        "was built for (VTA_CONFIG) or rebuild it"
+    )
 
 
 def _runtime_function(cdll: ctypes.CDLL, runtime: NativeLibrary | None, name: str) -> ctypes._CFuncPtr:
@@ -219,7 +242,7 @@ def load_library_module(path: str | os.PathLike, fmt: str = "so") -> Module:
     """
     path = Path(path)
     info = elf.read_dynamic_info(path)
-    runtime = _runtime_for(info)
+    runtime = _runtime_for(info, path)
     cdll = _dlopen(path)
     lib_module = LibraryModule(path, cdll, info, _error_reader(cdll, runtime), runtime)
     _fill_context(cdll, info, runtime, path)

@@ -4,7 +4,7 @@ schedules (the ``vta.top`` / ``topi`` subset the tutorials and ResNet-18 use).
 ``vta.topi.nn.pad`` and ``vta.topi.testing.conv2d_nchw_python`` give the upstream spellings.
 """
 
-from . import nn, testing
+from . import nn, qnn, testing
 from .conv2d import CONV2D_TAG, conv2d_packed, schedule_conv2d_packed
 from .dense import DENSE_TAG, dense_packed, schedule_dense_packed
 from .epilogue import requantize
@@ -35,6 +35,7 @@ __all__ = [
     "dense_packed",
     "dense_python",
     "nn",
+    "qnn",
     "pack_bias",
     "pack_nc",
     "pack_nchw",

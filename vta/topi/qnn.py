@@ -57,12 +57,14 @@ import numpy as np
 
 __all__ = [
     "INT8_RANGE",
+    "IntermediateSpec",
     "MaxPoolSpec",
     "QAddSpec",
     "QConv2DSpec",
     "QDenseSpec",
     "Requant",
     "ResidualSpec",
+    "accumulator_bits",
     "conv_out_size",
     "maxpool_np",
     "qadd_np",
@@ -295,6 +297,14 @@ def requantize_np(acc: Any, rq: Requant, axis: int = 1, out_zero_point: int = 0,
     return np.clip(y, lo, hi).astype(np.int32)
 
 
+def accumulator_bits(reduction: int, max_abs_bias: int = 0) -> int:
+    """The smallest ``b`` with ``|acc| < 2**b`` for ``reduction`` int8 x int8 products plus a bias
+    of at most ``max_abs_bias`` (the worst case; pass it as ``acc_bits`` to
+    :meth:`Requant.from_scale` to get the pre-shift that keeps ``acc * m`` inside int32)."""
+    bound = int(reduction) * 128 * 128 + abs(int(max_abs_bias))
+    return max(1, bound.bit_length())
+
+
 # -- operator specifications -------------------------------------------------------------------
 
 def conv_out_size(size: int, kernel: int, stride: int, before: int, after: int) -> int:
@@ -339,6 +349,34 @@ class ResidualSpec:
 
 
 @dataclass(frozen=True)
+class IntermediateSpec:
+    """The fused operator's own int8 output, kept exact inside a fusion with a residual add.
+
+    ``conv -> requantize(z, clip) -> qnn.add`` rounds and saturates the convolution's output to
+    int8 before the add rescales it. With an intermediate, the fused operator does the same:
+    ``y = clip(requant(acc) + zero_point, *clip) - zero_point`` and then ``requantize(y,
+    requant)`` into the add's output scale (``requant`` per tensor: the add's lhs scale over its
+    output scale), so the fusion is bit-identical to the unfused graph. Without it the
+    operator's requant goes straight to the output scale (one rounding, no intermediate clip).
+
+    Raises
+    ------
+    ValueError
+        If the zero point or clip is outside int8 or ``requant`` is per channel.
+    """
+
+    zero_point: int
+    requant: Requant
+    clip: tuple = INT8_RANGE
+
+    def __post_init__(self):
+        _check_zp(self.zero_point, "IntermediateSpec")
+        object.__setattr__(self, "clip", _check_clip(self.clip, "IntermediateSpec"))
+        if self.requant.per_channel or self.requant.pre_shift:
+            raise ValueError("IntermediateSpec: the rescale must be per tensor without pre-shift")
+
+
+@dataclass(frozen=True)
 class QConv2DSpec:
     """One fused accelerator convolution: ``clip(requant(conv(x, w) + bias) [+ residual] + z_out)``.
 
@@ -368,6 +406,7 @@ class QConv2DSpec:
     output_zero_point: int = 0
     clip: tuple = INT8_RANGE
     residual: ResidualSpec | None = None
+    intermediate: IntermediateSpec | None = None
 
     def __post_init__(self):
         what = "QConv2DSpec"
@@ -432,6 +471,7 @@ class QDenseSpec:
     output_zero_point: int = 0
     clip: tuple = INT8_RANGE
     residual: ResidualSpec | None = None
+    intermediate: IntermediateSpec | None = None
 
     def __post_init__(self):
         what = "QDenseSpec"
@@ -543,8 +583,12 @@ def _residual_np(r: np.ndarray, res: ResidualSpec) -> np.ndarray:
 
 
 def _finish(acc: np.ndarray, rq: Requant, z_out: int, clip: tuple, residual: ResidualSpec | None,
-            r: np.ndarray | None) -> np.ndarray:
+            r: np.ndarray | None, intermediate: IntermediateSpec | None = None) -> np.ndarray:
     y = requantize_np(acc, rq, 1, 0, -(1 << 31), (1 << 31) - 1).astype(np.int64)
+    if intermediate is not None:
+        zi, (lo, hi) = intermediate.zero_point, intermediate.clip
+        y = np.clip(y + zi, lo, hi) - zi
+        y = requantize_np(y, intermediate.requant, 1, 0, -(1 << 31), (1 << 31) - 1).astype(np.int64)
     if residual is not None:
         if r is None:
             raise ValueError("the spec has a residual but no residual tensor was given")
@@ -582,7 +626,7 @@ def qconv2d_np(spec: QConv2DSpec, x: np.ndarray, w: np.ndarray, bias: np.ndarray
             acc += np.einsum("nchw,oc->nohw", win, wk[:, :, dy, dx])
     if bias is not None:
         acc += np.asarray(bias, dtype=np.int64).reshape(1, -1, 1, 1)
-    return _finish(acc, s.requant, s.output_zero_point, s.clip, s.residual, residual)
+    return _finish(acc, s.requant, s.output_zero_point, s.clip, s.residual, residual, s.intermediate)
 
 
 def qdense_np(spec: QDenseSpec, x: np.ndarray, w: np.ndarray, bias: np.ndarray | None,
@@ -600,7 +644,8 @@ def qdense_np(spec: QDenseSpec, x: np.ndarray, w: np.ndarray, bias: np.ndarray |
     acc = x.astype(np.int64) @ w.astype(np.int64).T
     if bias is not None:
         acc = acc + np.asarray(bias, dtype=np.int64).reshape(1, -1)
-    return _finish(acc, spec.requant, spec.output_zero_point, spec.clip, spec.residual, residual)
+    return _finish(acc, spec.requant, spec.output_zero_point, spec.clip, spec.residual, residual,
+                   spec.intermediate)
 
 
 def qadd_np(spec: QAddSpec, a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -640,7 +685,8 @@ def maxpool_np(spec: MaxPoolSpec, x: np.ndarray) -> np.ndarray:
     return out.astype(np.int8)
 
 
-from .qnn_build import build_maxpool, build_qadd, build_qconv2d, build_qdense  # noqa: E402
+from .qnn_build import build_maxpool, build_qadd, build_qconv2d, build_qdense, maxpool_unsupported_reason  # noqa: E402
 from .qnn_layout import ArgLayout, ArgSpec  # noqa: E402
 
-__all__ += ["ArgLayout", "ArgSpec", "build_maxpool", "build_qadd", "build_qconv2d", "build_qdense"]
+__all__ += ["ArgLayout", "ArgSpec", "build_maxpool", "build_qadd", "build_qconv2d", "build_qdense",
+            "maxpool_unsupported_reason"]

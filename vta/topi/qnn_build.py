@@ -142,6 +142,12 @@ def _epilogue(acc: Tensor, spec, bias: Tensor | None, vec_shape: tuple, residual
         shift_t = placeholder(vec_shape, name="shift", dtype=env.acc_dtype)
         placeholders.append(("shift", shift_t))
     ch.requant(spec.requant, mult_t, shift_t)
+    inter = getattr(spec, "intermediate", None)
+    if inter is not None:
+        # clip(y + z, lo, hi) - z == clip(y, lo - z, hi - z): the int8 output of the operator itself.
+        ch.imm("min", inter.clip[1] - inter.zero_point)
+        ch.imm("max", inter.clip[0] - inter.zero_point)
+        ch.requant(inter.requant, None, None)
     if spec.residual is not None:
         r = placeholder(residual_shape, name="residual", dtype=env.inp_dtype)
         placeholders.append(("residual", r))

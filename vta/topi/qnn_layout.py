@@ -187,6 +187,8 @@ class ArgLayout:
         """
         a = self.arg(role)
         s = self.spec
+        if role in ("data", "residual", "lhs", "rhs") and len(a.shape) == 6 and np.ndim(array) == 2:
+            array = np.asarray(array)[:, :, None, None]  # (N, C) as NCHW with H = W = 1
         if role == "data":
             out = self.pack_activation(array, self.block_in if self.kind in ("conv2d", "dense") else self.block_out)
         elif role in ("residual", "lhs", "rhs"):

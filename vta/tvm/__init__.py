@@ -9,7 +9,8 @@ Upstream VTA tutorials and tests run with only their import lines changed::
 
 Sub-namespaces: :mod:`te <vta.tvm.te>`, :mod:`tir <vta.tvm.tir>`, :mod:`nd <vta.tvm.nd>`,
 :mod:`rpc <vta.tvm.rpc>`, :mod:`runtime <vta.tvm.runtime>`, :mod:`target <vta.tvm.target>`,
-:mod:`topi <vta.tvm.topi>`, :mod:`testing <vta.tvm.testing>`, :mod:`contrib <vta.tvm.contrib>`;
+:mod:`topi <vta.tvm.topi>`, :mod:`testing <vta.tvm.testing>`, :mod:`contrib <vta.tvm.contrib>`
+(``graph_executor``, ``debugger.debug_executor``), :mod:`relay <vta.tvm.relay>` (``build``, ``frontend``);
 functions :func:`lower` and :func:`build`; devices ``cpu``/``ext_dev``/``device``; the global
 registry ``register_func``/``get_global_func``. A name TVM has but this namespace does not
 raises an AttributeError naming it.
@@ -25,12 +26,12 @@ from typing import Any, Sequence
 from .. import testing as _vta_testing  # noqa: F401  (``vta.testing.simulator`` after ``import vta``)
 from ..runtime import cpu, device, ext_dev, get_global_func, register_func
 from ..tir import nodes as _n
-from . import contrib, nd, rpc, runtime, target, te, testing, tir, topi
+from . import contrib, nd, relay, rpc, runtime, target, te, testing, tir, topi
 from ._missing import missing
 from .target import Target
 
 __all__ = [
-    "te", "tir", "nd", "rpc", "runtime", "target", "topi", "testing", "contrib",
+    "te", "tir", "nd", "rpc", "runtime", "target", "topi", "testing", "contrib", "relay",
     "lower", "build", "Target", "cpu", "ext_dev", "device", "register_func", "get_global_func",
 ]
 

@@ -1,4 +1,8 @@
-"""``tvm.runtime``: modules, packed functions, the global registry and devices (:mod:`vta.runtime`)."""
+"""``tvm.runtime``: modules, packed functions, the global registry and devices (:mod:`vta.runtime`),
+and parameter blobs in TVM's layout (``save_param_dict``/``load_param_dict``, :mod:`vta.graph.params`).
+
+``load_module("net.so")`` of an exported network returns its executor factory
+(:class:`vta.graph.factory.GraphExecutorFactoryModule`)."""
 
 from __future__ import annotations
 
@@ -7,11 +11,12 @@ from typing import Any
 from ..runtime import (Device, LibraryModule, Module, NDArray, PackedFunc, cpu, device, export_library, ext_dev,
                        get_global_func, list_global_func_names, load_module, register_func)
 from ..runtime import ndarray
+from ..graph.params import load_param_dict, save_param_dict
 from ._missing import missing
 
 __all__ = ["load_module", "Module", "LibraryModule", "PackedFunc", "NDArray", "Device", "cpu", "ext_dev",
            "device", "ndarray", "register_func", "get_global_func", "list_global_func_names",
-           "export_library", "enabled"]
+           "export_library", "enabled", "save_param_dict", "load_param_dict"]
 
 # Runtime features of this implementation (upstream tvm.runtime.enabled).
 _FEATURES = frozenset({"cpu", "ext_dev", "rpc", "llvm", "c"})

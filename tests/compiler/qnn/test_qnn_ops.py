@@ -167,3 +167,55 @@ def test_maxpool_too_wide_for_the_accumulator_returns_none(env):
     spec = qnn.MaxPoolSpec(1, 16, 8, 2000, (3, 3), (2, 2), (1, 1, 1, 1))
     assert qnn.build_maxpool(spec, "mp") is None
     assert "accumulator" in maxpool_unsupported_reason(spec, env)
+
+
+def test_conv_intermediate_int8_output_then_residual_add(qenv, tmp_path):
+    # conv -> requantize to (s_c, z_c) with relu -> qnn.add(lhs = that, rhs = r) -> relu, fused.
+    rng = np.random.default_rng(16)
+    rq_c = qnn.Requant.from_scale(0.004)
+    inter = qnn.IntermediateSpec(zero_point=-10, requant=qnn.Requant.from_scale(0.57), clip=(-10, 127))
+    res = qnn.ResidualSpec(5, qnn.Requant.from_scale(0.33))
+    spec = qnn.QConv2DSpec(1, 16, 16, 6, 6, 3, 3, (1, 1), (1, 1, 1, 1), -2, rq_c, -128, (-128, 127), res, inter)
+    x = rng.integers(-128, 128, size=(1, 16, 6, 6)).astype(np.int8)
+    w = rng.integers(-128, 128, size=(16, 16, 3, 3)).astype(np.int8)
+    bias = rng.integers(-5000, 5000, size=16).astype(np.int32)
+    r = rng.integers(-128, 128, size=spec.out_shape).astype(np.int8)
+    mod, layout = qnn.build_qconv2d(spec, "qconv_inter")
+    out, _ = run_op(mod, layout, layout.pack_args(data=x, weight=w, bias=bias, residual=r), tmp_path)
+    # The unfused graph, step by step: the conv's own int8 output first, then the add.
+    conv_int8 = np.clip(oracle.requant(oracle.conv_acc(x, w, bias, (1, 1), (1, 1, 1, 1), -2), rq_c) - 10, -10, 127)
+    lhs = oracle.round_shift(conv_int8 + 10, int(inter.requant.multiplier[0]), int(inter.requant.shift[0]))
+    want = oracle.finish(lhs, -128, (-128, 127), r, res)
+    np.testing.assert_array_equal(layout.unpack(out), want)
+    np.testing.assert_array_equal(qnn.qconv2d_np(spec, x, w, bias, r), want)
+
+
+def test_conv_with_a_pre_shift(qenv, tmp_path):
+    rng = np.random.default_rng(17)
+    assert qnn.accumulator_bits(16 * 9, 5000) == 22  # 144 * 2**14 + 5000 < 2**22
+    rq = qnn.Requant.from_scale(0.0009, acc_bits=25)  # a larger bound: 25 + 8 - 31 = 2 bits pre-shifted
+    assert rq.pre_shift == 2
+    spec = qnn.QConv2DSpec(1, 16, 16, 5, 5, 3, 3, (1, 1), (1, 1, 1, 1), 0, rq, 1, (-128, 127))
+    x = rng.integers(-128, 128, size=(1, 16, 5, 5)).astype(np.int8)
+    w = rng.integers(-128, 128, size=(16, 16, 3, 3)).astype(np.int8)
+    bias = rng.integers(-5000, 5000, size=16).astype(np.int32)
+    mod, layout = qnn.build_qconv2d(spec, "qconv_pre")
+    out, _ = run_op(mod, layout, layout.pack_args(data=x, weight=w, bias=bias), tmp_path)
+    acc = oracle.conv_acc(x, w, bias, (1, 1), (1, 1, 1, 1), 0)
+    want = np.clip(oracle.round_shift(acc, int(rq.multiplier[0]), int(rq.shift[0]), 2) + 1, -128, 127)
+    np.testing.assert_array_equal(layout.unpack(out), want.astype(np.int8))
+
+
+def test_qadd_of_dense_activations(qenv, tmp_path):
+    rng = np.random.default_rng(18)
+    lhs = qnn.ResidualSpec(0, qnn.Requant.from_scale(1.0))
+    rhs = qnn.ResidualSpec(-128, qnn.Requant.from_scale(0.25))
+    spec = qnn.QAddSpec(3, 40, 1, 1, lhs, rhs, 0, (0, 127))
+    a = rng.integers(-128, 128, size=(3, 40)).astype(np.int8)
+    b = rng.integers(-128, 128, size=(3, 40)).astype(np.int8)
+    mod, layout = qnn.build_qadd(spec, "qadd2d")
+    out, _ = run_op(mod, layout, layout.pack_args(lhs=a, rhs=b), tmp_path)
+    ya = oracle.round_shift(a.astype(np.int64), int(lhs.requant.multiplier[0]), int(lhs.requant.shift[0]))
+    yb = oracle.round_shift(b.astype(np.int64) + 128, int(rhs.requant.multiplier[0]), int(rhs.requant.shift[0]))
+    want = np.clip(ya + yb, 0, 127).astype(np.int8)
+    np.testing.assert_array_equal(layout.unpack(out)[:, :, 0, 0], want)

@@ -163,10 +163,10 @@ class FuseAccelerator:
             return u8
         return out
 
-    def _requant(self, scale: np.ndarray):
+    def _requant(self, scale: np.ndarray, acc_bits: int | None = None):
         from ...topi.qnn import Requant
 
-        return Requant.from_scale(scale, mode=self.requant_mode)
+        return Requant.from_scale(scale, mode=self.requant_mode, acc_bits=acc_bits)
 
     def _residual(self, zero_point: int, scale: np.ndarray):
         from ...topi.qnn import ResidualSpec
@@ -207,7 +207,9 @@ class FuseAccelerator:
             residual_spec = self._residual(int(a[f"{side}_zero_point"]) + dr, _scale(a[f"{side}_scale"]) / out_scale)
         else:
             out_scale, z_out = _scale(rq.attrs["output_scale"]), int(rq.attrs["output_zero_point"])
-        requant = self._requant(_scale(rq.attrs["input_scale"]) / out_scale)
+        # the largest |accumulator| any input can give: |x - z_x| <= 255 on every tap
+        worst = int((np.abs(w).reshape(w.shape[0], -1).sum(axis=1) * 255 + np.abs(bias)).max(initial=1))
+        requant = self._requant(_scale(rq.attrs["input_scale"]) / out_scale, acc_bits=min(worst.bit_length(), 32))
         common = dict(input_zero_point=zx, requant=requant, output_zero_point=z_out + doff,
                       clip=(lo + doff, hi + doff), residual=residual_spec)
         xs = x.type.shape

@@ -1,5 +1,5 @@
-"""``tvm.contrib``: the helper modules VTA code imports (``utils``)."""
+"""``tvm.contrib``: the helper modules VTA code imports (``utils``, ``graph_executor``, ``debugger``)."""
 
-from . import utils
+from . import debugger, graph_executor, utils
 
-__all__ = ["utils"]
+__all__ = ["utils", "graph_executor", "debugger"]

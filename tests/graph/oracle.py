@@ -1,0 +1,63 @@
+"""NumPy oracles of the graph tests, written independently of the code under test.
+
+Only the choice of the fixed-point multiplier and shift for a real scale comes from
+``Requant.from_scale`` (it is the definition the contract fixes); the arithmetic is done here
+with Python integers.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from vta.topi.qnn import Requant
+
+
+def conv_int(x, w, zx, stride, pad, bias=None):
+    """sum((x - zx) * w) over each window (+ bias per output channel), padded pixels equal to zx
+    (int64, NCHW/OIHW)."""
+    n, c, h, wd = x.shape
+    o, _, kh, kw = w.shape
+    pt, pl, pb, pr = pad
+    xp = np.full((n, c, h + pt + pb, wd + pl + pr), zx, dtype=np.int64)
+    xp[:, :, pt:pt + h, pl:pl + wd] = x
+    xp -= zx
+    oh = (h + pt + pb - kh) // stride + 1
+    ow = (wd + pl + pr - kw) // stride + 1
+    out = np.zeros((n, o, oh, ow), dtype=np.int64)
+    for i in range(oh):
+        for j in range(ow):
+            win = xp[:, :, i * stride:i * stride + kh, j * stride:j * stride + kw]
+            out[:, :, i, j] = np.tensordot(win, w.astype(np.int64), axes=([1, 2, 3], [1, 2, 3]))
+    if bias is not None:
+        out += np.asarray(bias, dtype=np.int64).reshape(1, -1, 1, 1)
+    return out
+
+
+def fixed_point(acc, scale, axis=1, acc_bits=None):
+    """round(acc * scale) in the accelerator's fixed point: ((acc >> p) * m + 2^(s-1)) >> s.
+
+    ``acc_bits`` bounds |acc| (default: the bits of the largest value present)."""
+    acc = np.asarray(acc, dtype=np.int64)
+    if acc_bits is None:
+        acc_bits = max(int(np.abs(acc).max(initial=0)).bit_length(), 1)
+    rq = Requant.from_scale(np.asarray(scale, dtype=np.float64).reshape(-1), acc_bits=acc_bits)
+    out = np.empty(acc.shape, dtype=np.int64)
+    it = np.nditer(acc, flags=["multi_index"])
+    for v in it:
+        ch = it.multi_index[axis] if rq.multiplier.size > 1 else 0
+        m, s = int(rq.multiplier[ch]), int(rq.shift[ch])
+        t = (int(v) >> rq.pre_shift) * m
+        t = (t + (1 << 31)) % (1 << 32) - (1 << 31)  # int32 wrap of the product
+        out[it.multi_index] = (t + (1 << (s - 1))) >> s
+    return out
+
+
+def requant(acc, scale, zp, lo, hi, axis=1, acc_bits=None):
+    return np.clip(fixed_point(acc, scale, axis, acc_bits) + zp, lo, hi)
+
+
+def worst_bits(w, bias):
+    """Bits of the largest |accumulator| of a layer: sum |w| * 255 + |bias| per output channel."""
+    w = np.asarray(w, dtype=np.int64)
+    worst = (np.abs(w).reshape(w.shape[0], -1).sum(axis=1) * 255 + np.abs(np.asarray(bias, np.int64))).max()
+    return int(worst).bit_length()
