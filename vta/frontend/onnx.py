@@ -14,7 +14,9 @@ activations with zero points (opsets 13 to 21; unused opset domains are ignored)
   MatMulInteger.
 
 Softmax and other float operators become float nodes (run on the host CPU). The translation of
-each operator lives in :mod:`vta.frontend.onnx_ops`; this module loads and checks the model.
+each operator lives in :mod:`vta.frontend.onnx_qdq` and :mod:`vta.frontend.onnx_qop` (the table in
+:mod:`vta.frontend.onnx_ops`, the visitor in :mod:`vta.frontend.onnx_importer`); this module loads
+and checks the model.
 """
 
 from __future__ import annotations
@@ -22,10 +24,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-import numpy as np
 
 from ..errors import FrontendError
-from .onnx_ops import QUANTIZE_HINT, Importer
+from .onnx_importer import QUANTIZE_HINT, Importer
+from .onnx_ops import SUPPORTED_OPS
 
 __all__ = ["from_onnx", "load_model", "SUPPORTED_OPSETS", "QUANTIZE_HINT"]
 
@@ -178,5 +180,5 @@ def from_onnx(model: Any, shape: Mapping[str, Sequence[int]] | Sequence[int] | N
     opset = _opset(proto)
     _check_quantized(proto)
     shapes = _input_shapes(proto, shape)
-    graph = Importer(proto, opset, shapes).run()
+    graph = Importer(proto, opset, shapes, SUPPORTED_OPS).run()
     return graph, dict(graph.params)
