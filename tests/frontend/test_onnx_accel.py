@@ -146,3 +146,20 @@ def test_resnet18_on_tsim(resnet_int8):
     theirs = ort_run(resnet_int8, {"data": x})[0]
     assert np.argmax(ours) == np.argmax(theirs)
     assert sum(r.cycles for r in built.layers.values()) > 0
+
+
+def test_resnet18_batch2_configuration_two_images(resnet_int8):
+    from pathlib import Path
+
+    config = Path(__file__).resolve().parents[2] / "configs" / "batch2.json"
+    env = _env(config=config)
+    assert env.BATCH == 2
+    x = np.random.default_rng(3).standard_normal((2, 3, 224, 224)).astype(np.float32)
+    built = runner.build(resnet_int8, env, batch=2)
+    try:
+        ours = runner.run(built, x)[0]
+    finally:
+        built.close()
+    for i in range(2):
+        theirs = ort_run(resnet_int8, {"data": x[i:i + 1]})[0]
+        assert np.argmax(ours[i]) == np.argmax(theirs)

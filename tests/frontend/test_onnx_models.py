@@ -65,3 +65,18 @@ def test_resnet18_oracle_matches_onnxruntime(resnet_int8):
     ours = run_graph(graph, {"data": x})[0]
     theirs = ort_run(resnet_int8, {"data": x})[0]
     assert np.argmax(ours) == np.argmax(theirs)
+
+
+def test_resnet18_qoperator_after_preprocessing():
+    """QLinearConv/QLinearAdd/QLinearGlobalAveragePool/QGemm, and the unused opset domains that
+    onnxruntime's quant_pre_process lists."""
+    rng = np.random.default_rng(0)
+    q = quantize(resnet18(seed=0), rng.standard_normal((2, 3, 224, 224)).astype(np.float32),
+                 quant_format="QOperator", preprocess=True)
+    ops = Counter(n.op_type for n in q.graph.node)
+    assert ops["QLinearConv"] == 20 and ops["QLinearAdd"] == 8 and ops["QGemm"] == 1
+    assert len(q.opset_import) > 2
+    graph, _ = from_onnx(q)
+    assert Counter(n.op for n in graph.nodes)["qnn.conv2d"] == 20
+    x = rng.standard_normal((1, 3, 224, 224)).astype(np.float32)
+    assert np.argmax(run_graph(graph, {"data": x})[0]) == np.argmax(ort_run(q, {"data": x})[0])
