@@ -152,6 +152,7 @@ def _cmd_run_model(args, out: TextIO) -> int:
                   f"{'n/a' if ort is None else f'{ort:.4f}'})\n")
         built.close()
         return 0
+    sys.stderr.write(f"importing and building {args.pack} for {env.TARGET} ...\n")
     built = runner.build(args.pack, env, batch=args.batch)
     try:
         if args.input is not None:
@@ -163,6 +164,7 @@ def _cmd_run_model(args, out: TextIO) -> int:
             x = rng.standard_normal(built.input_shape).astype(np.float32) if built.input_dtype.startswith("float") \
                 else rng.integers(0, 100, built.input_shape).astype(built.input_dtype)
             out.write(f"(no --input: a random {built.input_dtype} input of shape {built.input_shape}, seed 0)\n")
+        sys.stderr.write(f"built in {built.build_s:.2f} s; running on {env.TARGET} ...\n")
         try:
             outputs = runner.run(built, x)
         except ValueError as exc:
