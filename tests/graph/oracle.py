@@ -33,14 +33,14 @@ def conv_int(x, w, zx, stride, pad, bias=None):
     return out
 
 
-def fixed_point(acc, scale, axis=1, acc_bits=None):
+def fixed_point(acc, scale, axis=1, acc_bits=None, mode="fixed"):
     """round(acc * scale) in the accelerator's fixed point: ((acc >> p) * m + 2^(s-1)) >> s.
 
     ``acc_bits`` bounds |acc| (default: the bits of the largest value present)."""
     acc = np.asarray(acc, dtype=np.int64)
     if acc_bits is None:
         acc_bits = max(int(np.abs(acc).max(initial=0)).bit_length(), 1)
-    rq = Requant.from_scale(np.asarray(scale, dtype=np.float64).reshape(-1), acc_bits=acc_bits)
+    rq = Requant.from_scale(np.asarray(scale, dtype=np.float64).reshape(-1), acc_bits=acc_bits, mode=mode)
     out = np.empty(acc.shape, dtype=np.int64)
     it = np.nditer(acc, flags=["multi_index"])
     for v in it:
@@ -52,8 +52,8 @@ def fixed_point(acc, scale, axis=1, acc_bits=None):
     return out
 
 
-def requant(acc, scale, zp, lo, hi, axis=1, acc_bits=None):
-    return np.clip(fixed_point(acc, scale, axis, acc_bits) + zp, lo, hi)
+def requant(acc, scale, zp, lo, hi, axis=1, acc_bits=None, mode="fixed"):
+    return np.clip(fixed_point(acc, scale, axis, acc_bits, mode) + zp, lo, hi)
 
 
 def worst_bits(w, bias):

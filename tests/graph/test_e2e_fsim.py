@@ -16,33 +16,35 @@ from .oracle import conv_int, fixed_point, requant, worst_bits
 pytestmark = pytest.mark.native
 
 
-def run_graph(graph, inputs, env):
-    graph_json, lib, params = compile(graph, env=env)
+def run_graph(graph, inputs, env, **options):
+    graph_json, lib, params = compile(graph, env=env, **options)
     m = GraphModule(graph_json, lib, ext_dev(0))
     m.set_input(**params)
     m.run(**inputs)
     return m
 
 
-def oracle_conv_relu_conv(g, x):
+def oracle_conv_relu_conv(g, x, mode="fixed"):
     p = g.params
     w1, b1, w2 = p["w1"], p["b1"].astype(np.int64), p["w2"]
-    bias1 = b1 + 8 * w1.astype(np.int64).sum(axis=(1, 2, 3))           # int8 domain: zero point -8
     acc1 = conv_int(x.astype(np.int64), w1, 120, 1, (1, 1, 1, 1), b1)
-    y1 = requant(acc1, 0.05 * 0.01 / 0.6, 0, 0, 255, acc_bits=worst_bits(w1, bias1))
-    bias2 = 128 * w2.astype(np.int64).sum(axis=(1, 2, 3))
+    y1 = requant(acc1, 0.05 * 0.01 / 0.6, 0, 0, 255, acc_bits=worst_bits(w1, b1), mode=mode)
     acc2 = conv_int(y1, w2, 0, 1, (0, 0, 0, 0))
-    return requant(acc2, 0.6 * 0.02 / 1.5, 3, 0, 127, acc_bits=worst_bits(w2, bias2)).astype(np.int8)
+    return requant(acc2, 0.6 * 0.02 / 1.5, 3, 0, 127, acc_bits=worst_bits(w2, np.zeros(10)), mode=mode).astype(np.int8)
 
 
-@pytest.mark.parametrize("config", ["vta_config.json", "batch2.json"])
-def test_conv_relu_conv(config):
+@pytest.mark.parametrize("config,images", [("vta_config.json", 1), ("batch2.json", 2), ("batch2.json", 1)])
+def test_conv_relu_conv(config, images):
+    """Default and BATCH=2 configurations; one image on BATCH=2 is padded at the region borders."""
     with make_env(config) as env:
-        batch = env.BATCH
+        batch = images
         g = conv_relu_conv(np.random.default_rng(0), batch=batch)
         x = np.random.default_rng(1).integers(0, 256, (batch, 3, 8, 8)).astype(np.uint8)
         m = run_graph(g, {"x": x}, env)
         np.testing.assert_array_equal(m.get_output(0), oracle_conv_relu_conv(g, x))
+        conv2 = {r.name: r for r in m.node_records()}["conv2"]
+        assert conv2.device == "vta"
+        assert ("batch 1 padded to 2" in conv2.reason) == (images % env.BATCH != 0)
 
 
 def test_resnet_basic_block_with_residual_and_downsample(env):
@@ -57,20 +59,15 @@ def test_resnet_basic_block_with_residual_and_downsample(env):
 
 def oracle_basic_block(g, x):
     p = {k: np.asarray(v) for k, v in g.params.items()}
-    i64 = np.int64
     s1 = np.asarray(g.value("w1").type.scale)
-    b1f = p["b1"].astype(i64) + 3 * p["w1"].astype(i64).sum(axis=(1, 2, 3))
     acc1 = conv_int(x, p["w1"], -3, 2, (1, 1, 1, 1), p["b1"])
-    y1 = requant(acc1, 0.04 * s1 / 0.9, -5, 0, 127, acc_bits=worst_bits(p["w1"], b1f))
-    bdf = p["bd"].astype(i64) + 3 * p["wd"].astype(i64).sum(axis=(1, 2, 3))
+    y1 = requant(acc1, 0.04 * s1 / 0.9, -5, 0, 127, acc_bits=worst_bits(p["w1"], p["b1"]))
     yd = requant(conv_int(x, p["wd"], -3, 2, (0, 0, 0, 0), p["bd"]), 0.04 * 0.015 / 0.7, 1, -128, 127,
-                 acc_bits=worst_bits(p["wd"], bdf))
-    b2f = p["b2"].astype(i64) + 5 * p["w2"].astype(i64).sum(axis=(1, 2, 3))
+                 acc_bits=worst_bits(p["wd"], p["bd"]))
     acc2 = conv_int(y1, p["w2"], -5, 1, (1, 1, 1, 1), p["b2"])
-    # fused residual: the conv requantizes to the add's output scale, the shortcut by its own multiplier
-    main = fixed_point(acc2, 0.9 * 0.01 / 1.3, acc_bits=worst_bits(p["w2"], b2f))
-    short = fixed_point(yd - 1, 0.7 / 1.3)
-    return np.clip(main + short - 4, 0, 127).astype(np.int8)
+    y2 = requant(acc2, 0.9 * 0.01 / 1.1, 2, -128, 127, acc_bits=worst_bits(p["w2"], p["b2"]))
+    # qnn.add: each operand rescaled to the output scale, then the output zero point, relu
+    return np.clip(fixed_point(y2 - 2, 1.1 / 1.3) + fixed_point(yd - 1, 0.7 / 1.3) - 4, 0, 127).astype(np.int8)
 
 
 def test_dense_head_with_pooling_flatten_and_softmax(env):
@@ -80,9 +77,8 @@ def test_dense_head_with_pooling_flatten_and_softmax(env):
     p = g.params
     sums = x.astype(np.int64).sum(axis=(2, 3)) - 16 * 7
     pooled = requant(sums, 0.1 / (0.05 * 16), 5, 0, 255)
-    bias = p["bf"].astype(np.int64) + 123 * p["wf"].astype(np.int64).sum(axis=1)
     acc = (pooled - 5) @ p["wf"].astype(np.int64).T + p["bf"]
-    q = requant(acc, 0.05 * 0.01 / 0.4, -1, -128, 127, acc_bits=worst_bits(p["wf"], bias))
+    q = requant(acc, 0.05 * 0.01 / 0.4, -1, -128, 127, acc_bits=worst_bits(p["wf"], p["bf"]))
     logits = (q + 1).astype(np.float32) * np.float32(0.4)
     e = np.exp(logits - logits.max(axis=1, keepdims=True))
     np.testing.assert_allclose(m.get_output(0), e / e.sum(axis=1, keepdims=True), rtol=1e-5)
@@ -106,3 +102,97 @@ def test_graph_module_api(env):
     assert not np.array_equal(m.get_output(0), first)
     with pytest.raises(Exception, match="takes uint8"):
         m.set_input("x", x.astype(np.int8))
+
+
+def test_accelerated_graph_gives_the_bits_of_the_host_reference_run(env):
+    """Fusion (bias folding, int8 domain, intermediate rounding of the residual) changes nothing:
+    the accelerator's result equals running the original nodes one by one on the host."""
+    from vta.graph.host import evaluate
+
+    for graph, x in ((basic_block(np.random.default_rng(8)),
+                      np.random.default_rng(9).integers(-128, 128, (1, 16, 8, 8)).astype(np.int8)),
+                     (conv_relu_conv(np.random.default_rng(10)),
+                      np.random.default_rng(11).integers(0, 256, (1, 3, 8, 8)).astype(np.uint8))):
+        m = run_graph(graph, {"x": x}, env)
+        np.testing.assert_array_equal(m.get_output(0), evaluate(graph, {"x": x})[0])
+
+
+def test_max_pool_and_standalone_add_on_the_accelerator(env):
+    from vta.graph import GraphBuilder, optimize
+
+    b = GraphBuilder()
+    x = b.input("x", (1, 20, 9, 9), "int8", scale=0.1, zero_point=-2)
+    y = b.input("y", (1, 20, 5, 5), "uint8", scale=0.2, zero_point=131)
+    p = b.nn.max_pool2d(x, 3, strides=2, padding=(1, 1, 1, 1), name="pool")
+    s = b.qnn.add(p, y, output_scale=0.25, output_zero_point=100, out_dtype="uint8", name="add")
+    g = b.finish(b.clip(s, 90, 250, name="clip"))
+    placed = {n.name: (n.op, n.attrs["device"]) for n in optimize(g, env).nodes}
+    assert placed["pool"] == ("vta.max_pool2d", "vta") and placed["add"] == ("vta.add", "vta")
+    rng = np.random.default_rng(12)
+    xv = rng.integers(-128, 128, (1, 20, 9, 9)).astype(np.int8)
+    yv = rng.integers(0, 256, (1, 20, 5, 5)).astype(np.uint8)
+    m = run_graph(g, {"x": xv, "y": yv}, env)
+    xp = np.pad(xv.astype(np.int64), ((0, 0), (0, 0), (1, 1), (1, 1)), constant_values=-1000)
+    pooled = np.full((1, 20, 5, 5), -1000, dtype=np.int64)
+    for dy in range(3):
+        for dx in range(3):
+            pooled = np.maximum(pooled, xp[:, :, dy:dy + 9:2, dx:dx + 9:2])
+    expected = np.clip(fixed_point(pooled + 2, 0.1 / 0.25) + fixed_point(yv.astype(np.int64) - 131, 0.2 / 0.25) + 100,
+                       90, 250)
+    np.testing.assert_array_equal(m.get_output(0), expected.astype(np.uint8))
+
+
+def test_built_operators_are_cached(env, tmp_path, monkeypatch):
+    from vta.graph.accel import AcceleratorBuilder
+    from vta.graph import optimize
+
+    monkeypatch.setenv("VTA_CACHE_DIR", str(tmp_path))
+    g = optimize(conv_relu_conv(np.random.default_rng(0)), env)
+    nodes = [n for n in g.nodes if n.attrs["device"] == "vta"]
+    first = AcceleratorBuilder(env)
+    first.prebuild(nodes, jobs=1)
+    ops = [first.build(n) for n in nodes]
+    assert first.cache_hits == 0 and len(list((tmp_path / "graph_ops").iterdir())) == 2
+    again = AcceleratorBuilder(env)
+    again.prebuild(nodes, jobs=1)
+    assert again.cache_hits == 2
+    assert [again.build(n).module.get_source() for n in nodes] == [o.module.get_source() for o in ops]
+
+
+def test_power_of_two_requantization(env):
+    g = conv_relu_conv(np.random.default_rng(0))
+    x = np.random.default_rng(1).integers(0, 256, (1, 3, 8, 8)).astype(np.uint8)
+    graph_json, lib, params = compile(g, env=env, requant_mode="pow2")
+    m = GraphModule(graph_json, lib, ext_dev(0))
+    m.set_input(**params)
+    m.run(x=x)
+    np.testing.assert_array_equal(m.get_output(0), oracle_conv_relu_conv(g, x, mode="pow2"))
+    assert not np.array_equal(m.get_output(0), oracle_conv_relu_conv(g, x))
+
+
+def test_first_layer_on_the_cpu_gives_the_same_bits(env):
+    from vta.graph.host import evaluate
+
+    g = conv_relu_conv(np.random.default_rng(13))
+    x = np.random.default_rng(14).integers(0, 256, (1, 3, 8, 8)).astype(np.uint8)
+    m = run_graph(g, {"x": x}, env, pad_limit=2.0)
+    devices = {r.name: r.device for r in m.node_records()}
+    assert devices["conv1"] == "cpu" and devices["conv2"] == "vta"
+    np.testing.assert_array_equal(m.get_output(0), evaluate(g, {"x": x})[0])
+
+
+def test_direct_residual_rounding(env):
+    """residual_rounding='direct': the second convolution requantizes straight to the add's scale."""
+    g = basic_block(np.random.default_rng(3))
+    x = np.random.default_rng(4).integers(-128, 128, (1, 16, 8, 8)).astype(np.int8)
+    m = run_graph(g, {"x": x}, env, residual_rounding="direct")
+    p = {k: np.asarray(v) for k, v in g.params.items()}
+    s1 = np.asarray(g.value("w1").type.scale)
+    y1 = requant(conv_int(x, p["w1"], -3, 2, (1, 1, 1, 1), p["b1"]), 0.04 * s1 / 0.9, -5, 0, 127,
+                 acc_bits=worst_bits(p["w1"], p["b1"]))
+    yd = requant(conv_int(x, p["wd"], -3, 2, (0, 0, 0, 0), p["bd"]), 0.04 * 0.015 / 0.7, 1, -128, 127,
+                 acc_bits=worst_bits(p["wd"], p["bd"]))
+    acc2 = conv_int(y1, p["w2"], -5, 1, (1, 1, 1, 1), p["b2"])
+    main = fixed_point(acc2, 0.9 * 0.01 / 1.3, acc_bits=worst_bits(p["w2"], p["b2"]))
+    expected = np.clip(main + fixed_point(yd - 1, 0.7 / 1.3) - 4, 0, 127).astype(np.int8)
+    np.testing.assert_array_equal(m.get_output(0), expected)

@@ -92,3 +92,14 @@ def test_printer_lists_every_node():
     assert text.splitlines()[0].startswith("graph(%x: int8[1, 16, 8, 8] q(scale=0.05, zp=0))")
     assert "%conv = qnn.conv2d(%x, %w, strides=2, padding=(1, 1, 1, 1)" in text
     assert text.rstrip().endswith("return %relu\n}".rstrip())
+
+
+def test_numpy_attributes_become_plain_values():
+    b = GraphBuilder()
+    acc = b.input("acc", (1, 3, 2, 2), "int32")
+    y = b.qnn.requantize(acc, input_scale=np.array([0.1, 0.2, 0.3]), output_scale=np.float32(0.5),
+                         output_zero_point=np.int64(4), name="rq")
+    g = b.finish(y)
+    attrs = g.node("rq").attrs
+    assert attrs["input_scale"] == pytest.approx((0.1, 0.2, 0.3)) and type(attrs["output_zero_point"]) is int
+    assert g.consumers()["acc"] == [g.node("rq")]

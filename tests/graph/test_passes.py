@@ -50,7 +50,8 @@ def test_residual_add_is_fused_into_the_second_convolution(env):
     conv2 = g.node("conv2")
     assert [v.name for v in conv2.inputs][3] == "down"
     spec = conv2.attrs["spec"]
-    assert spec.residual is not None and spec.clip == (0, 127) and spec.output_zero_point == -4
+    assert spec.residual is not None and spec.intermediate is not None
+    assert spec.clip == (0, 127) and spec.output_zero_point == -4 and spec.intermediate.zero_point == 2
 
 
 def test_pipeline_packs_regions_and_places_every_node(env):
@@ -88,3 +89,12 @@ def test_an_operator_nothing_runs_is_named(env):
     g = Graph([x], [Value("mystery", t)], [Node("nn.lstm", (x,), {}, "mystery", t)])
     with pytest.raises(UnsupportedOperatorError, match=r"'mystery'.*'nn.lstm'"):
         PlaceDevices(env)(g)
+
+
+def test_pad_limit_keeps_an_expensive_first_layer_on_the_cpu(env):
+    g = optimize(conv_relu_conv(np.random.default_rng(0)), env, pad_limit=2.0)
+    conv1 = g.node("conv1")
+    assert conv1.op == "qnn.conv2d" and conv1.attrs["device"] == "cpu"
+    assert conv1.attrs["reason"] == ("channels 3->16 padded to 16->16 would cost 5.3x the MACs "
+                                     "(more than pad_limit=2): on the CPU")
+    assert g.node("conv2").attrs["device"] == "vta"

@@ -2,18 +2,29 @@
 
 :class:`AcceleratorBuilder` compiles each ``vta.*`` node with :func:`vta.topi.qnn.build_qconv2d`
 (and ``build_qdense``, ``build_qadd``, ``build_maxpool``); nodes with equal specs share one
-function. :func:`node_arguments` says, for each argument of the function in call order, which
-graph value feeds it or which packed constant it is.
+function. Distinct operators are built in parallel worker processes (``VTA_BUILD_JOBS``,
+default: the CPU count, at most 4) and remembered in the cache directory (:mod:`vta.cache`,
+``graph_ops``), keyed by the operator, its spec, the configuration, the function name and a
+hash of the compiler's sources, so a rebuilt network only compiles what changed.
+:func:`node_arguments` says, for each argument of the function in call order, which graph value
+feeds it or which packed constant it is.
 """
 
 from __future__ import annotations
 
+import functools
+import json
+import os
+import pickle
 import re
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
-from typing import Any
+from pathlib import Path
+from typing import Any, Iterable
 
 import numpy as np
 
+from ..cache import cache_dir, content_key
 from ..env import Environment
 from ..errors import GraphError
 from .ir import Node, Value
@@ -40,6 +51,43 @@ def c_identifier(name: str) -> str:
     return s if s and not s[0].isdigit() else f"_{s}"
 
 
+@functools.lru_cache(maxsize=1)
+def _compiler_fingerprint() -> str:
+    """A hash of every source file below the graph layer (what can change the generated code)."""
+    root = Path(__file__).resolve().parent.parent
+    files = sorted(p for p in root.rglob("*.py") if p.relative_to(root).parts[0] not in ("graph", "frontend", "tvm"))
+    return content_key([str(p.relative_to(root)).encode() + b"\0" + p.read_bytes() for p in files])
+
+
+def _build_job(op: str, spec: Any, name: str, cfg: dict) -> tuple[str, Any]:
+    """Build one operator (in a worker process): ``(C source, ArgLayout)``; the object file lands
+    in the shared codegen cache."""
+    from ..env import Environment as Env
+    from ..topi import qnn
+
+    result = getattr(qnn, BUILDERS[op])(spec, name, env=Env(cfg))
+    if result is None:
+        return "", None
+    mod, layout = result
+    return mod.source, layout
+
+
+def build_jobs() -> int:
+    """Worker processes for building operators: ``VTA_BUILD_JOBS`` or the CPU count (at most 4).
+
+    Raises
+    ------
+    ValueError
+        If ``VTA_BUILD_JOBS`` is not a positive integer.
+    """
+    text = os.environ.get("VTA_BUILD_JOBS")
+    if text is None:
+        return max(1, min(4, os.cpu_count() or 1))
+    if not text.isdigit() or int(text) < 1:
+        raise ValueError(f"VTA_BUILD_JOBS={text!r} must be a positive integer")
+    return int(text)
+
+
 class AcceleratorBuilder:
     """Compiles accelerator nodes, sharing a function between nodes of equal specs.
 
@@ -47,13 +95,101 @@ class AcceleratorBuilder:
     ----------
     env : Environment
         The configuration to compile for.
+    use_cache : bool
+        Reuse and store built operators in the cache directory.
     """
 
-    def __init__(self, env: Environment):
+    def __init__(self, env: Environment, use_cache: bool = True):
         self.env = env
+        self.use_cache = use_cache
         self.compiled: dict[tuple, CompiledOp] = {}
         self.order: list[CompiledOp] = []
         self._names: set[str] = set()
+        self._planned: dict[tuple, str] = {}
+        self.cache_hits = 0
+
+    # ------------------------------------------------------------------ names and the cache
+    def _name_for(self, node: Node) -> str:
+        key = (node.op, node.attrs["spec"])
+        name = self._planned.get(key)
+        if name is None:
+            name = c_identifier(f"vta_{node.name}")
+            while name in self._names:
+                name += "_"
+            self._names.add(name)
+            self._planned[key] = name
+        return name
+
+    def _cache_file(self, op: str, spec: Any, name: str) -> Path:
+        # TARGET only picks the device the runtime drives; the generated code is the same
+        cfg = json.dumps({k: v for k, v in self.env.cfg_dict.items() if k != "TARGET"}, sort_keys=True)
+        key = content_key([op, pickle.dumps(spec), cfg, name, _compiler_fingerprint()])
+        return cache_dir("graph_ops") / f"{name}-{key}.pkl"
+
+    def _load_cached(self, path: Path) -> tuple[str, Any] | None:
+        """A cached ``(source, layout)``; None when absent (a damaged entry is rebuilt and replaced)."""
+        if not self.use_cache or not path.is_file():
+            return None
+        try:
+            source, layout = pickle.loads(path.read_bytes())
+        except (pickle.UnpicklingError, EOFError, ValueError, TypeError, AttributeError):
+            path.unlink(missing_ok=True)
+            return None
+        return source, layout
+
+    def _store(self, path: Path, source: str, layout: Any) -> None:
+        if not self.use_cache:
+            return
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_bytes(pickle.dumps((source, layout)))
+        os.replace(tmp, path)
+
+    def _finish(self, key: tuple, name: str, source: str, layout: Any) -> CompiledOp:
+        from ..codegen.compile import compile_object
+        from ..runtime.cmodule import CompiledCModule
+
+        mod = CompiledCModule(source, compile_object(source, name), entry_name=name)
+        op = CompiledOp(name, mod, layout)
+        self.compiled[key] = op
+        self.order.append(op)
+        return op
+
+    def prebuild(self, nodes: Iterable[Node], jobs: int | None = None) -> None:
+        """Build every distinct operator of ``nodes`` not built yet, ``jobs`` at a time.
+
+        Raises
+        ------
+        GraphError
+            If a builder declines an operator.
+        ScheduleError, BuildError
+            From the builders.
+        """
+        todo: dict[tuple, tuple[Node, str, Path]] = {}
+        for node in nodes:
+            key = (node.op, node.attrs["spec"])
+            if key in self.compiled or key in todo:
+                continue
+            name = self._name_for(node)
+            path = self._cache_file(node.op, node.attrs["spec"], name)
+            cached = self._load_cached(path)
+            if cached is not None:
+                self.cache_hits += 1
+                self._finish(key, name, *cached)
+            else:
+                todo[key] = (node, name, path)
+        jobs = build_jobs() if jobs is None else jobs
+        if jobs <= 1 or len(todo) <= 1:
+            return  # built one by one by build()
+        cfg = dict(self.env.cfg_dict)
+        with ProcessPoolExecutor(max_workers=min(jobs, len(todo))) as pool:
+            futures = {key: pool.submit(_build_job, node.op, key[1], name, cfg) for key, (node, name, _) in todo.items()}
+            for key, fut in futures.items():
+                node, name, path = todo[key]
+                source, layout = fut.result()
+                if layout is None:
+                    raise GraphError(f"node {node.name!r} ({node.op}): the accelerator cannot run {key[1]!r}")
+                self._store(path, source, layout)
+                self._finish(key, name, source, layout)
 
     def build(self, node: Node) -> CompiledOp:
         """The compiled function of ``node`` (built on first use of its spec).
@@ -75,18 +211,18 @@ class AcceleratorBuilder:
         done = self.compiled.get(key)
         if done is not None:
             return done
-        name = c_identifier(f"vta_{node.name}")
-        while name in self._names:
-            name += "_"
-        self._names.add(name)
+        name = self._name_for(node)
+        path = self._cache_file(node.op, spec, name)
+        cached = self._load_cached(path)
+        if cached is not None:
+            self.cache_hits += 1
+            return self._finish(key, name, *cached)
         result = getattr(qnn, builder_name)(spec, name, env=self.env)
         if result is None:
             raise GraphError(f"node {node.name!r} ({node.op}): the accelerator cannot run {spec!r}")
         mod, layout = result
-        op = CompiledOp(name, mod, layout)
-        self.compiled[key] = op
-        self.order.append(op)
-        return op
+        self._store(path, mod.source, layout)
+        return self._finish(key, name, mod.source, layout)
 
     def root_module(self) -> Any:
         """One module holding every compiled function: the first, with the others imported.

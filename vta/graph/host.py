@@ -20,7 +20,7 @@ import numpy as np
 from ..errors import GraphError, UnsupportedOperatorError
 from .infer import parse_layout, pool_output_size
 
-__all__ = ["KERNELS", "run_kernel", "requantize", "dtype_range"]
+__all__ = ["KERNELS", "run_kernel", "evaluate", "requantize", "dtype_range", "layout_pack", "layout_unpack", "conv2d_nchw"]
 
 Kernel = Callable[[Mapping[str, Any], Sequence[np.ndarray]], np.ndarray]
 
@@ -337,28 +337,27 @@ def _softmax(attrs, ins):
 
 
 def layout_pack(x: np.ndarray, layout: str) -> np.ndarray:
-    """NCHW (or NC) -> ``layout`` (``NCHW{b}n{c}c``/``NC{b}n{c}c``), channels zero-padded to the block."""
+    """NCHW (or NC) -> ``layout`` (``NCHW{b}n{c}c``/``NC{b}n{c}c``), batch and channels zero-padded
+    to the blocks."""
     base, b, c = parse_layout(layout)
     n, ch = x.shape[:2]
-    if n % b:
-        raise GraphError(f"layout_transform to {layout!r}: batch {n} is not a multiple of {b}")
-    cb = -(-ch // c)
-    xp = np.pad(x, [(0, 0), (0, cb * c - ch)] + [(0, 0)] * (x.ndim - 2))
+    nb, cb = -(-n // b), -(-ch // c)
+    xp = np.pad(x, [(0, nb * b - n), (0, cb * c - ch)] + [(0, 0)] * (x.ndim - 2))
     rest = x.shape[2:]
-    blocked = xp.reshape(n // b, b, cb, c, *rest)
+    blocked = xp.reshape(nb, b, cb, c, *rest)
     order = (0, 2, *range(4, 4 + len(rest)), 1, 3)
     return np.ascontiguousarray(blocked.transpose(order))
 
 
-def layout_unpack(x: np.ndarray, layout: str, channels: int) -> np.ndarray:
-    """``layout`` -> NCHW (or NC), cropping the channels to ``channels``."""
+def layout_unpack(x: np.ndarray, layout: str, channels: int, batch: int | None = None) -> np.ndarray:
+    """``layout`` -> NCHW (or NC), cropping the channels to ``channels`` (and the batch to ``batch``)."""
     base, b, c = parse_layout(layout)
     nb, cb = x.shape[:2]
     rest = x.shape[2:-2]
     k = len(rest)
     order = (0, 2 + k, 1, 3 + k, *range(2, 2 + k))
     plain = x.transpose(order).reshape(nb * b, cb * c, *rest)
-    return np.ascontiguousarray(plain[:, :channels])
+    return np.ascontiguousarray(plain[:batch, :channels])
 
 
 def _layout_transform(attrs, ins):
@@ -366,7 +365,8 @@ def _layout_transform(attrs, ins):
     src, dst = attrs["src_layout"], attrs["dst_layout"]
     if parse_layout(src)[1] == 0:
         return layout_pack(x, dst)
-    return layout_unpack(x, src, int(attrs["channels"]))
+    batch = attrs.get("batch")
+    return layout_unpack(x, src, int(attrs["channels"]), None if batch is None else int(batch))
 
 
 #: The host kernels by operator name.
@@ -435,3 +435,35 @@ def run_kernel(name: str, attrs: Mapping[str, Any], inputs: Sequence[np.ndarray]
     except ValueError as exc:
         shapes = [f"{a.dtype}{list(a.shape)}" for a in map(np.asarray, inputs)]
         raise GraphError(f"host kernel {name!r} on inputs {shapes}: {exc}") from exc
+
+
+def evaluate(graph: Any, inputs: Mapping[str, np.ndarray]) -> list[np.ndarray]:
+    """Run every node of ``graph`` with the host kernels (a reference executor, no accelerator).
+
+    Parameters
+    ----------
+    graph : vta.graph.Graph
+        A graph of operators with host kernels (before fusion).
+    inputs : mapping of str to ndarray
+        A value for every graph input.
+
+    Returns
+    -------
+    list of ndarray
+        The graph's outputs.
+
+    Raises
+    ------
+    GraphError
+        If an input is missing.
+    UnsupportedOperatorError
+        If a node has no host kernel (fused ``vta.*`` operators have none).
+    """
+    values: dict[str, np.ndarray] = dict(graph.params)
+    for v in graph.inputs:
+        if v.name not in inputs:
+            raise GraphError(f"evaluate: no value for the graph input {v.name!r}")
+        values[v.name] = np.asarray(inputs[v.name])
+    for node in graph.nodes:
+        values[node.name] = run_kernel(node.op, node.attrs, [values[v.name] for v in node.inputs])
+    return [values[v.name] for v in graph.outputs]

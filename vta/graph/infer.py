@@ -4,7 +4,8 @@
 inputs it takes, and the function computing the output :class:`~vta.graph.ir.TensorType` from
 the input values and the attributes. Errors name the node and, when two tensors disagree, both.
 Layout strings: ``"NCHW"``/``"NC"`` (plain) and ``"NCHW{b}n{c}c"``/``"NC{b}n{c}c"`` (packed in
-batch blocks of ``b`` and channel blocks of ``c``, channels padded to a multiple of ``c``).
+batch blocks of ``b`` and channel blocks of ``c``, batch and channels padded to multiples of ``b``
+and ``c``).
 """
 
 from __future__ import annotations
@@ -55,12 +56,12 @@ def parse_layout(layout: str) -> tuple[str, int, int]:
 
 
 def packed_shape(shape: Sequence[int], layout: str) -> tuple[int, ...]:
-    """The shape of a plain NCHW/NC tensor of ``shape`` in ``layout`` (channels padded up).
+    """The shape of a plain NCHW/NC tensor of ``shape`` in ``layout`` (batch and channels padded up).
 
     Raises
     ------
     GraphError
-        If the rank does not match the layout, or N is not a multiple of the batch block.
+        If the rank does not match the layout.
     """
     base, b, c = parse_layout(layout)
     shape = tuple(int(d) for d in shape)
@@ -68,10 +69,8 @@ def packed_shape(shape: Sequence[int], layout: str) -> tuple[int, ...]:
         raise GraphError(f"a tensor of shape {list(shape)} cannot be in layout {layout!r}")
     if not b:
         return shape
-    if shape[0] % b:
-        raise GraphError(f"layout {layout!r}: batch {shape[0]} is not a multiple of {b}")
     cb = -(-shape[1] // c)
-    return (shape[0] // b, cb, *shape[2:], b, c)
+    return (-(-shape[0] // b), cb, *shape[2:], b, c)
 
 
 def _fmt(v: Value) -> str:
@@ -417,7 +416,10 @@ def _layout_transform(node, op, ins, attrs):
         raise _err(node, op, f"input {_fmt(x)} is not in layout {src!r}")
     if not (x.type.shape[1] - 1) * c < int(channels) <= x.type.shape[1] * c:
         raise _err(node, op, f"channels={channels} does not fit the {x.type.shape[1]} channel blocks of {_fmt(x)}")
-    shape = (x.type.shape[0] * b, int(channels), *x.type.shape[2:-2])
+    batch = x.type.shape[0] * b if attrs.get("batch") is None else int(attrs["batch"])
+    if not (x.type.shape[0] - 1) * b < batch <= x.type.shape[0] * b:
+        raise _err(node, op, f"batch={batch} does not fit the {x.type.shape[0]} batch blocks of {_fmt(x)}")
+    shape = (batch, int(channels), *x.type.shape[2:-2])
     return x.type.with_(shape=shape)
 
 
@@ -538,7 +540,8 @@ OPS: dict[str, OpDef] = {
     "concatenate": OpDef({"axis": 0}, None, _concatenate),
     "nn.softmax": OpDef({"axis": -1}, 1, _softmax),
     "cast": OpDef({"dtype": None}, 1, _cast),
-    "layout_transform": OpDef({"src_layout": None, "dst_layout": None, "channels": None}, 1, _layout_transform),
+    "layout_transform": OpDef({"src_layout": None, "dst_layout": None, "channels": None, "batch": None}, 1,
+                              _layout_transform),
     # float (un-quantised) operators, run on the host
     "nn.conv2d": OpDef(dict(_CONV), 2, _float_conv2d),
     "nn.dense": OpDef({}, 2, _float_dense),
@@ -579,7 +582,18 @@ def normalise_attrs(op: str, attrs: Mapping[str, Any] | None, node: str = "?") -
     unknown = sorted(set(attrs) - set(d.defaults))
     if unknown:
         raise GraphError(f"node {node!r} ({op}): unknown attribute(s) {unknown}; accepted: {sorted(d.defaults)}")
-    return {**d.defaults, **attrs}
+    return {k: _plain(v) for k, v in {**d.defaults, **attrs}.items()}
+
+
+def _plain(v: Any) -> Any:
+    """NumPy scalars and arrays as Python scalars and tuples (attributes stay hashable and JSON-able)."""
+    if isinstance(v, np.ndarray):
+        return v.item() if v.ndim == 0 else tuple(_plain(x) for x in v.tolist())
+    if isinstance(v, np.generic):
+        return v.item()
+    if isinstance(v, list):
+        return tuple(_plain(x) for x in v)
+    return v
 
 
 def infer_type(op: str, inputs: Sequence[Value], attrs: Mapping[str, Any], node: str = "?") -> TensorType:

@@ -165,9 +165,9 @@ def _freeze(attrs: Mapping[str, Any] | None) -> Mapping[str, Any]:
     return MappingProxyType(dict(attrs or {}))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Node:
-    """One operator application with a single output.
+    """One operator application with a single output (nodes compare by identity).
 
     Parameters
     ----------
@@ -318,9 +318,8 @@ class Graph:
         """For every value name, the nodes that read it (in order)."""
         out: dict[str, list[Node]] = {name: [] for name in self._values}
         for node in self.nodes:
-            for v in node.inputs:
-                if node not in out[v.name]:
-                    out[v.name].append(node)
+            for name in dict.fromkeys(v.name for v in node.inputs):
+                out[name].append(node)
         return out
 
     @property

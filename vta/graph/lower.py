@@ -130,7 +130,8 @@ class _JsonWriter:
 
 
 def lower(graph: Graph, params: Mapping[str, np.ndarray] | None = None, env: Environment | None = None,
-          requant_mode: str = "fixed") -> LoweredGraph:
+          requant_mode: str = "fixed", pad_limit: float | None = None,
+          residual_rounding: str = "intermediate") -> LoweredGraph:
     """Optimise ``graph`` and lower it: like :func:`compile`, also returning the optimised graph.
 
     Raises
@@ -141,8 +142,9 @@ def lower(graph: Graph, params: Mapping[str, np.ndarray] | None = None, env: Env
         From the accelerator builders.
     """
     env = env or get_env()
-    graph = optimize(_bind(graph, params), env, requant_mode)
+    graph = optimize(_bind(graph, params), env, requant_mode, pad_limit, residual_rounding)
     builder = AcceleratorBuilder(env)
+    builder.prebuild(n for n in graph.nodes if n.attrs.get("device") == "vta")
     w = _JsonWriter()
     out_params: dict[str, np.ndarray] = {}
     for v in graph.inputs:
@@ -185,7 +187,9 @@ def lower(graph: Graph, params: Mapping[str, np.ndarray] | None = None, env: Env
 
 
 def compile(graph: Graph, params: Mapping[str, np.ndarray] | None = None, target: Any = None,
-            env: Environment | None = None) -> tuple[str, Any, dict[str, np.ndarray]]:
+            env: Environment | None = None, requant_mode: str = "fixed",
+            pad_limit: float | None = None,
+            residual_rounding: str = "intermediate") -> tuple[str, Any, dict[str, np.ndarray]]:
     """Compile a graph for VTA: passes, accelerator functions, graph JSON.
 
     Parameters
@@ -197,6 +201,16 @@ def compile(graph: Graph, params: Mapping[str, np.ndarray] | None = None, target
         Accepted for TVM compatibility (``env.target``); the code is always for ext_dev + C host.
     env : Environment, optional
         The configuration; the current one by default.
+    requant_mode : {"fixed", "pow2"}
+        Requantization multipliers as 8-bit fixed point (default) or powers of two only
+        (upstream's shift-only scheme, for configurations without MUL).
+    pad_limit : float, optional
+        Keep on the CPU a convolution/dense layer whose channel padding would multiply its MACs
+        by more than this (e.g. ``2.0``: a 3-channel first layer); None (default): no limit.
+    residual_rounding : {"intermediate", "direct"}
+        A fused residual add first rounds and saturates the layer's own result to int8 as the
+        unfused graph does (default; bit-identical to it and to onnxruntime's materialised
+        tensor), or requantizes the accumulator straight to the add's output scale.
 
     Returns
     -------
@@ -216,5 +230,5 @@ def compile(graph: Graph, params: Mapping[str, np.ndarray] | None = None, target
         If ``target`` is not a VTA/host target.
     """
     _check_target(target)
-    low = lower(graph, params, env)
+    low = lower(graph, params, env, requant_mode, pad_limit, residual_rounding)
     return low.graph_json, low.lib, low.params

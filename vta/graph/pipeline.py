@@ -14,7 +14,8 @@ from .passes import FoldConstants, FuseAccelerator, PackLayout, PadChannels, Pla
 __all__ = ["graph_passes", "optimize"]
 
 
-def graph_passes(env: Environment, requant_mode: str = "fixed") -> list[Any]:
+def graph_passes(env: Environment, requant_mode: str = "fixed", pad_limit: float | None = None,
+                 residual_rounding: str = "intermediate") -> list[Any]:
     """The ordered passes for ``env``.
 
     Parameters
@@ -22,8 +23,15 @@ def graph_passes(env: Environment, requant_mode: str = "fixed") -> list[Any]:
     env : Environment
     requant_mode : {"fixed", "pow2"}
         How requantization multipliers are represented (``pow2``: upstream's shift-only scheme).
+    pad_limit : float, optional
+        A convolution or dense layer whose channel padding would multiply its MACs by more than
+        this stays on the CPU (e.g. 2.0 keeps a 3-channel first layer on the host, as upstream's
+        deployments did); None: no limit.
+    residual_rounding : {"intermediate", "direct"}
+        A fused residual add rounds and saturates the layer's own result first, as the unfused
+        graph (``intermediate``, bit-identical to it), or requantizes straight to the add's scale.
     """
-    fuse = FuseAccelerator(env, requant_mode)
+    fuse = FuseAccelerator(env, requant_mode, pad_limit, residual_rounding)
     return [
         FoldConstants(),                   # nodes of constants only -> constants (e.g. quantized weights)
         fuse,                              # conv/dense+bias+requantize[+add][+relu/clip], add, max_pool -> vta.*;
@@ -34,8 +42,9 @@ def graph_passes(env: Environment, requant_mode: str = "fixed") -> list[Any]:
     ]
 
 
-def optimize(graph: Graph, env: Environment | None = None, requant_mode: str = "fixed") -> Graph:
-    """Run :func:`graph_passes` over ``graph``.
+def optimize(graph: Graph, env: Environment | None = None, requant_mode: str = "fixed",
+             pad_limit: float | None = None, residual_rounding: str = "intermediate") -> Graph:
+    """Run :func:`graph_passes` over ``graph`` (options as there).
 
     Raises
     ------
@@ -45,6 +54,6 @@ def optimize(graph: Graph, env: Environment | None = None, requant_mode: str = "
         If a node runs neither on the accelerator nor on the host.
     """
     env = env or get_env()
-    for p in graph_passes(env, requant_mode):
+    for p in graph_passes(env, requant_mode, pad_limit, residual_rounding):
         graph = p(graph)
     return graph

@@ -27,8 +27,33 @@ def format_attr(value: Any) -> str:
     if isinstance(value, tuple) and len(value) > 6:
         return f"<{len(value)} values>"
     if hasattr(value, "__dataclass_fields__"):
-        return f"<{type(value).__name__}>"
+        return _spec_summary(value)
     return repr(value)
+
+
+def _spec_summary(spec: Any) -> str:
+    """A spec of a fused operator in a few words (sizes, zero points, clip, residual)."""
+    name = type(spec).__name__
+    f = spec.__dict__
+    if "kernel_h" in f:
+        core = (f"{f['in_channels']}->{f['out_channels']} {f['kernel_h']}x{f['kernel_w']}/{f['strides'][0]} "
+                f"pad={tuple(f['padding'])}")
+    elif "in_features" in f:
+        core = f"{f['in_features']}->{f['out_features']}"
+    elif "pool_size" in f:
+        core = f"{f['channels']}ch {f['pool_size'][0]}x{f['pool_size'][1]}/{f['strides'][0]}"
+    else:
+        core = f"{f.get('channels', '?')}ch"
+    extra = []
+    if "input_zero_point" in f:
+        extra.append(f"zin={f['input_zero_point']}")
+    if "output_zero_point" in f:
+        extra.append(f"zout={f['output_zero_point']}")
+    if "clip" in f:
+        extra.append(f"clip={tuple(f['clip'])}")
+    if f.get("residual") is not None:
+        extra.append("+residual")
+    return f"<{name} {core}{' ' if extra else ''}{' '.join(extra)}>"
 
 
 def astext(graph: Any, show_params: bool = False) -> str:

@@ -9,6 +9,7 @@ GEMM core and the element-wise epilogue (:func:`vta.topi.requantize`) on the ALU
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from ..env import get_env
@@ -156,6 +157,7 @@ def schedule_conv2d_packed(outs: Any, tiling: Conv2DTiling | None = None) -> Sch
     output = graph.output
     biases, residuals = _epilogue_inputs(graph, spatial_dims=(2, 3))
     wl = conv2d_workload(conv_op, biases, residuals)
+    wl = replace(wl, alu_stages=len(graph.ewise))
     if tiling is None:
         tiling = choose_conv2d_tiling(env, wl)
     _check_tiling(wl, tiling)

@@ -9,6 +9,7 @@ with zero rows (:func:`vta.topi.pad_to_multiple`) and the extra outputs dropped.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from ..env import get_env
@@ -86,6 +87,7 @@ def schedule_dense_packed(outs: Any, tiling: DenseTiling | None = None) -> Sched
     output = graph.output
     biases, residuals = _epilogue_inputs(graph, spatial_dims=(0,))
     wl = dense_workload(op, biases, residuals)
+    wl = replace(wl, alu_stages=len(graph.ewise))
     if tiling is None:
         tiling = choose_dense_tiling(env, wl)
     for name, factor, extent in (("tile_b", tiling.tile_b, wl.n_blocks), ("tile_co", tiling.tile_co, wl.co_blocks),

@@ -26,8 +26,6 @@ plus the border correction, loaded like a residual (int32).
 
 from __future__ import annotations
 
-from typing import Any
-
 from ..env import Environment, get_env
 from ..errors import ScheduleError
 from ..te import compute, create_schedule, if_then_else, placeholder
@@ -218,6 +216,20 @@ def declare_qdense(spec, env: Environment) -> tuple[Tensor, list]:
     return out, pairs
 
 
+def _check_env(env: Environment, what: str) -> None:
+    """The quantized operators compute on int8 tensors and int32 accumulators.
+
+    Raises
+    ------
+    ScheduleError
+        If the configuration's input, weight or accumulator width differs.
+    """
+    if (env.INP_WIDTH, env.WGT_WIDTH, env.ACC_WIDTH) != (8, 8, 32):
+        raise ScheduleError(
+            f"{what}: quantized operators need 8-bit inputs and weights and 32-bit accumulators; this configuration "
+            f"has INP_WIDTH={env.INP_WIDTH}, WGT_WIDTH={env.WGT_WIDTH}, ACC_WIDTH={env.ACC_WIDTH}")
+
+
 def _build(sched, pairs: list, name: str, env: Environment):
     from ..build import build
 
@@ -235,9 +247,11 @@ def build_qconv2d(spec, name: str, env: Environment | None = None):
     Raises
     ------
     ScheduleError
-        If no tiling of the layer fits the configuration's buffers.
+        If no tiling of the layer fits the configuration's buffers, or the configuration is not
+        8-bit (inputs, weights) with 32-bit accumulators.
     """
     env = env or get_env()
+    _check_env(env, "build_qconv2d")
     with env:
         out, pairs = declare_qconv2d(spec, env)
         s = schedule_conv2d_packed(out)
@@ -258,6 +272,7 @@ def build_qdense(spec, name: str, env: Environment | None = None):
         If no tiling fits the configuration's buffers.
     """
     env = env or get_env()
+    _check_env(env, "build_qdense")
     with env:
         out, pairs = declare_qdense(spec, env)
         s = schedule_dense_packed(out)
@@ -331,6 +346,7 @@ def build_qadd(spec, name: str, env: Environment | None = None):
         If one row of the operands does not fit the accumulator.
     """
     env = env or get_env()
+    _check_env(env, "build_qadd")
     with env:
         nb = _ceil_div(spec.batch, env.BATCH)
         cb = _ceil_div(spec.channels, env.BLOCK_OUT)
@@ -363,15 +379,12 @@ def build_maxpool(spec, name: str, env: Environment | None = None):
         None when the ALU cannot run it; :func:`maxpool_unsupported_reason` says why.
     """
     env = env or get_env()
+    _check_env(env, "build_maxpool")
     if maxpool_unsupported_reason(spec, env) is not None:
         return None
     with env:
         nb = _ceil_div(spec.batch, env.BATCH)
         cb = _ceil_div(spec.channels, env.BLOCK_OUT)
-        kh, kw = spec.pool_size
-        sh, sw = spec.strides
-        pt, pl, pb, pr = spec.padding
-        oh, ow = spec.out_height, spec.out_width
         data = placeholder((nb, cb, spec.height, spec.width, env.BATCH, env.BLOCK_OUT), name="data", dtype=env.inp_dtype)
         pairs: list = [("data", data)]
         th = _maxpool_row_tile(spec, env)

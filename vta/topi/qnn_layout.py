@@ -24,7 +24,7 @@ import numpy as np
 
 from ..env import Environment
 
-__all__ = ["ArgLayout", "ArgSpec", "PARAM_ROLES", "border_correction"]
+__all__ = ["PARAM_ROLES", "ArgLayout", "ArgSpec", "border_correction"]
 
 #: Roles whose arrays are model constants (packed once, at compile time).
 PARAM_ROLES = ("weight", "bias", "multiplier", "shift", "mask")
@@ -117,7 +117,7 @@ class ArgLayout:
     block_out: int
 
     @classmethod
-    def for_env(cls, kind: str, spec: Any, args: list, env: Environment) -> "ArgLayout":
+    def for_env(cls, kind: str, spec: Any, args: list, env: Environment) -> ArgLayout:
         return cls(kind, spec, tuple(args), env.BATCH, env.BLOCK_IN, env.BLOCK_OUT)
 
     # -- lookup -------------------------------------------------------------------------------

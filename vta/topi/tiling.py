@@ -68,6 +68,7 @@ class Conv2DWorkload:
     padding: tuple          # (pad_h, pad_w) symmetric, or (top, left, bottom, right)
     bias: int = 0           # per-channel (broadcast) inputs of the epilogue
     residuals: int = 0      # epilogue inputs of the output's shape (e.g. a residual connection)
+    alu_stages: int = 0     # ALU stages of the epilogue when known (0: estimated from the inputs)
 
     @property
     def pads(self) -> tuple:
@@ -111,6 +112,7 @@ class DenseWorkload:
     co_blocks: int
     bias: int = 0           # per-channel (broadcast) inputs of the epilogue
     residuals: int = 0      # epilogue inputs of the output's shape
+    alu_stages: int = 0     # ALU stages of the epilogue when known (0: estimated from the inputs)
 
 
 @dataclass(frozen=True)
@@ -142,7 +144,7 @@ def conv2d_footprint(wl: Conv2DWorkload, t: Conv2DTiling) -> dict:
     in_w = (t.tile_w - 1) * wl.stride[1] + wl.kw
     gemm = _kernel_uops([t.tile_co, t.tile_h, t.tile_ci, wl.kh, wl.kw, t.tile_w])
     reset = _kernel_uops([t.tile_co, t.tile_h, t.tile_w])
-    stages = 4 + int(wl.bias) + wl.residuals
+    stages = max(4 + int(wl.bias) + wl.residuals, wl.alu_stages)
     return {
         "inp": t.threads * t.tile_ci * in_h * in_w,
         "wgt": t.threads * t.tile_ci * t.tile_co * wl.kh * wl.kw,
@@ -155,7 +157,7 @@ def dense_footprint(wl: DenseWorkload, t: DenseTiling) -> dict:
     """SRAM entries (inp, wgt, acc) and uops of a dense tiling."""
     gemm = _kernel_uops([t.tile_ci, t.tile_b, t.tile_co])
     reset = _kernel_uops([t.tile_b, t.tile_co])
-    stages = 4 + int(wl.bias) + wl.residuals
+    stages = max(4 + int(wl.bias) + wl.residuals, wl.alu_stages)
     return {
         "inp": t.threads * t.tile_ci * t.tile_b,
         "wgt": t.threads * t.tile_ci * t.tile_co,

@@ -9,14 +9,15 @@ from vta.topi import qnn
 
 
 def _spec(**kw):
-    base = dict(batch=1, in_channels=20, out_channels=24, height=5, width=6, kernel_h=3, kernel_w=3,
-                strides=(1, 1), padding=(1, 1, 1, 1), input_zero_point=0, requant=qnn.Requant.from_scale(0.01))
+    base = {"batch": 1, "in_channels": 20, "out_channels": 24, "height": 5, "width": 6, "kernel_h": 3,
+            "kernel_w": 3, "strides": (1, 1), "padding": (1, 1, 1, 1), "input_zero_point": 0,
+            "requant": qnn.Requant.from_scale(0.01)}
     base.update(kw)
     return qnn.QConv2DSpec(**base)
 
 
 def test_conv_roles_and_packed_shapes(qenv):
-    mod, layout = qnn.build_qconv2d(_spec(), "c")
+    _, layout = qnn.build_qconv2d(_spec(), "c")
     b, bi, bo = qenv.BATCH, qenv.BLOCK_IN, qenv.BLOCK_OUT
     assert layout.roles == ["data", "weight", "bias", "out"]
     assert layout.arg("data").shape == (1, 2, 5, 6, b, bi) and layout.arg("data").dtype == "int8"
@@ -70,3 +71,14 @@ def test_per_channel_vectors_are_packed_from_the_spec(env):
     assert m.shape == (1, 2, 1, 1, 1, 16) and m[0, 1, 0, 0, 0, 3] == rq.multiplier[19] and m[0, 1, 0, 0, 0, 9] == 0
     s1, s2 = rq.split_shifts()
     assert layout.pack("shift")[0, 0, 0, 0, 0, 5] == s1[5] and s2 >= 1
+
+
+def test_builders_refuse_a_configuration_that_is_not_int8():
+    from tests.conftest import make_env
+    from vta.errors import ScheduleError
+
+    with make_env("narrow.json") as narrow:
+        with pytest.raises(ScheduleError, match="8-bit inputs and weights"):
+            qnn.build_qconv2d(_spec(), "c", env=narrow)
+        with pytest.raises(ScheduleError, match="INP_WIDTH=4"):
+            qnn.build_maxpool(qnn.MaxPoolSpec(1, 16, 4, 4), "m")

@@ -59,13 +59,13 @@ def test_conv1x1_stride2_downsample(qenv, tmp_path):
 
 
 def test_conv7x7_stride2_pad3_three_input_channels(qenv, tmp_path):
-    spec, layout, _ = _conv(qenv, tmp_path, ci=3, h=16, w=16, k=7, stride=2, pad=(3, 3, 3, 3), z_in=-128,
+    _, layout, _ = _conv(qenv, tmp_path, ci=3, h=16, w=16, k=7, stride=2, pad=(3, 3, 3, 3), z_in=-128,
                             scale=0.003, seed=3)
     assert layout.arg("data").shape[1] == 1 and layout.arg("weight").shape[-1] == qenv.BLOCK_IN
 
 
 def test_conv_channels_not_multiple_of_block_asymmetric_padding(qenv, tmp_path):
-    spec, layout, _ = _conv(qenv, tmp_path, ci=20, co=24, h=6, w=7, pad=(0, 1, 2, 1), z_in=9, seed=4)
+    _, layout, _ = _conv(qenv, tmp_path, ci=20, co=24, h=6, w=7, pad=(0, 1, 2, 1), z_in=9, seed=4)
     assert layout.arg("out").shape[1] == 2 and layout.unpack(layout.empty_output()).shape == (1, 24, 6, 7)
 
 
@@ -83,7 +83,7 @@ def test_conv_per_channel_and_per_tensor_multipliers(qenv, tmp_path, per_channel
 
 def test_conv_residual_with_its_own_scale_and_relu(qenv, tmp_path):
     res = qnn.ResidualSpec(zero_point=-20, requant=qnn.Requant.from_scale(0.61))
-    _, layout, stats = _conv(qenv, tmp_path, z_in=-128, z_out=-128, clip=(-128, 127), residual=res, seed=7)
+    _, layout, _ = _conv(qenv, tmp_path, z_in=-128, z_out=-128, clip=(-128, 127), residual=res, seed=7)
     assert layout.roles == ["data", "weight", "bias", "residual", "out"]
     res = qnn.ResidualSpec(zero_point=7, requant=qnn.Requant.from_scale(1.9))
     _conv(qenv, tmp_path, z_in=0, z_out=3, clip=(3, 127), residual=res, seed=8)  # relu at z_out = 3
@@ -101,7 +101,7 @@ def test_conv_pow2_requant(qenv, tmp_path):
     wt = rng.integers(-128, 128, size=(16, 16, 3, 3)).astype(np.int8)
     bias = np.zeros(16, dtype=np.int32)
     mod, layout = qnn.build_qconv2d(spec, "qconv_pow2")
-    out, stats = run_op(mod, layout, layout.pack_args(data=x, weight=wt, bias=bias), tmp_path)
+    out, _ = run_op(mod, layout, layout.pack_args(data=x, weight=wt, bias=bias), tmp_path)
     acc = oracle.conv_acc(x, wt, bias, (1, 1), (1, 1, 1, 1), 0)
     want = np.clip(oracle.round_shift(acc, 1, 10), -128, 127).astype(np.int8)  # 0.001 ~ 2**-10
     np.testing.assert_array_equal(layout.unpack(out), want)
@@ -119,7 +119,7 @@ def test_dense(qenv, tmp_path, per_channel):
     bias = rng.integers(-3000, 3000, size=fo).astype(np.int32)
     r = rng.integers(-128, 128, size=(n, fo)).astype(np.int8) if res else None
     mod, layout = qnn.build_qdense(spec, "qdense")
-    out, stats = run_op(mod, layout, layout.pack_args(data=x, weight=w, bias=bias, residual=r), tmp_path)
+    out, _ = run_op(mod, layout, layout.pack_args(data=x, weight=w, bias=bias, residual=r), tmp_path)
     acc = x.astype(np.int64) @ w.astype(np.int64).T + bias
     want = oracle.finish(oracle.requant(acc, spec.requant), 5, (0, 127), r, res)
     np.testing.assert_array_equal(layout.unpack(out), want)

@@ -76,3 +76,36 @@ def test_difference_from_float32_rint_is_at_most_one():
         ref = np.clip(np.rint(acc.astype(np.float32) * np.float32(scale)), -128, 127)
         worst = max(worst, int(np.abs(ours - ref).max()))
     assert worst <= 1
+
+
+def test_specs_reject_bad_input():
+    rq = qnn.Requant.from_scale(0.01)
+    with pytest.raises(ValueError, match="clip"):
+        qnn.QConv2DSpec(1, 16, 16, 8, 8, 3, 3, (1, 1), (1, 1, 1, 1), 0, rq, 0, (0, 200))
+    with pytest.raises(ValueError, match="zero point 128"):
+        qnn.QConv2DSpec(1, 16, 16, 8, 8, 3, 3, (1, 1), (1, 1, 1, 1), 128, rq, 0)
+    with pytest.raises(ValueError, match="3 per-channel multipliers for 16 output channels"):
+        qnn.QConv2DSpec(1, 16, 16, 8, 8, 3, 3, requant=qnn.Requant.from_scale([0.1, 0.2, 0.3]))
+    with pytest.raises(ValueError, match="smaller than the 7x7 kernel"):
+        qnn.QConv2DSpec(1, 3, 16, 4, 4, 7, 7, (2, 2), (1, 1, 1, 1))
+    with pytest.raises(ValueError, match="padding"):
+        qnn.QConv2DSpec(1, 3, 16, 8, 8, 3, 3, (1, 1), (1, -1, 1, 1))
+    with pytest.raises(ValueError, match="per tensor"):
+        qnn.ResidualSpec(0, qnn.Requant.from_scale([0.1, 0.2]))
+    with pytest.raises(ValueError, match="smaller than the pool"):
+        qnn.MaxPoolSpec(1, 16, 8, 8, (3, 3), (2, 2), (3, 3, 3, 3))
+    with pytest.raises(ValueError, match="multipliers must lie"):
+        qnn.Requant(np.array([300]), np.array([8]))
+    # Normalised forms: an int padding is four sides, a pair is symmetric.
+    assert qnn.QConv2DSpec(1, 16, 16, 8, 8, 3, 3, 2, 1).padding == (1, 1, 1, 1)
+    assert qnn.QConv2DSpec(1, 16, 16, 8, 8, 3, 3, (2, 2), (1, 2)).out_shape == (1, 16, 4, 5)
+
+
+def test_host_references_reject_wrong_shapes():
+    spec = qnn.QConv2DSpec(1, 16, 16, 8, 8, 3, 3)
+    with pytest.raises(ValueError, match="data shape"):
+        qnn.qconv2d_np(spec, np.zeros((1, 8, 8, 8), np.int8), np.zeros((16, 16, 3, 3), np.int8), None)
+    res = qnn.ResidualSpec(0, qnn.Requant.identity())
+    spec = qnn.QDenseSpec(2, 16, 4, residual=res)
+    with pytest.raises(ValueError, match="no residual tensor"):
+        qnn.qdense_np(spec, np.zeros((2, 16), np.int8), np.zeros((4, 16), np.int8), None)

@@ -11,8 +11,11 @@
   by ``vta.to_int8`` at the region entry and back by ``vta.to_uint8`` after it; uint8 weights
   with zero point 128 become int8 weights with zero point 0;
 * relu/clip bounds are folded into the spec's clip;
-* with a residual, the convolution requantizes straight to the add's output scale and the
-  residual by its own per-tensor multiplier (Q's fused semantics).
+* with a residual, the layer's own int8 result is rounded and saturated as in the unfused graph
+  (Q's ``IntermediateSpec``) and rescaled to the add's output scale, the residual by its own
+  per-tensor multiplier: the fusion gives the bits of the unfused graph;
+* the requantization gets a pre-shift when the layer's worst accumulator (``255 * sum|w| +
+  |bias|``) can pass 23 bits, so that ``acc * m`` stays inside int32.
 """
 
 from __future__ import annotations
@@ -48,7 +51,8 @@ def _scale(v) -> np.ndarray:
     return np.asarray(v, dtype=np.float64).reshape(-1)
 
 
-def chain_plans(graph: Graph, env: Environment) -> tuple[dict[str, Chain], dict[str, str]]:
+def chain_plans(graph: Graph, env: Environment,
+                pad_limit: float | None = None) -> tuple[dict[str, Chain], dict[str, str]]:
     """The chains to fuse (by the name of their last node) and, for every node left out, why."""
     m = Matcher(graph, env)
     plans: dict[str, Chain] = {}
@@ -60,7 +64,7 @@ def chain_plans(graph: Graph, env: Environment) -> tuple[dict[str, Chain], dict[
         if node.op in ("qnn.conv2d", "qnn.dense"):
             chain, reason = match_core(m, node, claimed)
             if chain is not None:
-                reason = _spec_problem(chain) or reason
+                reason = _spec_problem(chain) or _padding_problem(chain, env, pad_limit) or reason
                 if reason != "supported":
                     chain = None
         elif node.op == "qnn.add":
@@ -80,6 +84,20 @@ def chain_plans(graph: Graph, env: Environment) -> tuple[dict[str, Chain], dict[
     return plans, reasons
 
 
+def _padding_problem(chain: Chain, env: Environment, pad_limit: float | None) -> str | None:
+    """A reason to keep the layer on the CPU when channel padding costs more than ``pad_limit``."""
+    if pad_limit is None:
+        return None
+    x, w = chain.core.inputs
+    cin, cout = x.type.shape[1], w.type.shape[0]
+    pin, pout = -(-cin // env.BLOCK_IN) * env.BLOCK_IN, -(-cout // env.BLOCK_OUT) * env.BLOCK_OUT
+    cost = (pin * pout) / (cin * cout)
+    if cost > pad_limit:
+        return (f"channels {cin}->{cout} padded to {pin}->{pout} would cost {cost:.1f}x the MACs "
+                f"(more than pad_limit={pad_limit:g}): on the CPU")
+    return None
+
+
 def _spec_problem(chain: Chain) -> str | None:
     """A reason the multipliers cannot be represented (Q's Requant), or None."""
     try:
@@ -94,13 +112,14 @@ def _requant_scales(chain: Chain):
 
     rq = chain.requant
     if chain.add is not None:
-        out_scale = _scale(chain.add.attrs["output_scale"])
-        core_is_lhs = chain.add.inputs[0] == rq.output
-        r_scale = _scale(chain.add.attrs["rhs_scale" if core_is_lhs else "lhs_scale"])
-        Requant.from_scale(r_scale / out_scale)
-    else:
-        out_scale = _scale(rq.attrs["output_scale"])
-    return Requant.from_scale(_scale(rq.attrs["input_scale"]) / out_scale)
+        a = chain.add.attrs
+        out_scale = _scale(a["output_scale"])
+        Requant.from_scale(_scale(a["rhs_scale"]) / out_scale)
+        Requant.from_scale(_scale(a["lhs_scale"]) / out_scale)
+        mine = "lhs" if chain.add.inputs[0] == rq.output else "rhs"
+        if int(a[f"{mine}_zero_point"]) != int(rq.attrs["output_zero_point"]):
+            raise ValueError("the add's zero point of the layer's result differs from the requantize's")
+    return Requant.from_scale(_scale(rq.attrs["input_scale"]) / _scale(rq.attrs["output_scale"]))
 
 
 class FuseAccelerator:
@@ -116,15 +135,20 @@ class FuseAccelerator:
 
     name = "FuseAccelerator"
 
-    def __init__(self, env: Environment | None = None, requant_mode: str = "fixed"):
+    def __init__(self, env: Environment | None = None, requant_mode: str = "fixed",
+                 pad_limit: float | None = None, residual_rounding: str = "intermediate"):
+        if residual_rounding not in ("intermediate", "direct"):
+            raise ValueError(f"residual_rounding must be 'intermediate' or 'direct', got {residual_rounding!r}")
+        self.residual_rounding = residual_rounding
         self.env = env
         self.requant_mode = requant_mode
+        self.pad_limit = pad_limit
         #: Why each matchable node of the last graph was not fused (node name -> reason).
         self.reasons: dict[str, str] = {}
 
     def __call__(self, graph: Graph) -> Graph:
         env = self.env or get_env()
-        plans, reasons = chain_plans(graph, env)
+        plans, reasons = chain_plans(graph, env, self.pad_limit)
         self.reasons.clear()
         self.reasons.update(reasons)
         absorbed = {n.name for c in plans.values() for n in c.nodes[:-1]}
@@ -168,6 +192,11 @@ class FuseAccelerator:
 
         return Requant.from_scale(scale, mode=self.requant_mode, acc_bits=acc_bits)
 
+    def _intermediate(self, zero_point: int, clip: tuple[int, int], scale: np.ndarray):
+        from ...topi.qnn import IntermediateSpec
+
+        return IntermediateSpec(int(zero_point), self._requant(scale), clip)
+
     def _residual(self, zero_point: int, scale: np.ndarray):
         from ...topi.qnn import ResidualSpec
 
@@ -187,31 +216,42 @@ class FuseAccelerator:
         x, dx = self._to_int8(rw, core.inputs[0])
         zx = int(core.attrs["input_zero_point"]) + dx
         w = rw.params[core.inputs[1].name].astype(np.int64) - int(core.attrs["kernel_zero_point"])
-        bias = np.zeros(w.shape[0], dtype=np.int64)
+        bias_model = np.zeros(w.shape[0], dtype=np.int64)
         if c.bias is not None:
-            bias += rw.params[rw.map(c.bias.inputs[1]).name].astype(np.int64)
-        bias -= zx * w.reshape(w.shape[0], -1).sum(axis=1)
+            bias_model += rw.params[rw.map(c.bias.inputs[1]).name].astype(np.int64)
+        bias = bias_model - zx * w.reshape(w.shape[0], -1).sum(axis=1)
         if np.abs(bias).max(initial=0) >= 2 ** 31:
             raise ValueError(f"node {core.name!r}: the folded bias does not fit int32")
         last_q = c.add if c.add is not None else rq
         out_dtype = last_q.output_type.dtype
         doff = -128 if out_dtype == "uint8" else 0
         lo, hi = fold_clip(c.activations, out_dtype)
-        residual_spec, residual_val = None, None
+        # the largest |accumulator| any input gives: |x - z_x| <= 255 on every tap, plus the model's bias
+        worst = int((np.abs(w).reshape(w.shape[0], -1).sum(axis=1) * 255 + np.abs(bias_model)).max(initial=1))
+        acc_bits = min(worst.bit_length(), 32)
+        residual_spec = residual_val = intermediate = None
         if c.add is not None:
             a = c.add.attrs
             out_scale, z_out = _scale(a["output_scale"]), int(a["output_zero_point"])
-            core_is_lhs = c.add.inputs[0] == rq.output
-            side = "rhs" if core_is_lhs else "lhs"
+            mine, other = ("lhs", "rhs") if c.add.inputs[0] == rq.output else ("rhs", "lhs")
             residual_val, dr = self._to_int8(rw, c.residual)
-            residual_spec = self._residual(int(a[f"{side}_zero_point"]) + dr, _scale(a[f"{side}_scale"]) / out_scale)
+            residual_spec = self._residual(int(a[f"{other}_zero_point"]) + dr, _scale(a[f"{other}_scale"]) / out_scale)
+            if self.residual_rounding == "intermediate":
+                # the layer's own int8 result, rounded and saturated as the unfused graph does, then rescaled
+                y_dtype = rq.output_type.dtype
+                y_off = -128 if y_dtype == "uint8" else 0
+                y_lo, y_hi = _dtype_range(y_dtype)
+                intermediate = self._intermediate(int(a[f"{mine}_zero_point"]) + y_off, (y_lo + y_off, y_hi + y_off),
+                                                  _scale(a[f"{mine}_scale"]) / out_scale)
+                requant = self._requant(_scale(rq.attrs["input_scale"]) / _scale(rq.attrs["output_scale"]), acc_bits)
+            else:
+                # straight to the add's output scale: one rounding, no intermediate saturation
+                requant = self._requant(_scale(rq.attrs["input_scale"]) / out_scale, acc_bits)
         else:
             out_scale, z_out = _scale(rq.attrs["output_scale"]), int(rq.attrs["output_zero_point"])
-        # the largest |accumulator| any input can give: |x - z_x| <= 255 on every tap
-        worst = int((np.abs(w).reshape(w.shape[0], -1).sum(axis=1) * 255 + np.abs(bias)).max(initial=1))
-        requant = self._requant(_scale(rq.attrs["input_scale"]) / out_scale, acc_bits=min(worst.bit_length(), 32))
+            requant = self._requant(_scale(rq.attrs["input_scale"]) / out_scale, acc_bits)
         common = dict(input_zero_point=zx, requant=requant, output_zero_point=z_out + doff,
-                      clip=(lo + doff, hi + doff), residual=residual_spec)
+                      clip=(lo + doff, hi + doff), residual=residual_spec, intermediate=intermediate)
         xs = x.type.shape
         if c.kind == "conv2d":
             pad = core.attrs["padding"]

@@ -5,6 +5,7 @@ An activation that comes from another accelerator operator is already packed and
 is; one from the CPU (or a graph input) passes through one ``layout_transform`` (shared by all
 readers) that packs and zero-pads its channels; a packed result read by the CPU or returned by
 the graph passes through one ``layout_transform`` that unpacks and crops to the logical channels.
+A batch that is not a multiple of BATCH is padded the same way (and cropped at the exit).
 This is what upstream's ``graph_pack`` did for Relay, minus its reliance on start/stop names.
 """
 
@@ -41,7 +42,7 @@ class PackLayout:
         rw = Rewriter(graph)
         packed_in: dict[str, Value] = {}   # plain value name -> its packed form
         plain_out: dict[str, Value] = {}   # packed value name -> its plain form
-        logical: dict[str, int] = {}       # packed value name -> logical channels
+        logical: dict[str, tuple[int, int]] = {}   # packed value name -> logical (batch, channels)
 
         def plain(v: Value) -> Value:
             v = rw.map(v)
@@ -49,9 +50,10 @@ class PackLayout:
                 return v
             if v.name not in plain_out:
                 base, _, _ = parse_layout(_layout_of(v, b, c))
+                batch, channels = logical[v.name]
                 plain_out[v.name] = rw.emit("layout_transform", [v], dict(
-                    src_layout=_layout_of(v, b, c), dst_layout=base, channels=logical[v.name]),
-                    rw.fresh(f"{v.name}_unpack"))
+                    src_layout=_layout_of(v, b, c), dst_layout=base, channels=channels,
+                    batch=batch if batch % b else None), rw.fresh(f"{v.name}_unpack"))
             return plain_out[v.name]
 
         def packed(v: Value, layout: str) -> Value:
@@ -61,7 +63,7 @@ class PackLayout:
             if v.name not in packed_in:
                 base, _, _ = parse_layout(layout)
                 packed_in[v.name] = rw.emit("layout_transform", [v], dict(
-                    src_layout=base, dst_layout=layout, channels=None), rw.fresh(f"{v.name}_pack"))
+                    src_layout=base, dst_layout=layout), rw.fresh(f"{v.name}_pack"))
             return packed_in[v.name]
 
         for node in graph.nodes:
@@ -77,7 +79,7 @@ class PackLayout:
                 channels = node.output_type.shape[1]
             out = rw.emit(node.op, inputs, dict(node.attrs, layout=layout, channels=int(channels)), node.name)
             rw.subst[node.name] = out
-            logical[out.name] = int(channels)
+            logical[out.name] = (int(node.attrs["spec"].batch), int(channels))
         outputs = [plain(v) for v in graph.outputs]
         return rw.finish(outputs)
 

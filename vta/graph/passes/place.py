@@ -80,14 +80,14 @@ class PlaceDevices:
 
     @staticmethod
     def _vta_reason(node, graph: Graph, env: Environment) -> str:
+        notes = []
         spec = node.attrs["spec"]
-        x = node.inputs[0]
-        producer = graph.producer(x)
+        producer = graph.producer(node.inputs[0])
         if node.op == "vta.conv2d" and producer is not None and producer.op == "layout_transform":
             logical = producer.inputs[0].type.shape[1]
             padded = round_up(logical, env.BLOCK_IN)
             if padded > logical:
-                return (f"supported; {logical} input channels padded to {padded} "
-                        f"({padded / logical:.1f}x the MACs of the layer)")
-        del spec
-        return "supported"
+                notes.append(f"{logical} input channels padded to {padded} ({padded / logical:.1f}x the MACs of the layer)")
+        if spec.batch % env.BATCH:
+            notes.append(f"batch {spec.batch} padded to {round_up(spec.batch, env.BATCH)} (BATCH={env.BATCH})")
+        return "; ".join(["supported"] + notes)

@@ -72,8 +72,8 @@ class Matcher:
             v = nxt.output
 
     def _batch_ok(self, n: int) -> str | None:
-        if n % self.env.BATCH:
-            return f"batch {n} is not a multiple of the accelerator's BATCH={self.env.BATCH}"
+        """Every batch fits: one that is not a multiple of BATCH is padded at the region borders."""
+        del n
         return None
 
 
