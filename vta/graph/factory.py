@@ -108,6 +108,13 @@ class GraphExecutorModule(Module):
     def __repr__(self) -> str:
         return f"Module(type_key='GraphExecutor', executor={type(self.executor).__name__})"
 
+    def close(self) -> None:
+        """Release the executor's device arrays (when it has ``close``) and the module (idempotent)."""
+        closer = getattr(self.executor, "close", None)
+        if callable(closer) and not self._closed:
+            closer()
+        super().close()
+
 
 def executor_module(executor: Any) -> Module:
     """``executor`` itself when it is a Module, else a :class:`GraphExecutorModule` around it."""

@@ -7,7 +7,8 @@ from typing import Any
 from .. import runtime
 from ..errors import RPCError
 
-__all__ = ["load_module", "get_global_func", "make_device", "nd_empty", "is_ndarray", "is_module", "is_packed_func"]
+__all__ = ["load_module", "get_global_func", "make_device", "nd_empty", "is_ndarray", "is_module", "is_packed_func",
+           "packed", "register"]
 
 
 def load_module(path: str) -> Any:
@@ -62,3 +63,13 @@ def is_packed_func(value: Any) -> bool:
 
 def is_module(value: Any) -> bool:
     return isinstance(value, runtime.Module)
+
+
+def packed(func: Any, name: str) -> Any:
+    """``func`` as a :class:`vta.runtime.PackedFunc` (so a session can hand it out as a handle)."""
+    return runtime.PackedFunc(func, name=name)
+
+
+def register(name: str, func: Any) -> None:
+    """Register ``func`` as the global function ``name`` (replacing an earlier registration)."""
+    runtime.register_func(name, func, override=True)

@@ -74,6 +74,33 @@ class RemoteModule(_Remote):
         """Call the module's entry function."""
         return self._session._request("module_function", module=self, name=None)(*args)
 
+    def time_evaluator(self, func_name: str, dev: Any = None, number: int = 10, repeat: int = 1,
+                       min_repeat_ms: float = 0.0):
+        """A closure timing ``func_name`` on the server (``Module.time_evaluator`` there).
+
+        Returns
+        -------
+        callable
+            ``evaluator(*args) -> ProfileResult`` (``mean`` and ``results`` in seconds, measured
+            in the server's process, the connection excluded).
+
+        Raises
+        ------
+        RPCError
+            If the server has no such function or the arguments are invalid.
+        """
+        from ..runtime.module import ProfileResult
+
+        del dev
+        remote = self._session.get_function("runtime.RPCTimeEvaluator")(self, func_name, number, repeat,
+                                                                          min_repeat_ms)
+
+        def evaluator(*args: Any) -> ProfileResult:
+            mean, results = remote(*args)
+            return ProfileResult(float(mean), tuple(float(r) for r in results))
+
+        return evaluator
+
     def __repr__(self) -> str:
         return f"<RemoteModule handle={self._handle}>"
 

@@ -40,6 +40,27 @@ __all__ = ["SessionHandler"]
 
 log = logging.getLogger(__name__)
 
+def _time_evaluator(module: Any, func_name: str, number: int = 10, repeat: int = 1,
+                    min_repeat_ms: float = 0.0) -> Any:
+    """``runtime.RPCTimeEvaluator``: a function timing ``func_name`` of ``module`` in this process.
+
+    What ``RemoteModule.time_evaluator`` calls on the server, so the timing excludes the
+    connection. The returned function gives ``[mean, [seconds per round, ...]]``.
+
+    Raises
+    ------
+    RPCError
+        If ``module`` is not a module.
+    """
+    if not _runtime.is_module(module):
+        raise RPCError(f"runtime.RPCTimeEvaluator needs a module, got {module!r}")
+    evaluator = module.time_evaluator(func_name, None, number=int(number), repeat=int(repeat),
+                                      min_repeat_ms=float(min_repeat_ms))
+    return _runtime.packed(lambda *args: list(evaluator(*args)), "time_evaluator")
+
+
+_runtime.register("runtime.RPCTimeEvaluator", _time_evaluator)
+
 #: One command queue, one DRAM arena and one device serve every session of the process, so the
 #: sessions' operations run one at a time (each session still has its own thread and files).
 _RUNTIME_LOCK = threading.Lock()

@@ -12,6 +12,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import vta
+
 from vta import rpc
 from vta.errors import ModuleLoadError, RPCError
 from vta.rpc.server import Server
@@ -81,8 +83,19 @@ def test_socket_server(net, server):
         m.set_input(net.input_name, net.x)
         m.run()
         np.testing.assert_array_equal(m.get_output(0).numpy(), net.expected)
+        m.set_input(net.input_name, np.zeros_like(net.x))
+        m.set_input(net.input_name, vta.runtime.array(net.x))   # a local array is sent by value
+        m.run()
+        np.testing.assert_array_equal(m.get_output(0).numpy(), net.expected)
+        remote_x = vta.runtime.array(net.x, remote.cpu(0))         # an array already on the server
+        m.set_input(**{net.input_name: remote_x})
+        m.run()
+        np.testing.assert_array_equal(m.get_output(0).numpy(), net.expected)
         result = m.benchmark(number=1, repeat=2)
         assert len(result.results) == 2 and result.mean > 0
+        timer = m.module.time_evaluator("run", remote.ext_dev(0), number=2, repeat=3)
+        cost = timer()
+        assert len(cost.results) == 3 and cost.mean > 0
         with pytest.raises(RPCError, match="ParamFormatError"):
             m.load_params(b"\x00" * 12)
         with pytest.raises(RPCError, match="belongs to another session"):

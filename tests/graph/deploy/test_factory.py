@@ -149,3 +149,13 @@ def test_corrupt_payload_array_magic(factory):
     blob[at] ^= 0xFF
     with pytest.raises(ModuleLoadError, match=rf"magic of array 0 \('p'\).*\(at byte {at} "):
         GraphExecutorFactoryModule.load_from_binary(bytes(blob))
+
+
+def test_executor_module_close_releases_the_executor(factory, env):
+    mod = factory["default"](ext_dev(0))
+    mod.set_input("x", netlib.make_input(env))
+    mod.run()
+    mod.close()
+    mod.close()
+    with pytest.raises(TVMError, match="closed"):
+        mod["run"]

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from ...graph.factory import executor_module, pick_device
-from ...runtime import Module, cpu
+from ...runtime import Module, NDArray, cpu
 from ...runtime import array as nd_array
 from ...runtime.module import ProfileResult
 from .._missing import missing
@@ -133,7 +133,7 @@ class GraphModule:
         """Time ``func_name`` (TVM's ``GraphModule.benchmark``): ``repeat`` rounds of ``number`` runs.
 
         ``end_to_end`` is accepted and ignored (inputs are already on the device side).
-        Remote modules are timed from this side, RPC round trips included.
+        Remote modules are timed in the server's process.
 
         Raises
         ------
@@ -155,14 +155,15 @@ class GraphModule:
 
 def time_evaluator(module: Any, func_name: str, dev: Any = None, number: int = 10, repeat: int = 1,
                    min_repeat_ms: float = 0.0):
-    """``module.time_evaluator`` for local modules; for remote ones, the same timing from this side.
+    """``module.time_evaluator`` (local modules, and remote ones timed in the server's process); for a
+    module without it, the same timing from this side.
 
     Raises
     ------
     ValueError
         If ``number`` or ``repeat`` is below 1 or ``min_repeat_ms`` is negative.
     """
-    if isinstance(module, Module):
+    if isinstance(module, Module) or hasattr(module, "time_evaluator"):  # local, or timed on the server
         return module.time_evaluator(func_name, dev, number=number, repeat=repeat, min_repeat_ms=min_repeat_ms)
     if number < 1 or repeat < 1 or min_repeat_ms < 0:
         raise ValueError(f"time_evaluator needs number >= 1, repeat >= 1, min_repeat_ms >= 0, got "
@@ -195,7 +196,10 @@ def _is_remote_module(value: Any) -> bool:
 
 
 def _plain(value: Any) -> Any:
-    """Values crossing to an executor: NumPy arrays stay, NDArrays stay, lists become arrays."""
+    """Values handed to an executor (maybe remote): local NDArrays and lists become NumPy arrays,
+    remote arrays stay handles."""
+    if isinstance(value, NDArray):
+        return value.numpy()
     if isinstance(value, (list, tuple, int, float)):
         return np.asarray(value)
     return value
