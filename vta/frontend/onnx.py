@@ -25,8 +25,10 @@ never one unit more. On the accelerator, requantization is fixed point (``vta.to
 a multiplier of at most 8 significant bits, then a rounding shift; the host kernels use the same
 definition), so an output can move by one unit where ``acc*M`` lies near a rounding boundary or
 the 8-bit multiplier's relative error (up to 2^-9) crosses one: measured 96% of a convolution's
-outputs equal and the rest one apart; a rescaling Add requantizes both inputs (72% equal, up to
-two apart). Top-1 classes agree (digits: the same accuracy, 0.9889, on all 360 test images).
+outputs equal and the rest one apart; in a residual block the convolution's rounding and the
+Add's rescaling of both inputs add up (82% equal, rarely up to three apart). Top-1 classes agree
+(digits: the same accuracy as onnxruntime's, 0.9889, on all 360 test images; ResNet-18: the same
+top-5).
 """
 
 from __future__ import annotations
