@@ -1,7 +1,8 @@
-"""The ``python -m vta`` command line: run and disassemble program packs, run the demo.
+"""The ``python -m vta`` command line: run int8 ONNX models, run and disassemble program packs, run the demo.
 
 Commands::
 
+    python -m vta run [MODEL.onnx|digits] [--input x.npy] [--target sim|tsim|model] [--config FILE] [--batch N]
     python -m vta run PACK [--seed N] [--trace] [--json] [--target sim|tsim]
     python -m vta disasm PACK
     python -m vta demo [--config PATH] [--seed N] [--save-pack DIR] [--json] [--target sim|tsim]
@@ -122,7 +123,74 @@ def _report(pack: Pack, result: tuple[dict, dict, list], as_json: bool, out: Tex
     return 0 if ok else 1
 
 
+def _is_model(arg: Path | None) -> bool:
+    return arg is None or str(arg) == "digits" or arg.suffix.lower() == ".onnx"
+
+
+def _cmd_run_model(args, out: TextIO) -> int:
+    """``run MODEL.onnx`` / ``run`` / ``run digits``: an int8 ONNX model on a simulator."""
+    import numpy as np
+
+    from .models import runner
+
+    if args.seed is not None or args.trace or args.json:
+        raise VTAError("--seed, --trace and --json apply to program packs, not to models")
+    if args.batch is not None and args.batch < 1:
+        raise VTAError(f"--batch must be positive, got {args.batch!r}")
+    env = Environment({**load_config(args.config), **({"TARGET": args.target} if args.target else {})})
+    if args.pack is None or str(args.pack) == "digits":
+        if args.input is not None:
+            raise VTAError("--input applies to a model file; the digits model runs on its own test images")
+        res = runner.run_digits(env, out, batch=args.batch or 1, limit=args.limit)
+        built = res["built"]
+        out.write(f"digits (bundled int8 CNN, scikit-learn 8x8 digits) on {env.TARGET} ({env.BITSTREAM}), "
+                  f"batch {args.batch or 1}\n")
+        out.write(runner.format_layers(built) + "\n")
+        ort = res["onnxruntime_int8_accuracy"]
+        out.write(f"built in {res['build_s']:.2f} s; {res['images']} test images in {res['run_s']:.2f} s "
+                  f"({res['images_per_s']:.1f} images/s)\n")
+        out.write(f"top-1 accuracy: {res['accuracy']:.4f} ({res['images']} images; onnxruntime int8: "
+                  f"{'n/a' if ort is None else f'{ort:.4f}'})\n")
+        built.close()
+        return 0
+    sys.stderr.write(f"importing and building {args.pack} for {env.TARGET} ...\n")
+    built = runner.build(args.pack, env, batch=args.batch)
+    try:
+        if args.input is not None:
+            x = np.load(args.input)
+            if args.batch is None and x.shape != built.input_shape and x.shape == built.input_shape[1:]:
+                x = x[None]
+        else:
+            rng = np.random.default_rng(0)
+            x = rng.standard_normal(built.input_shape).astype(np.float32) if built.input_dtype.startswith("float") \
+                else rng.integers(0, 100, built.input_shape).astype(built.input_dtype)
+            out.write(f"(no --input: a random {built.input_dtype} input of shape {built.input_shape}, seed 0)\n")
+        sys.stderr.write(f"built in {built.build_s:.2f} s; running on {env.TARGET} ...\n")
+        try:
+            outputs = runner.run(built, x)
+        except ValueError as exc:
+            raise VTAError(str(exc)) from exc
+        out.write(f"{args.pack} on {env.TARGET} ({env.BITSTREAM}); built in {built.build_s:.2f} s\n")
+        for i, y in enumerate(outputs):
+            out.write(f"output {i}: {y.dtype}{list(y.shape)}\n")
+            if y.ndim == 2 and y.shape[1] >= 2:
+                out.write(runner.format_top5(y) + "\n")
+            else:
+                out.write(np.array2string(y.reshape(-1)[:16], precision=4) + (" ...\n" if y.size > 16 else "\n"))
+        out.write(runner.format_layers(built) + "\n")
+    finally:
+        built.close()
+    return 0
+
+
 def _cmd_run(args, out: TextIO) -> int:
+    if _is_model(args.pack):
+        return _cmd_run_model(args, out)
+    for flag in ("input", "config", "batch"):
+        if getattr(args, flag) is not None:
+            raise VTAError(f"--{flag} applies to ONNX models (MODEL.onnx), not to program packs")
+    if args.target == "model":
+        raise VTAError("program packs run on sim or tsim, not on the cycle model target")
     pack = Pack.load(args.pack)
     result = execute(pack, seed=args.seed, trace=args.trace, target=args.target)
     return _report(pack, result, args.json, out, str(args.pack), args.target or pack.env.TARGET)
@@ -158,13 +226,21 @@ def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m vta", description="Run VTA program packs and the demo on a simulator.")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    run = sub.add_parser("run", help="run a program pack on its configuration's target and check it")
-    run.add_argument("pack", type=Path, metavar="PACK", help="pack directory")
+    run = sub.add_parser("run", help="run an int8 ONNX model (default: the bundled digits model) or a program pack")
+    run.add_argument("pack", type=Path, nargs="?", default=None, metavar="MODEL.onnx|digits|PACK",
+                     help="an int8 ONNX model, 'digits' (the default: the bundled digits classifier on its "
+                          "test images), or a program pack directory")
+    run.add_argument("--input", type=Path, default=None, help="model input as a .npy file (default: random)")
+    run.add_argument("--config", type=Path, default=None,
+                     help="configuration file for a model (default: $VTA_CONFIG, else the shipped default)")
+    run.add_argument("--batch", type=int, default=None, help="run a model with this batch size")
+    run.add_argument("--limit", type=int, default=None, help=argparse.SUPPRESS)
     run.add_argument("--seed", type=int, default=None, help="run a seeded random interleaving allowed by the tokens")
     run.add_argument("--trace", action="store_true", help="ask the simulator for a trace of the run")
     run.add_argument("--json", action="store_true", help="print the result as one JSON object")
-    run.add_argument("--target", choices=SUPPORTED_TARGETS, default=None,
-                     help="run on this target instead of the configuration's TARGET")
+    run.add_argument("--target", choices=SUPPORTED_TARGETS + ("model",), default=None,
+                     help="run on this target instead of the configuration's TARGET (model: the cycle "
+                          "model, for ONNX models)")
     run.set_defaults(func=_cmd_run)
 
     dis = sub.add_parser("disasm", help="print a pack's instruction stream in the upstream dump format")
@@ -216,7 +292,7 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
         return 0 if exc.code in (0, None) else 2
     try:
         return args.func(args, out)
-    except (VTAError, OSError) as exc:
+    except (VTAError, OSError, ValueError) as exc:
         lines = str(exc).splitlines() or [repr(exc)]
         sys.stderr.write(f"vta: error: {type(exc).__name__}: {lines[0]}\n")
         return 2

@@ -102,3 +102,21 @@ class GraphError(VTAError, ValueError):
 class UnsupportedOperatorError(GraphError):
     """No device (neither the accelerator nor the host) can run an operator; the message names
     the node and the operator."""
+
+
+class FrontendError(VTAError, ValueError):
+    """A model cannot be imported: a malformed or truncated file, an operator or opset the
+    importer does not know, a float model that was not quantized, or an input shape it cannot
+    fix. The message names the node, operator and opset (or the input) concerned.
+
+    Attributes
+    ----------
+    node, op_type : str or None
+        The offending ONNX node and its operator, when one is concerned.
+    """
+
+    def __init__(self, message: str, node: str | None = None, op_type: str | None = None):
+        super().__init__(message)
+        self.node = node
+        self.op_type = op_type
+

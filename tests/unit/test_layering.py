@@ -41,6 +41,7 @@ LAYERS = (
     "topi",       # operators and schedules
     "graph",      # whole networks: graph IR, passes, executor
     "frontend",   # model import
+    "models",     # the ResNet-18 builder, the quantize helper, the bundled digits model
     "demo",       # the hand-written demo program
     "tvm",        # TVM-name compatibility namespace
     "vta",        # the package's __init__

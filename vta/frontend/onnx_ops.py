@@ -1,0 +1,53 @@
+"""The table of ONNX operators the importer converts: ``(domain, op_type) -> converter``."""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from .onnx_qdq import (_add, _avgpool, _binary_float, _cast, _clip, _concat, _constant, _conv, _dequantize_linear,
+                       _flatten, _gap, _gemm, _identity, _matmul, _maxpool, _quantize_linear, _reduce_mean,
+                       _relu, _reshape, _softmax, _squeeze_like, _transpose)
+from .onnx_qop import (_conv_integer, _matmul_integer, _qgemm, _qlinear_add, _qlinear_avgpool, _qlinear_concat,
+                       _qlinear_conv, _qlinear_gap, _qlinear_matmul)
+
+__all__ = ["SUPPORTED_OPS"]
+
+#: (domain, op_type) -> converter.
+SUPPORTED_OPS: dict[tuple[str, str], Callable] = {
+    ("", "QuantizeLinear"): _quantize_linear,
+    ("", "DequantizeLinear"): _dequantize_linear,
+    ("", "Conv"): _conv,
+    ("", "Gemm"): _gemm,
+    ("", "MatMul"): _matmul,
+    ("", "Add"): _add,
+    ("", "Sub"): _binary_float("subtract"),
+    ("", "Mul"): _binary_float("multiply"),
+    ("", "Relu"): _relu,
+    ("", "Clip"): _clip,
+    ("", "MaxPool"): _maxpool,
+    ("", "AveragePool"): _avgpool,
+    ("", "GlobalAveragePool"): _gap,
+    ("", "ReduceMean"): _reduce_mean,
+    ("", "Flatten"): _flatten,
+    ("", "Reshape"): _reshape,
+    ("", "Squeeze"): _squeeze_like(False),
+    ("", "Unsqueeze"): _squeeze_like(True),
+    ("", "Transpose"): _transpose,
+    ("", "Concat"): _concat,
+    ("", "Softmax"): _softmax,
+    ("", "Identity"): _identity,
+    ("", "Constant"): _constant,
+    ("", "Cast"): _cast,
+    ("", "QLinearConv"): _qlinear_conv,
+    ("", "QLinearMatMul"): _qlinear_matmul,
+    ("", "ConvInteger"): _conv_integer,
+    ("", "MatMulInteger"): _matmul_integer,
+    ("com.microsoft", "QLinearAdd"): _qlinear_add,
+    ("com.microsoft", "QLinearGlobalAveragePool"): _qlinear_gap,
+    ("com.microsoft", "QLinearAveragePool"): _qlinear_avgpool,
+    ("com.microsoft", "QLinearConcat"): _qlinear_concat,
+    ("com.microsoft", "QGemm"): _qgemm,
+}
+for _domain, _op in list(SUPPORTED_OPS):
+    if _domain == "":
+        SUPPORTED_OPS[("ai.onnx", _op)] = SUPPORTED_OPS[(_domain, _op)]

@@ -1,0 +1,13 @@
+"""Models shipped with the package: the ResNet-18 builder, the quantize helper (onnxruntime's
+quantizer with a calibration reader) and the bundled int8 digits classifier.
+
+``onnx`` and ``onnxruntime`` are the optional extra ``vta[onnx]``; they are imported only when a
+function needs them.
+"""
+
+from .digits import DIGITS_MODEL, DIGITS_TEST, digits_model_path, load_digits_test
+from .quantize import ArrayCalibrationReader, quantize
+from .resnet import resnet18
+
+__all__ = ["resnet18", "quantize", "ArrayCalibrationReader", "DIGITS_MODEL", "DIGITS_TEST",
+           "digits_model_path", "load_digits_test"]
