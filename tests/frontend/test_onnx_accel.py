@@ -62,23 +62,17 @@ def test_operator_patterns_on_fsim(pattern):
     m = make_model(nodes, [("x", X)], [(out, shape)], inits)
     q = quantize(m, calib(rng, X))
     lsb, _ = _accel_vs_ort(q, rng.standard_normal(X).astype(np.float32))
-    # The accelerator requantizes in fixed point (Requant: a multiplier of at most 8 significant
-    # bits, then a rounding shift), onnxruntime in float32 with rint. The 8-bit multiplier is
-    # off by up to 2^-9 relative, so outputs of ~100 units move by one unit; in the residual
-    # block the conv's own rounding and the add's rescaling of each input add up (measured: one
-    # element of 1024 three units apart).
-    limit = 3 if pattern == "residual" else 1
-    assert lsb.max() <= limit + 1e-3, f"{lsb.max():.2f} units apart"
-    # measured: conv+relu 96.4%, maxpool+gemm 9 of 10, residual block 82% (each add input is
-    # rescaled by its own 8-bit multiplier before the sum): the importer itself matches
-    # onnxruntime on >= 99.9% (test_onnx_ops, through an oracle with onnxruntime's rounding)
-    floor = 0.8 if pattern == "residual" else 0.9
+    # The accelerator requantizes in fixed point (Requant, "fixed" mode: a 15-bit multiplier taken
+    # from onnxruntime's float32 M, an exact product, one rounding half up), onnxruntime in float32
+    # with rint (half to even): an output moves by one unit only where acc*M lies within ~2^-15 of
+    # a rounding boundary. Every pattern stays within one unit. One operator meets the issue's bar
+    # of 99.9% equal; the residual block chains two requantizations (conv2, then the add, whose
+    # rescaled inputs carry conv2's rare one-unit moves), measured 99.8-100% equal over seeds 20-22.
+    assert lsb.max() <= 1 + 1e-3, f"{lsb.max():.2f} units apart"
+    floor = 0.995 if pattern == "residual" else 0.999
     assert np.mean(lsb < 1e-3) >= floor, f"only {np.mean(lsb < 1e-3):.4%} equal"
 
 
-@pytest.mark.xfail(reason="the issue's bar (99.9% of int8 outputs equal to onnxruntime's) needs a wider "
-                          "requantization multiplier than Requant's 8 significant bits; measured 96.4%",
-                   strict=False)
 def test_conv_matches_onnxruntime_to_the_issue_bar():
     rng = np.random.default_rng(20)
     m = make_model([helper.make_node("Conv", ["x", "w", "b"], ["y"], name="conv", kernel_shape=[3, 3], pads=[1] * 4)],

@@ -34,7 +34,8 @@ def conv_int(x, w, zx, stride, pad, bias=None):
 
 
 def fixed_point(acc, scale, axis=1, acc_bits=None, mode="fixed"):
-    """round(acc * scale) in the accelerator's fixed point: ((acc >> p) * m + 2^(s-1)) >> s.
+    """round(acc * scale) in the accelerator's fixed point: (acc * m + 2^(s-1)) >> s, exact with a
+    15-bit m (``fixed``), or ((acc >> p) * m + 2^(s-1)) >> s wrapping to int32 (``fixed8``, ``pow2``).
 
     ``acc_bits`` bounds |acc| (default: the bits of the largest value present)."""
     acc = np.asarray(acc, dtype=np.int64)
@@ -46,8 +47,13 @@ def fixed_point(acc, scale, axis=1, acc_bits=None, mode="fixed"):
     for v in it:
         ch = it.multi_index[axis] if rq.multiplier.size > 1 else 0
         m, s = int(rq.multiplier[ch]), int(rq.shift[ch])
-        t = (int(v) >> rq.pre_shift) * m
-        t = (t + (1 << 31)) % (1 << 32) - (1 << 31)  # int32 wrap of the product
+        if mode == "fixed":
+            # the exact product of a 15-bit multiplier; a shift <= 15 (M >= 1/2) clamps |acc| to 2^15 - 1
+            a = int(v) if s > 15 else max(-32767, min(32767, int(v)))
+            t = a * m
+        else:
+            t = (int(v) >> rq.pre_shift) * m
+            t = (t + (1 << 31)) % (1 << 32) - (1 << 31)  # int32 wrap of the product
         out[it.multi_index] = (t + (1 << (s - 1))) >> s
     return out
 
@@ -61,3 +67,17 @@ def worst_bits(w, bias):
     w = np.asarray(w, dtype=np.int64)
     worst = (np.abs(w).reshape(w.shape[0], -1).sum(axis=1) * 255 + np.abs(np.asarray(bias, np.int64))).max()
     return int(worst).bit_length()
+
+
+def rounded_sum(terms, zp, lo, hi):
+    """The quantized sum of int8 operands, rounded once: ``terms`` is a list of ``(x - z_x,
+    s_x / s_out)``; with 15-bit multipliers ``(m_i, s_i)`` each term is rescaled to ``F = min(15,
+    s_i...)`` fraction bits (``floor(c * m_i / 2^(s_i - F))``), the terms summed and the sum
+    rounded half up."""
+    parts = []
+    for c, scale in terms:
+        rq = Requant.from_scale(np.asarray([scale], dtype=np.float64))
+        parts.append((np.asarray(c, dtype=np.int64), int(rq.multiplier[0]), int(rq.shift[0])))
+    frac = min([15] + [s for _, _, s in parts])
+    total = sum((c * m) >> (s - frac) for c, m, s in parts)
+    return np.clip(((total + (1 << (frac - 1))) >> frac) + zp, lo, hi)

@@ -11,7 +11,7 @@ from vta.runtime import ext_dev
 
 from ..conftest import make_env
 from .nets import basic_block, conv_relu_conv, dense_head
-from .oracle import conv_int, fixed_point, requant, worst_bits
+from .oracle import conv_int, fixed_point, requant, rounded_sum, worst_bits
 
 pytestmark = pytest.mark.native
 
@@ -66,8 +66,8 @@ def oracle_basic_block(g, x):
                  acc_bits=worst_bits(p["wd"], p["bd"]))
     acc2 = conv_int(y1, p["w2"], -5, 1, (1, 1, 1, 1), p["b2"])
     y2 = requant(acc2, 0.9 * 0.01 / 1.1, 2, -128, 127, acc_bits=worst_bits(p["w2"], p["b2"]))
-    # qnn.add: each operand rescaled to the output scale, then the output zero point, relu
-    return np.clip(fixed_point(y2 - 2, 1.1 / 1.3) + fixed_point(yd - 1, 0.7 / 1.3) - 4, 0, 127).astype(np.int8)
+    # qnn.add: both operands rescaled to the output scale and summed, one rounding, the zero point, relu
+    return rounded_sum([(y2 - 2, 1.1 / 1.3), (yd - 1, 0.7 / 1.3)], -4, 0, 127).astype(np.int8)
 
 
 def test_dense_head_with_pooling_flatten_and_softmax(env):
@@ -137,8 +137,7 @@ def test_max_pool_and_standalone_add_on_the_accelerator(env):
     for dy in range(3):
         for dx in range(3):
             pooled = np.maximum(pooled, xp[:, :, dy:dy + 9:2, dx:dx + 9:2])
-    expected = np.clip(fixed_point(pooled + 2, 0.1 / 0.25) + fixed_point(yv.astype(np.int64) - 131, 0.2 / 0.25) + 100,
-                       90, 250)
+    expected = rounded_sum([(pooled + 2, 0.1 / 0.25), (yv.astype(np.int64) - 131, 0.2 / 0.25)], 100, 90, 250)
     np.testing.assert_array_equal(m.get_output(0), expected.astype(np.uint8))
 
 

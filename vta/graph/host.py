@@ -114,16 +114,16 @@ def _requantize(attrs, ins):
 
 
 def _qnn_add(attrs, ins):
+    """The quantized sum as the accelerator computes it (:func:`vta.topi.qnn.add_np`): both
+    operands rescaled to the output scale in fixed point and the sum rounded once."""
+    from ..topi.qnn import Requant, add_np
+
     a, b = ins
     dtype, lo, hi = _out_range(attrs, str(a.dtype))
-    big_lo, big_hi = dtype_range("int32")
     out_scale = _vec(attrs["output_scale"])
-    ra = requantize(a.astype(np.int64) - int(attrs["lhs_zero_point"]), _vec(attrs["lhs_scale"]) / out_scale,
-                    0, big_lo, big_hi)
-    rb = requantize(b.astype(np.int64) - int(attrs["rhs_zero_point"]), _vec(attrs["rhs_scale"]) / out_scale,
-                    0, big_lo, big_hi)
-    total = ra.astype(np.int64) + rb.astype(np.int64) + int(attrs["output_zero_point"])
-    return np.clip(total, lo, hi).astype(dtype)
+    operands = [(x, int(attrs[f"{side}_zero_point"]), Requant.from_scale(_vec(attrs[f"{side}_scale"]) / out_scale))
+                for x, side in ((a, "lhs"), (b, "rhs"))]
+    return add_np(operands, int(attrs["output_zero_point"]), lo, hi).astype(dtype)
 
 
 def _offset(delta: int, dtype: str) -> Kernel:
