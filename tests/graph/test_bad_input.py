@@ -58,3 +58,21 @@ def test_malformed_json_and_missing_function():
                      "storage_id": ["list_int", [0, 1]]}}
     with pytest.raises(GraphError, match="'vta_f'"):
         GraphModule(json.dumps(doc), None)
+
+
+def test_storage_plan_reuses_dead_results(env):
+    b = GraphBuilder()
+    x = b.input("x", (2, 3), "float32")
+    a = b.nn.relu(x, name="a")
+    c = b.nn.relu(a, name="b")
+    d = b.nn.relu(c, name="c")
+    g = b.finish(b.nn.softmax(d, name="d"))
+    graph_json, lib, _ = compile(g, env=env)
+    doc = json.loads(graph_json)
+    assert [n["name"] for n in doc["nodes"]] == ["x", "a", "b", "c", "d"]
+    assert doc["attrs"]["storage_id"][1] == [0, 1, 2, 1, 3]   # c reuses a's storage; inputs/outputs their own
+    m = GraphModule(graph_json, lib)
+    v = np.array([[-1, 0, 1], [2, -3, 4]], np.float32)
+    m.run(x=v)
+    e = np.exp(np.maximum(v, 0))
+    np.testing.assert_allclose(m.get_output(0), e / e.sum(axis=1, keepdims=True), rtol=1e-6)

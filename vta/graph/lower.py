@@ -115,6 +115,32 @@ class _JsonWriter:
         self.dtypes.append(str(dtype))
         return idx
 
+    def storage_ids(self, heads: list[int]) -> list[int]:
+        """A storage plan: an operator's result reuses the storage of an earlier result of the same
+        shape and dtype whose last reader has run; inputs, parameters and outputs keep their own."""
+        last_read: dict[int, int] = {}
+        for i, node in enumerate(self.nodes):
+            for j, _, _ in node["inputs"]:
+                last_read[j] = i
+        pinned = set(heads) | set(self.arg_nodes)
+        free: dict[tuple, list[int]] = {}
+        sids: list[int] = []
+        count = 0
+        for i, node in enumerate(self.nodes):
+            key = (tuple(self.shapes[i]), self.dtypes[i])
+            pool = free.get(key)
+            if i not in pinned and pool:
+                sids.append(pool.pop())
+            else:
+                sids.append(count)
+                count += 1
+            # the inputs whose last reader this is free their storage (after the output took one,
+            # so an operator never writes over its own input)
+            for j in dict.fromkeys(j for j, _, _ in node["inputs"]):
+                if last_read.get(j) == i and j not in pinned:
+                    free.setdefault((tuple(self.shapes[j]), self.dtypes[j]), []).append(sids[j])
+        return sids
+
     def dump(self, heads: list[int]) -> str:
         n = len(self.nodes)
         return json.dumps({
@@ -125,7 +151,7 @@ class _JsonWriter:
             "attrs": {
                 "shape": ["list_shape", self.shapes],
                 "dltype": ["list_str", self.dtypes],
-                "storage_id": ["list_int", list(range(n))],
+                "storage_id": ["list_int", self.storage_ids(heads)],
             },
         })
 
