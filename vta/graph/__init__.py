@@ -1,15 +1,22 @@
-"""Whole networks: the graph IR, its passes, the host kernels, lowering and the executor.
+"""Whole networks: the graph IR, its passes, the host kernels, lowering, the executor and deployment.
 
 ``GraphBuilder`` builds a :class:`Graph`; :func:`compile` runs the pass pipeline and lowers the
 accelerator nodes, giving TVM's graph JSON, a library module and the parameters that
-:class:`vta.graph.executor.GraphModule` runs (not imported here: the executor loads
-``vta.graph.params`` lazily, which must not import the package back).
+:class:`vta.graph.executor.GraphModule` runs. :func:`build` wraps it into an executor factory
+(TVM's ``relay.build`` result: ``export_library``, ``["default"](dev)``), and the parameters
+travel in TVM's byte layout (:func:`save_param_dict`, :func:`load_param_dict`). The executor and
+the debug executor are imported from their modules (``vta.graph.executor``,
+``vta.graph.debug_executor``).
 """
 
 from .builder import GraphBuilder
 from .ir import Graph, Node, TensorType, Value
+from .printer import astext
 from .lower import compile, lower
 from .pipeline import optimize
-from .printer import astext
+from .build_module import build
+from .factory import GraphExecutorFactoryModule
+from .params import load_param_dict, save_param_dict
 
-__all__ = ["Graph", "GraphBuilder", "Node", "TensorType", "Value", "astext", "compile", "lower", "optimize"]
+__all__ = ["Graph", "GraphBuilder", "GraphExecutorFactoryModule", "Node", "TensorType", "Value", "astext", "build",
+           "compile", "load_param_dict", "lower", "optimize", "save_param_dict"]

@@ -17,6 +17,7 @@ from typing import Any, Mapping
 
 from ..env import Environment
 from .factory import GraphExecutorFactoryModule
+from .lower import compile as graph_compile
 
 __all__ = ["build"]
 
@@ -53,9 +54,6 @@ def build(graph: Any, params: Mapping[str, Any] | None = None, target: Any = Non
     ScheduleError, BuildError
         If an accelerator operator cannot be lowered or compiled.
     """
-    # The package's compile(), imported late: the package may import this module.
-    from . import compile as graph_compile
-
     start = time.perf_counter()
     graph_json, lib, lowered_params = graph_compile(graph, params, target=target, env=env)
     factory = GraphExecutorFactoryModule(graph_json, lib, lowered_params, mod_name)
