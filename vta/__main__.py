@@ -217,6 +217,7 @@ def _cmd_demo(args, out: TextIO) -> int:
 
 
 def _cmd_profile(args, out: TextIO) -> int:
+    from . import models  # noqa: F401  (registers the whole-model profiler)
     from .profile.session import run_profile
 
     return run_profile(args.source, args.target, args.out, window=args.window, plots=not args.no_plots, out=out)

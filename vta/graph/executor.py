@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import time
+import contextlib
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -112,6 +113,9 @@ class GraphModule:
         self._funcs: dict[int, Any] = {}
         self._records: list[NodeRecord] = []
         self._on_vta: set[int] = set()
+        #: None, or a function of a node name returning a context manager entered around that
+        #: node's accelerator call (the profiler labels the device's runs with it).
+        self.layer_scope: Any = None
         for i, n in enumerate(self._nodes):
             if n["op"] == "null":
                 continue
@@ -280,7 +284,8 @@ class GraphModule:
                 out = self._device_array(i)
                 before = stats() if stats else None
                 t0 = time.perf_counter()
-                self._funcs[i](*args, out)
+                with self.layer_scope(n["name"]) if self.layer_scope else contextlib.nullcontext():
+                    self._funcs[i](*args, out)
                 rec.time_s = time.perf_counter() - t0
                 if stats:
                     rec.stats = _stats_delta(before, stats())

@@ -9,5 +9,16 @@ from .digits import DIGITS_MODEL, DIGITS_TEST, digits_model_path, load_digits_te
 from .quantize import ArrayCalibrationReader, quantize
 from .resnet import resnet18
 
+
+def _register_profiler() -> None:
+    # ``python -m vta profile MODEL.onnx`` runs the model through this package.
+    from ..profile.session import register_model_runner
+    from .profile import profile_model
+
+    register_model_runner(profile_model)
+
+
+_register_profiler()
+
 __all__ = ["resnet18", "quantize", "ArrayCalibrationReader", "DIGITS_MODEL", "DIGITS_TEST",
            "digits_model_path", "load_digits_test"]

@@ -23,7 +23,7 @@ from .chrome import write_chrome
 from .events import Timeline
 from .recorder import ProfileError, Recorder
 
-__all__ = ["register_model_loader", "load_model", "profile_packs", "write_outputs", "progress_bar",
+__all__ = ["register_model_loader", "register_model_runner", "load_model", "profile_packs", "write_outputs", "progress_bar",
            "PROFILE_TARGETS"]
 
 #: Levels ``profile`` can run: the cycle model and tsim have time, fsim gives program order.
@@ -31,6 +31,24 @@ PROFILE_TARGETS = ("tsim", "model", "sim")
 
 ModelLoader = Callable[[Path], Sequence[tuple[str, Pack]]]
 _model_loader: ModelLoader | None = None
+#: ``(path, target, window) -> Timeline``: runs a whole model with tracing on (the layers above
+#: this package register it; it takes precedence over a model loader).
+ModelRunner = Callable[[Path, str, int], Timeline]
+_model_runner: ModelRunner | None = None
+
+
+def register_model_runner(runner: ModelRunner | None) -> None:
+    """Install the function that runs a model file traced and returns its timeline.
+
+    Raises
+    ------
+    TypeError
+        If ``runner`` is neither callable nor None.
+    """
+    global _model_runner
+    if runner is not None and not callable(runner):
+        raise TypeError(f"a model runner must be callable, got {runner!r}")
+    _model_runner = runner
 
 
 def register_model_loader(loader: ModelLoader | None) -> None:
@@ -222,10 +240,15 @@ def run_profile(source: str | Path, target: str, out_dir: str | Path, *, window:
     if source.is_dir():
         layers = [(source.resolve().name, Pack.load(source))]
     elif source.suffix.lower() == ".onnx":
-        layers = load_model(source)
+        layers = None if _model_runner is not None else load_model(source)
     else:
         raise ProfileError(f"{str(source)!r} is neither a program pack directory nor a .onnx model file")
-    tl, mismatches = profile_packs(layers, target, window=window)
+    if layers is None:
+        if target not in PROFILE_TARGETS:
+            raise ProfileError(f"unknown target {target!r}; accepted: {', '.join(PROFILE_TARGETS)}")
+        tl, mismatches = _model_runner(source, target, window), {}
+    else:
+        tl, mismatches = profile_packs(layers, target, window=window)
     files = write_outputs(tl, out_dir, plots=plots)
     out.write(format_text(layer_rows(tl), tl))
     bad = {name: m for name, m in mismatches.items() if any(v for v in m.values())}
