@@ -5,6 +5,8 @@ Commands::
     python -m vta run PACK [--seed N] [--trace] [--json] [--target sim|tsim]
     python -m vta disasm PACK
     python -m vta demo [--config PATH] [--seed N] [--save-pack DIR] [--json] [--target sim|tsim]
+    python -m vta regress [--config FILE ...] [--baseline PATH] [--update-baseline] [--programs N] [--junit FILE]
+    python -m vta sweep SPEC [--out DIR] [--scheduler ADDRESS] [--workers N] [--confirm-tsim]
 
 Exit status: 0 when every checked region matches, 1 when a check fails, 2 on any error (bad
 arguments, a malformed pack, a simulation error), reported as one line on stderr.
@@ -175,6 +177,10 @@ def _parser() -> argparse.ArgumentParser:
     demo.add_argument("--target", choices=SUPPORTED_TARGETS, default=None,
                       help="run on this target instead of the configuration's TARGET")
     demo.set_defaults(func=_cmd_demo)
+
+    from .dse import cli as dse_cli  # regress and sweep: the hardware designer's tools
+
+    dse_cli.add_commands(sub)
     return p
 
 
