@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import uuid
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
@@ -145,8 +146,9 @@ def _run_dask(points, todo, finish, *, client, scheduler, workers, progress) -> 
         owned.insert(0, client)
     try:
         futures = {}
+        run_id = uuid.uuid4().hex[:8]  # fresh keys: a cancelled earlier run may still hold the old ones
         for i in todo:
-            fut = client.submit(evaluate, points[i], key=f"vta-dse-{points[i].key}", pure=False)
+            fut = client.submit(evaluate, points[i], key=f"vta-dse-{points[i].key}-{run_id}", pure=False)
             futures[fut] = i
         bar = None
         if progress:
@@ -160,6 +162,8 @@ def _run_dask(points, todo, finish, *, client, scheduler, workers, progress) -> 
                 if fut.status == "error":  # (type, exception, traceback): the task itself failed
                     exc = result[1] if isinstance(result, tuple) else result
                     finish(i, _lost_row(points[i], exc))
+                elif not isinstance(result, dict):
+                    finish(i, _lost_row(points[i], RuntimeError(f"task ended as {fut.status!r}")))
                 else:
                     finish(i, result)
         except BaseException:
