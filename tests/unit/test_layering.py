@@ -39,6 +39,7 @@ LAYERS = (
     "build",      # lower() and build(): the pass pipeline
     "topi",       # operators and schedules
     "graph",      # whole networks: graph IR, passes, executor
+    "dse",        # design-space sweeps and the RTL regression (hardware designers' tools)
     "frontend",   # model import
     "demo",       # the hand-written demo program
     "tvm",        # TVM-name compatibility namespace
