@@ -31,6 +31,14 @@ def test_baseline_round_trip_and_configuration_check(tmp_path):
     with pytest.raises(bl.BaselineError, match="another configuration"):
         bl.load(path, {**cfg, "LOG_BLOCK": 5})
     assert bl.load(tmp_path / "none.json") is None
+    waived = bl.save(tmp_path / "w.json", bl.Baseline(cfg, {"x": 10}, {"x": 11},
+                                                      {"x": {"tolerance": 0.2, "reason": "known"}}))
+    assert bl.load(waived).model_waivers == {"x": {"tolerance": 0.2, "reason": "known"}}
+    doc = json.loads(waived.read_text())
+    doc["model_waivers"]["x"]["reason"] = ""
+    waived.write_text(json.dumps(doc))
+    with pytest.raises(bl.BaselineError, match="model_waivers"):
+        bl.load(waived)
     (tmp_path / "bad.json").write_text(json.dumps({"format_version": 9}))
     with pytest.raises(bl.BaselineError, match="format_version"):
         bl.load(tmp_path / "bad.json")

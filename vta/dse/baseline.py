@@ -5,7 +5,11 @@ A baseline file (``baselines/<configuration file name>``) holds::
     {"format_version": 1,
      "config": {...the configuration keys...},
      "tsim_cycles": {"resnet18.C2": 552924, ...},
-     "model_cycles": {"resnet18.C2": 552924, ...}}
+     "model_cycles": {"resnet18.C2": 552924, ...},
+     "model_waivers": {"gemm.blocked": {"tolerance": 0.12, "reason": "..."}}}
+
+``model_waivers`` (optional) accepts a larger model error for a named workload, with the reason,
+the way lint waivers accept a warning: the check passes and the table shows the waiver.
 
 :func:`compare` classifies a new count against the baseline with a relative threshold: above it
 is a regression, below minus it an improvement (which passes, and asks for a baseline update).
@@ -14,7 +18,7 @@ is a regression, below minus it an improvement (which passes, and asks for a bas
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 __all__ = ["Baseline", "BaselineError", "Verdict", "compare", "load", "save", "FORMAT_VERSION"]
@@ -33,6 +37,7 @@ class Baseline:
     config: dict
     tsim_cycles: dict
     model_cycles: dict
+    model_waivers: dict = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -81,8 +86,14 @@ def load(path: str | Path, config: dict | None = None) -> Baseline | None:
         if mine != theirs:
             raise BaselineError(f"baseline {str(path)!r} was recorded for another configuration: {theirs!r}, "
                                 f"not {mine!r}")
+    waivers = doc.get("model_waivers", {})
+    if not isinstance(waivers, dict) or not all(
+            isinstance(w, dict) and isinstance(w.get("tolerance"), (int, float)) and isinstance(w.get("reason"), str)
+            and w["reason"] for w in waivers.values()):
+        raise BaselineError(f"baseline {str(path)!r}: model_waivers must map workloads to "
+                            "{\"tolerance\": number, \"reason\": non-empty text}")
     return Baseline(doc["config"], {k: int(v) for k, v in doc["tsim_cycles"].items()},
-                    {k: int(v) for k, v in doc["model_cycles"].items()})
+                    {k: int(v) for k, v in doc["model_cycles"].items()}, dict(waivers))
 
 
 def save(path: str | Path, baseline: Baseline) -> Path:
@@ -98,6 +109,8 @@ def save(path: str | Path, baseline: Baseline) -> Path:
     doc = {"format_version": FORMAT_VERSION, "config": baseline.config,
            "tsim_cycles": dict(sorted(baseline.tsim_cycles.items())),
            "model_cycles": dict(sorted(baseline.model_cycles.items()))}
+    if baseline.model_waivers:
+        doc["model_waivers"] = dict(sorted(baseline.model_waivers.items()))
     path.write_text(json.dumps(doc, indent=1) + "\n")
     return path
 

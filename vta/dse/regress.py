@@ -319,15 +319,23 @@ def _workloads(path: Path, env: Environment, opts: Options, outcome: Outcome) ->
         else:
             note = "" if verdict.status == "same" else f"faster by {verdict.percent}: update the baseline"
             outcome.checks.append(Check("workloads", f"{name} cycles", "pass", note, seconds))
-        model_ok = row.model_error is not None and abs(row.model_error) <= opts.model_tolerance
-        outcome.checks.append(Check("model", name, "pass" if model_ok else "fail",
-                                    "" if model_ok else f"the model is off by {100 * row.model_error:+.2f}% "
-                                    f"({model['cycles']:,} against tsim's {tsim['cycles']:,}; "
-                                    f"tolerance {100 * opts.model_tolerance:g}%)"))
+        waiver = (base.model_waivers if base else {}).get(workload.name)
+        tolerance = max(opts.model_tolerance, float(waiver["tolerance"])) if waiver else opts.model_tolerance
+        model_ok = row.model_error is not None and abs(row.model_error) <= tolerance
+        if model_ok and abs(row.model_error) > opts.model_tolerance:
+            row.notes.append("waived")
+            message = f"waived up to {100 * tolerance:g}%: {waiver['reason']}"
+        elif model_ok:
+            message = ""
+        else:
+            message = (f"the model is off by {100 * row.model_error:+.2f}% ({model['cycles']:,} against tsim's "
+                       f"{tsim['cycles']:,}; tolerance {100 * tolerance:g}%)")
+        outcome.checks.append(Check("model", name, "pass" if model_ok else "fail", message))
         row.verdict = ("REGRESSION" if verdict.status == "regression" else "OUTPUT MISMATCH" if not functional
                        else verdict.status)
     if opts.update_baseline and new_tsim:
         merged = bl.Baseline({k: v for k, v in config.items() if k != "TARGET"},
                              {**(base.tsim_cycles if base else {}), **new_tsim},
-                             {**(base.model_cycles if base else {}), **new_model})
+                             {**(base.model_cycles if base else {}), **new_model},
+                             base.model_waivers if base else {})
         outcome.written.append(bl.save(bpath, merged))

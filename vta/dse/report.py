@@ -64,7 +64,9 @@ def format_table(checks: list[Check], rows: list[WorkloadRow]) -> str:
         lines.append("")
         head2 = ("config", "workload", "baseline", "tsim", "change", "model", "model err", "verdict")
         body2 = [(r.config, r.workload, _fmt(r.baseline), _fmt(r.tsim_cycles), r.change or "-", _fmt(r.model_cycles),
-                  "-" if r.model_error is None else f"{100 * r.model_error:+.2f}%", r.verdict) for r in rows]
+                  ("-" if r.model_error is None else f"{100 * r.model_error:+.2f}%") + (" (waived)" if "waived" in r.notes
+                                                                                       else ""),
+                  r.verdict) for r in rows]
         w2 = [max(len(r[i]) for r in [head2, *body2]) for i in range(len(head2))]
         right = {2, 3, 4, 5, 6}
         for r in [head2, *body2]:
