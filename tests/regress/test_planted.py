@@ -49,7 +49,11 @@ def test_an_extra_store_cycle_is_a_named_cycle_regression(tmp_path, capsys):
     assert main(args) == 1
     text = capsys.readouterr().out
     assert "REGRESSION" in text and "cycle regression: alu.chain on vta_config.json" in text
-    failures = [c for c in ET.parse(junit).getroot().iter("testcase") if c.find("failure") is not None]
-    assert [c.get("name") for c in failures] == ["vta_config.json alu.chain cycles"]
+    failures = {c.get("name"): c.find("failure").get("message")
+                for c in ET.parse(junit).getroot().iter("testcase") if c.find("failure") is not None}
+    # The cycle check names the regression; the model (which describes the unmodified RTL) is now
+    # off by as much, which the model check reports too.
+    assert set(failures) == {"vta_config.json alu.chain cycles", "vta_config.json alu.chain"}, failures
+    assert failures["vta_config.json alu.chain cycles"].startswith("cycle regression: alu.chain on vta_config.json")
     # The unmodified RTL matches the committed baseline.
     assert main(args[:-4] + ["--junit", str(junit)]) == 0, capsys.readouterr().out
