@@ -121,3 +121,11 @@ def test_sweep_command_rejects_a_bad_spec(tmp_path, capsys):
     spec.write_text(json.dumps({"parameters": {"LOG_BLOCK": [4]}, "workloads": ["nope"]}))
     assert main(["sweep", str(spec), "--out", str(tmp_path / "o")]) == 2
     assert "unknown workload 'nope'" in capsys.readouterr().err
+
+
+def test_an_existing_scheduler_by_address_with_the_progress_bar(client, tmp_path, capsys):
+    points = _points(("alu.chain",))[2:4]
+    outcome = run_points(points, store=ResultStore(tmp_path / "cache"), scheduler=client.scheduler.address,
+                         progress=True)
+    assert [r["status"] for r in outcome.rows] == ["ok", "ok"] and outcome.evaluated == 2
+    assert "Completed" in capsys.readouterr().out  # Dask's text progress bar
