@@ -22,10 +22,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from vta.dse.engine import local_cluster, run_points  # noqa: E402
-from vta.dse.evaluate import Point  # noqa: E402
-from vta.dse.space import Space  # noqa: E402
-from vta.dse.store import ResultStore  # noqa: E402
+from vta.dse.engine import local_cluster, run_points
+from vta.dse.evaluate import Point
+from vta.dse.space import Space
+from vta.dse.store import ResultStore
 
 SPACE = {"LOG_BATCH": [0, 1], "LOG_BLOCK": [4, 5], "LOG_INP_BUFF_SIZE": [14, 15, 16],
          "LOG_WGT_BUFF_SIZE": [17, 18, 19], "LOG_ACC_BUFF_SIZE": [16, 17, 18]}

@@ -9,7 +9,14 @@ import json
 import numpy as np
 import pytest
 
-from vta.dse.results import config_totals, pareto_front, plot_pareto, read_jsonl, write_csv, write_jsonl
+from vta.dse.results import (
+    config_totals,
+    pareto_front,
+    plot_pareto,
+    read_jsonl,
+    write_csv,
+    write_jsonl,
+)
 from vta.dse.store import ResultStore
 
 

@@ -22,12 +22,26 @@ random differential programs fsim against tsim, and workload cycles against comm
 Dask (``dask[distributed]``) and matplotlib come with the ``dse`` extra: ``pip install vta[dse]``.
 """
 
-from .evaluate import Point, evaluate
 from .engine import SweepOutcome, run_points
+from .evaluate import Point, evaluate
 from .results import config_totals, pareto_front, plot_pareto
 from .space import Space, Spec, SpecError, load_spec
 from .store import ResultStore
 from .sweep import SweepReport, run_sweep
 
-__all__ = ["Point", "evaluate", "SweepOutcome", "run_points", "config_totals", "pareto_front", "plot_pareto",
-           "Space", "Spec", "SpecError", "load_spec", "ResultStore", "SweepReport", "run_sweep"]
+__all__ = [
+           "Point",
+           "ResultStore",
+           "Space",
+           "Spec",
+           "SpecError",
+           "SweepOutcome",
+           "SweepReport",
+           "config_totals",
+           "evaluate",
+           "load_spec",
+           "pareto_front",
+           "plot_pareto",
+           "run_points",
+           "run_sweep",
+]

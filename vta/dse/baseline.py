@@ -21,7 +21,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["Baseline", "BaselineError", "Verdict", "compare", "load", "save", "FORMAT_VERSION"]
+__all__ = ["FORMAT_VERSION", "Baseline", "BaselineError", "Verdict", "compare", "load", "save"]
 
 FORMAT_VERSION = 1
 

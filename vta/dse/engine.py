@@ -15,13 +15,13 @@ import logging
 import os
 import threading
 import uuid
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Callable, Sequence
 
 from .evaluate import Point, evaluate
 from .store import ResultStore
 
-__all__ = ["SweepOutcome", "run_points", "local_cluster"]
+__all__ = ["SweepOutcome", "local_cluster", "run_points"]
 
 
 @dataclass

@@ -32,7 +32,7 @@ from ..env import INT_KEYS, Environment
 from ..errors import ConfigError, ScheduleError, VTAError
 from . import workloads as wl
 
-__all__ = ["Point", "evaluate", "release_devices", "point_key", "code_version", "area", "LEVELS", "ROW_FIGURES"]
+__all__ = ["LEVELS", "ROW_FIGURES", "Point", "area", "code_version", "evaluate", "point_key", "release_devices"]
 
 #: Levels a point can be evaluated on.
 LEVELS = ("model", "tsim")
@@ -53,7 +53,7 @@ class Point:
     hw_dir: str | None = None
 
     @classmethod
-    def make(cls, config: dict, workload: str, level: str = "model", hw_dir=None) -> "Point":
+    def make(cls, config: dict, workload: str, level: str = "model", hw_dir=None) -> Point:
         """A point from a configuration dict.
 
         Raises
@@ -93,8 +93,8 @@ def code_version(hw_dir: str | None = None, level: str = "model") -> str:
     """A digest of the code that computes a row: the ``vta`` package, plus the RTL for tsim."""
     version = _digest_tree(_PACKAGE)
     if level == "tsim":
-        from .rtl import HW_DIR
         from ..sim.tsim import library
+        from .rtl import HW_DIR
 
         hw = Path(hw_dir) if hw_dir else HW_DIR
         version += "-" + _digest_tree(hw) + "-" + _digest_tree(Path(library.__file__).resolve().parents[3] / "sim")

@@ -24,9 +24,10 @@ import sys
 import tempfile
 import time
 import xml.etree.ElementTree as ET
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, TextIO
+from typing import TextIO
 
 import numpy as np
 
@@ -35,7 +36,7 @@ from . import baseline as bl
 from .evaluate import Point, evaluate, release_devices
 from .report import Check, WorkloadRow
 
-__all__ = ["Options", "Outcome", "run", "STAGES", "DEFAULT_WORKLOADS", "REPO", "default_configs"]
+__all__ = ["DEFAULT_WORKLOADS", "REPO", "STAGES", "Options", "Outcome", "default_configs", "run"]
 
 REPO = Path(__file__).resolve().parents[2]
 STAGES = ("lint", "cocotb", "differential", "workloads")

@@ -12,7 +12,7 @@ import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["Check", "WorkloadRow", "format_table", "write_junit", "STATUSES"]
+__all__ = ["STATUSES", "Check", "WorkloadRow", "format_table", "write_junit"]
 
 STATUSES = ("pass", "fail", "skip", "error")
 

@@ -12,13 +12,20 @@ from __future__ import annotations
 
 import csv
 import json
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Iterable, Sequence
 
 from ..env import INT_KEYS
 
-__all__ = ["TABLE_COLUMNS", "write_csv", "write_jsonl", "read_jsonl", "config_totals", "pareto_front",
-           "plot_pareto"]
+__all__ = [
+    "TABLE_COLUMNS",
+    "config_totals",
+    "pareto_front",
+    "plot_pareto",
+    "read_jsonl",
+    "write_csv",
+    "write_jsonl",
+]
 
 #: Columns of the point table, in order.
 TABLE_COLUMNS = (("workload", "level", "status") + tuple(INT_KEYS)

@@ -19,7 +19,7 @@ from ..dram import global_dram
 from ..env import Environment
 from ..errors import BuildError
 
-__all__ = ["HW_DIR", "sources", "build_library", "make_tsim", "lint"]
+__all__ = ["HW_DIR", "build_library", "lint", "make_tsim", "sources"]
 
 #: The project's RTL directory.
 HW_DIR = Path(__file__).resolve().parents[2] / "hw"
@@ -103,8 +103,7 @@ def lint(env: Environment, hw_dir: Path | None = None, workdir: Path | None = No
     """
     import tempfile
 
-    from ..sim.tsim import hwgen
-    from ..sim.tsim import verilator
+    from ..sim.tsim import hwgen, verilator
 
     hw = Path(hw_dir) if hw_dir is not None else HW_DIR
     waivers = sorted((hw / "lint").glob("*.vlt"))

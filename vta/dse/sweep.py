@@ -11,9 +11,9 @@ Files written to the output directory:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 from ..env import INT_KEYS
 from . import workloads as wl
@@ -23,7 +23,7 @@ from .results import config_totals, pareto_front, plot_pareto, write_csv, write_
 from .space import Spec
 from .store import ResultStore
 
-__all__ = ["SweepReport", "run_sweep", "points_of"]
+__all__ = ["SweepReport", "points_of", "run_sweep"]
 
 _CONFIG_COLUMNS = (tuple(INT_KEYS) + ("complete", "ok", "workloads", "cycles", "macs", "macs_per_cycle",
                                       "bytes_moved", "sram_bits", "mac_count", "pareto", "reason"))

@@ -26,8 +26,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 
@@ -37,8 +37,19 @@ from ..errors import ScheduleError
 from ..sim.device import Device
 from ..sim.targets import attach_device
 
-__all__ = ["Workload", "Kind", "RESNET18_CONV", "register_kind", "kinds", "get", "resolve", "names",
-           "run", "macs", "InfeasibleWorkload"]
+__all__ = [
+    "RESNET18_CONV",
+    "InfeasibleWorkload",
+    "Kind",
+    "Workload",
+    "get",
+    "kinds",
+    "macs",
+    "names",
+    "register_kind",
+    "resolve",
+    "run",
+]
 
 #: ResNet-18 convolutions after the first (ImageNet, 224 x 224 input):
 #: name -> (height = width, input channels, output channels, kernel, padding, stride).
