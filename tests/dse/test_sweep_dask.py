@@ -129,3 +129,30 @@ def test_an_existing_scheduler_by_address_with_the_progress_bar(client, tmp_path
                          progress=True)
     assert [r["status"] for r in outcome.rows] == ["ok", "ok"] and outcome.evaluated == 2
     assert "Completed" in capsys.readouterr().out  # Dask's text progress bar
+
+
+def _fill_arena():
+    from vta.dram import global_dram
+
+    dram = global_dram()
+    live = sum(n for _, n in dram.allocations())
+    dram.alloc(dram.capacity - live - (64 << 20))  # leave less than a configuration's runtime needs
+    return os.getpid()
+
+
+def test_a_worker_whose_arena_is_full_is_replaced(client, tmp_path):
+    client.wait_for_workers(2, timeout=60)
+    old = set(client.run(_fill_arena).values())  # both workers: the first two tasks find them full
+    points = _points(("alu.chain",))[2:]
+    outcome = run_points(points, store=ResultStore(tmp_path / "cache"), client=client)
+    assert outcome.failed == 0 and all(r["status"] == "ok" for r in outcome.rows)
+    client.wait_for_workers(2, timeout=60)
+    assert not old & set(client.run(os.getpid).values())
+
+
+def test_in_process_evaluation_says_when_the_arena_is_full(monkeypatch):
+    import vta.dse.evaluate as ev
+
+    monkeypatch.setattr(ev, "ARENA_HEADROOM", 1 << 40)
+    row = evaluate(_points(("alu.chain",))[2])
+    assert row["status"] == "error" and "DRAM arena is used up" in row["reason"]

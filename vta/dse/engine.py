@@ -18,10 +18,13 @@ import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from .evaluate import Point, evaluate
+from .evaluate import Point, arena_exhausted, evaluate
 from .store import ResultStore
 
-__all__ = ["SweepOutcome", "local_cluster", "run_points"]
+#: Exit status of a worker that retires itself because its DRAM arena is full.
+RECYCLE_STATUS = 75
+
+__all__ = ["RECYCLE_STATUS", "SweepOutcome", "local_cluster", "run_points"]
 
 
 @dataclass
@@ -58,9 +61,23 @@ def local_cluster(workers: int | None = None):
     from distributed import LocalCluster
 
     n = workers or os.cpu_count() or 1
-    dask.config.set({"distributed.scheduler.allowed-failures": 5})
+    # Workers retire themselves when their arena fills up (see _task): allow for it.
+    dask.config.set({"distributed.scheduler.allowed-failures": 20})
     return LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None,
                         silence_logs=logging.CRITICAL)
+
+
+def _task(point: Point) -> dict:
+    """The Dask task: :func:`evaluate`, in a worker that still has room for another configuration.
+
+    The native runtime of every configuration a process runs keeps its staging buffers in the
+    process's DRAM arena, which holds about thirty. A full worker ends its process here; its
+    nanny starts a fresh one and the scheduler runs the task again (as for any lost worker).
+    """
+    if arena_exhausted():
+        logging.getLogger("vta.dse").info("worker %d: DRAM arena full, restarting", os.getpid())
+        os._exit(RECYCLE_STATUS)
+    return evaluate(point)
 
 
 def _lost_row(point: Point, exc: BaseException) -> dict:
@@ -148,7 +165,7 @@ def _run_dask(points, todo, finish, *, client, scheduler, workers, progress) -> 
         futures = {}
         run_id = uuid.uuid4().hex[:8]  # fresh keys: a cancelled earlier run may still hold the old ones
         for i in todo:
-            fut = client.submit(evaluate, points[i], key=f"vta-dse-{points[i].key}-{run_id}", pure=False)
+            fut = client.submit(_task, points[i], key=f"vta-dse-{points[i].key}-{run_id}", pure=False)
             futures[fut] = i
         bar = None
         if progress:

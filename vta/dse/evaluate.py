@@ -32,7 +32,7 @@ from ..env import INT_KEYS, Environment
 from ..errors import ConfigError, ScheduleError, VTAError
 from . import workloads as wl
 
-__all__ = ["LEVELS", "ROW_FIGURES", "Point", "area", "code_version", "evaluate", "point_key", "release_devices"]
+__all__ = ["ARENA_HEADROOM", "LEVELS", "ROW_FIGURES", "Point", "area", "arena_exhausted", "code_version", "evaluate", "point_key", "release_devices"]
 
 #: Levels a point can be evaluated on.
 LEVELS = ("model", "tsim")
@@ -127,6 +127,22 @@ def _base_row(point: Point) -> dict:
 
 
 _DEVICES: dict[tuple, object] = {}
+#: Free arena bytes needed before a point runs: the native runtime of each new configuration
+#: keeps two 32 MiB staging buffers in the process's DRAM arena for good, plus the workload's data.
+ARENA_HEADROOM = 256 << 20
+
+
+def arena_exhausted() -> bool:
+    """Whether this process's DRAM arena has too little room left for another configuration.
+
+    The runtimes of about thirty configurations fill the 2 GiB arena; a sweep worker in that
+    state is replaced by a fresh process (see :mod:`vta.dse.engine`).
+    """
+    from ..dram import global_dram
+
+    dram = global_dram()
+    live = sum(n for _, n in dram.allocations())
+    return dram.capacity - live < ARENA_HEADROOM
 
 
 def _device(env: Environment, point: Point):
@@ -179,6 +195,11 @@ def evaluate(point: Point) -> dict:
     row["bitstream"] = env.BITSTREAM
     row.update(area(env))
     workload = wl.get(point.workload)
+    if arena_exhausted():
+        row.update(status="error", reason="this process's DRAM arena is used up by the runtimes of the configurations "
+                                          "it ran; evaluate the rest in a new process (Dask workers are replaced "
+                                          "automatically)")
+        return row
     try:
         row["macs"] = wl.macs(workload, env)
         device = _device(env, point)
