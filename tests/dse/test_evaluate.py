@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import importlib
+
 import numpy as np
 import pytest
 
@@ -84,3 +86,10 @@ def test_workload_registry_and_hook():
     wl.register_kind("fake-net", wl.Kind(runner, lambda w, env: 14, lambda w: "v1"), {"fake.net": (1,)})
     row = evaluate(Point.make(shipped_config(None), "fake.net"))
     assert row["status"] == "ok" and row["cycles"] == 7 and row["macs_per_cycle"] == 2.0
+
+
+def test_in_process_evaluation_says_when_the_arena_is_full(monkeypatch):
+    module = importlib.import_module("vta.dse.evaluate")  # the package exports a function of that name
+    monkeypatch.setattr(module, "ARENA_HEADROOM", 1 << 40)
+    row = evaluate(Point.make(shipped_config(None), "alu.chain"))
+    assert row["status"] == "error" and "DRAM arena is used up" in row["reason"]

@@ -149,10 +149,3 @@ def test_a_worker_whose_arena_is_full_is_replaced(client, tmp_path):
     client.wait_for_workers(2, timeout=60)
     assert not old & set(client.run(os.getpid).values())
 
-
-def test_in_process_evaluation_says_when_the_arena_is_full(monkeypatch):
-    import vta.dse.evaluate as ev
-
-    monkeypatch.setattr(ev, "ARENA_HEADROOM", 1 << 40)
-    row = evaluate(_points(("alu.chain",))[2])
-    assert row["status"] == "error" and "DRAM arena is used up" in row["reason"]
