@@ -54,10 +54,12 @@ def main() -> None:
     args = ap.parse_args()
     points = [Point.make(cfg, w) for cfg in Space(SPACE).grid() for w in args.workloads]
     print(f"{len(points)} points ({len(points) // len(args.workloads)} configurations x {len(args.workloads)} workloads)")
-    print(f"{'workers':>7} {'points':>6} {'ok':>4} {'sweep s':>8} {'+start s':>8} {'points/s':>8} {'ok pts/s':>8}")
+    print(f"{'workers':>7} {'points':>6} {'ok':>4} {'failed':>6} {'sweep s':>8} {'+start s':>8} {'points/s':>8} "
+          f"{'ok pts/s':>8}")
     for n in args.workers:
         r = measure(points, n)
-        print(f"{r['workers']:>7} {r['points']:>6} {r['ok']:>4} {r['sweep_s']:>8.1f} {r['with_startup_s']:>8.1f} "
+        print(f"{r['workers']:>7} {r['points']:>6} {r['ok']:>4} {r['failed']:>6} {r['sweep_s']:>8.1f} "
+              f"{r['with_startup_s']:>8.1f} "
               f"{r['points_per_s']:>8.2f} {r['ok_points_per_s']:>8.2f}", flush=True)
 
 
