@@ -8,6 +8,9 @@ Commands::
     python -m vta demo [--config PATH] [--seed N] [--save-pack DIR] [--json] [--target sim|tsim]
     python -m vta profile PACK|MODEL.onnx --out DIR [--target tsim|model|sim] [--window N] [--no-plots]
 
+    python -m vta regress [--config FILE ...] [--baseline PATH] [--update-baseline] [--programs N] [--junit FILE]
+    python -m vta sweep SPEC [--out DIR] [--scheduler ADDRESS] [--workers N] [--confirm-tsim]
+
 Exit status: 0 when every checked region matches, 1 when a check fails, 2 on any error (bad
 arguments, a malformed pack, a simulation error), reported as one line on stderr.
 """
@@ -268,6 +271,10 @@ def _parser() -> argparse.ArgumentParser:
     prof.add_argument("--window", type=int, default=256, help="cycles per memory-traffic sample (default 256)")
     prof.add_argument("--no-plots", action="store_true", help="skip the matplotlib plots")
     prof.set_defaults(func=_cmd_profile)
+
+    from .dse import cli as dse_cli  # regress and sweep: the hardware designer's tools
+
+    dse_cli.add_commands(sub)
     return p
 
 

@@ -20,7 +20,8 @@ from vta.sim.tsim import hwgen
 from vta.sim.tsim import verilator as _verilator
 
 REPO = Path(__file__).resolve().parents[2]
-HW_DIR = REPO / "hw"
+#: The RTL under test: the project's hw/, or the directory named by VTA_HW_DIR (python -m vta regress --hw).
+HW_DIR = Path(os.environ.get("VTA_HW_DIR") or REPO / "hw")
 BUILD_ARGS = ["--assert", "-Wno-fatal", "-Wno-lint", "-Wno-style"]
 # CFG_CXXFLAGS_PCH_I: the PyPI wheel's verilated.mk leaves it empty, which breaks multi-file models.
 MAKEFLAGS = "OPT_FAST=-O0 OPT_GLOBAL=-O0 CFG_CXXFLAGS_PCH_I=-include"

@@ -40,6 +40,7 @@ LAYERS = (
     "build",      # lower() and build(): the pass pipeline
     "topi",       # operators and schedules
     "graph",      # whole networks: graph IR, passes, executor
+    "dse",        # design-space sweeps and the RTL regression (hardware designers' tools)
     "frontend",   # model import
     "models",     # the ResNet-18 builder, the quantize helper, the bundled digits model
     "demo",       # the hand-written demo program

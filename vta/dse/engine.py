@@ -1,0 +1,193 @@
+"""Running many points on Dask distributed: one task per (configuration, workload, level).
+
+By default an embedded :class:`distributed.LocalCluster` runs the tasks in worker processes (one
+thread each, as many as cores); ``scheduler="tcp://host:8786"`` uses an existing cluster, and
+``workers=0`` evaluates in this process without Dask (for debugging). Points whose key is in the
+:class:`~vta.dse.store.ResultStore` are not submitted; every finished task's row is stored at
+once. A worker that dies loses only the tasks it held: the scheduler runs them again elsewhere
+(up to ``allowed_failures`` times per task). Dask's text progress bar is drawn while the tasks
+run when ``progress`` is set.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from .evaluate import Point, arena_exhausted, evaluate
+from .store import ResultStore
+
+#: Exit status of a worker that retires itself because its DRAM arena is full.
+RECYCLE_STATUS = 75
+
+__all__ = ["RECYCLE_STATUS", "SweepOutcome", "local_cluster", "run_points"]
+
+
+@dataclass
+class SweepOutcome:
+    """What a run of points produced.
+
+    Attributes
+    ----------
+    rows : list of dict
+        One row per point, in the order of the points.
+    evaluated : int
+        Points computed by this run (the others came from the store).
+    cached : int
+        Points read from the store.
+    failed : int
+        Rows whose status is ``"error"`` (not stored; a re-run tries them again).
+    """
+
+    rows: list = field(default_factory=list)
+    evaluated: int = 0
+    cached: int = 0
+    failed: int = 0
+
+
+def local_cluster(workers: int | None = None):
+    """An embedded ``LocalCluster``: ``workers`` processes (default: the number of cores), one thread each.
+
+    Raises
+    ------
+    ImportError
+        If ``dask[distributed]`` is not installed (``pip install vta[dse]``).
+    """
+    import dask
+    from distributed import LocalCluster
+
+    n = workers or os.cpu_count() or 1
+    # Workers retire themselves when their arena fills up (see _task): allow for it.
+    dask.config.set({"distributed.scheduler.allowed-failures": 20})
+    return LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None,
+                        silence_logs=logging.CRITICAL)
+
+
+def _task(point: Point) -> dict:
+    """The Dask task: :func:`evaluate`, in a worker that still has room for another configuration.
+
+    The native runtime of every configuration a process runs keeps its staging buffers in the
+    process's DRAM arena, which holds about thirty. A full worker ends its process here; its
+    nanny starts a fresh one and the scheduler runs the task again (as for any lost worker).
+    """
+    if arena_exhausted():
+        logging.getLogger("vta.dse").info("worker %d: DRAM arena full, restarting", os.getpid())
+        os._exit(RECYCLE_STATUS)
+    return evaluate(point)
+
+
+def _lost_row(point: Point, exc: BaseException) -> dict:
+    row = {"key": point.key, "workload": point.workload, "level": point.level, "status": "error",
+           "reason": f"task failed on the cluster: {type(exc).__name__}: {exc}"}
+    row.update(dict(point.config))
+    return row
+
+
+def run_points(points: Sequence[Point], *, store: ResultStore | None = None, client=None,
+               scheduler: str | None = None, workers: int | None = None, progress: bool = False,
+               on_row: Callable[[dict], None] | None = None) -> SweepOutcome:
+    """Evaluate ``points`` (those not in ``store``) and return every row.
+
+    Parameters
+    ----------
+    points : sequence of Point
+    store : ResultStore, optional
+        Cache of finished rows (default: the user cache, ``vta.cache.cache_dir("dse")``).
+    client : distributed.Client, optional
+        Use this client (and its cluster) as it is.
+    scheduler : str, optional
+        Address of an existing scheduler (``tcp://host:8786``).
+    workers : int, optional
+        Worker processes of the embedded LocalCluster (default: the number of cores); ``0``
+        evaluates in this process, without Dask.
+    progress : bool
+        Draw Dask's text progress bar while the tasks run.
+    on_row : callable, optional
+        Called with each row computed by this run, as it arrives (in completion order).
+
+    Returns
+    -------
+    SweepOutcome
+
+    Raises
+    ------
+    ImportError
+        If Dask is needed and not installed.
+    KeyboardInterrupt
+        When interrupted; the rows finished so far are in ``store``.
+    """
+    store = store if store is not None else ResultStore()
+    points = list(points)
+    rows: dict[int, dict] = {}
+    todo: list[int] = []
+    for i, point in enumerate(points):
+        row = store.get(point.key)
+        if row is None:
+            todo.append(i)
+        else:
+            rows[i] = row
+    outcome = SweepOutcome(cached=len(rows))
+
+    def finish(i: int, row: dict) -> None:
+        rows[i] = row
+        store.put(row)
+        outcome.evaluated += 1
+        outcome.failed += row.get("status") == "error"
+        if on_row is not None:
+            on_row(row)
+
+    if todo and workers == 0 and client is None and scheduler is None:
+        for i in todo:
+            finish(i, evaluate(points[i]))
+    elif todo:
+        _run_dask(points, todo, finish, client=client, scheduler=scheduler, workers=workers, progress=progress)
+    outcome.rows = [rows[i] for i in range(len(points))]
+    return outcome
+
+
+def _run_dask(points, todo, finish, *, client, scheduler, workers, progress) -> None:
+    from distributed import Client, as_completed
+
+    owned = []
+    if client is None:
+        if scheduler:
+            client = Client(scheduler)
+        else:
+            cluster = local_cluster(workers)
+            owned.append(cluster)
+            client = Client(cluster)
+        owned.insert(0, client)
+    try:
+        futures = {}
+        run_id = uuid.uuid4().hex[:8]  # fresh keys: a cancelled earlier run may still hold the old ones
+        for i in todo:
+            fut = client.submit(_task, points[i], key=f"vta-dse-{points[i].key}-{run_id}", pure=False)
+            futures[fut] = i
+        bar = None
+        if progress:
+            from distributed import progress as dask_progress
+
+            bar = threading.Thread(target=dask_progress, args=(list(futures),), daemon=True)
+            bar.start()
+        try:
+            for fut, result in as_completed(list(futures), with_results=True, raise_errors=False):
+                i = futures[fut]
+                if fut.status == "error":  # (type, exception, traceback): the task itself failed
+                    exc = result[1] if isinstance(result, tuple) else result
+                    finish(i, _lost_row(points[i], exc))
+                elif not isinstance(result, dict):
+                    finish(i, _lost_row(points[i], RuntimeError(f"task ended as {fut.status!r}")))
+                else:
+                    finish(i, result)
+        except BaseException:
+            client.cancel(list(futures))
+            raise
+        if bar is not None:
+            bar.join(timeout=5)
+    finally:
+        for thing in owned:
+            thing.close()
