@@ -34,7 +34,7 @@ from ... import isa
 from ...dram import DRAM
 from ...env import Environment
 from ...errors import DeadlockError, InvalidInstructionError, SimulationError
-from ..device import STAT_KEYS, Device
+from ..device import RUN_KEYS, STAT_KEYS, Device
 from . import jit
 from .sched import CHANNELS, Flow, schedule
 from .units import Scratchpads, alu, gemm, gemm_run, load, store
@@ -52,7 +52,7 @@ def _one_blas_thread():
         _BLAS = ThreadpoolController()
     return _BLAS.limit(limits=1, user_api="blas")
 
-__all__ = ["FunctionalSimulator", "INSN_KEYS", "TOKEN_KEYS"]
+__all__ = ["FunctionalSimulator", "INSN_KEYS", "TOKEN_KEYS", "check_stream"]
 
 #: Per-opcode instruction counters (x_size == 0 loads and stores count as ``insn_nop`` only).
 INSN_KEYS = ("insn_load", "insn_store", "insn_gemm", "insn_alu", "insn_finish", "insn_nop")
@@ -77,11 +77,14 @@ class FunctionalSimulator(Device):
     A run ends when every instruction has executed and one of them was FINISH. A stream in
     which some instruction can never get its tokens (including any instruction after FINISH),
     that has no FINISH, or that would put more than 255 tokens on a channel is rejected before
-    any instruction executes. Other errors (invalid fields, SRAM or DRAM out of range) stop the
-    run at the failing instruction; instructions before it have executed. Either way the device
-    stays usable, and :meth:`reset` returns it to power-on state.
+    any instruction executes (:func:`check_stream`). Other errors (invalid fields, SRAM or DRAM
+    out of range) stop the run at the failing instruction.
 
-    SRAM contents and outstanding tokens persist across runs, as in hardware.
+    State between runs follows the device contract (:class:`~vta.sim.device.Device`): every run
+    starts with no tokens outstanding; the tokens a successful run leaves are reported
+    (``tokens_*``, ``runs_with_tokens_left``) and discarded; SRAM contents persist across
+    successful runs; a run that raises leaves the device in its reset state (scratchpads zero,
+    no tokens) and counts in ``runs_failed``.
 
     Parameters
     ----------
@@ -126,7 +129,7 @@ class FunctionalSimulator(Device):
         self.trace_enabled = bool(trace)
         #: Executed instructions ``(index, stage name, one-line text)`` (with ``trace=True``).
         self.trace: list[tuple[int, str, str]] = []
-        self._stats = dict.fromkeys(STAT_KEYS + INSN_KEYS, 0)
+        self._stats = dict.fromkeys(STAT_KEYS + INSN_KEYS + RUN_KEYS, 0)
         self._jit = None
         self.batch_gemms = True if batch_gemms is None else bool(batch_gemms)
         if engine == "jit":
@@ -169,13 +172,25 @@ class FunctionalSimulator(Device):
         for what, value in (("insn_count", insn_count), ("wait_cycles", wait_cycles)):
             if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
                 raise ValueError(f"{what} must be a non-negative integer, got {value!r}")
-        n = int(insn_count)
+        try:
+            tokens = self._run(insn_phys_addr, int(insn_count))
+        except SimulationError:
+            self._failed()
+            raise
+        self.tokens = tokens
+        if any(tokens):
+            self._stats["runs_with_tokens_left"] += 1
+        return 0
+
+    def _run(self, insn_phys_addr: int, n: int) -> list[int]:
+        """Check and execute the stream; return the tokens it leaves (it starts with none)."""
+        self.tokens = [0, 0, 0, 0]
         if n == 0:
             raise DeadlockError("the stream has 0 instructions, so FINISH never executes and the run never ends")
         self.dram.check(insn_phys_addr, 16 * n, "instruction stream")
         words = self.dram.data[insn_phys_addr:insn_phys_addr + 16 * n].copy().view("<i8").reshape(n, 2)
         program = _Program(_Columns(words, self.env), words, self.env)
-        tokens = list(self.tokens)
+        tokens = [0, 0, 0, 0]
         if self._rng is None and self._jit is not None and self._jit.runs_as_written(words, tokens):
             order = np.arange(n)  # a valid stream run in stream order (checked in one compiled pass)
         else:
@@ -184,16 +199,16 @@ class FunctionalSimulator(Device):
         try:
             self._execute(program, order)
         except SimulationError as exc:
-            # The instructions before the failing one have executed: keep their tokens.
-            done = order[:self._position]
-            flow = program.flow
-            delta = (flow.push[done] - flow.pop[done]).sum(axis=0)
-            self.tokens = [int(t + d) for t, d in zip(self.tokens, delta)]
             if exc.insn_index is None:
                 exc.insn_index = int(order[self._position])
             raise
-        self.tokens = tokens
-        return 0
+        return tokens
+
+    def _failed(self) -> None:
+        """After a run that raised: back to the reset state, counted in ``runs_failed``."""
+        self.sram.clear()
+        self.tokens = [0, 0, 0, 0]
+        self._stats["runs_failed"] += 1
 
     def stats(self) -> dict:
         """Counters since the last :meth:`clear_stats` and the tokens left in each channel.
@@ -202,8 +217,10 @@ class FunctionalSimulator(Device):
         -------
         dict
             The seven upstream keys (``STAT_KEYS``, upstream counting), ``insn_load``,
-            ``insn_store``, ``insn_gemm``, ``insn_alu``, ``insn_finish``, ``insn_nop`` and
-            ``tokens_l2g``, ``tokens_g2l``, ``tokens_s2g``, ``tokens_g2s``.
+            ``insn_store``, ``insn_gemm``, ``insn_alu``, ``insn_finish``, ``insn_nop``,
+            ``runs_failed``, ``runs_with_tokens_left`` and ``tokens_l2g``, ``tokens_g2l``,
+            ``tokens_s2g``, ``tokens_g2s`` (the tokens the last run left, discarded before
+            the next run; 0 after a failed run).
         """
         out = dict(self._stats)
         out.update(zip(TOKEN_KEYS, self.tokens))
@@ -275,6 +292,37 @@ class FunctionalSimulator(Device):
             load(self.sram, self.dram, i, program.fields(i, "mem"))
         else:
             store(self.sram, self.dram, i, program.fields(i, "mem"))
+
+
+def check_stream(env: Environment, words: np.ndarray) -> list[int]:
+    """The checks every level applies to a stream before executing any of it.
+
+    Parameters
+    ----------
+    env : Environment
+        The configuration the stream is encoded for.
+    words : ndarray of shape (n, 2), int64
+        The encoded instructions.
+
+    Returns
+    -------
+    list of 4 int
+        The tokens left on l2g, g2l, s2g, g2s when the stream has run (it starts with none).
+
+    Raises
+    ------
+    InvalidInstructionError
+        For an invalid opcode, memory type, ALU opcode or token flag.
+    DeadlockError
+        If the stream has no FINISH or some instruction can never get its tokens.
+    TokenOverflowError
+        If more than 255 tokens would be outstanding on a channel in stream order.
+    """
+    program = _Program(_Columns(words, env), words, env)
+    program.validate()
+    tokens = [0, 0, 0, 0]
+    schedule(program.flow, tokens)
+    return tokens
 
 
 def _count(st: dict, program: "_Program", done: np.ndarray, env: Environment) -> None:

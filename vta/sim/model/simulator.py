@@ -106,7 +106,7 @@ class CycleModel(FunctionalSimulator):
         TokenOverflowError
             Exactly as :meth:`vta.sim.fsim.FunctionalSimulator.run`; a failed run adds no cycles.
         """
-        tokens = list(self.tokens)
+        tokens = [0, 0, 0, 0]  # every run starts with no tokens (device contract)
         result = super().run(insn_phys_addr, insn_count, wait_cycles)
         n = int(insn_count)
         words = self.dram.data[insn_phys_addr:insn_phys_addr + 16 * n].copy().view("<i8").reshape(n, 2)
