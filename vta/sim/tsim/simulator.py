@@ -17,8 +17,13 @@ stops making progress trips the core's watchdog and is reported as a
 :class:`~vta.errors.DeadlockError` carrying each unit's instruction index, queue fill and the
 token counts. A failing SystemVerilog assertion of the RTL stops the run (checked every 64
 cycles) and is a :class:`~vta.errors.HardwareAssertionError` naming its source location, the
-text the simulator printed and the cycle. After any error the core is reset (it halts on errors
-until reset).
+text the simulator printed and the cycle.
+
+State between runs follows the device contract (:mod:`vta.sim.device`), as fsim and the cycle
+model do: the stream is checked as a whole before launch (:func:`vta.sim.fsim.check_stream`);
+after FINISH the core is clocked until every queue is empty; a run that leaves tokens is
+reported and the core reset (tokens and queues only: SRAM persists); after any error the core
+is reset and its scratchpads zeroed by a short pad-only stream (:meth:`TSim.reset`).
 """
 
 from __future__ import annotations
@@ -37,12 +42,13 @@ from ...dram import DRAM, global_dram
 from ...env import Environment, get_env
 from ...errors import (ConfigError, DeadlockError, DRAMAccessError, HardwareAssertionError,
                       InvalidInstructionError, ModuleLoadError, SimulationError, SRAMIndexError, TokenOverflowError)
-from ..device import STAT_KEYS, Device
+from ..device import RUN_KEYS, STAT_KEYS, Device
+from ..fsim.simulator import check_stream
 from ..targets import attach_device, device_for
 from . import hwgen
 from .library import (ASSERTION as _ASSERTION, DRAM_ERROR as _DRAM_ERROR, HW_ERROR as _HW_ERROR, OK as _OK,
                       PROGRESS_FN as _PROGRESS_FN, PROTOCOL_ERROR as _PROTOCOL_ERROR,
-                      STOPPED as _STOPPED, Library, load_library)
+                      STOPPED as _STOPPED, UNDRAINED as _UNDRAINED, Library, load_library)
 
 __all__ = ["TSim", "TSimModule", "Library", "load_library", "init", "HW_STAT_KEYS", "GLOBAL_FUNCTIONS"]
 
@@ -63,6 +69,8 @@ _ERRORS = {
 #: Default cycles between progress reports (a log line, or the callback).
 PROGRESS_INTERVAL = 10_000_000
 _INSN_BYTES = 16
+#: Widest pad row of the scratchpad-zeroing stream (x_size and x_stride are 16-bit fields).
+_ZERO_CHUNK = 4096
 #: Per-opcode instruction counts, as fsim names them (x_size 0 loads and stores are no-ops).
 _INSN_KEYS = ("insn_load", "insn_store", "insn_gemm", "insn_alu", "insn_finish", "insn_nop")
 
@@ -92,6 +100,10 @@ class TSim(Device):
         line is written to the ``vta.tsim`` logger instead.
     progress_interval : int
         Cycles between progress reports.
+    check_streams : bool
+        Check each stream as fsim does before launching it (default). Off, invalid
+        instructions, deadlocks and token overflows are found by the RTL itself (for tests
+        of the hardware's own checks); the state after a run is the same either way.
 
     Raises
     ------
@@ -113,9 +125,11 @@ class TSim(Device):
 
     def __init__(self, env: Environment, dram: DRAM, *, library=None, trace_path=None,
                  progress: Callable[[int, int], object] | None = None,
-                 progress_interval: int = PROGRESS_INTERVAL):
+                 progress_interval: int = PROGRESS_INTERVAL, check_streams: bool = True):
         super().__init__(env, dram)
         self._handle = None
+        self.check_streams = bool(check_streams)
+        self._tokens_left = dict.fromkeys(_CHANNELS, 0)
         trace_path = Path(trace_path) if trace_path is not None else None
         if library is None:
             from .library import build
@@ -139,8 +153,9 @@ class TSim(Device):
         self._progress_error: BaseException | None = None
         self._progress_cb = _PROGRESS_FN(self._on_progress)  # kept alive with the device
         regs = (ctypes.c_uint32 * 3)(hwgen.REG_RETIRED_LOAD, hwgen.REG_RETIRED_COMPUTE, hwgen.REG_RETIRED_STORE)
+        self._progress_args = (self._progress_cb, None, progress_interval, regs, 3)
         try:
-            self._call("vta_tsim_set_progress", self._progress_cb, None, progress_interval, regs, 3)
+            self._call("vta_tsim_set_progress", *self._progress_args)
             self._check_config()
         except BaseException:
             self.close()  # do not leak the native model of a refused library
@@ -240,12 +255,13 @@ class TSim(Device):
             raise SimulationError("this tsim device has been closed")
         if isinstance(insn_count, bool) or not isinstance(insn_count, (int, np.integer)) or insn_count < 1:
             raise ValueError(f"insn_count {insn_count!r} must be a positive integer")
-        if not isinstance(insn_phys_addr, (int, np.integer)) or insn_phys_addr % _INSN_BYTES:
-            raise DRAMAccessError(f"instruction address {insn_phys_addr!r} is not a 16-byte aligned integer")
+        self._tokens_left = dict.fromkeys(_CHANNELS, 0)
+        try:
+            cols = self._check(insn_phys_addr, int(insn_count))
+        except SimulationError:
+            self._recover()
+            raise
         insn_phys_addr, insn_count = int(insn_phys_addr), int(insn_count)
-        self.dram.check(insn_phys_addr, insn_count * _INSN_BYTES, "instruction fetch")
-        cols = isa.decode_array(self.dram.data[insn_phys_addr:insn_phys_addr + insn_count * _INSN_BYTES].copy(), self.env)
-        _check_transfers(self.env, self.dram, cols)
         self._progress_error = None
         max_cycles = int(wait_cycles) if wait_cycles and wait_cycles > 0 else (1 << 63)
         rc = self._call("vta_tsim_run", insn_phys_addr, insn_count, max_cycles)
@@ -255,6 +271,10 @@ class TSim(Device):
             raise exc
         if rc == _OK:
             self._count(cols)
+            self._tokens_left = {c: self.read_reg(hwgen.REG_TOKENS_L2G + 4 * i) for i, c in enumerate(_CHANNELS)}
+            if any(self._tokens_left.values()):
+                self._stats["runs_with_tokens_left"] += 1
+                self._reset_core()  # discard them: tokens and queues only, SRAM persists
             return 0
         if rc == _HW_ERROR:
             raise self._hardware_error()
@@ -277,30 +297,80 @@ class TSim(Device):
             state = self._state_text()
             self._recover()
             raise SimulationError(f"tsim: {message}; {state}")
+        message = self._lib.last_error()
         state = self._state_text()
         self._recover()
         if rc == _STOPPED:
             raise SimulationError(f"tsim: the progress callback stopped the run; {state}")
+        if rc == _UNDRAINED:
+            raise DeadlockError(f"tsim: FINISH retired but {message}; {state}")
         raise SimulationError(f"tsim: the run did not finish within wait_cycles={wait_cycles!r} cycles; {state}")
 
     def stats(self) -> dict:
         """Counters since the last :meth:`clear_stats`: the upstream keys, then the hardware's.
 
-        ``tokens_<channel>`` is the count left on each channel after the last run.
+        ``tokens_<channel>`` is the count the last run left on each channel (discarded before
+        the next run; 0 after a failed run); ``runs_failed`` and ``runs_with_tokens_left``
+        count runs as in every level.
         """
         out = dict(self._stats)
-        out.update({f"tokens_{c}": self.read_reg(hwgen.REG_TOKENS_L2G + 4 * i) for i, c in enumerate(_CHANNELS)})
+        out.update({f"tokens_{c}": n for c, n in self._tokens_left.items()})
         return out
 
     def clear_stats(self) -> None:
         """Zero every counter."""
         self._stats = {key: 0 for key in STAT_KEYS + HW_STAT_KEYS}
-        self._stats.update({key: 0 for key in _INSN_KEYS})
+        self._stats.update({key: 0 for key in _INSN_KEYS + RUN_KEYS})
 
     def reset(self) -> None:
-        """Reset the core: SRAM contents and outstanding tokens are forgotten."""
+        """Reset the core (tokens, queues, units) and zero its scratchpads, as fsim's reset does.
+
+        The scratchpads are zeroed by running a stream of pad-only LOADs (``y_size`` 0, one pad
+        row as wide as the buffer) placed in a page of the arena allocated for the purpose and
+        freed at once. The WATCHDOG register keeps its value.
+
+        Raises
+        ------
+        SimulationError
+            If the core cannot be reset or the zeroing stream does not finish.
+        AllocationError
+            If the arena has no free page for the zeroing stream.
+        """
+        self._reset_core()
+        self._zero_sram()
+        self._tokens_left = dict.fromkeys(_CHANNELS, 0)
+
+    def _reset_core(self) -> None:
+        """Hold the core in reset (tokens, queues, units, per-run counters); SRAM is kept."""
+        watchdog = self.read_reg(hwgen.REG_WATCHDOG)
         if self._call("vta_tsim_reset") != _OK:
             raise SimulationError(f"tsim reset failed: {self._lib.last_error()}")
+        if watchdog != hwgen.WATCHDOG_DEFAULT:
+            self.write_reg(hwgen.REG_WATCHDOG, watchdog)
+
+    def _zero_sram(self) -> None:
+        env = self.env
+        insns = []
+        for mt, depth in ((isa.MEM_UOP, env.UOP_BUFF_DEPTH), (isa.MEM_ACC, env.ACC_BUFF_DEPTH),
+                          (isa.MEM_INP, env.INP_BUFF_DEPTH), (isa.MEM_WGT, env.WGT_BUFF_DEPTH)):
+            for base in range(0, depth, _ZERO_CHUNK):
+                width = min(_ZERO_CHUNK, depth - base)
+                insns.append(isa.MemInsn(opcode=isa.OPCODE_LOAD, memory_type=mt, sram_base=base, y_size=0,
+                                         x_size=width, x_stride=width, y_pad_0=1))
+        insns.append(isa.FinishInsn())
+        words = isa.encode_program(insns, env).astype("<u8")
+        addr = self.dram.alloc(words.nbytes)
+        self._call("vta_tsim_set_progress", _PROGRESS_FN(), None, 0, None, 0)  # not the user's run
+        try:
+            self.dram.write(addr, words)
+            rc = self._call("vta_tsim_run", addr, len(insns), 1 << 32)
+        finally:
+            self.dram.free(addr)
+            self._call("vta_tsim_set_progress", *self._progress_args)
+        if rc != _OK:
+            message = self._lib.last_error()
+            self._call("vta_tsim_reset")
+            raise SimulationError(f"tsim: zeroing the scratchpads failed (status {rc}): {message}")
 
     def close(self) -> None:
         """Release the native model (and close the waveform file). Idempotent."""
@@ -369,8 +439,24 @@ class TSim(Device):
                    f"{fname} {value_text}{bound}; {state}")
         return cls(msg, insn_index=None if code == hwgen.ERR_WATCHDOG else index)
 
+    def _check(self, insn_phys_addr, insn_count: int):
+        """The checks before launch: alignment, the stream and its transfers inside allocations,
+        and (with ``check_streams``) :func:`vta.sim.fsim.check_stream`. Returns the columns."""
+        if not isinstance(insn_phys_addr, (int, np.integer)) or insn_phys_addr % _INSN_BYTES:
+            raise DRAMAccessError(f"instruction address {insn_phys_addr!r} is not a 16-byte aligned integer")
+        insn_phys_addr = int(insn_phys_addr)
+        self.dram.check(insn_phys_addr, insn_count * _INSN_BYTES, "instruction fetch")
+        raw = self.dram.data[insn_phys_addr:insn_phys_addr + insn_count * _INSN_BYTES].copy()
+        if self.check_streams:
+            check_stream(self.env, raw.view("<i8").reshape(insn_count, 2))
+        cols = isa.decode_array(raw, self.env)
+        _check_transfers(self.env, self.dram, cols)
+        return cols
+
     def _recover(self) -> None:
-        """Reset the core after an aborted run (it halts on errors until reset)."""
+        """After a failed run: the reset state of the contract (the core halts on errors until
+        reset), counted in ``runs_failed``."""
+        self._stats["runs_failed"] += 1
         self.reset()
 
 
