@@ -37,7 +37,7 @@ from ...errors import DeadlockError, InvalidInstructionError, SimulationError
 from ..device import RUN_KEYS, STAT_KEYS, Device
 from . import jit
 from .sched import CHANNELS, Flow, schedule
-from .units import Scratchpads, alu, gemm, gemm_run, load, store
+from .units import Scratchpads, alu, check_mem, check_uops, gemm, gemm_run, load, store
 
 # Batched GEMMs are many small BLAS products; threaded BLAS runs them up to 20x slower on a
 # small or busy machine, so they run single-threaded (numbers are identical either way). The
@@ -196,6 +196,7 @@ class FunctionalSimulator(Device):
         else:
             program.validate()
             order = schedule(program.flow, tokens, self._rng)
+        check_fields(self.env, program.cols, self.dram)
         try:
             self._execute(program, order)
         except SimulationError as exc:
@@ -294,7 +295,7 @@ class FunctionalSimulator(Device):
             store(self.sram, self.dram, i, program.fields(i, "mem"))
 
 
-def check_stream(env: Environment, words: np.ndarray) -> list[int]:
+def check_stream(env: Environment, words: np.ndarray, dram: DRAM | None = None) -> list[int]:
     """The checks every level applies to a stream before executing any of it.
 
     Parameters
@@ -303,6 +304,9 @@ def check_stream(env: Environment, words: np.ndarray) -> list[int]:
         The configuration the stream is encoded for.
     words : ndarray of shape (n, 2), int64
         The encoded instructions.
+    dram : DRAM, optional
+        The arena the stream runs on: with it, every field-only check of
+        :func:`check_fields` (SRAM rectangles, DRAM ranges, micro-op ranges) is made too.
 
     Returns
     -------
@@ -312,17 +316,74 @@ def check_stream(env: Environment, words: np.ndarray) -> list[int]:
     Raises
     ------
     InvalidInstructionError
-        For an invalid opcode, memory type, ALU opcode or token flag.
+        For an invalid opcode, memory type, ALU opcode, token flag or store padding.
     DeadlockError
         If the stream has no FINISH or some instruction can never get its tokens.
     TokenOverflowError
         If more than 255 tokens would be outstanding on a channel in stream order.
+    SRAMIndexError, DRAMAccessError
+        (with ``dram``) For the first instruction whose fields alone put it out of range.
     """
     program = _Program(_Columns(words, env), words, env)
     program.validate()
     tokens = [0, 0, 0, 0]
     schedule(program.flow, tokens)
+    if dram is not None:
+        check_fields(env, program.cols, dram)
     return tokens
+
+
+def check_fields(env: Environment, cols: "_Columns", dram: DRAM) -> None:
+    """Raise the error of the first instruction that fails on its fields alone.
+
+    Those are the checks of :func:`vta.sim.fsim.units.check_mem` (LOAD and STORE memory types,
+    padding, SRAM rectangles and DRAM ranges) and of :func:`vta.sim.fsim.units.check_uops`
+    (micro-op ranges); only index errors that depend on micro-op contents remain for execution
+    to find. Candidates are found with whole-column arithmetic, then confirmed one by one in
+    stream order with the same functions the opcodes call.
+
+    Raises
+    ------
+    InvalidInstructionError, SRAMIndexError, DRAMAccessError
+        As the instruction itself would when executed.
+    """
+    op = cols.header["opcode"]
+    m = cols.mem
+    x, y, mt, base = m["x_size"], m["y_size"], m["memory_type"], m["sram_base"]
+    load = (op == isa.OPCODE_LOAD) & (x > 0)
+    store = (op == isa.OPCODE_STORE) & (x > 0)
+    pads = (m["y_pad_0"], m["y_pad_1"], m["x_pad_0"], m["x_pad_1"])
+    depth = np.full(op.shape, env.ACC_BUFF_DEPTH, dtype=np.int64)
+    for code, d in ((isa.MEM_UOP, env.UOP_BUFF_DEPTH), (isa.MEM_WGT, env.WGT_BUFF_DEPTH),
+                    (isa.MEM_INP, env.INP_BUFF_DEPTH)):
+        depth[mt == code] = d
+    area = np.where(load, (pads[0] + y + pads[1]) * (pads[2] + x + pads[3]), x * y)
+    bad = (load | store) & (base + area > depth)
+    bad |= load & (mt == isa.MEM_OUT)
+    bad |= store & ((mt != isa.MEM_OUT) | ((pads[0] | pads[1] | pads[2] | pads[3]) != 0))
+    elem = np.zeros(op.shape, dtype=np.int64)
+    for code in (isa.MEM_UOP, isa.MEM_WGT, isa.MEM_INP, isa.MEM_ACC, isa.MEM_ACC_8BIT):
+        elem[load & (mt == code)] = env.elem_bytes(code)
+    elem[store] = env.OUT_ELEM_BYTES
+    moves = (load | store) & (y > 0) & (elem > 0)
+    if moves.any():
+        start = m["dram_base"].astype(np.int64) * elem
+        end = (m["dram_base"].astype(np.int64) + (y - 1) * m["x_stride"] + x) * elem
+        starts = np.fromiter((a for a, _ in dram.allocations()), dtype=np.int64)
+        ends = starts + np.fromiter((n for _, n in dram.allocations()), dtype=np.int64)
+        k = np.searchsorted(starts, start, side="right") - 1
+        inside = (k >= 0) & (start < ends[np.maximum(k, 0)]) & (end <= ends[np.maximum(k, 0)]) \
+            if starts.size else np.zeros(op.shape, dtype=bool)
+        bad |= moves & ~inside
+    compute = (op == isa.OPCODE_GEMM) | (op == isa.OPCODE_ALU)
+    bad |= compute & (cols.gemm["uop_end"] > env.UOP_BUFF_DEPTH)
+    for i in np.flatnonzero(bad).tolist():
+        code = int(op[i])
+        if code in (isa.OPCODE_GEMM, isa.OPCODE_ALU):
+            check_uops(env.UOP_BUFF_DEPTH, i, isa.OPCODE_NAMES[code], {"uop_end": int(cols.gemm["uop_end"][i])})
+        else:
+            f = {k: int(m[k][i]) for k in m}
+            check_mem(env, dram, i, f, code)
 
 
 def _count(st: dict, program: "_Program", done: np.ndarray, env: Environment) -> None:

@@ -440,17 +440,19 @@ class TSim(Device):
         return cls(msg, insn_index=None if code == hwgen.ERR_WATCHDOG else index)
 
     def _check(self, insn_phys_addr, insn_count: int):
-        """The checks before launch: alignment, the stream and its transfers inside allocations,
-        and (with ``check_streams``) :func:`vta.sim.fsim.check_stream`. Returns the columns."""
+        """The checks before launch: alignment, the stream inside an allocation, then
+        :func:`vta.sim.fsim.check_stream` (with ``check_streams``) or the transfers alone.
+        Returns the decoded columns."""
         if not isinstance(insn_phys_addr, (int, np.integer)) or insn_phys_addr % _INSN_BYTES:
             raise DRAMAccessError(f"instruction address {insn_phys_addr!r} is not a 16-byte aligned integer")
         insn_phys_addr = int(insn_phys_addr)
         self.dram.check(insn_phys_addr, insn_count * _INSN_BYTES, "instruction fetch")
         raw = self.dram.data[insn_phys_addr:insn_phys_addr + insn_count * _INSN_BYTES].copy()
-        if self.check_streams:
-            check_stream(self.env, raw.view("<i8").reshape(insn_count, 2))
         cols = isa.decode_array(raw, self.env)
-        _check_transfers(self.env, self.dram, cols)
+        if self.check_streams:
+            check_stream(self.env, raw.view("<i8").reshape(insn_count, 2), self.dram)
+        else:
+            _check_transfers(self.env, self.dram, cols)  # the core checks no allocation itself
         return cols
 
     def _recover(self) -> None:
