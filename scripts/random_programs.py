@@ -87,7 +87,9 @@ class Checker:
         self.tsim = None
         if not args.no_tsim:
             from vta.sim.tsim import TSim, library
-            self.tsim = TSim(env, dram, library=library.build(env))
+            # the default configuration's library is the one the tests build (with VCD support)
+            trace = "vcd" if name == "vta_config.json" else None
+            self.tsim = TSim(env, dram, library=library.build(env, trace=trace))
         self.counts = collections.Counter()
         self.problems: list[str] = []
 
@@ -193,38 +195,54 @@ def main(argv=None) -> int:
     ap.add_argument("--wait-cycles", type=int, default=50_000_000, help="tsim's cycle budget per run")
     ap.add_argument("--max-work", type=int, default=5_000_000,
                     help="skip valid-looking malformed streams moving more elements than this")
+    ap.add_argument("--time-budget", type=float, default=0.0,
+                    help="stop after this many seconds (0: none) and report what was done")
     ap.add_argument("--progress", type=float, default=30.0, help="seconds between progress lines")
     args = ap.parse_args(argv)
 
     names = args.configs or sorted(p.name for p in (_REPO / "configs").glob("*.json"))
     signal.signal(signal.SIGALRM, _on_alarm)
-    totals = collections.Counter()
-    problems: list[str] = []
     start = last = time.time()
     kinds = list(KINDS)
-    for ci, name in enumerate(names):
-        env = Environment(load_config(_REPO / "configs" / name))
-        n_valid = args.valid // len(names) + (ci < args.valid % len(names))
-        n_bad = args.malformed // len(names) + (ci < args.malformed % len(names))
-        print(f"{name}: {n_valid} valid programs, {n_bad} malformed streams", flush=True)
-        with env, DRAM(1 << 28) as dram:
-            chk = Checker(name, env, dram, args)
-            try:
-                for k in range(max(n_valid, n_bad)):
-                    seed = args.seed + k
-                    with_tsim = args.tsim_every > 0 and k % args.tsim_every == 0
-                    if k < n_valid:
+    checkers = []
+    try:
+        for name in names:
+            env = Environment(load_config(_REPO / "configs" / name))
+            checkers.append(Checker(name, env, DRAM(1 << 28), args))
+        n_valid = -(-args.valid // len(names))
+        n_bad = -(-args.malformed // len(names))
+        print(f"{', '.join(names)}: up to {n_valid} valid programs and {n_bad} malformed streams each, "
+              "configurations in turn", flush=True)
+        done_valid = done_bad = 0
+        for k in range(max(n_valid, n_bad)):
+            seed = args.seed + k
+            with_tsim = args.tsim_every > 0 and k % args.tsim_every == 0
+            for chk in checkers:
+                with chk.env:
+                    if k < n_valid and done_valid < args.valid:
                         chk.valid(seed, with_tsim)
-                    if k < n_bad:
+                        done_valid += 1
+                    if k < n_bad and done_bad < args.malformed:
                         chk.malformed(seed, kinds[k % len(kinds)], with_tsim)
-                    if time.time() - last >= args.progress:
-                        last = time.time()
-                        print(f"  {name}: {k + 1}/{max(n_valid, n_bad)} after {last - start:.0f} s, "
-                              f"{len(chk.problems)} problem(s)", flush=True)
-            finally:
-                chk.close()
-        totals.update(chk.counts)
-        problems += chk.problems
+                        done_bad += 1
+            now = time.time()
+            if now - last >= args.progress:
+                last = now
+                print(f"  {done_valid} valid, {done_bad} malformed after {now - start:.0f} s, "
+                      f"{sum(len(c.problems) for c in checkers)} problem(s)", flush=True)
+            if args.time_budget and now - start >= args.time_budget:
+                print(f"time budget of {args.time_budget:.0f} s reached", flush=True)
+                break
+    except KeyboardInterrupt:
+        print("interrupted; the counts so far:", flush=True)
+    finally:
+        totals = collections.Counter()
+        problems: list[str] = []
+        for chk in checkers:
+            totals.update(chk.counts)
+            problems += chk.problems
+            chk.close()
+            chk.dram.close()
     _table(totals)
     print(f"\n{time.time() - start:.0f} s in all; {len(problems)} problem(s)")
     for p in problems[:50]:

@@ -25,7 +25,7 @@ from ..dram import DRAM
 from ..env import Environment
 from .programs import RandomProgram, random_program
 
-__all__ = ["KINDS", "malformed_program", "work_estimate"]
+__all__ = ["KINDS", "malformed_program", "run_bad_then_good", "work_estimate"]
 
 #: Kinds of damage and what each does to the stream.
 KINDS = {
@@ -223,3 +223,53 @@ def _extent(env: Environment, insn, rng, *, huge: bool):
             getattr(insn, "dst_factor_out" if name == "iter_out" else "dst_factor_in"), 1)
         changes["uop_end"] = max(insn.uop_end, insn.uop_bgn + 1)
     return isa.replace(insn, **changes)
+
+
+def run_bad_then_good(dev, env: Environment, dram: DRAM, seed: int, kind: str) -> dict:
+    """On one device: a stream damaged by ``kind``, then a valid program; report both.
+
+    Parameters
+    ----------
+    dev : Device
+        Any level; it keeps whatever state the damaged stream leaves.
+    env, dram : the configuration and the arena ``dev`` is bound to
+    seed : int
+        Seed of the damaged stream (the valid program uses ``seed + 500_000``).
+    kind : str
+        A key of :data:`KINDS`.
+
+    Returns
+    -------
+    dict
+        ``outcome``: ``"ran"`` or the :class:`vta.errors.VTAError` subclass name the damaged
+        stream raised; ``stats``: the device's statistics right after it (counters cleared
+        before it); ``good``: ``"correct"``, ``"wrong"`` or the error the valid program raised,
+        its outputs compared with those of a fresh fsim.
+    """
+    from ..errors import VTAError
+    from ..sim.fsim import FunctionalSimulator
+
+    bad = malformed_program(env, dram, seed, kind)
+    dev.clear_stats()
+    try:
+        dev.run(bad.insn_addr, bad.insn_count)
+        outcome = "ran"
+    except VTAError as exc:
+        outcome = type(exc).__name__
+    finally:
+        bad.close()
+    stats = dev.stats()
+    good = random_program(env, dram, seed + 500_000, length=12)
+    try:
+        with FunctionalSimulator(env, dram) as fresh:
+            fresh.run(good.insn_addr, good.insn_count)
+        want = good.read_outputs()
+        good.clear_outputs()
+        try:
+            dev.run(good.insn_addr, good.insn_count)
+            result = "correct" if good.read_outputs() == want else "wrong"
+        except VTAError as exc:
+            result = type(exc).__name__
+    finally:
+        good.close()
+    return {"outcome": outcome, "stats": stats, "good": result}
