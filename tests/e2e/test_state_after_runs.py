@@ -2,8 +2,8 @@
 
 The issue this answers (17, item 4): on one tsim device, a valid program that followed a
 malformed one deadlocked or computed a wrong answer silently, because instructions queued
-after FINISH ran during the next run and tokens left over let the next run's consumers start
-before their producers. Each sequence here runs on tsim and on fsim; the damaged stream must
+after FINISH ran during the next run and surplus tokens left over let the next run's consumers
+start before their producers. Each sequence here runs on tsim and on fsim; the damaged stream must
 end the same way on both, leave the same reported state, and the valid program that follows
 must compute what a fresh fsim computes.
 """
@@ -22,7 +22,7 @@ from vta.testing.programs import ProgramBuilder
 pytestmark = pytest.mark.verilator
 
 TOKENS = ("tokens_l2g", "tokens_g2l", "tokens_s2g", "tokens_g2s")
-STATE = TOKENS + ("runs_failed", "runs_with_tokens_left")
+STATE = TOKENS + ("runs_failed", "runs_with_tokens_left", "runs_with_surplus_tokens")
 SEEDS = range(3)
 
 

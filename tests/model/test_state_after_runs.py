@@ -19,7 +19,7 @@ from vta.testing.malformed import KINDS, malformed_program, run_bad_then_good
 from vta.testing.programs import ProgramBuilder
 
 TOKENS = ("tokens_l2g", "tokens_g2l", "tokens_s2g", "tokens_g2s")
-STATE = TOKENS + ("runs_failed", "runs_with_tokens_left")
+STATE = TOKENS + ("runs_failed", "runs_with_tokens_left", "runs_with_surplus_tokens")
 SEEDS = range(3)
 
 
@@ -44,22 +44,41 @@ def test_bad_then_good_on_every_level(env, dram, kind):
 
 
 @pytest.mark.parametrize("kind", ["extra_push", "drop_pop", "finish_mid", "zero_extent"])
-def test_tokens_reported_are_those_the_stream_leaves(env, dram, kind):
-    """A stream that runs to its end reports the tokens check_stream predicts, then drops them."""
+def test_tokens_outstanding_are_those_check_stream_predicts(env, dram, kind):
+    """Tokens carry over; a stream is lent what it needs and the rest is held back, then returned."""
     with FunctionalSimulator(env, dram) as dev:
-        for seed in SEEDS:
+        for seed in range(6):
             bad = malformed_program(env, dram, seed, kind)
             try:
                 words = np.frombuffer(dram.read(bad.insn_addr, 16 * bad.insn_count), "<i8").reshape(-1, 2)
-                left = check_stream(env, words, dram)
+                before = [dev.stats()[k] for k in TOKENS]
+                lent, left = check_stream(env, words, dram, before)
                 dev.clear_stats()
                 dev.run(bad.insn_addr, bad.insn_count)
             finally:
                 bad.close()
             st = dev.stats()
-            # check_stream counts in channel order l2g, g2l, s2g, g2s
-            assert [st[k] for k in TOKENS] == left
-            assert st["runs_with_tokens_left"] == int(any(left))
+            # check_stream counts in channel order l2g, g2l, s2g, g2s, as the statistics keys
+            assert [st[k] for k in TOKENS] == [a + b - c for a, b, c in zip(left, before, lent)]
+            assert st["runs_with_surplus_tokens"] == int(lent != before)
+
+
+def test_runtime_style_carry_over_is_kept(env, dram):
+    """A pop in one run of a token pushed by the previous one (the runtime's pending pop) works."""
+    with FunctionalSimulator(env, dram) as dev, ProgramBuilder(env, dram) as first, \
+            ProgramBuilder(env, dram) as second:  # noqa: E127
+        first.nop(isa.STAGE_COMPUTE, push_prev_dep=1)  # g2l, for the next window's load
+        first.nop(isa.STAGE_LOAD, push_next_dep=1)     # l2g, nobody needs it
+        first.finish()
+        second.nop(isa.STAGE_LOAD, pop_next_dep=1)
+        second.finish()
+        dev.run(*first.build())
+        assert [dev.stats()[k] for k in TOKENS] == [1, 1, 0, 0]
+        dev.clear_stats()
+        dev.run(*second.build())
+        st = dev.stats()
+        assert [st[k] for k in TOKENS] == [1, 0, 0, 0]  # g2l consumed, l2g held back and kept
+        assert st["runs_with_surplus_tokens"] == 1
 
 
 def test_failed_run_zeroes_the_scratchpads_and_drops_tokens(env, dram):

@@ -12,10 +12,16 @@ State between runs (the same on fsim, the cycle model and tsim):
 * **A run is over when every instruction of its stream has executed**, not merely FINISH:
   tsim keeps clocking after FINISH until fetch has dispatched the whole stream and every
   queue is empty, so no instruction of one run is ever left to execute during the next.
-* **Every run starts with no tokens outstanding.** The tokens a successful run leaves are
-  reported (``tokens_<channel>`` in :meth:`Device.stats`, and the ``runs_with_tokens_left``
-  counter), then discarded: a stale token would let a consumer of the next run start before
-  its producer, which tsim (concurrent units) and fsim (stream order) resolve differently.
+* **Tokens persist across runs, but a stream is only lent those it needs.** A stream may pop
+  tokens an earlier run pushed (the runtime leaves a pending pop for the next window), so the
+  tokens a successful run leaves stay outstanding (``tokens_<channel>`` in
+  :meth:`Device.stats`, the ``runs_with_tokens_left`` counter). When a stream starts, it is
+  lent per channel what it needs to run in stream order (the deepest deficit of pops over
+  pushes along it, at most what is outstanding: :func:`vta.sim.fsim.simulator.lent_tokens`);
+  the rest is held back during the run and outstanding again after it
+  (``runs_with_surplus_tokens`` counts such runs). A surplus token would let one of the
+  stream's consumers start before its producer, which tsim (concurrent units) and fsim
+  (stream order) resolve differently: a silently wrong answer on tsim.
 * **SRAM contents persist across successful runs.**
 * **A run that raises** (any :class:`~vta.errors.SimulationError`, whether found before or
   during execution) leaves the device in its reset state: scratchpads zero, no tokens, empty
@@ -49,7 +55,7 @@ STAT_KEYS = (
 )
 
 #: Run outcome counters every level adds to its statistics (see the module docstring).
-RUN_KEYS = ("runs_failed", "runs_with_tokens_left")
+RUN_KEYS = ("runs_failed", "runs_with_tokens_left", "runs_with_surplus_tokens")
 
 
 class Device(abc.ABC):

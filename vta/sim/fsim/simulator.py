@@ -52,7 +52,7 @@ def _one_blas_thread():
         _BLAS = ThreadpoolController()
     return _BLAS.limit(limits=1, user_api="blas")
 
-__all__ = ["FunctionalSimulator", "INSN_KEYS", "TOKEN_KEYS", "check_stream"]
+__all__ = ["FunctionalSimulator", "INSN_KEYS", "TOKEN_KEYS", "check_stream", "lent_tokens"]
 
 #: Per-opcode instruction counters (x_size == 0 loads and stores count as ``insn_nop`` only).
 INSN_KEYS = ("insn_load", "insn_store", "insn_gemm", "insn_alu", "insn_finish", "insn_nop")
@@ -80,11 +80,10 @@ class FunctionalSimulator(Device):
     any instruction executes (:func:`check_stream`). Other errors (invalid fields, SRAM or DRAM
     out of range) stop the run at the failing instruction.
 
-    State between runs follows the device contract (:class:`~vta.sim.device.Device`): every run
-    starts with no tokens outstanding; the tokens a successful run leaves are reported
-    (``tokens_*``, ``runs_with_tokens_left``) and discarded; SRAM contents persist across
-    successful runs; a run that raises leaves the device in its reset state (scratchpads zero,
-    no tokens) and counts in ``runs_failed``.
+    State between runs follows the device contract (:mod:`vta.sim.device`): tokens and SRAM
+    persist across successful runs, but a stream is lent only the outstanding tokens it needs
+    (:func:`lent_tokens`; the rest is held back during the run); a run that raises leaves the
+    device in its reset state (scratchpads zero, no tokens) and counts in ``runs_failed``.
 
     Parameters
     ----------
@@ -173,24 +172,31 @@ class FunctionalSimulator(Device):
             if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
                 raise ValueError(f"{what} must be a non-negative integer, got {value!r}")
         try:
-            tokens = self._run(insn_phys_addr, int(insn_count))
+            tokens, held = self._run(insn_phys_addr, int(insn_count))
         except SimulationError:
             self._failed()
             raise
-        self.tokens = tokens
-        if any(tokens):
+        self.tokens = [t + h for t, h in zip(tokens, held)]
+        if any(held):
+            self._stats["runs_with_surplus_tokens"] += 1
+        if any(self.tokens):
             self._stats["runs_with_tokens_left"] += 1
         return 0
 
-    def _run(self, insn_phys_addr: int, n: int) -> list[int]:
-        """Check and execute the stream; return the tokens it leaves (it starts with none)."""
-        self.tokens = [0, 0, 0, 0]
+    def _run(self, insn_phys_addr: int, n: int) -> tuple[list[int], list[int]]:
+        """Check and execute the stream with the tokens it is lent (:func:`lent_tokens`);
+        return the tokens it leaves and those held back."""
         if n == 0:
             raise DeadlockError("the stream has 0 instructions, so FINISH never executes and the run never ends")
         self.dram.check(insn_phys_addr, 16 * n, "instruction stream")
         words = self.dram.data[insn_phys_addr:insn_phys_addr + 16 * n].copy().view("<i8").reshape(n, 2)
         program = _Program(_Columns(words, self.env), words, self.env)
-        tokens = [0, 0, 0, 0]
+        tokens = list(self.tokens)
+        if any(tokens):
+            program.validate()
+            schedule(program.flow, list(tokens))  # with every outstanding token: deadlock, overflow
+            tokens = lent_tokens(program.flow, tokens)
+        held = [a - b for a, b in zip(self.tokens, tokens)]
         if self._rng is None and self._jit is not None and self._jit.runs_as_written(words, tokens):
             order = np.arange(n)  # a valid stream run in stream order (checked in one compiled pass)
         else:
@@ -203,7 +209,7 @@ class FunctionalSimulator(Device):
             if exc.insn_index is None:
                 exc.insn_index = int(order[self._position])
             raise
-        return tokens
+        return tokens, held
 
     def _failed(self) -> None:
         """After a run that raised: back to the reset state, counted in ``runs_failed``."""
@@ -219,9 +225,9 @@ class FunctionalSimulator(Device):
         dict
             The seven upstream keys (``STAT_KEYS``, upstream counting), ``insn_load``,
             ``insn_store``, ``insn_gemm``, ``insn_alu``, ``insn_finish``, ``insn_nop``,
-            ``runs_failed``, ``runs_with_tokens_left`` and ``tokens_l2g``, ``tokens_g2l``,
-            ``tokens_s2g``, ``tokens_g2s`` (the tokens the last run left, discarded before
-            the next run; 0 after a failed run).
+            ``runs_failed``, ``runs_with_tokens_left``, ``runs_with_surplus_tokens`` and
+            ``tokens_l2g``, ``tokens_g2l``, ``tokens_s2g``, ``tokens_g2s`` (outstanding after
+            the last run; 0 after a failed run).
         """
         out = dict(self._stats)
         out.update(zip(TOKEN_KEYS, self.tokens))
@@ -295,7 +301,35 @@ class FunctionalSimulator(Device):
             store(self.sram, self.dram, i, program.fields(i, "mem"))
 
 
-def check_stream(env: Environment, words: np.ndarray, dram: DRAM | None = None) -> list[int]:
+def lent_tokens(flow: Flow, outstanding: list[int]) -> list[int]:
+    """How many of the ``outstanding`` tokens a stream is given when it starts (the rest wait).
+
+    A stream may pop tokens an earlier run pushed (the runtime leaves a pending pop for the
+    next window), but a token it has no use for would let one of its consumers start before
+    its producer. So a stream is lent, per channel, what it needs to run in stream order --
+    the deepest deficit of pops over pushes along the stream -- and at most what is there;
+    the rest is held back and given back after the run.
+
+    Parameters
+    ----------
+    flow : Flow
+        Stages and token flags of the stream.
+    outstanding : list of 4 int
+        Tokens on l2g, g2l, s2g, g2s before the run.
+
+    Returns
+    -------
+    list of 4 int
+    """
+    if not flow.stage.size:
+        return [0, 0, 0, 0]
+    delta = np.cumsum((flow.push - flow.pop).T, axis=1, dtype=np.int64)
+    deficit = np.maximum(-delta.min(axis=1), 0)
+    return [int(min(d, t)) for d, t in zip(deficit, outstanding)]
+
+
+def check_stream(env: Environment, words: np.ndarray, dram: DRAM | None = None,
+                 outstanding: list[int] | None = None) -> tuple[list[int], list[int]]:
     """The checks every level applies to a stream before executing any of it.
 
     Parameters
@@ -307,11 +341,14 @@ def check_stream(env: Environment, words: np.ndarray, dram: DRAM | None = None) 
     dram : DRAM, optional
         The arena the stream runs on: with it, every field-only check of
         :func:`check_fields` (SRAM rectangles, DRAM ranges, micro-op ranges) is made too.
+    outstanding : list of 4 int, optional
+        Tokens on l2g, g2l, s2g, g2s before the run (default none).
 
     Returns
     -------
-    list of 4 int
-        The tokens left on l2g, g2l, s2g, g2s when the stream has run (it starts with none).
+    (list of 4 int, list of 4 int)
+        The tokens the stream is lent (:func:`lent_tokens`) and those it leaves when it has
+        run from them (the held-back rest not included).
 
     Raises
     ------
@@ -326,11 +363,14 @@ def check_stream(env: Environment, words: np.ndarray, dram: DRAM | None = None) 
     """
     program = _Program(_Columns(words, env), words, env)
     program.validate()
-    tokens = [0, 0, 0, 0]
+    outstanding = [0, 0, 0, 0] if outstanding is None else list(outstanding)
+    schedule(program.flow, list(outstanding))
+    lent = lent_tokens(program.flow, outstanding) if any(outstanding) else outstanding
+    tokens = list(lent)
     schedule(program.flow, tokens)
     if dram is not None:
         check_fields(env, program.cols, dram)
-    return tokens
+    return lent, tokens
 
 
 def check_fields(env: Environment, cols: "_Columns", dram: DRAM) -> None:

@@ -44,7 +44,7 @@ from ... import isa
 from ...dram import DRAM
 from ...env import Environment
 from ...errors import DeadlockError
-from ..fsim.simulator import FunctionalSimulator, _Columns, _Program
+from ..fsim.simulator import FunctionalSimulator, _Columns, _Program, lent_tokens
 from . import costs as mc
 from .costs import Timing
 
@@ -106,10 +106,13 @@ class CycleModel(FunctionalSimulator):
         TokenOverflowError
             Exactly as :meth:`vta.sim.fsim.FunctionalSimulator.run`; a failed run adds no cycles.
         """
-        tokens = [0, 0, 0, 0]  # every run starts with no tokens (device contract)
+        outstanding = list(self.tokens)
         result = super().run(insn_phys_addr, insn_count, wait_cycles)
         n = int(insn_count)
         words = self.dram.data[insn_phys_addr:insn_phys_addr + 16 * n].copy().view("<i8").reshape(n, 2)
+        tokens = outstanding
+        if any(outstanding):  # the tokens the stream was lent (device contract)
+            tokens = lent_tokens(_Program(_Columns(words, self.env), words, self.env).flow, outstanding)
         self.last_run = time_stream(self.env, words, tokens, insn_phys_addr, self.timing)
         for key, value in self.last_run.items():
             self._hw[key] += value

@@ -21,9 +21,10 @@ text the simulator printed and the cycle.
 
 State between runs follows the device contract (:mod:`vta.sim.device`), as fsim and the cycle
 model do: the stream is checked as a whole before launch (:func:`vta.sim.fsim.check_stream`);
-after FINISH the core is clocked until every queue is empty; a run that leaves tokens is
-reported and the core reset (tokens and queues only: SRAM persists); after any error the core
-is reset and its scratchpads zeroed by a short pad-only stream (:meth:`TSim.reset`).
+tokens the stream has no use for are held back (the core is reset, keeping SRAM, and given the
+lent tokens by a stream of no-ops that push them; the held ones are pushed back after the run);
+after FINISH the core is clocked until every queue is empty; after any error the core is reset
+and its scratchpads zeroed by a short pad-only stream (:meth:`TSim.reset`).
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ from ...env import Environment, get_env
 from ...errors import (ConfigError, DeadlockError, DRAMAccessError, HardwareAssertionError,
                       InvalidInstructionError, ModuleLoadError, SimulationError, SRAMIndexError, TokenOverflowError)
 from ..device import RUN_KEYS, STAT_KEYS, Device
-from ..fsim.simulator import check_stream
+from ..fsim.simulator import _Columns, _Program, check_stream, lent_tokens
 from ..targets import attach_device, device_for
 from . import hwgen
 from .library import (ASSERTION as _ASSERTION, DRAM_ERROR as _DRAM_ERROR, HW_ERROR as _HW_ERROR, OK as _OK,
@@ -56,6 +57,7 @@ log = logging.getLogger("vta.tsim")
 
 _UNITS = ("fetch", "load", "compute", "store")
 _CHANNELS = ("l2g", "g2l", "g2s", "s2g")
+_FSIM_ORDER = ("l2g", "g2l", "s2g", "g2s")  # fsim's channel order (vta.sim.fsim.sched.CHANNELS)
 #: Hardware counters added to the upstream statistics keys.
 HW_STAT_KEYS = (("cycle_count",) + tuple(f"{u}_busy_cycles" for u in _UNITS)
                 + tuple(f"{u}_stall_cycles" for u in _UNITS)
@@ -129,7 +131,7 @@ class TSim(Device):
         super().__init__(env, dram)
         self._handle = None
         self.check_streams = bool(check_streams)
-        self._tokens_left = dict.fromkeys(_CHANNELS, 0)
+        self._tokens = dict.fromkeys(_CHANNELS, 0)  # outstanding on the core after the last run
         trace_path = Path(trace_path) if trace_path is not None else None
         if library is None:
             from .library import build
@@ -255,9 +257,12 @@ class TSim(Device):
             raise SimulationError("this tsim device has been closed")
         if isinstance(insn_count, bool) or not isinstance(insn_count, (int, np.integer)) or insn_count < 1:
             raise ValueError(f"insn_count {insn_count!r} must be a positive integer")
-        self._tokens_left = dict.fromkeys(_CHANNELS, 0)
         try:
-            cols = self._check(insn_phys_addr, int(insn_count))
+            cols, held = self._check(insn_phys_addr, int(insn_count))
+            if any(held.values()):  # the core may only hold what the stream is lent
+                lent = {c: self._tokens[c] - held[c] for c in _CHANNELS}
+                self._reset_core()
+                self._push_tokens(lent)
         except SimulationError:
             self._recover()
             raise
@@ -271,10 +276,12 @@ class TSim(Device):
             raise exc
         if rc == _OK:
             self._count(cols)
-            self._tokens_left = {c: self.read_reg(hwgen.REG_TOKENS_L2G + 4 * i) for i, c in enumerate(_CHANNELS)}
-            if any(self._tokens_left.values()):
+            if any(held.values()):
+                self._stats["runs_with_surplus_tokens"] += 1
+                self._push_tokens(held)  # give back what was held: the core holds it again
+            self._tokens = {c: self.read_reg(hwgen.REG_TOKENS_L2G + 4 * i) for i, c in enumerate(_CHANNELS)}
+            if any(self._tokens.values()):
                 self._stats["runs_with_tokens_left"] += 1
-                self._reset_core()  # discard them: tokens and queues only, SRAM persists
             return 0
         if rc == _HW_ERROR:
             raise self._hardware_error()
@@ -309,12 +316,12 @@ class TSim(Device):
     def stats(self) -> dict:
         """Counters since the last :meth:`clear_stats`: the upstream keys, then the hardware's.
 
-        ``tokens_<channel>`` is the count the last run left on each channel (discarded before
-        the next run; 0 after a failed run); ``runs_failed`` and ``runs_with_tokens_left``
-        count runs as in every level.
+        ``tokens_<channel>`` is the count outstanding on each channel after the last run (0
+        after a failed run); ``runs_failed``, ``runs_with_tokens_left`` and
+        ``runs_with_surplus_tokens`` count runs as every level does.
         """
         out = dict(self._stats)
-        out.update({f"tokens_{c}": n for c, n in self._tokens_left.items()})
+        out.update({f"tokens_{c}": n for c, n in self._tokens.items()})
         return out
 
     def clear_stats(self) -> None:
@@ -338,7 +345,7 @@ class TSim(Device):
         """
         self._reset_core()
         self._zero_sram()
-        self._tokens_left = dict.fromkeys(_CHANNELS, 0)
+        self._tokens = dict.fromkeys(_CHANNELS, 0)
 
     def _reset_core(self) -> None:
         """Hold the core in reset (tokens, queues, units, per-run counters); SRAM is kept."""
@@ -357,8 +364,25 @@ class TSim(Device):
                 width = min(_ZERO_CHUNK, depth - base)
                 insns.append(isa.MemInsn(opcode=isa.OPCODE_LOAD, memory_type=mt, sram_base=base, y_size=0,
                                          x_size=width, x_stride=width, y_pad_0=1))
-        insns.append(isa.FinishInsn())
-        words = isa.encode_program(insns, env).astype("<u8")
+        self._run_internal(insns, "zeroing the scratchpads")
+
+    def _push_tokens(self, counts: dict) -> None:
+        """Put ``counts[channel]`` more tokens on the core's channels with a stream of no-ops."""
+        nop = {"l2g": (isa.OPCODE_LOAD, isa.MEM_INP, "push_next_dep"),
+               "g2l": (isa.OPCODE_LOAD, isa.MEM_UOP, "push_prev_dep"),
+               "g2s": (isa.OPCODE_LOAD, isa.MEM_UOP, "push_next_dep"),
+               "s2g": (isa.OPCODE_STORE, isa.MEM_UOP, "push_prev_dep")}
+        insns = []
+        for c, k in counts.items():
+            op, mt, flag = nop[c]
+            insns += [isa.MemInsn(opcode=op, memory_type=mt, **{flag: 1})] * int(k)
+        if insns:
+            self._run_internal(insns, "restoring the tokens held back")
+
+    def _run_internal(self, insns: list, what: str) -> None:
+        """Run ``insns`` and a FINISH on the core for the device itself (no statistics)."""
+        insns = list(insns) + [isa.FinishInsn()]
+        words = isa.encode_program(insns, self.env).astype("<u8")
         addr = self.dram.alloc(words.nbytes)
         self._call("vta_tsim_set_progress", _PROGRESS_FN(), None, 0, None, 0)  # not the user's run
         try:
@@ -370,7 +394,7 @@ class TSim(Device):
         if rc != _OK:
             message = self._lib.last_error()
             self._call("vta_tsim_reset")
-            raise SimulationError(f"tsim: zeroing the scratchpads failed (status {rc}): {message}")
+            raise SimulationError(f"tsim: {what} failed (status {rc}): {message}")
 
     def close(self) -> None:
         """Release the native model (and close the waveform file). Idempotent."""
@@ -442,18 +466,25 @@ class TSim(Device):
     def _check(self, insn_phys_addr, insn_count: int):
         """The checks before launch: alignment, the stream inside an allocation, then
         :func:`vta.sim.fsim.check_stream` (with ``check_streams``) or the transfers alone.
-        Returns the decoded columns."""
+        Returns the decoded columns and the tokens to hold back per channel."""
         if not isinstance(insn_phys_addr, (int, np.integer)) or insn_phys_addr % _INSN_BYTES:
             raise DRAMAccessError(f"instruction address {insn_phys_addr!r} is not a 16-byte aligned integer")
         insn_phys_addr = int(insn_phys_addr)
         self.dram.check(insn_phys_addr, insn_count * _INSN_BYTES, "instruction fetch")
         raw = self.dram.data[insn_phys_addr:insn_phys_addr + insn_count * _INSN_BYTES].copy()
         cols = isa.decode_array(raw, self.env)
+        words = raw.view("<i8").reshape(insn_count, 2)
+        outstanding = [self._tokens[c] for c in _FSIM_ORDER]
         if self.check_streams:
-            check_stream(self.env, raw.view("<i8").reshape(insn_count, 2), self.dram)
+            lent, _ = check_stream(self.env, words, self.dram, outstanding)
         else:
             _check_transfers(self.env, self.dram, cols)  # the core checks no allocation itself
-        return cols
+            try:
+                lent = lent_tokens(_Program(_Columns(words, self.env), words, self.env).flow, outstanding)
+            except SimulationError:  # invalid token flags: left for the core to report
+                lent = outstanding
+        held = dict(zip(_FSIM_ORDER, (a - b for a, b in zip(outstanding, lent))))
+        return cols, {c: held[c] for c in _CHANNELS}
 
     def _recover(self) -> None:
         """After a failed run: the reset state of the contract (the core halts on errors until
