@@ -42,6 +42,7 @@ def _compare(env, dram, tsim, fsim, kind, check_state=True):
 @pytest.mark.parametrize("kind", list(KINDS))
 def test_bad_then_good(tsim_setup, kind):
     env, dram, tsim = tsim_setup
+    tsim.reset()  # the device is shared by the module: start from the state of a fresh fsim
     with FunctionalSimulator(env, dram) as fsim:
         _compare(env, dram, tsim, fsim, kind)
 
