@@ -60,6 +60,10 @@ def _on_alarm(signum, frame):
     raise Hang()
 
 
+def _on_term(signum, frame):
+    raise KeyboardInterrupt  # report the counts so far, as for Ctrl-C
+
+
 def outcome(dev, prog, timeout: float, wait_cycles: int = 0) -> str:
     """``"ran"``, the project exception's class name, ``"GENERIC <name>: ..."`` or ``"HANG"``."""
     signal.setitimer(signal.ITIMER_REAL, timeout)
@@ -202,6 +206,7 @@ def main(argv=None) -> int:
 
     names = args.configs or sorted(p.name for p in (_REPO / "configs").glob("*.json"))
     signal.signal(signal.SIGALRM, _on_alarm)
+    signal.signal(signal.SIGTERM, _on_term)
     start = last = time.time()
     kinds = list(KINDS)
     checkers = []
