@@ -24,10 +24,10 @@ from pathlib import Path
 _REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(_REPO))
 
-from hypothesis import HealthCheck, Phase, given, settings  # noqa: E402
+from hypothesis import HealthCheck, Phase, given, settings
 
-from tests.fuzz.strategies import inputs  # noqa: E402
-from vta.testing.fuzz import TARGETS, run_target  # noqa: E402
+from tests.fuzz.strategies import inputs
+from vta.testing.fuzz import TARGETS, run_target
 
 REGRESSIONS = _REPO / "tests" / "fuzz" / "regressions"
 #: Modules whose line coverage --coverage reports, per target.

@@ -38,14 +38,14 @@ import numpy as np
 _REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(_REPO))
 
-from vta.dram import DRAM  # noqa: E402
-from vta.env import Environment, load_config  # noqa: E402
-from vta.errors import VTAError  # noqa: E402
-from vta.sim.device import STAT_KEYS  # noqa: E402
-from vta.sim.fsim import FunctionalSimulator, check_stream  # noqa: E402
-from vta.sim.model import CycleModel  # noqa: E402
-from vta.testing.malformed import KINDS, malformed_program, work_estimate  # noqa: E402
-from vta.testing.programs import random_program  # noqa: E402
+from vta.dram import DRAM
+from vta.env import Environment, load_config
+from vta.errors import VTAError
+from vta.sim.device import STAT_KEYS
+from vta.sim.fsim import FunctionalSimulator, check_stream
+from vta.sim.model import CycleModel
+from vta.testing.malformed import KINDS, malformed_program, work_estimate
+from vta.testing.programs import random_program
 
 #: Statistics every level must agree on for a valid program.
 COMPARED = STAT_KEYS + ("insn_load", "insn_store", "insn_gemm", "insn_alu", "insn_finish", "insn_nop",

@@ -16,17 +16,25 @@ import json
 import socket
 import tempfile
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
 from .. import isa
 from ..env import Environment, load_config
-from ..errors import (ConfigError, DecodeError, EncodingError, PackError, RPCError, VTAError)
+from ..errors import (
+    ConfigError,
+    DecodeError,
+    EncodingError,
+    PackError,
+    RPCError,
+    VTAError,
+)
 
-__all__ = ["Target", "TARGETS", "run_target"]
+__all__ = ["TARGETS", "Target", "run_target"]
 
 
 @dataclass(frozen=True)
