@@ -31,7 +31,6 @@ from ..errors import (
     EncodingError,
     PackError,
     RPCError,
-    VTAError,
 )
 
 __all__ = ["TARGETS", "Target", "run_target"]
@@ -198,5 +197,3 @@ TARGETS = {t.name: t for t in (
     Target("rpc_frame", _frame, (RPCError,)),
     Target("rpc_value", _value, (RPCError,), "json"),
 )}
-
-_ = VTAError  # every accepted class derives from it
