@@ -123,12 +123,26 @@ _PACK_DIR: Path | None = None
 
 
 def _pack_dir() -> Path:
-    """A valid pack (the demo program), written once; targets damage copies of its files."""
+    """A small valid pack (a FINISH and four regions), written once; the target damages copies."""
     global _PACK_DIR
     if _PACK_DIR is None:
-        from ..demo import build_demo_pack
+        from ..env import PAGE_BYTES
+        from ..pack import Pack, Region
 
-        _PACK_DIR = build_demo_pack(_env()).save(_TMP / "pack")
+        env = _env()
+        page = PAGE_BYTES
+        inp = np.arange(32, dtype=np.int8).reshape(2, 16)
+        acc = np.arange(-8, 8, dtype=np.int32).reshape(4, 4)
+        insn = isa.encode_program([isa.FinishInsn()], env).astype("<u8")
+        out = np.zeros((2, 16), dtype=np.int8)
+        regions = [Region("inp", "input", 2 * page, inp.nbytes, "int8", inp.shape),
+                   Region("acc", "data", 3 * page, acc.nbytes, "int32", acc.shape),
+                   Region("insn", "insn", 4 * page, insn.nbytes, "uint64", insn.shape),
+                   Region("out", "output", 5 * page, out.nbytes, "int8", out.shape)]
+        image = {"inp": inp.tobytes(), "acc": acc.astype("<i4").tobytes(), "insn": insn.tobytes(),
+                 "out": out.tobytes()}
+        pack = Pack(dict(env.cfg_dict), regions, image, 4 * page, 1, {"out": out})
+        _PACK_DIR = pack.save(_TMP / "pack")
     return _PACK_DIR
 
 
