@@ -37,7 +37,7 @@ from ...errors import DeadlockError, InvalidInstructionError, SimulationError
 from ..device import RUN_KEYS, STAT_KEYS, Device
 from . import jit
 from .sched import CHANNELS, Flow, schedule
-from .units import Scratchpads, alu, check_mem, check_uops, gemm, gemm_run, load, store
+from .units import Scratchpads, alu, check_mem, gemm, gemm_run, load, store
 
 # Batched GEMMs are many small BLAS products; threaded BLAS runs them up to 20x slower on a
 # small or busy machine, so they run single-threaded (numbers are identical either way). The
@@ -202,7 +202,7 @@ class FunctionalSimulator(Device):
         else:
             program.validate()
             order = schedule(program.flow, tokens, self._rng)
-        check_fields(self.env, program.cols, self.dram)
+        check_fields(self.env, words, program.cols.header["opcode"], self.dram)
         try:
             self._execute(program, order)
         except SimulationError as exc:
@@ -340,7 +340,7 @@ def check_stream(env: Environment, words: np.ndarray, dram: DRAM | None = None,
         The encoded instructions.
     dram : DRAM, optional
         The arena the stream runs on: with it, every field-only check of
-        :func:`check_fields` (SRAM rectangles, DRAM ranges, micro-op ranges) is made too.
+        :func:`check_fields` (memory types, padding, SRAM rectangles, DRAM ranges) is made too.
     outstanding : list of 4 int, optional
         Tokens on l2g, g2l, s2g, g2s before the run (default none).
 
@@ -369,31 +369,41 @@ def check_stream(env: Environment, words: np.ndarray, dram: DRAM | None = None,
     tokens = list(lent)
     schedule(program.flow, tokens)
     if dram is not None:
-        check_fields(env, program.cols, dram)
+        check_fields(env, words, program.cols.header["opcode"], dram)
     return lent, tokens
 
 
-def check_fields(env: Environment, cols: "_Columns", dram: DRAM) -> None:
+def check_fields(env: Environment, words: np.ndarray, opcode: np.ndarray, dram: DRAM) -> None:
     """Raise the error of the first instruction that fails on its fields alone.
 
-    Those are the checks of :func:`vta.sim.fsim.units.check_mem` (LOAD and STORE memory types,
-    padding, SRAM rectangles and DRAM ranges) and of :func:`vta.sim.fsim.units.check_uops`
-    (micro-op ranges); only index errors that depend on micro-op contents remain for execution
-    to find. Candidates are found with whole-column arithmetic, then confirmed one by one in
-    stream order with the same functions the opcodes call.
+    Those are the checks of :func:`vta.sim.fsim.units.check_mem`: LOAD and STORE memory types,
+    padding, SRAM rectangles and DRAM ranges. GEMM and ALU index errors are left for execution
+    (they depend on micro-op contents). Candidates are found with whole-column arithmetic over
+    the LOAD and STORE rows, then confirmed one by one in stream order with the function the
+    opcodes call.
+
+    Parameters
+    ----------
+    env : Environment
+    words : ndarray of shape (n, 2), int64
+        The stream.
+    opcode : ndarray of shape (n,)
+        Its opcode column.
+    dram : DRAM
+        The arena its transfers must lie in.
 
     Raises
     ------
     InvalidInstructionError, SRAMIndexError, DRAMAccessError
         As the instruction itself would when executed.
     """
-    op = cols.header["opcode"]
-    m = cols.mem
+    rows = np.flatnonzero(opcode <= isa.OPCODE_STORE)
+    m = _Columns(words[rows], env).mem
     x, y, mt, base = m["x_size"], m["y_size"], m["memory_type"], m["sram_base"]
-    load = (op == isa.OPCODE_LOAD) & (x > 0)
-    store = (op == isa.OPCODE_STORE) & (x > 0)
+    load = (opcode[rows] == isa.OPCODE_LOAD) & (x > 0)
+    store = (opcode[rows] == isa.OPCODE_STORE) & (x > 0)
     pads = (m["y_pad_0"], m["y_pad_1"], m["x_pad_0"], m["x_pad_1"])
-    depth = np.full(op.shape, env.ACC_BUFF_DEPTH, dtype=np.int64)
+    depth = np.full(rows.shape, env.ACC_BUFF_DEPTH, dtype=np.int64)
     for code, d in ((isa.MEM_UOP, env.UOP_BUFF_DEPTH), (isa.MEM_WGT, env.WGT_BUFF_DEPTH),
                     (isa.MEM_INP, env.INP_BUFF_DEPTH)):
         depth[mt == code] = d
@@ -401,29 +411,26 @@ def check_fields(env: Environment, cols: "_Columns", dram: DRAM) -> None:
     bad = (load | store) & (base + area > depth)
     bad |= load & (mt == isa.MEM_OUT)
     bad |= store & ((mt != isa.MEM_OUT) | ((pads[0] | pads[1] | pads[2] | pads[3]) != 0))
-    elem = np.zeros(op.shape, dtype=np.int64)
+    elem = np.zeros(rows.shape, dtype=np.int64)
     for code in (isa.MEM_UOP, isa.MEM_WGT, isa.MEM_INP, isa.MEM_ACC, isa.MEM_ACC_8BIT):
         elem[load & (mt == code)] = env.elem_bytes(code)
     elem[store] = env.OUT_ELEM_BYTES
     moves = (load | store) & (y > 0) & (elem > 0)
     if moves.any():
-        start = m["dram_base"].astype(np.int64) * elem
-        end = (m["dram_base"].astype(np.int64) + (y - 1) * m["x_stride"] + x) * elem
-        starts = np.fromiter((a for a, _ in dram.allocations()), dtype=np.int64)
-        ends = starts + np.fromiter((n for _, n in dram.allocations()), dtype=np.int64)
-        k = np.searchsorted(starts, start, side="right") - 1
-        inside = (k >= 0) & (start < ends[np.maximum(k, 0)]) & (end <= ends[np.maximum(k, 0)]) \
-            if starts.size else np.zeros(op.shape, dtype=bool)
-        bad |= moves & ~inside
-    compute = (op == isa.OPCODE_GEMM) | (op == isa.OPCODE_ALU)
-    bad |= compute & (cols.gemm["uop_end"] > env.UOP_BUFF_DEPTH)
-    for i in np.flatnonzero(bad).tolist():
-        code = int(op[i])
-        if code in (isa.OPCODE_GEMM, isa.OPCODE_ALU):
-            check_uops(env.UOP_BUFF_DEPTH, i, isa.OPCODE_NAMES[code], {"uop_end": int(cols.gemm["uop_end"][i])})
+        start = m["dram_base"] * elem
+        end = (m["dram_base"] + (y - 1) * m["x_stride"] + x) * elem
+        allocs = list(dram.allocations())
+        starts = np.array([a for a, _ in allocs], dtype=np.int64)
+        ends = starts + np.array([n for _, n in allocs], dtype=np.int64)
+        if starts.size:
+            k = np.maximum(np.searchsorted(starts, start, side="right") - 1, 0)
+            inside = (start >= starts[k]) & (start < ends[k]) & (end <= ends[k])
         else:
-            f = {k: int(m[k][i]) for k in m}
-            check_mem(env, dram, i, f, code)
+            inside = np.zeros(rows.shape, dtype=bool)
+        bad |= moves & ~inside
+    for i in rows[bad].tolist():
+        one = isa.decode_array(np.ascontiguousarray(words[i:i + 1]).view("<u8"), env).mem
+        check_mem(env, dram, i, {k: int(v[0]) for k, v in one.items()}, int(opcode[i]))
 
 
 def _count(st: dict, program: "_Program", done: np.ndarray, env: Environment) -> None:
