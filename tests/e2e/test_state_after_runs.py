@@ -95,3 +95,25 @@ def test_scratchpads_after_success_failure_and_reset(tsim_setup):
             dev.reset()
             assert _store_row(env, dram, dev, 5) == bytes(env.OUT_ELEM_BYTES)
             assert not any(dev.stats()[k] for k in TOKENS)
+
+
+def test_carried_tokens_lent_and_held_back(tsim_setup):
+    """A token the next stream pops is lent to it; one it has no use for is held back and kept."""
+    env, dram, tsim = tsim_setup
+    tsim.reset()
+    with FunctionalSimulator(env, dram) as fsim, ProgramBuilder(env, dram) as first, \
+            ProgramBuilder(env, dram) as second:  # noqa: E127
+        first.nop(isa.STAGE_COMPUTE, push_prev_dep=1)  # g2l, for the next stream's load
+        first.nop(isa.STAGE_LOAD, push_next_dep=1)     # l2g, which the next stream does not pop
+        first.finish()
+        second.nop(isa.STAGE_LOAD, pop_next_dep=1)
+        second.finish()
+        a, b = first.build(), second.build()
+        for dev in (fsim, tsim):
+            dev.clear_stats()
+            dev.run(*a)
+            assert [dev.stats()[k] for k in ("tokens_l2g", "tokens_g2l")] == [1, 1]
+            dev.run(*b)
+            st = dev.stats()
+            assert [st[k] for k in TOKENS] == [1, 0, 0, 0]
+            assert st["runs_with_surplus_tokens"] == 1 and st["runs_with_tokens_left"] == 2
