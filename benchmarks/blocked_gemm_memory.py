@@ -1,6 +1,7 @@
 """Peak memory and time of a 1024^3 blocked GEMM built and run on fsim (bar: peak RSS < 2 GiB).
 
-Run: ``python benchmarks/blocked_gemm_memory.py [--batch 1024] [--runs 3]``.
+Run: ``python benchmarks/blocked_gemm_memory.py [--batch 1024] [--runs 3]``; ``--quick`` (the test
+suite's smoke run) builds and runs a 16-row batch once.
 
 The workload is the blocked-GEMM tutorial scaled to a square problem: a (batch x 1024) int8
 activation times a (1024 x 1024) int8 weight matrix into int32, then shift by 8 and clip to
@@ -136,8 +137,11 @@ def main() -> int:
     parser.add_argument("--batch", type=int, default=1024, help="rows of the activation (default 1024)")
     parser.add_argument("--b-block", type=int, default=16, help="batch tiles per block (default 16)")
     parser.add_argument("--runs", type=int, default=3, help="fresh processes to take the median of")
+    parser.add_argument("--quick", action="store_true", help="a 16-row batch, one process (a smoke run)")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     opts = parser.parse_args()
+    if opts.quick:
+        opts.batch, opts.b_block, opts.runs = 16, 1, 1
     if opts.child:
         print(json.dumps(measure(opts.batch, opts.b_block)))
         return 0

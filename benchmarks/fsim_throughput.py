@@ -160,12 +160,14 @@ def timed(dev, addr, count, repeat):
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="smaller streams (a smoke run)")
-    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--repeat", type=int, default=None, help="runs per figure (default 3, 1 with --quick)")
     ap.add_argument("--engine", choices=("auto", "numpy", "jit"), default="auto",
                     help="fsim engine (jit needs numba)")
     ap.add_argument("--no-batch-gemms", action="store_true",
                     help="do not run lined-up GEMMs as one BLAS product")
     args = ap.parse_args(argv)
+    if args.repeat is None:
+        args.repeat = 1 if args.quick else 3
     env = get_env()
     size, groups = (256, 4000) if args.quick else (1024, 29_000)
     with DRAM(1 << 31) as dram:

@@ -2,7 +2,10 @@
 
 Run from the repository root (needs Verilator for tsim; the library is built once and cached)::
 
-    python benchmarks/model_accuracy.py [--random 20] [--no-examples]
+    python benchmarks/model_accuracy.py [--random 20] [--no-examples] [--quick]
+
+``--quick`` (the test suite's smoke run): the demo, two small GEMMs, two random programs and the
+get_started tutorial.
 
 Programs, on the current configuration or the one named by ``--config``:
 
@@ -129,12 +132,19 @@ def main() -> int:
     ap.add_argument("--no-examples", action="store_true", help="skip the compiled tutorials")
     ap.add_argument("--config", default=None,
                     help="a file of configs/ (default: the current configuration)")
+    ap.add_argument("--quick", action="store_true", help="a few small programs and one tutorial (a smoke run)")
     args = ap.parse_args()
+    if args.quick:
+        args.random = min(args.random, 2)
+    gemm_sizes = ((4, 4, 1), (16, 8, 4)) if args.quick else ((4, 4, 1), (16, 8, 4), (64, 16, 16))
+    examples = EXAMPLES[:1] if args.quick else EXAMPLES
 
     env = Environment(load_config(_REPO / "configs" / args.config)) if args.config else get_env()
     print(f"configuration: {args.config or 'current'} (BATCH {env.BATCH}, BLOCK_IN {env.BLOCK_IN}, "
           f"BLOCK_OUT {env.BLOCK_OUT}, INP_WIDTH {env.INP_WIDTH})")
-    lib = library.build(env)
+    # The quick run uses the library the test suite builds (with waveform support, which costs
+    # no speed while no waveform is written), so a smoke run never triggers a second build.
+    lib = library.build(env, trace="vcd" if args.quick else None)
     speed = Speed()
     everything: list = []
     with env, DRAM(1 << 28) as dram, TSim(env, dram, library=lib) as tsim, CycleModel(env, dram) as model:
@@ -147,7 +157,7 @@ def main() -> int:
             report("demo", *compare(tsim, model, speed, pack.insn_addr, pack.insn_count), errors)
         finally:
             pack.uninstall(dram)
-        for m, k, reps in ((4, 4, 1), (16, 8, 4), (64, 16, 16)):
+        for m, k, reps in gemm_sizes:
             prog = gemm_program.build(env, dram, m=m, k=k, reps=reps, seed=1)
             try:
                 report(f"gemm m={m} k={k} reps={reps}", *compare(tsim, model, speed, prog.insn_addr,
@@ -178,7 +188,7 @@ def main() -> int:
             tee = Tee(tsim, model, speed)
             old = vta_bridge.attach_device(env, tee)
             try:
-                for name in EXAMPLES:
+                for name in examples:
                     tee.pairs = []
                     t0 = time.perf_counter()
                     try:

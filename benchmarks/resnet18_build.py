@@ -1,6 +1,7 @@
 """Build and fsim run time of every ResNet-18 layer scheduled by ``vta.topi``.
 
-Run: ``python benchmarks/resnet18_build.py [--config batch2.json] [--runs 3]``. For each layer
+Run: ``python benchmarks/resnet18_build.py [--config batch2.json] [--runs 3]`` (``--quick``: the
+C11 and classifier layers only, once each). For each layer
 (conv2d C2...C11 of reference section 7.3 with the bias epilogue, the 512 -> 1000 classifier
 padded to a multiple of BLOCK_OUT, and the 128 x 128 x 128 dense of the upstream benchmark) the
 table gives:
@@ -36,9 +37,11 @@ from vta.testing import simulator  # noqa: E402
 from vta.topi.conv2d import conv2d_workload  # noqa: E402
 from vta.topi.dense import dense_workload  # noqa: E402
 from tests.conftest import make_env  # noqa: E402
-from tests.compiler.scale.layers import RESNET18_CONV, conv_layer, dense_layer  # noqa: E402
+from tests.compiler.workloads.resnet import RESNET18_CONV, conv_layer, dense_layer  # noqa: E402
 
 LAYERS = list(RESNET18_CONV) + ["fc1000", "dense128"]
+#: The layers of ``--quick``: the smallest convolution and the classifier.
+QUICK_LAYERS = ["C11", "fc1000"]
 
 
 def _make(env, name: str, rng):
@@ -107,7 +110,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--config", default="vta_config.json", help="a file of configs/ (default: vta_config.json)")
     parser.add_argument("--runs", type=int, default=3, help="repetitions per figure (median)")
+    parser.add_argument("--quick", action="store_true", help=f"layers {', '.join(QUICK_LAYERS)}, one repetition")
     ns = parser.parse_args()
+    layers = QUICK_LAYERS if ns.quick else LAYERS
+    if ns.quick:
+        ns.runs = 1
     with make_env(ns.config) as env:
         print(f"configuration {ns.config}: BATCH={env.BATCH} BLOCK={env.BLOCK_IN}x{env.BLOCK_OUT}; "
               f"median of {ns.runs}")
@@ -115,7 +122,7 @@ def main() -> None:
         print(header)
         print("-" * len(header))
         worst = 0.0
-        for name in LAYERS:
+        for name in layers:
             cold = _timed_build(env, name, ns.runs, cold=True)
             warm = _timed_build(env, name, ns.runs, cold=False)
             run, gemm, ok = _timed_run(env, name, ns.runs)

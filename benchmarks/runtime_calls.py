@@ -1,10 +1,12 @@
 """Costs of the Python runtime: packed calls, callbacks, array copies, module loading.
 
-Run ``python benchmarks/runtime_calls.py``; prints medians over several repetitions.
+Run ``python benchmarks/runtime_calls.py``; prints medians over several repetitions (``--quick``:
+fewer calls and repetitions, a smoke run).
 """
 
 from __future__ import annotations
 
+import argparse
 import statistics
 import sys
 import tempfile
@@ -32,23 +34,28 @@ def median_seconds(fn, repeat: int = 7) -> float:
     return statistics.median(times)
 
 
-def main() -> None:
+def main(quick: bool = False) -> None:
+    repeat = 3 if quick else 7
     with tempfile.TemporaryDirectory() as tmp:
         obj = compile_object(KERNELS, Path(tmp) / "kernels.o")
-        t_load = median_seconds(lambda: load_module(obj), repeat=3)
+
+        def load_and_close() -> None:
+            load_module(obj).close()
+
+        t_load = median_seconds(load_and_close, repeat=1 if quick else 3)
         mod = load_module(obj)
         add, call_back, sum_i32 = mod["add_int"], mod["call_back"], mod["sum_i32"]
-        n = 20000
-        t_call = median_seconds(lambda: [add(i, 1) for i in range(n)]) / n
+        n = 2000 if quick else 20000
+        t_call = median_seconds(lambda: [add(i, 1) for i in range(n)], repeat) / n
         cb = PackedFunc(lambda x: x + 1)
-        t_cb = median_seconds(lambda: [call_back(cb, i) for i in range(n // 4)]) / (n // 4)
+        t_cb = median_seconds(lambda: [call_back(cb, i) for i in range(n // 4)], repeat) / (n // 4)
         x = np.random.default_rng(0).integers(1, 10, size=(100, 100, 1, 16)).astype(np.int8)
         arr = nd.array(x, ext_dev(0))
-        t_in = median_seconds(lambda: arr.copyfrom(x))
-        t_out = median_seconds(arr.numpy)
-        t_alloc = median_seconds(lambda: nd.array(x, ext_dev(0)).close())
+        t_in = median_seconds(lambda: arr.copyfrom(x), repeat)
+        t_out = median_seconds(arr.numpy, repeat)
+        t_alloc = median_seconds(lambda: nd.array(x, ext_dev(0)).close(), repeat)
         big = nd.array(np.ones(1 << 20, np.int32), ext_dev(0))
-        t_sum = median_seconds(lambda: sum_i32(big))
+        t_sum = median_seconds(lambda: sum_i32(big), repeat)
         print(f"load_module(.o) link+dlopen      : {t_load * 1e3:8.1f} ms")
         print(f"native packed call add_int(i, 1)  : {t_call * 1e6:8.2f} us")
         print(f"Python->C->Python callback        : {t_cb * 1e6:8.2f} us")
@@ -62,4 +69,6 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="fewer calls and repetitions (a smoke run)")
+    main(parser.parse_args().quick)

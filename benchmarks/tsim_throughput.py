@@ -2,7 +2,9 @@
 
 Run from the repository root::
 
-    python benchmarks/tsim_throughput.py [--repeats 5] [--build-repeats 1] [--skip-build]
+    python benchmarks/tsim_throughput.py [--repeats 5] [--build-repeats 1] [--skip-build] [--quick]
+
+``--quick`` (the test suite's smoke run) measures small programs once and skips the clean build.
 
 Figures (medians over the repeats; the machine is shared, so expect noise):
 
@@ -33,8 +35,9 @@ from vta.sim.tsim import hwgen, library  # noqa: E402
 from vta.sim.tsim import TSim  # noqa: E402
 
 
-def cycles_per_second(dev: TSim, dram: DRAM, env, repeats: int) -> tuple[float, int]:
-    prog = gemm_program.build(env, dram, m=64, k=16, reps=64, seed=1)
+def cycles_per_second(dev: TSim, dram: DRAM, env, repeats: int, quick: bool = False) -> tuple[float, int]:
+    m, k, reps = (8, 4, 4) if quick else (64, 16, 64)
+    prog = gemm_program.build(env, dram, m=m, k=k, reps=reps, seed=1)
     rates, cpu_rates, cycles = [], [], 0
     try:
         for _ in range(repeats):
@@ -53,8 +56,8 @@ def cycles_per_second(dev: TSim, dram: DRAM, env, repeats: int) -> tuple[float, 
     return statistics.median(rates), statistics.median(cpu_rates), cycles
 
 
-def gemm_cycles_per_uop(dev: TSim, dram: DRAM, env, repeats: int) -> tuple[float, int]:
-    m, k, reps = 32, 16, 32
+def gemm_cycles_per_uop(dev: TSim, dram: DRAM, env, repeats: int, quick: bool = False) -> tuple[float, int]:
+    m, k, reps = (8, 4, 8) if quick else (32, 16, 32)
     ratios = []
     for _ in range(repeats):
         counts = []
@@ -85,15 +88,20 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--build-repeats", type=int, default=1)
     parser.add_argument("--skip-build", action="store_true", help="do not time a clean build")
+    parser.add_argument("--quick", action="store_true", help="small programs, one repeat, no clean build")
     args = parser.parse_args()
+    if args.quick:
+        args.repeats, args.skip_build = 1, True
 
     env = make_env()
-    lib = library.build(env)
+    # The quick run uses the library the test suite builds (with waveform support, which costs
+    # no speed while no waveform is written), so a smoke run never triggers a second build.
+    lib = library.build(env, trace="vcd" if args.quick else None)
     with env, DRAM(1 << 28) as dram, TSim(env, dram, library=lib) as dev:
-        rate, cpu_rate, cycles = cycles_per_second(dev, dram, env, args.repeats)
+        rate, cpu_rate, cycles = cycles_per_second(dev, dram, env, args.repeats, args.quick)
         print(f"GEMM-heavy program: {cycles} cycles per run, median {rate / 1e6:.2f} M simulated cycles/s "
               f"of wall time, {cpu_rate / 1e6:.2f} M per CPU second ({args.repeats} runs)")
-        per_uop, uops = gemm_cycles_per_uop(dev, dram, env, args.repeats)
+        per_uop, uops = gemm_cycles_per_uop(dev, dram, env, args.repeats, args.quick)
         print(f"long GEMM: median {per_uop:.4f} cycles per uop over {uops} extra uops "
               f"({'within' if abs(per_uop - 1) <= 0.05 else 'OUTSIDE'} 5% of one uop per cycle)")
     if not args.skip_build:

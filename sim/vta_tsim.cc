@@ -12,6 +12,7 @@
 #include <deque>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "verilated.h"
 #include "Vvta_tsim_top.h"
@@ -55,6 +56,46 @@ struct ReadBurst {
   bool bad;        // outside the arena: served as zeros
 };
 
+// One record of the profiler's probe (layout shared with vta/sim/tsim/probe.py).
+struct ProbeRecord {
+  uint64_t cycle;  // cycles the core counted in the run before this one (the ECNT0 clock)
+  uint32_t what;   // kind << 8 | detail (see vta_tsim.h)
+  uint32_t value;
+};
+
+// State of the probe while a run is traced: the last reported value of each signal, so that
+// only changes are recorded, and the memory beats of the current window.
+struct Probe {
+  bool on = false;
+  uint32_t window = 256;
+  uint64_t t = 0;
+  uint64_t unit[4] = {};
+  uint32_t fill[3] = {};
+  uint32_t tokens = 0;
+  uint32_t rd[5] = {};
+  uint32_t wr = 0;
+  uint64_t window_start = 0;
+  bool fresh = true;
+  std::vector<ProbeRecord> records;
+
+  void add(uint64_t cycle, uint32_t kind, uint32_t detail, uint32_t value) {
+    records.push_back(ProbeRecord{cycle, kind << 8 | detail, value});
+  }
+  void start_run() {
+    t = 0;
+    window_start = 0;
+    fresh = true;
+    wr = 0;
+    for (uint32_t& r : rd) r = 0;
+  }
+  void flush_window(uint64_t now) {
+    for (uint32_t c = 0; c < 5; ++c)
+      if (rd[c]) add(window_start, VTA_TSIM_PROBE_READ, c, rd[c]), rd[c] = 0;
+    if (wr) add(window_start, VTA_TSIM_PROBE_WRITE, 0, wr), wr = 0;
+    window_start = now;
+  }
+};
+
 struct Model {
   uint32_t magic = kMagic;
   std::unique_ptr<VerilatedContext> ctx;
@@ -92,6 +133,7 @@ struct Model {
   uint64_t progress_interval = 0;
   uint32_t progress_regs[kMaxProgressRegs] = {};
   int progress_nregs = 0;
+  Probe probe;
 
   bool burst_ok(uint64_t addr, uint64_t nbytes) const {
     return addr >= kPageBytes && addr <= arena_size && nbytes <= arena_size - addr;
@@ -345,6 +387,50 @@ void vta_dpi_mem_tick(svBit rd_req, unsigned int rd_addr, unsigned char rd_len, 
   *rd_busy = m->reads.empty() ? 0 : 1;
 }
 
+// Token channels (vta_pkg CHAN_*): the unit that pushes and the unit that pops each one
+// (units: 0 fetch, 1 load, 2 compute, 3 store).
+constexpr int kProducer[4] = {1, 2, 2, 3};
+constexpr int kConsumer[4] = {2, 1, 3, 2};
+
+void vta_dpi_probe_tick(unsigned int flags, unsigned int index0, unsigned int index1,
+                        unsigned int index2, unsigned int index3, unsigned long long fill,
+                        unsigned int tokens) {
+  Model* m = g_current;
+  if (m == nullptr || !m->probe.on || !(flags & (1u << 26))) return;
+  Probe& p = m->probe;
+  const uint64_t t = p.t++;
+  const uint32_t index[4] = {index0, index1, index2, index3};
+  for (uint32_t u = 0; u < 4; ++u) {
+    const uint32_t st = (flags >> (2 * u)) & 3u;
+    const uint64_t key = static_cast<uint64_t>(st) << 32 | index[u];
+    if (p.fresh || key != p.unit[u]) p.add(t, VTA_TSIM_PROBE_UNIT, u | st << 4, index[u]), p.unit[u] = key;
+  }
+  for (uint32_t q = 0; q < 3; ++q) {
+    const uint32_t f = static_cast<uint32_t>(fill >> (16 * q)) & 0xFFFFu;
+    if (p.fresh || f != p.fill[q]) p.add(t, VTA_TSIM_PROBE_FILL, q, f), p.fill[q] = f;
+  }
+  if (p.fresh || tokens != p.tokens) {
+    for (uint32_t c = 0; c < 4; ++c) {
+      const uint32_t n = (tokens >> (8 * c)) & 0xFFu;
+      if (p.fresh || n != ((p.tokens >> (8 * c)) & 0xFFu)) p.add(t, VTA_TSIM_PROBE_TOKENS, c, n);
+    }
+    p.tokens = tokens;
+  }
+  p.fresh = false;
+  const uint32_t push = (flags >> 12) & 0xFu, pop = (flags >> 16) & 0xFu;
+  if (push | pop) {
+    for (int c = 0; c < 4; ++c) {
+      if (push & (1u << c)) p.add(t, VTA_TSIM_PROBE_PUSH, c, index[kProducer[c]]);
+      if (pop & (1u << c)) p.add(t, VTA_TSIM_PROBE_POP, c, index[kConsumer[c]]);
+    }
+  }
+  const uint32_t rd = (flags >> 20) & 0x1Fu;
+  if (rd)
+    for (int c = 0; c < 5; ++c) p.rd[c] += (rd >> c) & 1u;
+  p.wr += (flags >> 25) & 1u;
+  if (p.t - p.window_start >= p.window) p.flush_window(p.t);
+}
+
 // ------------------------------------------------------------------------------------------
 // Verilator hooks: the build defines VL_USER_STOP (so this vl_stop replaces Verilator's) and
 // VL_PRINTF=vta_tsim_vl_printf.
@@ -556,6 +642,15 @@ VTA_TSIM_API int vta_tsim_run(vta_tsim_t* h, uint32_t insn_phys_addr, uint32_t i
   if ((rc = reg_write(m, kRegPtr0, insn_phys_addr)) != VTA_TSIM_OK) return rc;
   if ((rc = reg_write(m, kRegCtrl, 1)) != VTA_TSIM_OK) return rc;
   const uint64_t start = m->cycles;
+  struct ProbeEnd {  // closes the run's trace however the run ends
+    Probe& p;
+    ~ProbeEnd() {
+      if (!p.on) return;
+      p.flush_window(p.t);
+      p.add(p.t, VTA_TSIM_PROBE_END, 0, 0);
+    }
+  } probe_end{m->probe};
+  m->probe.start_run();
   uint64_t next_progress = m->progress ? m->progress_interval : UINT64_MAX;
   for (;;) {
     for (uint64_t i = 0; i < kPollInterval; ++i) {
@@ -643,6 +738,36 @@ VTA_TSIM_API uint32_t vta_tsim_assertions(vta_tsim_t* h, uint64_t* cycle) {
   if (m == nullptr) return 0;
   if (cycle != nullptr && m->assert_count) *cycle = m->assert_cycle;
   return m->assert_count;
+}
+
+VTA_TSIM_API int vta_tsim_probe(vta_tsim_t* h, int enable, uint32_t window) {
+  Model* m = check(h);
+  if (m == nullptr) return VTA_TSIM_BAD_HANDLE;
+  if (enable && window == 0) {
+    set_error("probe window must be at least one cycle");
+    return VTA_TSIM_BAD_ARG;
+  }
+  m->probe.on = enable != 0;
+  if (enable) m->probe.window = window;
+  m->probe.records.clear();
+  m->probe.records.shrink_to_fit();
+  m->top->probe_en_i = enable ? 1 : 0;
+  return VTA_TSIM_OK;
+}
+
+VTA_TSIM_API uint64_t vta_tsim_probe_take(vta_tsim_t* h, void* out, uint64_t max_records) {
+  Model* m = check(h);
+  if (m == nullptr || out == nullptr) return 0;
+  std::vector<ProbeRecord>& r = m->probe.records;
+  const uint64_t n = r.size() < max_records ? r.size() : max_records;
+  std::memcpy(out, r.data(), n * sizeof(ProbeRecord));
+  r.erase(r.begin(), r.begin() + static_cast<std::ptrdiff_t>(n));
+  return n;
+}
+
+VTA_TSIM_API uint64_t vta_tsim_probe_count(vta_tsim_t* h) {
+  Model* m = check(h);
+  return m == nullptr ? 0 : m->probe.records.size();
 }
 
 VTA_TSIM_API int vta_tsim_trace_kind(void) { return VTA_TSIM_TRACE_KIND; }

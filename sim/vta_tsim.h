@@ -82,6 +82,36 @@ const char* vta_tsim_last_error(void);
  * their count and, when there was one, the cycle (since creation) of the first into *cycle. */
 uint32_t vta_tsim_assertions(vta_tsim_t* sim, uint64_t* cycle);
 
+/* The profiler's probe. While enabled, every cycle a run counts (the ECNT0 clock) is sampled
+ * and changes are recorded as 16-byte records {uint64 cycle; uint32 what; uint32 value}, with
+ * what = kind << 8 | detail:
+ *   UNIT    detail = unit | state << 4 (units 0 fetch .. 3 store, vta_pkg STATE_*),
+ *           value = the unit's instruction index; recorded when the pair changes
+ *   FILL    detail = queue (0 load, 1 compute, 2 store), value = entries; on change
+ *   TOKENS  detail = channel (vta_pkg CHAN_*), value = tokens outstanding; on change
+ *   PUSH    detail = channel, value = the pushing unit's instruction index
+ *   POP     detail = channel, value = the popping unit's instruction index
+ *   READ    detail = read client (0 fetch, 1 uop, 2 inp, 3 wgt, 4 acc), value = beats in the
+ *           window starting at cycle
+ *   WRITE   value = write beats in the window starting at cycle
+ *   END     the run's last counted cycle + 1 (every traced run ends with one)
+ * Enabling or disabling clears the records; `window` is the width of the beat windows. */
+enum {
+  VTA_TSIM_PROBE_UNIT = 1,
+  VTA_TSIM_PROBE_FILL = 2,
+  VTA_TSIM_PROBE_TOKENS = 3,
+  VTA_TSIM_PROBE_PUSH = 4,
+  VTA_TSIM_PROBE_POP = 5,
+  VTA_TSIM_PROBE_READ = 6,
+  VTA_TSIM_PROBE_WRITE = 7,
+  VTA_TSIM_PROBE_END = 8,
+};
+int vta_tsim_probe(vta_tsim_t* sim, int enable, uint32_t window);
+/* Move up to max_records of the oldest records into out; returns how many. */
+uint64_t vta_tsim_probe_take(vta_tsim_t* sim, void* out, uint64_t max_records);
+/* Records waiting to be taken. */
+uint64_t vta_tsim_probe_count(vta_tsim_t* sim);
+
 /* The build defines VL_PRINTF as this function (and force-includes this header), so the shim sees
  * what the Verilated model prints (it is still written to stdout); the first "%Error" line of a
  * run is kept for the message of VTA_TSIM_ASSERTION. Not part of the C API. */

@@ -5,6 +5,7 @@ Commands::
     python -m vta run PACK [--seed N] [--trace] [--json] [--target sim|tsim]
     python -m vta disasm PACK
     python -m vta demo [--config PATH] [--seed N] [--save-pack DIR] [--json] [--target sim|tsim]
+    python -m vta profile PACK|MODEL.onnx --out DIR [--target tsim|model|sim] [--window N] [--no-plots]
 
 Exit status: 0 when every checked region matches, 1 when a check fails, 2 on any error (bad
 arguments, a malformed pack, a simulation error), reported as one line on stderr.
@@ -147,6 +148,12 @@ def _cmd_demo(args, out: TextIO) -> int:
                    args.target or env.TARGET)
 
 
+def _cmd_profile(args, out: TextIO) -> int:
+    from .profile.session import run_profile
+
+    return run_profile(args.source, args.target, args.out, window=args.window, plots=not args.no_plots, out=out)
+
+
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m vta", description="Run VTA program packs and the demo on a simulator.")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -175,6 +182,15 @@ def _parser() -> argparse.ArgumentParser:
     demo.add_argument("--target", choices=SUPPORTED_TARGETS, default=None,
                       help="run on this target instead of the configuration's TARGET")
     demo.set_defaults(func=_cmd_demo)
+
+    prof = sub.add_parser("profile", help="trace a pack or model: Perfetto trace, per-layer reports, plots")
+    prof.add_argument("source", type=Path, metavar="PACK|MODEL.onnx", help="pack directory or model file")
+    prof.add_argument("--out", type=Path, required=True, metavar="DIR", help="directory for the outputs")
+    prof.add_argument("--target", choices=("tsim", "model", "sim"), default="model",
+                      help="tsim (RTL), model (cycle model, default) or sim (fsim: program order, no time)")
+    prof.add_argument("--window", type=int, default=256, help="cycles per memory-traffic sample (default 256)")
+    prof.add_argument("--no-plots", action="store_true", help="skip the matplotlib plots")
+    prof.set_defaults(func=_cmd_profile)
     return p
 
 

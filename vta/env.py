@@ -18,7 +18,7 @@ from typing import Any, Mapping
 from . import target
 from .errors import ConfigError
 
-__all__ = ["Environment", "get_env", "load_config", "default_config_path", "DevContext"]
+__all__ = ["Environment", "get_env", "load_config", "default_config_path", "data_dir", "DevContext"]
 
 #: Keys a configuration file must provide, and the range each integer key accepts.
 INT_KEYS: dict[str, tuple[int, int]] = {
@@ -49,20 +49,58 @@ ALUOP_IMM_WIDTH = 16
 PAGE_BYTES = 4096
 
 
+#: Directories of files shipped with the package that live at the top of the source tree.
+DATA_DIRS = ("configs", "hw", "sim")
+
+
+def data_dir(name: str) -> Path:
+    """The directory of shipped files ``name``: ``configs`` (configuration files), ``hw`` (the
+    RTL) or ``sim`` (the C++ shim of tsim).
+
+    In a source checkout (editable install, or ``PYTHONPATH`` on the tree) it is the directory
+    at the top of the tree; in an installed package (``pip install .``, a wheel) it is the copy
+    packaged as ``vta/share/<name>``.
+
+    Raises
+    ------
+    ValueError
+        If ``name`` is not one of :data:`DATA_DIRS`.
+    ConfigError
+        If neither place holds the directory (a broken installation).
+    """
+    if name not in DATA_DIRS:
+        raise ValueError(f"unknown data directory {name!r}; accepted: {', '.join(DATA_DIRS)}")
+    here = Path(__file__).resolve().parent
+    checkout = here.parent
+    candidates = [here / "share" / name]
+    if (checkout / "pyproject.toml").is_file():
+        candidates.insert(0, checkout / name)
+    for candidate in candidates:
+        if candidate.is_dir():
+            return candidate
+    raise ConfigError(
+        f"cannot find the {name!r} files of the package (looked in {', '.join(str(c) for c in candidates)}); "
+        "reinstall it (pip install .) or run from a source checkout"
+    )
+
+
 def default_config_path() -> Path:
     """Return the path of the default configuration file shipped with the project.
 
     Returns
     -------
     Path
-        ``configs/vta_config.json`` of the source tree when it exists, else the copy packaged
-        inside ``vta/configs``.
+        ``vta_config.json`` of :func:`data_dir` ``("configs")``.
+
+    Raises
+    ------
+    ConfigError
+        If the file is missing (a broken installation).
     """
-    here = Path(__file__).resolve().parent
-    for candidate in (here.parent / "configs" / "vta_config.json", here / "configs" / "vta_config.json"):
-        if candidate.is_file():
-            return candidate
-    raise ConfigError("cannot find the default vta_config.json; set VTA_CONFIG to a config file")
+    path = data_dir("configs") / "vta_config.json"
+    if not path.is_file():
+        raise ConfigError(f"cannot find the default configuration {str(path)!r}; set VTA_CONFIG to a config file")
+    return path
 
 
 def load_config(path: str | os.PathLike | None = None) -> dict[str, Any]:

@@ -27,7 +27,7 @@ __all__ = [
     "ALU_MIN", "ALU_MAX", "ALU_ADD", "ALU_SHR", "ALU_MUL",
     "Field", "Layout", "layout", "MemInsn", "GemmInsn", "AluInsn", "FinishInsn", "Uop",
     "encode", "encode_words", "encode_program", "decode", "decode_program", "decode_array",
-    "encode_uop", "decode_uop", "decode_uop_array", "disassemble", "c_header",
+    "encode_uop", "decode_uop", "decode_uop_array", "disassemble", "dump_insn", "apply_tokens", "c_header",
 ]
 
 OPCODE_LOAD, OPCODE_STORE, OPCODE_GEMM, OPCODE_FINISH, OPCODE_ALU = 0, 1, 2, 3, 4
@@ -480,6 +480,35 @@ def _insn_text(i: Insn) -> list[str]:
     return ["FINISH", deps]
 
 
+def apply_tokens(insn: Insn, tokens: list[int]) -> None:
+    """Update the running token counts ``[l2g, g2l, s2g, g2s]`` for one executed instruction
+    (its pops, then its pushes), as the upstream dump counts them."""
+    stage = stage_of(insn)
+    if stage == STAGE_LOAD:
+        tokens[1] -= insn.pop_next_dep
+        tokens[0] += insn.push_next_dep
+    elif stage == STAGE_COMPUTE:
+        tokens[0] -= insn.pop_prev_dep
+        tokens[2] -= insn.pop_next_dep
+        tokens[1] += insn.push_prev_dep
+        tokens[3] += insn.push_next_dep
+    else:
+        tokens[3] -= insn.pop_prev_dep
+        tokens[2] += insn.push_prev_dep
+
+
+def dump_insn(index: int, insn: Insn, tokens: Sequence[int] | None = None) -> str:
+    """One instruction in the upstream dump format: ``INSTRUCTION <index>: <name>``, its
+    dependency flags and fields, and (when given) the token counts ``[l2g, g2l, s2g, g2s]``
+    after it. The lines end with a newline."""
+    text = _insn_text(insn)
+    lines = [f"INSTRUCTION {index}: {text[0]}", *text[1:]]
+    if tokens is not None:
+        lines.append(f"\tl2g_queue = {tokens[0]}, g2l_queue = {tokens[1]}")
+        lines.append(f"\ts2g_queue = {tokens[2]}, g2s_queue = {tokens[3]}")
+    return "\n".join(lines) + "\n"
+
+
 def disassemble(insns: Iterable[Insn] | np.ndarray | bytes, env: Environment | None = None,
                 tokens: bool = True) -> str:
     """Render an instruction stream in the upstream runtime's dump format.
@@ -499,28 +528,13 @@ def disassemble(insns: Iterable[Insn] | np.ndarray | bytes, env: Environment | N
     if isinstance(insns, (bytes, bytearray, memoryview, np.ndarray)):
         insns = decode_program(insns, env)
     insns = list(insns)
-    lines = [f"There are {len(insns)} instructions"]
-    l2g = g2l = s2g = g2s = 0
+    parts = [f"There are {len(insns)} instructions\n"]
+    counts = [0, 0, 0, 0]
     for n, i in enumerate(insns):
-        text = _insn_text(i)
-        lines.append(f"INSTRUCTION {n}: {text[0]}")
-        lines.extend(text[1:])
         if tokens:
-            stage = stage_of(i)
-            if stage == STAGE_LOAD:
-                g2l -= i.pop_next_dep
-                l2g += i.push_next_dep
-            elif stage == STAGE_COMPUTE:
-                l2g -= i.pop_prev_dep
-                s2g -= i.pop_next_dep
-                g2l += i.push_prev_dep
-                g2s += i.push_next_dep
-            else:
-                g2s -= i.pop_prev_dep
-                s2g += i.push_prev_dep
-            lines.append(f"\tl2g_queue = {l2g}, g2l_queue = {g2l}")
-            lines.append(f"\ts2g_queue = {s2g}, g2s_queue = {g2s}")
-    return "\n".join(lines) + "\n"
+            apply_tokens(i, counts)
+        parts.append(dump_insn(n, i, counts if tokens else None))
+    return "".join(parts)
 
 
 # ---------------------------------------------------------------------------------------- C header

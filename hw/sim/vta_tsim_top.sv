@@ -6,8 +6,10 @@ module vta_tsim_top (
   // Waiver: rst_ni resets the flops asynchronously and is also sampled on the clock by the
   // `disable iff (!rst_ni)` of the core's assertions; both uses are intended.
   /* verilator lint_off SYNCASYNCNET */
-  input logic rst_ni
+  input logic rst_ni,
   /* verilator lint_on SYNCASYNCNET */
+  // The profiler's probe (vta_dpi_probe): 0 except while the shim traces a run.
+  input logic probe_en_i
 );
 
   logic        host_req, host_we, host_rvalid;
@@ -92,6 +94,23 @@ module vta_tsim_top (
     .mem_wr_strb_o      (wr_strb),
     .mem_wr_last_o      (wr_last),
     .mem_wr_ack_i       (wr_ack)
+  );
+
+  // Reads the core's status signals by hierarchical reference, so the core has no port for it.
+  vta_dpi_probe u_probe (
+    .clk_i,
+    .rst_ni,
+    .en_i      (probe_en_i),
+    .running_i (u_core.running),
+    .state_i   (u_core.unit_state),
+    .retire_i  (u_core.unit_retire),
+    .index_i   (u_core.unit_index),
+    .fill_i    (u_core.fill16),
+    .tokens_i  (u_core.tok_count),
+    .push_i    (u_core.tok_push),
+    .pop_i     (u_core.tok_pop),
+    .rd_beat_i (u_core.cl_rsp_valid),
+    .wr_beat_i (wr_valid && wr_ready)
   );
 
 endmodule

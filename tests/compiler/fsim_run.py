@@ -22,6 +22,17 @@ def counters(stats: dict) -> dict:
     return {k: stats[k] for k in COUNTER_KEYS}
 
 
+def _clear_queue_debug_flag() -> None:
+    """``VTASetDebugMode(VTATLSCommandHandle(), 0)``, as a module built without a flag never does."""
+    import ctypes
+
+    from vta.runtime.native_lib import runtime_library
+
+    lib = runtime_library().cdll
+    lib.VTATLSCommandHandle.restype = ctypes.c_void_p
+    lib.VTASetDebugMode(ctypes.c_void_p(lib.VTATLSCommandHandle()), 0)
+
+
 def build_and_run(sched, args, inputs: dict, tmp_path, name: str = "default_function", debug_flag: int = 0,
                   calls: int = 1):
     """Build ``sched`` for ``ext_dev`` and call it ``calls`` times on fsim.
@@ -58,9 +69,13 @@ def build_and_run(sched, args, inputs: dict, tmp_path, name: str = "default_func
                 arr = nd.empty(tuple(int(s) for s in t.shape), t.dtype, dev)
             arrays[t.name] = stack.enter_context(arr)
         per_call = []
-        for _ in range(calls):
-            simulator.clear_stats()
-            f(*[arrays[t.name] for t in args])
-            per_call.append(simulator.stats())
+        try:
+            for _ in range(calls):
+                simulator.clear_stats()
+                f(*[arrays[t.name] for t in args])
+                per_call.append(simulator.stats())
+        finally:
+            if debug_flag:  # the module set the command queue's flag, which persists: clear it
+                _clear_queue_debug_flag()
         outs = {k: a.numpy() for k, a in arrays.items() if k not in inputs}
     return outs, per_call, mod

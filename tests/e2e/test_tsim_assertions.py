@@ -41,7 +41,7 @@ def faulty_library(tmp_path_factory, tsim_library):
 
     root = tmp_path_factory.mktemp("faulty")
     hw = root / "hw"
-    shutil.copytree(library._HW_DIR, hw)
+    shutil.copytree(library._hw_dir(), hw)
     fifo = hw / "vta_fifo.sv"
     text = fifo.read_text()
     assert text.count(_SOUND) == 1, "the ReadWhenEmpty condition changed; update this test"

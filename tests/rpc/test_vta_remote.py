@@ -95,3 +95,55 @@ def test_concurrent_sessions_each_get_their_own_results(env, server, tmp_path):
     for t in threads:
         t.join(timeout=120)
     assert not failures, failures
+
+
+
+def _strip_addresses(insn):
+    """An instruction without its DRAM address (arrays differ between the two processes' views)."""
+    from vta import isa
+
+    return isa.replace(insn, dram_base=0) if isinstance(insn, isa.MemInsn) else insn
+
+
+def test_remote_module_disassembles_like_a_local_one(env, server, tmp_path):
+    """Oracles: the same object loaded locally, and section 3.1's eight vadd instructions."""
+    from vta import runtime
+
+    shape = _vadd_object(env, tmp_path / "vadd.o")
+    a = np.ones(shape, np.int32)
+    with rpc.connect(server.host, server.port, timeout=30) as remote:
+        remote.upload(str(tmp_path / "vadd.o"))
+        f = remote.load_module("vadd.o")
+        dev = remote.ext_dev(0)
+        args = [nd.array(a, dev), nd.array(a, dev), nd.empty(shape, "int8", dev)]
+        text = f.disassemble(*args, uops=True)
+        insns = f.instructions(*args)
+        kernels = f.uop_kernels(*args)
+        assert not args[2].numpy().any(), "capture without execute must not run the device"
+        ran = f.capture(*args, execute=True)
+        assert ran.runs[0].executed and (args[2].numpy() == 2).all()
+    titles = [line.split(": ", 1)[1] for line in text.splitlines() if line.startswith("INSTRUCTION ")]
+    assert titles == ["LOAD ACC", "LOAD ACC", "LOAD UOP", "ALU - add", "STORE OUT", "NOP-MEMORY-STAGE",
+                      "NOP-COMPUTE-STAGE", "FINISH"]
+    assert "UOP KERNELS" in text and "ALU kernel (ADD): 1 uop(s)" in text
+    assert len(kernels) == 1 and kernels[0].alu_ops == ("ADD",) and kernels[0].uops[0].src_idx == 64
+    dev0 = runtime.ext_dev(0)
+    with runtime.load_module(tmp_path / "vadd.o") as local, nd.array(a, dev0) as x, nd.array(a, dev0) as y, \
+            nd.empty(shape, "int8", dev0) as z:
+        local_insns = local.instructions(x, y, z)
+        local_text = local.disassemble(x, y, z, uops=True)
+    assert [_strip_addresses(i) for i in insns] == [_strip_addresses(i) for i in local_insns]
+    # Line for line the same text but for the DRAM addresses.
+    drop = lambda t: [ln for ln in t.splitlines() if not ln.startswith("\tDRAM")]  # noqa: E731
+    assert drop(text) == drop(local_text)
+
+
+def test_remote_capture_errors_come_back_as_rpc_errors(env, server, tmp_path):
+    from vta.errors import RPCError
+
+    _vadd_object(env, tmp_path / "vadd.o")
+    with rpc.connect(server.host, server.port, timeout=30) as remote:
+        remote.upload(str(tmp_path / "vadd.o"))
+        f = remote.load_module("vadd.o")
+        with pytest.raises(RPCError, match="no function 'nope'"):
+            f.disassemble(func_name="nope")

@@ -27,6 +27,7 @@ LAYERS = (
     "cache",      # the cache directory
     "sim",        # the device contract and the three simulation levels
     "pack",       # program packs (run on any device)
+    "profile",    # traces, per-layer reports and plots of runs on tsim, the cycle model, fsim
     "runtime",    # modules, packed functions, arrays, the native runtime and its bridge to devices
     "nd",         # tvm.nd names over the runtime's arrays
     "rpc",        # sessions, local and over sockets

@@ -69,6 +69,9 @@ static inline int64_t vta_gen_floormod(int64_t a, int64_t b) {
 """
 
 
+_BITWISE_C = {"tir.bitwise_and": "&", "tir.bitwise_or": "|", "tir.bitwise_xor": "^"}
+
+
 class _FreeVars(StmtExprVisitor):
     """Variables used in a statement but not bound inside it (loop vars, lets)."""
 
@@ -263,10 +266,13 @@ class _Emitter:
             return f"({self.expr(args[0])} << {self.expr(args[1])})"
         if op == "tir.if_then_else":
             return f"({self.expr(args[0])} ? {self.expr(args[1])} : {self.expr(args[2])})"
-        if op == "tir.bitwise_and":
-            return f"({self.expr(args[0])} & {self.expr(args[1])})"
-        if op == "tir.bitwise_or":
-            return f"({self.expr(args[0])} | {self.expr(args[1])})"
+        if op in _BITWISE_C:
+            # C promotes narrow operands to int; the cast brings the result back to the IR type.
+            return f"(({ctype(e.dtype)})({self.expr(args[0])} {_BITWISE_C[op]} {self.expr(args[1])}))"
+        if op == "tir.bitwise_not":
+            return f"(({ctype(e.dtype)})(~{self.expr(args[0])}))"
+        if op == "tir.likely":
+            return f"__builtin_expect(!!({self.expr(args[0])}), 1)"
         if op == "tir.tvm_access_ptr":
             raise CodegenError(
                 f"tvm_access_ptr on buffer {args[1]!r} survived lowering; SRAM pointers must be lowered "

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import RPCError
+from ..runtime.capture import Capture, CaptureViews
 from . import _runtime
 from .auth import SECRET_ENV, AuthError, client_handshake
 from .local import read_upload
@@ -53,10 +54,44 @@ class RemoteFunction(_Remote):
         return f"<RemoteFunction handle={self._handle}>"
 
 
-class RemoteModule(_Remote):
-    """A module loaded on the server."""
+class RemoteModule(_Remote, CaptureViews):
+    """A module loaded on the server.
+
+    Besides its functions, it shows what a call builds as a local module does:
+    ``capture``, ``disassemble``, ``instructions`` and ``uop_kernels`` run the call on the
+    server (by default recording the instruction streams without executing them) and decode
+    the streams here.
+    """
 
     kind = "module"
+
+    def capture(self, *args: Any, execute: bool = False, func_name: str | None = None) -> Capture:
+        """Call a function on the server and record the instruction streams it hands the device.
+
+        Parameters
+        ----------
+        *args
+            The function's arguments (arrays of this session, numbers ...).
+        execute : bool
+            Also run the streams on the server's device (default: only record them).
+        func_name : str, optional
+            The function to call (default: the entry function).
+
+        Returns
+        -------
+        vta.runtime.capture.Capture
+
+        Raises
+        ------
+        RPCError
+            If the call fails on the server or the connection fails.
+        """
+        data = self._session._request("module_capture", module=self, args=list(args), execute=bool(execute),
+                                      func_name=func_name)
+        try:
+            return Capture.from_wire(data)
+        except ValueError as exc:
+            raise RPCError(f"the server sent a malformed capture: {exc}") from exc
 
     def get_function(self, name: str) -> RemoteFunction:
         """The module's function ``name``.

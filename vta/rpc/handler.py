@@ -16,6 +16,7 @@ listdir            {}                                           list of names
 load_module        name                                         module handle
 get_function       name                                         function handle (global)
 module_function    module (handle), name (None = entry)         function handle
+module_capture     module, args (list), execute, func_name      captured streams (dict)
 call               func (handle), args (list)                   any value
 alloc_array        shape, dtype, device_type, device_id         array handle
 array_copyfrom     array (handle), data (ndarray)               None
@@ -70,6 +71,7 @@ class SessionHandler:
             "load_module": self._load_module,
             "get_function": _runtime.get_global_func,
             "module_function": self._module_function,
+            "module_capture": self._module_capture,
             "call": self._call,
             "alloc_array": self._alloc_array,
             "array_copyfrom": self._array_copyfrom,
@@ -133,6 +135,15 @@ class SessionHandler:
         if not isinstance(name, str):
             raise RPCError(f"function name must be a string, got {name!r}")
         return mod.get_function(name)
+
+    def _module_capture(self, module: Any, args: list | None = None, execute: bool = False,
+                        func_name: str | None = None) -> dict:
+        mod = self._get(module, "module", "module")
+        if not isinstance(args, list):
+            raise RPCError(f"capture arguments must be a list, got {args!r}")
+        if func_name is not None and not isinstance(func_name, str):
+            raise RPCError(f"function name must be a string, got {func_name!r}")
+        return mod.capture(*args, execute=bool(execute), func_name=func_name).to_wire()
 
     def _call(self, func: Any, args: list | None = None) -> Any:
         f = self._get(func, "func", "func")

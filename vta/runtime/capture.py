@@ -24,7 +24,7 @@ import numpy as np
 from .. import isa
 from ..env import Environment
 
-__all__ = ["capture", "active", "Capture", "CapturedRun", "UopKernel", "UopLoad"]
+__all__ = ["capture", "active", "Capture", "CapturedRun", "UopKernel", "UopLoad", "CaptureViews"]
 
 _state = threading.local()
 
@@ -216,6 +216,96 @@ class Capture:
     def uop_kernels(self) -> list[UopKernel]:
         """The distinct kernels of every run (a kernel used in several runs is listed per run)."""
         return [kern for run in self.runs for kern in run.uop_kernels()]
+
+    # ------------------------------------------------------------------ across a connection
+    def to_wire(self) -> dict:
+        """The capture as plain data (dicts, lists, ints, NumPy arrays) an RPC reply can carry."""
+        return {"execute": self.execute, "runs": [
+            {"config": dict(run.env.cfg_dict), "words": run.words, "executed": run.executed,
+             "uop_loads": [{"insn_index": ld.insn_index, "sram_base": ld.sram_base,
+                            "words": np.asarray(ld.words, dtype=np.uint32)} for ld in run.uop_loads]}
+            for run in self.runs]}
+
+    @classmethod
+    def from_wire(cls, data: dict) -> "Capture":
+        """Rebuild a capture from :meth:`to_wire` data (received from an RPC server).
+
+        Raises
+        ------
+        ValueError
+            If the data does not have that shape (a name says which part).
+        vta.errors.ConfigError
+            If a run's configuration is not a valid one.
+        """
+        if not isinstance(data, dict) or not isinstance(data.get("runs"), list):
+            raise ValueError(f"a captured stream must be a dict with a list of runs, got {type(data).__name__}")
+        cap = cls(bool(data.get("execute", False)))
+        for k, run in enumerate(data["runs"]):
+            words = run.get("words") if isinstance(run, dict) else None
+            if not isinstance(words, np.ndarray) or words.ndim != 2 or words.shape[1] != 2:
+                raise ValueError(f"captured run {k}: 'words' must be an (N, 2) array of instruction words")
+            config = run.get("config")
+            if not isinstance(config, dict):
+                raise ValueError(f"captured run {k}: 'config' must be a configuration dict")
+            loads = []
+            for ld in run.get("uop_loads", []):
+                try:
+                    loads.append(UopLoad(int(ld["insn_index"]), int(ld["sram_base"]),
+                                         tuple(int(w) for w in np.asarray(ld["words"]).reshape(-1))))
+                except (KeyError, TypeError, ValueError) as exc:
+                    raise ValueError(f"captured run {k}: malformed uop load {ld!r}") from exc
+            cap.runs.append(CapturedRun(Environment(config), words.astype(np.uint64), loads, bool(run.get("executed"))))
+        return cap
+
+
+class CaptureViews:
+    """``disassemble``, ``instructions`` and ``uop_kernels`` of a call, for any class with a
+    ``capture(*args, execute=..., func_name=...)`` returning a :class:`Capture` (local modules
+    and modules reached through an RPC session)."""
+
+    def capture(self, *args, execute: bool = False, func_name: str | None = None) -> Capture:
+        raise NotImplementedError
+
+    def disassemble(self, *args, execute: bool = False, func_name: str | None = None, uops: bool = False) -> str:
+        """The instructions a call on ``args`` generates, in the upstream dump format.
+
+        Parameters
+        ----------
+        *args, execute, func_name
+            As ``capture``.
+        uops : bool
+            Append the distinct uop kernels (:meth:`uop_kernels`).
+
+        Raises
+        ------
+        AttributeError, TVMError
+            As ``capture``.
+        """
+        cap = self.capture(*args, execute=execute, func_name=func_name)
+        text = cap.disassemble()
+        if uops:
+            text += "\nUOP KERNELS\n" + "\n".join(str(k) for k in cap.uop_kernels()) + "\n"
+        return text
+
+    def instructions(self, *args, execute: bool = False, func_name: str | None = None) -> list:
+        """The decoded instructions (:mod:`vta.isa` records) a call on ``args`` generates.
+
+        Raises
+        ------
+        AttributeError, TVMError
+            As ``capture``.
+        """
+        return self.capture(*args, execute=execute, func_name=func_name).instructions()
+
+    def uop_kernels(self, *args, execute: bool = False, func_name: str | None = None) -> list:
+        """The distinct GEMM/ALU uop kernels (:class:`UopKernel`) of a call.
+
+        Raises
+        ------
+        AttributeError, TVMError
+            As ``capture``.
+        """
+        return self.capture(*args, execute=execute, func_name=func_name).uop_kernels()
 
 
 def active() -> Capture | None:

@@ -66,11 +66,14 @@ class DynamicInfo:
         ``DT_NEEDED`` entries (sonames of dependencies).
     soname : str or None
         ``DT_SONAME``.
+    undefined : set of str
+        Dynamic symbols the library uses but does not define (resolved by the dynamic loader).
     """
 
     symbols: dict[str, Symbol] = field(default_factory=dict)
     needed: list[str] = field(default_factory=list)
     soname: str | None = None
+    undefined: set[str] = field(default_factory=set)
 
     def function(self, name: str) -> bool:
         """True if the library defines a function ``name``."""
@@ -156,7 +159,10 @@ def read_dynamic_info(path: str | os.PathLike) -> DynamicInfo:
             for k in range(size // 24):
                 st_name, st_info, _other, st_shndx, st_value, st_size = img.unpack(
                     "<IBBHQQ", offset + 24 * k, f"dynamic symbol {k}")
-                if st_name == 0 or st_shndx == _SHN_UNDEF:
+                if st_name == 0:
+                    continue
+                if st_shndx == _SHN_UNDEF:
+                    info.undefined.add(img.string(names, st_name, "symbol"))
                     continue
                 kind = {_STT_FUNC: "func", _STT_OBJECT: "object"}.get(st_info & 0xF, "other")
                 name = img.string(names, st_name, "symbol")

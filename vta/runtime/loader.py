@@ -24,7 +24,8 @@ from ..errors import BuildError, ModuleLoadError, TVMError
 from . import elf
 from .blob import BLOB_SYMBOL, blob_c_source, pack_blob, unpack_blob
 from .module import LibraryModule, Module, set_exporter
-from .native_lib import INCLUDE_DIR, NativeLibrary, compile_shared, loaded_libraries, runtime_library
+from .native_lib import (INCLUDE_DIR, LOAD_MODE, NativeLibrary, compile_shared, global_runtime, loaded_libraries,
+                         runtime_library)
 from .registry import get_global_func, list_global_func_names, register_func
 
 __all__ = ["load_module", "export_library", "load_library_module"]
@@ -196,13 +197,40 @@ def _dlopen(path: Path) -> ctypes.CDLL:
         first = _opened.setdefault(key, identity)
     try:
         if first == identity:
-            return ctypes.CDLL(str(path), mode=os.RTLD_LOCAL)
+            return ctypes.CDLL(str(path), mode=LOAD_MODE)
         with tempfile.TemporaryDirectory(prefix="vta_reload_") as tmp:
             copy = Path(tmp) / path.name
             shutil.copyfile(path, copy)
-            return ctypes.CDLL(str(copy), mode=os.RTLD_LOCAL)  # the mapping outlives the file
+            return ctypes.CDLL(str(copy), mode=LOAD_MODE)  # the mapping outlives the file
     except OSError as exc:
         raise ModuleLoadError(f"cannot load {str(path)!r}: {exc}") from exc
+
+
+def _expose_runtime(info: elf.DynamicInfo, path: Path) -> None:
+    """Make the current configuration's runtime global when a library linked against no runtime
+    uses its symbols (upstream loads its runtime with ``RTLD_GLOBAL`` for such libraries).
+
+    Raises
+    ------
+    ModuleLoadError
+        If another configuration's runtime is already global: its symbols would be used.
+    """
+    current = runtime_library(get_env())
+    used = sorted(info.undefined & current.exports)
+    if not used:
+        return
+    active = global_runtime()
+    if active is not None and active is not current:
+        raise ModuleLoadError(
+            f"{path.name!r} is linked against no VTA runtime and uses {', '.join(used[:3])}...; the symbols in "
+            f"the global scope are those of configuration {active.env.BITSTREAM!r}, not of the current "
+            f"{current.env.BITSTREAM!r}. Load its object file (.o) instead, which links it against the "
+            "right runtime, or use one configuration per process"
+        )
+    try:
+        current.make_global()
+    except TVMError as exc:
+        raise ModuleLoadError(f"cannot load {path.name!r}: {exc}") from exc
 
 
 def load_library_module(path: str | os.PathLike, fmt: str = "so") -> Module:
@@ -210,7 +238,9 @@ def load_library_module(path: str | os.PathLike, fmt: str = "so") -> Module:
 
     The library's ``__TVM*`` context pointers are set to the functions of the runtime library
     it is linked against (else the current configuration's), and ``__tvm_module_ctx`` to a
-    handle of the root module.
+    handle of the root module. A library linked against no runtime first gets the current
+    configuration's runtime in the global symbol scope. Closing (or dropping) the root module
+    unloads the library.
 
     Raises
     ------
@@ -220,22 +250,31 @@ def load_library_module(path: str | os.PathLike, fmt: str = "so") -> Module:
     path = Path(path)
     info = elf.read_dynamic_info(path)
     runtime = _runtime_for(info)
+    if runtime is None:
+        _expose_runtime(info, path)
     cdll = _dlopen(path)
     lib_module = LibraryModule(path, cdll, info, _error_reader(cdll, runtime), runtime)
-    _fill_context(cdll, info, runtime, path)
-    has_ctx = info.data(_MODULE_CTX) is not None
-    if has_ctx:
-        _check_pointer(info, _MODULE_CTX, path)  # before the root takes a handle
-    root: Module = lib_module
-    blob = lib_module.data_symbol(BLOB_SYMBOL)
-    if blob is not None:
-        root = unpack_blob(
-            blob, lib_module, path.name,
-            lambda key: get_global_func(_LOADBINARY + key, allow_missing=True),
-            lambda: _registered(_LOADBINARY),
-        )
-    if has_ctx:
-        ctypes.c_void_p.in_dll(cdll, _MODULE_CTX).value = root.handle()
+    try:
+        _fill_context(cdll, info, runtime, path)
+        has_ctx = info.data(_MODULE_CTX) is not None
+        if has_ctx:
+            _check_pointer(info, _MODULE_CTX, path)  # before the root takes a handle
+        root: Module = lib_module
+        blob = lib_module.data_symbol(BLOB_SYMBOL)
+        if blob is not None:
+            root = unpack_blob(
+                blob, lib_module, path.name,
+                lambda key: get_global_func(_LOADBINARY + key, allow_missing=True),
+                lambda: _registered(_LOADBINARY),
+            )
+        if has_ctx:
+            ctypes.c_void_p.in_dll(cdll, _MODULE_CTX).value = root.context_handle()
+    except BaseException:
+        lib_module.close()  # unload what could not become a module
+        raise
+    if root is not lib_module:
+        root.own(lib_module)  # closing the root unloads the library
+        lib_module.context_root = root  # the library's code names the root: keep it alive with it
     return root
 
 

@@ -15,12 +15,13 @@ from __future__ import annotations
 import ctypes
 import os
 import time
+import weakref
 from pathlib import Path
 from typing import Any, Callable, Mapping, NamedTuple
 
 from ..errors import ModuleLoadError, TVMError
 from .abi import ArgTypeCode
-from .capture import capture
+from .capture import CaptureViews, capture
 from .elf import DynamicInfo
 from .packed import PackedFunc, handles
 from .registry import get_global_func
@@ -49,7 +50,7 @@ class ProfileResult(NamedTuple):
     results: tuple[float, ...]
 
 
-class Module:
+class Module(CaptureViews):
     """Base class of every runtime module.
 
     Subclasses implement :meth:`_local_function` (and, when they can, :meth:`save`,
@@ -71,6 +72,8 @@ class Module:
         self._env_functions: dict[str, PackedFunc] = {}
         self._handle: int | None = None
         self._closed = False
+        self._owned: list[Module] = []  # closed with this module (the library behind a loaded root)
+        self._ctx_handle: int | None = None
 
     # ---------------------------------------------------------------- functions
     def _local_function(self, name: str) -> PackedFunc | None:
@@ -211,48 +214,6 @@ class Module:
             func(*args)
         return cap
 
-    def disassemble(self, *args: Any, execute: bool = False, func_name: str | None = None,
-                    uops: bool = False) -> str:
-        """The instructions a call on ``args`` generates, in the upstream dump format.
-
-        Parameters
-        ----------
-        *args, execute, func_name
-            As :meth:`capture`.
-        uops : bool
-            Append the distinct uop kernels (:meth:`uop_kernels`).
-
-        Raises
-        ------
-        AttributeError, TVMError
-            As :meth:`capture`.
-        """
-        cap = self.capture(*args, execute=execute, func_name=func_name)
-        text = cap.disassemble()
-        if uops:
-            text += "\nUOP KERNELS\n" + "\n".join(str(k) for k in cap.uop_kernels()) + "\n"
-        return text
-
-    def instructions(self, *args: Any, execute: bool = False, func_name: str | None = None) -> list:
-        """The decoded instructions (:mod:`vta.isa` records) a call on ``args`` generates.
-
-        Raises
-        ------
-        AttributeError, TVMError
-            As :meth:`capture`.
-        """
-        return self.capture(*args, execute=execute, func_name=func_name).instructions()
-
-    def uop_kernels(self, *args: Any, execute: bool = False, func_name: str | None = None) -> list:
-        """The distinct GEMM/ALU uop kernels (:class:`vta.runtime.capture.UopKernel`) of a call.
-
-        Raises
-        ------
-        AttributeError, TVMError
-            As :meth:`capture`.
-        """
-        return self.capture(*args, execute=execute, func_name=func_name).uop_kernels()
-
     def function_from_env(self, name: str) -> PackedFunc | None:
         """What ``TVMBackendGetFuncFromEnv`` finds: the imports first, then the global registry."""
         func = self._env_functions.get(name)
@@ -364,14 +325,30 @@ class Module:
             self._handle = handles.acquire(self)
         return self._handle
 
+    def context_handle(self) -> int:
+        """A handle for a library's ``__tvm_module_ctx``: it names this module without keeping
+        it alive, and dies with it (or at :meth:`close`)."""
+        self._check_open()
+        if self._ctx_handle is None:
+            self._ctx_handle = handles.acquire_weak(self)
+        return self._ctx_handle
+
     def _as_packed_arg(self) -> tuple[int, int]:
         return ArgTypeCode.MODULE_HANDLE, self.handle()
 
-    def close(self) -> None:
-        """Release the module's handle and cached functions (idempotent).
+    def own(self, module: "Module") -> None:
+        """Close ``module`` when this module is closed (the loader ties a library to its root)."""
+        self._owned.append(module)
 
-        Code already loaded into the process stays mapped (unloading a library whose functions
-        may still be referenced is unsafe); it can no longer be reached through this object.
+    @property
+    def closed(self) -> bool:
+        """Whether :meth:`close` was called."""
+        return self._closed
+
+    def close(self) -> None:
+        """Release the module's handle and cached functions, and close the modules it owns
+        (idempotent). A library module also unloads its shared library; its functions obtained
+        earlier raise :class:`~vta.errors.TVMError` when called afterwards.
         """
         if self._closed:
             return
@@ -381,6 +358,12 @@ class Module:
         if self._handle is not None:
             handles.release(self._handle)
             self._handle = None
+        if self._ctx_handle is not None:
+            handles.release(self._ctx_handle)
+            self._ctx_handle = None
+        owned, self._owned = self._owned, []
+        for mod in owned:
+            mod.close()
 
     def __enter__(self) -> "Module":
         return self
@@ -421,6 +404,18 @@ class LibraryModule(Module):
         self.info = info
         self.runtime = runtime
         self._last_error = last_error
+        #: The module ``__tvm_module_ctx`` names when it is not this one (a root from the blob).
+        self.context_root: Module | None = None
+        # The library is unloaded by close(), or when the module is garbage collected (its
+        # functions keep it alive); never at interpreter exit, when nothing gains from it.
+        self._unload = weakref.finalize(self, _dlclose, cdll._handle)
+        self._unload.atexit = False
+
+    def close(self) -> None:
+        """Close the module and unload its library (``dlclose``); see :meth:`Module.close`."""
+        super().close()
+        self.cdll = None
+        self._unload()
 
     def __repr__(self) -> str:
         return f"Module(type_key='library', path={self.path.name!r})"
@@ -433,6 +428,7 @@ class LibraryModule(Module):
         ModuleLoadError
             If the symbol table places the symbol outside the library's loaded segments.
         """
+        self._check_open()
         sym = self.info.data(name)
         if sym is None:
             return None
@@ -462,6 +458,16 @@ class LibraryModule(Module):
             return None
         address = ctypes.cast(self.cdll[name], ctypes.c_void_p).value
         return PackedFunc.from_native(address, name, self._last_error, owner=self)
+
+
+_libdl = ctypes.CDLL(None)
+_libdl.dlclose.argtypes = [ctypes.c_void_p]
+_libdl.dlclose.restype = ctypes.c_int
+
+
+def _dlclose(handle: int) -> None:
+    """Drop one ``dlopen`` reference; the loader unmaps the library with its last one."""
+    _libdl.dlclose(handle)
 
 
 class PyModule(Module):

@@ -4,8 +4,12 @@
 ``c_runtime_api.c`` and the VTA runtime) together with a header generated from the
 configuration (``hw_spec.h`` = :func:`vta.isa.c_header`) into one shared library per
 configuration, cached on disk under a content key and in memory per process. Each library is
-loaded with ``RTLD_LOCAL``, so libraries of several configurations coexist in one process; host
-modules are linked against the library of their configuration (see :mod:`vta.runtime.loader`).
+loaded with ``RTLD_LOCAL | RTLD_DEEPBIND``, so libraries of several configurations coexist in
+one process (each binds its own symbols first); host modules are linked against the library of
+their configuration (see :mod:`vta.runtime.loader`). A library linked without any runtime (a
+plain ``cc -shared`` of a host object) needs the runtime's symbols in the global scope, as
+upstream's ``RTLD_GLOBAL`` load of its runtime provided: :meth:`NativeLibrary.make_global`
+puts one configuration's library there (:func:`global_runtime` says which).
 
 After loading, the library gets the Python callbacks behind ``TVMBackendGetFuncFromEnv`` and
 ``TVMFuncCall``, and every hook registered with :func:`on_load` runs (the VTA runtime uses
@@ -27,10 +31,11 @@ from ..cache import cache_dir, content_key
 from ..env import Environment, get_env
 from ..errors import BuildError, TVMError
 from .abi import FuncCallCallback, GetFuncFromEnvCallback
+from .elf import read_dynamic_info
 from .packed import PackedFunc, call_from_native, handles, set_pending_exception
 
 __all__ = [
-    "NativeLibrary", "runtime_library", "on_load", "loaded_libraries",
+    "NativeLibrary", "runtime_library", "on_load", "loaded_libraries", "global_runtime", "LOAD_MODE",
     "NATIVE_DIR", "INCLUDE_DIR", "C_FLAGS", "c_compiler", "compile_shared", "compile_object",
 ]
 
@@ -41,7 +46,11 @@ INCLUDE_DIR = NATIVE_DIR / "include"
 #: Flags of every runtime library build.
 C_FLAGS = ("-O2", "-fPIC", "-shared", "-std=c11")
 
+#: ``dlopen`` mode of runtime and module libraries: private symbols, own definitions first.
+LOAD_MODE = os.RTLD_LOCAL | getattr(os, "RTLD_DEEPBIND", 0)
+
 _lock = threading.RLock()
+_global: "NativeLibrary | None" = None  # the runtime library in the global symbol scope
 _by_key: dict[str, "NativeLibrary"] = {}
 _by_env: dict[Environment, "NativeLibrary"] = {}
 _hooks: list[Callable[["NativeLibrary", Environment], Any]] = []
@@ -173,14 +182,15 @@ class NativeLibrary:
     env : Environment
         The configuration it was built for.
     cdll : ctypes.CDLL
-        The loaded library (``RTLD_LOCAL``).
+        The loaded library (:data:`LOAD_MODE`).
     """
 
     def __init__(self, path: Path, key: str, env: Environment):
         self.path = Path(path)
         self.key = key
         self.env = env
-        self.cdll = ctypes.CDLL(str(self.path), mode=os.RTLD_LOCAL)
+        self.cdll = ctypes.CDLL(str(self.path), mode=LOAD_MODE)
+        self._exports: frozenset[str] | None = None
         self._get_last_error = self.cdll.TVMGetLastError
         self._get_last_error.restype = ctypes.c_char_p
         self._get_last_error.argtypes = []
@@ -200,6 +210,40 @@ class NativeLibrary:
     def set_last_error(self, message: str) -> None:
         """``TVMAPISetLastError(message)`` in the calling thread."""
         self._set_last_error(message.encode("utf-8", errors="replace").replace(b"\0", b"?"))
+
+    @property
+    def exports(self) -> frozenset[str]:
+        """Names of the dynamic symbols the library defines (read from the file once)."""
+        if self._exports is None:
+            self._exports = frozenset(read_dynamic_info(self.path).symbols)
+        return self._exports
+
+    def make_global(self) -> None:
+        """Put this library's symbols into the process's global scope (``RTLD_GLOBAL``).
+
+        Libraries opened afterwards resolve their undefined ``VTA*``/``TVM*`` symbols to it.
+        Only one runtime library may be global (the scope cannot be undone); modules linked
+        against another configuration's library still bind to theirs (``RTLD_DEEPBIND``).
+
+        Raises
+        ------
+        TVMError
+            If another configuration's runtime library is already global, or ``dlopen`` fails.
+        """
+        global _global
+        with _lock:
+            if _global is self:
+                return
+            if _global is not None:
+                raise TVMError(
+                    f"the runtime library of configuration {_global.env.BITSTREAM!r} is already in the global "
+                    f"symbol scope; that of {self.env.BITSTREAM!r} cannot join it"
+                )
+            try:
+                ctypes.CDLL(str(self.path), mode=os.RTLD_GLOBAL | getattr(os, "RTLD_NOLOAD", 0) | LOAD_MODE)
+            except OSError as exc:
+                raise TVMError(f"cannot make {self.path.name!r} global: {exc}") from exc
+            _global = self
 
     def symbol_address(self, name: str) -> int:
         """Address of an exported symbol.
@@ -252,6 +296,11 @@ class NativeLibrary:
         setter.restype = None
         setter.argtypes = [GetFuncFromEnvCallback, FuncCallCallback]
         setter(*self._callbacks)
+
+
+def global_runtime() -> NativeLibrary | None:
+    """The runtime library whose symbols are in the global scope (:meth:`NativeLibrary.make_global`)."""
+    return _global
 
 
 def on_load(fn: Callable[[NativeLibrary, Environment], Any]) -> Callable[[NativeLibrary, Environment], Any]:

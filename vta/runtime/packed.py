@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import ctypes
 import threading
+import weakref
 from typing import Any, Callable
 
 import numpy as np
@@ -91,7 +92,23 @@ class HandleTable:
         self._objects: dict[int, Any] = {}
         self._counts: dict[int, int] = {}
         self._by_identity: dict[int, int] = {}
+        self._weak: dict[int, weakref.ref] = {}
         self._next = 1
+
+    def acquire_weak(self, obj: Any) -> int:
+        """A new handle of ``obj`` that does not keep it alive (a library's module context:
+        native code uses it only while one of the module's functions runs, which holds the module).
+        It dies with ``obj`` or by :meth:`release`."""
+        with self._lock:
+            handle = self._next
+            self._next += 1
+
+            def forget(_ref, handle=handle) -> None:
+                with self._lock:
+                    self._weak.pop(handle, None)
+
+            self._weak[handle] = weakref.ref(obj, forget)
+            return handle
 
     def acquire(self, obj: Any) -> int:
         """Return the handle of ``obj``, creating it if needed, and add one reference."""
@@ -115,6 +132,8 @@ class HandleTable:
             If ``handle`` is not live.
         """
         with self._lock:
+            if self._weak.pop(handle, None) is not None:
+                return
             if handle not in self._objects:
                 raise TVMError(f"handle {handle!r} is not a live function or module handle")
             self._counts[handle] -= 1
@@ -133,6 +152,8 @@ class HandleTable:
         """
         with self._lock:
             obj = self._objects.get(handle or 0)
+            if obj is None and handle in self._weak:
+                obj = self._weak[handle]()
         if obj is None:
             raise TVMError(
                 f"handle {handle!r} does not name a live function or module; handles come from "
@@ -438,6 +459,8 @@ class PackedFunc:
         """
         if self._native is None:
             return self._py(*args)
+        if getattr(self._owner, "closed", False):
+            raise TVMError(f"{self.name}: its module {self._owner!r} has been closed and its code unloaded")
         n = len(args)
         values = _value_array(n)
         codes = _code_array(n)

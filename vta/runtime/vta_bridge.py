@@ -234,13 +234,13 @@ def _profiler_debug_mode(flag: int) -> None:
     dev = device_for(get_env())
     setter: Any = getattr(dev, "set_debug_mode", None)
     if setter is None:
-        if int(flag) != 0:
+        if flag != 0:
             raise TVMError(
                 f"device {type(dev).__name__!r} has no debug modes; flag {flag!r} cannot be set "
                 "(accepted: 0)"
             )
         return
-    setter(int(flag))
+    setter(flag)
 
 
 register_func("vta.simulator.profiler_clear", _profiler_clear, override=True)

@@ -40,6 +40,7 @@ import abc
 
 from ..dram import DRAM
 from ..env import Environment
+from .debug import check_flags
 
 __all__ = ["Device", "NullDevice", "RUN_KEYS", "STAT_KEYS"]
 
@@ -71,10 +72,26 @@ class Device(abc.ABC):
 
     #: Short name used by the ``TARGET`` key of the configuration.
     name = "device"
+    #: The debug flags (:mod:`vta.sim.debug`) this device implements.
+    debug_flags_supported = 0
 
     def __init__(self, env: Environment, dram: DRAM):
         self.env = env
         self.dram = dram
+        #: Debug flags in force (``DEBUG_SKIP_EXEC``, ``DEBUG_DUMP_INSN``); kept by clear_stats.
+        self.debug_flags = 0
+
+    def set_debug_mode(self, flag: int) -> None:
+        """Set the debug flags (:mod:`vta.sim.debug`; 0 clears them).
+
+        Raises
+        ------
+        TypeError
+            If ``flag`` is not an int.
+        ValueError
+            If ``flag`` sets a bit this device does not implement.
+        """
+        self.debug_flags = check_flags(flag, self.debug_flags_supported, self.name)
 
     @abc.abstractmethod
     def run(self, insn_phys_addr: int, insn_count: int, wait_cycles: int = 0) -> int:

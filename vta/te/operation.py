@@ -6,6 +6,7 @@ import inspect
 from typing import Any, Callable, Sequence
 
 from ..tir import nodes as n
+from ..tir import op as _op
 from .tensor import COMM_REDUCE, DATA_PAR, THREAD_INDEX, ComputeOp, IterVar, PlaceholderOp, Reduce, Tensor
 
 __all__ = [
@@ -167,13 +168,14 @@ min = _reducer("min", n.Min)  # noqa: A001
 
 
 def if_then_else(cond: Any, t: Any, f: Any) -> n.Call:
-    """``t if cond else f`` as ``tir.if_then_else`` (only the chosen side is evaluated)."""
-    t, f = n.convert(_var(t)), n.convert(_var(f))
-    if isinstance(t, (n.IntImm, n.FloatImm)) and not isinstance(f, (n.IntImm, n.FloatImm)):
-        t = n.const(t.value, f.dtype)
-    if isinstance(f, (n.IntImm, n.FloatImm)) and not isinstance(t, (n.IntImm, n.FloatImm)):
-        f = n.const(f.value, t.dtype)
-    return n.Call(t.dtype, "tir.if_then_else", (n.convert(_var(cond)), t, f))
+    """``t if cond else f`` as ``tir.if_then_else`` (only the chosen side is evaluated).
+
+    Raises
+    ------
+    TypeError
+        If ``cond`` is not boolean or ``t`` and ``f`` have different dtypes.
+    """
+    return _op.if_then_else(_var(cond), _var(t), _var(f))
 
 
 def const(value: Any, dtype: str = "int32") -> n.PrimExpr:

@@ -71,6 +71,59 @@ class IterVar:
     def __mod__(self, o):
         return self.var % _unwrap(o)
 
+    def __rfloordiv__(self, o):
+        return n.convert(_unwrap(o)) // self.var
+
+    def __rmod__(self, o):
+        return n.convert(_unwrap(o)) % self.var
+
+    def __truediv__(self, o):
+        return self.var / _unwrap(o)
+
+    def __neg__(self):
+        return -self.var
+
+    def __rshift__(self, o):
+        return self.var >> _unwrap(o)
+
+    def __lshift__(self, o):
+        return self.var << _unwrap(o)
+
+    def __and__(self, o):
+        return self.var & _unwrap(o)
+
+    def __rand__(self, o):
+        return n.convert(_unwrap(o)) & self.var
+
+    def __or__(self, o):
+        return self.var | _unwrap(o)
+
+    def __ror__(self, o):
+        return n.convert(_unwrap(o)) | self.var
+
+    def __xor__(self, o):
+        return self.var ^ _unwrap(o)
+
+    def __invert__(self):
+        return ~self.var
+
+    # Comparisons build conditions on the variable (``==`` keeps identity: IterVars are keys).
+    def __lt__(self, o):
+        return self.var < _unwrap(o)
+
+    def __le__(self, o):
+        return self.var <= _unwrap(o)
+
+    def __gt__(self, o):
+        return self.var > _unwrap(o)
+
+    def __ge__(self, o):
+        return self.var >= _unwrap(o)
+
+    def equal(self, o):
+        """An ``EQ`` node on the variable."""
+        return self.var.equal(_unwrap(o))
+
 
 def _unwrap(x: Any) -> Any:
     return x.var if isinstance(x, IterVar) else x

@@ -2,7 +2,8 @@
 
 :func:`run` is the upstream ``vta.testing.run``: it calls ``run_func(env, remote)`` with a
 session suited to the configuration's ``TARGET`` (reference tvm-vta-software.md 8.1).
-:mod:`vta.testing.simulator` reads and clears the statistics of the device the runtime uses.
+:mod:`vta.testing.simulator` reads and clears the statistics of the device the runtime uses;
+:func:`trace` switches the profiler's tracing on for it (:mod:`vta.testing.trace`).
 """
 
 from __future__ import annotations
@@ -13,8 +14,9 @@ from typing import Any, Callable
 from ..env import Environment, get_env
 from . import simulator
 from .simulator import LOCAL_TARGETS
+from .trace import trace
 
-__all__ = ["run", "simulator", "LOCAL_TARGETS", "BOARD_TARGETS"]
+__all__ = ["run", "simulator", "trace", "LOCAL_TARGETS", "BOARD_TARGETS"]
 
 #: Upstream board targets, reached only through an RPC server.
 BOARD_TARGETS = ("pynq", "ultra96", "de10nano")

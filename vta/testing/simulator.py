@@ -13,14 +13,18 @@ import json
 from ..env import get_env
 from ..runtime import vta_bridge  # registers the vta.simulator.* functions and the load hook
 from ..runtime.registry import get_global_func
+from ..sim import debug as _debug
 
 #: Targets simulated in this process.
 LOCAL_TARGETS = ("sim", "tsim", "model")
 
-__all__ = ["enabled", "stats", "clear_stats", "debug_mode", "DEBUG_SKIP_EXEC", "LOCAL_TARGETS"]
+__all__ = ["enabled", "stats", "clear_stats", "debug_mode", "DEBUG_SKIP_EXEC", "DEBUG_DUMP_INSN", "LOCAL_TARGETS"]
 
 #: ``debug_mode`` flag of upstream fsim: skip data movement and compute, keep the counters.
-DEBUG_SKIP_EXEC = 1
+DEBUG_SKIP_EXEC = _debug.DEBUG_SKIP_EXEC
+#: ``debug_mode`` flag: print each instruction as the device executes it, in the upstream dump
+#: format (the bit of the runtime's ``VTA_DEBUG_DUMP_INSN``).
+DEBUG_DUMP_INSN = _debug.DEBUG_DUMP_INSN
 
 
 def _func(suffix: str):
@@ -74,14 +78,28 @@ def clear_stats() -> None:
 
 
 def debug_mode(flag: int) -> None:
-    """Set the device's debug flags (``DEBUG_SKIP_EXEC``; 0 clears them).
+    """Set the debug flags of the current target's device (0 clears them; kept by clear_stats).
+
+    ``DEBUG_DUMP_INSN`` prints every instruction the device executes, in execution order, in
+    the upstream dump format (``INSTRUCTION <n>: ...`` with flags, fields and token counts; see
+    :mod:`vta.sim.debug`), on fsim, the cycle model and tsim. ``DEBUG_SKIP_EXEC`` counts
+    every instruction but executes only micro-op loads (fsim and the cycle model).
+
+    Parameters
+    ----------
+    flag : int
+        A sum of ``DEBUG_*`` bits.
 
     Raises
     ------
-    vta.errors.TVMError
-        If the device does not support the flag.
+    TypeError
+        If ``flag`` is not an int.
+    ValueError
+        If the device does not implement a bit of ``flag``.
+    vta.errors.ConfigError
+        If the current ``TARGET`` has no device.
     """
-    get_global_func("vta.simulator.profiler_debug_mode")(int(flag))
+    get_global_func("vta.simulator.profiler_debug_mode")(flag)
 
 
 # Keep the bridge module referenced: importing it is what installs the runtime hooks.

@@ -7,8 +7,11 @@ variables. Passes never mutate a node; they build new ones (see :mod:`vta.tir.fu
 Data types are strings: ``"int8"``, ``"int32"``, ``"uint32"``, ``"float32"``, ``"bool"``,
 ``"handle"``.
 
-Expressions overload Python arithmetic (``+ - * // % >> << < <= > >=``) and ``astype``; the
-results are plain nodes, simplification is the job of :mod:`vta.tir.simplify`.
+Expressions overload Python's operators as TVM does: ``+ - * // % / >> << < <= > >= == !=``,
+``& | ^ ~`` (logical on booleans, bitwise on integers) and ``astype``; the results are plain
+nodes, simplification is the job of :mod:`vta.tir.simplify`. ``/`` needs a float operand
+(integer division is spelled ``//`` or ``truncdiv``). ``a == b`` is an ``EQ`` node whose Python
+truth value is identity (equal values for two constants), so nodes stay usable as dict keys.
 """
 
 from __future__ import annotations
@@ -55,10 +58,11 @@ def is_int_dtype(dtype: str) -> bool:
 def _binary_dtype(a: "PrimExpr", b: "PrimExpr") -> str:
     if a.dtype == b.dtype:
         return a.dtype
-    # An immediate adopts the other operand's type; otherwise the wider type wins.
-    if isinstance(a, (IntImm, FloatImm)):
+    # An immediate adopts the other operand's type (unless it is a float and the other is
+    # not); otherwise a float wins, then the wider type.
+    if isinstance(a, (IntImm, FloatImm)) and not (a.dtype.startswith("float") and not b.dtype.startswith("float")):
         return b.dtype
-    if isinstance(b, (IntImm, FloatImm)):
+    if isinstance(b, (IntImm, FloatImm)) and not (b.dtype.startswith("float") and not a.dtype.startswith("float")):
         return a.dtype
     if a.dtype.startswith("float") or b.dtype.startswith("float"):
         return a.dtype if a.dtype.startswith("float") else b.dtype
@@ -77,12 +81,10 @@ def convert(value: Any, dtype: str | None = None) -> "PrimExpr":
         return value
     if isinstance(value, bool):
         return IntImm(int(value), dtype or "bool")
-    if isinstance(value, int):
-        return IntImm(value, dtype or "int32")
+    if isinstance(value, int) or (hasattr(value, "__index__") and not isinstance(value, float)):
+        return const(int(value), dtype) if dtype else IntImm(int(value), "int32")
     if isinstance(value, float):
         return FloatImm(value, dtype or "float32")
-    if hasattr(value, "__index__"):
-        return IntImm(int(value), dtype or "int32")
     var = getattr(value, "var", None)  # an IterVar stands for its loop variable, as in TVM
     if isinstance(var, Var):
         return var
@@ -94,6 +96,63 @@ def const(value: int | float, dtype: str = "int32") -> "PrimExpr":
     return FloatImm(float(value), dtype) if dtype.startswith("float") else IntImm(int(value), dtype)
 
 
+def _operand(this: "PrimExpr", other: Any) -> "PrimExpr":
+    """``other`` as the second operand of an operator on ``this``: a Python int takes the
+    type of ``this`` (a float one's too), a Python float that of a float ``this`` and
+    ``float32`` otherwise; expressions are kept as they are.
+
+    Raises
+    ------
+    TypeError
+        If ``other`` is neither a number nor an expression.
+    """
+    if isinstance(other, bool) or not isinstance(other, (int, float)):
+        return convert(other)
+    dtype = this.dtype
+    if dtype in ("bool", "handle"):
+        return convert(other)
+    if isinstance(other, float) and not dtype.startswith("float"):
+        return FloatImm(other, "float32")
+    return const(other, dtype)
+
+
+def _true_div(this: "PrimExpr", other: Any, reverse: bool) -> "PrimExpr":
+    other = _operand(this, other)
+    a, b = (other, this) if reverse else (this, other)
+    if not a.dtype.startswith("float") and not b.dtype.startswith("float"):
+        raise TypeError(
+            f"`/` on integer expressions ({a!r} / {b!r}) is ambiguous: use `//` or tir.floordiv / "
+            "tir.indexdiv (rounding down), or tir.truncdiv / tir.div (rounding toward zero)"
+        )
+    return Div(a, b)
+
+
+def _shift(op: str, this: "PrimExpr", other: Any, reverse: bool = False) -> "PrimExpr":
+    other = _operand(this, other)
+    a, b = (other, this) if reverse else (this, other)
+    for x in (a, b):
+        if not is_int_dtype(x.dtype):
+            raise TypeError(f"{op}: shifts need integer operands, got {x!r} of dtype {x.dtype!r}")
+    return Call(a.dtype, op, (a, b))
+
+
+def _logic_or_bitwise(this: "PrimExpr", other: Any, logic: type, bitwise: str, reverse: bool = False) -> "PrimExpr":
+    """``& | ^``: the logical node on two booleans, else the bitwise call (a boolean operand is
+    cast to the integer type of the other, as TVM promotes it)."""
+    other = _operand(this, other)
+    a, b = (other, this) if reverse else (this, other)
+    if a.dtype == "bool" and b.dtype == "bool":
+        return logic(a, b)
+    for x in (a, b):
+        if not (is_int_dtype(x.dtype) or x.dtype == "bool"):
+            raise TypeError(f"{bitwise}: needs boolean or integer operands, got {x!r} of dtype {x.dtype!r}")
+    if a.dtype == "bool":
+        a = Cast(b.dtype, a)
+    if b.dtype == "bool":
+        b = Cast(a.dtype, b)
+    return Call(_binary_dtype(a, b), bitwise, (a, b))
+
+
 # ------------------------------------------------------------------------------------ expressions
 class PrimExpr:
     """Base class of every expression. Subclasses define ``dtype``."""
@@ -102,7 +161,7 @@ class PrimExpr:
     dtype: str
 
     def _bin(self, cls, other, reverse=False):
-        other = convert(other, self.dtype if isinstance(other, (int, float)) and not isinstance(other, bool) else None)
+        other = _operand(self, other)
         a, b = (other, self) if reverse else (self, other)
         return cls(a, b)
 
@@ -136,16 +195,52 @@ class PrimExpr:
     def __rmod__(self, o):
         return self._bin(FloorMod, o, True)
 
+    def __truediv__(self, o):
+        return _true_div(self, o, False)
+
+    def __rtruediv__(self, o):
+        return _true_div(self, o, True)
+
     def __neg__(self):
-        return Sub(convert(0, self.dtype), self)
+        return Sub(const(0, self.dtype), self)
 
     def __rshift__(self, o):
-        o = convert(o, self.dtype)
-        return Call(self.dtype, "tir.shift_right", (self, o))
+        return _shift("tir.shift_right", self, o)
+
+    def __rrshift__(self, o):
+        return _shift("tir.shift_right", self, o, True)
 
     def __lshift__(self, o):
-        o = convert(o, self.dtype)
-        return Call(self.dtype, "tir.shift_left", (self, o))
+        return _shift("tir.shift_left", self, o)
+
+    def __rlshift__(self, o):
+        return _shift("tir.shift_left", self, o, True)
+
+    # ``& | ^ ~``: logical on booleans (And, Or, NE, Not), bitwise calls on integers, as in TVM.
+    def __and__(self, o):
+        return _logic_or_bitwise(self, o, And, "tir.bitwise_and")
+
+    def __rand__(self, o):
+        return _logic_or_bitwise(self, o, And, "tir.bitwise_and", True)
+
+    def __or__(self, o):
+        return _logic_or_bitwise(self, o, Or, "tir.bitwise_or")
+
+    def __ror__(self, o):
+        return _logic_or_bitwise(self, o, Or, "tir.bitwise_or", True)
+
+    def __xor__(self, o):
+        return _logic_or_bitwise(self, o, NE, "tir.bitwise_xor")
+
+    def __rxor__(self, o):
+        return _logic_or_bitwise(self, o, NE, "tir.bitwise_xor", True)
+
+    def __invert__(self):
+        if self.dtype == "bool":
+            return Not(self)
+        if not is_int_dtype(self.dtype):
+            raise TypeError(f"~ needs a boolean or integer expression, got dtype {self.dtype!r} in {self!r}")
+        return Call(self.dtype, "tir.bitwise_not", (self,))
 
     def __lt__(self, o):
         return self._bin(LT, o)
@@ -159,8 +254,22 @@ class PrimExpr:
     def __ge__(self, o):
         return self._bin(GE, o)
 
+    def __eq__(self, o):  # type: ignore[override]
+        # As TVM: ``a == b`` builds an EQ node; its truth value is identity (or, for two
+        # constants, equal values), so nodes still work as dict keys and in ``in`` tests.
+        try:
+            return self._bin(EQ, o)
+        except TypeError:
+            return NotImplemented
+
+    def __ne__(self, o):  # type: ignore[override]
+        try:
+            return self._bin(NE, o)
+        except TypeError:
+            return NotImplemented
+
     def equal(self, o) -> "EQ":
-        """An ``EQ`` node (``==`` keeps Python identity semantics)."""
+        """An ``EQ`` node, the same as ``self == o``."""
         return self._bin(EQ, o)
 
     def astype(self, dtype: str) -> "PrimExpr":
@@ -169,7 +278,9 @@ class PrimExpr:
 
     def __bool__(self):
         raise TypeError(
-            "a TIR expression has no truth value; use vta.tir.simplify to decide it, or compare nodes with `is`"
+            f"the TIR expression {self!r} has no truth value: Python's `and`, `or`, `not` and `if` cannot "
+            "decide it; combine conditions with `&`, `|`, `~` (or tir.all / tir.any), and decide a "
+            "constant one with vta.tir.simplify"
         )
 
     __hash__ = object.__hash__
@@ -205,6 +316,10 @@ class IntImm(PrimExpr):
 
     def __int__(self) -> int:
         return self.value
+
+    def __bool__(self) -> bool:
+        # A constant decides itself, as TVM's IntImm does (``if stride == 1``, ``if not pad``).
+        return self.value != 0
 
     def __repr__(self) -> str:
         return str(self.value)
@@ -284,12 +399,28 @@ class CmpOp(BinaryOp):
         return "bool"
 
 
+def _same_value(a: Any, b: Any) -> bool:
+    """The truth value of ``a == b`` on nodes: identity, or equal values for two constants."""
+    if a is b:
+        return True
+    if isinstance(a, (IntImm, FloatImm)) and isinstance(b, (IntImm, FloatImm)):
+        return a.value == b.value
+    return False
+
+
 class EQ(CmpOp):
-    pass
+    """``a == b``. Used as a Python truth value (``if a == b``, ``x in list``) it means
+    identity of the operands, or equal values of two constants, as TVM's ``EqualOp``."""
+
+    def __bool__(self):
+        return _same_value(self.a, self.b)
 
 
 class NE(CmpOp):
-    pass
+    """``a != b``; its Python truth value is the negation of :class:`EQ`'s."""
+
+    def __bool__(self):
+        return not _same_value(self.a, self.b)
 
 
 class LT(CmpOp):
@@ -329,6 +460,20 @@ class Select(PrimExpr):
     condition: PrimExpr
     true_value: PrimExpr
     false_value: PrimExpr
+
+    def __post_init__(self):
+        # Python numbers are accepted as in TVM's tir.Select; a number next to an expression
+        # takes its type.
+        t, f = self.true_value, self.false_value
+        if not isinstance(t, PrimExpr) and isinstance(f, PrimExpr):
+            t = _operand(f, t)
+        elif not isinstance(f, PrimExpr) and isinstance(t, PrimExpr):
+            f = _operand(t, f)
+        for name, value in (("condition", self.condition), ("true_value", t), ("false_value", f)):
+            if not isinstance(value, PrimExpr):
+                object.__setattr__(self, name, convert(value))
+            elif value is not getattr(self, name):
+                object.__setattr__(self, name, value)
 
     @property
     def dtype(self) -> str:  # type: ignore[override]

@@ -2,15 +2,18 @@
 
 ``simplify(node)`` rewrites bottom-up:
 
-* constant folding of every integer operator, comparison, logical operator, cast and shift
-  (``x >> 0`` and ``x << 0`` become ``x``);
+* constant folding of every integer operator, comparison, logical operator, cast, shift
+  (``x >> 0`` and ``x << 0`` become ``x``) and bitwise operation (with the identities of 0
+  and all ones); ``a && a`` and ``a || a`` become ``a``, ``!`` of a comparison of integers
+  becomes the opposite comparison, ``!!a`` becomes ``a`` and ``!`` of ``&&``/``||`` moves inward
+  (De Morgan);
 * integer sums are put in a canonical linear form (:class:`vta.tir.arith.LinearForm`): like
   terms merge, zero terms vanish, the constant comes last;
 * ``floordiv``/``floormod`` by a positive constant split off the multiples of the divisor and
   drop the remainder when the variable ranges prove it lies in one period;
 * ``min``/``max`` and comparisons decided by interval bounds;
-* ``Select``/``if_then_else`` with a constant condition, ``IfThenElse`` statements with a
-  constant condition (dead branch removed), loops of extent 0 removed.
+* ``Select``/``if_then_else`` with a constant condition or equal branches, ``IfThenElse``
+  statements with a constant condition (dead branch removed), loops of extent 0 removed.
 
 Loop variables get their ranges from enclosing ``For`` loops and ``virtual_thread`` attributes;
 callers may pass extra ranges.
@@ -98,6 +101,8 @@ class Simplifier(StmtExprMutator):
         ca, cb = as_const_int(a), as_const_int(b)
         floor = isinstance(node, (n.FloorDiv, n.FloorMod))
         is_div = isinstance(node, (n.FloorDiv, n.Div))
+        if isinstance(a, n.FloatImm) and isinstance(b, n.FloatImm) and isinstance(node, n.Div) and b.value != 0:
+            return n.FloatImm(a.value / b.value, dtype)
         if cb == 0:
             return type(node)(a, b)  # left for the run time to report
         if ca is not None and cb is not None:
@@ -179,6 +184,8 @@ class Simplifier(StmtExprMutator):
         a, b = self.visit(node.a), self.visit(node.b)
         rebuilt = node if (a is node.a and b is node.b) else type(node)(a, b)
         if isinstance(node, (n.And, n.Or)):
+            if structural_equal(a, b):
+                return a
             ca, cb = as_const_int(a), as_const_int(b)
             if isinstance(node, n.And):
                 if ca == 0 or cb == 0:
@@ -215,6 +222,18 @@ class Simplifier(StmtExprMutator):
         ca = as_const_int(a)
         if ca is not None:
             return _bool(not ca)
+        if isinstance(a, n.Not):
+            return a.a
+        if isinstance(a, (n.And, n.Or)):
+            # De Morgan: the negation moves inward, where comparisons absorb it, so a padding
+            # condition written as ~(x < lo | x >= hi) becomes the conjunction of bounds the
+            # DMA pass reads.
+            outer = n.Or if isinstance(a, n.And) else n.And
+            return self.visit(outer(n.Not(a.a), n.Not(a.b)))
+        flipped = _NEGATED.get(type(a))
+        if flipped is not None and n.is_int_dtype(a.a.dtype) and n.is_int_dtype(a.b.dtype):
+            # !(x < y) is x >= y on integers (not on floats: NaN compares false both ways).
+            return flipped(a.a, a.b)
         return node if a is node.a else n.Not(a)
 
     def visit_Select(self, node: n.Select) -> n.PrimExpr:
@@ -255,6 +274,12 @@ class Simplifier(StmtExprMutator):
             c = as_const_int(args[0])
             if c is not None:
                 return args[1] if c else args[2]
+            if structural_equal(args[1], args[2]):
+                return args[1]
+        if node.op in _BITWISE and n.is_int_dtype(node.dtype):
+            folded = _fold_bitwise(node.op, args, node.dtype)
+            if folded is not None:
+                return folded
         if all(x is y for x, y in zip(args, node.args)):
             return node
         return n.Call(node.dtype, node.op, args)
@@ -306,6 +331,36 @@ class Simplifier(StmtExprMutator):
 
 
 _MISSING = object()
+
+#: The comparison equal to the negation of each comparison (on integers).
+_NEGATED = {n.LT: n.GE, n.LE: n.GT, n.GT: n.LE, n.GE: n.LT, n.EQ: n.NE, n.NE: n.EQ}
+
+_BITWISE = ("tir.bitwise_and", "tir.bitwise_or", "tir.bitwise_xor", "tir.bitwise_not")
+
+
+def _fold_bitwise(op: str, args: tuple, dtype: str) -> n.PrimExpr | None:
+    """Constant folding and the identities with 0 and -1 of the bitwise calls."""
+    consts = [as_const_int(a) for a in args]
+    if op == "tir.bitwise_not":
+        return _int(~consts[0], dtype) if consts[0] is not None else None
+    ca, cb = consts
+    if ca is not None and cb is not None:
+        value = {"tir.bitwise_and": ca & cb, "tir.bitwise_or": ca | cb, "tir.bitwise_xor": ca ^ cb}[op]
+        return _int(value, dtype)
+    all_ones = _wrap(-1, dtype)
+    for c, other in ((ca, args[1]), (cb, args[0])):
+        if c is None or other.dtype != dtype:
+            continue
+        c = _wrap(c, dtype)
+        if c == 0:
+            return _int(0, dtype) if op == "tir.bitwise_and" else other
+        if c == all_ones and op == "tir.bitwise_and":
+            return other
+        if c == all_ones and op == "tir.bitwise_or":
+            return _int(all_ones, dtype)
+    if op in ("tir.bitwise_and", "tir.bitwise_or") and structural_equal(args[0], args[1]):
+        return args[0]
+    return None
 
 
 def _decide(op: type, lo: int | None, hi: int | None) -> bool | None:

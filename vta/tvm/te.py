@@ -2,8 +2,9 @@
 
 Everything upstream VTA code calls is here under its TVM name: ``placeholder``, ``compute``,
 ``reduce_axis``, ``sum``/``max``/``min`` (reductions, or elementwise with two operands),
-``thread_axis``, ``create_schedule``, ``if_then_else``, ``var``, ``size_var``, ``const`` and
-``tag_scope``. Any other name raises an AttributeError naming it.
+``thread_axis``, ``create_schedule``, ``if_then_else``, ``all``/``any``, ``abs``, the
+divisions (``div``, ``indexdiv``, ``indexmod``, ``truncdiv``, ``truncmod``, ``floordiv``,
+``floormod``), ``max_value``/``min_value``, ``var``, ``size_var``, ``const`` and ``tag_scope``. Any other name raises an AttributeError naming it.
 """
 
 from __future__ import annotations
@@ -16,12 +17,16 @@ from .. import te as _te
 from ..te import (ComputeOp, IterVar, Operation, PlaceholderOp, Reduce, Schedule, Stage, Tensor, TensorIntrin,
                   create_schedule, decl_buffer, decl_tensor_intrin, if_then_else, max, min, placeholder,
                   reduce_axis, size_var, sum, thread_axis, var)
+from ..tir.op import (abs, all, any, div, floordiv, floormod, indexdiv, indexmod, max_value, min_value, truncdiv,
+                      truncmod)
 from ._missing import missing
 
 __all__ = [
     "placeholder", "compute", "reduce_axis", "sum", "max", "min", "thread_axis", "create_schedule",
     "if_then_else", "var", "size_var", "const", "tag_scope", "TagScope", "decl_tensor_intrin", "decl_buffer",
     "Schedule", "Stage", "Tensor", "IterVar", "Operation", "ComputeOp", "PlaceholderOp", "Reduce", "TensorIntrin",
+    "all", "any", "abs", "div", "indexdiv", "indexmod", "truncdiv", "truncmod", "floordiv", "floormod",
+    "max_value", "min_value",
 ]
 
 _state = threading.local()

@@ -142,6 +142,12 @@ class Interpreter:
                 return self._select(*e.args, env)
             if e.op == "tir.likely":
                 return self.eval(e.args[0], env)
+            if e.op == "tir.bitwise_not":
+                return wrap(~self.eval(e.args[0], env), e.dtype)
+            if e.op in ("tir.bitwise_and", "tir.bitwise_or", "tir.bitwise_xor"):
+                a, b = self.eval(e.args[0], env), self.eval(e.args[1], env)
+                r = {"tir.bitwise_and": a & b, "tir.bitwise_or": a | b, "tir.bitwise_xor": a ^ b}[e.op]
+                return wrap(r, e.dtype)
             raise NotImplementedError(f"interpreter: call {e.op!r}")
         raise NotImplementedError(f"interpreter: expression {type(e).__name__}")
 

@@ -34,6 +34,7 @@ from ... import isa
 from ...dram import DRAM
 from ...env import Environment
 from ...errors import DeadlockError, InvalidInstructionError, SimulationError
+from ..debug import DEBUG_DUMP_INSN, DEBUG_SKIP_EXEC, dump_executed
 from ..device import RUN_KEYS, STAT_KEYS, Device
 from . import jit
 from .sched import CHANNELS, Flow, schedule
@@ -115,6 +116,7 @@ class FunctionalSimulator(Device):
     """
 
     name = "sim"
+    debug_flags_supported = DEBUG_SKIP_EXEC | DEBUG_DUMP_INSN
 
     def __init__(self, env: Environment, dram: DRAM, *, seed: int | None = None, trace: bool = False,
                  engine: str = "auto", batch_gemms: bool | None = None):
@@ -197,6 +199,7 @@ class FunctionalSimulator(Device):
             schedule(program.flow, list(tokens))  # with every outstanding token: deadlock, overflow
             tokens = lent_tokens(program.flow, tokens)
         held = [a - b for a, b in zip(self.tokens, tokens)]
+        self._run_tokens = list(tokens)  # at the start of the run, for the debug dump
         if self._rng is None and self._jit is not None and self._jit.runs_as_written(words, tokens):
             order = np.arange(n)  # a valid stream run in stream order (checked in one compiled pass)
         else:
@@ -249,6 +252,13 @@ class FunctionalSimulator(Device):
         """Run ``order``; the compiled engine (if any) runs what it can, the rest goes one by one
         through the opcode functions. :attr:`_position` counts the instructions done."""
         self._position = 0
+        if self.debug_flags & DEBUG_SKIP_EXEC:
+            try:
+                self._execute_uop_loads(program, order)
+            finally:
+                _count(self._stats, program, order[:self._position], self.env)
+                self._record_trace(program, order)
+            return
         if self._jit is not None:  # the compiled loop batches lined-up GEMMs itself
             with _one_blas_thread() if self.batch_gemms else contextlib.nullcontext():
                 try:
@@ -280,11 +290,25 @@ class FunctionalSimulator(Device):
         """Try to execute the GEMMs ``i .. i+length-1`` as one batch (see :func:`units.gemm_run`)."""
         return gemm_run(self.sram, [program.fields(k, "gemm") for k in range(i, i + length)])
 
+    def _execute_uop_loads(self, program: "_Program", order: np.ndarray) -> None:
+        """``DEBUG_SKIP_EXEC``: walk ``order`` executing only the micro-op loads (upstream fsim)."""
+        for i in order.tolist():
+            if program.opcode[i] == isa.OPCODE_LOAD and program.mem_type[i] == isa.MEM_UOP and program.x_size[i]:
+                self.step(program, i)
+            self._position += 1
+
     def _record_trace(self, program: "_Program", order: np.ndarray) -> None:
+        """Keep the executed instructions in :attr:`trace` and print them in debug mode."""
         if self.trace_enabled:
             stage = program.flow.stage
             done = order[:self._position].tolist()
             self.trace.extend((i, _STAGE_NAMES[int(stage[i])], program.text(i)) for i in done)
+        self._dump_executed(program, order[:self._position])
+
+    def _dump_executed(self, program: "_Program", done: np.ndarray) -> None:
+        """``DEBUG_DUMP_INSN``: print the executed instructions in the order they ran."""
+        if self.debug_flags & DEBUG_DUMP_INSN:
+            dump_executed(self.env, program.words, done.tolist(), self._run_tokens)
 
     def step(self, program: "_Program", i: int) -> None:
         """Execute instruction ``i`` with the opcode functions of :mod:`vta.sim.fsim.units`."""

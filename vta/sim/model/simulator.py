@@ -43,7 +43,8 @@ import numpy as np
 from ... import isa
 from ...dram import DRAM
 from ...env import Environment
-from ...errors import DeadlockError
+from ...errors import DeadlockError, SimulationError
+from ..debug import DEBUG_DUMP_INSN, dump_executed
 from ..fsim.simulator import FunctionalSimulator, _Columns, _Program, lent_tokens
 from . import costs as mc
 from .costs import Timing
@@ -88,6 +89,17 @@ class CycleModel(FunctionalSimulator):
         self._hw = dict.fromkeys(HW_STAT_KEYS, 0)
         #: Counters of the last run only (``cycle_count`` and per-unit figures).
         self.last_run: dict = {}
+        self._probe = False
+        #: The timing events of the last run while the probe is on (see :meth:`set_probe`).
+        self.probe_events: list | None = None
+
+    def set_probe(self, enable: bool) -> None:
+        """Record the timing events of every run in :attr:`probe_events` (for the profiler).
+
+        The ``events`` of :func:`time_stream` describe them; with the probe off nothing is kept.
+        """
+        self._probe = bool(enable)
+        self.probe_events = None
 
     def run(self, insn_phys_addr: int, insn_count: int, wait_cycles: int = 0) -> int:
         """Execute the stream (as fsim does), then add its estimated cycles to the statistics.
@@ -107,16 +119,32 @@ class CycleModel(FunctionalSimulator):
             Exactly as :meth:`vta.sim.fsim.FunctionalSimulator.run`; a failed run adds no cycles.
         """
         outstanding = list(self.tokens)
-        result = super().run(insn_phys_addr, insn_count, wait_cycles)
+        self._functional_order = None
+        try:
+            result = super().run(insn_phys_addr, insn_count, wait_cycles)
+        except SimulationError:
+            if self._functional_order is not None:  # debug dump: what ran before the failure
+                dump_executed(self.env, *self._functional_order)
+            raise
         n = int(insn_count)
         words = self.dram.data[insn_phys_addr:insn_phys_addr + 16 * n].copy().view("<i8").reshape(n, 2)
         tokens = outstanding
         if any(outstanding):  # the tokens the stream was lent (device contract)
             tokens = lent_tokens(_Program(_Columns(words, self.env), words, self.env).flow, outstanding)
-        self.last_run = time_stream(self.env, words, tokens, insn_phys_addr, self.timing)
+        events = [] if self._probe else None
+        self.last_run, start = _replay(self.env, words, tokens, insn_phys_addr, self.timing, events)
+        self.probe_events = events
         for key, value in self.last_run.items():
             self._hw[key] += value
+        if self.debug_flags & DEBUG_DUMP_INSN:
+            # In the order the timing model started them (ties: stream order).
+            dump_executed(self.env, words, sorted(range(n), key=lambda i: (start[i], i)), tokens)
         return result
+
+    def _dump_executed(self, program: _Program, done: np.ndarray) -> None:
+        # The functional run prints nothing itself; a successful run prints in timed order.
+        if self.debug_flags & DEBUG_DUMP_INSN:
+            self._functional_order = (program.words, done.tolist(), self._run_tokens)
 
     def stats(self) -> dict:
         """fsim's counters (upstream keys, ``insn_*``, ``tokens_*``) and the hardware counters.
@@ -180,7 +208,7 @@ class _ReadPort:
 
 
 def time_stream(env: Environment, words: np.ndarray, tokens: list[int], insn_addr: int = 0,
-                timing: Timing = mc.DEFAULT_TIMING) -> dict:
+                timing: Timing = mc.DEFAULT_TIMING, events: list | None = None) -> dict:
     """Replay a valid stream on the timing model and return its hardware counters.
 
     Parameters
@@ -195,6 +223,12 @@ def time_stream(env: Environment, words: np.ndarray, tokens: list[int], insn_add
         Byte address of the stream (fetch bursts never cross a 128-byte boundary).
     timing : Timing
         Cost constants.
+    events : list, optional
+        When given, the replay appends one tuple per event (the profiler reads them, see
+        :mod:`vta.profile.collect`): ``("burst", i, t0, t1)`` a fetch burst starting with
+        instruction i, ``("dispatch", i, t, blocked_from)``, ``("insn", unit, i, ready, start,
+        end)`` with ``ready`` the cycle the unit could have started it but for tokens,
+        ``("push", channel, i, t)`` and ``("pop", channel, i, t)`` (fsim's channel order).
 
     Returns
     -------
@@ -209,6 +243,12 @@ def time_stream(env: Environment, words: np.ndarray, tokens: list[int], insn_add
     InvalidInstructionError
         If a token flag names a channel its stage does not have.
     """
+    return _replay(env, words, tokens, insn_addr, timing, events)[0]
+
+
+def _replay(env: Environment, words: np.ndarray, tokens: list[int], insn_addr: int,
+            timing: Timing, events: list | None = None) -> tuple[dict, list[int]]:
+    """:func:`time_stream`, plus the cycle each instruction started (its execution order)."""
     n = words.shape[0]
     prog = _Program(_Columns(words, env), words, env)
     flow = prog.flow
@@ -278,6 +318,8 @@ def time_stream(env: Environment, words: np.ndarray, tokens: list[int], insn_add
                 arrived = port.take(fetch_free + 1, 2 * m)
                 next_dispatch = arrived + timing.fetch_latency - 1
                 busy[0] += next_dispatch - fetch_free
+                if events is not None:
+                    events.append(("burst", i, fetch_free, next_dispatch))
                 burst_left = m
                 continue
             d = next_dispatch
@@ -286,6 +328,8 @@ def time_stream(env: Environment, words: np.ndarray, tokens: list[int], insn_add
                 if start[older] > d:
                     stall[0] += start[older] - d
                     d = start[older]
+            if events is not None:
+                events.append(("dispatch", i, d, next_dispatch))
             dispatch[i] = d
             busy[0] += 1
             retired[0] += 1
@@ -311,6 +355,13 @@ def time_stream(env: Environment, words: np.ndarray, tokens: list[int], insn_add
             for c in range(4):
                 if pushes[i][c]:
                     push_times[c].append(end)
+            if events is not None:
+                events.append(("insn", u + 1, i, s - best_wait, s, end))
+                for c in range(4):
+                    if pops[i][c]:
+                        events.append(("pop", c, i, s))
+                    if pushes[i][c]:
+                        events.append(("push", c, i, end))
             if opcode[i] == isa.OPCODE_FINISH and finish_end is None:
                 finish_end = end
             done += 1
@@ -323,7 +374,7 @@ def time_stream(env: Environment, words: np.ndarray, tokens: list[int], insn_add
         out[f"{name}_busy_cycles"] = int(busy[u])
         out[f"{name}_stall_cycles"] = int(stall[u])
         out[f"{name}_retired"] = int(retired[u])
-    return out
+    return out, start
 
 
 def _cost(env: Environment, prog: _Program, i: int, op: int, s: int, port: _ReadPort, timing: Timing) -> int:

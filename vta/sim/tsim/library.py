@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Sequence
 
 from ...cache import cache_dir, content_key
-from ...env import Environment
+from ...env import Environment, data_dir
 from ...errors import BuildError, ModuleLoadError
 from . import verilator as _verilator
 
@@ -34,9 +34,17 @@ TOP_MODULE = "vta_tsim_top"
 #: Accepted values of the ``trace`` argument.
 TRACE_KINDS = (None, "vcd", "fst")
 
-_REPO = Path(__file__).resolve().parents[3]
-_HW_DIR = _REPO / "hw"
-_SIM_DIR = _REPO / "sim"
+
+
+def _hw_dir() -> Path:
+    """``hw/`` of the checkout or the installed package (:func:`vta.env.data_dir`)."""
+    return data_dir("hw")
+
+
+def _sim_dir() -> Path:
+    """``sim/`` (the C++ shim) of the checkout or the installed package."""
+    return data_dir("sim")
+
 _SHIM_SOURCES = ("vta_tsim.cc", "vta_tsim.h")
 #: Bump when the build recipe changes in a way the flags below do not show.
 _RECIPE_VERSION = "1"
@@ -51,7 +59,8 @@ def sources() -> list[Path]:
     -------
     list of Path
     """
-    return sorted(_HW_DIR.glob("*.sv")) + sorted((_HW_DIR / "sim").glob("*.sv"))
+    hw = _hw_dir()
+    return sorted(hw.glob("*.sv")) + sorted((hw / "sim").glob("*.sv"))
 
 
 def _flags(trace: str | None) -> list[str]:
@@ -160,7 +169,7 @@ def build_sources(sv_files: Sequence[Path], package: str, *, trace: str | None =
     for path in sv_files:
         parts += [path.name, path.read_bytes()]
     for name in _SHIM_SOURCES:
-        parts += [name, (_SIM_DIR / name).read_bytes()]
+        parts += [name, (_sim_dir() / name).read_bytes()]
     base = Path(cache) if cache is not None else cache_dir("tsim")
     base.mkdir(parents=True, exist_ok=True)
     entry = base / content_key(parts)
@@ -176,9 +185,9 @@ def build_sources(sv_files: Sequence[Path], package: str, *, trace: str | None =
         cmd = [
             _verilator.verilator_bin(), *flags,
             "-Mdir", str(tmp / "obj"), "-o", str(out),
-            "-CFLAGS", f"-I{_SIM_DIR}",
+            "-CFLAGS", f"-I{_sim_dir()}",
             "--build-jobs", str(min(2, os.cpu_count() or 1)),
-            str(pkg_file), *map(str, sv_files), str(_SIM_DIR / "vta_tsim.cc"),
+            str(pkg_file), *map(str, sv_files), str(_sim_dir() / "vta_tsim.cc"),
         ]
         proc = subprocess.run(cmd, cwd=tmp, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         if proc.returncode != 0 or not out.exists():
@@ -244,6 +253,15 @@ class Library:
             "vta_tsim_last_error": (ctypes.c_char_p, []),
             "vta_tsim_assertions": (u32, [vp, ctypes.POINTER(u64)]),
         }
+        #: The profiler's probe (libraries built before it have none).
+        probe_sigs = {
+            "vta_tsim_probe": (i, [vp, i, u32]),
+            "vta_tsim_probe_take": (u64, [vp, vp, u64]),
+            "vta_tsim_probe_count": (u64, [vp]),
+        }
+        self.has_probe = all(hasattr(lib, name) for name in probe_sigs)
+        if self.has_probe:
+            sigs.update(probe_sigs)
         for name, (res, args) in sigs.items():
             try:
                 fn = getattr(lib, name)

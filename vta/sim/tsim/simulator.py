@@ -25,6 +25,10 @@ tokens the stream has no use for are held back (the core is reset, keeping SRAM,
 lent tokens by a stream of no-ops that push them; the held ones are pushed back after the run);
 after FINISH the core is clocked until every queue is empty; after any error the core is reset
 and its scratchpads zeroed by a short pad-only stream (:meth:`TSim.reset`).
+
+:meth:`TSim.set_probe` turns on the profiler's probe (:mod:`vta.sim.tsim.probe`): while it is on,
+every run leaves the RTL's per-cycle unit states, queue fills, tokens and memory beats, as
+change records, in ``probe_records``. Off (the default), the Verilated model makes no probe call.
 """
 
 from __future__ import annotations
@@ -43,12 +47,13 @@ from ...dram import DRAM, global_dram
 from ...env import Environment, get_env
 from ...errors import (ConfigError, DeadlockError, DRAMAccessError, HardwareAssertionError,
                       InvalidInstructionError, ModuleLoadError, SimulationError, SRAMIndexError, TokenOverflowError)
+from ..debug import DEBUG_DUMP_INSN, ExecutionDump
 from ..device import RUN_KEYS, STAT_KEYS, Device
 from ..fsim.simulator import _Columns, _Program, check_stream, lent_tokens
 from ..targets import attach_device, device_for
 from . import hwgen
 from .library import (ASSERTION as _ASSERTION, DRAM_ERROR as _DRAM_ERROR, HW_ERROR as _HW_ERROR, OK as _OK,
-                      PROGRESS_FN as _PROGRESS_FN, PROTOCOL_ERROR as _PROTOCOL_ERROR,
+                      PROGRESS_FN as _PROGRESS_FN, PROTOCOL_ERROR as _PROTOCOL_ERROR, TIMEOUT as _TIMEOUT,
                       STOPPED as _STOPPED, UNDRAINED as _UNDRAINED, Library, load_library)
 
 __all__ = ["TSim", "TSimModule", "Library", "load_library", "init", "HW_STAT_KEYS", "GLOBAL_FUNCTIONS"]
@@ -73,6 +78,7 @@ PROGRESS_INTERVAL = 10_000_000
 _INSN_BYTES = 16
 #: Widest pad row of the scratchpad-zeroing stream (x_size and x_stride are 16-bit fields).
 _ZERO_CHUNK = 4096
+_MASK64 = (1 << 64) - 1
 #: Per-opcode instruction counts, as fsim names them (x_size 0 loads and stores are no-ops).
 _INSN_KEYS = ("insn_load", "insn_store", "insn_gemm", "insn_alu", "insn_finish", "insn_nop")
 
@@ -124,6 +130,7 @@ class TSim(Device):
     """
 
     name = "tsim"
+    debug_flags_supported = DEBUG_DUMP_INSN
 
     def __init__(self, env: Environment, dram: DRAM, *, library=None, trace_path=None,
                  progress: Callable[[int, int], object] | None = None,
@@ -164,6 +171,38 @@ class TSim(Device):
             raise
         self._stats: dict[str, int] = {}
         self.clear_stats()
+        self._probe_window = 0
+        #: The probe records of the last traced run (see :meth:`set_probe`), else None.
+        self.probe_records = None
+
+    def set_probe(self, enable: bool, window: int = 256) -> None:
+        """Turn the profiler's probe on or off (:mod:`vta.sim.tsim.probe`).
+
+        While it is on, every run leaves its records in :attr:`probe_records`.
+
+        Parameters
+        ----------
+        enable : bool
+            On or off.
+        window : int
+            Cycles per memory-beat window.
+
+        Raises
+        ------
+        ValueError
+            If ``window`` is not a positive number of cycles.
+        ModuleLoadError
+            If the library has no probe (built before it existed).
+        SimulationError
+            If the device is closed.
+        """
+        if not self._lib.has_probe:
+            raise ModuleLoadError(f"tsim library {str(self._lib.path)!r} was built without the profiler's probe")
+        if enable and (isinstance(window, bool) or not isinstance(window, int) or window < 1):
+            raise ValueError(f"probe window {window!r} must be a positive number of cycles")
+        self._call("vta_tsim_probe", 1 if enable else 0, window if enable else 0)
+        self._probe_window = window if enable else 0
+        self.probe_records = None
 
     # ------------------------------------------------------------------ native plumbing
     def _call(self, name: str, *args) -> int:
@@ -269,7 +308,13 @@ class TSim(Device):
         insn_phys_addr, insn_count = int(insn_phys_addr), int(insn_count)
         self._progress_error = None
         max_cycles = int(wait_cycles) if wait_cycles and wait_cycles > 0 else (1 << 63)
-        rc = self._call("vta_tsim_run", insn_phys_addr, insn_count, max_cycles)
+        if self.debug_flags & DEBUG_DUMP_INSN:
+            rc = self._run_dumped(insn_phys_addr, insn_count, max_cycles)
+        else:
+            rc = self._call("vta_tsim_run", insn_phys_addr, insn_count, max_cycles)
+        if self._probe_window:
+            from .probe import take
+            self.probe_records = take(self._lib.lib, self._handle)
         if self._progress_error is not None:
             exc, self._progress_error = self._progress_error, None
             self._recover()
@@ -406,6 +451,76 @@ class TSim(Device):
     def cycles(self) -> int:
         """Cycles simulated since the model was created (runs, register accesses, resets)."""
         return int(self._lib.lib.vta_tsim_cycles(self._handle)) if self._handle is not None else 0
+
+    # ------------------------------------------------------------------ debug mode
+    #: Cycles clocked between two polls of the retired counters in ``DEBUG_DUMP_INSN`` mode.
+    DUMP_POLL_CYCLES = 4
+
+    def _run_dumped(self, insn_phys_addr: int, insn_count: int, max_cycles: int) -> int:
+        """``vta_tsim_run`` driven from Python, printing each instruction when its unit retires it.
+
+        Each unit executes its queue in stream order, so the retired-instruction counter of a unit
+        says which of its instructions have completed. The counters are polled every few cycles
+        (:data:`DUMP_POLL_CYCLES` plus the register reads); instructions retired by several units
+        within one poll print in stream order. Returns a ``vta_tsim_run`` status code (memory
+        channel protocol checks of the native loop are not made in this mode).
+        """
+        words = self.dram.data[insn_phys_addr:insn_phys_addr + insn_count * _INSN_BYTES].copy().view("<i8")
+        words = words.reshape(insn_count, 2)
+        regs = {c: self.read_reg(hwgen.REG_TOKENS_L2G + 4 * i) for i, c in enumerate(_CHANNELS)}
+        dump = ExecutionDump(self.env, words, [regs["l2g"], regs["g2l"], regs["s2g"], regs["g2s"]])
+        stages = [isa.stage_of(isa.decode((int(w0) & _MASK64, int(w1) & _MASK64), self.env)) for w0, w1 in words]
+        queues = [[i for i, st in enumerate(stages) if st == stage]
+                  for stage in (isa.STAGE_LOAD, isa.STAGE_COMPUTE, isa.STAGE_STORE)]
+        seen = [0, 0, 0]
+
+        def report() -> None:
+            new = []
+            for u, q in enumerate(queues):
+                done = min(self.read_reg(hwgen.REG_RETIRED_LOAD + 4 * u), len(q))
+                new.extend(q[seen[u]:done])
+                seen[u] = max(seen[u], done)
+            dump.executed(sorted(new))
+
+        self.write_reg(hwgen.REG_CTRL, 0)
+        self.write_reg(hwgen.REG_VAL0, insn_count)
+        self.write_reg(hwgen.REG_PTR0, insn_phys_addr)
+        self.write_reg(hwgen.REG_CTRL, hwgen.CTRL_LAUNCH)
+        start = self.cycles
+        while True:
+            rc = self._call("vta_tsim_step", self.DUMP_POLL_CYCLES)
+            if rc != _OK:
+                report()
+                return rc
+            ctrl = self.read_reg(hwgen.REG_CTRL)
+            report()
+            if ctrl & hwgen.CTRL_ERROR:
+                return _HW_ERROR
+            if ctrl & hwgen.CTRL_FINISH:
+                rc = self._drain_dumped(report)  # as the native loop does (vta_tsim_run)
+                if rc == _OK:
+                    self.write_reg(hwgen.REG_CTRL, 0)
+                return rc
+            if self.cycles - start >= max_cycles:
+                return _TIMEOUT
+
+    def _drain_dumped(self, report) -> int:
+        """After FINISH: step until every unit is idle, reporting what retires."""
+        last = None
+        while True:
+            state = self.read_reg(hwgen.REG_UNIT_STATE)
+            report()
+            if state == 0:
+                return _OK
+            busy = any((state >> (4 * u)) & 0xF == hwgen.STATE_BUSY for u in range(4))
+            if not busy and state == last:
+                return _UNDRAINED
+            last = None if busy else state
+            rc = self._call("vta_tsim_step", self.DUMP_POLL_CYCLES)
+            if rc != _OK:
+                return rc
+            if self.read_reg(hwgen.REG_CTRL) & hwgen.CTRL_ERROR:
+                return _HW_ERROR
 
     # ------------------------------------------------------------------ helpers
     def _count(self, cols) -> None:
