@@ -199,7 +199,7 @@ class FunctionalSimulator(Device):
             schedule(program.flow, list(tokens))  # with every outstanding token: deadlock, overflow
             tokens = lent_tokens(program.flow, tokens)
         held = [a - b for a, b in zip(self.tokens, tokens)]
-        self._run_tokens = list(tokens)  # at the start of the run, for the debug dump
+        self._run_tokens = list(self.tokens)  # outstanding at the start (held ones too), for the dump
         if self._rng is None and self._jit is not None and self._jit.runs_as_written(words, tokens):
             order = np.arange(n)  # a valid stream run in stream order (checked in one compiled pass)
         else:

@@ -309,7 +309,7 @@ class TSim(Device):
         self._progress_error = None
         max_cycles = int(wait_cycles) if wait_cycles and wait_cycles > 0 else (1 << 63)
         if self.debug_flags & DEBUG_DUMP_INSN:
-            rc = self._run_dumped(insn_phys_addr, insn_count, max_cycles)
+            rc = self._run_dumped(insn_phys_addr, insn_count, max_cycles, held)
         else:
             rc = self._call("vta_tsim_run", insn_phys_addr, insn_count, max_cycles)
         if self._probe_window:
@@ -456,7 +456,7 @@ class TSim(Device):
     #: Cycles clocked between two polls of the retired counters in ``DEBUG_DUMP_INSN`` mode.
     DUMP_POLL_CYCLES = 4
 
-    def _run_dumped(self, insn_phys_addr: int, insn_count: int, max_cycles: int) -> int:
+    def _run_dumped(self, insn_phys_addr: int, insn_count: int, max_cycles: int, held: dict) -> int:
         """``vta_tsim_run`` driven from Python, printing each instruction when its unit retires it.
 
         Each unit executes its queue in stream order, so the retired-instruction counter of a unit
@@ -467,7 +467,8 @@ class TSim(Device):
         """
         words = self.dram.data[insn_phys_addr:insn_phys_addr + insn_count * _INSN_BYTES].copy().view("<i8")
         words = words.reshape(insn_count, 2)
-        regs = {c: self.read_reg(hwgen.REG_TOKENS_L2G + 4 * i) for i, c in enumerate(_CHANNELS)}
+        # the counts shown include the tokens held back from the stream (as fsim's dump)
+        regs = {c: self.read_reg(hwgen.REG_TOKENS_L2G + 4 * i) + held[c] for i, c in enumerate(_CHANNELS)}
         dump = ExecutionDump(self.env, words, [regs["l2g"], regs["g2l"], regs["s2g"], regs["g2s"]])
         stages = [isa.stage_of(isa.decode((int(w0) & _MASK64, int(w1) & _MASK64), self.env)) for w0, w1 in words]
         queues = [[i for i, st in enumerate(stages) if st == stage]
