@@ -38,6 +38,8 @@ constexpr uint64_t kPageBytes = 4096;   // physical page 0 is never valid
 constexpr uint32_t kBeatBytes = 8;      // 64-bit memory bus
 constexpr uint64_t kMaxBurstBytes = 128;  // 16 beats, never across a 128-byte boundary
 constexpr uint32_t kRegCtrl = 0x00, kRegVal0 = 0x08, kRegPtr0 = 0x0C;  // vta.sim.tsim.hwgen map
+constexpr uint32_t kRegUnitState = 0x9C;  // 4 bits per unit: fetch, load, compute, store
+constexpr uint32_t kStateBusy = 2;        // vta_pkg STATE_BUSY
 constexpr uint32_t kCtrlFinish = 1u << 1, kCtrlError = 1u << 2;      // CTRL bits
 constexpr uint64_t kPollInterval = 64;  // cycles between polls of CTRL during a run
 constexpr uint64_t kRegTimeout = 1000;  // cycles a register access may take
@@ -589,6 +591,43 @@ VTA_TSIM_API int vta_tsim_set_progress(vta_tsim_t* h, vta_tsim_progress_fn fn, v
   return VTA_TSIM_OK;
 }
 
+namespace {
+
+// After FINISH has retired: keep clocking until fetch has dispatched the whole stream and every
+// queue is empty and every unit idle, so that no instruction of this run is left to execute
+// during a later one. A design in which no unit is busy and the state stays the same for a whole
+// poll interval while work remains has instructions that can never get their tokens.
+int drain(Model* m, uint64_t start, uint64_t max_cycles) {
+  uint32_t last = UINT32_MAX;
+  for (;;) {
+    uint32_t state = 0, ctrl = 0;
+    int rc;
+    if ((rc = reg_read(m, kRegUnitState, &state)) != VTA_TSIM_OK) return rc;
+    if ((rc = reg_read(m, kRegCtrl, &ctrl)) != VTA_TSIM_OK) return rc;
+    if (ctrl & kCtrlError) return VTA_TSIM_HW_ERROR;
+    if (m->dram_error) return VTA_TSIM_DRAM_ERROR;
+    if (!m->protocol_error.empty()) {
+      set_error("memory channel protocol violation by the core: " + m->protocol_error);
+      return VTA_TSIM_PROTOCOL_ERROR;
+    }
+    if (assertion_failed(m, start)) return VTA_TSIM_ASSERTION;
+    if (state == 0) return VTA_TSIM_OK;  // every unit idle: queues empty, fetch done
+    bool busy = false;
+    for (int u = 0; u < 4; ++u) busy = busy || ((state >> (4 * u)) & 0xFu) == kStateBusy;
+    if (!busy && state == last) {
+      char buf[160];
+      std::snprintf(buf, sizeof buf, "instructions after FINISH can never run (unit state 0x%04x)", state);
+      set_error(buf);
+      return VTA_TSIM_UNDRAINED;
+    }
+    last = busy ? UINT32_MAX : state;
+    if (m->cycles - start >= max_cycles) return VTA_TSIM_TIMEOUT;
+    for (uint64_t i = 0; i < kPollInterval; ++i) tick(m);
+  }
+}
+
+}  // namespace
+
 VTA_TSIM_API int vta_tsim_run(vta_tsim_t* h, uint32_t insn_phys_addr, uint32_t insn_count,
                               uint64_t max_cycles) {
   Model* m = check(h);
@@ -638,6 +677,7 @@ VTA_TSIM_API int vta_tsim_run(vta_tsim_t* h, uint32_t insn_phys_addr, uint32_t i
     }
     if (ctrl & kCtrlFinish) {
       m->run_cycles = elapsed;
+      if ((rc = drain(m, start, max_cycles)) != VTA_TSIM_OK) return rc;
       rc = reg_write(m, kRegCtrl, 0);
       if (assertion_failed(m, start)) return VTA_TSIM_ASSERTION;
       return rc;

@@ -27,6 +27,7 @@ enum {
   VTA_TSIM_STOPPED = 4,     /* the progress callback asked to stop */
   VTA_TSIM_PROTOCOL_ERROR = 5, /* the core broke a memory channel rule (vta_tsim_last_error) */
   VTA_TSIM_ASSERTION = 6,   /* an RTL assertion failed; vta_tsim_last_error says where and when */
+  VTA_TSIM_UNDRAINED = 7,   /* FINISH retired but queued instructions can never get their tokens */
   VTA_TSIM_BAD_HANDLE = -1, /* the handle is NULL, closed or not a tsim model */
   VTA_TSIM_BAD_ARG = -2,    /* an argument is out of range (see vta_tsim_last_error) */
 };
@@ -58,7 +59,10 @@ int vta_tsim_set_progress(vta_tsim_t* sim, vta_tsim_progress_fn fn, void* user,
 /* Write VAL0 = insn_count and PTR0 = insn_phys_addr, launch, and clock until the core finishes,
  * halts with an error (CTRL bit 2), a burst leaves the arena or breaks the channel rules, an RTL
  * assertion fails (checked after every batch of 64 cycles and at the finish), or max_cycles
- * elapse. Returns a status code. */
+ * elapse. Once FINISH has retired, the core is clocked on until every instruction of the
+ * stream has been dispatched and executed (all units idle), so nothing of this run is left
+ * queued for the next one; VTA_TSIM_UNDRAINED if queued instructions can never run. Returns a
+ * status code. */
 int vta_tsim_run(vta_tsim_t* sim, uint32_t insn_phys_addr, uint32_t insn_count,
                  uint64_t max_cycles);
 /* Clock the core for n cycles (tests and the progress of idle designs). Returns

@@ -126,9 +126,11 @@ def load_config(path: str | os.PathLike | None = None) -> dict[str, Any]:
         path = os.environ.get("VTA_CONFIG") or default_config_path()
     path = Path(path)
     try:
-        text = path.read_text()
+        text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise ConfigError(f"cannot read VTA config {str(path)!r}: {exc.strerror}") from exc
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"VTA config {str(path)!r} is not UTF-8 text: {exc}") from exc
     try:
         cfg = json.loads(text)
     except json.JSONDecodeError as exc:

@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import tokenize
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
@@ -400,7 +401,9 @@ class Pack:
                     raise PackError(f"expected/{f.name}: only <region>.npy files belong in expected/")
                 try:
                     expected[f.stem] = np.load(f, allow_pickle=False)
-                except (ValueError, OSError, EOFError) as exc:
+                except (ValueError, OSError, EOFError, SyntaxError, tokenize.TokenError) as exc:
+                    # (NumPy parses the header with Python's tokenizer: a damaged header can
+                    # raise its TokenError or SyntaxError)
                     raise PackError(f"expected/{f.name}: not a readable .npy array ({exc})") from exc
         return cls(config, regions, image, program["insn_addr"], program["insn_count"], expected)
 

@@ -217,14 +217,18 @@ def test_a_failing_run_prints_what_executed_before_the_failure(env, capsys):
             ProgramBuilder(env, dram) as prog:
         src = prog.buffer(nbytes=64 * env.elem_bytes(isa.MEM_ACC))
         prog.load(isa.MEM_ACC, 0, src, 1, 1)
-        prog.load(isa.MEM_ACC, env.ACC_BUFF_DEPTH, src, 1, 1)  # beyond the accumulator
+        prog.uops([(env.ACC_BUFF_DEPTH - 1, 0, 0)])
+        # the second iteration's destination is beyond the accumulator: found while executing
+        # (an error found from the fields alone stops the stream before anything runs)
+        prog.append(isa.AluInsn(uop_bgn=0, uop_end=1, iter_in=2, dst_factor_in=1, use_imm=1, imm=1))
         prog.finish()
         addr, count = prog.build()
         dev.set_debug_mode(DEBUG_DUMP_INSN)
         with pytest.raises(SRAMIndexError):
             dev.run(addr, count)
-    got = blocks(capsys.readouterr().out)
-    assert [b[0] for b in got] == ["INSTRUCTION 0: LOAD ACC"]
+    titles = [b[0] for b in blocks(capsys.readouterr().out)]
+    assert titles[0] == "INSTRUCTION 0: LOAD ACC" and len(titles) == 2, titles
+    assert not any("ALU" in t for t in titles)
 
 
 def test_flags_are_checked(env):

@@ -224,10 +224,10 @@ def test_device_is_usable_after_a_failed_run(env, dram, sim):
     with pytest.raises(SRAMIndexError) as info:
         _run(sim, env, dram, fails_midway)
     assert info.value.insn_index == 2
-    assert sim.stats()["tokens_g2s"] == 1  # the load before the failure executed and pushed
-    assert sim.sram.acc[0, 0, 3] == 3
-    sim.reset()
-    assert not sim.sram.acc.any() and sim.stats()["tokens_g2s"] == 0
+    # A failed run leaves the reset state: the load that executed before the failure is gone.
+    st = sim.stats()
+    assert st["tokens_g2s"] == 0 and st["runs_failed"] == 1
+    assert not sim.sram.acc.any()
     _run(sim, env, dram, lambda p: p.finish())
 
 

@@ -45,9 +45,11 @@ def test_statistics_values(env, dram, sim):
             "alu_counter": 4,
             "insn_load": 3, "insn_store": 1, "insn_gemm": 2, "insn_alu": 1, "insn_finish": 1, "insn_nop": 3,
             "tokens_l2g": 0, "tokens_g2l": 0, "tokens_s2g": 1, "tokens_g2s": 0,
+            "runs_failed": 0, "runs_with_tokens_left": 1, "runs_with_surplus_tokens": 0,
         }
         sim.run(addr, count)
         assert sim.stats()["gemm_counter"] == 24 and sim.stats()["tokens_s2g"] == 2
+        assert sim.stats()["runs_with_surplus_tokens"] == 1  # the first token was held back
         sim.clear_stats()
         cleared = sim.stats()
         assert all(cleared[k] == 0 for k in cleared if not k.startswith("tokens_"))

@@ -3,6 +3,35 @@
 A device executes an instruction stream that sits in the shared DRAM arena. The native runtime
 reaches a device through ``VTADeviceRun(dev, insn_phys_addr, insn_count, wait_cycles)``; Python
 code calls :meth:`Device.run` directly.
+
+State between runs (the same on fsim, the cycle model and tsim):
+
+* **Before anything executes**, the stream is checked as a whole (opcodes, memory types, ALU
+  opcodes, token flags, a FINISH, every instruction able to get its tokens, at most 255 tokens
+  on a channel in stream order). A stream that fails raises and executes nothing.
+* **A run is over when every instruction of its stream has executed**, not merely FINISH:
+  tsim keeps clocking after FINISH until fetch has dispatched the whole stream and every
+  queue is empty, so no instruction of one run is ever left to execute during the next.
+* **Tokens persist across runs, but a stream is only lent those it needs.** A stream may pop
+  tokens an earlier run pushed (the runtime leaves a pending pop for the next window), so the
+  tokens a successful run leaves stay outstanding (``tokens_<channel>`` in
+  :meth:`Device.stats`, the ``runs_with_tokens_left`` counter). When a stream starts, it is
+  lent per channel what it needs to run in stream order (the deepest deficit of pops over
+  pushes along it, at most what is outstanding: :func:`vta.sim.fsim.simulator.lent_tokens`);
+  the rest is held back during the run and outstanding again after it
+  (``runs_with_surplus_tokens`` counts such runs). A surplus token would let one of the
+  stream's consumers start before its producer, which tsim (concurrent units) and fsim
+  (stream order) resolve differently: a silently wrong answer on tsim.
+* **SRAM contents persist across successful runs.**
+* **A run that raises** (any :class:`~vta.errors.SimulationError`, whether found before or
+  during execution) leaves the device in its reset state: scratchpads zero, no tokens, empty
+  queues; it counts in ``runs_failed``. DRAM written by the failed stream's own STOREs may
+  hold the results of the instructions that executed before the error (which ones depends on
+  the level, since tsim's units run concurrently); nothing else is written.
+* :meth:`Device.reset` gives the same reset state at any time.
+
+A later valid program therefore computes exactly what it computes on a fresh device, whatever
+ran before it.
 """
 
 from __future__ import annotations
@@ -13,7 +42,7 @@ from ..dram import DRAM
 from ..env import Environment
 from .debug import check_flags
 
-__all__ = ["Device", "NullDevice", "STAT_KEYS"]
+__all__ = ["Device", "NullDevice", "RUN_KEYS", "STAT_KEYS"]
 
 #: Upstream statistics keys, in upstream order.
 STAT_KEYS = (
@@ -25,6 +54,9 @@ STAT_KEYS = (
     "gemm_counter",
     "alu_counter",
 )
+
+#: Run outcome counters every level adds to its statistics (see the module docstring).
+RUN_KEYS = ("runs_failed", "runs_with_tokens_left", "runs_with_surplus_tokens")
 
 
 class Device(abc.ABC):
@@ -74,7 +106,8 @@ class Device(abc.ABC):
         ------
         vta.errors.SimulationError
             (a subclass naming the instruction) for any invalid instruction, out-of-range
-            access or deadlock.
+            access or deadlock; the device is then in its reset state (see the module
+            docstring).
         """
 
     @abc.abstractmethod
@@ -87,7 +120,7 @@ class Device(abc.ABC):
 
     @abc.abstractmethod
     def reset(self) -> None:
-        """Forget SRAM contents and outstanding tokens, as a hardware reset would."""
+        """Zero the scratchpads and drop outstanding tokens and queued instructions."""
 
     def close(self) -> None:
         """Release native resources (none by default)."""

@@ -1,7 +1,8 @@
 """fsim: the functional simulator, the executable specification of the ISA.
 
 Public face: :class:`FunctionalSimulator` (a :class:`~vta.sim.device.Device`; ``TARGET`` ``sim``)
-and the statistics keys it adds, :data:`INSN_KEYS` and :data:`TOKEN_KEYS`.
+the statistics keys it adds, :data:`INSN_KEYS` and :data:`TOKEN_KEYS`, and :func:`check_stream`,
+the whole-stream checks every level applies before executing anything.
 
 Inside: ``simulator.py`` (the device: decoding, statistics, errors), ``sched.py`` (the order of
 execution the dependency tokens allow), ``units.py`` (one NumPy function per opcode: the
@@ -10,8 +11,8 @@ semantics as a loop compiled by numba, used when it is installed).
 """
 
 from ..targets import register_target
-from .simulator import INSN_KEYS, TOKEN_KEYS, FunctionalSimulator
+from .simulator import INSN_KEYS, TOKEN_KEYS, FunctionalSimulator, check_stream
 
-__all__ = ["FunctionalSimulator", "INSN_KEYS", "TOKEN_KEYS"]
+__all__ = ["FunctionalSimulator", "INSN_KEYS", "TOKEN_KEYS", "check_stream"]
 
 register_target("sim", FunctionalSimulator)

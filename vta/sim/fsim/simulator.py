@@ -35,10 +35,10 @@ from ...dram import DRAM
 from ...env import Environment
 from ...errors import DeadlockError, InvalidInstructionError, SimulationError
 from ..debug import DEBUG_DUMP_INSN, DEBUG_SKIP_EXEC, dump_executed
-from ..device import STAT_KEYS, Device
+from ..device import RUN_KEYS, STAT_KEYS, Device
 from . import jit
 from .sched import CHANNELS, Flow, schedule
-from .units import Scratchpads, alu, gemm, gemm_run, load, store
+from .units import Scratchpads, alu, check_mem, gemm, gemm_run, load, store
 
 # Batched GEMMs are many small BLAS products; threaded BLAS runs them up to 20x slower on a
 # small or busy machine, so they run single-threaded (numbers are identical either way). The
@@ -53,7 +53,7 @@ def _one_blas_thread():
         _BLAS = ThreadpoolController()
     return _BLAS.limit(limits=1, user_api="blas")
 
-__all__ = ["FunctionalSimulator", "INSN_KEYS", "TOKEN_KEYS"]
+__all__ = ["FunctionalSimulator", "INSN_KEYS", "TOKEN_KEYS", "check_stream", "lent_tokens"]
 
 #: Per-opcode instruction counters (x_size == 0 loads and stores count as ``insn_nop`` only).
 INSN_KEYS = ("insn_load", "insn_store", "insn_gemm", "insn_alu", "insn_finish", "insn_nop")
@@ -78,11 +78,13 @@ class FunctionalSimulator(Device):
     A run ends when every instruction has executed and one of them was FINISH. A stream in
     which some instruction can never get its tokens (including any instruction after FINISH),
     that has no FINISH, or that would put more than 255 tokens on a channel is rejected before
-    any instruction executes. Other errors (invalid fields, SRAM or DRAM out of range) stop the
-    run at the failing instruction; instructions before it have executed. Either way the device
-    stays usable, and :meth:`reset` returns it to power-on state.
+    any instruction executes (:func:`check_stream`). Other errors (invalid fields, SRAM or DRAM
+    out of range) stop the run at the failing instruction.
 
-    SRAM contents and outstanding tokens persist across runs, as in hardware.
+    State between runs follows the device contract (:mod:`vta.sim.device`): tokens and SRAM
+    persist across successful runs, but a stream is lent only the outstanding tokens it needs
+    (:func:`lent_tokens`; the rest is held back during the run); a run that raises leaves the
+    device in its reset state (scratchpads zero, no tokens) and counts in ``runs_failed``.
 
     Parameters
     ----------
@@ -128,7 +130,7 @@ class FunctionalSimulator(Device):
         self.trace_enabled = bool(trace)
         #: Executed instructions ``(index, stage name, one-line text)`` (with ``trace=True``).
         self.trace: list[tuple[int, str, str]] = []
-        self._stats = dict.fromkeys(STAT_KEYS + INSN_KEYS, 0)
+        self._stats = dict.fromkeys(STAT_KEYS + INSN_KEYS + RUN_KEYS, 0)
         self._jit = None
         self.batch_gemms = True if batch_gemms is None else bool(batch_gemms)
         if engine == "jit":
@@ -171,32 +173,52 @@ class FunctionalSimulator(Device):
         for what, value in (("insn_count", insn_count), ("wait_cycles", wait_cycles)):
             if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
                 raise ValueError(f"{what} must be a non-negative integer, got {value!r}")
-        n = int(insn_count)
+        try:
+            tokens, held = self._run(insn_phys_addr, int(insn_count))
+        except SimulationError:
+            self._failed()
+            raise
+        self.tokens = [t + h for t, h in zip(tokens, held)]
+        if any(held):
+            self._stats["runs_with_surplus_tokens"] += 1
+        if any(self.tokens):
+            self._stats["runs_with_tokens_left"] += 1
+        return 0
+
+    def _run(self, insn_phys_addr: int, n: int) -> tuple[list[int], list[int]]:
+        """Check and execute the stream with the tokens it is lent (:func:`lent_tokens`);
+        return the tokens it leaves and those held back."""
         if n == 0:
             raise DeadlockError("the stream has 0 instructions, so FINISH never executes and the run never ends")
         self.dram.check(insn_phys_addr, 16 * n, "instruction stream")
         words = self.dram.data[insn_phys_addr:insn_phys_addr + 16 * n].copy().view("<i8").reshape(n, 2)
         program = _Program(_Columns(words, self.env), words, self.env)
         tokens = list(self.tokens)
-        self._run_tokens = list(tokens)  # at the start of the run, for the debug dump
+        if any(tokens):
+            program.validate()
+            schedule(program.flow, list(tokens))  # with every outstanding token: deadlock, overflow
+            tokens = lent_tokens(program.flow, tokens)
+        held = [a - b for a, b in zip(self.tokens, tokens)]
+        self._run_tokens = list(self.tokens)  # outstanding at the start (held ones too), for the dump
         if self._rng is None and self._jit is not None and self._jit.runs_as_written(words, tokens):
             order = np.arange(n)  # a valid stream run in stream order (checked in one compiled pass)
         else:
             program.validate()
             order = schedule(program.flow, tokens, self._rng)
+        check_fields(self.env, words, program.cols.header["opcode"], self.dram)
         try:
             self._execute(program, order)
         except SimulationError as exc:
-            # The instructions before the failing one have executed: keep their tokens.
-            done = order[:self._position]
-            flow = program.flow
-            delta = (flow.push[done] - flow.pop[done]).sum(axis=0)
-            self.tokens = [int(t + d) for t, d in zip(self.tokens, delta)]
             if exc.insn_index is None:
                 exc.insn_index = int(order[self._position])
             raise
-        self.tokens = tokens
-        return 0
+        return tokens, held
+
+    def _failed(self) -> None:
+        """After a run that raised: back to the reset state, counted in ``runs_failed``."""
+        self.sram.clear()
+        self.tokens = [0, 0, 0, 0]
+        self._stats["runs_failed"] += 1
 
     def stats(self) -> dict:
         """Counters since the last :meth:`clear_stats` and the tokens left in each channel.
@@ -205,8 +227,10 @@ class FunctionalSimulator(Device):
         -------
         dict
             The seven upstream keys (``STAT_KEYS``, upstream counting), ``insn_load``,
-            ``insn_store``, ``insn_gemm``, ``insn_alu``, ``insn_finish``, ``insn_nop`` and
-            ``tokens_l2g``, ``tokens_g2l``, ``tokens_s2g``, ``tokens_g2s``.
+            ``insn_store``, ``insn_gemm``, ``insn_alu``, ``insn_finish``, ``insn_nop``,
+            ``runs_failed``, ``runs_with_tokens_left``, ``runs_with_surplus_tokens`` and
+            ``tokens_l2g``, ``tokens_g2l``, ``tokens_s2g``, ``tokens_g2s`` (outstanding after
+            the last run; 0 after a failed run).
         """
         out = dict(self._stats)
         out.update(zip(TOKEN_KEYS, self.tokens))
@@ -299,6 +323,138 @@ class FunctionalSimulator(Device):
             load(self.sram, self.dram, i, program.fields(i, "mem"))
         else:
             store(self.sram, self.dram, i, program.fields(i, "mem"))
+
+
+def lent_tokens(flow: Flow, outstanding: list[int]) -> list[int]:
+    """How many of the ``outstanding`` tokens a stream is given when it starts (the rest wait).
+
+    A stream may pop tokens an earlier run pushed (the runtime leaves a pending pop for the
+    next window), but a token it has no use for would let one of its consumers start before
+    its producer. So a stream is lent, per channel, what it needs to run in stream order --
+    the deepest deficit of pops over pushes along the stream -- and at most what is there;
+    the rest is held back and given back after the run.
+
+    Parameters
+    ----------
+    flow : Flow
+        Stages and token flags of the stream.
+    outstanding : list of 4 int
+        Tokens on l2g, g2l, s2g, g2s before the run.
+
+    Returns
+    -------
+    list of 4 int
+    """
+    if not flow.stage.size:
+        return [0, 0, 0, 0]
+    delta = np.cumsum((flow.push - flow.pop).T, axis=1, dtype=np.int64)
+    deficit = np.maximum(-delta.min(axis=1), 0)
+    return [int(min(d, t)) for d, t in zip(deficit, outstanding)]
+
+
+def check_stream(env: Environment, words: np.ndarray, dram: DRAM | None = None,
+                 outstanding: list[int] | None = None) -> tuple[list[int], list[int]]:
+    """The checks every level applies to a stream before executing any of it.
+
+    Parameters
+    ----------
+    env : Environment
+        The configuration the stream is encoded for.
+    words : ndarray of shape (n, 2), int64
+        The encoded instructions.
+    dram : DRAM, optional
+        The arena the stream runs on: with it, every field-only check of
+        :func:`check_fields` (memory types, padding, SRAM rectangles, DRAM ranges) is made too.
+    outstanding : list of 4 int, optional
+        Tokens on l2g, g2l, s2g, g2s before the run (default none).
+
+    Returns
+    -------
+    (list of 4 int, list of 4 int)
+        The tokens the stream is lent (:func:`lent_tokens`) and those it leaves when it has
+        run from them (the held-back rest not included).
+
+    Raises
+    ------
+    InvalidInstructionError
+        For an invalid opcode, memory type, ALU opcode, token flag or store padding.
+    DeadlockError
+        If the stream has no FINISH or some instruction can never get its tokens.
+    TokenOverflowError
+        If more than 255 tokens would be outstanding on a channel in stream order.
+    SRAMIndexError, DRAMAccessError
+        (with ``dram``) For the first instruction whose fields alone put it out of range.
+    """
+    program = _Program(_Columns(words, env), words, env)
+    program.validate()
+    outstanding = [0, 0, 0, 0] if outstanding is None else list(outstanding)
+    schedule(program.flow, list(outstanding))
+    lent = lent_tokens(program.flow, outstanding) if any(outstanding) else outstanding
+    tokens = list(lent)
+    schedule(program.flow, tokens)
+    if dram is not None:
+        check_fields(env, words, program.cols.header["opcode"], dram)
+    return lent, tokens
+
+
+def check_fields(env: Environment, words: np.ndarray, opcode: np.ndarray, dram: DRAM) -> None:
+    """Raise the error of the first instruction that fails on its fields alone.
+
+    Those are the checks of :func:`vta.sim.fsim.units.check_mem`: LOAD and STORE memory types,
+    padding, SRAM rectangles and DRAM ranges. GEMM and ALU index errors are left for execution
+    (they depend on micro-op contents). Candidates are found with whole-column arithmetic over
+    the LOAD and STORE rows, then confirmed one by one in stream order with the function the
+    opcodes call.
+
+    Parameters
+    ----------
+    env : Environment
+    words : ndarray of shape (n, 2), int64
+        The stream.
+    opcode : ndarray of shape (n,)
+        Its opcode column.
+    dram : DRAM
+        The arena its transfers must lie in.
+
+    Raises
+    ------
+    InvalidInstructionError, SRAMIndexError, DRAMAccessError
+        As the instruction itself would when executed.
+    """
+    rows = np.flatnonzero(opcode <= isa.OPCODE_STORE)
+    m = _Columns(words[rows], env).mem
+    x, y, mt, base = m["x_size"], m["y_size"], m["memory_type"], m["sram_base"]
+    load = (opcode[rows] == isa.OPCODE_LOAD) & (x > 0)
+    store = (opcode[rows] == isa.OPCODE_STORE) & (x > 0)
+    pads = (m["y_pad_0"], m["y_pad_1"], m["x_pad_0"], m["x_pad_1"])
+    depth = np.full(rows.shape, env.ACC_BUFF_DEPTH, dtype=np.int64)
+    for code, d in ((isa.MEM_UOP, env.UOP_BUFF_DEPTH), (isa.MEM_WGT, env.WGT_BUFF_DEPTH),
+                    (isa.MEM_INP, env.INP_BUFF_DEPTH)):
+        depth[mt == code] = d
+    area = np.where(load, (pads[0] + y + pads[1]) * (pads[2] + x + pads[3]), x * y)
+    bad = (load | store) & (base + area > depth)
+    bad |= load & (mt == isa.MEM_OUT)
+    bad |= store & ((mt != isa.MEM_OUT) | ((pads[0] | pads[1] | pads[2] | pads[3]) != 0))
+    elem = np.zeros(rows.shape, dtype=np.int64)
+    for code in (isa.MEM_UOP, isa.MEM_WGT, isa.MEM_INP, isa.MEM_ACC, isa.MEM_ACC_8BIT):
+        elem[load & (mt == code)] = env.elem_bytes(code)
+    elem[store] = env.OUT_ELEM_BYTES
+    moves = (load | store) & (y > 0) & (elem > 0)
+    if moves.any():
+        start = m["dram_base"] * elem
+        end = (m["dram_base"] + (y - 1) * m["x_stride"] + x) * elem
+        allocs = list(dram.allocations())
+        starts = np.array([a for a, _ in allocs], dtype=np.int64)
+        ends = starts + np.array([n for _, n in allocs], dtype=np.int64)
+        if starts.size:
+            k = np.maximum(np.searchsorted(starts, start, side="right") - 1, 0)
+            inside = (start >= starts[k]) & (start < ends[k]) & (end <= ends[k])
+        else:
+            inside = np.zeros(rows.shape, dtype=bool)
+        bad |= moves & ~inside
+    for i in rows[bad].tolist():
+        one = isa.decode_array(np.ascontiguousarray(words[i:i + 1]).view("<u8"), env).mem
+        check_mem(env, dram, i, {k: int(v[0]) for k, v in one.items()}, int(opcode[i]))
 
 
 def _count(st: dict, program: "_Program", done: np.ndarray, env: Environment) -> None:

@@ -102,9 +102,9 @@ def _where(index: int, name: str) -> str:
 
 
 # ------------------------------------------------------------------------------ DRAM helpers
-def _dram_rows(dram: DRAM, index: int, name: str, base: int, rows: int, cols: int, stride: int,
-               elem: int) -> np.ndarray:
-    """A ``(rows, cols*elem)`` uint8 view of a 2-D DRAM region, after checking it lies in one allocation."""
+def _dram_check(dram: DRAM, index: int, name: str, base: int, rows: int, cols: int, stride: int,
+                elem: int) -> None:
+    """Require a 2-D DRAM region to lie in one live allocation (DRAMAccessError naming it)."""
     start = base * elem
     end = (base + (rows - 1) * stride + cols) * elem
     try:
@@ -113,7 +113,69 @@ def _dram_rows(dram: DRAM, index: int, name: str, base: int, rows: int, cols: in
         raise DRAMAccessError(
             f"{exc} (y_size={rows}, x_size={cols}, x_stride={stride}, element of {elem} bytes)", index
         ) from None
-    return as_strided(dram.data[start:], shape=(rows, cols * elem), strides=(stride * elem, 1))
+
+
+def _dram_view(dram: DRAM, base: int, rows: int, cols: int, stride: int, elem: int) -> np.ndarray:
+    """A ``(rows, cols*elem)`` uint8 view of a 2-D DRAM region already checked by :func:`_dram_check`."""
+    return as_strided(dram.data[base * elem:], shape=(rows, cols * elem), strides=(stride * elem, 1))
+
+
+def _depth(env: Environment, mt: int) -> int:
+    return {isa.MEM_UOP: env.UOP_BUFF_DEPTH, isa.MEM_WGT: env.WGT_BUFF_DEPTH, isa.MEM_INP: env.INP_BUFF_DEPTH,
+            isa.MEM_ACC: env.ACC_BUFF_DEPTH, isa.MEM_ACC_8BIT: env.ACC_BUFF_DEPTH}[mt]
+
+
+def check_mem(env: Environment, dram: DRAM, index: int, f: dict, opcode: int) -> None:
+    """The checks of a LOAD or STORE with ``x_size > 0`` that depend on its fields alone.
+
+    :func:`load` and :func:`store` make them before touching anything, and
+    :func:`vta.sim.fsim.check_stream` makes them for a whole stream before it runs, so the
+    errors and their messages are the same either way.
+
+    Raises
+    ------
+    InvalidInstructionError
+        A LOAD of OUT; a STORE of another memory type or with padding.
+    SRAMIndexError
+        If the SRAM rectangle runs past its buffer.
+    DRAMAccessError
+        If the DRAM rows leave the live allocation holding ``dram_base``.
+    """
+    mt = f["memory_type"]
+    xs, ys, stride = f["x_size"], f["y_size"], f["x_stride"]
+    base = f["sram_base"]
+    if opcode == isa.OPCODE_LOAD:
+        if mt == isa.MEM_OUT:
+            raise InvalidInstructionError(
+                f"{_where(index, 'LOAD')}: memory_type 4 (OUT) cannot be loaded; accepted 0 UOP, 1 WGT, "
+                "2 INP, 3 ACC, 5 ACC_8BIT", index)
+        name = f"LOAD {isa.MEM_NAMES[mt]}"
+        w = f["x_pad_0"] + xs + f["x_pad_1"]
+        h = f["y_pad_0"] + ys + f["y_pad_1"]
+        depth = _depth(env, mt)
+        if base + w * h > depth:
+            raise SRAMIndexError(
+                f"{_where(index, name)}: sram_base={base!r} + padded size {w}x{h} = {base + w * h} elements "
+                f"exceeds the {isa.MEM_NAMES[mt if mt != isa.MEM_ACC_8BIT else isa.MEM_ACC]} buffer depth {depth}",
+                index)
+        if ys:
+            _dram_check(dram, index, name, f["dram_base"], ys, xs, stride, env.elem_bytes(mt))
+        return
+    if mt != isa.MEM_OUT:
+        raise InvalidInstructionError(
+            f"{_where(index, 'STORE')}: memory_type {mt!r} "
+            f"({isa.MEM_NAMES.get(mt, '?')}) cannot be stored; accepted 4 (OUT)", index)
+    for pad in ("y_pad_0", "y_pad_1", "x_pad_0", "x_pad_1"):
+        if f[pad]:
+            raise InvalidInstructionError(
+                f"{_where(index, 'STORE')}: {pad}={f[pad]!r}; a store takes no padding (accepted 0)", index)
+    depth = env.ACC_BUFF_DEPTH
+    if base + xs * ys > depth:
+        raise SRAMIndexError(
+            f"{_where(index, 'STORE')}: sram_base={base!r} + y_size*x_size = {base + xs * ys} rows "
+            f"exceeds the accumulator depth {depth}", index)
+    if ys:
+        _dram_check(dram, index, "STORE", f["dram_base"], ys, xs, stride, env.OUT_ELEM_BYTES)
 
 
 # ------------------------------------------------------------------------------ LOAD
@@ -134,28 +196,16 @@ def load(sp: Scratchpads, dram: DRAM, index: int, f: dict) -> None:
         If the source rows leave the live allocation holding ``dram_base``.
     """
     env = sp.env
+    check_mem(env, dram, index, f, isa.OPCODE_LOAD)
     mt = f["memory_type"]
-    if mt == isa.MEM_OUT:
-        raise InvalidInstructionError(
-            f"{_where(index, 'LOAD')}: memory_type 4 (OUT) cannot be loaded; accepted 0 UOP, 1 WGT, "
-            "2 INP, 3 ACC, 5 ACC_8BIT", index)
-    name = f"LOAD {isa.MEM_NAMES[mt]}"
     xs, ys, stride = f["x_size"], f["y_size"], f["x_stride"]
     w = f["x_pad_0"] + xs + f["x_pad_1"]
     h = f["y_pad_0"] + ys + f["y_pad_1"]
     target = {isa.MEM_UOP: sp.uop_dst, isa.MEM_WGT: sp.wgt, isa.MEM_INP: sp.inp,
               isa.MEM_ACC: sp.acc, isa.MEM_ACC_8BIT: sp.acc}[mt]
-    depth = target.shape[0]
     base = f["sram_base"]
-    if base + w * h > depth:
-        raise SRAMIndexError(
-            f"{_where(index, name)}: sram_base={base!r} + padded size {w}x{h} = {base + w * h} elements "
-            f"exceeds the {isa.MEM_NAMES[mt if mt != isa.MEM_ACC_8BIT else isa.MEM_ACC]} buffer depth {depth}",
-            index)
     elem = env.elem_bytes(mt)
-    rows = None
-    if ys:
-        rows = _dram_rows(dram, index, name, f["dram_base"], ys, xs, stride, elem)
+    rows = _dram_view(dram, f["dram_base"], ys, xs, stride, elem) if ys else None
     region = slice(base, base + w * h)
     ypad0, xpad0 = f["y_pad_0"], f["x_pad_0"]
     if mt == isa.MEM_UOP:
@@ -201,30 +251,24 @@ def store(sp: Scratchpads, dram: DRAM, index: int, f: dict) -> None:
         If the destination leaves the live allocation holding ``dram_base``.
     """
     env = sp.env
-    if f["memory_type"] != isa.MEM_OUT:
-        raise InvalidInstructionError(
-            f"{_where(index, 'STORE')}: memory_type {f['memory_type']!r} "
-            f"({isa.MEM_NAMES.get(f['memory_type'], '?')}) cannot be stored; accepted 4 (OUT)", index)
-    for pad in ("y_pad_0", "y_pad_1", "x_pad_0", "x_pad_1"):
-        if f[pad]:
-            raise InvalidInstructionError(
-                f"{_where(index, 'STORE')}: {pad}={f[pad]!r}; a store takes no padding (accepted 0)", index)
+    check_mem(env, dram, index, f, isa.OPCODE_STORE)
     xs, ys, base = f["x_size"], f["y_size"], f["sram_base"]
-    depth = sp.acc.shape[0]
-    if base + xs * ys > depth:
-        raise SRAMIndexError(
-            f"{_where(index, 'STORE')}: sram_base={base!r} + y_size*x_size = {base + xs * ys} rows "
-            f"exceeds the accumulator depth {depth}", index)
     if ys == 0:
         return
-    rows = _dram_rows(dram, index, "STORE", f["dram_base"], ys, xs, f["x_stride"], env.OUT_ELEM_BYTES)
+    rows = _dram_view(dram, f["dram_base"], ys, xs, f["x_stride"], env.OUT_ELEM_BYTES)
     lanes = sp.acc[base:base + xs * ys].reshape(ys, xs * env.BATCH * env.BLOCK_OUT)
     rows[...] = pack_low_bits(lanes, env.OUT_WIDTH)
 
 
 # ------------------------------------------------------------------------------ GEMM
-def _check_uops(sp: Scratchpads, index: int, name: str, f: dict) -> None:
-    depth = sp.uop_dst.shape[0]
+def check_uops(depth: int, index: int, name: str, f: dict) -> None:
+    """Require a GEMM/ALU micro-op range to end inside a uop buffer of ``depth`` entries.
+
+    Raises
+    ------
+    SRAMIndexError
+        If ``uop_end`` exceeds ``depth``.
+    """
     if f["uop_end"] > depth:
         raise SRAMIndexError(
             f"{_where(index, name)}: uop_end={f['uop_end']!r} exceeds the micro-op buffer depth {depth}", index)
@@ -247,7 +291,7 @@ def gemm(sp: Scratchpads, index: int, f: dict) -> int:
     SRAMIndexError
         If ``uop_end`` or any acc/inp/wgt index of the nest is outside its buffer.
     """
-    _check_uops(sp, index, "GEMM", f)
+    check_uops(sp.uop_dst.shape[0], index, "GEMM", f)
     reset = bool(f["reset_reg"])
     nest = LoopNest.from_fields(sp, f, ("dst",) if reset else ("dst", "src", "wgt"))
     if nest.empty:
@@ -355,7 +399,7 @@ def alu(sp: Scratchpads, index: int, f: dict) -> int:
     if op not in isa.ALU_NAMES:
         raise InvalidInstructionError(
             f"{_where(index, 'ALU')}: alu_opcode={op!r}; accepted 0 MIN, 1 MAX, 2 ADD, 3 SHR, 4 MUL", index)
-    _check_uops(sp, index, "ALU", f)
+    check_uops(sp.uop_dst.shape[0], index, "ALU", f)
     use_imm = bool(f["use_imm"])
     nest = LoopNest.from_fields(sp, f, ("dst",) if use_imm else ("dst", "src"))
     if nest.empty:

@@ -45,7 +45,7 @@ from ...dram import DRAM
 from ...env import Environment
 from ...errors import DeadlockError, SimulationError
 from ..debug import DEBUG_DUMP_INSN, dump_executed
-from ..fsim.simulator import FunctionalSimulator, _Columns, _Program
+from ..fsim.simulator import FunctionalSimulator, _Columns, _Program, lent_tokens
 from . import costs as mc
 from .costs import Timing
 
@@ -118,7 +118,7 @@ class CycleModel(FunctionalSimulator):
         TokenOverflowError
             Exactly as :meth:`vta.sim.fsim.FunctionalSimulator.run`; a failed run adds no cycles.
         """
-        tokens = list(self.tokens)
+        outstanding = list(self.tokens)
         self._functional_order = None
         try:
             result = super().run(insn_phys_addr, insn_count, wait_cycles)
@@ -128,6 +128,9 @@ class CycleModel(FunctionalSimulator):
             raise
         n = int(insn_count)
         words = self.dram.data[insn_phys_addr:insn_phys_addr + 16 * n].copy().view("<i8").reshape(n, 2)
+        tokens = outstanding
+        if any(outstanding):  # the tokens the stream was lent (device contract)
+            tokens = lent_tokens(_Program(_Columns(words, self.env), words, self.env).flow, outstanding)
         events = [] if self._probe else None
         self.last_run, start = _replay(self.env, words, tokens, insn_phys_addr, self.timing, events)
         self.probe_events = events

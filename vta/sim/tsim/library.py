@@ -24,8 +24,8 @@ from ...errors import BuildError, ModuleLoadError
 from . import verilator as _verilator
 
 __all__ = ["build", "build_sources", "sources", "LIBRARY_NAME", "TOP_MODULE", "TRACE_KINDS", "Library", "load_library",
-           "PROGRESS_FN", "OK", "HW_ERROR", "DRAM_ERROR", "TIMEOUT", "STOPPED", "PROTOCOL_ERROR", "ASSERTION", "BAD_HANDLE",
-           "BAD_ARG"]
+           "PROGRESS_FN", "OK", "HW_ERROR", "DRAM_ERROR", "TIMEOUT", "STOPPED", "PROTOCOL_ERROR", "ASSERTION", "UNDRAINED",
+           "BAD_HANDLE", "BAD_ARG"]
 
 #: File name of the built library inside its cache entry.
 LIBRARY_NAME = "libvta_tsim_hw.so"
@@ -207,7 +207,7 @@ def build_sources(sv_files: Sequence[Path], package: str, *, trace: str | None =
 
 # ----------------------------------------------------------------------------- loading
 # Status codes of vta_tsim.h.
-OK, HW_ERROR, DRAM_ERROR, TIMEOUT, STOPPED, PROTOCOL_ERROR, ASSERTION = 0, 1, 2, 3, 4, 5, 6
+OK, HW_ERROR, DRAM_ERROR, TIMEOUT, STOPPED, PROTOCOL_ERROR, ASSERTION, UNDRAINED = 0, 1, 2, 3, 4, 5, 6, 7
 BAD_HANDLE, BAD_ARG = -1, -2
 
 #: ``int progress(void* user, uint64_t cycles, uint64_t retired)``; non-zero stops the run.

@@ -17,8 +17,14 @@ stops making progress trips the core's watchdog and is reported as a
 :class:`~vta.errors.DeadlockError` carrying each unit's instruction index, queue fill and the
 token counts. A failing SystemVerilog assertion of the RTL stops the run (checked every 64
 cycles) and is a :class:`~vta.errors.HardwareAssertionError` naming its source location, the
-text the simulator printed and the cycle. After any error the core is reset (it halts on errors
-until reset).
+text the simulator printed and the cycle.
+
+State between runs follows the device contract (:mod:`vta.sim.device`), as fsim and the cycle
+model do: the stream is checked as a whole before launch (:func:`vta.sim.fsim.check_stream`);
+tokens the stream has no use for are held back (the core is reset, keeping SRAM, and given the
+lent tokens by a stream of no-ops that push them; the held ones are pushed back after the run);
+after FINISH the core is clocked until every queue is empty; after any error the core is reset
+and its scratchpads zeroed by a short pad-only stream (:meth:`TSim.reset`).
 
 :meth:`TSim.set_probe` turns on the profiler's probe (:mod:`vta.sim.tsim.probe`): while it is on,
 every run leaves the RTL's per-cycle unit states, queue fills, tokens and memory beats, as
@@ -42,12 +48,13 @@ from ...env import Environment, get_env
 from ...errors import (ConfigError, DeadlockError, DRAMAccessError, HardwareAssertionError,
                       InvalidInstructionError, ModuleLoadError, SimulationError, SRAMIndexError, TokenOverflowError)
 from ..debug import DEBUG_DUMP_INSN, ExecutionDump
-from ..device import STAT_KEYS, Device
+from ..device import RUN_KEYS, STAT_KEYS, Device
+from ..fsim.simulator import _Columns, _Program, check_stream, lent_tokens
 from ..targets import attach_device, device_for
 from . import hwgen
 from .library import (ASSERTION as _ASSERTION, DRAM_ERROR as _DRAM_ERROR, HW_ERROR as _HW_ERROR, OK as _OK,
                       PROGRESS_FN as _PROGRESS_FN, PROTOCOL_ERROR as _PROTOCOL_ERROR, TIMEOUT as _TIMEOUT,
-                      STOPPED as _STOPPED, Library, load_library)
+                      STOPPED as _STOPPED, UNDRAINED as _UNDRAINED, Library, load_library)
 
 __all__ = ["TSim", "TSimModule", "Library", "load_library", "init", "HW_STAT_KEYS", "GLOBAL_FUNCTIONS"]
 
@@ -55,6 +62,7 @@ log = logging.getLogger("vta.tsim")
 
 _UNITS = ("fetch", "load", "compute", "store")
 _CHANNELS = ("l2g", "g2l", "g2s", "s2g")
+_FSIM_ORDER = ("l2g", "g2l", "s2g", "g2s")  # fsim's channel order (vta.sim.fsim.sched.CHANNELS)
 #: Hardware counters added to the upstream statistics keys.
 HW_STAT_KEYS = (("cycle_count",) + tuple(f"{u}_busy_cycles" for u in _UNITS)
                 + tuple(f"{u}_stall_cycles" for u in _UNITS)
@@ -68,6 +76,8 @@ _ERRORS = {
 #: Default cycles between progress reports (a log line, or the callback).
 PROGRESS_INTERVAL = 10_000_000
 _INSN_BYTES = 16
+#: Widest pad row of the scratchpad-zeroing stream (x_size and x_stride are 16-bit fields).
+_ZERO_CHUNK = 4096
 _MASK64 = (1 << 64) - 1
 #: Per-opcode instruction counts, as fsim names them (x_size 0 loads and stores are no-ops).
 _INSN_KEYS = ("insn_load", "insn_store", "insn_gemm", "insn_alu", "insn_finish", "insn_nop")
@@ -98,6 +108,10 @@ class TSim(Device):
         line is written to the ``vta.tsim`` logger instead.
     progress_interval : int
         Cycles between progress reports.
+    check_streams : bool
+        Check each stream as fsim does before launching it (default). Off, invalid
+        instructions, deadlocks and token overflows are found by the RTL itself (for tests
+        of the hardware's own checks); the state after a run is the same either way.
 
     Raises
     ------
@@ -120,9 +134,11 @@ class TSim(Device):
 
     def __init__(self, env: Environment, dram: DRAM, *, library=None, trace_path=None,
                  progress: Callable[[int, int], object] | None = None,
-                 progress_interval: int = PROGRESS_INTERVAL):
+                 progress_interval: int = PROGRESS_INTERVAL, check_streams: bool = True):
         super().__init__(env, dram)
         self._handle = None
+        self.check_streams = bool(check_streams)
+        self._tokens = dict.fromkeys(_CHANNELS, 0)  # outstanding on the core after the last run
         trace_path = Path(trace_path) if trace_path is not None else None
         if library is None:
             from .library import build
@@ -146,8 +162,9 @@ class TSim(Device):
         self._progress_error: BaseException | None = None
         self._progress_cb = _PROGRESS_FN(self._on_progress)  # kept alive with the device
         regs = (ctypes.c_uint32 * 3)(hwgen.REG_RETIRED_LOAD, hwgen.REG_RETIRED_COMPUTE, hwgen.REG_RETIRED_STORE)
+        self._progress_args = (self._progress_cb, None, progress_interval, regs, 3)
         try:
-            self._call("vta_tsim_set_progress", self._progress_cb, None, progress_interval, regs, 3)
+            self._call("vta_tsim_set_progress", *self._progress_args)
             self._check_config()
         except BaseException:
             self.close()  # do not leak the native model of a refused library
@@ -279,16 +296,20 @@ class TSim(Device):
             raise SimulationError("this tsim device has been closed")
         if isinstance(insn_count, bool) or not isinstance(insn_count, (int, np.integer)) or insn_count < 1:
             raise ValueError(f"insn_count {insn_count!r} must be a positive integer")
-        if not isinstance(insn_phys_addr, (int, np.integer)) or insn_phys_addr % _INSN_BYTES:
-            raise DRAMAccessError(f"instruction address {insn_phys_addr!r} is not a 16-byte aligned integer")
+        try:
+            cols, held = self._check(insn_phys_addr, int(insn_count))
+            if any(held.values()):  # the core may only hold what the stream is lent
+                lent = {c: self._tokens[c] - held[c] for c in _CHANNELS}
+                self._reset_core()
+                self._push_tokens(lent)
+        except SimulationError:
+            self._recover()
+            raise
         insn_phys_addr, insn_count = int(insn_phys_addr), int(insn_count)
-        self.dram.check(insn_phys_addr, insn_count * _INSN_BYTES, "instruction fetch")
-        cols = isa.decode_array(self.dram.data[insn_phys_addr:insn_phys_addr + insn_count * _INSN_BYTES].copy(), self.env)
-        _check_transfers(self.env, self.dram, cols)
         self._progress_error = None
         max_cycles = int(wait_cycles) if wait_cycles and wait_cycles > 0 else (1 << 63)
         if self.debug_flags & DEBUG_DUMP_INSN:
-            rc = self._run_dumped(insn_phys_addr, insn_count, max_cycles)
+            rc = self._run_dumped(insn_phys_addr, insn_count, max_cycles, held)
         else:
             rc = self._call("vta_tsim_run", insn_phys_addr, insn_count, max_cycles)
         if self._probe_window:
@@ -300,6 +321,12 @@ class TSim(Device):
             raise exc
         if rc == _OK:
             self._count(cols)
+            if any(held.values()):
+                self._stats["runs_with_surplus_tokens"] += 1
+                self._push_tokens(held)  # give back what was held: the core holds it again
+            self._tokens = {c: self.read_reg(hwgen.REG_TOKENS_L2G + 4 * i) for i, c in enumerate(_CHANNELS)}
+            if any(self._tokens.values()):
+                self._stats["runs_with_tokens_left"] += 1
             return 0
         if rc == _HW_ERROR:
             raise self._hardware_error()
@@ -322,30 +349,97 @@ class TSim(Device):
             state = self._state_text()
             self._recover()
             raise SimulationError(f"tsim: {message}; {state}")
+        message = self._lib.last_error()
         state = self._state_text()
         self._recover()
         if rc == _STOPPED:
             raise SimulationError(f"tsim: the progress callback stopped the run; {state}")
+        if rc == _UNDRAINED:
+            raise DeadlockError(f"tsim: FINISH retired but {message}; {state}")
         raise SimulationError(f"tsim: the run did not finish within wait_cycles={wait_cycles!r} cycles; {state}")
 
     def stats(self) -> dict:
         """Counters since the last :meth:`clear_stats`: the upstream keys, then the hardware's.
 
-        ``tokens_<channel>`` is the count left on each channel after the last run.
+        ``tokens_<channel>`` is the count outstanding on each channel after the last run (0
+        after a failed run); ``runs_failed``, ``runs_with_tokens_left`` and
+        ``runs_with_surplus_tokens`` count runs as every level does.
         """
         out = dict(self._stats)
-        out.update({f"tokens_{c}": self.read_reg(hwgen.REG_TOKENS_L2G + 4 * i) for i, c in enumerate(_CHANNELS)})
+        out.update({f"tokens_{c}": n for c, n in self._tokens.items()})
         return out
 
     def clear_stats(self) -> None:
         """Zero every counter."""
         self._stats = {key: 0 for key in STAT_KEYS + HW_STAT_KEYS}
-        self._stats.update({key: 0 for key in _INSN_KEYS})
+        self._stats.update({key: 0 for key in _INSN_KEYS + RUN_KEYS})
 
     def reset(self) -> None:
-        """Reset the core: SRAM contents and outstanding tokens are forgotten."""
+        """Reset the core (tokens, queues, units) and zero its scratchpads, as fsim's reset does.
+
+        The scratchpads are zeroed by running a stream of pad-only LOADs (``y_size`` 0, one pad
+        row as wide as the buffer) placed in a page of the arena allocated for the purpose and
+        freed at once. The WATCHDOG register keeps its value.
+
+        Raises
+        ------
+        SimulationError
+            If the core cannot be reset or the zeroing stream does not finish.
+        AllocationError
+            If the arena has no free page for the zeroing stream.
+        """
+        self._reset_core()
+        self._zero_sram()
+        self._tokens = dict.fromkeys(_CHANNELS, 0)
+
+    def _reset_core(self) -> None:
+        """Hold the core in reset (tokens, queues, units, per-run counters); SRAM is kept."""
+        watchdog = self.read_reg(hwgen.REG_WATCHDOG)
         if self._call("vta_tsim_reset") != _OK:
             raise SimulationError(f"tsim reset failed: {self._lib.last_error()}")
+        if watchdog != hwgen.WATCHDOG_DEFAULT:
+            self.write_reg(hwgen.REG_WATCHDOG, watchdog)
+
+    def _zero_sram(self) -> None:
+        env = self.env
+        insns = []
+        for mt, depth in ((isa.MEM_UOP, env.UOP_BUFF_DEPTH), (isa.MEM_ACC, env.ACC_BUFF_DEPTH),
+                          (isa.MEM_INP, env.INP_BUFF_DEPTH), (isa.MEM_WGT, env.WGT_BUFF_DEPTH)):
+            for base in range(0, depth, _ZERO_CHUNK):
+                width = min(_ZERO_CHUNK, depth - base)
+                insns.append(isa.MemInsn(opcode=isa.OPCODE_LOAD, memory_type=mt, sram_base=base, y_size=0,
+                                         x_size=width, x_stride=width, y_pad_0=1))
+        self._run_internal(insns, "zeroing the scratchpads")
+
+    def _push_tokens(self, counts: dict) -> None:
+        """Put ``counts[channel]`` more tokens on the core's channels with a stream of no-ops."""
+        nop = {"l2g": (isa.OPCODE_LOAD, isa.MEM_INP, "push_next_dep"),
+               "g2l": (isa.OPCODE_LOAD, isa.MEM_UOP, "push_prev_dep"),
+               "g2s": (isa.OPCODE_LOAD, isa.MEM_UOP, "push_next_dep"),
+               "s2g": (isa.OPCODE_STORE, isa.MEM_UOP, "push_prev_dep")}
+        insns = []
+        for c, k in counts.items():
+            op, mt, flag = nop[c]
+            insns += [isa.MemInsn(opcode=op, memory_type=mt, **{flag: 1})] * int(k)
+        if insns:
+            self._run_internal(insns, "restoring the tokens held back")
+
+    def _run_internal(self, insns: list, what: str) -> None:
+        """Run ``insns`` and a FINISH on the core for the device itself (no statistics)."""
+        insns = list(insns) + [isa.FinishInsn()]
+        words = isa.encode_program(insns, self.env).astype("<u8")
+        addr = self.dram.alloc(words.nbytes)
+        self._call("vta_tsim_set_progress", _PROGRESS_FN(), None, 0, None, 0)  # not the user's run
+        try:
+            self.dram.write(addr, words)
+            rc = self._call("vta_tsim_run", addr, len(insns), 1 << 32)
+        finally:
+            self.dram.free(addr)
+            self._call("vta_tsim_set_progress", *self._progress_args)
+        if rc != _OK:
+            message = self._lib.last_error()
+            self._call("vta_tsim_reset")
+            raise SimulationError(f"tsim: {what} failed (status {rc}): {message}")
 
     def close(self) -> None:
         """Release the native model (and close the waveform file). Idempotent."""
@@ -362,7 +456,7 @@ class TSim(Device):
     #: Cycles clocked between two polls of the retired counters in ``DEBUG_DUMP_INSN`` mode.
     DUMP_POLL_CYCLES = 4
 
-    def _run_dumped(self, insn_phys_addr: int, insn_count: int, max_cycles: int) -> int:
+    def _run_dumped(self, insn_phys_addr: int, insn_count: int, max_cycles: int, held: dict) -> int:
         """``vta_tsim_run`` driven from Python, printing each instruction when its unit retires it.
 
         Each unit executes its queue in stream order, so the retired-instruction counter of a unit
@@ -373,7 +467,8 @@ class TSim(Device):
         """
         words = self.dram.data[insn_phys_addr:insn_phys_addr + insn_count * _INSN_BYTES].copy().view("<i8")
         words = words.reshape(insn_count, 2)
-        regs = {c: self.read_reg(hwgen.REG_TOKENS_L2G + 4 * i) for i, c in enumerate(_CHANNELS)}
+        # the counts shown include the tokens held back from the stream (as fsim's dump)
+        regs = {c: self.read_reg(hwgen.REG_TOKENS_L2G + 4 * i) + held[c] for i, c in enumerate(_CHANNELS)}
         dump = ExecutionDump(self.env, words, [regs["l2g"], regs["g2l"], regs["s2g"], regs["g2s"]])
         stages = [isa.stage_of(isa.decode((int(w0) & _MASK64, int(w1) & _MASK64), self.env)) for w0, w1 in words]
         queues = [[i for i, st in enumerate(stages) if st == stage]
@@ -403,10 +498,30 @@ class TSim(Device):
             if ctrl & hwgen.CTRL_ERROR:
                 return _HW_ERROR
             if ctrl & hwgen.CTRL_FINISH:
-                self.write_reg(hwgen.REG_CTRL, 0)
-                return _OK
+                rc = self._drain_dumped(report)  # as the native loop does (vta_tsim_run)
+                if rc == _OK:
+                    self.write_reg(hwgen.REG_CTRL, 0)
+                return rc
             if self.cycles - start >= max_cycles:
                 return _TIMEOUT
+
+    def _drain_dumped(self, report) -> int:
+        """After FINISH: step until every unit is idle, reporting what retires."""
+        last = None
+        while True:
+            state = self.read_reg(hwgen.REG_UNIT_STATE)
+            report()
+            if state == 0:
+                return _OK
+            busy = any((state >> (4 * u)) & 0xF == hwgen.STATE_BUSY for u in range(4))
+            if not busy and state == last:
+                return _UNDRAINED
+            last = None if busy else state
+            rc = self._call("vta_tsim_step", self.DUMP_POLL_CYCLES)
+            if rc != _OK:
+                return rc
+            if self.read_reg(hwgen.REG_CTRL) & hwgen.CTRL_ERROR:
+                return _HW_ERROR
 
     # ------------------------------------------------------------------ helpers
     def _count(self, cols) -> None:
@@ -464,9 +579,38 @@ class TSim(Device):
                    f"{fname} {value_text}{bound}; {state}")
         return cls(msg, insn_index=None if code == hwgen.ERR_WATCHDOG else index)
 
+    def _check(self, insn_phys_addr, insn_count: int):
+        """The checks before launch: alignment, the stream inside an allocation, then
+        :func:`vta.sim.fsim.check_stream` (with ``check_streams``) or the transfers alone.
+        Returns the decoded columns and the tokens to hold back per channel."""
+        if not isinstance(insn_phys_addr, (int, np.integer)) or insn_phys_addr % _INSN_BYTES:
+            raise DRAMAccessError(f"instruction address {insn_phys_addr!r} is not a 16-byte aligned integer")
+        insn_phys_addr = int(insn_phys_addr)
+        self.dram.check(insn_phys_addr, insn_count * _INSN_BYTES, "instruction fetch")
+        raw = self.dram.data[insn_phys_addr:insn_phys_addr + insn_count * _INSN_BYTES].copy()
+        cols = isa.decode_array(raw, self.env)
+        words = raw.view("<i8").reshape(insn_count, 2)
+        outstanding = [self._tokens[c] for c in _FSIM_ORDER]
+        if self.check_streams:
+            lent, _ = check_stream(self.env, words, self.dram, outstanding)
+        else:
+            _check_transfers(self.env, self.dram, cols)  # the core checks no allocation itself
+            try:
+                lent = lent_tokens(_Program(_Columns(words, self.env), words, self.env).flow, outstanding)
+            except SimulationError:  # invalid token flags: left for the core to report
+                lent = outstanding
+        held = dict(zip(_FSIM_ORDER, (a - b for a, b in zip(outstanding, lent))))
+        return cols, {c: held[c] for c in _CHANNELS}
+
     def _recover(self) -> None:
-        """Reset the core after an aborted run (it halts on errors until reset)."""
-        self.reset()
+        """After a failed run: the reset state of the contract (the core halts on errors until
+        reset), counted in ``runs_failed``."""
+        self._stats["runs_failed"] += 1
+        try:
+            self.reset()
+        except SimulationError as exc:  # a broken design: keep the run's own error the one raised
+            self._reset_core()
+            log.warning("tsim: the scratchpads could not be zeroed after a failed run: %s", exc)
 
 
 def _check_transfers(env: Environment, dram: DRAM, cols) -> None:
