@@ -19,6 +19,17 @@ CONFIG_DIR = Path(__file__).resolve().parent.parent / "configs"
 CONFIG_FILES = sorted(p.name for p in CONFIG_DIR.glob("*.json"))
 
 
+def pytest_collection_modifyitems(config, items):
+    """Tests marked ``slow`` (whole networks on tsim, wheel installs, the large configurations'
+    whole-core runs) are skipped unless the marker expression names them: ``-m slow`` runs them."""
+    if "slow" in (config.getoption("markexpr") or ""):
+        return
+    skip = pytest.mark.skip(reason="slow: run it with -m slow")
+    for item in items:
+        if item.get_closest_marker("slow") is not None:
+            item.add_marker(skip)
+
+
 def make_env(name: str = "vta_config.json") -> Environment:
     """Build the environment of one shipped configuration file."""
     return Environment(load_config(CONFIG_DIR / name))

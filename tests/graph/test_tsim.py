@@ -14,7 +14,7 @@ from vta.sim.tsim import verilator
 from .nets import basic_block
 from .test_e2e_fsim import oracle_basic_block
 
-pytestmark = [pytest.mark.native, pytest.mark.verilator, pytest.mark.slow]
+pytestmark = [pytest.mark.native, pytest.mark.verilator]
 
 
 def test_basic_block_on_tsim(env):
@@ -35,6 +35,7 @@ def test_basic_block_on_tsim(env):
     print("tsim cycles per layer:", cycles, "total", sum(cycles.values()))
 
 
+@pytest.mark.slow
 def test_resnet18_shaped_network_on_tsim_and_the_model(env):
     """ResNet-18's structure at 32x32 on tsim and the cycle model: the host reference's bits, and
     cycle counts within 2% of each other."""

@@ -13,7 +13,7 @@ from vta.testing import simulator
 
 from .conftest import upload_module, vadd_data
 
-pytestmark = [pytest.mark.native, pytest.mark.verilator, pytest.mark.slow]
+pytestmark = [pytest.mark.native, pytest.mark.verilator]
 
 
 def test_vadd_on_tsim(env, kernel_objects):

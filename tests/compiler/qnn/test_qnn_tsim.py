@@ -14,7 +14,7 @@ from vta.topi import qnn
 from . import oracle
 from .conftest import run_op
 
-pytestmark = [pytest.mark.native, pytest.mark.verilator, pytest.mark.slow]
+pytestmark = [pytest.mark.native, pytest.mark.verilator]
 
 
 def test_fused_conv_with_residual_on_tsim(env, tmp_path):

@@ -18,7 +18,7 @@ from vta.sim.tsim import verilator
 
 from . import qnet
 
-pytestmark = [pytest.mark.native, pytest.mark.verilator, pytest.mark.slow]
+pytestmark = [pytest.mark.native, pytest.mark.verilator]
 ROOT = Path(__file__).resolve().parents[3]
 
 
