@@ -12,6 +12,7 @@ import pytest
 from tests.conftest import make_env
 from tests.profile import programs
 from vta.__main__ import main
+from vta.profile.recorder import ProfileError
 from vta.demo import build_demo_pack
 from vta.dram import DRAM, global_dram
 from vta.env import Environment
@@ -89,10 +90,19 @@ def test_command_line(tmp_path, demo_pack):
     assert not (tmp_path / "prof" / "timeline.png").exists()
 
 
-def test_model_file_without_importer(tmp_path, capsys):
+def test_model_file_without_importer(tmp_path, monkeypatch):
+    from vta.profile import session
+
+    monkeypatch.setattr(session, "_model_runner", None)
+    monkeypatch.setattr(session, "_model_loader", None)
+    with pytest.raises(ProfileError, match="no model importer is wired"):
+        session.run_profile(tmp_path / "net.onnx", "model", tmp_path / "o", out=io.StringIO())
+
+
+def test_missing_model_file_is_a_clear_error(tmp_path, capsys):
     rc = main(["profile", str(tmp_path / "net.onnx"), "--out", str(tmp_path / "o")], out=io.StringIO())
     assert rc == 2
-    assert "no model importer is wired" in capsys.readouterr().err
+    assert "net.onnx' does not exist" in capsys.readouterr().err
 
 
 def test_model_file_through_the_hook(tmp_path, demo_pack):
@@ -102,12 +112,19 @@ def test_model_file_through_the_hook(tmp_path, demo_pack):
         seen.append(path)
         return [("conv1", demo_pack), ("dense", demo_pack)]
 
+    from vta.profile import session
+
+    import vta.models  # noqa: F401  (registers the whole-model runner, which a loader must not shadow here)
+
+    runner = session._model_runner
+    session.register_model_runner(None)
     register_model_loader(loader)
     try:
         out = io.StringIO()
         rc = main(["profile", str(tmp_path / "net.onnx"), "--out", str(tmp_path / "o"), "--no-plots"], out=out)
     finally:
         register_model_loader(None)
+        session.register_model_runner(runner)
     assert rc == 0 and seen == [tmp_path / "net.onnx"]
     doc = json.loads((tmp_path / "o" / "trace.json").read_text())
     layer_names = {e["name"] for e in doc["traceEvents"] if e.get("cat") == "layer"}
