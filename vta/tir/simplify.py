@@ -22,10 +22,13 @@ import math
 from typing import Any
 
 from . import nodes as n
-from .arith import LinearForm, RangeMap, as_const_int, const_bounds, structural_equal, to_linear
+from .arith import LinearForm, RangeMap, _linear, as_const_int, const_bounds, structural_equal, to_linear
 from .functor import StmtExprMutator
 
 __all__ = ["simplify", "Simplifier"]
+
+#: Marks (in the node's ``__dict__``) a sum the simplifier already put in canonical form.
+_CANONICAL = "_canonical"
 
 
 def _wrap(value: int, dtype: str) -> int:
@@ -64,17 +67,25 @@ class Simplifier(StmtExprMutator):
         return const_bounds(expr, self.ranges)
 
     def _canonical(self, expr: n.PrimExpr) -> n.PrimExpr:
-        if not n.is_int_dtype(expr.dtype):
+        dtype = expr.dtype
+        if not n.is_int_dtype(dtype):
             return expr
-        return to_linear(expr).to_expr(expr.dtype)
+        out = _linear(expr).to_expr(dtype)
+        if isinstance(out, (n.Add, n.Sub, n.Mul)) and out.dtype == dtype:
+            # The canonical form is a fixed point: simplifying it again (with the same children)
+            # rebuilds an equal tree, so _arith returns it as it is.
+            out.__dict__[_CANONICAL] = True
+        return out
 
     def _diff_bounds(self, a: n.PrimExpr, b: n.PrimExpr):
-        lin = to_linear(a).add(to_linear(b), -1)
+        lin = _linear(a).add(_linear(b), -1)
         return self._bounds(lin.to_expr(a.dtype if n.is_int_dtype(a.dtype) else "int32"))
 
     # ------------------------------------------------------------------ arithmetic
     def _arith(self, node: n.BinaryOp) -> n.PrimExpr:
         a, b = self.visit(node.a), self.visit(node.b)
+        if a is node.a and b is node.b and node.__dict__.get(_CANONICAL):
+            return node
         dtype = node.dtype
         ca, cb = as_const_int(a), as_const_int(b)
         if isinstance(a, n.FloatImm) and isinstance(b, n.FloatImm):

@@ -1,0 +1,184 @@
+"""Build time of the int8 ResNet-18: ONNX import + ``vta.graph.compile``, cold and warm cache.
+
+Run: ``python benchmarks/network_build.py [--runs 3] [--jobs N] [--profile FILE] [--config FILE]``.
+
+The network is :func:`vta.models.resnet18` (seed 0, 224x224, batch 1) quantized once by
+onnxruntime (:func:`vta.models.quantize`, QDQ, per-channel weights); quantization is not timed.
+Printed figures, each the median of ``--runs`` runs:
+
+* cold build: a fresh, empty cache directory (``VTA_CACHE_DIR``) for each run, so every
+  accelerator function is lowered and compiled by the C compiler; ``from_onnx`` + ``compile``;
+* warm build: the same build again on the cache the cold run filled;
+* the split of one cold build done in this process (``VTA_BUILD_JOBS=1``, no worker
+  processes): TE declaration and scheduling, lowering (ScheduleOps and the phase 0..3 passes),
+  C code generation, the C compiler, and the rest (import, graph passes, packing the
+  parameters). With worker processes the total is the cold figure above.
+
+``--profile FILE`` also writes a cProfile of one sequential cold build to ``FILE`` and prints
+the 25 functions with the largest cumulative time. The machine is shared: read medians.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import cProfile
+import os
+import pstats
+import resource
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Callable, Iterator
+
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+import numpy as np  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from vta.env import Environment, load_config  # noqa: E402
+
+
+@contextlib.contextmanager
+def _environ(**values: str | None) -> Iterator[None]:
+    saved = {k: os.environ.get(k) for k in values}
+    try:
+        for k, v in values.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def _cpu() -> float:
+    """CPU seconds of this process and its reaped children (workers, the C compiler)."""
+    me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
+
+
+def _build_once(model, env: Environment) -> tuple[float, float]:
+    """(wall seconds, CPU seconds) of ``from_onnx`` + ``vta.graph.compile``."""
+    from vta.frontend import from_onnx
+    from vta.graph import compile as compile_graph
+
+    c0, t0 = _cpu(), time.perf_counter()
+    graph, params = from_onnx(model)
+    compile_graph(graph, params, env=env)
+    return time.perf_counter() - t0, _cpu() - c0
+
+
+class _Split:
+    """Wall time spent inside a few functions (patched in place for one build)."""
+
+    def __init__(self) -> None:
+        self.times: dict[str, float] = {}
+        self._undo: list[Callable[[], None]] = []
+
+    def wrap(self, owner, attr: str, label: str) -> None:
+        orig = getattr(owner, attr)
+
+        def timed(*args, **kwargs):
+            t0 = time.perf_counter()
+            try:
+                return orig(*args, **kwargs)
+            finally:
+                self.times[label] = self.times.get(label, 0.0) + time.perf_counter() - t0
+
+        setattr(owner, attr, timed)
+        self._undo.append(lambda: setattr(owner, attr, orig))
+
+    def restore(self) -> None:
+        for undo in reversed(self._undo):
+            undo()
+        self._undo.clear()
+
+
+def _split_build(model, env: Environment) -> tuple[float, dict[str, float]]:
+    """One sequential cold build with the time of each step."""
+    import vta.codegen as vcodegen
+    from vta.topi import qnn
+
+    vbuild = sys.modules["vta.build"]
+    vcompile = sys.modules["vta.codegen.compile"]
+
+    split = _Split()
+    for name in ("build_qconv2d", "build_qdense", "build_qadd", "build_maxpool"):
+        split.wrap(qnn, name, "operator builders")
+    split.wrap(vbuild, "build", "vta.build")
+    split.wrap(vbuild, "lower", "lowering")
+    split.wrap(vcodegen, "emit_c", "codegen")
+    split.wrap(vcompile.subprocess, "run", "cc")
+    try:
+        with tempfile.TemporaryDirectory() as cache, _environ(VTA_CACHE_DIR=cache, VTA_BUILD_JOBS="1"):
+            total, _ = _build_once(model, env)
+    finally:
+        split.restore()
+    t = split.times
+    ops = t.get("operator builders", 0.0)
+    return total, {
+        "TE declare + schedule + arg layout": ops - t.get("vta.build", 0.0),
+        "lowering (ScheduleOps + phases 0..3)": t.get("lowering", 0.0),
+        "C codegen": t.get("codegen", 0.0),
+        "cc": t.get("cc", 0.0),
+        "other (import, graph passes, packing)": total - ops,
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=3, help="repetitions of each figure (median)")
+    parser.add_argument("--jobs", type=int, default=None, help="VTA_BUILD_JOBS for the cold/warm builds")
+    parser.add_argument("--config", type=Path, default=None, help="configuration file (default: the package's)")
+    parser.add_argument("--profile", type=Path, default=None, help="write a cProfile of one sequential cold build")
+    parser.add_argument("--no-split", action="store_true", help="skip the sequential split build")
+    ns = parser.parse_args()
+
+    from vta.models import quantize, resnet18
+
+    rng = np.random.default_rng(0)
+    t0 = time.perf_counter()
+    model = quantize(resnet18(seed=0), rng.standard_normal((2, 3, 224, 224)).astype(np.float32))
+    print(f"ResNet-18 quantized by onnxruntime in {time.perf_counter() - t0:.1f} s (not timed below)")
+    env = Environment({**load_config(ns.config), "TARGET": "sim"})
+    jobs = None if ns.jobs is None else str(ns.jobs)
+
+    figures: dict[str, list[tuple[float, float]]] = {"cold": [], "warm": []}
+    with env:
+        for _ in range(ns.runs):
+            with tempfile.TemporaryDirectory() as cache, _environ(VTA_CACHE_DIR=cache, VTA_BUILD_JOBS=jobs):
+                figures["cold"].append(_build_once(model, env))
+                figures["warm"].append(_build_once(model, env))
+        load = os.getloadavg()[0]
+        for what, runs in figures.items():
+            wall = statistics.median(w for w, _ in runs)
+            cpu = statistics.median(c for _, c in runs)
+            print(f"{what} build (import + compile): median {wall:.2f} s wall, {cpu:.2f} s CPU  "
+                  f"(runs {', '.join(f'{w:.2f}' for w, _ in runs)} s; load average {load:.1f})")
+        if not ns.no_split:
+            total, parts = _split_build(model, env)
+            print(f"one sequential cold build (VTA_BUILD_JOBS=1): {total:.2f} s")
+            for label, secs in parts.items():
+                print(f"  {label:<40} {secs:6.2f} s")
+        if ns.profile is not None:
+            prof = cProfile.Profile()
+            with tempfile.TemporaryDirectory() as cache, _environ(VTA_CACHE_DIR=cache, VTA_BUILD_JOBS="1"):
+                prof.enable()
+                _build_once(model, env)
+                prof.disable()
+            prof.dump_stats(str(ns.profile))
+            pstats.Stats(str(ns.profile)).sort_stats("cumulative").print_stats(25)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
