@@ -119,6 +119,10 @@ def uses_var(expr: Any, variables: Iterable[n.Var] | n.Var) -> bool:
 
 
 # ------------------------------------------------------------------------------ linear forms
+#: Key in a node's ``__dict__`` marking a sum or product :meth:`LinearForm.to_expr` built.
+CANONICAL = "_canonical"
+
+
 class LinearForm:
     """``sum(coef_k * atom_k) + const`` with integer coefficients.
 
@@ -165,22 +169,41 @@ class LinearForm:
         return not self.terms
 
     def to_expr(self, dtype: str = "int32") -> n.PrimExpr:
-        """Rebuild an expression: positive terms first in order, then negative ones, then the constant."""
+        """Rebuild an expression: positive terms first in order, then negative ones, then the constant.
+
+        Every sum and product built here is marked :data:`CANONICAL` (when its dtype is
+        ``dtype``): decomposing and rebuilding it again gives an equal tree (each prefix of the
+        terms is in this order too), so the simplifier may keep it as it is.
+        """
         result: n.PrimExpr | None = None
+        built: list[n.PrimExpr] = []
         ordered = [t for t in self.terms.values() if t[1] > 0] + [t for t in self.terms.values() if t[1] < 0]
         for atom, coef in ordered:
             mag = abs(coef)
-            term = atom if mag == 1 else n.Mul(atom, n.IntImm(mag, dtype))
+            if mag == 1:
+                term = atom
+            else:
+                term = n.Mul(atom, n.IntImm(mag, dtype))
+                built.append(term)
             if result is None:
-                result = term if coef > 0 else n.Mul(atom, n.IntImm(coef, dtype))
+                if coef < 0:
+                    term = n.Mul(atom, n.IntImm(coef, dtype))
+                    built.append(term)
+                result = term
             else:
                 result = n.Add(result, term) if coef > 0 else n.Sub(result, term)
+                built.append(result)
         if result is None:
             return n.IntImm(self.const, dtype)
         if self.const > 0:
             result = n.Add(result, n.IntImm(self.const, dtype))
+            built.append(result)
         elif self.const < 0:
             result = n.Sub(result, n.IntImm(-self.const, dtype))
+            built.append(result)
+        for node in built:
+            if node.dtype == dtype:
+                node.__dict__[CANONICAL] = True
         if isinstance(result, (n.Add, n.Sub, n.Mul)) and "_linear" not in result.__dict__:
             # What _linear(result) would compute: the terms in the order written, then the constant.
             result.__dict__["_linear"] = LinearForm({structural_key(a): [a, c] for a, c in ordered}, self.const)

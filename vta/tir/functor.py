@@ -76,13 +76,21 @@ class _Dispatch:
         try:
             return table[cls]
         except KeyError:
-            method = getattr(type(self), "visit_" + cls.__name__, None)
+            vcls = type(self)
+            method = getattr(vcls, "visit_" + cls.__name__, None)
+            if method is None and not _child_fields(cls) and vcls.generic_visit is vcls._base_generic_visit:
+                # A leaf the subclass does not handle: the generic traversal has nothing to do.
+                method = self._leaf
             table[cls] = method
             return method
 
 
 class StmtExprVisitor(_Dispatch):
     """Read-only traversal; override ``visit_<ClassName>`` and call ``self.generic_visit``."""
+
+    @staticmethod
+    def _leaf(self: Any, node: Any) -> None:
+        return None
 
     def visit(self, node: Any) -> None:
         if node is None:
@@ -101,6 +109,8 @@ class StmtExprVisitor(_Dispatch):
             elif isinstance(value, tuple):
                 self._visit_value(value)
 
+    _base_generic_visit = generic_visit
+
     def _visit_value(self, value: Any) -> None:
         if isinstance(value, _NODES):
             self.visit(value)
@@ -111,6 +121,10 @@ class StmtExprVisitor(_Dispatch):
 
 class StmtExprMutator(_Dispatch):
     """Rebuilding traversal; override ``visit_<ClassName>`` and return the replacement node."""
+
+    @staticmethod
+    def _leaf(self: Any, node: Any) -> Any:
+        return node
 
     def visit(self, node: Any) -> Any:
         if node is None:
@@ -140,6 +154,8 @@ class StmtExprMutator(_Dispatch):
         if cls is n.SeqStmt:
             return n.seq(*changes.get("seq", node.seq))
         return cls(**{name: changes[name] if name in changes else getattr(node, name) for name in _init_fields(cls)})
+
+    _base_generic_visit = generic_visit
 
     def _visit_value(self, value: Any) -> Any:
         if isinstance(value, _NODES):

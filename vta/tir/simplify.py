@@ -22,13 +22,10 @@ import math
 from typing import Any
 
 from . import nodes as n
-from .arith import LinearForm, RangeMap, _linear, as_const_int, const_bounds, structural_equal, to_linear
+from .arith import CANONICAL, LinearForm, RangeMap, _linear, as_const_int, const_bounds, structural_equal, to_linear
 from .functor import StmtExprMutator
 
 __all__ = ["simplify", "Simplifier"]
-
-#: Marks (in the node's ``__dict__``) a sum the simplifier already put in canonical form.
-_CANONICAL = "_canonical"
 
 
 def _wrap(value: int, dtype: str) -> int:
@@ -66,17 +63,6 @@ class Simplifier(StmtExprMutator):
     def _bounds(self, expr: n.PrimExpr):
         return const_bounds(expr, self.ranges)
 
-    def _canonical(self, expr: n.PrimExpr) -> n.PrimExpr:
-        dtype = expr.dtype
-        if not n.is_int_dtype(dtype):
-            return expr
-        out = _linear(expr).to_expr(dtype)
-        if isinstance(out, (n.Add, n.Sub, n.Mul)) and out.dtype == dtype:
-            # The canonical form is a fixed point: simplifying it again (with the same children)
-            # rebuilds an equal tree, so _arith returns it as it is.
-            out.__dict__[_CANONICAL] = True
-        return out
-
     def _diff_bounds(self, a: n.PrimExpr, b: n.PrimExpr):
         lin = _linear(a).add(_linear(b), -1)
         return self._bounds(lin.to_expr(a.dtype if n.is_int_dtype(a.dtype) else "int32"))
@@ -84,7 +70,7 @@ class Simplifier(StmtExprMutator):
     # ------------------------------------------------------------------ arithmetic
     def _arith(self, node: n.BinaryOp) -> n.PrimExpr:
         a, b = self.visit(node.a), self.visit(node.b)
-        if a is node.a and b is node.b and node.__dict__.get(_CANONICAL):
+        if a is node.a and b is node.b and node.__dict__.get(CANONICAL):
             return node
         dtype = node.dtype
         ca, cb = as_const_int(a), as_const_int(b)
@@ -98,8 +84,26 @@ class Simplifier(StmtExprMutator):
         if ca is not None and cb is not None:
             value = {n.Add: ca + cb, n.Sub: ca - cb, n.Mul: ca * cb}[type(node)]
             return _int(value, dtype)
-        rebuilt = node if (a is node.a and b is node.b) else type(node)(a, b)
-        return self._canonical(rebuilt)
+        # The canonical form of ``type(node)(a, b)``, merged from the (remembered) forms of the
+        # operands without building that node first.
+        unchanged = a is node.a and b is node.b
+        cls = type(node)
+        if cls is n.Add:
+            lin = _linear(a).add(_linear(b))
+        elif cls is n.Sub:
+            lin = _linear(a).add(_linear(b), -1)
+        else:
+            la, lb = _linear(a), _linear(b)
+            if lb.is_const:
+                lin = la.scale(lb.const)
+            elif la.is_const:
+                lin = lb.scale(la.const)
+            else:  # a product of two non-constants is an atom: its own canonical form
+                rebuilt = node if unchanged else cls(a, b)
+                rebuilt.__dict__[CANONICAL] = True
+                return rebuilt
+        rdtype = dtype if unchanged else n._binary_dtype(a, b)
+        return lin.to_expr(rdtype)
 
     visit_Add = visit_Sub = visit_Mul = _arith
 
