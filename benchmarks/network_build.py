@@ -1,6 +1,7 @@
 """Build time of the int8 ResNet-18: ONNX import + ``vta.graph.compile``, cold and warm cache.
 
-Run: ``python benchmarks/network_build.py [--runs 3] [--jobs N] [--profile FILE] [--config FILE]``.
+Run: ``python benchmarks/network_build.py [--runs 3] [--jobs N] [--profile FILE] [--config FILE]
+[--model FILE] [--no-split]``.
 
 The network is :func:`vta.models.resnet18` (seed 0, 224x224, batch 1) quantized once by
 onnxruntime (:func:`vta.models.quantize`, QDQ, per-channel weights); quantization is not timed.
@@ -78,21 +79,24 @@ def _build_once(model, env: Environment) -> tuple[float, float]:
 
 
 class _Split:
-    """Wall time spent inside a few functions (patched in place for one build)."""
+    """Wall and CPU time (this process and its reaped children, the C compiler) spent inside a
+    few functions, patched in place for one build."""
 
     def __init__(self) -> None:
-        self.times: dict[str, float] = {}
+        self.times: dict[str, list[float]] = {}
         self._undo: list[Callable[[], None]] = []
 
     def wrap(self, owner, attr: str, label: str) -> None:
         orig = getattr(owner, attr)
 
         def timed(*args, **kwargs):
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), _cpu()
             try:
                 return orig(*args, **kwargs)
             finally:
-                self.times[label] = self.times.get(label, 0.0) + time.perf_counter() - t0
+                acc = self.times.setdefault(label, [0.0, 0.0])
+                acc[0] += time.perf_counter() - t0
+                acc[1] += _cpu() - c0
 
         setattr(owner, attr, timed)
         self._undo.append(lambda: setattr(owner, attr, orig))
@@ -103,14 +107,13 @@ class _Split:
         self._undo.clear()
 
 
-def _split_build(model, env: Environment) -> tuple[float, dict[str, float]]:
-    """One sequential cold build with the time of each step."""
+def _split_build(model, env: Environment) -> tuple[tuple[float, float], dict[str, tuple[float, float]]]:
+    """One sequential cold build: (wall, CPU) in total and of each step."""
     import vta.codegen as vcodegen
     from vta.topi import qnn
 
     vbuild = sys.modules["vta.build"]
     vcompile = sys.modules["vta.codegen.compile"]
-
     split = _Split()
     for name in ("build_qconv2d", "build_qdense", "build_qadd", "build_maxpool"):
         split.wrap(qnn, name, "operator builders")
@@ -120,17 +123,22 @@ def _split_build(model, env: Environment) -> tuple[float, dict[str, float]]:
     split.wrap(vcompile.subprocess, "run", "cc")
     try:
         with tempfile.TemporaryDirectory() as cache, _environ(VTA_CACHE_DIR=cache, VTA_BUILD_JOBS="1"):
-            total, _ = _build_once(model, env)
+            total = _build_once(model, env)
     finally:
         split.restore()
-    t = split.times
-    ops = t.get("operator builders", 0.0)
+    t = {k: tuple(v) for k, v in split.times.items()}
+    zero = (0.0, 0.0)
+
+    def minus(a, b):
+        return (a[0] - b[0], a[1] - b[1])
+
+    ops = t.get("operator builders", zero)
     return total, {
-        "TE declare + schedule + arg layout": ops - t.get("vta.build", 0.0),
-        "lowering (ScheduleOps + phases 0..3)": t.get("lowering", 0.0),
-        "C codegen": t.get("codegen", 0.0),
-        "cc": t.get("cc", 0.0),
-        "other (import, graph passes, packing)": total - ops,
+        "TE declare + schedule + arg layout": minus(ops, t.get("vta.build", zero)),
+        "lowering (ScheduleOps + phases 0..3)": t.get("lowering", zero),
+        "C codegen": t.get("codegen", zero),
+        "cc": t.get("cc", zero),
+        "other (import, graph passes, packing)": minus(total, ops),
     }
 
 
@@ -141,14 +149,22 @@ def main() -> int:
     parser.add_argument("--config", type=Path, default=None, help="configuration file (default: the package's)")
     parser.add_argument("--profile", type=Path, default=None, help="write a cProfile of one sequential cold build")
     parser.add_argument("--no-split", action="store_true", help="skip the sequential split build")
+    parser.add_argument("--model", type=Path, default=None,
+                        help="an already quantized ONNX model to build instead of quantizing ResNet-18 here")
     ns = parser.parse_args()
 
-    from vta.models import quantize, resnet18
+    if ns.model is not None:
+        import onnx
 
-    rng = np.random.default_rng(0)
-    t0 = time.perf_counter()
-    model = quantize(resnet18(seed=0), rng.standard_normal((2, 3, 224, 224)).astype(np.float32))
-    print(f"ResNet-18 quantized by onnxruntime in {time.perf_counter() - t0:.1f} s (not timed below)")
+        model = onnx.load(str(ns.model))
+        print(f"model {ns.model}")
+    else:
+        from vta.models import quantize, resnet18
+
+        rng = np.random.default_rng(0)
+        t0 = time.perf_counter()
+        model = quantize(resnet18(seed=0), rng.standard_normal((2, 3, 224, 224)).astype(np.float32))
+        print(f"ResNet-18 quantized by onnxruntime in {time.perf_counter() - t0:.1f} s (not timed below)")
     env = Environment({**load_config(ns.config), "TARGET": "sim"})
     jobs = None if ns.jobs is None else str(ns.jobs)
 
@@ -166,9 +182,9 @@ def main() -> int:
                   f"(runs {', '.join(f'{w:.2f}' for w, _ in runs)} s; load average {load:.1f})")
         if not ns.no_split:
             total, parts = _split_build(model, env)
-            print(f"one sequential cold build (VTA_BUILD_JOBS=1): {total:.2f} s")
-            for label, secs in parts.items():
-                print(f"  {label:<40} {secs:6.2f} s")
+            print(f"one sequential cold build (VTA_BUILD_JOBS=1): {total[0]:.2f} s wall, {total[1]:.2f} s CPU")
+            for label, (wall, cpu) in parts.items():
+                print(f"  {label:<40} {wall:6.2f} s wall {cpu:6.2f} s CPU")
         if ns.profile is not None:
             prof = cProfile.Profile()
             with tempfile.TemporaryDirectory() as cache, _environ(VTA_CACHE_DIR=cache, VTA_BUILD_JOBS="1"):
