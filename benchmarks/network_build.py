@@ -15,8 +15,16 @@ Printed figures, each the median of ``--runs`` runs:
   C code generation, the C compiler, and the rest (import, graph passes, packing the
   parameters). With worker processes the total is the cold figure above.
 
-``--profile FILE`` also writes a cProfile of one sequential cold build to ``FILE`` and prints
-the 25 functions with the largest cumulative time. The machine is shared: read medians.
+Every figure is given as wall time and as CPU time (this process and its reaped children: the
+worker processes and the C compiler), with the load average: the machine is shared, so wall
+times depend on the other users; CPU times much less. ``--profile FILE`` also writes a cProfile
+(CPU clock) of one sequential cold build to ``FILE`` and prints the 25 functions with the
+largest cumulative time.
+
+Measured on the 2-core development machine at load average ~6 (``--runs 3``): before the speed
+work, cold 19.1 s wall / 12.4 s CPU, warm 0.70 s; after it, cold 10.4 s wall / 6.5 s CPU (7.2 s
+at load ~4.5; sequential 6.8 s wall / 4.3 s CPU: lowering 1.6, C compiler 2.0, TE 0.2, rest
+0.4), warm 0.55 s wall / 0.37 s CPU.
 """
 
 from __future__ import annotations
@@ -186,7 +194,7 @@ def main() -> int:
             for label, (wall, cpu) in parts.items():
                 print(f"  {label:<40} {wall:6.2f} s wall {cpu:6.2f} s CPU")
         if ns.profile is not None:
-            prof = cProfile.Profile()
+            prof = cProfile.Profile(time.process_time)
             with tempfile.TemporaryDirectory() as cache, _environ(VTA_CACHE_DIR=cache, VTA_BUILD_JOBS="1"):
                 prof.enable()
                 _build_once(model, env)
