@@ -22,9 +22,9 @@ times depend on the other users; CPU times much less. ``--profile FILE`` also wr
 largest cumulative time.
 
 Measured on the 2-core development machine at load average ~6 (``--runs 3``): before the speed
-work, cold 19.1 s wall / 12.4 s CPU, warm 0.70 s; after it, cold 10.4 s wall / 6.5 s CPU (7.2 s
-at load ~4.5; sequential 6.8 s wall / 4.3 s CPU: lowering 1.6, C compiler 2.0, TE 0.2, rest
-0.4), warm 0.55 s wall / 0.37 s CPU.
+work, cold 19.1 s wall / 12.4 s CPU, warm 0.70 s; after it, cold 7.7 s wall / 5.2 s CPU
+(sequential: 5.4 s wall / 4.1 s CPU, of which lowering 1.5, the C compiler 2.0, TE 0.2, the
+rest 0.35), warm 0.56 s wall / 0.35 s CPU.
 """
 
 from __future__ import annotations
