@@ -9,12 +9,61 @@ the argument's position and name, the expected and the actual value.
 from __future__ import annotations
 
 from ..tir import nodes as n
-from .common import CodegenError, ctype
+from .common import CodegenError, c_string, ctype
 
-__all__ = ["arg_checks", "EXT_DEV"]
+__all__ = ["arg_checks", "EXT_DEV", "CHECK_ARRAY_C"]
 
 #: Device type of ``ext_dev`` (DLPack kDLExtDev): arrays passed to VTA functions live there.
 EXT_DEV = 12
+
+
+#: The C helper every entry calls once per array argument (emitted once per source file: one
+#: loop instead of a dozen checks and format strings per argument keeps the C compiler's work
+#: small). It returns 0 and the data pointer, or reports the first failed check and returns -1.
+CHECK_ARRAY_C = r"""
+static int vta_gen_check_array(TVMValue* args, int* type_codes, int i, const char* label, int ndim, int code,
+                               int bits, int lanes, const char* dtype, const int64_t* shape, const char* shape_txt,
+                               const int64_t* strides, int first, void** data) {
+  if (type_codes[i] != 7 && type_codes[i] != 13 && type_codes[i] != 3)
+    return vta_gen_fail("argument %d (%s) must be an array (DLTensor), got type code %d", i, label, type_codes[i]);
+  DLTensor* t = (DLTensor*)args[i].v_handle;
+  if (t == NULL) return vta_gen_fail("argument %d (%s) is a null array", i, label);
+  if (t->ndim != ndim) return vta_gen_fail("argument %d (%s) must have ndim %d, got %d", i, label, ndim, (int)t->ndim);
+  if (t->dtype.code != code || t->dtype.bits != bits || t->dtype.lanes != lanes)
+    return vta_gen_fail("argument %d (%s) must have dtype %s, got code %d bits %d lanes %d", i, label, dtype,
+                        (int)t->dtype.code, (int)t->dtype.bits, (int)t->dtype.lanes);
+  for (int d = 0; d < ndim; ++d) {
+    if (t->shape[d] != shape[d]) {
+      char got[256];
+      int len = snprintf(got, sizeof(got), "(");
+      for (int k = 0; k < ndim && len < (int)sizeof(got); ++k)
+        len += snprintf(got + len, sizeof(got) - len, k ? ", %lld" : "%lld", (long long)t->shape[k]);
+      if (len < (int)sizeof(got)) snprintf(got + len, sizeof(got) - len, ")");
+      return vta_gen_fail("argument %d (%s) must have shape %s, got %s", i, label, shape_txt, got);
+    }
+  }
+  if (t->strides != NULL) {
+    for (int d = 0; d < ndim; ++d) {
+      if (shape[d] != 1 && t->strides[d] != strides[d])
+        return vta_gen_fail("argument %d (%s) must be compact (row-major strides)", i, label);
+    }
+  }
+  if (t->byte_offset != 0)
+    return vta_gen_fail("argument %d (%s) must have byte_offset 0, got %llu", i, label, (unsigned long long)t->byte_offset);
+  if (t->device.device_type != @EXT_DEV@)
+    return vta_gen_fail("argument %d (%s) must live on ext_dev (device type @EXT_DEV@), got device type %d", i, label,
+                        (int)t->device.device_type);
+  if (first >= 0) {
+    DLTensor* f = (DLTensor*)args[first].v_handle;
+    if (t->device.device_id != f->device.device_id)
+      return vta_gen_fail("argument %d (%s) is on device %d but argument %d on device %d", i, label,
+                          (int)t->device.device_id, first, (int)f->device.device_id);
+  }
+  if (t->data == NULL) return vta_gen_fail("argument %d (%s) has no data", i, label);
+  *data = t->data;
+  return 0;
+}
+""".replace("@EXT_DEV@", str(EXT_DEV))
 
 
 def _dtype_triple(dtype: str) -> tuple[int, int, int]:
@@ -52,64 +101,27 @@ def arg_checks(em, func: n.PrimFunc, name: str) -> list[str]:
             field = "v_float64" if code == 2 else "v_int64"
             out.append(f"  {ctype(param.dtype)} {pname} = ({ctype(param.dtype)})args[{i}].{field};")
             continue
-        t = f"vta_gen_t{i}"
-        out.append(
-            f"  if (type_codes[{i}] != 7 && type_codes[{i}] != 13 && type_codes[{i}] != 3) return vta_gen_fail("
-            f"\"argument {i} ({label}) must be an array (DLTensor), got type code %d\", type_codes[{i}]);"
-        )
-        out.append(f"  DLTensor* {t} = (DLTensor*)args[{i}].v_handle;")
-        out.append(f"  if ({t} == NULL) return vta_gen_fail(\"argument {i} ({label}) is a null array\");")
-        ndim = len(buf.shape)
-        out.append(
-            f"  if ({t}->ndim != {ndim}) return vta_gen_fail(\"argument {i} ({label}) must have ndim {ndim}, "
-            f"got %d\", (int){t}->ndim);"
-        )
         code, bits, lanes = _dtype_triple(buf.dtype)
-        out.append(
-            f"  if ({t}->dtype.code != {code} || {t}->dtype.bits != {bits} || {t}->dtype.lanes != {lanes}) "
-            f"return vta_gen_fail(\"argument {i} ({label}) must have dtype {buf.dtype}, got code %d bits %d lanes %d\", "
-            f"(int){t}->dtype.code, (int){t}->dtype.bits, (int){t}->dtype.lanes);"
-        )
         dims = []
         for d, extent in enumerate(buf.shape):
             if not isinstance(extent, n.IntImm):
                 raise CodegenError(f"argument {label!r} of {name!r} has a non-constant extent {extent!r} in dimension {d}; only constant shapes are supported")
             dims.append(extent.value)
         shape_txt = "(" + ", ".join(str(d) for d in dims) + ")"
-        cond = " || ".join(f"{t}->shape[{d}] != {v}" for d, v in enumerate(dims)) or "0"
-        fmt = ", ".join("%lld" for _ in dims)
-        vals = ", ".join(f"(long long){t}->shape[{d}]" for d in range(ndim))
-        out.append(
-            f"  if ({cond}) return vta_gen_fail(\"argument {i} ({label}) must have shape {shape_txt}, got ({fmt})\"{', ' if vals else ''}{vals});"
-        )
-        # Compact strides only (or none).
+        # Compact strides only (or none); the helper skips dimensions of extent 1.
         strides, acc = [], 1
         for v in reversed(dims):
             strides.append(acc)
             acc *= v
         strides.reverse()
-        checked = [(d, s) for d, s in enumerate(strides) if dims[d] != 1]
-        if checked:
-            scond = " || ".join(f"{t}->strides[{d}] != {s}" for d, s in checked)
-            out.append(
-                f"  if ({t}->strides != NULL && ({scond})) return vta_gen_fail(\"argument {i} ({label}) "
-                f"must be compact (row-major strides)\");"
-            )
+        first = next((j for j, p in enumerate(func.params[:i]) if func.buffer_map.get(p) is not None), -1)
+        data = em.name_of(buf.data)
+        out.append(f"  static const int64_t vta_gen_shape{i}[] = {{{', '.join(str(d) for d in dims) or '0'}}};")
+        out.append(f"  static const int64_t vta_gen_strides{i}[] = {{{', '.join(str(s) for s in strides) or '0'}}};")
+        out.append(f"  void* {data};")
         out.append(
-            f"  if ({t}->byte_offset != 0) return vta_gen_fail(\"argument {i} ({label}) must have byte_offset 0, "
-            f"got %llu\", (unsigned long long){t}->byte_offset);"
+            f"  if (vta_gen_check_array(args, type_codes, {i}, {c_string(label)}, {len(dims)}, {code}, {bits}, {lanes}, "
+            f"{c_string(buf.dtype)}, vta_gen_shape{i}, {c_string(shape_txt)}, vta_gen_strides{i}, {first}, &{data}) != 0) "
+            f"return -1;"
         )
-        out.append(
-            f"  if ({t}->device.device_type != {EXT_DEV}) return vta_gen_fail(\"argument {i} ({label}) must live on "
-            f"ext_dev (device type {EXT_DEV}), got device type %d\", (int){t}->device.device_type);"
-        )
-        if i > 0 and any(func.buffer_map.get(p) is not None for p in func.params[:i]):
-            first = next(j for j, p in enumerate(func.params[:i]) if func.buffer_map.get(p) is not None)
-            out.append(
-                f"  if ({t}->device.device_id != vta_gen_t{first}->device.device_id) return vta_gen_fail(\""
-                f"argument {i} ({label}) is on device %d but argument {first} on device %d\", "
-                f"(int){t}->device.device_id, (int)vta_gen_t{first}->device.device_id);"
-            )
-        out.append(f"  if ({t}->data == NULL) return vta_gen_fail(\"argument {i} ({label}) has no data\");")
-        out.append(f"  void* {em.name_of(buf.data)} = {t}->data;")
     return out

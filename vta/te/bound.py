@@ -62,15 +62,27 @@ def inline_bodies(sch: Schedule) -> dict[Any, n.PrimExpr]:
     return bodies
 
 
-def _loads_of(body: n.PrimExpr, op: Any) -> list[tuple]:
-    out = []
+def _loads_by_producer(body: n.PrimExpr) -> dict[Any, list[tuple]]:
+    """Producer operation -> the index tuples of ``body``'s reads of it, in visiting order."""
+    out: dict[Any, list[tuple]] = {}
 
     def visit(x: Any) -> None:
-        if isinstance(x, n.ProducerLoad) and x.producer.op is op:
-            out.append(x.indices)
+        if isinstance(x, n.ProducerLoad):
+            out.setdefault(x.producer.op, []).append(x.indices)
 
     post_order_visit(body, visit)
     return out
+
+
+def _loads_of(body: n.PrimExpr, op: Any, reads: dict | None = None) -> list[tuple]:
+    """The index tuples of ``body``'s reads of ``op`` (``reads``: a cache of
+    :func:`_loads_by_producer` by body)."""
+    if reads is None:
+        return _loads_by_producer(body).get(op, [])
+    by_op = reads.get(id(body))
+    if by_op is None or by_op[0] is not body:
+        by_op = reads[id(body)] = (body, _loads_by_producer(body))
+    return by_op[1].get(op, [])
 
 
 def _leaf_var(b: StageBounds, iv: IterVar) -> n.Var | None:
@@ -183,6 +195,7 @@ def infer_bound(sch: Schedule) -> tuple[dict[Stage, StageBounds], dict]:
         a region has a non-constant extent.
     """
     bodies = inline_bodies(sch)
+    reads: dict = {}
     result: dict[Stage, StageBounds] = {}
     for stage in reversed(sch.stages):
         if isinstance(stage.op, PlaceholderOp) or stage.attach_type == "inline":
@@ -196,14 +209,14 @@ def infer_bound(sch: Schedule) -> tuple[dict[Stage, StageBounds], dict]:
                 if v is not None and v not in b.enclosing:
                     b.enclosing.append(v)
                     b.ranges[v] = (0, pb.extent[iv])
-        _root_ranges(sch, stage, b, bodies, result)
+        _root_ranges(sch, stage, b, bodies, result, reads)
         _pass_down(stage, b)
         _pass_up(stage, b)
         result[stage] = b
     return result, bodies
 
 
-def _root_ranges(sch: Schedule, stage: Stage, b: StageBounds, bodies: dict, result: dict) -> None:
+def _root_ranges(sch: Schedule, stage: Stage, b: StageBounds, bodies: dict, result: dict, reads: dict) -> None:
     op: ComputeOp = stage.op  # type: ignore[assignment]
     for iv in op.reduce_axis:
         b.root_min[iv] = iv.dom.min
@@ -214,7 +227,7 @@ def _root_ranges(sch: Schedule, stage: Stage, b: StageBounds, bodies: dict, resu
             b.extent[iv] = _const_extent(stage, iv, iv.dom.extent)
         return
     consumers = [c for c in sch.stages
-                 if c in result and c.op in bodies and _loads_of(bodies[c.op], op)]
+                 if c in result and c.op in bodies and _loads_of(bodies[c.op], op, reads)]
     fixed = set(b.enclosing)
     lows: list[Any] = [None] * len(op.axis)
     highs: list[Any] = [None] * len(op.axis)
@@ -232,7 +245,7 @@ def _root_ranges(sch: Schedule, stage: Stage, b: StageBounds, bodies: dict, resu
                 ranges[val] = (0, cb.extent[iv])
                 relax.append(val)
         vmap = {iv.var: cb.root_value[iv] for iv in cb.root_value}
-        for idx in _loads_of(bodies[c.op], op):
+        for idx in _loads_of(bodies[c.op], op, reads):
             for d, e in enumerate(idx):
                 where = f"stage {op.name!r} (read by {c.op.name!r}), dimension {d}"
                 lo, hi = _relaxed_range(substitute(e, vmap), relax, ranges, where)

@@ -219,6 +219,10 @@ class ComputeOp(Operation):
 
     @property
     def input_tensors(self) -> list["Tensor"]:
+        # Remembered for the body it was computed from (schedules ask for it many times).
+        cached = self.__dict__.get("_input_tensors")
+        if cached is not None and cached[0] is self.body:
+            return list(cached[1])
         seen: list[Tensor] = []
 
         def visit(x: Any) -> None:
@@ -226,6 +230,7 @@ class ComputeOp(Operation):
                 seen.append(x.producer)
 
         post_order_visit(self.body, visit)
+        self.__dict__["_input_tensors"] = (self.body, tuple(seen))
         return seen
 
 

@@ -52,6 +52,9 @@ def is_const_int(expr: Any, value: int | None = None) -> bool:
 
 
 # ------------------------------------------------------------------------------ structure
+_KEY_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
 def structural_key(node: Any) -> Any:
     """A hashable key equal for structurally identical expressions.
 
@@ -67,10 +70,16 @@ def structural_key(node: Any) -> Any:
     if isinstance(node, n.StringImm):
         return ("str", node.value)
     if isinstance(node, (n.PrimExpr, n.Range)):
-        parts: list[Any] = [type(node).__name__]
-        for f in dataclasses.fields(node):
-            parts.append(structural_key(getattr(node, f.name)))
-        return tuple(parts)
+        # Nodes are immutable and hold their variables alive, so the key is computed once.
+        key = node.__dict__.get("_structural_key")
+        if key is None:
+            cls = type(node)
+            names = _KEY_FIELDS.get(cls)
+            if names is None:
+                names = _KEY_FIELDS[cls] = tuple(f.name for f in dataclasses.fields(cls))
+            key = (cls.__name__,) + tuple(structural_key(getattr(node, name)) for name in names)
+            node.__dict__["_structural_key"] = key
+        return key
     if isinstance(node, tuple):
         return ("tuple",) + tuple(structural_key(x) for x in node)
     if isinstance(node, (str, int, float)) or node is None:
@@ -83,11 +92,12 @@ def structural_equal(a: Any, b: Any) -> bool:
     return a is b or structural_key(a) == structural_key(b)
 
 
+class _Found(Exception):
+    """Stops :func:`_mentions` at the first match."""
+
+
 def _mentions(expr: Any, ids: set[int]) -> bool:
     """Whether ``expr`` mentions a variable whose id is in ``ids``."""
-
-    class _Found(Exception):
-        pass
 
     def visit(x: Any) -> None:
         if isinstance(x, n.Var) and id(x) in ids:
@@ -109,6 +119,10 @@ def uses_var(expr: Any, variables: Iterable[n.Var] | n.Var) -> bool:
 
 
 # ------------------------------------------------------------------------------ linear forms
+#: Key in a node's ``__dict__`` marking a sum or product :meth:`LinearForm.to_expr` built.
+CANONICAL = "_canonical"
+
+
 class LinearForm:
     """``sum(coef_k * atom_k) + const`` with integer coefficients.
 
@@ -155,22 +169,44 @@ class LinearForm:
         return not self.terms
 
     def to_expr(self, dtype: str = "int32") -> n.PrimExpr:
-        """Rebuild an expression: positive terms first in order, then negative ones, then the constant."""
+        """Rebuild an expression: positive terms first in order, then negative ones, then the constant.
+
+        Every sum and product built here is marked :data:`CANONICAL` (when its dtype is
+        ``dtype``): decomposing and rebuilding it again gives an equal tree (each prefix of the
+        terms is in this order too), so the simplifier may keep it as it is.
+        """
         result: n.PrimExpr | None = None
+        built: list[n.PrimExpr] = []
         ordered = [t for t in self.terms.values() if t[1] > 0] + [t for t in self.terms.values() if t[1] < 0]
         for atom, coef in ordered:
             mag = abs(coef)
-            term = atom if mag == 1 else n.Mul(atom, n.IntImm(mag, dtype))
+            if mag == 1:
+                term = atom
+            else:
+                term = n.Mul(atom, n.IntImm(mag, dtype))
+                built.append(term)
             if result is None:
-                result = term if coef > 0 else n.Mul(atom, n.IntImm(coef, dtype))
+                if coef < 0:
+                    term = n.Mul(atom, n.IntImm(coef, dtype))
+                    built.append(term)
+                result = term
             else:
                 result = n.Add(result, term) if coef > 0 else n.Sub(result, term)
+                built.append(result)
         if result is None:
             return n.IntImm(self.const, dtype)
         if self.const > 0:
             result = n.Add(result, n.IntImm(self.const, dtype))
+            built.append(result)
         elif self.const < 0:
             result = n.Sub(result, n.IntImm(-self.const, dtype))
+            built.append(result)
+        for node in built:
+            if node.dtype == dtype:
+                node.__dict__[CANONICAL] = True
+        if isinstance(result, (n.Add, n.Sub, n.Mul)) and "_linear" not in result.__dict__:
+            # What _linear(result) would compute: the terms in the order written, then the constant.
+            result.__dict__["_linear"] = LinearForm({structural_key(a): [a, c] for a, c in ordered}, self.const)
         return result
 
 
@@ -178,21 +214,36 @@ def to_linear(expr: n.PrimExpr) -> LinearForm:
     """Decompose an integer expression into a :class:`LinearForm`.
 
     ``Add``, ``Sub`` and ``Mul`` by a constant are expanded; every other node (including a
-    product of two non-constant expressions) becomes an atom.
+    product of two non-constant expressions) becomes an atom. The caller owns the result (a
+    fresh object it may modify).
     """
+    return _linear(expr).copy()
+
+
+def _linear(expr: n.PrimExpr) -> LinearForm:
+    """:func:`to_linear`, remembered on ``Add``/``Sub``/``Mul`` nodes (immutable), so that a sum
+    rebuilt from already decomposed parts costs one merge. The result is shared: never modify it."""
     if isinstance(expr, n.IntImm):
-        return LinearForm.constant(expr.value)
+        return LinearForm({}, expr.value)
+    if not isinstance(expr, (n.Add, n.Sub, n.Mul)):
+        return LinearForm.atom(expr)
+    lin = expr.__dict__.get("_linear")
+    if lin is not None:
+        return lin
     if isinstance(expr, n.Add):
-        return to_linear(expr.a).add(to_linear(expr.b))
-    if isinstance(expr, n.Sub):
-        return to_linear(expr.a).add(to_linear(expr.b), -1)
-    if isinstance(expr, n.Mul):
-        la, lb = to_linear(expr.a), to_linear(expr.b)
+        lin = _linear(expr.a).add(_linear(expr.b))
+    elif isinstance(expr, n.Sub):
+        lin = _linear(expr.a).add(_linear(expr.b), -1)
+    else:
+        la, lb = _linear(expr.a), _linear(expr.b)
         if lb.is_const:
-            return la.scale(lb.const)
-        if la.is_const:
-            return lb.scale(la.const)
-    return LinearForm.atom(expr)
+            lin = la.scale(lb.const)
+        elif la.is_const:
+            lin = lb.scale(la.const)
+        else:
+            lin = LinearForm.atom(expr)
+    expr.__dict__["_linear"] = lin
+    return lin
 
 
 # ------------------------------------------------------------------------------ bounds
@@ -252,7 +303,7 @@ def const_bounds(expr: n.PrimExpr, ranges: RangeMap | None = None) -> tuple[int 
             return (0, None)
         return _dtype_bounds(expr.dtype) if expr.dtype == "bool" else (None, None)
     if isinstance(expr, (n.Add, n.Sub, n.Mul)):
-        lin = to_linear(expr)
+        lin = _linear(expr)
         if not (len(lin.terms) == 1 and lin.const == 0 and next(iter(lin.terms.values()))[1] == 1):
             lo = hi = lin.const
             for atom, coef in lin.terms.values():

@@ -343,6 +343,18 @@ class Cast(PrimExpr):
     value: PrimExpr
 
 
+class _BinaryDtype:
+    """``BinaryOp.dtype``: derived from the operands on first use, then kept in the instance
+    (a non-data descriptor, so the stored value shadows it; nodes are immutable)."""
+
+    def __get__(self, obj: Any, cls: Any = None) -> Any:
+        if obj is None:
+            return self
+        dtype = _binary_dtype(obj.a, obj.b)
+        obj.__dict__["dtype"] = dtype
+        return dtype
+
+
 @dataclass(frozen=True, eq=False)
 class BinaryOp(PrimExpr):
     """Base of two-operand arithmetic; ``dtype`` is derived from the operands."""
@@ -350,9 +362,7 @@ class BinaryOp(PrimExpr):
     a: PrimExpr
     b: PrimExpr
 
-    @property
-    def dtype(self) -> str:  # type: ignore[override]
-        return _binary_dtype(self.a, self.b)
+    dtype = _BinaryDtype()  # type: ignore[assignment]
 
 
 class Add(BinaryOp):
@@ -394,9 +404,7 @@ class Max(BinaryOp):
 class CmpOp(BinaryOp):
     """Base of comparisons; the result is ``bool``."""
 
-    @property
-    def dtype(self) -> str:  # type: ignore[override]
-        return "bool"
+    dtype = "bool"  # type: ignore[assignment]
 
 
 def _same_value(a: Any, b: Any) -> bool:

@@ -25,7 +25,7 @@ import math
 from typing import Any
 
 from . import nodes as n
-from .arith import LinearForm, RangeMap, as_const_int, const_bounds, structural_equal, to_linear
+from .arith import CANONICAL, LinearForm, RangeMap, _linear, as_const_int, const_bounds, structural_equal, to_linear
 from .functor import StmtExprMutator
 
 __all__ = ["simplify", "Simplifier"]
@@ -66,18 +66,15 @@ class Simplifier(StmtExprMutator):
     def _bounds(self, expr: n.PrimExpr):
         return const_bounds(expr, self.ranges)
 
-    def _canonical(self, expr: n.PrimExpr) -> n.PrimExpr:
-        if not n.is_int_dtype(expr.dtype):
-            return expr
-        return to_linear(expr).to_expr(expr.dtype)
-
     def _diff_bounds(self, a: n.PrimExpr, b: n.PrimExpr):
-        lin = to_linear(a).add(to_linear(b), -1)
+        lin = _linear(a).add(_linear(b), -1)
         return self._bounds(lin.to_expr(a.dtype if n.is_int_dtype(a.dtype) else "int32"))
 
     # ------------------------------------------------------------------ arithmetic
     def _arith(self, node: n.BinaryOp) -> n.PrimExpr:
         a, b = self.visit(node.a), self.visit(node.b)
+        if a is node.a and b is node.b and node.__dict__.get(CANONICAL):
+            return node
         dtype = node.dtype
         ca, cb = as_const_int(a), as_const_int(b)
         if isinstance(a, n.FloatImm) and isinstance(b, n.FloatImm):
@@ -90,8 +87,26 @@ class Simplifier(StmtExprMutator):
         if ca is not None and cb is not None:
             value = {n.Add: ca + cb, n.Sub: ca - cb, n.Mul: ca * cb}[type(node)]
             return _int(value, dtype)
-        rebuilt = node if (a is node.a and b is node.b) else type(node)(a, b)
-        return self._canonical(rebuilt)
+        # The canonical form of ``type(node)(a, b)``, merged from the (remembered) forms of the
+        # operands without building that node first.
+        unchanged = a is node.a and b is node.b
+        cls = type(node)
+        if cls is n.Add:
+            lin = _linear(a).add(_linear(b))
+        elif cls is n.Sub:
+            lin = _linear(a).add(_linear(b), -1)
+        else:
+            la, lb = _linear(a), _linear(b)
+            if lb.is_const:
+                lin = la.scale(lb.const)
+            elif la.is_const:
+                lin = lb.scale(la.const)
+            else:  # a product of two non-constants is an atom: its own canonical form
+                rebuilt = node if unchanged else cls(a, b)
+                rebuilt.__dict__[CANONICAL] = True
+                return rebuilt
+        rdtype = dtype if unchanged else n._binary_dtype(a, b)
+        return lin.to_expr(rdtype)
 
     visit_Add = visit_Sub = visit_Mul = _arith
 

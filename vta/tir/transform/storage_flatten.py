@@ -36,6 +36,10 @@ class _BufInfo:
     offset: n.PrimExpr
 
 
+def _is_zero(e: n.PrimExpr) -> bool:
+    return isinstance(e, n.IntImm) and e.value == 0
+
+
 def _compact_strides(extents: list) -> tuple:
     strides = []
     acc: n.PrimExpr = n.IntImm(1)
@@ -71,10 +75,16 @@ class StorageFlatten(StmtExprMutator):
             raise ScheduleError(f"buffer {buf.name!r} is used outside its realize scope (no storage for it)")
         if len(indices) != len(info.strides):
             raise ScheduleError(f"buffer {buf.name!r} has {len(info.strides)} dimensions, indexed with {len(indices)}")
-        idx: n.PrimExpr = info.offset
+        idx: n.PrimExpr | None = None if _is_zero(info.offset) else info.offset
         for i, lo, st in zip(indices, info.mins, info.strides):
-            idx = idx + (self.visit(i) - lo) * st
-        return simplify(idx)
+            # Terms ``+ 0``, ``- 0`` and ``* 1`` are left out: the simplifier would drop them.
+            term = self.visit(i)
+            if not _is_zero(lo):
+                term = term - lo
+            if not (isinstance(st, n.IntImm) and st.value == 1):
+                term = term * st
+            idx = term if idx is None else idx + term
+        return simplify(idx if idx is not None else n.IntImm(0))
 
     # ---------------------------------------------------------------- nodes
     def visit_BufferRealize(self, node: n.BufferRealize) -> n.Stmt:
