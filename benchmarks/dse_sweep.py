@@ -51,8 +51,14 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--workers", type=int, nargs="+", default=[1, 2])
     ap.add_argument("--workloads", nargs="+", default=["resnet18.C7", "resnet18.C10"])
+    ap.add_argument("--quick", action="store_true", help="smoke run: 2 configurations, one workload, one worker")
     args = ap.parse_args()
-    points = [Point.make(cfg, w) for cfg in Space(SPACE).grid() for w in args.workloads]
+    space = SPACE
+    if args.quick:
+        space = {"LOG_BATCH": [0], "LOG_BLOCK": [4], "LOG_INP_BUFF_SIZE": [15, 16], "LOG_WGT_BUFF_SIZE": [18],
+                 "LOG_ACC_BUFF_SIZE": [17]}
+        args.workers, args.workloads = [1], ["resnet18.C10"]
+    points = [Point.make(cfg, w) for cfg in Space(space).grid() for w in args.workloads]
     print(f"{len(points)} points ({len(points) // len(args.workloads)} configurations x {len(args.workloads)} workloads)")
     print(f"{'workers':>7} {'points':>6} {'ok':>4} {'failed':>6} {'sweep s':>8} {'+start s':>8} {'points/s':>8} "
           f"{'ok pts/s':>8}")

@@ -159,7 +159,11 @@ def main() -> int:
     parser.add_argument("--no-split", action="store_true", help="skip the sequential split build")
     parser.add_argument("--model", type=Path, default=None,
                         help="an already quantized ONNX model to build instead of quantizing ResNet-18 here")
+    parser.add_argument("--quick", action="store_true", help="smoke run: a 32x32 ResNet-18, one run, no split")
     ns = parser.parse_args()
+    size = 224
+    if ns.quick:
+        ns.runs, ns.no_split, size = 1, True, 32
 
     if ns.model is not None:
         import onnx
@@ -171,7 +175,7 @@ def main() -> int:
 
         rng = np.random.default_rng(0)
         t0 = time.perf_counter()
-        model = quantize(resnet18(seed=0), rng.standard_normal((2, 3, 224, 224)).astype(np.float32))
+        model = quantize(resnet18(seed=0, image_size=size), rng.standard_normal((2, 3, size, size)).astype(np.float32))
         print(f"ResNet-18 quantized by onnxruntime in {time.perf_counter() - t0:.1f} s (not timed below)")
     env = Environment({**load_config(ns.config), "TARGET": "sim"})
     jobs = None if ns.jobs is None else str(ns.jobs)

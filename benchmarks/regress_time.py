@@ -43,8 +43,14 @@ def one_run(extra: list[str]) -> tuple[int, float, dict]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=2)
+    ap.add_argument("--quick", action="store_true",
+                    help="smoke run: one run of the differential stage with 2 programs on the default configuration")
     ap.add_argument("extra", nargs="*", help="arguments passed to python -m vta regress")
     args = ap.parse_args()
+    if args.quick:
+        args.runs = 1
+        args.extra = ["--stages", "differential", "--programs", "2", "--config", str(REPO / "configs" / "vta_config.json"),
+                      *args.extra]
     for k in range(args.runs):
         code, wall, stages = one_run(args.extra)
         print(f"run {k + 1}: exit {code}, {wall:.1f} s wall")

@@ -108,7 +108,10 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--size", type=int, default=56)
     ap.add_argument("--channels", type=int, default=64)
+    ap.add_argument("--quick", action="store_true", help="smoke run: a 16-channel 8x8 layer")
     a = ap.parse_args(argv)
+    if a.quick:
+        a.size, a.channels = 8, 16
     print(f"3x3 conv {a.channels}->{a.channels}, {a.size}x{a.size}, per-channel multipliers")
     print(f"{'mode':8} {'conv equal %':>13} {'max':>4} {'block equal %':>14} {'max':>4}")
     for mode, eq, mx, beq, bmx in agreement(a.channels, a.size):

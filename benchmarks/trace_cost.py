@@ -102,9 +102,12 @@ def _baseline_library(env, rev: str) -> Path:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--quick", action="store_true", help="smoke run: one repeat")
     ap.add_argument("--baseline", default=None, metavar="REV",
                     help="also time tsim built from REV's simulation sources (no probe)")
     args = ap.parse_args()
+    if args.quick:
+        args.repeats = 1
     env = make_env()
     print(f"trace cost, {env.BITSTREAM}, median of {args.repeats} runs")
     with DRAM(1 << 26) as dram:
