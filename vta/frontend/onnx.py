@@ -97,6 +97,8 @@ def load_model(model: Any):
     except onnx.checker.ValidationError as exc:
         finding = str(exc).strip().splitlines()
         raise FrontendError(f"{where} fails the onnx checker: {' '.join(finding)[:500]}") from exc
+    except UnicodeDecodeError as exc:  # the checker decodes string fields itself (a damaged file)
+        raise FrontendError(f"{where} holds a string field that is not UTF-8 (a corrupt file): {exc}") from exc
     if not proto.graph.node:
         raise FrontendError(f"{where} has no nodes (an empty or truncated graph)")
     return proto
