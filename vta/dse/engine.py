@@ -61,8 +61,10 @@ def local_cluster(workers: int | None = None):
     from distributed import LocalCluster
 
     n = workers or os.cpu_count() or 1
-    # Workers retire themselves when their arena fills up (see _task): allow for it.
-    dask.config.set({"distributed.scheduler.allowed-failures": 20})
+    # Workers retire themselves when their arena fills up (see _task): allow for it, and give a
+    # replacement worker on a busy machine time to start and register.
+    dask.config.set({"distributed.scheduler.allowed-failures": 20, "distributed.comm.timeouts.connect": "120s",
+                     "distributed.comm.timeouts.tcp": "120s"})
     return LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None,
                         silence_logs=logging.CRITICAL)
 
