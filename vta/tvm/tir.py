@@ -15,8 +15,9 @@ from ..tir import nodes as _n
 from ..tir.nodes import *  # noqa: F401,F403
 from ..tir.nodes import __all__ as _nodes_all
 from ..tir.functor import StmtExprMutator, StmtExprVisitor, post_order_visit, stmt_map, substitute
-from ..tir.op import (abs, all, any, bitwise_and, bitwise_not, bitwise_or, bitwise_xor, call_extern, div, floordiv,
-                      floormod, indexdiv, indexmod, likely, max_value, min_value, truncdiv, truncmod)
+from ..tir.op import (abs, all, any, bitwise_and, bitwise_not, bitwise_or, bitwise_xor,  # noqa: F401 (TVM's names)
+                      call_extern, div, floordiv, floormod, indexdiv, indexmod, likely, max_value, min_value,
+                      truncdiv, truncmod)
 from ..tir.op import __all__ as _op_all
 from ._missing import missing
 
