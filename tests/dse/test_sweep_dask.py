@@ -140,12 +140,15 @@ def _fill_arena():
     return os.getpid()
 
 
-def test_a_worker_whose_arena_is_full_is_replaced(client, tmp_path):
-    client.wait_for_workers(2, timeout=60)
-    old = set(client.run(_fill_arena).values())  # both workers: the first two tasks find them full
-    points = _points(("alu.chain",))[2:]
-    outcome = run_points(points, store=ResultStore(tmp_path / "cache"), client=client)
-    assert outcome.failed == 0 and all(r["status"] == "ok" for r in outcome.rows)
-    client.wait_for_workers(2, timeout=60)
-    assert not old & set(client.run(os.getpid).values())
+def test_rows_a_full_worker_cannot_run_are_errors_with_the_reason(client, tmp_path):
+    from vta.dse.engine import ARENA_FULL
 
+    client.wait_for_workers(2, timeout=60)
+    client.run(_fill_arena)  # as if each worker had run the runtimes of thirty configurations
+    points = _points(("alu.chain",))[2:]
+    try:
+        outcome = run_points(points, store=ResultStore(tmp_path / "cache"), client=client)
+    finally:
+        client.restart()  # fresh worker processes for the other tests
+    assert outcome.failed == len(points)
+    assert all(r["status"] == "error" and r["reason"].startswith(ARENA_FULL) for r in outcome.rows)

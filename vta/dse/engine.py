@@ -18,13 +18,10 @@ import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from .evaluate import Point, arena_exhausted, evaluate
+from .evaluate import Point, evaluate
 from .store import ResultStore
 
-#: Exit status of a worker that retires itself because its DRAM arena is full.
-RECYCLE_STATUS = 75
-
-__all__ = ["RECYCLE_STATUS", "SweepOutcome", "local_cluster", "run_points"]
+__all__ = ["SweepOutcome", "local_cluster", "run_points"]
 
 
 @dataclass
@@ -61,25 +58,21 @@ def local_cluster(workers: int | None = None):
     from distributed import LocalCluster
 
     n = workers or os.cpu_count() or 1
-    # Workers retire themselves when their arena fills up (see _task): allow for it, and give a
-    # replacement worker on a busy machine time to start and register.
-    dask.config.set({"distributed.scheduler.allowed-failures": 20, "distributed.comm.timeouts.connect": "120s",
+    # Give a restarted worker on a busy machine time to start and register.
+    dask.config.set({"distributed.scheduler.allowed-failures": 5, "distributed.comm.timeouts.connect": "120s",
                      "distributed.comm.timeouts.tcp": "120s"})
     return LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None,
                         silence_logs=logging.CRITICAL)
 
 
-def _task(point: Point) -> dict:
-    """The Dask task: :func:`evaluate`, in a worker that still has room for another configuration.
+#: Start of the reason of a row that could not run because its worker's DRAM arena was full.
+ARENA_FULL = "this process's DRAM arena is used up"
+#: Fresh clusters an owned LocalCluster may be replaced by to finish such rows.
+MAX_ROUNDS = 20
 
-    The native runtime of every configuration a process runs keeps its staging buffers in the
-    process's DRAM arena, which holds about thirty. A full worker ends its process here; its
-    nanny starts a fresh one and the scheduler runs the task again (as for any lost worker).
-    """
-    if arena_exhausted():
-        logging.getLogger("vta.dse").info("worker %d: DRAM arena full, restarting", os.getpid())
-        os._exit(RECYCLE_STATUS)
-    return evaluate(point)
+
+def _arena_full(row: dict) -> bool:
+    return row.get("status") == "error" and str(row.get("reason", "")).startswith(ARENA_FULL)
 
 
 def _lost_row(point: Point, exc: BaseException) -> dict:
@@ -152,44 +145,67 @@ def run_points(points: Sequence[Point], *, store: ResultStore | None = None, cli
 
 
 def _run_dask(points, todo, finish, *, client, scheduler, workers, progress) -> None:
-    from distributed import Client, as_completed
+    """Run ``todo`` on Dask. With an embedded LocalCluster, rows that failed because a worker's
+    DRAM arena filled up (each configuration's runtime keeps 64 MiB there) are run again on a
+    fresh cluster, round after round; with a given client or scheduler they stay errors (a
+    re-run of the sweep evaluates them)."""
+    from distributed import Client
 
-    owned = []
-    if client is None:
-        if scheduler:
-            client = Client(scheduler)
-        else:
-            cluster = local_cluster(workers)
-            owned.append(cluster)
-            client = Client(cluster)
-        owned.insert(0, client)
-    try:
-        futures = {}
-        run_id = uuid.uuid4().hex[:8]  # fresh keys: a cancelled earlier run may still hold the old ones
-        for i in todo:
-            fut = client.submit(_task, points[i], key=f"vta-dse-{points[i].key}-{run_id}", pure=False)
-            futures[fut] = i
-        bar = None
-        if progress:
-            from distributed import progress as dask_progress
-
-            bar = threading.Thread(target=dask_progress, args=(list(futures),), daemon=True)
-            bar.start()
+    if client is not None or scheduler:
+        own = client is None
+        client = client or Client(scheduler)
         try:
-            for fut, result in as_completed(list(futures), with_results=True, raise_errors=False):
-                i = futures[fut]
-                if fut.status == "error":  # (type, exception, traceback): the task itself failed
-                    exc = result[1] if isinstance(result, tuple) else result
-                    finish(i, _lost_row(points[i], exc))
-                elif not isinstance(result, dict):
-                    finish(i, _lost_row(points[i], RuntimeError(f"task ended as {fut.status!r}")))
-                else:
-                    finish(i, result)
-        except BaseException:
-            client.cancel(list(futures))
-            raise
-        if bar is not None:
-            bar.join(timeout=5)
-    finally:
-        for thing in owned:
-            thing.close()
+            _submit_round(client, points, todo, finish, progress)
+        finally:
+            if own:
+                client.close()
+        return
+    pending = list(todo)
+    for _ in range(MAX_ROUNDS):
+        cluster = local_cluster(workers)
+        try:
+            with Client(cluster) as own_client:
+                retry = _submit_round(own_client, points, pending, finish, progress, hold=_arena_full)
+        finally:
+            cluster.close()
+        if not retry:
+            return
+        pending = retry
+    for i in pending:
+        finish(i, {**_lost_row(points[i], RuntimeError("no fresh worker finished it")), "reason": ARENA_FULL})
+
+
+def _submit_round(client, points, todo, finish, progress, hold=None) -> list:
+    """Submit ``todo``, finish rows as they arrive; return the indices whose rows ``hold`` kept back."""
+    from distributed import as_completed
+
+    futures = {}
+    run_id = uuid.uuid4().hex[:8]  # fresh keys: a cancelled earlier run may still hold the old ones
+    for i in todo:
+        fut = client.submit(evaluate, points[i], key=f"vta-dse-{points[i].key}-{run_id}", pure=False)
+        futures[fut] = i
+    bar = None
+    if progress:
+        from distributed import progress as dask_progress
+
+        bar = threading.Thread(target=dask_progress, args=(list(futures),), daemon=True)
+        bar.start()
+    held = []
+    try:
+        for fut, result in as_completed(list(futures), with_results=True, raise_errors=False):
+            i = futures[fut]
+            if fut.status == "error":  # (type, exception, traceback): the task itself failed
+                exc = result[1] if isinstance(result, tuple) else result
+                finish(i, _lost_row(points[i], exc))
+            elif not isinstance(result, dict):
+                finish(i, _lost_row(points[i], RuntimeError(f"task ended as {fut.status!r}")))
+            elif hold is not None and hold(result):
+                held.append(i)
+            else:
+                finish(i, result)
+    except BaseException:
+        client.cancel(list(futures))
+        raise
+    if bar is not None:
+        bar.join(timeout=5)
+    return sorted(held)

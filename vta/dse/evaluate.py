@@ -135,8 +135,8 @@ ARENA_HEADROOM = 256 << 20
 def arena_exhausted() -> bool:
     """Whether this process's DRAM arena has too little room left for another configuration.
 
-    The runtimes of about thirty configurations fill the 2 GiB arena; a sweep worker in that
-    state is replaced by a fresh process (see :mod:`vta.dse.engine`).
+    The runtimes of about thirty configurations fill the 2 GiB arena; the rows a full sweep
+    worker cannot run are run again on a fresh cluster (see :mod:`vta.dse.engine`).
     """
     from ..dram import global_dram
 
