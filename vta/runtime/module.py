@@ -50,6 +50,41 @@ class ProfileResult(NamedTuple):
     results: tuple[float, ...]
 
 
+def time_calls(func: Callable[..., Any], number: int = 10, repeat: int = 1,
+               min_repeat_ms: float = 0.0) -> Callable[..., ProfileResult]:
+    """An evaluator timing ``func``: one warm-up call, then ``repeat`` rounds of ``number`` calls
+    (``number`` doubling until a round lasts ``min_repeat_ms``); the time per call of each round.
+
+    Raises
+    ------
+    ValueError
+        If ``number`` or ``repeat`` is below 1 or ``min_repeat_ms`` is negative.
+    """
+    if number < 1 or repeat < 1 or min_repeat_ms < 0:
+        raise ValueError(
+            f"time_evaluator needs number >= 1, repeat >= 1 and min_repeat_ms >= 0, got "
+            f"number={number!r}, repeat={repeat!r}, min_repeat_ms={min_repeat_ms!r}"
+        )
+
+    def evaluator(*args: Any) -> ProfileResult:
+        func(*args)  # warm-up
+        results = []
+        n = number
+        for _ in range(repeat):
+            while True:
+                start = time.perf_counter()
+                for _ in range(n):
+                    func(*args)
+                elapsed = time.perf_counter() - start
+                if elapsed * 1e3 >= min_repeat_ms:
+                    break
+                n *= 2
+            results.append(elapsed / n)
+        return ProfileResult(sum(results) / len(results), tuple(results))
+
+    return evaluator
+
+
 class Module(CaptureViews):
     """Base class of every runtime module.
 
@@ -157,30 +192,7 @@ class Module(CaptureViews):
             If ``number`` or ``repeat`` is below 1 or ``min_repeat_ms`` is negative.
         """
         del dev
-        if number < 1 or repeat < 1 or min_repeat_ms < 0:
-            raise ValueError(
-                f"time_evaluator needs number >= 1, repeat >= 1 and min_repeat_ms >= 0, got "
-                f"number={number!r}, repeat={repeat!r}, min_repeat_ms={min_repeat_ms!r}"
-            )
-        func = self.get_function(func_name)
-
-        def evaluator(*args: Any) -> ProfileResult:
-            func(*args)  # warm-up
-            results = []
-            n = number
-            for _ in range(repeat):
-                while True:
-                    start = time.perf_counter()
-                    for _ in range(n):
-                        func(*args)
-                    elapsed = time.perf_counter() - start
-                    if elapsed * 1e3 >= min_repeat_ms:
-                        break
-                    n *= 2
-                results.append(elapsed / n)
-            return ProfileResult(sum(results) / len(results), tuple(results))
-
-        return evaluator
+        return time_calls(self.get_function(func_name), number, repeat, min_repeat_ms)
 
     # ---------------------------------------------------------------- seeing what was built
     def capture(self, *args: Any, execute: bool = False, func_name: str | None = None):

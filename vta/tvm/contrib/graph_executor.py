@@ -13,7 +13,6 @@ in-process, through ``rpc.LocalSession`` and through a socket RPC server::
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import numpy as np
@@ -21,7 +20,7 @@ import numpy as np
 from ...graph.factory import executor_module, pick_device
 from ...runtime import Module, NDArray, cpu
 from ...runtime import array as nd_array
-from ...runtime.module import ProfileResult
+from ...runtime.module import ProfileResult, time_calls
 from .._missing import missing
 
 __all__ = ["GraphModule", "create"]
@@ -165,28 +164,7 @@ def time_evaluator(module: Any, func_name: str, dev: Any = None, number: int = 1
     """
     if isinstance(module, Module) or hasattr(module, "time_evaluator"):  # local, or timed on the server
         return module.time_evaluator(func_name, dev, number=number, repeat=repeat, min_repeat_ms=min_repeat_ms)
-    if number < 1 or repeat < 1 or min_repeat_ms < 0:
-        raise ValueError(f"time_evaluator needs number >= 1, repeat >= 1, min_repeat_ms >= 0, got "
-                         f"{number!r}, {repeat!r}, {min_repeat_ms!r}")
-    func = module[func_name]
-
-    def evaluator(*args: Any) -> ProfileResult:
-        func(*args)
-        results = []
-        for _ in range(repeat):
-            n = number
-            while True:
-                start = time.perf_counter()
-                for _ in range(n):
-                    func(*args)
-                elapsed = time.perf_counter() - start
-                if elapsed * 1e3 >= min_repeat_ms:
-                    break
-                n *= 2
-            results.append(elapsed / n)
-        return ProfileResult(sum(results) / len(results), tuple(results))
-
-    return evaluator
+    return time_calls(module[func_name], number, repeat, min_repeat_ms)
 
 
 def _is_remote_module(value: Any) -> bool:
