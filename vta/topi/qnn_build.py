@@ -412,6 +412,16 @@ def _build(sched, pairs: list, name: str, env: Environment):
     return build(sched, [t for _, t in pairs], "ext_dev", name=name, env=env)
 
 
+def _compile(kind: str, declare, schedule, spec, name: str, env: Environment | None, what: str):
+    """Declare, schedule and build one GEMM operator; its module and ArgLayout."""
+    env = env or get_env()
+    _check_env(env, what)
+    with env:
+        out, pairs = declare(spec, env)
+        mod = _build(schedule(out), pairs, name, env)
+    return mod, ArgLayout.for_env(kind, spec, _arg_specs(pairs), env)
+
+
 def build_qconv2d(spec, name: str, env: Environment | None = None):
     """Compile a fused quantized convolution (:class:`~vta.topi.qnn.QConv2DSpec`).
 
@@ -426,13 +436,7 @@ def build_qconv2d(spec, name: str, env: Environment | None = None):
         If no tiling of the layer fits the configuration's buffers, or the configuration is not
         8-bit (inputs, weights) with 32-bit accumulators.
     """
-    env = env or get_env()
-    _check_env(env, "build_qconv2d")
-    with env:
-        out, pairs = declare_qconv2d(spec, env)
-        s = schedule_conv2d_packed(out)
-        mod = _build(s, pairs, name, env)
-    return mod, ArgLayout.for_env("conv2d", spec, _arg_specs(pairs), env)
+    return _compile("conv2d", declare_qconv2d, schedule_conv2d_packed, spec, name, env, "build_qconv2d")
 
 
 def build_qdense(spec, name: str, env: Environment | None = None):
@@ -447,13 +451,7 @@ def build_qdense(spec, name: str, env: Environment | None = None):
     ScheduleError
         If no tiling fits the configuration's buffers.
     """
-    env = env or get_env()
-    _check_env(env, "build_qdense")
-    with env:
-        out, pairs = declare_qdense(spec, env)
-        s = schedule_dense_packed(out)
-        mod = _build(s, pairs, name, env)
-    return mod, ArgLayout.for_env("dense", spec, _arg_specs(pairs), env)
+    return _compile("dense", declare_qdense, schedule_dense_packed, spec, name, env, "build_qdense")
 
 
 # -- element-wise operators without GEMM --------------------------------------------------------
