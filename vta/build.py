@@ -15,7 +15,6 @@ LoopPartition, RewriteUnsafeSelect, HoistIfThenElse) are left out.
 from __future__ import annotations
 
 import contextlib
-import re
 import threading
 from dataclasses import dataclass
 from typing import Any, Iterator, Sequence
@@ -207,32 +206,6 @@ def lower(sch: Any, args: Sequence[Any], name: str = "default_function", simple_
     return func.with_attr("global_symbol", name)
 
 
-def _check_whole_byte_args(args: Sequence[Any], env: Environment) -> None:
-    """Refuse arguments whose elements are narrower than a byte.
-
-    A configuration with 4-bit inputs or weights (``configs/narrow.json``) packs two elements
-    per byte in DRAM, but the host arrays (``vta.nd``, NumPy underneath) hold whole bytes per
-    element, so a module taking such an argument could never be called with correct data.
-
-    Raises
-    ------
-    ScheduleError
-        If an argument's dtype is narrower than 8 bits; the message names the argument, the
-        configuration's widths and the limit.
-    """
-    from .errors import ScheduleError
-
-    for t in args:
-        dtype = str(getattr(t, "dtype", ""))
-        m = re.fullmatch(r"u?int(\d+)", dtype)
-        if m and int(m.group(1)) < 8:
-            raise ScheduleError(
-                f"vta.build: argument {getattr(t, 'name', t)!r} has sub-byte dtype {dtype}; this configuration "
-                f"(INP_WIDTH={env.INP_WIDTH}, WGT_WIDTH={env.WGT_WIDTH}, OUT_WIDTH={env.OUT_WIDTH}) packs several "
-                f"elements per byte, and host arrays hold whole bytes per element: workloads run end to end only "
-                f"on configurations with 8-bit inputs, weights and outputs")
-
-
 def build(sch: Any, args: Sequence[Any], target: Any = "ext_dev", name: str = "default_function",
           target_host: Any = None, env: Environment | None = None):
     """Lower a schedule and compile its host code into a module.
@@ -260,8 +233,9 @@ def build(sch: Any, args: Sequence[Any], target: Any = "ext_dev", name: str = "d
     Raises
     ------
     ScheduleError
-        If the schedule cannot be lowered, or an argument's dtype is narrower than a byte
-        (4-bit configurations such as ``configs/narrow.json``).
+        If the schedule cannot be lowered (or the host code would compute on sub-byte values:
+        4-bit tensors, as in ``configs/narrow.json``, may only be moved by VTA's DMA and computed
+        on by the GEMM; their host arrays are packed ``int4`` arrays, see :mod:`vta.nd`).
     ValueError
         If ``target`` is not ``ext_dev``.
     BuildError
@@ -271,7 +245,6 @@ def build(sch: Any, args: Sequence[Any], target: Any = "ext_dev", name: str = "d
     tstr = str(getattr(target, "kind", target))
     if not tstr.split()[0].startswith("ext_dev"):
         raise ValueError(f"vta.build compiles for target 'ext_dev' only, got {target!r}")
-    _check_whole_byte_args(args, env or get_env())
     from .codegen import build_module
 
     func = lower(sch, args, name=name, env=env)

@@ -351,7 +351,7 @@ class _Emitter:
             if not isinstance(e, n.IntImm):
                 raise CodegenError(f"host allocation {s.buffer_var.name!r} needs constant extents, got {e!r}")
             count *= e.value
-        nbytes = max(count, 1) * max(n.dtype_bits(s.dtype) // 8, 1)
+        nbytes = -(-max(count, 1) * n.dtype_bits(s.dtype) // 8)  # sub-byte dtypes are packed
         # Intermediate arrays live in VTA DRAM (the DMA may read or write them); the CPU reaches
         # them through VTABufferCPUPtr (CPUAccessRewrite). Freed on every exit of the scope.
         var = self.name_of(s.buffer_var)

@@ -280,6 +280,11 @@ class _DMA(StmtExprMutator):
         if src_scope != env.acc_scope:
             raise ScheduleError(f"{what}: a store to DRAM must read {env.acc_scope!r}, but {load.buffer_var.name!r} is in {src_scope!r}")
         elem_block = env.BATCH * env.BLOCK_OUT
+        bits = n.dtype_bits(store.value.dtype)
+        if bits != env.OUT_WIDTH and min(bits, env.OUT_WIDTH) < 8:
+            raise ScheduleError(
+                f"{what}: the store writes {env.OUT_WIDTH}-bit elements (OUT_WIDTH) but {store.buffer_var.name!r} "
+                f"holds {store.value.dtype}; cast the result to {env.out_dtype} first")
         self._check_compact(what, extents, src_strides, "source")
         x, y, stride, offset, host = two_d_pattern(list(zip(extents, dst_strides)), dst_off, elem_block, True, what)
         total = 1
@@ -358,13 +363,21 @@ class _DMA(StmtExprMutator):
         env, dev = self.env, self.env.dev
         if src_scope != "global":
             raise ScheduleError(f"{what}: copies between on-chip buffers ({src_scope!r} -> {dst_scope!r}) are not supported")
+        bits = n.dtype_bits(load.dtype)
         if dst_scope == env.inp_scope:
             elem_block, mem, qid = env.BATCH * env.BLOCK_IN, dev.MEM_ID_INP, dev.QID_LOAD_INP
+            _check_width(what, load, bits, env.INP_WIDTH, "INP_WIDTH", env.inp_dtype)
         elif dst_scope == env.wgt_scope:
             elem_block, mem, qid = env.BLOCK_OUT * env.BLOCK_IN, dev.MEM_ID_WGT, dev.QID_LOAD_WGT
+            _check_width(what, load, bits, env.WGT_WIDTH, "WGT_WIDTH", env.wgt_dtype)
         elif dst_scope == env.acc_scope:
             elem_block, mem, qid = env.BATCH * env.BLOCK_OUT, dev.MEM_ID_ACC, dev.QID_LOAD_OUT
-            if n.dtype_bits(load.dtype) == env.INP_WIDTH and load.dtype != store.value.dtype:
+            if load.dtype != store.value.dtype and bits < env.ACC_WIDTH:
+                # ACC_8BIT reads one byte per lane and sign-extends it; nothing reads narrower lanes.
+                if bits != 8:
+                    raise ScheduleError(
+                        f"{what}: {load.buffer_var.name!r} holds {load.dtype} values, but a widening load into "
+                        f"{env.acc_scope!r} (ACC_8BIT) reads 8-bit lanes; load int8 or {env.acc_dtype} data")
                 mem = dev.MEM_ID_ACC_8BIT
         else:
             raise ScheduleError(
@@ -391,6 +404,14 @@ class _DMA(StmtExprMutator):
                                x_pad[0], y_pad[0], x_pad[1], y_pad[1], _access_ptr(store.buffer_var, sram, total, 2), mem)
 
         return coproc_scope(self.axis, qid, _host_loops(call, host, offset, dst_off, elem_block))
+
+
+def _check_width(what: str, load, bits: int, width: int, key: str, dtype: str) -> None:
+    """Refuse a load whose DRAM elements are not the width the buffer's tiles hold."""
+    if bits != width:
+        raise ScheduleError(
+            f"{what}: {load.buffer_var.name!r} holds {load.dtype} values, but the buffer's tiles hold {width}-bit "
+            f"elements ({key}); its DRAM tensor must be {dtype}")
 
 
 def inject_dma_intrin(env: Environment) -> Pass:
