@@ -156,3 +156,12 @@ def test_view_of_a_native_int4_tensor(dev):
         view = NDArray.from_dltensor_address(arr.handle)
         assert view.dtype == "int4" and view.nbytes == 3
         np.testing.assert_array_equal(view.numpy(), data)
+
+
+def test_dlpack_descriptions_of_sub_byte_dtypes():
+    from vta.runtime.abi import dtype_to_dl
+
+    for name, code, bits in (("int4", 0, 4), ("uint4", 1, 4), ("int2", 0, 2), ("uint1", 1, 1)):
+        dl = dtype_to_dl(name)
+        assert (dl.code, dl.bits, dl.lanes) == (code, bits, 1)
+    assert dtype_to_dl("int8").bits == 8

@@ -99,9 +99,7 @@ class NDArray:
                            if owner and phys is not None else None)
 
     def _dl_dtype(self) -> DLDataType:
-        if self._sub is not None:
-            return DLDataType(self._sub.dl_code, self._sub.bits, 1)
-        return dtype_to_dl(self._np_dtype)
+        return dtype_to_dl(self._sub if self._sub is not None else self._np_dtype)
 
     # ---------------------------------------------------------------- properties
     @property
