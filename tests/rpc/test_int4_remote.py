@@ -59,6 +59,9 @@ def test_int4_arrays_over_the_socket(server):
         np.testing.assert_array_equal(arr.numpy(), data)
         with pytest.raises(ValueError, match="shape"):
             arr.copyfrom(data.ravel())
+        with nd.array(data[::-1], dtype="int4") as local:  # a local int4 NDArray as the source
+            arr.copyfrom(local)
+        np.testing.assert_array_equal(arr.numpy(), data[::-1])
         empty = nd.empty((5,), "uint4", dev)
         assert empty.dtype == "uint4" and empty.nbytes == 3
         np.testing.assert_array_equal(empty.numpy(), np.zeros(5, np.uint8))

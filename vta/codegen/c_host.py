@@ -351,7 +351,9 @@ class _Emitter:
             if not isinstance(e, n.IntImm):
                 raise CodegenError(f"host allocation {s.buffer_var.name!r} needs constant extents, got {e!r}")
             count *= e.value
-        nbytes = -(-max(count, 1) * n.dtype_bits(s.dtype) // 8)  # sub-byte dtypes are packed
+        # bool is stored as int32_t (ctype); sub-byte integers are packed, several per byte
+        bits = 32 if s.dtype == "bool" else n.dtype_bits(s.dtype)
+        nbytes = -(-max(count, 1) * bits // 8)
         # Intermediate arrays live in VTA DRAM (the DMA may read or write them); the CPU reaches
         # them through VTABufferCPUPtr (CPUAccessRewrite). Freed on every exit of the scope.
         var = self.name_of(s.buffer_var)

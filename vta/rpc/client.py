@@ -212,7 +212,7 @@ class RemoteNDArray(_Remote):
         src = source.numpy() if isinstance(source, RemoteNDArray) else source
         sub = subbyte.parse(self.dtype)
         if sub is not None:
-            src = np.asarray(src)
+            src = src.numpy() if hasattr(src, "numpy") and not isinstance(src, np.ndarray) else np.asarray(src)
             if src.shape != self.shape:
                 raise ValueError(f"cannot copy an array of shape {src.shape} and dtype {str(src.dtype)!r} into a "
                                  f"remote array of shape {self.shape} and dtype {self.dtype!r}")
