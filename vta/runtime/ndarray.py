@@ -288,7 +288,7 @@ class NDArray:
         dl = DLTensor.from_address(address)
         shape = tuple(int(dl.shape[i]) for i in range(dl.ndim)) if dl.ndim > 0 else ()
         sub = None
-        if int(dl.dtype.bits) < 8 and int(dl.dtype.lanes) == 1:
+        if int(dl.dtype.bits) < 8 and int(dl.dtype.lanes) == 1 and int(dl.dtype.code) in (0, 1):
             sub = subbyte.parse(f"{'u' if int(dl.dtype.code) == 1 else ''}int{int(dl.dtype.bits)}")
         try:
             dtype = sub if sub is not None else dl_to_dtype(dl.dtype)
