@@ -124,6 +124,9 @@ def test_copies_keep_int4():
         with dev_arr.copyto(cpu(0)) as host:
             assert host.dtype == "int4"
             np.testing.assert_array_equal(host.numpy(), data)
+            with host.copyto(ext_dev(0)) as back:  # host -> device
+                assert back.dtype == "int4" and back.nbytes == 8
+                assert global_dram().read(back.phys_addr, 8) == global_dram().read(dev_arr.phys_addr, 8)
         with vta.nd.array(dev_arr) as again:  # an NDArray source keeps its dtype
             assert again.dtype == "int4"
         with vta.nd.empty((4, 4), "int4", ext_dev(0)) as dst:
