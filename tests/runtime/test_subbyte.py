@@ -91,6 +91,9 @@ def test_non_integers_and_other_dtypes_are_refused():
         subbyte.pack(np.array([1]), "int8")
     with pytest.raises(ValueError, match="need 2 bytes"):
         subbyte.unpack(b"\x00", 3, "int4")
+    with pytest.raises(DTypeRangeError, match=r"value 1 .*\[-1, 0\]"):
+        subbyte.pack(np.array([False, True]), "int1")  # bools are 0 and 1
+    assert subbyte.pack(np.array([True, False, True]), "uint1").tolist() == [0b101]
     assert subbyte.parse("int8") is None and subbyte.parse(np.int8) is None and subbyte.parse("int3") is None
 
 

@@ -94,8 +94,6 @@ def storage_nbytes(count: int, dtype: SubByteDType) -> int:
 
 
 def _check_values(values: np.ndarray, dtype: SubByteDType) -> None:
-    if values.dtype.kind == "b":
-        return
     if values.dtype.kind not in "iu":
         raise TypeError(
             f"values for a {dtype} array must be integers (e.g. an int8 NumPy array), got dtype {str(values.dtype)!r}"
@@ -137,6 +135,8 @@ def pack(values: Any, dtype: SubByteDType | str) -> np.ndarray:
     if dt is None:
         raise TypeError(f"pack needs a sub-byte dtype (int4, uint4, int2, uint2, int1, uint1), got {dtype!r}")
     arr = np.asarray(values)
+    if arr.dtype.kind == "b":
+        arr = arr.astype(np.uint8)
     _check_values(arr, dt)
     flat = arr.reshape(-1).astype(np.int16) & ((1 << dt.bits) - 1)
     k = dt.per_byte
