@@ -191,6 +191,23 @@ def test_larger_workload_bit_exact(config, workload, target, tmp_path):
     assert stats["gemm_counter"] > 0
 
 
+def test_every_shipped_configuration_is_covered():
+    from tests.conftest import CONFIG_FILES
+
+    assert sorted(CONFIGS) == CONFIG_FILES
+
+
+@pytest.mark.parametrize("config", CONFIGS)
+def test_gemm_moves_packed_bytes(config, tmp_path):
+    """The GEMM loads A (one tile) and B (two tiles) at each of its 2 ``ko`` steps and stores 2
+    output tiles: the byte counters follow the element widths (half of default's on narrow)."""
+    env = _retarget(config, "sim")
+    stats = _run(config, "sim", "gemm", tmp_path)
+    assert stats["inp_load_nbytes"] == 2 * env.BATCH * env.BLOCK_IN * env.INP_WIDTH // 8
+    assert stats["wgt_load_nbytes"] == 4 * env.BLOCK_OUT * env.BLOCK_IN * env.WGT_WIDTH // 8
+    assert stats["out_store_nbytes"] == 2 * env.BATCH * env.BLOCK_OUT * env.OUT_WIDTH // 8
+
+
 def test_narrow_module_refuses_int8_arrays(tmp_path):
     """A module built on narrow.json takes packed int4 arrays; an int8 array of the same shape is
     refused by the module's argument check, which names the dtype it wanted."""
@@ -203,13 +220,13 @@ def test_narrow_module_refuses_int8_arrays(tmp_path):
         s, args, inputs, _, _, _ = _gemm(env, np.random.default_rng(0))
         path = tmp_path / "gemm.o"
         build(s, args, "ext_dev").save(path)
-        f = load_module(str(path))
         dev = ext_dev(0)
-        a8 = nd.array(inputs["A"], dev)  # int8, not int4
-        b4 = nd.array(inputs["B"], dev, dtype="int4")
-        c4 = nd.empty(tuple(int(d) for d in args[2].shape), "int4", dev)
-        with pytest.raises(TVMError, match=r"argument 0 \(A\) must have dtype int4"):
-            f(a8, b4, c4)
+        with load_module(str(path)) as f, nd.array(inputs["A"], dev) as a8, \
+                nd.array(inputs["B"], dev, dtype="int4") as b4, \
+                nd.empty(tuple(int(d) for d in args[2].shape), "int4", dev) as c4:
+            assert a8.dtype == "int8" and b4.dtype == c4.dtype == "int4"
+            with pytest.raises(TVMError, match=r"argument 0 \(A\) must have dtype int4"):
+                f(a8, b4, c4)
 
 
 @pytest.mark.native
