@@ -38,7 +38,11 @@ from .transform.dma import inject_dma_intrin, inject_skip_copy
 from .transform.sync import add_debug, inject_coproc_sync
 from .transform.uop import fold_uop_loop, separate_reset_kernels
 
-__all__ = ["lower", "build", "build_config", "BuildConfig", "memory_info", "phase_passes"]
+__all__ = ["lower", "build", "build_config", "BuildConfig", "memory_info", "phase_passes", "host_passes",
+           "lower_host", "build_host", "HOST_KINDS"]
+
+#: Target kinds whose code runs on the host CPU (upstream ``llvm``; host code is C here).
+HOST_KINDS = ("llvm", "c")
 
 
 @dataclass(frozen=True)
@@ -158,6 +162,67 @@ def phase_passes(env: Environment, config: BuildConfig | None = None) -> list[li
     return [phase0, phase1, phase2, phase3]
 
 
+def host_passes() -> list[Any]:
+    """The target-independent pipeline (upstream ``tvm.lower`` without the VTA passes)."""
+    return [
+        _storage_flatten_pass(),   # realize/store/load -> flat Allocate/Store/Load
+        _simplify_pass(),          # canonical index arithmetic
+        RemoveNoOp(),              # drop empty statements
+    ]
+
+
+def lower_host(sch: Any, args: Sequence[Any], name: str = "default_function") -> n.PrimFunc:
+    """Lower a schedule through the target-independent passes only (no VTA pass).
+
+    Raises
+    ------
+    TypeError
+        If ``name`` is not a non-empty str.
+    ScheduleError
+        If the schedule cannot be lowered.
+    """
+    name = _check_name(name)
+    func = _schedule_ops(sch, args, name)
+    for p in host_passes():
+        func = p(func)
+    return func.with_attr("global_symbol", name)
+
+
+def build_host(sch: Any, args: Sequence[Any], name: str = "default_function"):
+    """Compile a plain schedule for the host CPU: C from our code generator, run on the host.
+
+    The arrays it takes live on ``cpu(0)``; intermediate arrays are allocated on the C heap.
+    Nothing is offloaded: a stage scoped to an on-chip buffer or tensorized with ``env.gemm``
+    is refused by the code generator.
+
+    Returns
+    -------
+    vta.runtime.cmodule.CompiledCModule
+
+    Raises
+    ------
+    ScheduleError
+        If the schedule cannot be lowered.
+    CodegenError
+        If the lowered function holds a construct only the accelerator path handles.
+    BuildError
+        If the C compiler fails.
+    """
+    from .codegen import CPU, build_module
+
+    func = lower_host(sch, args, name=name)
+    return build_module(func, name, device_type=CPU)
+
+
+def target_kind(target: Any) -> str:
+    """The kind (first word) of a target given as a Target, a string or None (``ext_dev``)."""
+    if target is None:
+        return "ext_dev"
+    kind = getattr(target, "kind", None)
+    text = str(kind if kind is not None else target).split()
+    return text[0] if text else ""
+
+
 def _schedule_ops(sch, args, name):
     from .te.lower import schedule_to_buffer_func
 
@@ -243,8 +308,10 @@ def build(sch: Any, args: Sequence[Any], target: Any = "ext_dev", name: str = "d
         The schedule.
     args : sequence of Tensor
         The function's arguments, in order.
-    target : str
-        ``"ext_dev"`` (any string starting with it is accepted, e.g. ``env.target``).
+    target : str or Target
+        ``"ext_dev"`` (any string starting with it is accepted, e.g. ``env.target``), or a host
+        kind (``"llvm"``, ``"c"``, ``env.target_vta_cpu``): the schedule is then compiled for the
+        host CPU by :func:`build_host` without the VTA passes.
     name : str
         The entry function's symbol.
     target_host : str, optional
@@ -263,14 +330,16 @@ def build(sch: Any, args: Sequence[Any], target: Any = "ext_dev", name: str = "d
         If the schedule cannot be lowered, or an argument's dtype is narrower than a byte
         (4-bit configurations such as ``configs/narrow.json``).
     ValueError
-        If ``target`` is not ``ext_dev``.
+        If ``target`` is neither ``ext_dev`` nor a host kind.
     BuildError
         If the C compiler fails.
     """
     del target_host
-    tstr = str(getattr(target, "kind", target))
-    if not tstr.split()[0].startswith("ext_dev"):
-        raise ValueError(f"vta.build compiles for target 'ext_dev' only, got {target!r}")
+    kind = target_kind(target)
+    if kind in HOST_KINDS:
+        return build_host(sch, args, name=name)
+    if not kind.startswith("ext_dev"):
+        raise ValueError(f"vta.build compiles for target 'ext_dev' (or a host kind: llvm, c), got {target!r}")
     _check_whole_byte_args(args, env or get_env())
     from .codegen import build_module
 
