@@ -14,6 +14,8 @@ from vta import tvm
 from vta.tvm import rpc, te, topi
 from vta.tvm.contrib import utils
 
+from . import oracles
+
 pytestmark = pytest.mark.native
 
 
@@ -29,11 +31,6 @@ def _run_on_host(s, args, arrays, target, tmp_path, name="host_fn"):
         nds = [tvm.nd.array(a, dev) for a in arrays]
         f(*nds)
         return [x.numpy() for x in nds]
-
-
-def _epilogue_oracle(acc, bias, out_bits=8):
-    shifted = (acc >> 8) + bias
-    return np.clip(shifted, 0, (1 << (out_bits - 1)) - 1).astype(np.int8)
 
 
 @pytest.mark.parametrize("target", ["llvm", "c", "cpu_of_env"])
@@ -52,7 +49,7 @@ def test_broadcast_epilogue_on_the_host(env, tmp_path, target):
     a_np = rng.integers(-(1 << 16), 1 << 16, size=shape).astype(np.int32)
     b_np = rng.integers(-64, 64, size=bshape).astype(np.int32)
     out = _run_on_host(s, [a, b, r], [a_np, b_np, np.zeros(shape, np.int8)], target, tmp_path)[-1]
-    np.testing.assert_array_equal(out, _epilogue_oracle(a_np, b_np))
+    np.testing.assert_array_equal(out, oracles.epilogue(a_np, 8, b_np, 8))
 
 
 def test_dense_nopack_on_the_host(env, tmp_path):
@@ -67,24 +64,6 @@ def test_dense_nopack_on_the_host(env, tmp_path):
     out = _run_on_host(s, [data, kernel, res], [d, w, np.zeros((5, 7), np.int8)], env.target_vta_cpu, tmp_path)[-1]
     want = ((d.astype(np.int32) @ w.astype(np.int32).T) >> 4).astype(np.int8)
     np.testing.assert_array_equal(out, want)
-
-
-def _conv_oracle(a, w, stride, pad, groups=1):
-    """Direct-loop grouped convolution (NCHW, OIHW), int32."""
-    n, c, h, wd = a.shape
-    f, cg, kh, kw = w.shape
-    ap = np.pad(a.astype(np.int64), ((0, 0), (0, 0), (pad[0], pad[2]), (pad[1], pad[3])))
-    oh = (ap.shape[2] - kh) // stride[0] + 1
-    ow = (ap.shape[3] - kw) // stride[1] + 1
-    out = np.zeros((n, f, oh, ow), np.int64)
-    fg = f // groups
-    for o in range(f):
-        g = o // fg
-        for y in range(oh):
-            for x in range(ow):
-                win = ap[:, g * cg:(g + 1) * cg, y * stride[0]:y * stride[0] + kh, x * stride[1]:x * stride[1] + kw]
-                out[:, o, y, x] = (win * w[o].astype(np.int64)).sum(axis=(1, 2, 3))
-    return out.astype(np.int32)
 
 
 @pytest.mark.parametrize("groups, stride, pad", [(1, (1, 1), (1, 1, 1, 1)), (1, (2, 2), (0, 0, 0, 0)),
@@ -103,29 +82,12 @@ def test_conv2d_and_group_conv2d_on_the_host(env, tmp_path, groups, stride, pad)
     rng = np.random.default_rng(groups)
     a = rng.integers(-128, 128, size=(n, c, h, w)).astype(np.int8)
     wt = rng.integers(-128, 128, size=(f, c // groups, k, k)).astype(np.int8)
-    want = _conv_oracle(a, wt, stride, pad, groups)
+    want = oracles.conv2d(a, wt, stride, pad, groups)
     out = _run_on_host(s, [data, kernel, res], [a, wt, np.zeros(want.shape, np.int32)], env.target_vta_cpu,
                        tmp_path)[-1]
     np.testing.assert_array_equal(out, want)
     np.testing.assert_array_equal(tvm.topi.testing.conv2d_nchw_python(a.astype(np.int32), wt.astype(np.int32),
                                                                        stride, pad, groups), want)
-
-
-def _conv_transpose_oracle(a, w, stride, pad, out_pad):
-    """Scalar scatter definition of the transposed convolution (NCHW data, IOHW kernel)."""
-    n, c, h, wd = a.shape
-    _, f, kh, kw = w.shape
-    oh = (h - 1) * stride[0] - 2 * pad[0] + kh + out_pad[0]
-    ow = (wd - 1) * stride[1] - 2 * pad[1] + kw + out_pad[1]
-    out = np.zeros((n, f, oh, ow), np.int64)
-    for i in range(h):
-        for j in range(wd):
-            for dy in range(kh):
-                for dx in range(kw):
-                    y, x = i * stride[0] + dy - pad[0], j * stride[1] + dx - pad[1]
-                    if 0 <= y < oh and 0 <= x < ow:
-                        out[:, :, y, x] += a[:, :, i, j].astype(np.int64) @ w[:, :, dy, dx].astype(np.int64)
-    return out.astype(np.int32)
 
 
 @pytest.mark.parametrize("stride, pad, out_pad", [((2, 2), (1, 1), (0, 0)), ((1, 1), (0, 0), (0, 0)),
@@ -140,7 +102,7 @@ def test_conv2d_transpose_on_the_host(env, tmp_path, stride, pad, out_pad):
     rng = np.random.default_rng(7)
     a = rng.integers(-128, 128, size=(n, c, h, w)).astype(np.int8)
     wt = rng.integers(-128, 128, size=(c, f, k, k)).astype(np.int8)
-    want = _conv_transpose_oracle(a, wt, stride, pad, out_pad)
+    want = oracles.conv2d_transpose(a, wt, stride, pad, out_pad)
     out = _run_on_host(s, [data, kernel, res], [a, wt, np.zeros(want.shape, np.int32)], "llvm", tmp_path)[-1]
     np.testing.assert_array_equal(out, want)
     ref = tvm.topi.testing.conv2d_transpose_nchw_python(a.astype(np.int32), wt.astype(np.int32), stride,
