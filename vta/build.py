@@ -202,14 +202,20 @@ def build_host(sch: Any, args: Sequence[Any], name: str = "default_function"):
     Raises
     ------
     ScheduleError
-        If the schedule cannot be lowered.
+        If the schedule cannot be lowered, or a stage is placed in an on-chip buffer.
     CodegenError
-        If the lowered function holds a construct only the accelerator path handles.
+        If the lowered function holds another construct only the accelerator path handles.
     BuildError
         If the C compiler fails.
     """
     from .codegen import CPU, build_module
+    from .errors import ScheduleError
 
+    for stage in getattr(sch, "stages", ()):
+        if stage.scope not in ("", "global"):
+            raise ScheduleError(
+                f"stage {stage.op.name!r} is placed in {stage.scope!r}, an on-chip buffer of the accelerator: "
+                f"build this schedule for ext_dev (env.target); host targets take plain schedules only")
     func = lower_host(sch, args, name=name)
     return build_module(func, name, device_type=CPU)
 
