@@ -315,9 +315,9 @@ def build(sch: Any, args: Sequence[Any], target: Any = "ext_dev", name: str = "d
     args : sequence of Tensor
         The function's arguments, in order.
     target : str or Target
-        ``"ext_dev"`` (any string starting with it is accepted, e.g. ``env.target``), or a host
-        kind (``"llvm"``, ``"c"``, ``env.target_vta_cpu``): the schedule is then compiled for the
-        host CPU by :func:`build_host` without the VTA passes.
+        ``"ext_dev"`` (any string starting with it is accepted, e.g. ``env.target``). Plain
+        schedules for the host CPU (``llvm``, ``c``, ``env.target_vta_cpu``) are built by
+        ``tvm.build`` (:func:`build_host`), as upstream builds them.
     name : str
         The entry function's symbol.
     target_host : str, optional
@@ -336,16 +336,15 @@ def build(sch: Any, args: Sequence[Any], target: Any = "ext_dev", name: str = "d
         If the schedule cannot be lowered, or an argument's dtype is narrower than a byte
         (4-bit configurations such as ``configs/narrow.json``).
     ValueError
-        If ``target`` is neither ``ext_dev`` nor a host kind.
+        If ``target`` is not ``ext_dev``.
     BuildError
         If the C compiler fails.
     """
     del target_host
     kind = target_kind(target)
-    if kind in HOST_KINDS:
-        return build_host(sch, args, name=name)
     if not kind.startswith("ext_dev"):
-        raise ValueError(f"vta.build compiles for target 'ext_dev' (or a host kind: llvm, c), got {target!r}")
+        hint = "; build plain schedules for the host CPU with tvm.build" if kind in HOST_KINDS else ""
+        raise ValueError(f"vta.build compiles for target 'ext_dev' only, got {str(target)!r}{hint}")
     _check_whole_byte_args(args, env or get_env())
     from .codegen import build_module
 

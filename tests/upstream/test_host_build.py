@@ -131,12 +131,19 @@ def test_host_function_refuses_accelerator_arrays(env, tmp_path):
             f(tvm.nd.array(np.arange(4, dtype=np.int32), remote.ext_dev(0)), y)
 
 
-def test_vta_build_with_a_host_target_uses_the_host_path(env):
+def test_host_functions_keep_intermediates_on_the_heap(env):
     a = te.placeholder((3,), name="a", dtype="int8")
     b = te.compute((3,), lambda i: a[i] * 2, name="b")
-    mod = vta.build(te.create_schedule(b.op), [a, b], target=env.target_vta_cpu, name="dbl")
-    src = mod.get_source()
-    assert "VTABufferAlloc" not in src and "VTASynchronize" not in src
+    c = te.compute((3,), lambda i: b[i] + 1, name="c")
+    src = tvm.build(te.create_schedule(c.op), [a, c], target=env.target_vta_cpu, name="dbl").get_source()
+    assert "malloc(3)" in src and "VTABufferAlloc" not in src and "VTASynchronize" not in src
+
+
+def test_vta_build_points_host_targets_to_tvm_build(env):
+    a = te.placeholder((3,), name="a", dtype="int8")
+    b = te.compute((3,), lambda i: a[i] * 2, name="b")
+    with pytest.raises(ValueError, match="ext_dev' only.*tvm.build"):
+        vta.build(te.create_schedule(b.op), [a, b], target=env.target_vta_cpu, name="dbl")
 
 
 def test_accelerator_schedule_built_for_the_host_is_refused(env):
