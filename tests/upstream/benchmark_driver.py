@@ -19,8 +19,9 @@ from vta.tvm.contrib import utils
 from . import oracles
 
 Conv2DWorkload = namedtuple("Conv2DWorkload", ["batch", "height", "width", "in_filter", "out_filter", "hkernel",
-                                               "wkernel", "hpad", "wpad", "hstride", "wstride", "groups", "o_pad"],
-                            defaults=(1, 0))
+                                               "wkernel", "hpad", "wpad", "hstride", "wstride", "groups", "o_pad",
+                                               "dilation"],
+                            defaults=(1, 0, 1))
 
 
 @tvm.te.tag_scope(tag=topi.tag.ELEMWISE)
@@ -89,7 +90,7 @@ def run_conv2d(env, remote, wl, target, kind="conv2d", seed=0):
     if transpose:
         acc = oracles.conv2d_transpose(a_np, w_np, stride, (wl.hpad, wl.wpad), (wl.o_pad, wl.o_pad))
     else:
-        acc = oracles.conv2d(a_np, w_np, stride, padding, groups)
+        acc = oracles.conv2d(a_np, w_np, stride, padding, groups, wl.dilation)
     want = oracles.epilogue(acc, shift, b_np, env.OUT_WIDTH)
     oh, ow = want.shape[2:]
 
@@ -109,18 +110,19 @@ def run_conv2d(env, remote, wl, target, kind="conv2d", seed=0):
     kernel = te.placeholder(kernel_np.shape, name="kernel", dtype=env.wgt_dtype)
     bias = None if bias_np is None else te.placeholder(bias_np.shape, name="bias", dtype=env.acc_dtype)
     layout = "NCHW%dn%dc" % (env.BATCH, env.BLOCK_IN)
+    dilation = (wl.dilation, wl.dilation)
     with target:
         if kind == "conv2d" and pack:
-            res = vta.top.conv2d_packed(data, kernel, stride, padding, (1, 1), layout, env.acc_dtype)
+            res = vta.top.conv2d_packed(data, kernel, stride, padding, dilation, layout, env.acc_dtype)
             fschedule = vta.top.schedule_conv2d_packed
         elif kind == "conv2d":
-            res = topi.arm_cpu.conv2d_nchw_spatial_pack(data, kernel, stride, padding, (1, 1), env.acc_dtype)
+            res = topi.arm_cpu.conv2d_nchw_spatial_pack(data, kernel, stride, padding, dilation, env.acc_dtype)
             fschedule = topi.arm_cpu.schedule_conv2d_nchw_spatial_pack
         elif kind == "group" and pack:
-            res = vta.top.group_conv2d_packed(data, kernel, stride, padding, (1, 1), groups, env.acc_dtype)
+            res = vta.top.group_conv2d_packed(data, kernel, stride, padding, dilation, groups, env.acc_dtype)
             fschedule = vta.top.schedule_group_conv2d_packed
         elif kind == "group":
-            res = topi.nn.group_conv2d_nchw(data, kernel, stride, padding, (1, 1), groups, env.acc_dtype)
+            res = topi.nn.group_conv2d_nchw(data, kernel, stride, padding, dilation, groups, env.acc_dtype)
             fschedule = topi.generic.schedule_group_conv2d_nchw
         elif pack:
             res = vta.top.conv2d_transpose_packed(data, kernel, stride, padding, env.acc_dtype, (wl.o_pad, wl.o_pad))

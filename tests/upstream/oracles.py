@@ -7,8 +7,13 @@ import numpy as np
 __all__ = ["conv2d", "conv2d_transpose", "epilogue"]
 
 
-def conv2d(a: np.ndarray, w: np.ndarray, stride, pad, groups: int = 1) -> np.ndarray:
-    """Grouped convolution of NCHW ``a`` with OIHW ``w``; ``pad`` is (top, left, bottom, right); int32."""
+def conv2d(a: np.ndarray, w: np.ndarray, stride, pad, groups: int = 1, dilation: int = 1) -> np.ndarray:
+    """Grouped, dilated convolution of NCHW ``a`` with OIHW ``w``; ``pad`` is (top, left, bottom, right); int32."""
+    if dilation > 1:  # the dilated kernel: zeros between the taps
+        f, cg, kh, kw = w.shape
+        wd = np.zeros((f, cg, (kh - 1) * dilation + 1, (kw - 1) * dilation + 1), w.dtype)
+        wd[:, :, ::dilation, ::dilation] = w
+        w = wd
     f, cg, kh, kw = w.shape
     ap = np.pad(a.astype(np.int64), ((0, 0), (0, 0), (pad[0], pad[2]), (pad[1], pad[3])))
     oh = (ap.shape[2] - kh) // stride[0] + 1

@@ -100,6 +100,17 @@ def test_conv2d(env, device):
 
 
 @pytest.mark.parametrize("device", ["vta", "arm_cpu"])
+def test_dilated_conv2d(env, device):
+    import inspect
+
+    if device == "vta" and "dilation" not in inspect.signature(vta.topi.conv2d_packed).parameters:
+        with pytest.raises(ValueError, match="dilation"):
+            _conv_case(env, device, "conv2d", [W(1, 9, 9, 32, 32, 3, 3, 2, 2, 1, 1, dilation=2)])
+        return
+    _conv_case(env, device, "conv2d", [W(1, 9, 9, 32, 32, 3, 3, 2, 2, 1, 1, dilation=2)])
+
+
+@pytest.mark.parametrize("device", ["vta", "arm_cpu"])
 def test_group_conv2d(env, device):
     for wl, stats in _conv_case(env, device, "group", SMALL_GROUP):
         if device == "vta":
