@@ -157,3 +157,15 @@ def test_accelerator_schedule_built_for_the_host_is_refused(env):
     s[a_buf].set_scope(env.acc_scope)
     with pytest.raises(ScheduleError, match="local.acc_buffer.*ext_dev"):
         tvm.build(s, [a, out], target="llvm", name="acc_on_host")
+
+
+def test_emit_c_takes_only_the_two_device_types(env):
+    from vta.build import lower_host
+    from vta.codegen import CPU, EXT_DEV, CodegenError, emit_c
+
+    a = te.placeholder((2,), name="a", dtype="int32")
+    b = te.compute((2,), lambda i: a[i] + 1, name="b")
+    func = lower_host(te.create_schedule(b.op), [a, b], name="inc")
+    assert ", 1, &" in emit_c(func, "inc", CPU) and ", 12, &" in emit_c(func, "inc", EXT_DEV)
+    with pytest.raises(CodegenError, match="device_type"):
+        emit_c(func, "inc", device_type=5)
