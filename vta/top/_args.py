@@ -8,7 +8,7 @@ from typing import Any, Callable
 
 from ..env import get_env
 
-__all__ = ["pair", "check_packed_layout", "check_no_dilation", "out_dtype_or_acc", "operator"]
+__all__ = ["pair", "check_packed_layout", "out_dtype_or_acc", "operator"]
 
 
 def pair(v: Any, what: str, op: str) -> tuple[int, int]:
