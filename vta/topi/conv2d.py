@@ -29,7 +29,7 @@ from .tiling import (
     conv2d_footprint,
 )
 
-__all__ = ["CONV2D_TAG", "conv2d_packed", "conv2d_workload", "schedule_conv2d_packed"]
+__all__ = ["CONV2D_TAG", "conv2d_packed", "conv2d_workload", "dilated_extent", "schedule_conv2d_packed"]
 
 #: Tag of the convolution stage (as upstream).
 CONV2D_TAG = "conv2d_dense"
@@ -60,18 +60,22 @@ def _ints(shape) -> tuple:
     return tuple(int(s) for s in shape)
 
 
-def conv2d_packed(data: Tensor, kernel: Tensor, strides: Any, padding: Any, out_dtype: str = "int32") -> Tensor:
-    """The packed convolution ``res[b, co, i, j, bi, ci] = sum(pad(data)[b, k, i*sh+di, j*sw+dj, bi, kk]
-    * kernel[co, k, di, dj, ci, kk])`` tagged ``"conv2d_dense"``.
+def conv2d_packed(data: Tensor, kernel: Tensor, strides: Any, padding: Any, out_dtype: str = "int32",
+                  dilation: Any = 1) -> Tensor:
+    """The packed convolution ``res[b, co, i, j, bi, ci] = sum(pad(data)[b, k, i*sh+di*dh, j*sw+dj*dw,
+    bi, kk] * kernel[co, k, di, dj, ci, kk])`` tagged ``"conv2d_dense"``.
 
     Padding (an int, symmetric ``(pad_h, pad_w)``, or ``(top, left, bottom, right)``) is a
     :func:`vta.topi.pad` stage named ``pad_data`` (zeros: the hardware's padded loads).
+    ``dilation`` (an int or ``(dh, dw)``) spaces the kernel taps: the kernel covers
+    ``(KH - 1) * dh + 1`` rows of the padded input (TVM's ``dilation``).
 
     Raises
     ------
     ValueError
-        If data or kernel is not 6-D, their input channels or blocks disagree, a stride is not
-        positive, a padding negative, or the padded input is smaller than the kernel.
+        If data or kernel is not 6-D, their input channels or blocks disagree, a stride or a
+        dilation is not positive, a padding negative, or the padded input is smaller than the
+        (dilated) kernel.
     """
     if len(data.shape) != 6 or len(kernel.shape) != 6:
         raise ValueError(
@@ -82,15 +86,20 @@ def conv2d_packed(data: Tensor, kernel: Tensor, strides: Any, padding: Any, out_
     if ds[1] != ks[1] or ds[5] != ks[5]:
         raise ValueError(f"conv2d_packed: data {ds!r} and kernel {ks!r} disagree on the input channels")
     sh, sw = _pair(strides, "strides")
+    dh, dw = _pair(dilation, "dilation")
     pads = _padding(padding)
     pt, pl, pb, pr = pads
     if sh <= 0 or sw <= 0 or min(pads) < 0:
         raise ValueError(f"conv2d_packed: strides {(sh, sw)!r} must be positive and padding {padding!r} non-negative")
-    if ds[2] + pt + pb < ks[2] or ds[3] + pl + pr < ks[3]:
-        raise ValueError(f"conv2d_packed: the padded input {ds[2:4]!r} + {padding!r} is smaller than the kernel {ks[2:4]!r}")
+    if dh <= 0 or dw <= 0:
+        raise ValueError(f"conv2d_packed: dilation {(dh, dw)!r} must be positive")
+    ekh, ekw = dilated_extent(ks[2], dh), dilated_extent(ks[3], dw)
+    if ds[2] + pt + pb < ekh or ds[3] + pl + pr < ekw:
+        raise ValueError(f"conv2d_packed: the padded input {ds[2:4]!r} + {padding!r} is smaller than the "
+                         f"(dilated) kernel {(ekh, ekw)!r}")
     pad_data = pad(data, [0, 0, pt, pl, 0, 0], [0, 0, pb, pr, 0, 0], name="pad_data") if any(pads) else data
-    oh = (ds[2] + pt + pb - ks[2]) // sh + 1
-    ow = (ds[3] + pl + pr - ks[3]) // sw + 1
+    oh = (ds[2] + pt + pb - ekh) // sh + 1
+    ow = (ds[3] + pl + pr - ekw) // sw + 1
     # The symmetric pair as before; an asymmetric padding is recorded as its 4-tuple.
     ph_pw = (pt, pl) if (pt, pl) == (pb, pr) else pads
     oshape = (ds[0], ks[0], oh, ow, ds[4], ks[4])
@@ -98,13 +107,21 @@ def conv2d_packed(data: Tensor, kernel: Tensor, strides: Any, padding: Any, out_
     d_j = reduce_axis((0, ks[3]), name="d_j")
     k_o = reduce_axis((0, ds[1]), name="k_o")
     k_i = reduce_axis((0, ds[5]), name="k_i")
+    attrs = {"strides": (sh, sw), "padding": ph_pw}
+    if (dh, dw) != (1, 1):
+        attrs["dilation"] = (dh, dw)
     return compute(
         oshape,
         lambda b_o, c_o, i, j, b_i, c_i: te_sum(
-            pad_data[b_o, k_o, i * sh + d_i.var, j * sw + d_j.var, b_i, k_i].astype(out_dtype)
+            pad_data[b_o, k_o, i * sh + d_i.var * dh, j * sw + d_j.var * dw, b_i, k_i].astype(out_dtype)
             * kernel[c_o, k_o, d_i, d_j, c_i, k_i].astype(out_dtype),
             axis=[k_o, d_i, d_j, k_i]),
-        name="res_conv", tag=CONV2D_TAG, attrs={"strides": (sh, sw), "padding": ph_pw})
+        name="res_conv", tag=CONV2D_TAG, attrs=attrs)
+
+
+def dilated_extent(k: int, d: int) -> int:
+    """Input rows (or columns) a kernel of ``k`` taps spaced ``d`` apart covers: ``(k - 1) * d + 1``."""
+    return (k - 1) * d + 1
 
 
 def conv2d_workload(conv: ComputeOp, bias: int = 0, residuals: int = 0) -> Conv2DWorkload:
@@ -124,8 +141,11 @@ def conv2d_workload(conv: ComputeOp, bias: int = 0, residuals: int = 0) -> Conv2
     ks = _ints(kernel.shape)
     pads = tuple(conv.attrs["padding"])
     ds = _ints(data.shape) if not any(pads) else _ints(data.op.input_tensors[0].shape)
-    return Conv2DWorkload(ds[0], ds[1], ks[0], ds[2], ds[3], ks[2], ks[3], tuple(conv.attrs["strides"]), pads,
-                          int(bias), residuals)
+    # A dilated kernel is described by the window it covers (the input footprint and the output
+    # size are exact; the weight footprint and GEMM count are over-estimated, so fits stay safe).
+    dh, dw = tuple(conv.attrs.get("dilation", (1, 1)))
+    return Conv2DWorkload(ds[0], ds[1], ks[0], ds[2], ds[3], dilated_extent(ks[2], dh), dilated_extent(ks[3], dw),
+                          tuple(conv.attrs["strides"]), pads, int(bias), residuals)
 
 
 def schedule_conv2d_packed(outs: Any, tiling: Conv2DTiling | None = None) -> Schedule:
