@@ -18,7 +18,7 @@ from ..te import compute, create_schedule, reduce_axis, thread_axis
 from ..te import sum as te_sum
 from ..te.schedule import Schedule
 from ..te.tensor import ComputeOp, Tensor
-from ._traverse import classify
+from ._traverse import OpGraph, classify
 from ._traverse import epilogue_inputs as _epilogue_inputs
 from .pad import pad
 from .tiling import (
@@ -29,7 +29,15 @@ from .tiling import (
     conv2d_footprint,
 )
 
-__all__ = ["CONV2D_TAG", "conv2d_packed", "conv2d_workload", "dilated_extent", "schedule_conv2d_packed"]
+__all__ = [
+    "CONV2D_TAG",
+    "conv2d_packed",
+    "conv2d_workload",
+    "dilated_extent",
+    "epilogue_workload",
+    "schedule_conv2d_packed",
+    "schedule_conv_tiles",
+]
 
 #: Tag of the convolution stage (as upstream).
 CONV2D_TAG = "conv2d_dense"
@@ -173,19 +181,36 @@ def schedule_conv2d_packed(outs: Any, tiling: Conv2DTiling | None = None) -> Sch
     """
     env = get_env()
     graph = classify(outs, CONV2D_TAG, "schedule_conv2d_packed")
-    conv_op: ComputeOp = graph.core  # type: ignore[assignment]
-    output = graph.output
-    biases, residuals = _epilogue_inputs(graph, spatial_dims=(2, 3))
-    wl = conv2d_workload(conv_op, biases, residuals)
-    # a stage marked ``extra_tile`` (e.g. the split product of vta.topi.qnn) keeps a second
-    # output-shaped tile live in the accumulator, like a residual
-    extra = sum(int(op.attrs.get("extra_tile", 0)) for op in graph.ewise if op.attrs)
-    wl = replace(wl, alu_stages=len(graph.ewise), residuals=wl.residuals + extra)
+    wl = epilogue_workload(graph, conv2d_workload(graph.core))
     if tiling is None:
         tiling = choose_conv2d_tiling(env, wl)
     _check_tiling(wl, tiling)
     check_fits(env, conv2d_footprint(wl, tiling), f"schedule_conv2d_packed with {tiling!r}")
+    return schedule_conv_tiles(graph, tiling)
 
+
+def epilogue_workload(graph: OpGraph, wl: Conv2DWorkload) -> Conv2DWorkload:
+    """``wl`` with the epilogue of ``graph`` counted: per-channel inputs (bias), output-shaped
+    inputs (residuals) and the ALU stages."""
+    biases, residuals = _epilogue_inputs(graph, spatial_dims=(2, 3))
+    # a stage marked ``extra_tile`` (e.g. the split product of vta.topi.qnn) keeps a second
+    # output-shaped tile live in the accumulator, like a residual
+    extra = sum(int(op.attrs.get("extra_tile", 0)) for op in graph.ewise if op.attrs)
+    return replace(wl, bias=int(biases), residuals=residuals + extra, alu_stages=len(graph.ewise))
+
+
+def schedule_conv_tiles(graph: OpGraph, tiling: Conv2DTiling, skip_zero_taps: bool = False) -> Schedule:
+    """The VTA schedule of a packed convolution-like stage (``graph.core``: axes ``(b, co, i, j,
+    bi, ci)``, reduction ``(k_o, d_i, d_j, k_i)``, reading a (padded) input and a kernel) and
+    its epilogue, tiled by ``tiling`` (already checked by the caller).
+
+    With ``skip_zero_taps`` the GEMM is not tensorized but marked ``conv2d_transpose_gemm``:
+    the input read may be guarded (``if_then_else(cond, x, 0)`` with ``cond`` independent of the
+    tile), and the guarded-out taps emit no micro-op (InjectConv2DTransposeSkip).
+    """
+    env = get_env()
+    conv_op: ComputeOp = graph.core  # type: ignore[assignment]
+    output = graph.output
     conv = conv_op.output(0)
     s = create_schedule(output.op)
     data, kernel = conv_op.input_tensors
@@ -231,7 +256,10 @@ def schedule_conv2d_packed(outs: Any, tiling: Conv2DTiling | None = None) -> Sch
     s[ckernel].compute_at(s[conv], k_o0)
     s[cdata].pragma(s[cdata].op.axis[0], env.dma_copy)
     s[ckernel].pragma(s[ckernel].op.axis[0], env.dma_copy)
-    s[conv].tensorize(c_bi, env.gemm)
+    if skip_zero_taps:
+        s[conv].pragma(c_bi, "conv2d_transpose_gemm")
+    else:
+        s[conv].tensorize(c_bi, env.gemm)
     s[output].pragma(x_co1, env.dma_copy)
     return s
 
