@@ -1,0 +1,158 @@
+"""topi breadth on the accelerator (issue 16 item 6): grouped convolution, transposed convolution
+and dilation, compiled with ``vta.build`` and run on fsim (``TARGET`` sim) and the cycle model
+(``model``), bit-exact with NumPy oracles written in :mod:`.oracle` (loops over kernel taps;
+the transposed convolution as a scatter of input pixels).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tests.conftest import make_env
+from vta.env import Environment
+from vta.errors import ScheduleError
+from vta.topi.conv2d_transpose import conv2d_transpose_packed
+
+from ..fsim_run import build_and_run
+from .cases import build_case
+
+#: (operator, sizes) run by default: small shapes, each feature at least once.
+FAST = {
+    "conv2d_dilated": ("conv2d", dict(ci=32, co=32, h=9, w=9, k=3, p=2, d=(2, 2))),
+    "conv2d_dilated_strided": ("conv2d", dict(ci=16, co=32, h=11, w=8, k=3, p=(1, 2, 0, 1), s=(2, 1), d=(3, 2))),
+    "group_conv2d": ("group_conv2d", dict(ci=64, co=64, h=8, w=8, k=3, p=1, g=2)),
+    "group_conv2d_strided": ("group_conv2d", dict(ci=64, co=128, h=7, w=7, k=3, p=1, g=4, s=(2, 2))),
+    "group_conv2d_dilated": ("group_conv2d", dict(ci=32, co=32, h=8, w=8, k=3, p=2, g=2, d=(2, 2))),
+    "conv2d_transpose_s2": ("conv2d_transpose", dict(ci=32, co=16, h=4, w=4, k=4, p=1, s=(2, 2))),
+    "conv2d_transpose_opad": ("conv2d_transpose", dict(ci=16, co=32, h=3, w=5, k=3, p=1, s=(2, 2), op=(1, 1))),
+    "conv2d_transpose_s1": ("conv2d_transpose", dict(ci=16, co=16, h=5, w=5, k=3, p=1)),
+    "conv2d_transpose_asym": ("conv2d_transpose", dict(ci=16, co=16, h=4, w=3, k=3, p=(0, 2, 1, 0), s=(3, 2),
+                                                       op=(2, 1))),
+}
+
+#: Bigger shapes (upstream's benchmark layers, scaled): marked slow.
+SLOW = {
+    "conv2d_dilated_big": ("conv2d", dict(ci=64, co=64, h=28, w=28, k=3, p=2, d=(2, 2))),
+    "group_conv2d_big": ("group_conv2d", dict(ci=128, co=128, h=28, w=28, k=3, p=1, g=4)),
+    "group_conv2d_mobilenet": ("group_conv2d", dict(ci=256, co=256, h=14, w=14, k=3, p=1, g=16, s=(2, 2))),
+    "dcgan_ct2_scaled": ("conv2d_transpose", dict(ci=128, co=64, h=8, w=8, k=4, p=1, s=(2, 2))),
+    "dcgan_ct3_scaled": ("conv2d_transpose", dict(ci=64, co=32, h=16, w=16, k=4, p=1, s=(2, 2))),
+}
+
+CONFIGS = ("vta_config.json", "batch2.json")
+
+
+def _retarget(name: str, target: str) -> Environment:
+    env = make_env(name)
+    return Environment({**env.cfg_dict, "TARGET": target})
+
+
+def run_case(config: str, target: str, op: str, sizes: dict, tmp_path, seed: int = 0, tiling=None):
+    """Build and run one case; return ``(packed output, plain output, expected, statistics)``."""
+    from . import oracle
+
+    with _retarget(config, target) as env:
+        case = build_case(env, op, sizes, seed, tiling)
+        outs, stats, _ = build_and_run(case.schedule, case.args, case.inputs, tmp_path)
+    packed = outs[case.out_name]
+    return packed, oracle.unpack_nchw(packed), case.want, stats[0]
+
+
+def _check(got, want):
+    assert got.shape == want.shape
+    # the oracle is not degenerate: the requantized values are spread, not all clipped
+    assert ((want > 0) & (want < 127)).mean() > 0.05
+    np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("config", CONFIGS)
+@pytest.mark.parametrize("name", sorted(FAST))
+def test_fsim_bit_exact(config, name, tmp_path):
+    op, sizes = FAST[name]
+    _, got, want, stats = run_case(config, "sim", op, sizes, tmp_path)
+    _check(got, want)
+    assert stats["gemm_counter"] > 0
+
+
+@pytest.mark.parametrize("name", ["conv2d_dilated", "group_conv2d", "conv2d_transpose_s2"])
+def test_model_bit_exact(name, tmp_path):
+    """The cycle model (TARGET model) runs the same modules, with the same counters as fsim."""
+    op, sizes = FAST[name]
+    _, got, want, stats = run_case("vta_config.json", "model", op, sizes, tmp_path)
+    _check(got, want)
+    _, _, _, fstats = run_case("vta_config.json", "sim", op, sizes, tmp_path)
+    for key in ("inp_load_nbytes", "wgt_load_nbytes", "out_store_nbytes", "gemm_counter", "alu_counter"):
+        assert stats[key] == fstats[key], key
+    assert stats["cycle_count"] > 0
+
+
+@pytest.mark.parametrize("name", ["conv2d_dilated", "group_conv2d_strided", "conv2d_transpose_opad"])
+def test_block32_bit_exact(name, tmp_path):
+    """A third shipped configuration (BLOCK_IN = BLOCK_OUT = 32)."""
+    op, sizes = FAST[name]
+    sizes = {**sizes, "ci": 2 * sizes["ci"], "co": 2 * sizes["co"]}  # channel blocks of 32
+    _, got, want, _ = run_case("block32.json", "sim", op, sizes, tmp_path)
+    _check(got, want)
+
+
+def test_conv2d_transpose_skips_inserted_zero_taps(tmp_path):
+    """A stride-2 4x4 transposed convolution: each output pixel meets 2 x 2 real taps of 16, and
+    only those run on the GEMM core (one uop execution per real tap and channel-block pair)."""
+    op, sizes = FAST["conv2d_transpose_s2"]
+    _, got, want, stats = run_case("vta_config.json", "sim", op, sizes, tmp_path)
+    _check(got, want)
+    oh = ow = (4 - 1) * 2 - 2 + 4
+    assert stats["gemm_counter"] == oh * ow * 2 * 2 * (32 // 16) * (16 // 16)
+
+
+def test_group_conv2d_loads_only_its_group(tmp_path):
+    """Each output-channel tile reads the input blocks of its own group: the input bytes loaded
+    are those of one group per tile, not the whole input."""
+    op, sizes = FAST["group_conv2d"]
+    from vta.topi import Conv2DTiling
+
+    _, got, want, stats = run_case("vta_config.json", "sim", op, sizes, tmp_path, tiling=Conv2DTiling(8, 8, 1, 1))
+    _check(got, want)
+    # 4 output blocks, each a 2-block group: 2 steps of one 10 x 10 padded window of 16 bytes
+    assert stats["inp_load_nbytes"] == 4 * 2 * 8 * 8 * 16
+
+
+def test_conv2d_transpose_rejects_bad_arguments():
+    from vta import te
+
+    with make_env():
+        data = te.placeholder((1, 1, 4, 4, 1, 16), name="data", dtype="int8")
+        kernel = te.placeholder((1, 1, 3, 3, 16, 16), name="kernel", dtype="int8")
+        with pytest.raises(ValueError, match="output_padding"):
+            conv2d_transpose_packed(data, kernel, (2, 2), 1, "int32", (2, 0))
+        with pytest.raises(ValueError, match="smaller than the kernel"):
+            conv2d_transpose_packed(data, kernel, (2, 2), 3, "int32")
+
+
+def test_group_conv2d_rejects_split_blocks():
+    from vta import te
+    from vta.topi.group_conv2d import group_conv2d_packed
+
+    with make_env():
+        data = te.placeholder((1, 4, 4, 4, 1, 16), name="data", dtype="int8")
+        kernel = te.placeholder((3, 2, 3, 3, 16, 16), name="kernel", dtype="int8")
+        with pytest.raises(ValueError, match="groups of whole channel"):
+            group_conv2d_packed(data, kernel, 1, 1, 1, 2, "int32")
+
+
+def test_tiling_overflow_is_named(tmp_path):
+    from vta.topi import Conv2DTiling
+
+    op, sizes = SLOW["dcgan_ct3_scaled"]
+    with make_env(), pytest.raises(ScheduleError, match="buffer overflows"):
+        build_case(make_env(), op, sizes, tiling=Conv2DTiling(32, 32, 2, 4))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("config", CONFIGS)
+@pytest.mark.parametrize("name", sorted(SLOW))
+def test_fsim_bit_exact_big(config, name, tmp_path):
+    op, sizes = SLOW[name]
+    _, got, want, _ = run_case(config, "sim", op, sizes, tmp_path)
+    _check(got, want)
