@@ -265,11 +265,20 @@ def schedule_conv_tiles(graph: OpGraph, tiling: Conv2DTiling, skip_zero_taps: bo
 
 
 def _check_tiling(wl: Conv2DWorkload, t: Conv2DTiling) -> None:
-    for name, factor, extent in (("tile_h", t.tile_h, wl.out_height), ("tile_w", t.tile_w, wl.out_width),
-                                 ("tile_co", t.tile_co, wl.co_blocks), ("tile_ci", t.tile_ci, wl.ci_blocks)):
+    """Channel factors divide their block counts; a spatial tile may be ragged (not dividing its
+    extent: the last tile computes on zero padding and its store is cropped) but not larger than
+    the extent; virtual threads divide the tile counts."""
+    for name, factor, extent in (("tile_co", t.tile_co, wl.co_blocks), ("tile_ci", t.tile_ci, wl.ci_blocks)):
         if factor <= 0 or extent % factor:
             raise ScheduleError(f"schedule_conv2d_packed: {name}={factor!r} does not divide the axis extent {extent!r}")
+    for name, factor, extent in (("tile_h", t.tile_h, wl.out_height), ("tile_w", t.tile_w, wl.out_width)):
+        if not 0 < factor <= extent:
+            raise ScheduleError(f"schedule_conv2d_packed: {name}={factor!r} must lie in [1, {extent}]")
     if t.oc_nthread not in (1, 2) or t.h_nthread not in (1, 2):
         raise ScheduleError(f"schedule_conv2d_packed: thread counts {(t.oc_nthread, t.h_nthread)!r} must be 1 or 2")
-    if (wl.co_blocks // t.tile_co) % t.oc_nthread or (wl.out_height // t.tile_h) % t.h_nthread:
+    if (wl.co_blocks // t.tile_co) % t.oc_nthread or _ceil_div(wl.out_height, t.tile_h) % t.h_nthread:
         raise ScheduleError(f"schedule_conv2d_packed: {t!r} leaves tiles that the virtual threads do not divide")
+
+
+def _ceil_div(a: int, b: int) -> int:
+    return -(-a // b)
