@@ -36,6 +36,7 @@ __all__ = [
     "dilated_extent",
     "epilogue_workload",
     "schedule_conv2d_packed",
+    "check_tiling",
     "schedule_conv_tiles",
 ]
 
@@ -264,20 +265,33 @@ def schedule_conv_tiles(graph: OpGraph, tiling: Conv2DTiling, skip_zero_taps: bo
     return s
 
 
-def _check_tiling(wl: Conv2DWorkload, t: Conv2DTiling) -> None:
+def _check_tiling(wl: Conv2DWorkload, t: Conv2DTiling, what: str = "schedule_conv2d_packed") -> None:
     """Channel factors divide their block counts; a spatial tile may be ragged (not dividing its
     extent: the last tile computes on zero padding and its store is cropped) but not larger than
     the extent; virtual threads divide the tile counts."""
-    for name, factor, extent in (("tile_co", t.tile_co, wl.co_blocks), ("tile_ci", t.tile_ci, wl.ci_blocks)):
+    check_tiling(t, wl.out_height, wl.out_width, wl.co_blocks, wl.ci_blocks, what)
+
+
+def check_tiling(t: Conv2DTiling, out_height: int, out_width: int, co_blocks: int, ci_blocks: int,
+                 what: str) -> None:
+    """Check a convolution tiling against its extents (see :func:`schedule_conv_tiles`).
+
+    Raises
+    ------
+    ScheduleError
+        If a channel factor does not divide its block count, a spatial tile is not in
+        ``[1, extent]``, a thread count is not 1 or 2, or the threads do not divide the tiles.
+    """
+    for name, factor, extent in (("tile_co", t.tile_co, co_blocks), ("tile_ci", t.tile_ci, ci_blocks)):
         if factor <= 0 or extent % factor:
-            raise ScheduleError(f"schedule_conv2d_packed: {name}={factor!r} does not divide the axis extent {extent!r}")
-    for name, factor, extent in (("tile_h", t.tile_h, wl.out_height), ("tile_w", t.tile_w, wl.out_width)):
+            raise ScheduleError(f"{what}: {name}={factor!r} does not divide the axis extent {extent!r}")
+    for name, factor, extent in (("tile_h", t.tile_h, out_height), ("tile_w", t.tile_w, out_width)):
         if not 0 < factor <= extent:
-            raise ScheduleError(f"schedule_conv2d_packed: {name}={factor!r} must lie in [1, {extent}]")
+            raise ScheduleError(f"{what}: {name}={factor!r} must lie in [1, {extent}]")
     if t.oc_nthread not in (1, 2) or t.h_nthread not in (1, 2):
-        raise ScheduleError(f"schedule_conv2d_packed: thread counts {(t.oc_nthread, t.h_nthread)!r} must be 1 or 2")
-    if (wl.co_blocks // t.tile_co) % t.oc_nthread or _ceil_div(wl.out_height, t.tile_h) % t.h_nthread:
-        raise ScheduleError(f"schedule_conv2d_packed: {t!r} leaves tiles that the virtual threads do not divide")
+        raise ScheduleError(f"{what}: thread counts {(t.oc_nthread, t.h_nthread)!r} must be 1 or 2")
+    if (co_blocks // t.tile_co) % t.oc_nthread or _ceil_div(out_height, t.tile_h) % t.h_nthread:
+        raise ScheduleError(f"{what}: {t!r} leaves tiles that the virtual threads do not divide")
 
 
 def _ceil_div(a: int, b: int) -> int:

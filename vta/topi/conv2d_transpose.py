@@ -33,7 +33,7 @@ from ..te.schedule import Schedule
 from ..te.tensor import ComputeOp, Tensor
 from ..tir import nodes as n
 from ._traverse import classify
-from .conv2d import _pair, _padding, epilogue_workload, schedule_conv_tiles
+from .conv2d import _pair, _padding, check_tiling, epilogue_workload, schedule_conv_tiles
 from .pad import pad
 from .tiling import Conv2DTiling, Conv2DWorkload, check_fits, conv2d_footprint
 
@@ -227,6 +227,23 @@ def _divisors(x: int) -> list[int]:
     return [d for d in range(1, x + 1) if x % d == 0]
 
 
+def _spatial_tiles(extent: int, stride: int) -> list[int]:
+    """Tile sizes along an output axis: multiples of the stride (so the inserted-zero pattern is
+    the same in every tile and the GEMM kernel does not depend on the tile), possibly ragged,
+    and the whole extent."""
+    return sorted(set(range(stride, extent + 1, stride)) | {extent})
+
+
+def _check_stride_multiples(t: Conv2DTiling, g: Conv2DTransposeGeometry) -> None:
+    for name, factor, extent, stride in (("tile_h", t.tile_h, g.out_height, g.stride[0]),
+                                         ("tile_w", t.tile_w, g.out_width, g.stride[1])):
+        if factor < extent and factor % stride:
+            raise ScheduleError(
+                f"schedule_conv2d_transpose_packed: {name}={factor!r} must be a multiple of the stride {stride} "
+                f"(or the whole extent {extent}): the skipped taps must follow the same pattern in every tile"
+            )
+
+
 def _fits(env: Environment, fp: dict) -> bool:
     cap = {"inp": env.INP_BUFF_DEPTH, "wgt": env.WGT_BUFF_DEPTH, "acc": env.ACC_BUFF_DEPTH, "uop": env.UOP_BUFF_DEPTH}
     return all(fp[k] <= cap[k] for k in cap)
@@ -244,21 +261,24 @@ def choose_conv2d_transpose_tiling(env: Environment, g: Conv2DTransposeGeometry)
     """
     best, best_key = None, None
     real_taps = _taps(g.kh, g.stride[0]) * _taps(g.kw, g.stride[1])
-    for th, tw, tco, tci, ocn, hn in product(_divisors(g.out_height), _divisors(g.out_width), _divisors(g.co_blocks),
+    for th, tw, tco, tci, ocn, hn in product(_spatial_tiles(g.out_height, g.stride[0]),
+                                             _spatial_tiles(g.out_width, g.stride[1]), _divisors(g.co_blocks),
                                              _divisors(g.ci_blocks), (1, 2), (1, 2)):
-        if ocn * hn > 2 or (g.co_blocks // tco) % ocn or (g.out_height // th) % hn:
+        h_tiles, w_tiles = _ceil_div(g.out_height, th), _ceil_div(g.out_width, tw)
+        if ocn * hn > 2 or (g.co_blocks // tco) % ocn or h_tiles % hn:
             continue
         t = Conv2DTiling(th, tw, tco, tci, ocn, hn)
         fp = conv2d_transpose_footprint(g, t)
         if not _fits(env, fp):
             continue
-        tiles = (g.out_height // th) * (g.out_width // tw) * (g.co_blocks // tco)
+        tiles = h_tiles * w_tiles * (g.co_blocks // tco)
         steps = tiles * (g.ci_blocks // tci)
         in_rows = _window(th, g.kh, g.stride[0], g.shift[0], g.out_height)
         in_cols = _window(tw, g.kw, g.stride[1], g.shift[1], g.out_width)
         load = steps * tci * (in_rows * in_cols * env.INP_ELEM_BYTES + tco * g.kh * g.kw * env.WGT_ELEM_BYTES)
         insns = steps * (2 + tci) + tiles * (tco + 6)
-        gemm = g.n_blocks * g.out_height * g.out_width * g.co_blocks * g.ci_blocks * real_taps
+        # ragged tiles compute their overhang too
+        gemm = g.n_blocks * h_tiles * th * w_tiles * tw * g.co_blocks * g.ci_blocks * real_taps
         mem = load / 8 + 32 * insns
         cost = max(mem, gemm) if t.threads > 1 else mem + gemm
         key = (cost, insns, -tw)
@@ -276,7 +296,9 @@ def schedule_conv2d_transpose_packed(outs: Any, tiling: Conv2DTiling | None = No
     The tiling and data flow are the packed conv2d's (:func:`vta.topi.schedule_conv_tiles`):
     per output tile the (padded, undilated) input window and the weights are loaded for each
     ``tile_ci`` step, the epilogue runs on the ALU and the tile is stored; with strides > 1
-    the GEMM is marked ``conv2d_transpose_gemm`` so that taps on inserted zeros are skipped.
+    the GEMM is marked ``conv2d_transpose_gemm`` so that taps on inserted zeros are skipped, and
+    spatial tiles are multiples of the strides (the last one may be ragged: it computes on zero
+    padding and its store is cropped).
 
     Parameters
     ----------
@@ -289,7 +311,8 @@ def schedule_conv2d_transpose_packed(outs: Any, tiling: Conv2DTiling | None = No
     ------
     ScheduleError
         If the graph is not a packed transposed convolution with element-wise stages after it, a
-        factor does not divide its axis, or the tiling overflows an on-chip buffer.
+        channel factor does not divide its axis, a spatial tile is not a multiple of its stride
+        (nor the whole extent), or the tiling overflows an on-chip buffer.
     """
     env = get_env()
     graph = classify(outs, CONV2D_TRANSPOSE_TAG, "schedule_conv2d_transpose_packed")
@@ -299,12 +322,7 @@ def schedule_conv2d_transpose_packed(outs: Any, tiling: Conv2DTiling | None = No
                                    "alu_stages": ep.alu_stages})
     if tiling is None:
         tiling = choose_conv2d_transpose_tiling(env, g)
-    for name, factor, extent in (("tile_h", tiling.tile_h, g.out_height), ("tile_w", tiling.tile_w, g.out_width),
-                                 ("tile_co", tiling.tile_co, g.co_blocks), ("tile_ci", tiling.tile_ci, g.ci_blocks)):
-        if factor <= 0 or extent % factor:
-            raise ScheduleError(f"schedule_conv2d_transpose_packed: {name}={factor!r} does not divide the extent "
-                                f"{extent!r}")
-    if tiling.oc_nthread not in (1, 2) or tiling.h_nthread not in (1, 2):
-        raise ScheduleError(f"schedule_conv2d_transpose_packed: thread counts of {tiling!r} must be 1 or 2")
+    check_tiling(tiling, g.out_height, g.out_width, g.co_blocks, g.ci_blocks, "schedule_conv2d_transpose_packed")
+    _check_stride_multiples(tiling, g)
     check_fits(env, conv2d_transpose_footprint(g, tiling), f"schedule_conv2d_transpose_packed with {tiling!r}")
     return schedule_conv_tiles(graph, tiling, skip_zero_taps=g.stride != (1, 1))

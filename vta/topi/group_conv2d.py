@@ -21,7 +21,7 @@ from ..te import sum as te_sum
 from ..te.schedule import Schedule
 from ..te.tensor import ComputeOp, Tensor
 from ._traverse import classify
-from .conv2d import _pair, _padding, dilated_extent, epilogue_workload, schedule_conv_tiles
+from .conv2d import _pair, _padding, check_tiling, dilated_extent, epilogue_workload, schedule_conv_tiles
 from .pad import pad
 from .tiling import Conv2DTiling, Conv2DWorkload, check_fits, choose_conv2d_tiling, conv2d_footprint
 
@@ -147,12 +147,7 @@ def schedule_group_conv2d_packed(outs: Any, tiling: Conv2DTiling | None = None) 
     wl = epilogue_workload(graph, wl)
     if tiling is None:
         tiling = choose_conv2d_tiling(env, wl)
-    for name, factor, extent in (("tile_h", tiling.tile_h, wl.out_height), ("tile_w", tiling.tile_w, wl.out_width),
-                                 ("tile_co (per group)", tiling.tile_co, wl.co_blocks),
-                                 ("tile_ci (per group)", tiling.tile_ci, wl.ci_blocks)):
-        if factor <= 0 or extent % factor:
-            raise ScheduleError(f"schedule_group_conv2d_packed: {name}={factor!r} does not divide the extent {extent!r}")
-    if tiling.oc_nthread not in (1, 2) or tiling.h_nthread not in (1, 2):
-        raise ScheduleError(f"schedule_group_conv2d_packed: thread counts of {tiling!r} must be 1 or 2")
+    # per group: tile_co divides the output blocks of one group, so no tile straddles two groups
+    check_tiling(tiling, wl.out_height, wl.out_width, wl.co_blocks, wl.ci_blocks, "schedule_group_conv2d_packed")
     check_fits(env, conv2d_footprint(wl, tiling), f"schedule_group_conv2d_packed with {tiling!r}")
     return schedule_conv_tiles(graph, tiling)
