@@ -75,3 +75,28 @@ def build_case(env, op: str, c: dict, seed: int = 0, tiling=None) -> Case:
     want = O.requant(acc, shift)
     inputs = {"data": O.pack_nchw(a, env.BATCH, env.BLOCK_IN), "kernel": packed_w}
     return Case(s, [data, kernel, res], inputs, res.name, want)
+
+
+def build_residual_case(env, tiling, seed: int = 1) -> Case:
+    """A 7 x 7 conv2d whose epilogue adds a residual (an int32 tensor of the output's shape, loaded
+    into the accumulator) and a per-channel bias, with the given (ragged) tiling."""
+    rng = np.random.default_rng(seed)
+    n, ci, co = env.BATCH, env.BLOCK_IN, 2 * env.BLOCK_OUT
+    data = te.placeholder((1, 1, 7, 7, env.BATCH, env.BLOCK_IN), name="data", dtype=env.inp_dtype)
+    kernel = te.placeholder((2, 1, 3, 3, env.BLOCK_OUT, env.BLOCK_IN), name="kernel", dtype=env.wgt_dtype)
+    resid = te.placeholder((1, 2, 7, 7, env.BATCH, env.BLOCK_OUT), name="resid", dtype=env.acc_dtype)
+    bias = te.placeholder((1, 2, 1, 1, env.BATCH, env.BLOCK_OUT), name="bias", dtype=env.acc_dtype)
+    conv = topi.conv2d_packed(data, kernel, 1, 1, env.acc_dtype)
+    add = te.compute(conv.shape, lambda *i: conv(*i) + resid(*i), name="add", tag="elemwise")
+    res = topi.requantize(add, bias)
+    s = topi.schedule_conv2d_packed(res, tiling)
+    a = _ints(rng, env.INP_WIDTH, (n, ci, 7, 7))
+    w = _ints(rng, env.WGT_WIDTH, (co, ci, 3, 3))
+    r = rng.integers(-3000, 3000, (n, co, 7, 7)).astype(np.int32)
+    b = rng.integers(-20, 20, co).astype(np.int32)
+    acc = O.conv2d(a, w, (1, 1), (1, 1, 1, 1)) + r
+    want = np.clip((acc.astype(np.int32).astype(np.int64) >> 8) + b.reshape(1, -1, 1, 1), 0, 127).astype(np.int8)
+    packed_b = np.broadcast_to(b.reshape(1, 2, 1, 1, 1, env.BLOCK_OUT), (1, 2, 1, 1, env.BATCH, env.BLOCK_OUT)).copy()
+    inputs = {"data": O.pack_nchw(a, env.BATCH, env.BLOCK_IN), "kernel": O.pack_oihw(w, env.BLOCK_OUT, env.BLOCK_IN),
+              "resid": O.pack_nchw(r, env.BATCH, env.BLOCK_OUT), "bias": packed_b}
+    return Case(s, [data, kernel, resid, bias, res], inputs, res.name, want)

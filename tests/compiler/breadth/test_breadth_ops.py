@@ -16,7 +16,7 @@ from vta.topi import Conv2DTiling
 from vta.topi.conv2d_transpose import conv2d_transpose_packed
 
 from ..fsim_run import build_and_run
-from .cases import build_case
+from .cases import build_case, build_residual_case
 
 #: (operator, sizes) run by default: small shapes, each feature at least once.
 FAST = {
@@ -66,11 +66,15 @@ def _retarget(name: str, target: str) -> Environment:
 
 
 def run_case(config: str, target: str, op: str, sizes: dict, tmp_path, seed: int = 0, tiling=None):
-    """Build and run one case; return ``(packed output, plain output, expected, statistics)``."""
+    """Build and run one case; return ``(packed output, plain output, expected, statistics)``.
+    ``op`` "residual" is :func:`.cases.build_residual_case` (``sizes`` unused)."""
     from . import oracle
 
     with _retarget(config, target) as env:
-        case = build_case(env, op, sizes, seed, tiling)
+        if op == "residual":
+            case = build_residual_case(env, tiling)
+        else:
+            case = build_case(env, op, sizes, seed, tiling)
         outs, stats, _ = build_and_run(case.schedule, case.args, case.inputs, tmp_path)
     packed = outs[case.out_name]
     return packed, oracle.unpack_nchw(packed), case.want, stats[0]
@@ -100,6 +104,15 @@ def test_ragged_tiles_bit_exact(config, name, tmp_path):
     _check(got, want)
     # the partial tiles' stores are cropped: every output byte is stored exactly once
     assert stats["out_store_nbytes"] == packed.size * packed.itemsize
+
+
+@pytest.mark.parametrize("config", CONFIGS)
+def test_ragged_tiles_with_a_residual_epilogue(config, tmp_path):
+    """The residual (same shape as the output) is loaded per tile into the accumulator; the
+    partial tiles' loads are padded with zeros past the tensor's end instead of reading beyond it."""
+    packed, got, want, stats = run_case(config, "sim", "residual", {}, tmp_path, tiling=Conv2DTiling(4, 3, 1, 1))
+    _check(got, want)
+    assert stats["out_store_nbytes"] == packed.size
 
 
 def test_ragged_tiles_of_a_prime_extent(tmp_path):

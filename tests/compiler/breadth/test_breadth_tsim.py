@@ -63,6 +63,15 @@ def test_ragged_fsim_equals_tsim(config, name, tmp_path):
     _differential(config, op, sizes, tmp_path, tiling)
 
 
+@pytest.mark.parametrize("config", CONFIGS)
+def test_ragged_residual_fsim_equals_tsim(config, tmp_path):
+    from vta.topi import Conv2DTiling
+
+    (tmp_path / "fsim").mkdir()
+    (tmp_path / "tsim").mkdir()
+    _differential(config, "residual", {}, tmp_path, Conv2DTiling(4, 3, 1, 1))
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("config", CONFIGS)
 @pytest.mark.parametrize("name", sorted(set(RAGGED) - {"conv2d_strided_threads", "conv2d_transpose_13x7"}))
