@@ -328,8 +328,8 @@ class _DMA(StmtExprMutator):
     def _cropped_store(self, what, loops, extents, store, value, cond, guard) -> n.Stmt:
         """A store under a guard bounding its loops from above (a partial last tile): the
         transfer covers only the rows and columns inside the guard. The innermost dimension
-        outside the tile is x; when it is cropped each row is its own transfer (the on-chip
-        rows are not contiguous any more), otherwise the next dimension is y. Further
+        outside the tile is x and the next one y; where x is cropped short of its extent each
+        row is its own transfer (the on-chip rows are not contiguous any more). Further
         dimensions are host loops, cropped ones over their run-time extent."""
         env = self.env
         if cond is not None:
@@ -362,7 +362,7 @@ class _DMA(StmtExprMutator):
             lo, hi = bounds[2 * i], bounds[2 * i + 1]
             if lo is not None and as_const_int(simplify(n.Max(lo, n.IntImm(0)))) != 0:
                 raise ScheduleError(f"{what}: guard {guard!r} crops loop {loops[i].loop_var.name!r} from below")
-            if hi is None:
+            if hi is None or extents[i] == 1:
                 continue
             if i not in outer:
                 raise ScheduleError(f"{what}: guard {guard!r} crops loop {loops[i].loop_var.name!r} inside the tile")
@@ -378,31 +378,43 @@ class _DMA(StmtExprMutator):
         def ext(i):
             return crop.get(i, n.IntImm(extents[i]))
 
-        host = list(outer)
-        x_size = y_size = stride = n.IntImm(1)
-        if host:
-            xi = host.pop()
-            if dst_strides[xi] == elem_block and xi not in crop and host:
-                yi = host.pop()  # whole rows: y rows of x tiles, contiguous on chip
-                x_size, y_size, stride = ext(xi), ext(yi), n.IntImm(dst_strides[yi] // elem_block)
-            elif dst_strides[xi] == elem_block:
-                x_size = ext(xi)      # one (possibly cropped) row per transfer
-            else:
-                y_size, stride = ext(xi), n.IntImm(dst_strides[xi] // elem_block)
         total = 1
         for e in extents:
             total *= e
-        dram, sram = offset, src_off
-        hvars = [n.Var(f"dma_h{k}") for k in range(len(host))]
-        for v, i in zip(hvars, host):
-            dram = dram + v * (dst_strides[i] // elem_block)
-            sram = sram + v * src_strides[i]
-        stmt: n.Stmt = n.Evaluate(call_extern(
-            "int32", "VTAStoreBuffer2D", command_handle(),
-            _access_ptr(load.buffer_var, simplify(sram), total, 1), env.dev.MEM_ID_OUT, store.buffer_var,
-            simplify(dram), x_size, y_size, stride))
-        for v, i in reversed(list(zip(hvars, host))):
-            stmt = n.For(v, n.IntImm(0), ext(i), n.ForKind.SERIAL, stmt)
+
+        def transfers(host, x_size, y_size, stride) -> n.Stmt:
+            dram, sram = offset, src_off
+            hvars = [n.Var(f"dma_h{k}") for k in range(len(host))]
+            for v, i in zip(hvars, host):
+                dram = dram + v * (dst_strides[i] // elem_block)
+                sram = sram + v * src_strides[i]
+            stmt: n.Stmt = n.Evaluate(call_extern(
+                "int32", "VTAStoreBuffer2D", command_handle(),
+                _access_ptr(load.buffer_var, simplify(sram), total, 1), env.dev.MEM_ID_OUT, store.buffer_var,
+                simplify(dram), x_size, y_size, stride))
+            for v, i in reversed(list(zip(hvars, host))):
+                stmt = n.For(v, n.IntImm(0), ext(i), n.ForKind.SERIAL, stmt)
+            return stmt
+
+        one = n.IntImm(1)
+        if not outer:
+            return coproc_scope(self.axis, env.dev.QID_STORE_OUT, transfers([], one, one, one))
+        xi, rest = outer[-1], outer[:-1]
+        if dst_strides[xi] != elem_block:   # strided tiles: each one its own row
+            stmt = transfers(rest, one, ext(xi), n.IntImm(dst_strides[xi] // elem_block))
+        elif not rest:
+            stmt = transfers([], ext(xi), one, one)
+        else:
+            yi = rest[-1]
+            rows = transfers(rest[:-1], ext(xi), ext(yi), n.IntImm(dst_strides[yi] // elem_block))
+            if xi in crop:
+                # a cropped row is not contiguous on chip: one transfer per row, except in the
+                # tiles where the crop leaves the whole row
+                per_row = transfers(rest, ext(xi), one, one)
+                rows = n.IfThenElse(n.EQ(crop[xi], n.IntImm(extents[xi])), rows, per_row)
+            stmt = rows
+        return coproc_scope(self.axis, env.dev.QID_STORE_OUT, stmt)
+
         return coproc_scope(self.axis, env.dev.QID_STORE_OUT, stmt)
 
     def _padded_pattern(self, what, loops, extents, src_extents, src_strides, dst_strides, src_off, pad_before,
