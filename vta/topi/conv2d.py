@@ -223,6 +223,11 @@ def schedule_conv_tiles(graph: OpGraph, tiling: Conv2DTiling, skip_zero_taps: bo
     ckernel = s.cache_read(kernel, env.wgt_scope, [conv])
     s[conv].set_scope(env.acc_scope)
     ewise_caches = [s.cache_read(t, env.acc_scope, [reader.output(0)]) for reader, t in graph.ewise_inputs]
+    # 0-D stages (a scalar operand made a tensor, as upstream's topi broadcasts did) are inlined
+    consts = [op for op in graph.ewise if not op.axis]
+    graph = replace(graph, ewise=[op for op in graph.ewise if op.axis])
+    for op in consts:
+        s[op].compute_inline()
     for op in graph.ewise:
         s[op].set_scope(env.acc_scope)
         s[op].pragma(s[op].op.axis[0], env.alu)

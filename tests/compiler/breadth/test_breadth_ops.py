@@ -217,3 +217,30 @@ def test_fsim_bit_exact_big(config, name, tmp_path):
     op, sizes = SLOW[name]
     _, got, want, _ = run_case(config, "sim", op, sizes, tmp_path)
     _check(got, want)
+
+
+def test_upstream_style_epilogue_with_a_scalar_stage(tmp_path):
+    """Upstream's integration tests build the epilogue from topi broadcasts; a shift by a scalar
+    may arrive as a 0-D stage, which the schedule inlines (upstream's ``const_ops``)."""
+    from vta import te
+    from vta.tir import nodes as tn
+    from vta.topi.group_conv2d import group_conv2d_packed, schedule_group_conv2d_packed
+
+    from . import oracle
+
+    rng = np.random.default_rng(3)
+    a = rng.integers(-128, 128, (1, 64, 8, 8)).astype(np.int8)
+    w = rng.integers(-128, 128, (64, 32, 3, 3)).astype(np.int8)
+    with make_env():
+        data = te.placeholder((1, 4, 8, 8, 1, 16), name="data", dtype="int8")
+        kernel = te.placeholder((4, 2, 3, 3, 16, 16), name="kernel", dtype="int8")
+        conv = group_conv2d_packed(data, kernel, (1, 1), (1, 1, 1, 1), (1, 1), 2, "int32")
+        shift = te.compute((), lambda: tn.const(8, "int32"), name="shift_const", tag="elemwise")
+        x = te.compute(conv.shape, lambda *i: conv(*i) >> shift(), name="shr", tag="elemwise")
+        x = te.compute(conv.shape, lambda *i: te.min(x(*i), tn.const(127, "int32")), name="clipA", tag="elemwise")
+        y = te.compute(conv.shape, lambda *i: te.max(x(*i), tn.const(0, "int32")), name="clipB", tag="elemwise")
+        res = te.compute(conv.shape, lambda *i: y(*i).astype("int8"), name="res", tag="elemwise")
+        s = schedule_group_conv2d_packed([res])
+        outs, _, _ = build_and_run(s, [data, kernel, res], {"data": oracle.pack_nchw(a, 1, 16),
+                                                            "kernel": oracle.pack_oihw(w, 16, 16)}, tmp_path)
+    _check(oracle.unpack_nchw(outs["res"]), oracle.requant(oracle.conv2d(a, w, (1, 1), (1, 1, 1, 1), (1, 1), 2)))
