@@ -313,14 +313,16 @@ def _pass_down(stage: Stage, b: StageBounds) -> None:
 
 def _may_overcompute(sch: Schedule, stage: Stage, bodies: dict) -> bool:
     """Whether ``stage`` may compute past its tensor's shape without a guard: it is realized in
-    an on-chip (non-global) scope and reads only tensors realized on chip, so the extra
-    elements (a consumer's partial last tile) land in its own buffer and read nothing outside
-    memory that exists. Stages reading DRAM tensors keep their guards."""
+    an on-chip (non-global) scope and reads only tensors realized on chip and attached with
+    ``compute_at`` (whose regions bound inference derives from these reads), so the extra
+    elements (a consumer's partial last tile) land in its own buffer and read only elements
+    computed for them. Stages reading DRAM tensors keep their guards."""
     if stage.scope in ("", "global"):
         return False
     for op in _loads_by_producer(bodies[stage.op]):
         producer = sch.stage_map.get(op)
-        if producer is None or isinstance(op, PlaceholderOp) or producer.scope in ("", "global"):
+        if (producer is None or isinstance(op, PlaceholderOp) or producer.scope in ("", "global")
+                or producer.attach_type != "scope"):
             return False
     return True
 
