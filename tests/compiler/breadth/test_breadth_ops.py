@@ -43,7 +43,7 @@ SLOW = {
     "mobilenet_D1": ("group_conv2d", dict(ci=32, co=32, h=112, w=112, k=3, p=1, g=2)),
     "mobilenet_D8": ("group_conv2d", dict(ci=512, co=512, h=14, w=14, k=3, p=1, g=32, s=(2, 2))),
     "mobilenet_D9": ("group_conv2d", dict(ci=1024, co=1024, h=7, w=7, k=3, p=1, g=64)),
-    "dcgan_CT1": ("conv2d_transpose", dict(ci=1024, co=512, h=4, w=4, k=4, p=1, s=(2, 2))),
+    "dcgan_CT1": ("conv2d_transpose", dict(ci=1024, co=512, h=4, w=4, k=4, p=1, s=(2, 2), shift=11)),
     "dcgan_CT3": ("conv2d_transpose", dict(ci=256, co=128, h=16, w=16, k=4, p=1, s=(2, 2))),
 }
 
