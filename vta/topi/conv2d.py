@@ -10,6 +10,7 @@ GEMM core and the element-wise epilogue (:func:`vta.topi.requantize`) on the ALU
 from __future__ import annotations
 
 from dataclasses import replace
+from itertools import product
 from typing import Any
 
 from ..env import get_env
@@ -37,6 +38,7 @@ __all__ = [
     "epilogue_workload",
     "schedule_conv2d_packed",
     "check_tiling",
+    "choose_ragged_conv2d_tiling",
     "schedule_conv_tiles",
 ]
 
@@ -301,3 +303,53 @@ def check_tiling(t: Conv2DTiling, out_height: int, out_width: int, co_blocks: in
 
 def _ceil_div(a: int, b: int) -> int:
     return -(-a // b)
+
+
+def fits(env: Any, footprint: dict) -> bool:
+    """Whether a footprint (:func:`~vta.topi.tiling.conv2d_footprint`) fits every buffer of ``env``."""
+    cap = {"inp": env.INP_BUFF_DEPTH, "wgt": env.WGT_BUFF_DEPTH, "acc": env.ACC_BUFF_DEPTH, "uop": env.UOP_BUFF_DEPTH}
+    return all(footprint[k] <= cap[k] for k in cap)
+
+
+def choose_ragged_conv2d_tiling(env: Any, wl: Conv2DWorkload) -> Conv2DTiling:
+    """The fitting convolution tiling with the least estimated cycles, spatial tiles of any size
+    (ragged ones included: :func:`schedule_conv_tiles` pads the last tile and crops its store).
+
+    The estimate is :func:`~vta.topi.tiling.choose_conv2d_tiling`'s model with ceil tile counts:
+    bytes loaded / 8 plus 32 cycles per instruction, plus one cycle per GEMM micro-op (the
+    overhang of ragged tiles included), the loads hidden behind the GEMMs with two virtual
+    threads. Useful where an extent has few divisors and the whole extent does not fit (e.g. 53
+    output rows: the divisor tilings have 1 or 53 rows).
+
+    Raises
+    ------
+    ScheduleError
+        If not even a 1 x 1 tiling of one channel block fits (the buffer and excess named).
+    """
+    oh, ow = wl.out_height, wl.out_width
+    padded = any(p > 0 for p in wl.pads)
+    co_divs = [d for d in range(1, wl.co_blocks + 1) if wl.co_blocks % d == 0]
+    ci_divs = [d for d in range(1, wl.ci_blocks + 1) if wl.ci_blocks % d == 0]
+    best, best_key = None, None
+    for th, tw, tco, tci, ocn, hn in product(range(1, oh + 1), range(1, ow + 1), co_divs, ci_divs, (1, 2), (1, 2)):
+        h_tiles, w_tiles = _ceil_div(oh, th), _ceil_div(ow, tw)
+        if ocn * hn > 2 or (wl.co_blocks // tco) % ocn or h_tiles % hn:
+            continue
+        t = Conv2DTiling(th, tw, tco, tci, ocn, hn)
+        if not fits(env, conv2d_footprint(wl, t)):
+            continue
+        in_h = (th - 1) * wl.stride[0] + wl.kh
+        in_w = (tw - 1) * wl.stride[1] + wl.kw
+        tiles = h_tiles * w_tiles * (wl.co_blocks // tco)
+        steps = tiles * (wl.ci_blocks // tci)
+        load = steps * tci * (in_h * in_w * env.INP_ELEM_BYTES + tco * wl.kh * wl.kw * env.WGT_ELEM_BYTES)
+        insns = steps * (2 + (tci if padded else 1)) + tiles * (tco + 6)
+        gemm = wl.n_blocks * h_tiles * th * w_tiles * tw * wl.co_blocks * wl.ci_blocks * wl.kh * wl.kw
+        mem = load / 8 + 32 * insns
+        key = (max(mem, gemm) if t.threads > 1 else mem + gemm, insns, -tw)
+        if best_key is None or key < best_key:
+            best, best_key = t, key
+    if best is None:
+        check_fits(env, conv2d_footprint(wl, Conv2DTiling(1, 1, 1, 1)), "conv2d_packed")
+        raise ScheduleError(f"conv2d_packed: no tiling of {wl!r} fits this configuration")
+    return best

@@ -33,7 +33,7 @@ from ..te.schedule import Schedule
 from ..te.tensor import ComputeOp, Tensor
 from ..tir import nodes as n
 from ._traverse import classify
-from .conv2d import _pair, _padding, check_tiling, epilogue_workload, schedule_conv_tiles
+from .conv2d import _pair, _padding, check_tiling, epilogue_workload, fits, schedule_conv_tiles
 from .pad import pad
 from .tiling import Conv2DTiling, Conv2DWorkload, check_fits, conv2d_footprint
 
@@ -244,11 +244,6 @@ def _check_stride_multiples(t: Conv2DTiling, g: Conv2DTransposeGeometry) -> None
             )
 
 
-def _fits(env: Environment, fp: dict) -> bool:
-    cap = {"inp": env.INP_BUFF_DEPTH, "wgt": env.WGT_BUFF_DEPTH, "acc": env.ACC_BUFF_DEPTH, "uop": env.UOP_BUFF_DEPTH}
-    return all(fp[k] <= cap[k] for k in cap)
-
-
 def choose_conv2d_transpose_tiling(env: Environment, g: Conv2DTransposeGeometry) -> Conv2DTiling:
     """The fitting tiling with the fewest estimated cycles: bytes loaded / 8 plus 32 per memory
     and GEMM instruction plus one per GEMM micro-op of real taps (overlapped by two virtual
@@ -269,7 +264,7 @@ def choose_conv2d_transpose_tiling(env: Environment, g: Conv2DTransposeGeometry)
             continue
         t = Conv2DTiling(th, tw, tco, tci, ocn, hn)
         fp = conv2d_transpose_footprint(g, t)
-        if not _fits(env, fp):
+        if not fits(env, fp):
             continue
         tiles = h_tiles * w_tiles * (g.co_blocks // tco)
         steps = tiles * (g.ci_blocks // tci)
