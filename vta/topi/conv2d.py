@@ -32,13 +32,13 @@ from .tiling import (
 
 __all__ = [
     "CONV2D_TAG",
+    "check_tiling",
+    "choose_ragged_conv2d_tiling",
     "conv2d_packed",
     "conv2d_workload",
     "dilated_extent",
     "epilogue_workload",
     "schedule_conv2d_packed",
-    "check_tiling",
-    "choose_ragged_conv2d_tiling",
     "schedule_conv_tiles",
 ]
 

@@ -33,7 +33,14 @@ from ..te.schedule import Schedule
 from ..te.tensor import ComputeOp, Tensor
 from ..tir import nodes as n
 from ._traverse import classify
-from .conv2d import _pair, _padding, check_tiling, epilogue_workload, fits, schedule_conv_tiles
+from .conv2d import (
+    _padding,
+    _pair,
+    check_tiling,
+    epilogue_workload,
+    fits,
+    schedule_conv_tiles,
+)
 from .pad import pad
 from .tiling import Conv2DTiling, Conv2DWorkload, check_fits, conv2d_footprint
 
@@ -173,7 +180,7 @@ def _geometry(op: ComputeOp) -> Conv2DTransposeGeometry:
         raise ScheduleError(
             f"stage {op.name!r} is tagged {CONV2D_TRANSPOSE_TAG!r} but was not made by conv2d_transpose_packed"
         )
-    data, kernel = op.input_tensors
+    _data, kernel = op.input_tensors
     ks = _ints(kernel.shape)
     os_ = _ints(op.output(0).shape)
     return Conv2DTransposeGeometry(os_[0], ks[1], ks[0], os_[2], os_[3], ks[2], ks[3], tuple(op.attrs["strides"]),

@@ -21,9 +21,22 @@ from ..te import sum as te_sum
 from ..te.schedule import Schedule
 from ..te.tensor import ComputeOp, Tensor
 from ._traverse import classify
-from .conv2d import _pair, _padding, check_tiling, dilated_extent, epilogue_workload, schedule_conv_tiles
+from .conv2d import (
+    _padding,
+    _pair,
+    check_tiling,
+    dilated_extent,
+    epilogue_workload,
+    schedule_conv_tiles,
+)
 from .pad import pad
-from .tiling import Conv2DTiling, Conv2DWorkload, check_fits, choose_conv2d_tiling, conv2d_footprint
+from .tiling import (
+    Conv2DTiling,
+    Conv2DWorkload,
+    check_fits,
+    choose_conv2d_tiling,
+    conv2d_footprint,
+)
 
 __all__ = ["GROUP_CONV2D_TAG", "group_conv2d_packed", "group_conv2d_workload", "schedule_group_conv2d_packed"]
 

@@ -12,7 +12,10 @@ from typing import NamedTuple
 import numpy as np
 
 from vta import te, topi
-from vta.topi.conv2d_transpose import conv2d_transpose_packed, schedule_conv2d_transpose_packed
+from vta.topi.conv2d_transpose import (
+    conv2d_transpose_packed,
+    schedule_conv2d_transpose_packed,
+)
 from vta.topi.group_conv2d import group_conv2d_packed, schedule_group_conv2d_packed
 
 from . import oracle as O

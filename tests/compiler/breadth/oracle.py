@@ -39,7 +39,7 @@ def conv2d(x, w, stride=(1, 1), padding=(0, 0, 0, 0), dilation=(1, 1), groups=1)
 def conv2d_transpose(x, w, stride=(1, 1), padding=(0, 0, 0, 0), output_padding=(0, 0)):
     """``x`` (N, CI, H, W), ``w`` (CI, CO, KH, KW) (TVM's IOHW); scatter then crop."""
     x, w = x.astype(np.int64), w.astype(np.int64)
-    n, ci, h, wd = x.shape
+    n, _ci, h, wd = x.shape
     _, co, kh, kw = w.shape
     sh, sw = stride
     pt, pl, pb, pr = padding

@@ -23,7 +23,7 @@ def _lowered(sizes, tiling):
 
 
 def test_rows_cropped_store_and_padded_window():
-    _, text = _lowered(dict(ci=16, co=32, h=7, w=7, k=3, p=1), Conv2DTiling(4, 7, 1, 1))
+    _, text = _lowered({"ci": 16, "co": 32, "h": 7, "w": 7, "k": 3, "p": 1}, Conv2DTiling(4, 7, 1, 1))
     store = [line for line in text.splitlines() if "VTAStoreBuffer2D" in line]
     assert len(store) == 1 and "min(4, i2.outer*(-4) + 7)" in store[0]  # y_size: 4 rows, then 3
     load = [line for line in text.splitlines() if "VTALoadBuffer2D" in line and "data" in line]
@@ -32,7 +32,7 @@ def test_rows_cropped_store_and_padded_window():
 
 
 def test_cropped_columns_store_row_by_row_only_in_the_last_column():
-    _, text = _lowered(dict(ci=16, co=16, h=13, w=13, k=3, p=1), Conv2DTiling(4, 4, 1, 1))
+    _, text = _lowered({"ci": 16, "co": 16, "h": 13, "w": 13, "k": 3, "p": 1}, Conv2DTiling(4, 4, 1, 1))
     stores = [line for line in text.splitlines() if "VTAStoreBuffer2D" in line]
     assert len(stores) == 2  # whole-row 2-D transfer, or one transfer per row of a cropped tile
     assert "if (min(4, i3.outer*(-4) + 13) == 4)" in text
@@ -40,7 +40,7 @@ def test_cropped_columns_store_row_by_row_only_in_the_last_column():
 
 def test_on_chip_stages_carry_no_guards_but_dram_readers_do():
     with make_env() as env:
-        case = build_case(env, "conv2d", dict(ci=16, co=32, h=7, w=7, k=3, p=0), tiling=Conv2DTiling(2, 5, 1, 1))
+        case = build_case(env, "conv2d", {"ci": 16, "co": 32, "h": 7, "w": 7, "k": 3, "p": 0}, tiling=Conv2DTiling(2, 5, 1, 1))
         bounds, _ = infer_bound(case.schedule)
     by_name = {stage.op.name: b for stage, b in bounds.items()}
     for name in ("res_conv", "res_shr", "res_min", "res_max", "kernel.local.wgt_buffer"):
@@ -51,4 +51,4 @@ def test_on_chip_stages_carry_no_guards_but_dram_readers_do():
 
 def test_a_guard_that_crops_inside_a_tile_is_refused():
     with make_env() as env, pytest.raises(ScheduleError, match="tile_co=3 does not divide"):
-        build_case(env, "conv2d", dict(ci=16, co=64, h=7, w=7, k=3, p=1), tiling=Conv2DTiling(7, 7, 3, 1))
+        build_case(env, "conv2d", {"ci": 16, "co": 64, "h": 7, "w": 7, "k": 3, "p": 1}, tiling=Conv2DTiling(7, 7, 3, 1))
