@@ -4,7 +4,11 @@ Layouts: data ``NCHWnc`` ``(N/BATCH, CI/BLOCK_IN, H, W, BATCH, BLOCK_IN)``, kern
 ``(CO/BLOCK_OUT, CI/BLOCK_IN, KH, KW, BLOCK_OUT, BLOCK_IN)``, result ``(N/BATCH, CO/BLOCK_OUT,
 OH, OW, BATCH, BLOCK_OUT)`` in ``out_dtype`` (int32). The schedule runs the convolution on the
 GEMM core and the element-wise epilogue (:func:`vta.topi.requantize`) on the ALU, tiled by
-:func:`vta.topi.tiling.choose_conv2d_tiling` for the active configuration.
+:func:`vta.topi.tiling.choose_conv2d_tiling` for the active configuration. ``dilation`` spaces
+the kernel taps. Spatial tiles may be ragged (not dividing the output): the last tile computes
+on zero padding past the input (padded loads) and its store is cropped;
+:func:`choose_ragged_conv2d_tiling` chooses such tilings. :func:`schedule_conv_tiles` is the
+schedule body shared with the grouped and transposed convolutions.
 """
 
 from __future__ import annotations
@@ -167,6 +171,7 @@ def schedule_conv2d_packed(outs: Any, tiling: Conv2DTiling | None = None) -> Sch
     inputs of the epilogue (a bias) loaded into the accumulator; the reduction is split by
     ``tile_ci`` and the (padded) input and the weights loaded per step; GEMM is tensorized at the
     batch axis; virtual threads (``cthread``) split the outer output-channel or row tiles.
+    ``tile_h``/``tile_w`` need not divide the output (ragged last tile, see the module docstring).
 
     Parameters
     ----------
@@ -178,9 +183,10 @@ def schedule_conv2d_packed(outs: Any, tiling: Conv2DTiling | None = None) -> Sch
     Raises
     ------
     ScheduleError
-        If the graph is not a packed convolution with element-wise stages after it, a tiling
-        factor does not divide its axis, or the tiling overflows an on-chip buffer (the message
-        names the buffer and by how much).
+        If the graph is not a packed convolution with element-wise stages after it, a channel
+        factor does not divide its axis, a spatial tile exceeds its extent, the virtual threads
+        do not divide the tiles, or the tiling overflows an on-chip buffer (the message names the
+        buffer and by how much).
     """
     env = get_env()
     graph = classify(outs, CONV2D_TAG, "schedule_conv2d_packed")
