@@ -154,12 +154,13 @@ def test_model_bit_exact(name, tmp_path):
     assert stats["cycle_count"] > 0
 
 
-@pytest.mark.parametrize("name", ["conv2d_dilated", "group_conv2d_strided", "conv2d_transpose_opad"])
+@pytest.mark.parametrize("name", ["conv2d_dilated", "group_conv2d_strided", "conv2d_transpose_opad",
+                                  "conv2d_strided_threads", "conv2d_transpose_13x7"])
 def test_block32_bit_exact(name, tmp_path):
-    """A third shipped configuration (BLOCK_IN = BLOCK_OUT = 32)."""
-    op, sizes = FAST[name]
+    """A third shipped configuration (BLOCK_IN = BLOCK_OUT = 32), ragged tilings included."""
+    op, sizes, tiling = RAGGED[name] if name in RAGGED else (*FAST[name], None)
     sizes = {**sizes, "ci": 2 * sizes["ci"], "co": 2 * sizes["co"]}  # channel blocks of 32
-    _, got, want, _ = run_case("block32.json", "sim", op, sizes, tmp_path)
+    _, got, want, _ = run_case("block32.json", "sim", op, sizes, tmp_path, tiling=tiling)
     _check(got, want)
 
 
