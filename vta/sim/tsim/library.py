@@ -68,7 +68,10 @@ def _flags(trace: str | None) -> list[str]:
         "--cc", "--exe", "--build", "--top-module", TOP_MODULE,
         "-Wno-fatal", "-Wno-lint", "-Wno-style",
         "--x-assign", "fast", "--x-initial", "fast",
-        "-MAKEFLAGS", "OPT_FAST=-O2",
+        # The per-cycle code (eval) at -O3: about a fifth faster than -O2 on this core. The code
+        # that runs once per model (construction, initial settle) at -O0: it is half the C++ and
+        # optimising it only lengthens the build.
+        "-MAKEFLAGS", "OPT_FAST=-O3", "-MAKEFLAGS", "OPT_SLOW=-O0",
         # The PyPI wheel's verilated.mk leaves the precompiled-header include flag empty.
         "-MAKEFLAGS", "CFG_CXXFLAGS_PCH_I=-include",
         "-CFLAGS", "-fPIC -fvisibility=hidden -fvisibility-inlines-hidden",
