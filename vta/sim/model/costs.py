@@ -92,7 +92,7 @@ class Timing:
     load_tail: int = 1
     pad_fixed: int = 3
     pad_per_row: int = 2
-    store_fixed: int = 6
+    store_fixed: int = 7
     store_per_row: int = 0
     store_ack: int = 0
     fetch_latency: int = 2
