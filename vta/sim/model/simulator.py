@@ -228,8 +228,9 @@ def time_stream(env: Environment, words: np.ndarray, tokens: list[int], insn_add
         Cost constants.
     events : list, optional
         When given, the replay appends one tuple per event (the profiler reads them, see
-        :mod:`vta.profile.collect`): ``("burst", i, t0, t1)`` a fetch burst starting with
-        instruction i, ``("dispatch", i, t, blocked_from)``, ``("insn", unit, i, ready, start,
+        :mod:`vta.profile.collect`): ``("burst", i, t0, t1)`` fetch busy waiting for the beats
+        of instruction i (bursts overlap dispatching, so this is the part of the reading that
+        shows), ``("dispatch", i, t, blocked_from)``, ``("insn", unit, i, ready, start,
         end)`` with ``ready`` the cycle the unit could have started it but for tokens,
         ``("push", channel, i, t)`` and ``("pop", channel, i, t)`` (fsim's channel order).
 
@@ -298,8 +299,6 @@ def _replay(env: Environment, words: np.ndarray, tokens: list[int], insn_addr: i
             arrived = port.take(t_req + 1, 2 * m)
             for j in range(m):  # beats arrive in order, two per instruction
                 ready[f_req + j] = arrived - 2 * (m - 1 - j) + timing.fetch_latency - 1
-            if events is not None:
-                events.append(("burst", f_req, t_req, ready[f_req + m - 1]))
             last_req = t_req
             f_req += m
         f_time = None
@@ -333,6 +332,8 @@ def _replay(env: Environment, words: np.ndarray, tokens: list[int], insn_addr: i
         if f_time is not None and (best < 0 or f_time <= best_t):
             i = f_next
             d = f_time
+            if events is not None and f_time > next_dispatch:  # waiting for the beats of i
+                events.append(("burst", i, next_dispatch, f_time))
             if qpos[i] >= QUEUE_DEPTH:
                 older = queues[unit_of[stage[i]]][qpos[i] - QUEUE_DEPTH]
                 if start[older] > d:
