@@ -38,25 +38,26 @@ sys.path.insert(0, str(_REPO))
 from tests.conftest import make_env  # noqa: E402
 from tests.e2e import gemm_program  # noqa: E402
 from vta import isa  # noqa: E402
-from vta.dram import DRAM  # noqa: E402
+from vta.dram import DRAM, global_dram  # noqa: E402
 from vta.sim.tsim import TSim  # noqa: E402
 from vta.sim.tsim import hwgen, library  # noqa: E402
 from vta.testing.programs import ProgramBuilder  # noqa: E402
 
 #: Figures of the tree before this work (main at 08ea605), measured on 2026-11-25 on this
-#: machine kind under the same kind of shared load (load average about 1): the Verilated core
-#: copied the three 512-entry instruction queues into an assertion's sampled copy on every
-#: evaluation, fetch drained each burst before reading the next, and the store read one
-#: accumulator row per element and waited for every burst's ack.
+#: machine kind with this script's methods (``--library`` on main's cached library; the build
+#: time in a temporary cache) under the shared load of that day (load average 1 for the rates,
+#: about 9 for the build). Main's Verilated core copied the three 512-entry instruction queues
+#: into an assertion's sampled copy on every evaluation, fetch drained each burst before reading
+#: the next, and the store read one accumulator row per element and waited for every burst's ack.
 BEFORE = {
     "date": "2026-11-25",
     "resnet_c11_cycles": 473_037,
     "resnet_wall": 0.33e6,       # simulated cycles/s, native run loop, wall time
-    "resnet_cpu": 0.33e6,        # simulated cycles/s, native run loop, CPU time
+    "resnet_cpu": 0.32e6,        # simulated cycles/s, native run loop, CPU time
     "gemm_wall": 0.35e6,         # GEMM-heavy program (64 x 16 x 64), wall time
-    "fetch_cpi": 4.14,           # hw/README.md: 129 no-ops in 534 cycles
-    "store_cpe": 3.0,            # one acc read cycle + 2 beats per element (default configuration)
-    "build_s": 37.0,             # clean build, temporary cache
+    "fetch_cpi": 3.25,           # no-ops over three units: 26 cycles per burst of 8
+    "store_cpe": 3.27,           # 1 acc read + 2 beats per element, 2 cycles per burst's ack
+    "build_s": 64.6,             # clean build (34 s of compiler CPU time), load average about 9
 }
 
 
@@ -144,8 +145,8 @@ def store_cycles_per_elem(dev: TSim, dram: DRAM, env, n: int) -> float:
         rows = total // cols
         with ProgramBuilder(env, dram) as prog:
             out = prog.buffer(nbytes=total * env.OUT_ELEM_BYTES)
-            prog.store(sram_base=0, dram_addr=out, y_size=rows, x_size=cols)
-            prog.finish()
+            prog.store(sram_base=0, dram_addr=out, y_size=rows, x_size=cols, push_prev_dep=1)
+            prog.finish(pop_next_dep=1)  # FINISH waits for the store
             counts.append(_run_cycles(dev, *prog.build()))
     return (counts[1] - counts[0]) / n
 
@@ -199,11 +200,12 @@ def main() -> None:
     # no speed while no waveform is written), so a smoke run never triggers a second build.
     lib = args.library or library.build(env, trace="vcd" if args.quick else None)
     print(f"before = main at 08ea605, measured {b['date']} (stored figures); after = this tree, measured now")
-    with env, DRAM(1 << 28) as dram, TSim(env, dram, library=lib) as dev:
+    with env, TSim(env, global_dram(), library=lib) as dev:  # the runtime needs the global arena
         wall, cpu, cycles = resnet_rate(dev, env, args.repeats)
         print(f"ResNet-18 C11 on tsim: {cycles} cycles (before {b['resnet_c11_cycles']}); native run loop "
               f"median {_m(wall)} simulated cycles/s of wall time (before {_m(b['resnet_wall'])}), "
               f"{_m(cpu)} per CPU second (before {_m(b['resnet_cpu'])}) ({args.repeats} runs)")
+    with env, DRAM(1 << 28) as dram, TSim(env, dram, library=lib) as dev:
         rate, cpu_rate, cycles = cycles_per_second(dev, dram, env, args.repeats, args.quick)
         print(f"GEMM-heavy program: {cycles} cycles per run, median {_m(rate)} simulated cycles/s "
               f"of wall time (before {_m(b['gemm_wall'])}), {_m(cpu_rate)} per CPU second ({args.repeats} runs)")
