@@ -1,4 +1,4 @@
-"""tsim throughput: simulated cycles per second, GEMM cycles per uop, and the RTL build time.
+"""tsim throughput: simulated cycles per second, the RTL's fetch and store rates, and the build time.
 
 Run from the repository root::
 
@@ -6,14 +6,31 @@ Run from the repository root::
 
 ``--quick`` (the test suite's smoke run) measures small programs once and skips the clean build.
 
-Figures (medians over the repeats; the machine is shared, so expect noise):
+Figures (medians over the repeats; the machine is shared, so expect noise), each printed next to
+the figure measured on the tree before the RTL and shim work of issue 12 (:data:`BEFORE`, stored
+with its date; that tree is gone, so it is not re-measured here):
 
-* simulated cycles/s on a GEMM-heavy program (default configuration), over the wall time and
-  over the CPU time of ``TSim.run`` (the second is less disturbed by other load);
-* cycles per uop of one long GEMM instruction: the cycle count difference between the same
-  program with 2R and R repetitions of its GEMM, divided by the extra uops (the bar is within
-  5% of one uop per cycle);
+* simulated cycles/s of a ResNet-18 layer (C11 with its bias epilogue, compiled by ``vta.topi``,
+  default configuration), over the wall time and over the CPU time of the native run loop (the
+  second is less disturbed by other load; the machine has two cores shared by many jobs);
+* simulated cycles/s on a GEMM-heavy program;
+* cycles per instruction of fetch on an instruction-bound stream: no-ops rotating over the load,
+  compute and store units, so that no unit (3 cycles per instruction) is the bottleneck; the bus
+  bound is 2 (two 64-bit beats per instruction);
+* cycles per element of a long STORE: the difference between a store of 2 N and of N elements,
+  divided by N; the bus bound is OUT_ELEM_BYTES / 8;
+* cycles per uop of one long GEMM instruction (the bar is within 5% of one uop per cycle);
 * the time to build the hardware library from a clean cache (a temporary cache directory).
+
+Where the time goes (``perf`` on ResNet-18 C11, 2026-11-25): on main, 31% of the native time
+was one ``memcpy`` per evaluation of the three 512-entry instruction queues into the sampled
+copy of a concurrent assertion (now an immediate one), then the combinational merge and read
+muxes of the 2048-bit weight and 1536-bit accumulator SRAM ports, evaluated every cycle (now
+only for active ports, on the clock edge). What remains is flat: the Verilated combinational
+and sequential logic about evenly, the GEMM products about a sixth (Verilator's DFG hoists them
+out of their enable, but the layers keep the GEMM busy in most cycles anyway), the two
+evaluations per cycle and their bookkeeping a few percent; DPI calls (host port and cycle
+count every cycle, memory only when a request or beat is pending) under 1%.
 """
 
 from __future__ import annotations
@@ -30,12 +47,66 @@ sys.path.insert(0, str(_REPO))
 
 from tests.conftest import make_env  # noqa: E402
 from tests.e2e import gemm_program  # noqa: E402
-from vta.dram import DRAM  # noqa: E402
-from vta.sim.tsim import hwgen, library  # noqa: E402
+from vta import isa  # noqa: E402
+from vta.dram import DRAM, global_dram  # noqa: E402
 from vta.sim.tsim import TSim  # noqa: E402
+from vta.sim.tsim import hwgen, library  # noqa: E402
+from vta.testing.programs import ProgramBuilder  # noqa: E402
+
+#: Figures of the tree before this work (main at 08ea605), measured on 2026-11-25 on this
+#: machine kind with this script's methods (``--library`` on main's cached library; the build
+#: time in a temporary cache) under the shared load of that day (load average 1 for the rates,
+#: about 9 for the build). Main's Verilated core copied the three 512-entry instruction queues
+#: into an assertion's sampled copy on every evaluation, fetch drained each burst before reading
+#: the next, and the store read one accumulator row per element and waited for every burst's ack.
+BEFORE = {
+    "date": "2026-11-25",
+    "resnet_c11_cycles": 473_037,
+    "resnet_wall": 0.33e6,       # simulated cycles/s, native run loop, wall time
+    "resnet_cpu": 0.32e6,        # simulated cycles/s, native run loop, CPU time
+    "gemm_wall": 0.35e6,         # GEMM-heavy program (64 x 16 x 64), wall time
+    "fetch_cpi": 3.25,           # no-ops over three units: 26 cycles per burst of 8
+    "store_cpe": 3.27,           # 1 acc read + 2 beats per element, 2 cycles per burst's ack
+    "build_s": 64.6,             # clean build (34 s of compiler CPU time), load average about 9
+}
 
 
-def cycles_per_second(dev: TSim, dram: DRAM, env, repeats: int, quick: bool = False) -> tuple[float, int]:
+def _rate(cycles: float, seconds: float) -> float:
+    return cycles / seconds if seconds > 0 else float("nan")
+
+
+def resnet_rate(dev: TSim, env, repeats: int) -> tuple[float, float, int]:
+    """(wall rate, CPU rate, cycles) of the native run loop on ResNet-18 C11, medians."""
+    from vta.dse import workloads
+
+    call = dev._call
+    native = []
+
+    def timed_call(name, *args):
+        if name != "vta_tsim_run":
+            return call(name, *args)
+        t0, c0 = time.perf_counter(), time.process_time()
+        try:
+            return call(name, *args)
+        finally:
+            native.append((time.perf_counter() - t0, time.process_time() - c0))
+
+    dev._call = timed_call
+    walls, cpus, cycles = [], [], 0
+    try:
+        for _ in range(repeats):
+            native.clear()
+            stats = workloads.run(workloads.get("resnet18.C11"), env, dev)
+            cycles = int(stats["cycle_count"])
+            wall, cpu = sum(w for w, _ in native), sum(c for _, c in native)
+            walls.append(_rate(cycles, wall))
+            cpus.append(_rate(cycles, cpu))
+    finally:
+        dev._call = call
+    return statistics.median(walls), statistics.median(cpus), cycles
+
+
+def cycles_per_second(dev: TSim, dram: DRAM, env, repeats: int, quick: bool = False) -> tuple[float, float, int]:
     m, k, reps = (8, 4, 4) if quick else (64, 16, 64)
     prog = gemm_program.build(env, dram, m=m, k=k, reps=reps, seed=1)
     rates, cpu_rates, cycles = [], [], 0
@@ -47,13 +118,47 @@ def cycles_per_second(dev: TSim, dram: DRAM, env, repeats: int, quick: bool = Fa
             dev.run(prog.insn_addr, prog.insn_count)
             wall, cpu = time.perf_counter() - t0, time.process_time() - c0
             cycles = dev.cycles - start_cycles
-            rates.append(cycles / wall)
-            cpu_rates.append(cycles / cpu)
+            rates.append(_rate(cycles, wall))
+            cpu_rates.append(_rate(cycles, cpu))
         if (prog.output(dram) != prog.expected).any():
             raise SystemExit("tsim computed a wrong result on the benchmark program")
     finally:
         prog.free(dram)
     return statistics.median(rates), statistics.median(cpu_rates), cycles
+
+
+def _run_cycles(dev: TSim, addr: int, count: int) -> int:
+    dev.clear_stats()
+    dev.run(addr, count)
+    return int(dev.stats()["cycle_count"])
+
+
+def fetch_cycles_per_insn(dev: TSim, dram: DRAM, env, n: int) -> float:
+    """Cycles per instruction of ``n`` no-ops rotating over the three units (fetch-bound):
+    the difference between 2 n and n instructions, divided by n."""
+    counts = []
+    for total in (n, 2 * n):
+        with ProgramBuilder(env, dram) as prog:
+            stages = (isa.STAGE_LOAD, isa.STAGE_COMPUTE, isa.STAGE_STORE)
+            for i in range(total):
+                prog.nop(stages[i % 3])
+            prog.finish()
+            counts.append(_run_cycles(dev, *prog.build()))
+    return (counts[1] - counts[0]) / n
+
+
+def store_cycles_per_elem(dev: TSim, dram: DRAM, env, n: int) -> float:
+    """Cycles per element of one STORE of 2 n elements against one of n (rows of 64)."""
+    counts = []
+    cols = 64
+    for total in (n, 2 * n):
+        rows = total // cols
+        with ProgramBuilder(env, dram) as prog:
+            out = prog.buffer(nbytes=total * env.OUT_ELEM_BYTES)
+            prog.store(sram_base=0, dram_addr=out, y_size=rows, x_size=cols, push_prev_dep=1)
+            prog.finish(pop_next_dep=1)  # FINISH waits for the store
+            counts.append(_run_cycles(dev, *prog.build()))
+    return (counts[1] - counts[0]) / n
 
 
 def gemm_cycles_per_uop(dev: TSim, dram: DRAM, env, repeats: int, quick: bool = False) -> tuple[float, int]:
@@ -73,14 +178,31 @@ def gemm_cycles_per_uop(dev: TSim, dram: DRAM, env, repeats: int, quick: bool = 
     return statistics.median(ratios), m * k * reps
 
 
-def build_seconds(env, repeats: int) -> float:
-    times = []
-    for _ in range(repeats):
-        with tempfile.TemporaryDirectory(prefix="vta-tsim-bench-") as tmp:
-            t0 = time.perf_counter()
-            library.build_sources(library.sources(), hwgen.sv_package(env), cache=Path(tmp))
-            times.append(time.perf_counter() - t0)
-    return statistics.median(times)
+def build_seconds(env, repeats: int) -> tuple[float, float]:
+    """Median seconds of a clean build: (everything compiled, Verilator's run-time objects taken
+    from the cache as every build after the first on a machine does)."""
+    import os
+
+    cold, warm = [], []
+    saved = os.environ.get("VTA_CACHE_DIR")
+    try:
+        for _ in range(repeats):
+            with tempfile.TemporaryDirectory(prefix="vta-tsim-bench-") as tmp:
+                os.environ["VTA_CACHE_DIR"] = tmp  # an empty cache, run-time objects included
+                for times, sub in ((cold, "first"), (warm, "second")):
+                    t0 = time.perf_counter()
+                    library.build_sources(library.sources(), hwgen.sv_package(env), cache=Path(tmp) / sub)
+                    times.append(time.perf_counter() - t0)
+    finally:
+        if saved is None:
+            os.environ.pop("VTA_CACHE_DIR", None)
+        else:
+            os.environ["VTA_CACHE_DIR"] = saved
+    return statistics.median(cold), statistics.median(warm)
+
+
+def _m(rate: float) -> str:
+    return f"{rate / 1e6:.2f} M"
 
 
 def main() -> None:
@@ -89,24 +211,43 @@ def main() -> None:
     parser.add_argument("--build-repeats", type=int, default=1)
     parser.add_argument("--skip-build", action="store_true", help="do not time a clean build")
     parser.add_argument("--quick", action="store_true", help="small programs, one repeat, no clean build")
+    parser.add_argument("--library", type=Path, help="measure this built tsim library (for instance one "
+                        "built from an older tree, to re-measure the 'before' figures) instead of this tree's")
     args = parser.parse_args()
     if args.quick:
         args.repeats, args.skip_build = 1, True
 
     env = make_env()
+    b = BEFORE
     # The quick run uses the library the test suite builds (with waveform support, which costs
     # no speed while no waveform is written), so a smoke run never triggers a second build.
-    lib = library.build(env, trace="vcd" if args.quick else None)
+    lib = args.library or library.build(env, trace="vcd" if args.quick else None)
+    print(f"before = main at 08ea605, measured {b['date']} (stored figures); after = this tree, measured now")
+    with env, TSim(env, global_dram(), library=lib) as dev:  # the runtime needs the global arena
+        wall, cpu, cycles = resnet_rate(dev, env, args.repeats)
+        print(f"ResNet-18 C11 on tsim: {cycles} cycles (before {b['resnet_c11_cycles']}); native run loop "
+              f"median {_m(wall)} simulated cycles/s of wall time (before {_m(b['resnet_wall'])}), "
+              f"{_m(cpu)} per CPU second (before {_m(b['resnet_cpu'])}) ({args.repeats} runs)")
     with env, DRAM(1 << 28) as dram, TSim(env, dram, library=lib) as dev:
         rate, cpu_rate, cycles = cycles_per_second(dev, dram, env, args.repeats, args.quick)
-        print(f"GEMM-heavy program: {cycles} cycles per run, median {rate / 1e6:.2f} M simulated cycles/s "
-              f"of wall time, {cpu_rate / 1e6:.2f} M per CPU second ({args.repeats} runs)")
+        print(f"GEMM-heavy program: {cycles} cycles per run, median {_m(rate)} simulated cycles/s "
+              f"of wall time (before {_m(b['gemm_wall'])}), {_m(cpu_rate)} per CPU second ({args.repeats} runs)")
+        n = 48 if args.quick else 384
+        cpi = fetch_cycles_per_insn(dev, dram, env, n)
+        print(f"fetch, instruction-bound stream: {cpi:.2f} cycles per instruction over {n} extra no-ops "
+              f"(before {b['fetch_cpi']:.2f}; bus bound 2.00)")
+        n = 128 if args.quick else 1024
+        cpe = store_cycles_per_elem(dev, dram, env, n)
+        bound = max(env.OUT_ELEM_BYTES // 8, 1)
+        print(f"store, long STORE: {cpe:.2f} cycles per element over {n} extra elements "
+              f"(before {b['store_cpe']:.2f}; bus bound {bound:.2f})")
         per_uop, uops = gemm_cycles_per_uop(dev, dram, env, args.repeats, args.quick)
         print(f"long GEMM: median {per_uop:.4f} cycles per uop over {uops} extra uops "
               f"({'within' if abs(per_uop - 1) <= 0.05 else 'OUTSIDE'} 5% of one uop per cycle)")
     if not args.skip_build:
-        print(f"clean RTL build: median {build_seconds(env, args.build_repeats):.1f} s "
-              f"({args.build_repeats} build(s), temporary cache)")
+        cold, warm = build_seconds(env, args.build_repeats)
+        print(f"clean RTL build: median {warm:.1f} s with Verilator's run-time objects cached, {cold:.1f} s "
+              f"with nothing cached ({args.build_repeats} build(s) each, temporary caches; before {b['build_s']:.0f} s)")
 
 
 if __name__ == "__main__":

@@ -3,7 +3,9 @@
 // where b is the sign-extended immediate when use_imm_i is set, else b_i[e].
 //   MIN / MAX  signed;  ADD, MUL  wrapping to ACC_WIDTH bits;
 //   SHR        b >= 0: arithmetic right shift by b & 31; b < 0: left shift by (-b) & 31.
+// With en_i low the output is zero and nothing is computed.
 module vta_alu import vta_pkg::*; (
+  input  logic                     en_i,
   input  logic [2:0]               op_i,
   input  logic                     use_imm_i,
   input  logic [15:0]              imm_i,
@@ -21,7 +23,8 @@ module vta_alu import vta_pkg::*; (
     // (-b) & 31 == (-(b & 31)) & 31
     assign amount  = b[ACC_WIDTH-1] ? (5'd0 - b[4:0]) : b[4:0];
     always_comb begin
-      unique case (32'(op_i))
+      y = '0;
+      if (en_i) unique case (32'(op_i))
         ALU_MIN: y = (a < b) ? a : b;
         ALU_MAX: y = (a > b) ? a : b;
         ALU_ADD: y = a + b;

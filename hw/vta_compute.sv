@@ -228,6 +228,7 @@ module vta_compute import vta_pkg::*; (
   // S2 datapath
   logic [ACC_ELEM_BITS-1:0] gemm_y, alu_y;
   vta_gemm u_gemm (
+    .en_i    (s2_valid_q && is_gemm),
     .reset_i (reset_reg),
     .inp_i   (inp_rdata_i),
     .wgt_i   (wgt_rdata_i),
@@ -235,6 +236,7 @@ module vta_compute import vta_pkg::*; (
     .acc_o   (gemm_y)
   );
   vta_alu u_alu (
+    .en_i      (s2_valid_q && is_alu),
     .op_i      (alu_op),
     .use_imm_i (use_imm),
     .imm_i     (imm),

@@ -1,9 +1,14 @@
 // Fetch: reads the instruction stream in bursts and dispatches it, in program order, to the
 // three instruction queues (0 load, 1 compute, 2 store; ISA reference 5.2).
-// A burst holds up to 8 instructions (16 beats) and never crosses a 128-byte boundary; the
-// instructions of one burst are dispatched, one per cycle, before the next burst is read.
-// A full target queue blocks dispatch (head-of-line). An instruction that no unit can execute
-// raises ERR_INVALID_INSN with its stream index and stops fetch.
+// Reading and dispatching overlap: the instructions go through a buffer of BufInsns entries,
+// and the next burst is requested as soon as the buffer has room for it (counting the
+// instructions of the bursts still in flight), while the buffered ones are dispatched, one per
+// cycle. A burst holds up to 8 instructions (16 beats) and never crosses a 128-byte boundary.
+// On an instruction-bound stream fetch therefore runs at the bus rate (2 beats, so 2 cycles,
+// per instruction with a memory that delivers a beat per cycle).
+// A full target queue blocks dispatch (head-of-line); fetch then stops requesting once the
+// buffer is full. An instruction that no unit can execute raises ERR_INVALID_INSN with its
+// stream index and stops fetch (beats still in flight are dropped).
 module vta_fetch import vta_pkg::*; (
   input  logic                    clk_i,
   input  logic                    rst_ni,
@@ -32,27 +37,38 @@ module vta_fetch import vta_pkg::*; (
   output logic [31:0]             index_o,
   output logic                    dispatch_o
 );
-  localparam int unsigned BufInsns = MAX_BURST_BEATS / 2;
+  localparam int unsigned BurstInsns = MAX_BURST_BEATS / 2;
+  localparam int unsigned BufInsns = 2 * BurstInsns;
+  localparam int unsigned PtrW = $clog2(BufInsns);
+  localparam int unsigned CntW = PtrW + 1;
 
-  typedef enum logic [2:0] {FeIdle, FeReq, FeWait, FeDispatch, FeHalted} fe_state_e;
+  typedef enum logic [1:0] {FeIdle, FeRun, FeHalted} fe_state_e;
   fe_state_e   state_q, state_d;
   logic [31:0] addr_q, addr_d;      // byte address of the next burst
-  logic [31:0] left_q, left_d;      // instructions not yet read
+  logic [31:0] left_q, left_d;      // instructions not yet requested
   logic [31:0] index_q, index_d;    // stream index of the next instruction to dispatch
-  logic [3:0]  n_q, n_d;            // instructions in the buffer
-  logic [3:0]  head_q, head_d;      // next buffer entry to dispatch
-  logic [4:0]  beat_q, beat_d;      // beats received for the current burst
+  logic [CntW-1:0] cnt_q, cnt_d;    // instructions in the buffer
+  logic [CntW-1:0] fly_q, fly_d;    // instructions requested, not yet in the buffer
+  logic [PtrW-1:0] rptr_q, wptr_q;  // buffer head, next entry to fill
+  logic        half_q;              // the low beat of the next instruction has arrived
+  logic [63:0] low_q;               // that low beat
   logic [INSN_BITS-1:0] buf_q [BufInsns];
   logic [3:0]  burst_insns;
+  logic        req_fire, insn_in, running;
 
   always_comb begin
-    burst_insns = 4'(BufInsns) - {1'b0, addr_q[6:4]};
+    burst_insns = 4'(BurstInsns) - {1'b0, addr_q[6:4]};
     if (left_q < 32'(burst_insns)) burst_insns = left_q[3:0];
   end
 
-  assign req_valid_o = (state_q == FeReq);
+  assign running     = (state_q == FeRun) && !halt_i;
+  assign req_valid_o = running && (left_q != '0)
+                    && (32'(cnt_q) + 32'(fly_q) + 32'(burst_insns) <= 32'(BufInsns));
   assign req_addr_o  = addr_q;
   assign req_len_o   = 8'({burst_insns, 1'b0} - 5'd1);
+  assign req_fire    = req_valid_o && req_ready_i;
+  // the high beat of an instruction completes it
+  assign insn_in     = rsp_valid_i && half_q && (state_q == FeRun);
 
   // ------------------------------------------------------------------ decode of the head
   logic [INSN_BITS-1:0] insn;
@@ -64,7 +80,7 @@ module vta_fetch import vta_pkg::*; (
   logic [7:0]  bad_field;
   logic [31:0] bad_value;
 
-  assign insn      = buf_q[head_q[2:0]];
+  assign insn      = buf_q[rptr_q];
   assign opcode    = insn[INSN_OPCODE_LO +: 3];
   assign mtype     = insn[MEM_MEMORY_TYPE_LO +: 3];
   assign aluop     = insn[ALU_ALU_OPCODE_LO +: 3];
@@ -113,7 +129,7 @@ module vta_fetch import vta_pkg::*; (
   end
 
   logic dispatching, can_go;
-  assign can_go      = (state_q == FeDispatch) && !invalid && !halt_i;
+  assign can_go      = running && (cnt_q != '0) && !invalid;
   assign dispatching = can_go && q_ready_i[target];
 
   always_comb begin
@@ -128,9 +144,8 @@ module vta_fetch import vta_pkg::*; (
     addr_d  = addr_q;
     left_d  = left_q;
     index_d = index_q;
-    n_d     = n_q;
-    head_d  = head_q;
-    beat_d  = beat_q;
+    cnt_d   = cnt_q;
+    fly_d   = fly_q;
     err_o   = 1'b0;
     unique case (state_q)
       FeIdle: begin
@@ -138,35 +153,23 @@ module vta_fetch import vta_pkg::*; (
           addr_d  = insn_addr_i;
           left_d  = insn_count_i;
           index_d = '0;
-          state_d = (insn_count_i == '0) ? FeIdle : FeReq;
+          state_d = (insn_count_i == '0) ? FeIdle : FeRun;
         end
       end
-      FeReq: begin
+      FeRun: begin
         if (halt_i) state_d = FeHalted;
-        else if (req_ready_i) begin
-          n_d     = burst_insns;
-          head_d  = '0;
-          beat_d  = '0;
-          addr_d  = addr_q + 32'({burst_insns, 4'd0});
-          left_d  = left_q - 32'(burst_insns);
-          state_d = FeWait;
-        end
-      end
-      FeWait: begin
-        if (rsp_valid_i) begin
-          beat_d = beat_q + 5'd1;
-          if (beat_q + 5'd1 == {n_q, 1'b0}) state_d = FeDispatch;
-        end
-      end
-      FeDispatch: begin
-        if (halt_i) state_d = FeHalted;
-        else if (invalid) begin
+        else if (cnt_q != '0 && invalid) begin
           err_o   = 1'b1;
           state_d = FeHalted;
-        end else if (dispatching) begin
-          index_d = index_q + 32'd1;
-          head_d  = head_q + 4'd1;
-          if (head_q + 4'd1 == n_q) state_d = (left_q == '0) ? FeIdle : FeReq;
+        end else begin
+          if (req_fire) begin
+            addr_d = addr_q + 32'({burst_insns, 4'd0});
+            left_d = left_q - 32'(burst_insns);
+          end
+          fly_d = fly_q + (req_fire ? CntW'(burst_insns) : '0) - (insn_in ? CntW'(1) : '0);
+          cnt_d = cnt_q + (insn_in ? CntW'(1) : '0) - (dispatching ? CntW'(1) : '0);
+          if (dispatching) index_d = index_q + 32'd1;
+          if (left_d == '0 && fly_d == '0 && cnt_d == '0) state_d = FeIdle;
         end
       end
       FeHalted: state_d = FeHalted;
@@ -184,40 +187,54 @@ module vta_fetch import vta_pkg::*; (
       addr_q  <= '0;
       left_q  <= '0;
       index_q <= '0;
-      n_q     <= '0;
-      head_q  <= '0;
-      beat_q  <= '0;
+      cnt_q   <= '0;
+      fly_q   <= '0;
+      rptr_q  <= '0;
+      wptr_q  <= '0;
+      half_q  <= 1'b0;
+      low_q   <= '0;
     end else begin
       state_q <= state_d;
       addr_q  <= addr_d;
       left_q  <= left_d;
       index_q <= index_d;
-      n_q     <= n_d;
-      head_q  <= head_d;
-      beat_q  <= beat_d;
+      cnt_q   <= cnt_d;
+      fly_q   <= fly_d;
+      if (state_q == FeIdle) begin
+        rptr_q <= '0;
+        wptr_q <= '0;
+        half_q <= 1'b0;
+      end else if (state_q == FeRun) begin
+        if (dispatching) rptr_q <= rptr_q + PtrW'(1);
+        if (insn_in) wptr_q <= wptr_q + PtrW'(1);
+        if (rsp_valid_i) begin
+          half_q <= !half_q;
+          if (!half_q) low_q <= rsp_data_i;
+        end
+      end
     end
   end
 
-  // Instruction buffer: beat 2k is the low word of entry k, beat 2k+1 the high word.
+  // Instruction buffer: the high beat completes the entry {high, low}.
   always_ff @(posedge clk_i) begin
-    if (state_q == FeWait && rsp_valid_i) begin
-      buf_q[beat_q[3:1]][beat_q[0]*64 +: 64] <= rsp_data_i;
-    end
+    if (insn_in) buf_q[wptr_q] <= {rsp_data_i, low_q};
   end
 
   always_comb begin
     unique case (state_q)
-      FeReq, FeWait:  state_o = 2'(STATE_BUSY);
-      FeDispatch:     state_o = (can_go && !q_ready_i[target]) ? 2'(STATE_BLOCKED) : 2'(STATE_BUSY);
-      default:        state_o = 2'(STATE_IDLE);
+      FeRun:   state_o = (can_go && !q_ready_i[target]) ? 2'(STATE_BLOCKED) : 2'(STATE_BUSY);
+      default: state_o = 2'(STATE_IDLE);
     endcase
   end
   assign index_o    = index_q;
   assign dispatch_o = dispatching;
 
   NoStrayBeat: assert property (@(posedge clk_i) disable iff (!rst_ni)
-      rsp_valid_i |-> state_q == FeWait)
+      rsp_valid_i && state_q == FeRun |-> fly_q != '0)
     else $error("vta_fetch: instruction beat outside a burst");
+  BufferBound: assert property (@(posedge clk_i) disable iff (!rst_ni)
+      32'(cnt_q) + 32'(fly_q) <= 32'(BufInsns))
+    else $error("vta_fetch: instruction buffer overrun");
   AlignedStart: assert property (@(posedge clk_i) disable iff (!rst_ni)
       launch_i && state_q == FeIdle |-> insn_addr_i[3:0] == 4'd0)
     else $error("vta_fetch: instruction address not 16-byte aligned");

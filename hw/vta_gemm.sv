@@ -2,7 +2,10 @@
 //   acc_o[b][j] = reset_i ? 0 : acc_i[b][j] + sum_k inp_i[b][k] * wgt_i[j][k]
 // with signed INP_WIDTH x WGT_WIDTH products and ACC_WIDTH-bit wrapping accumulation
 // (ISA reference 4.4). Element layouts are row-major, lane 0 in the low bits.
+// With en_i low the output is zero and nothing is computed (a simulator skips the products in
+// the cycles the core does no GEMM uop).
 module vta_gemm import vta_pkg::*; (
+  input  logic                     en_i,
   input  logic                     reset_i,
   input  logic [INP_ELEM_BITS-1:0] inp_i,
   input  logic [WGT_ELEM_BITS-1:0] wgt_i,
@@ -18,14 +21,17 @@ module vta_gemm import vta_pkg::*; (
       logic signed [CalcW-1:0] dot;
       logic        [CalcW-1:0] total;
       always_comb begin
-        dot = '0;
-        for (int unsigned k = 0; k < BLOCK_IN; k++) begin
-          dot = dot + CalcW'($signed(inp_i[(b*BLOCK_IN+k)*INP_WIDTH +: INP_WIDTH])
-                             * $signed(wgt_i[(j*BLOCK_IN+k)*WGT_WIDTH +: WGT_WIDTH]));
+        dot   = '0;
+        total = '0;
+        if (en_i && !reset_i) begin
+          for (int unsigned k = 0; k < BLOCK_IN; k++) begin
+            dot = dot + CalcW'($signed(inp_i[(b*BLOCK_IN+k)*INP_WIDTH +: INP_WIDTH])
+                               * $signed(wgt_i[(j*BLOCK_IN+k)*WGT_WIDTH +: WGT_WIDTH]));
+          end
+          total = CalcW'($signed(acc_i[(b*BLOCK_OUT+j)*ACC_WIDTH +: ACC_WIDTH])) + dot;
         end
-        total = CalcW'($signed(acc_i[(b*BLOCK_OUT+j)*ACC_WIDTH +: ACC_WIDTH])) + dot;
       end
-      assign acc_o[(b*BLOCK_OUT+j)*ACC_WIDTH +: ACC_WIDTH] = reset_i ? '0 : total[ACC_WIDTH-1:0];
+      assign acc_o[(b*BLOCK_OUT+j)*ACC_WIDTH +: ACC_WIDTH] = total[ACC_WIDTH-1:0];
     end
   end
 endmodule : vta_gemm

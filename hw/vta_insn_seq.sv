@@ -127,9 +127,15 @@ module vta_insn_seq import vta_pkg::*; #(
   assign index_o = (state_q == SeqIdle) ? head_index : index_q;
 
   // The instruction is popped from its queue only when it retires: the head stays in place.
-  HeadHeld: assert property (@(posedge clk_i) disable iff (!rst_ni)
-      (state_q inside {SeqDecode, SeqExec, SeqDone}) |-> q_valid_i && q_data_i == {index_q, insn_q})
-    else $error("vta_insn_seq: the queue head changed under the running instruction");
+  // An immediate assertion on the clock edge (the values it reads are those before the edge, as
+  // a concurrent one would sample them): a concurrent assertion makes Verilator keep a sampled
+  // copy of the whole queue storage, copied on every evaluation, which halved tsim's speed.
+  always_ff @(posedge clk_i) begin
+    if (rst_ni && state_q inside {SeqDecode, SeqExec, SeqDone}) begin
+      HeadHeld: assert (q_valid_i && q_data_i == {index_q, insn_q})
+        else $error("vta_insn_seq: the queue head changed under the running instruction");
+    end
+  end
   PopWithToken: assert property (@(posedge clk_i) disable iff (!rst_ni)
       (tok_pop_o & ~tok_avail_i) == '0)
     else $error("vta_insn_seq: token popped from an empty channel");

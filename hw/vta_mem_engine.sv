@@ -4,8 +4,10 @@
 // (fixed priority: 0 fetch, 1 uop, 2 inp, 3 wgt, 4 acc) and its number is the request id.
 // Responses are registered once and routed to the client named by their id. Responses of one
 // id arrive in request order; ids may interleave. Clients are always ready for data.
-// Writes: one burst at a time: request, then len+1 beats (the last one flagged), then wait
-// for the ack pulse, which is passed back to the writer.
+// Writes: a request, then len+1 beats (the last one flagged). The next request is taken in
+// the cycle of the previous burst's last beat at the earliest, so bursts stream back to back;
+// the memory acknowledges each burst (in order) with a pulse, which is passed back to the
+// writer, and no burst waits for the ack of the one before.
 module vta_mem_engine import vta_pkg::*; #(
   parameter int unsigned NumRd = 5
 ) (
@@ -111,38 +113,34 @@ module vta_mem_engine import vta_pkg::*; #(
   assign cl_rsp_last_o = rsp_last_q;
 
   // ------------------------------------------------------------------ writes
-  typedef enum logic [1:0] {WrIdle, WrData, WrResp} wr_state_e;
-  wr_state_e wr_state_q, wr_state_d;
+  logic       wr_open_q, wr_open_d;   // a burst is accepted and its last beat not yet sent
+  logic       last_fire, wreq_ok, wreq_fire;
+  logic [7:0] wr_acks_q, wr_acks_d;   // bursts sent in full, not yet acknowledged
+
+  assign last_fire          = wr_open_q && wc_valid_i && mem_wr_ready_i && wc_last_i;
+  assign wreq_ok            = !wr_open_q || last_fire;
+  assign mem_wr_req_valid_o = wc_req_valid_i && wreq_ok;
+  assign wc_req_ready_o     = mem_wr_req_ready_i && wreq_ok;
+  assign wreq_fire          = mem_wr_req_valid_o && mem_wr_req_ready_i;
+  assign mem_wr_valid_o     = wr_open_q && wc_valid_i;
+  assign wc_ready_o         = wr_open_q && mem_wr_ready_i;
+  assign wc_ack_o           = mem_wr_ack_i;
 
   always_comb begin
-    wr_state_d         = wr_state_q;
-    mem_wr_req_valid_o = 1'b0;
-    wc_req_ready_o     = 1'b0;
-    mem_wr_valid_o     = 1'b0;
-    wc_ready_o         = 1'b0;
-    wc_ack_o           = 1'b0;
-    unique case (wr_state_q)
-      WrIdle: begin
-        mem_wr_req_valid_o = wc_req_valid_i;
-        wc_req_ready_o     = mem_wr_req_ready_i;
-        if (wc_req_valid_i && mem_wr_req_ready_i) wr_state_d = WrData;
-      end
-      WrData: begin
-        mem_wr_valid_o = wc_valid_i;
-        wc_ready_o     = mem_wr_ready_i;
-        if (wc_valid_i && mem_wr_ready_i && wc_last_i) wr_state_d = WrResp;
-      end
-      WrResp: begin
-        wc_ack_o = mem_wr_ack_i;
-        if (mem_wr_ack_i) wr_state_d = WrIdle;
-      end
-      default: wr_state_d = WrIdle;
-    endcase
+    wr_open_d = wr_open_q;
+    if (wreq_fire) wr_open_d = 1'b1;
+    else if (last_fire) wr_open_d = 1'b0;
+    wr_acks_d = wr_acks_q + (last_fire ? 8'd1 : 8'd0) - (mem_wr_ack_i ? 8'd1 : 8'd0);
   end
 
   always_ff @(posedge clk_i or negedge rst_ni) begin
-    if (!rst_ni) wr_state_q <= WrIdle;
-    else         wr_state_q <= wr_state_d;
+    if (!rst_ni) begin
+      wr_open_q <= 1'b0;
+      wr_acks_q <= '0;
+    end else begin
+      wr_open_q <= wr_open_d;
+      wr_acks_q <= wr_acks_d;
+    end
   end
 
   assign mem_wr_req_addr_o = wc_req_addr_i;
@@ -168,10 +166,7 @@ module vta_mem_engine import vta_pkg::*; #(
       mem_wr_req_valid_o |-> ({1'b0, mem_wr_req_addr_o[6:3]} + {1'b0, mem_wr_req_len_o[3:0]} < 5'd16)
         && (mem_wr_req_len_o < 8'(MAX_BURST_BEATS)) && (mem_wr_req_addr_o[2:0] == 3'd0))
     else $error("vta_mem_engine: bad write burst");
-  WrBeatsOnlyInData: assert property (@(posedge clk_i) disable iff (!rst_ni)
-      (wr_state_q != WrData) |-> !wc_valid_i)
-    else $error("vta_mem_engine: write beat outside a burst");
-  AckOnlyInResp: assert property (@(posedge clk_i) disable iff (!rst_ni)
-      mem_wr_ack_i |-> (wr_state_q == WrResp))
-    else $error("vta_mem_engine: unexpected write ack");
+  AckOnlyForSentBurst: assert property (@(posedge clk_i) disable iff (!rst_ni)
+      mem_wr_ack_i |-> (wr_acks_q != '0))
+    else $error("vta_mem_engine: write ack without a completed burst");
 endmodule : vta_mem_engine

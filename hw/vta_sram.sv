@@ -21,29 +21,30 @@ module vta_sram #(
   localparam int unsigned LaneW = Width / Lanes;
 
   logic [Width-1:0] mem_q [Depth];
-  logic [Width-1:0] merged;
-  logic [NumRd-1:0][Width-1:0] rdata_q, rdata_d;
+  logic [NumRd-1:0][Width-1:0] rdata_q;
 
-  // The word after this cycle's write.
-  always_comb begin
-    merged = mem_q[waddr_i];
+  // Everything happens on the clock edge and only for an active port, so a simulator does no
+  // work for idle ports (a combinational merge and read mux would be evaluated every cycle,
+  // which for the 2048-bit weight rows dominated tsim's time).
+  // The word after this cycle's write: the old word with the enabled lanes replaced.
+  function automatic logic [Width-1:0] merge(logic [Width-1:0] old, logic [Lanes-1:0] mask,
+                                             logic [Width-1:0] data);
+    logic [Width-1:0] word;
+    word = old;
     for (int unsigned l = 0; l < Lanes; l++) begin
-      if (wmask_i[l]) merged[l*LaneW +: LaneW] = wdata_i[l*LaneW +: LaneW];
+      if (mask[l]) word[l*LaneW +: LaneW] = data[l*LaneW +: LaneW];
     end
-  end
-
-  always_comb begin
-    rdata_d = rdata_q;
-    for (int unsigned r = 0; r < NumRd; r++) begin
-      if (re_i[r]) begin
-        rdata_d[r] = (we_i && raddr_i[r] == waddr_i) ? merged : mem_q[raddr_i[r]];
-      end
-    end
-  end
+    return word;
+  endfunction
 
   always_ff @(posedge clk_i) begin
-    if (we_i) mem_q[waddr_i] <= merged;
-    rdata_q <= rdata_d;
+    if (we_i) mem_q[waddr_i] <= merge(mem_q[waddr_i], wmask_i, wdata_i);
+    for (int unsigned r = 0; r < NumRd; r++) begin
+      if (re_i[r]) begin
+        rdata_q[r] <= (we_i && raddr_i[r] == waddr_i) ? merge(mem_q[waddr_i], wmask_i, wdata_i)
+                                                      : mem_q[raddr_i[r]];
+      end
+    end
   end
 
   assign rdata_o = rdata_q;

@@ -4,8 +4,13 @@
 // Tokens: pops g2s (pop_prev_dep) before, pushes s2g (push_prev_dep) after. x_size == 0 is a
 // no-op. A source row beyond the acc buffer raises ERR_SRAM_INDEX (FIELD_SRAM_END).
 // Each row is written in bursts of at most MAX_BURST_BEATS beats that never cross a
-// BURST_BOUNDARY_BYTES boundary; each burst waits for its ack. An element costs one acc read
-// cycle plus OUT_ELEM_BYTES / 8 beats.
+// BURST_BOUNDARY_BYTES boundary. Three parts run side by side: the burst walk requests the
+// bursts of every row in order, the element reader reads the source rows of the acc buffer
+// ahead into a two-element buffer (they are consecutive: sram_base + y*x_size + x), and the
+// beat stream sends OUT_ELEM_BYTES / 8 beats per element into whichever burst is open. A
+// burst does not wait for the ack of the previous one; the store is done when every burst
+// has been acknowledged. With a write channel that takes a beat per cycle the store streams
+// at the bus rate: OUT_ELEM_BYTES / 8 cycles per element.
 module vta_store import vta_pkg::*; (
   input  logic                  clk_i,
   input  logic                  rst_ni,
@@ -46,9 +51,7 @@ module vta_store import vta_pkg::*; (
   localparam int unsigned SubLast = OUT_ELEM_BYTES / 8 - 1;
   localparam int unsigned Lanes = BATCH * BLOCK_OUT;
 
-  // the walk over the rows of the instruction being executed (StIdle: none)
-  typedef enum logic [2:0] {StIdle, StRow, StReq, StRead, StData, StAck} walk_state_e;
-  walk_state_e          walk_q, walk_d;
+  // the instruction being executed
   logic [INSN_BITS-1:0] insn;
   logic [31:0]          insn_index;
 
@@ -62,21 +65,35 @@ module vta_store import vta_pkg::*; (
   assign x_stride  = insn[MEM_X_STRIDE_LO +: 16];
   assign area_end  = 48'(sram_base) + 48'(x_size) * 48'(y_size);
 
-  // ------------------------------------------------------------------ walk state
-  logic [15:0] rows_q, rows_d;          // rows left, the current one included
-  logic [31:0] row_addr_q, row_addr_d;  // byte address of the current row
-  logic [31:0] addr_q, addr_d;          // byte address of the next burst
-  logic [31:0] rem_q, rem_d;            // beats left in the row
-  logic [7:0]  blen_q, blen_d;          // beats left in the burst - 1
-  logic [31:0] src_q, src_d;            // acc row of the current element
-  logic [15:0] sub_q, sub_d;            // beat within the element
-  logic        have_q, have_d;          // the element's acc row has been read
+  // ------------------------------------------------------------------ burst walk
+  logic        aw_active_q, aw_active_d; // bursts left to request
+  logic [15:0] rows_q, rows_d;           // rows left, the current one included
+  logic [31:0] row_addr_q, row_addr_d;   // byte address of the current row
+  logic [31:0] addr_q, addr_d;           // byte address of the next burst
+  logic [31:0] rem_q, rem_d;             // beats of the row not yet requested
   logic [31:0] burst;
+  logic        req_fire;
 
   always_comb begin
     burst = 32'(MAX_BURST_BEATS) - 32'(addr_q[6:3]);
     if (rem_q < burst) burst = rem_q;
   end
+
+  // ------------------------------------------------------------------ element reader
+  localparam int unsigned BufElems = 2;
+  logic [31:0] src_q, src_d;             // acc row of the next element to read
+  logic [31:0] rd_left_q, rd_left_d;     // elements not yet read
+  logic        inflight_q;               // an acc read was issued last cycle
+  logic [1:0]  cnt_q, cnt_d;             // elements in the buffer
+  logic        rptr_q, wptr_q;
+  logic [OUT_ELEM_BITS-1:0] elem_q [BufElems];
+
+  // ------------------------------------------------------------------ beat stream
+  logic        open_q, open_d;           // a burst is accepted and not all its beats sent
+  logic [7:0]  blen_q, blen_d;           // beats left in the open burst - 1
+  logic [15:0] sub_q, sub_d;             // beat within the head element
+  logic [15:0] acks_q, acks_d;           // bursts requested and not yet acknowledged
+  logic        beat_fire, pop, read;
 
   // the element being written: low OUT_WIDTH bits of each lane
   logic [OUT_ELEM_BITS-1:0] out_elem;
@@ -86,12 +103,14 @@ module vta_store import vta_pkg::*; (
 
   // ------------------------------------------------------------------ control
   // Decode: an empty rectangle is done at once, a source range beyond the acc buffer fails, any
-  // other store starts the walk; it is done at the ack of the last row's last burst.
-  logic       decode, exec, start, done, fail, empty, last_ack;
+  // other store starts; it is done once every burst is requested, every element sent and every
+  // burst acknowledged.
+  logic       decode, exec, start, done, fail, empty, drained;
   logic [1:0] tok_pop, tok_push;
   assign empty    = (x_size == '0) || (y_size == '0);
-  assign last_ack = (walk_q == StAck) && wr_ack_i && (rem_q == '0) && (rows_q == 16'd1);
-  assign done     = (decode && empty) || (exec && last_ack);
+  assign drained  = !aw_active_q && (rd_left_q == '0) && !inflight_q && (cnt_q == '0) && !open_q
+                 && (acks_q == '0);
+  assign done     = (decode && empty) || (exec && drained);
   assign fail     = decode && !empty && (area_end > 48'(ACC_BUFF_DEPTH));
 
   vta_insn_seq #(.UsePrevDep(1'b1), .UseNextDep(1'b0)) u_seq (
@@ -119,114 +138,128 @@ module vta_store import vta_pkg::*; (
   assign tok_pop_o  = tok_pop[0];
   assign tok_push_o = tok_push[0];
 
+  // burst walk
+  assign wr_req_valid_o = aw_active_q;
+  assign wr_req_addr_o  = addr_q;
+  assign wr_req_len_o   = 8'(burst - 32'd1);
+  assign req_fire       = wr_req_valid_o && wr_req_ready_i;
+
   always_comb begin
-    walk_d     = walk_q;
-    rows_d     = rows_q;
-    row_addr_d = row_addr_q;
-    addr_d     = addr_q;
-    rem_d      = rem_q;
-    blen_d     = blen_q;
-    src_d      = src_q;
-    sub_d      = sub_q;
-    have_d     = have_q;
-    acc_re_o   = 1'b0;
-    wr_req_valid_o = 1'b0;
-    wr_valid_o = 1'b0;
-    wr_last_o  = 1'b0;
-    unique case (walk_q)
-      StIdle: begin
-        if (start) begin
-          rows_d     = y_size;
-          row_addr_d = dram_base << ElemLog;
-          src_d      = 32'(sram_base);
-          sub_d      = '0;
-          have_d     = 1'b0;
-          walk_d     = StRow;
+    aw_active_d = aw_active_q;
+    rows_d      = rows_q;
+    row_addr_d  = row_addr_q;
+    addr_d      = addr_q;
+    rem_d       = rem_q;
+    if (start) begin
+      aw_active_d = 1'b1;
+      rows_d      = y_size;
+      row_addr_d  = dram_base << ElemLog;
+      addr_d      = dram_base << ElemLog;
+      rem_d       = 32'(x_size) << (ElemLog - 3);
+    end else if (req_fire) begin
+      addr_d = addr_q + (burst << 3);
+      rem_d  = rem_q - burst;
+      if (rem_q == burst) begin  // the row's last burst
+        if (rows_q == 16'd1) begin
+          aw_active_d = 1'b0;
+        end else begin
+          rows_d     = rows_q - 16'd1;
+          row_addr_d = row_addr_q + (32'(x_stride) << ElemLog);
+          addr_d     = row_addr_q + (32'(x_stride) << ElemLog);
+          rem_d      = 32'(x_size) << (ElemLog - 3);
         end
       end
-      StRow: begin
-        addr_d  = row_addr_q;
-        rem_d   = 32'(x_size) << (ElemLog - 3);
-        walk_d = StReq;
-      end
-      StReq: begin
-        wr_req_valid_o = 1'b1;
-        if (wr_req_ready_i) begin
-          blen_d  = 8'(burst - 32'd1);
-          addr_d  = addr_q + (burst << 3);
-          rem_d   = rem_q - burst;
-          walk_d = have_q ? StData : StRead;
-        end
-      end
-      StRead: begin
-        acc_re_o = 1'b1;
-        have_d   = 1'b1;
-        walk_d  = StData;
-      end
-      StData: begin
-        wr_valid_o = 1'b1;
-        wr_last_o  = (blen_q == '0);
-        if (wr_ready_i) begin
-          blen_d = blen_q - 8'd1;
-          if (sub_q == 16'(SubLast)) begin
-            sub_d  = '0;
-            have_d = 1'b0;
-            src_d  = src_q + 32'd1;
-          end else begin
-            sub_d = sub_q + 16'd1;
-          end
-          if (blen_q == '0) walk_d = StAck;
-          else if (sub_q == 16'(SubLast)) walk_d = StRead;
-        end
-      end
-      StAck: begin
-        if (wr_ack_i) begin
-          if (rem_q != '0) walk_d = StReq;
-          else if (rows_q == 16'd1) walk_d = StIdle;
-          else begin
-            rows_d     = rows_q - 16'd1;
-            row_addr_d = row_addr_q + (32'(x_stride) << ElemLog);
-            walk_d     = StRow;
-          end
-        end
-      end
-      default: walk_d = StIdle;
-    endcase
+    end
   end
 
-  assign acc_raddr_o   = src_q[LOG_ACC_BUFF_DEPTH-1:0];
-  assign wr_req_addr_o = addr_q;
-  assign wr_req_len_o  = 8'(burst - 32'd1);
-  assign wr_data_o     = 64'(out_elem >> (32'(sub_q) * 32'd64));
+  // beat stream: the head element's beats go into the open burst
+  assign wr_valid_o = open_q && (cnt_q != '0);
+  assign wr_last_o  = (blen_q == '0);
+  assign wr_data_o  = 64'(elem_q[rptr_q] >> (32'(sub_q) * 32'd64));
+  assign beat_fire  = wr_valid_o && wr_ready_i;
+  assign pop        = beat_fire && (sub_q == 16'(SubLast));
+
+  always_comb begin
+    open_d = open_q;
+    blen_d = blen_q;
+    sub_d  = sub_q;
+    acks_d = acks_q;
+    if (beat_fire) begin
+      blen_d = blen_q - 8'd1;
+      sub_d  = pop ? '0 : sub_q + 16'd1;
+      if (blen_q == '0) open_d = 1'b0;
+    end
+    if (req_fire) begin
+      open_d = 1'b1;
+      blen_d = 8'(burst - 32'd1);
+    end
+    acks_d = acks_q + (req_fire ? 16'd1 : 16'd0) - (wr_ack_i ? 16'd1 : 16'd0);
+  end
+
+  // element reader: keep the buffer full (a read in flight counts as an entry)
+  assign read        = exec && (rd_left_q != '0)
+                    && (32'(cnt_q) + 32'(inflight_q) - 32'(pop) < 32'(BufElems));
+  assign acc_re_o    = read;
+  assign acc_raddr_o = src_q[LOG_ACC_BUFF_DEPTH-1:0];
+
+  always_comb begin
+    src_d     = src_q;
+    rd_left_d = rd_left_q;
+    if (start) begin
+      src_d     = 32'(sram_base);
+      rd_left_d = 32'(x_size) * 32'(y_size);
+    end else if (read) begin
+      src_d     = src_q + 32'd1;
+      rd_left_d = rd_left_q - 32'd1;
+    end
+    cnt_d = cnt_q + (inflight_q ? 2'd1 : 2'd0) - (pop ? 2'd1 : 2'd0);
+  end
+
+  always_ff @(posedge clk_i or negedge rst_ni) begin
+    if (!rst_ni) begin
+      aw_active_q <= 1'b0;
+      rows_q      <= '0;
+      row_addr_q  <= '0;
+      addr_q      <= '0;
+      rem_q       <= '0;
+      src_q       <= '0;
+      rd_left_q   <= '0;
+      inflight_q  <= 1'b0;
+      cnt_q       <= '0;
+      rptr_q      <= 1'b0;
+      wptr_q      <= 1'b0;
+      open_q      <= 1'b0;
+      blen_q      <= '0;
+      sub_q       <= '0;
+      acks_q      <= '0;
+    end else begin
+      aw_active_q <= aw_active_d;
+      rows_q      <= rows_d;
+      row_addr_q  <= row_addr_d;
+      addr_q      <= addr_d;
+      rem_q       <= rem_d;
+      src_q       <= src_d;
+      rd_left_q   <= rd_left_d;
+      inflight_q  <= read;
+      cnt_q       <= cnt_d;
+      if (pop) rptr_q <= !rptr_q;
+      if (inflight_q) wptr_q <= !wptr_q;
+      open_q      <= open_d;
+      blen_q      <= blen_d;
+      sub_q       <= sub_d;
+      acks_q      <= acks_d;
+    end
+  end
+
+  // the element buffer takes the acc row read in the previous cycle
+  always_ff @(posedge clk_i) begin
+    if (inflight_q) elem_q[wptr_q] <= out_elem;
+  end
 
   assign err_field_o = 8'(FIELD_SRAM_END);
   assign err_value_o = (area_end > 48'hFFFF_FFFF) ? 32'hFFFF_FFFF : area_end[31:0];
   assign err_limit_o = ACC_BUFF_DEPTH;
   assign err_index_o = insn_index;
-
-  always_ff @(posedge clk_i or negedge rst_ni) begin
-    if (!rst_ni) begin
-      walk_q     <= StIdle;
-      rows_q     <= '0;
-      row_addr_q <= '0;
-      addr_q     <= '0;
-      rem_q      <= '0;
-      blen_q     <= '0;
-      src_q      <= '0;
-      sub_q      <= '0;
-      have_q     <= 1'b0;
-    end else begin
-      walk_q     <= walk_d;
-      rows_q     <= rows_d;
-      row_addr_q <= row_addr_d;
-      addr_q     <= addr_d;
-      rem_q      <= rem_d;
-      blen_q     <= blen_d;
-      src_q      <= src_d;
-      sub_q      <= sub_d;
-      have_q     <= have_d;
-    end
-  end
 
   // the g2s / s2g channels only (the store has no next stage); of the instruction the store
   // reads only the geometry (opcode and flags are the sequencer's)
@@ -236,10 +269,13 @@ module vta_store import vta_pkg::*; (
   SourceInRange: assert property (@(posedge clk_i) disable iff (!rst_ni)
       acc_re_o |-> src_q < ACC_BUFF_DEPTH)
     else $error("vta_store: acc read out of range");
-  DataHasElement: assert property (@(posedge clk_i) disable iff (!rst_ni)
-      wr_valid_o |-> have_q)
-    else $error("vta_store: beat without its acc row");
+  BufferBound: assert property (@(posedge clk_i) disable iff (!rst_ni)
+      32'(cnt_q) + 32'(inflight_q) <= 32'(BufElems))
+    else $error("vta_store: element buffer overrun");
+  AckExpected: assert property (@(posedge clk_i) disable iff (!rst_ni)
+      wr_ack_i |-> acks_q != '0)
+    else $error("vta_store: write ack without an outstanding burst");
   WalkOnlyInExec: assert property (@(posedge clk_i) disable iff (!rst_ni)
-      walk_q != StIdle |-> exec)
+      (aw_active_q || open_q || cnt_q != '0) |-> exec)
     else $error("vta_store: row walk outside the execution of a store");
 endmodule : vta_store

@@ -2,8 +2,9 @@
 //
 // Reads: every request is accepted at once (ready is always high) and queued by the shim, which
 // returns one beat per cycle, in request order, one cycle after the request at the earliest.
-// Writes: one burst at a time. The request is accepted when idle, then len+1 beats are accepted
-// back to back, and the cycle after the last beat the ack is pulsed.
+// Writes: one burst's data at a time. A request is accepted when no burst is open or in the
+// cycle of the open burst's last beat (so bursts stream back to back), then len+1 beats are
+// accepted back to back, and the cycle after the last beat of each burst its ack is pulsed.
 // The shim checks every burst against the DRAM arena and reports a DRAM error with its address,
 // and checks the channel rules of vta_top (8-byte aligned bursts of at most 16 beats that never
 // cross a 128-byte boundary; `last` exactly on the final write beat), reporting a violation.
@@ -54,9 +55,7 @@ module vta_dpi_mem (
     output bit               rd_busy
   );
 
-  typedef enum logic [1:0] {WrIdle, WrData, WrAck} wr_state_e;
-
-  wr_state_e       wr_state_q;
+  logic            wr_open_q, wr_ack_q;
   logic            rd_valid_q, rd_last_q, rd_busy_q;
   logic [63:0]     rd_data_q;
   logic [7:0]      rd_id_q;
@@ -64,18 +63,20 @@ module vta_dpi_mem (
   byte unsigned    rd_id_d;
   longint unsigned rd_data_d;
 
-  logic rd_req_fire, wr_req_fire, wr_beat_fire;
+  logic rd_req_fire, wr_req_fire, wr_beat_fire, wr_last_fire;
   assign rd_req_ready_o = 1'b1;
-  assign wr_req_ready_o = (wr_state_q == WrIdle);
-  assign wr_ready_o     = (wr_state_q == WrData);
-  assign wr_ack_o       = (wr_state_q == WrAck);
+  assign wr_ready_o     = wr_open_q;
+  assign wr_ack_o       = wr_ack_q;
+  assign wr_beat_fire   = wr_valid_i && wr_ready_o;
+  assign wr_last_fire   = wr_beat_fire && wr_last_i;
+  assign wr_req_ready_o = !wr_open_q || wr_last_fire;
   assign rd_req_fire    = rd_req_valid_i;
   assign wr_req_fire    = wr_req_valid_i && wr_req_ready_o;
-  assign wr_beat_fire   = wr_valid_i && wr_ready_o;
 
   always_ff @(posedge clk_i or negedge rst_ni) begin
     if (!rst_ni) begin
-      wr_state_q <= WrIdle;
+      wr_open_q  <= 1'b0;
+      wr_ack_q   <= 1'b0;
       rd_valid_q <= 1'b0;
       rd_data_q  <= '0;
       rd_id_q    <= '0;
@@ -96,12 +97,9 @@ module vta_dpi_mem (
         rd_valid_q <= 1'b0;
         rd_last_q  <= 1'b0;
       end
-      unique case (wr_state_q)
-        WrIdle:  if (wr_req_fire) wr_state_q <= WrData;
-        WrData:  if (wr_beat_fire && wr_last_i) wr_state_q <= WrAck;
-        WrAck:   wr_state_q <= WrIdle;
-        default: wr_state_q <= WrIdle;
-      endcase
+      if (wr_req_fire) wr_open_q <= 1'b1;
+      else if (wr_last_fire) wr_open_q <= 1'b0;
+      wr_ack_q <= wr_last_fire;
     end
   end
 

@@ -62,14 +62,19 @@ async def start_clock_and_reset(dut, cycles: int = 3) -> None:
 class ReadServer:
     """Serves a unit's read requests from a bytearray, one beat per cycle after ``latency``.
 
+    A beat that is due is delivered with probability ``beat_prob`` each cycle (1.0: a memory
+    that streams one beat per cycle, for timing measurements).
+
     The unit side is ``req_valid_o`` (one bit per client), ``req_ready_i``, ``req_addr_o``,
     ``req_len_o`` and ``rsp_valid_i`` (one bit per client), ``rsp_data_i``. Call :meth:`cycle`
     once per clock, after the falling edge, with the values sampled after the rising edge.
     """
 
-    def __init__(self, dut, mem: bytearray, clients: int = 1, latency: int = 2, seed: int = 0):
+    def __init__(self, dut, mem: bytearray, clients: int = 1, latency: int = 2, seed: int = 0,
+                 beat_prob: float = 0.85):
         import random
 
+        self.beat_prob = beat_prob
         self.dut = dut
         self.mem = mem
         self.clients = clients
@@ -95,7 +100,7 @@ class ReadServer:
             client = (valid & -valid).bit_length() - 1
             self.queue.append([self.now + self.latency, addr, length + 1, client])
             self.requests.append((addr, length, client))
-        if self.queue and self.queue[0][0] <= self.now and self.rng.random() < 0.85:
+        if self.queue and self.queue[0][0] <= self.now and self.rng.random() < self.beat_prob:
             head = self.queue[0]
             self.dut.rsp_valid_i.value = 1 << head[3]
             self.dut.rsp_data_i.value = int.from_bytes(self.mem[head[1]:head[1] + 8], "little")

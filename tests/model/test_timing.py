@@ -1,10 +1,12 @@
 """Timing formulas and the event-driven replay against numbers derived by hand.
 
 Conventions used in the derivations (``hw/README.md`` and :mod:`vta.sim.model.costs`): a fetch
-burst of m instructions starting at cycle t has its 2m beats on the read port from t+1, its first
-dispatch at t+2+2m and one dispatch per cycle after; a unit starts an instruction the cycle
-after its dispatch; a no-op or FINISH takes 3 cycles; a token pushed when an instruction retires
-lets its consumer start in that cycle.
+burst of m instructions requested at cycle t has its 2m beats on the read port from t+1, and
+its instruction j (0-based) can be dispatched from t+4+2j (two cycles after its second beat), at
+most one per cycle; the next burst is requested as soon as the 16-instruction buffer has room
+for it (the cycle after the dispatch that makes room; the first two bursts at 0 and 1); a unit
+starts an instruction the cycle after its dispatch; a no-op or FINISH takes 3 cycles; a token
+pushed when an instruction retires lets its consumer start in that cycle.
 """
 
 from __future__ import annotations
@@ -35,32 +37,33 @@ def test_finish_alone(env):
 
 @pytest.mark.parametrize("n", [1, 16, 1000])
 def test_long_gemm_is_uops_plus_overhead(env, n):
-    # burst of 2: GEMM dispatched at 6, starts 7, takes n + 8; FINISH 3 more
+    # burst of 2: GEMM dispatched at 4, starts 5, takes n + 8; FINISH 3 more
     out = cycles(env, [s.gemm(n), isa.FinishInsn()])
-    assert out["cycle_count"] == 7 + (n + 8) + 3
+    assert out["cycle_count"] == 5 + (n + 8) + 3
     assert out["compute_busy_cycles"] == (n + 8) + 3
 
 
 @pytest.mark.parametrize("n", [1, 16, 300])
 def test_alu_immediate_and_tensor(env, n):
-    assert cycles(env, [s.alu(n, 1), isa.FinishInsn()])["cycle_count"] == 7 + (n + 8) + 3
-    assert cycles(env, [s.alu(n, 0), isa.FinishInsn()])["cycle_count"] == 7 + (2 * n + 7) + 3
+    assert cycles(env, [s.alu(n, 1), isa.FinishInsn()])["cycle_count"] == 5 + (n + 8) + 3
+    assert cycles(env, [s.alu(n, 0), isa.FinishInsn()])["cycle_count"] == 5 + (2 * n + 7) + 3
 
 
 def test_empty_loops(env):
     empty = isa.GemmInsn(reset_reg=0, uop_bgn=0, uop_end=1, iter_out=0, iter_in=4)
-    assert cycles(env, [empty, isa.FinishInsn()])["cycle_count"] == 7 + 5 + 3
+    assert cycles(env, [empty, isa.FinishInsn()])["cycle_count"] == 5 + 5 + 3
 
 
 def test_load_inp_beats_and_token(env):
-    # 16 x 16 INP elements of INP_ELEM_BYTES: beats on the port from start + 6, retire 1 later
+    # 16 x 16 INP elements of INP_ELEM_BYTES: the LOAD is dispatched at 4 and starts at 5, its
+    # beats are on the port from start + 6, it retires 1 later
     beats = 16 * 16 * env.INP_ELEM_BYTES // 8
     out = cycles(env, [s.mem(isa.OPCODE_LOAD, isa.MEM_INP, 16, 16, push_next_dep=1),
                        isa.FinishInsn(pop_prev_dep=1)])
-    load_end = 7 + 6 + beats + 1
-    assert out["load_busy_cycles"] == load_end - 7
+    load_end = 5 + 6 + beats + 1
+    assert out["load_busy_cycles"] == load_end - 5
     assert out["cycle_count"] == load_end + 3
-    assert out["compute_stall_cycles"] == load_end - 8  # FINISH could start at 8
+    assert out["compute_stall_cycles"] == load_end - 7  # FINISH, dispatched at 6, could start at 7
 
 
 def test_load_padding(env):
@@ -78,35 +81,50 @@ def test_uop_beats_round_out(env):
 
 
 def test_store_formula(env):
-    # per row: 1 + 3 per element (1 acc read + 2 beats of 16 B) + 2 per burst (128-byte blocks)
+    # the store streams: 2 beats (cycles) per element of 16 B whatever the rows and bursts, plus
+    # 7 (3 of the unit's sequence, the first read and beat, the last ack)
     if env.OUT_ELEM_BYTES != 16:
         pytest.skip("the derivation below is for 16-byte OUT elements (default configuration)")
     f = {"x_size": 16, "y_size": 16, "x_stride": 16, "dram_base": 64}
-    assert mc.store_cycles(env, f) == 3 + 16 * (1 + 16 * 3 + 2 * 2)
+    assert mc.store_cycles(env, f) == 7 + 16 * 16 * 2
+    assert mc.store_cycles(env, dict(f, x_stride=21, dram_base=3)) == 7 + 16 * 16 * 2
     assert mc.store_cycles(env, dict(f, x_size=0)) == 3
 
 
 def test_fetch_bound_nops(env):
-    # 64 compute no-ops + FINISH: 8 bursts of 8 (26 cycles each: 2 + 16 reading, 8 dispatching),
-    # burst k's no-ops run from 26k + 19 to 26k + 43; the last burst (FINISH) starts at 208,
-    # dispatches at 212, and FINISH waits for the compute unit until 7 * 26 + 43 = 225.
+    # 63 no-ops rotating over load, compute and store + FINISH: fetch streams one instruction per
+    # 2 cycles (instruction k dispatched at 4 + 2k: each burst is requested before the previous
+    # one's beats end), and every unit gets one every 6 cycles, so fetch is the bound. FINISH
+    # (k = 63) is dispatched at 130, starts 131 and retires at 134.
+    nops = (isa.MemInsn(opcode=isa.OPCODE_LOAD, memory_type=isa.MEM_INP), s.nop_compute(),
+            isa.MemInsn(opcode=isa.OPCODE_STORE, memory_type=isa.MEM_OUT))
+    out = cycles(env, [nops[k % 3] for k in range(63)] + [isa.FinishInsn()])
+    assert out["cycle_count"] == 4 + 2 * 63 + 1 + 3
+    assert out["fetch_busy_cycles"] == 4 + 2 * 63 + 1
+
+
+def test_unit_bound_nops(env):
+    # 64 compute no-ops + FINISH: fetch (2 cycles each) outruns the compute unit (3 each), which
+    # runs instruction k from 5 + 3k; FINISH retires at 5 + 3 * 65. Fetch dispatches the last
+    # instruction at 4 + 2 * 64.
     out = cycles(env, [s.nop_compute() for _ in range(64)] + [isa.FinishInsn()])
-    assert out["cycle_count"] == 225 + 3
-    assert out["fetch_busy_cycles"] == 8 * 26 + 5
+    assert out["cycle_count"] == 5 + 3 * 65
+    assert out["fetch_busy_cycles"] == 4 + 2 * 64 + 1
 
 
 def test_shared_read_port(env):
-    # burst of 4 takes the port for 8 beats (1..9), dispatches at 10, 11, 12, 13.
-    # LOAD INP (32 beats) starts 11, beats from 17 to 49, retires 50 and pushes l2g.
-    # LOAD ACC (x4 ACC elements) starts 12, wants the port from 18, gets it from 49.
+    # burst of 4 takes the port for 8 beats (1..9), dispatches at 4, 6, 8, 10.
+    # LOAD INP starts 5, its beats from 11, retires the cycle after the last and pushes l2g.
+    # LOAD ACC (x4 ACC elements, compute unit) starts 7, wants the port from 13, gets it after
+    # the INP beats.
     inp_beats = 16 * env.INP_ELEM_BYTES // 8
     acc_beats = 4 * env.ACC_ELEM_BYTES // 8
     insns = [s.mem(isa.OPCODE_LOAD, isa.MEM_INP, 1, 16, push_next_dep=1),
              s.mem(isa.OPCODE_LOAD, isa.MEM_ACC, 1, 4, dram_base=8),
              s.nop_compute(pop_prev_dep=1), isa.FinishInsn()]
     out = cycles(env, insns)
-    inp_end = 17 + inp_beats + 1
-    acc_end = max(18, 17 + inp_beats) + acc_beats + 1
+    inp_end = 11 + inp_beats + 1
+    acc_end = max(13, 11 + inp_beats) + acc_beats + 1
     assert out["cycle_count"] == max(acc_end, inp_end) + 3 + 3
 
 

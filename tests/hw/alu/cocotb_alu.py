@@ -41,8 +41,9 @@ class TB:
         self.env = hw_env()
         self.lanes = self.env.BATCH * self.env.BLOCK_OUT
 
-    async def apply(self, op, a, b=None, imm=None):
+    async def apply(self, op, a, b=None, imm=None, en=True):
         w = self.env.ACC_WIDTH
+        self.dut.en_i.value = int(en)
         self.dut.op_i.value = op
         self.dut.use_imm_i.value = int(imm is not None)
         self.dut.imm_i.value = (imm if imm is not None else 0x8000) & 0xFFFF  # imm[15] set but unused

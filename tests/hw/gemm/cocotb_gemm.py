@@ -14,8 +14,9 @@ class TB:
         self.dut = dut
         self.env = hw_env()
 
-    async def apply(self, inp, wgt, acc, reset=False):
+    async def apply(self, inp, wgt, acc, reset=False, en=True):
         e = self.env
+        self.dut.en_i.value = int(en)
         self.dut.inp_i.value = pack(inp, e.INP_WIDTH)
         self.dut.wgt_i.value = pack(wgt, e.WGT_WIDTH)
         self.dut.acc_i.value = pack(acc, e.ACC_WIDTH)
@@ -72,4 +73,13 @@ async def reset_zeroes(dut):
     tb = TB(dut)
     inp, wgt, acc = _operands(tb.env, np.random.default_rng(2))
     got = await tb.apply(inp, wgt, acc, reset=True)
+    np.testing.assert_array_equal(got, np.zeros_like(acc))
+
+
+@cocotb.test()
+async def disabled_gives_zero(dut):
+    """en_i low (no GEMM uop in the cycle): the output is zero whatever the operands."""
+    tb = TB(dut)
+    inp, wgt, acc = _operands(tb.env, np.random.default_rng(3))
+    got = await tb.apply(inp, wgt, acc, en=False)
     np.testing.assert_array_equal(got, np.zeros_like(acc))

@@ -14,9 +14,18 @@ from vta.sim.tsim import hwgen
 
 class TB:
     """Owns clock, reset, the acc scratchpad (one-cycle reads), DRAM with a write channel that
-    stalls at random and acknowledges each burst, the instruction queue and the g2s count."""
+    stalls at random and acknowledges each burst, the instruction queue and the g2s count.
 
-    def __init__(self, dut, seed=0):
+    ``streaming``: the write channel of tsim's memory instead, always ready: a request is taken
+    when no burst is open or with the open burst's last beat, and every burst is acknowledged
+    the cycle after its last beat, whatever was requested since."""
+
+    def __init__(self, dut, seed=0, streaming=False):
+        self.streaming = streaming
+        self.acks = []         # cycles in which an ack is due (streaming)
+        self.cycle = 0
+        self.beat_cycles = []  # cycle of every write beat
+        self.done_cycles = []  # cycle of every retire
         self.dut = dut
         self.env = hw_env()
         self.rng = random.Random(seed)
@@ -54,27 +63,40 @@ class TB:
             else:
                 d.q_valid_i.value = 0
             d.tok_avail_i.value = int(self.tokens > 0)
-            d.wr_ack_i.value = int(self.ack_in == 0)
-            if self.ack_in >= 0:
-                self.ack_in -= 1
-            req_ready = int(self.write is None and self.ack_in < 0 and self.rng.random() < 0.7)
-            beat_ready = int(self.write is not None and self.rng.random() < 0.7)
-            d.wr_req_ready_i.value = req_ready
-            d.wr_ready_i.value = beat_ready
+            self.cycle += 1
+            if self.streaming:
+                d.wr_ack_i.value = int(self.cycle in self.acks)
+                d.wr_ready_i.value = int(self.write is not None)
+                await Timer(1, unit="ns")
+                last = self.write is not None and self.write[1] == 1 and u(d.wr_valid_o)
+                req_ready = int(self.write is None or bool(last))
+                beat_ready = int(self.write is not None)
+                d.wr_req_ready_i.value = req_ready
+            else:
+                d.wr_ack_i.value = int(self.ack_in == 0)
+                if self.ack_in >= 0:
+                    self.ack_in -= 1
+                req_ready = int(self.write is None and self.ack_in < 0 and self.rng.random() < 0.7)
+                beat_ready = int(self.write is not None and self.rng.random() < 0.7)
+                d.wr_req_ready_i.value = req_ready
+                d.wr_ready_i.value = beat_ready
             await Timer(1, unit="ns")
             if u(d.acc_re_o):
                 self.read_addr = u(d.acc_raddr_o)
-            if req_ready and u(d.wr_req_valid_o):
-                self.write = [u(d.wr_req_addr_o), u(d.wr_req_len_o) + 1]
-                self.bursts.append((self.write[0], self.write[1] - 1))
-            elif beat_ready and u(d.wr_valid_o):
+            if beat_ready and u(d.wr_valid_o):
                 self.mem[self.write[0]:self.write[0] + 8] = u(d.wr_data_o).to_bytes(8, "little")
+                self.beat_cycles.append(self.cycle)
                 self.write[0] += 8
                 self.write[1] -= 1
                 assert u(d.wr_last_o) == int(self.write[1] == 0)
                 if self.write[1] == 0:
                     self.write = None
                     self.ack_in = 1
+                    self.acks.append(self.cycle + 1)
+            if req_ready and u(d.wr_req_valid_o):
+                assert self.write is None, "write request while a burst is open"
+                self.write = [u(d.wr_req_addr_o), u(d.wr_req_len_o) + 1]
+                self.bursts.append((self.write[0], self.write[1] - 1))
             if u(d.tok_pop_o):
                 assert self.tokens > 0
                 self.tokens -= 1
@@ -82,6 +104,7 @@ class TB:
                 self.pushed.append(u(d.index_o))
             if u(d.retire_o):
                 self.retired.append(self.queue[0][0])
+                self.done_cycles.append(self.cycle)
             if u(d.q_ready_o):
                 self.queue.pop(0)
             if u(d.err_o):
@@ -136,3 +159,35 @@ async def store_range_error_and_noop(dut):
     assert tb.retired == [0] and tb.pushed == [0]
     assert tb.errors[:1] == [(hwgen.FIELD_SRAM_END, depth + 1, depth, 1)]
     assert tb.bursts == []
+
+
+@cocotb.test()
+async def streams_at_the_bus_rate(dut):
+    """With tsim's write channel (always ready, acks the cycle after a burst's last beat) a store
+    of 4 rows x 64 elements keeps the bus busy: element reads run ahead of the beats and no burst
+    waits for the previous ack.
+
+    Scalar expectation: an element is OUT_ELEM_BYTES / 8 beats of the 64-bit bus, one beat per
+    cycle; the old store paid an acc read cycle per element and a request and ack per burst."""
+    tb = TB(dut, seed=5, streaming=True)
+    await tb.start()
+    e = tb.env
+    rows, cols = 4, 64
+    tb.acc = np.random.default_rng(5).integers(-(1 << 31), 1 << 31, (rows * cols, e.BATCH * e.BLOCK_OUT))
+    st = MemInsn(opcode=isa.OPCODE_STORE, memory_type=isa.MEM_OUT, sram_base=0,
+                 dram_base=0x1000 // e.OUT_ELEM_BYTES, y_size=rows, x_size=cols, x_stride=cols + 8)
+    tb.queue.append((0, st))
+    beats_per_elem = e.OUT_ELEM_BYTES // 8
+    await tb.run(rows * cols * beats_per_elem + 60)
+    assert tb.retired == [0] and not tb.errors
+    expected = bytearray(len(tb.mem))
+    tb.oracle(st, expected)
+    assert tb.mem == expected
+    n = rows * cols
+    span = tb.beat_cycles[-1] - tb.beat_cycles[0] + 1
+    per_elem = span / n
+    dut._log.info(f"store: {per_elem:.3f} cycles per element over {n} elements "
+                  f"({len(tb.bursts)} bursts); bus bound {beats_per_elem}")
+    assert per_elem <= beats_per_elem + 0.05, per_elem
+    # done: the last beat, its ack a cycle later, then retire
+    assert tb.done_cycles[0] - tb.beat_cycles[-1] <= 4

@@ -11,13 +11,14 @@ instruction at a time between a fetch and a FINISH and fitted with a small formu
 * a LOAD requests its rows, the first beat arrives :attr:`Timing.load_latency` cycles after the
   start, then the 64-bit read port delivers one beat per cycle; the unit retires one cycle after
   the last beat. Padding costs one cycle per pad element plus two per pad row and a fixed 3;
-* a STORE reads one accumulator row per element then writes its beats; each burst (at most
-  16 beats, never across a 128-byte boundary) waits 2 cycles for its acknowledgement, and every
-  row costs one cycle more;
-* fetch reads up to 8 instructions per burst (2 beats each, never across 128 bytes): its beats
-  take the read port from the cycle after the request and the first dispatch follows them
-  (``2 m + fetch_latency`` cycles after the request when the port is idle), then one instruction per cycle; the next burst is requested after
-  the last dispatch.
+* a STORE streams: its accumulator reads run ahead of the beats and no burst waits for the
+  acknowledgement of the previous one, so the write port takes one beat per cycle,
+  ``max(1, OUT_ELEM_BYTES / 8)`` per element, whatever the rows and bursts, plus a fixed
+  :attr:`Timing.store_fixed` (start, first read, the last ack, retire);
+* fetch reads up to 8 instructions per burst (2 beats each, never across 128 bytes) into a
+  buffer of :data:`FETCH_BUFFER_INSNS`; a burst is requested as soon as the buffer has room for
+  it, its beats take the read port from the cycle after the request, and each instruction can
+  be dispatched ``fetch_latency - 1`` cycles after its second beat, one per cycle.
 
 The functions take the decoded fields of one instruction as a dict (the names of
 :func:`vta.isa.layout`) so that tests can check them against hand-derived numbers.
@@ -32,6 +33,7 @@ from ...env import Environment
 
 __all__ = [
     "BEAT_BYTES",
+    "FETCH_BUFFER_INSNS",
     "BURST_BYTES",
     "DEFAULT_TIMING",
     "Timing",
@@ -49,6 +51,8 @@ BEAT_BYTES = 8
 BURST_BYTES = 128
 #: Instructions per fetch burst at most.
 FETCH_BURST_INSNS = 8
+#: Instructions the fetch buffer holds (requested and not yet dispatched ones included).
+FETCH_BUFFER_INSNS = 16
 #: Bytes of one instruction.
 INSN_BYTES = 16
 
@@ -74,9 +78,10 @@ class Timing:
     pad_fixed, pad_per_row : int
         Padding cost besides one cycle per pad element: once per padded load, per pad row.
     store_fixed, store_per_row, store_ack : int
-        STORE costs besides (1 + beats) per element: once, per row, per burst.
+        STORE costs besides one cycle per beat: once, per row, per burst (the streaming store
+        has none per row or burst).
     fetch_latency : int
-        Cycles from a fetch request to its first dispatch besides the 2 m beats (idle port).
+        Cycles from the arrival of an instruction's second beat to its dispatch, plus one.
     """
 
     overhead: int = 3
@@ -87,9 +92,9 @@ class Timing:
     load_tail: int = 1
     pad_fixed: int = 3
     pad_per_row: int = 2
-    store_fixed: int = 3
-    store_per_row: int = 1
-    store_ack: int = 2
+    store_fixed: int = 7
+    store_per_row: int = 0
+    store_ack: int = 0
     fetch_latency: int = 2
 
 
@@ -191,12 +196,11 @@ def store_cycles(env: Environment, f: dict, timing: Timing = DEFAULT_TIMING) -> 
     if x <= 0:
         return timing.overhead
     elem = env.OUT_ELEM_BYTES
-    per_elem = 1 + max(elem // BEAT_BYTES, 1)
-    base, stride = int(f["dram_base"]) * elem, int(f["x_stride"]) * elem
-    total = timing.store_fixed
-    for r in range(y):
-        bursts = _row_bursts(base + r * stride, x * elem)
-        total += timing.store_per_row + x * per_elem + timing.store_ack * bursts
+    per_elem = max(elem // BEAT_BYTES, 1)
+    total = timing.store_fixed + y * (timing.store_per_row + x * per_elem)
+    if timing.store_ack:
+        base, stride = int(f["dram_base"]) * elem, int(f["x_stride"]) * elem
+        total += timing.store_ack * sum(_row_bursts(base + r * stride, x * elem) for r in range(y))
     return total
 
 

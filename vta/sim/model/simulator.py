@@ -4,8 +4,11 @@
 functions compute the same bits and raise the same errors -- that also replays each stream on
 an event-driven model of OUR RTL (``hw/README.md``) to count cycles:
 
-* fetch reads bursts of up to 8 instructions and dispatches them in stream order, one per cycle,
-  into the load, compute and store queues (512 entries each; a full queue blocks dispatch);
+* fetch reads bursts of up to 8 instructions into a 16-instruction buffer and dispatches them in
+  stream order, one per cycle, into the load, compute and store queues (512 entries each; a full
+  queue blocks dispatch); a burst is requested as soon as the buffer has room for it (requested
+  but not dispatched instructions included), so reading overlaps dispatching, and an instruction
+  can be dispatched once its two beats have arrived;
 * each unit runs its queue in order, one instruction at a time: it starts an instruction once it
   has been dispatched, the previous one has retired and every token it pops has been pushed;
   pushes are visible to the consumer when the producer retires;
@@ -225,8 +228,9 @@ def time_stream(env: Environment, words: np.ndarray, tokens: list[int], insn_add
         Cost constants.
     events : list, optional
         When given, the replay appends one tuple per event (the profiler reads them, see
-        :mod:`vta.profile.collect`): ``("burst", i, t0, t1)`` a fetch burst starting with
-        instruction i, ``("dispatch", i, t, blocked_from)``, ``("insn", unit, i, ready, start,
+        :mod:`vta.profile.collect`): ``("burst", i, t0, t1)`` fetch busy waiting for the beats
+        of instruction i (bursts overlap dispatching, so this is the part of the reading that
+        shows), ``("dispatch", i, t, blocked_from)``, ``("insn", unit, i, ready, start,
         end)`` with ``ready`` the cycle the unit could have started it but for tokens,
         ``("push", channel, i, t)`` and ``("pop", channel, i, t)`` (fsim's channel order).
 
@@ -269,8 +273,10 @@ def _replay(env: Environment, words: np.ndarray, tokens: list[int], insn_addr: i
     busy, stall, retired = [0] * 4, [0] * 4, [0] * 4
     free = [0, 0, 0]
     heads = [0, 0, 0]
-    # fetch state
-    f_next, burst_left, next_dispatch, fetch_free = 0, 0, 0, 0  # fetch_free: next burst request
+    # fetch state: f_next the next instruction to dispatch, f_req the next to request, ready[i]
+    # the first cycle instruction i can be dispatched (its beats have arrived)
+    f_next, f_req, next_dispatch, last_req = 0, 0, 0, -1
+    ready = [0] * n
     finish_end = None
     done = 0
 
@@ -282,11 +288,23 @@ def _replay(env: Environment, words: np.ndarray, tokens: list[int], insn_addr: i
         return push_times[c][j] if j < len(push_times[c]) else None
 
     while done < n:
-        # fetch: its next event (a burst request or a dispatch), if queue space is known
+        # fetch: request every burst whose buffer room is known (it frees when the instruction
+        # FETCH_BUFFER_INSNS before the burst's end is dispatched), then the next dispatch
+        while f_req < n:
+            m = mc.fetch_burst_size(insn_addr + 16 * f_req, n - f_req)
+            frees = f_req + m - mc.FETCH_BUFFER_INSNS - 1  # the dispatch that makes room
+            if frees >= f_next:
+                break
+            t_req = max(last_req + 1, dispatch[frees] + 1 if frees >= 0 else 0)
+            arrived = port.take(t_req + 1, 2 * m)
+            for j in range(m):  # beats arrive in order, two per instruction
+                ready[f_req + j] = arrived - 2 * (m - 1 - j) + timing.fetch_latency - 1
+            last_req = t_req
+            f_req += m
         f_time = None
-        if f_next < n:
+        if f_next < n and f_next < f_req:
             i = f_next
-            f_time = fetch_free if burst_left == 0 else next_dispatch
+            f_time = max(next_dispatch, ready[i])
             if qpos[i] >= QUEUE_DEPTH:
                 older = queues[unit_of[stage[i]]][qpos[i] - QUEUE_DEPTH]
                 f_time = None if start[older] < 0 else max(f_time, start[older])
@@ -313,16 +331,9 @@ def _replay(env: Environment, words: np.ndarray, tokens: list[int], insn_addr: i
                 best, best_t, best_wait = u, t, t - t0
         if f_time is not None and (best < 0 or f_time <= best_t):
             i = f_next
-            if burst_left == 0:  # request the burst: its beats share the read port
-                m = mc.fetch_burst_size(insn_addr + 16 * i, n - i)
-                arrived = port.take(fetch_free + 1, 2 * m)
-                next_dispatch = arrived + timing.fetch_latency - 1
-                busy[0] += next_dispatch - fetch_free
-                if events is not None:
-                    events.append(("burst", i, fetch_free, next_dispatch))
-                burst_left = m
-                continue
-            d = next_dispatch
+            d = f_time
+            if events is not None and f_time > next_dispatch:  # waiting for the beats of i
+                events.append(("burst", i, next_dispatch, f_time))
             if qpos[i] >= QUEUE_DEPTH:
                 older = queues[unit_of[stage[i]]][qpos[i] - QUEUE_DEPTH]
                 if start[older] > d:
@@ -331,13 +342,11 @@ def _replay(env: Environment, words: np.ndarray, tokens: list[int], insn_addr: i
             if events is not None:
                 events.append(("dispatch", i, d, next_dispatch))
             dispatch[i] = d
-            busy[0] += 1
             retired[0] += 1
             next_dispatch = d + 1
-            burst_left -= 1
-            if burst_left == 0:
-                fetch_free = next_dispatch
             f_next += 1
+            if f_next == n:  # fetch is busy from launch to its last dispatch, unless blocked
+                busy[0] = d + 1 - stall[0]
             continue
         if best >= 0:
             u = best
