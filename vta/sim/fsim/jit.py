@@ -102,8 +102,9 @@ class JitEngine:
         fields = [lay.header[0]] + [lay.field("mem", k) for k in kernels.MEM_COLUMNS] \
             + [lay.field("gemm", k) for k in kernels.GEMM_COLUMNS] \
             + [lay.field("alu", k) for k in kernels.ALU_COLUMNS]
-        #: Per column of the field layout above: (word, shift, width, signed).
-        self.table = np.array([(f.lo // 64, f.lo % 64, f.width, int(f.signed)) for f in fields], dtype=np.int64)
+        #: Per column of the field layout above: (word, shift, mask, sign bit or 0).
+        self.table = np.array([(f.lo // 64, f.lo % 64, (1 << f.width) - 1, (1 << (f.width - 1)) if f.signed else 0)
+                               for f in fields], dtype=np.int64)
 
     def runs_as_written(self, words: np.ndarray, tokens: list) -> bool:
         """Whether a stream is valid and its tokens let it run in stream order (one compiled pass).
