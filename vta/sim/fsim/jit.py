@@ -95,6 +95,13 @@ class JitEngine:
             int(narrow_ok), int(env.ACC_WIDTH == 32), BIG_GEMM_MACS,
             BATCH_MIN_MACS if batch_gemms else -1,
         ], dtype=np.int64)
+        #: Per memory type (UOP, WGT, INP, ACC, OUT, ACC_8BIT): buffer depth and element bytes
+        #: (OUT: the accumulator a STORE reads and the bytes it writes).
+        self.depths = np.array([env.UOP_BUFF_DEPTH, env.WGT_BUFF_DEPTH, env.INP_BUFF_DEPTH, env.ACC_BUFF_DEPTH,
+                                env.ACC_BUFF_DEPTH, env.ACC_BUFF_DEPTH], dtype=np.int64)
+        self.elems = np.array([env.elem_bytes(isa.MEM_UOP), env.WGT_ELEM_BYTES, env.INP_ELEM_BYTES,
+                               env.ACC_ELEM_BYTES, env.OUT_ELEM_BYTES, env.elem_bytes(isa.MEM_ACC_8BIT)],
+                              dtype=np.int64)
         self.batch_gemms = bool(batch_gemms)
         #: Runs of GEMMs executed as BLAS products during the last :meth:`run` (a diagnostic).
         self.batched_runs = 0
@@ -118,6 +125,15 @@ class JitEngine:
         tokens[:] = out.tolist()
         return True
 
+    def field_suspects(self, words: np.ndarray, dram) -> list[int]:
+        """The LOAD and STORE rows whose fields alone fail a check (one compiled pass): the
+        candidates :func:`vta.sim.fsim.simulator.check_fields` confirms one by one."""
+        starts, ends = _allocations(dram)
+        out = np.empty(words.shape[0], dtype=np.int64)
+        found = kernels.field_suspects(np.ascontiguousarray(words), self.table, self.depths, self.elems, starts, ends,
+                                       out)
+        return out[:found].tolist()
+
     def run(self, sim, program, order: np.ndarray, count_numpy) -> None:
         """Execute ``order`` on ``sim``; advance ``sim._position`` as instructions complete.
 
@@ -125,9 +141,7 @@ class JitEngine:
         ``count_numpy(stats, program, indices, env)`` for the instructions run by the NumPy path.
         """
         words = np.ascontiguousarray(program.words)
-        allocs = list(sim.dram.allocations())
-        starts = np.array([a for a, _ in allocs] or [0], dtype=np.int64)
-        ends = np.array([a + n for a, n in allocs] or [0], dtype=np.int64)
+        starts, ends = _allocations(sim.dram)
         sp = sim.sram
         order = np.ascontiguousarray(order, dtype=np.int64)
         n = order.size
@@ -152,3 +166,11 @@ class JitEngine:
                 sim._stats[key] += value
             self.batched_runs = values[-1]
             count_numpy(sim._stats, program, np.asarray(deferred, dtype=np.int64), sim.env)
+
+
+def _allocations(dram) -> tuple[np.ndarray, np.ndarray]:
+    """Start and end addresses of the live allocations of ``dram`` (one empty one if there are none)."""
+    allocs = list(dram.allocations())
+    starts = np.array([a for a, _ in allocs] or [0], dtype=np.int64)
+    ends = np.array([a + n for a, n in allocs] or [0], dtype=np.int64)
+    return starts, ends

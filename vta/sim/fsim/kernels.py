@@ -54,12 +54,13 @@ def _field_py(words, table, i, c):
     return (v ^ table[c, 3]) - table[c, 3]
 
 
-def _gemm_nest_py(uop_dst, uop_src, uop_wgt, inp, wgt, acc, part, xsum, wsum, bgn, end, io, ii, dfo, dfi, sfo, sfi,
-                  wfo, wfi):
+def _gemm_nest_py(uop_dst, uop_src, uop_wgt, inp, wgt, acc, inp_f, wgt_f, scratch, bgn, end, io, ii, dfo, dfi, sfo,
+                  sfi, wfo, wfi):
     """A non-reset GEMM nest (indices already checked).
 
-    ``part`` (``(BATCH, BLOCK_OUT)``), ``xsum`` (``(BATCH, BLOCK_IN)``) and ``wsum``
-    (``(BLOCK_OUT, BLOCK_IN)``) are float32 scratch.
+    ``inp_f`` and ``wgt_f`` are flat views of ``inp`` and ``wgt``; ``scratch`` holds float32
+    arrays ``part`` (``(BATCH, BLOCK_OUT)``), ``xsum`` (``(BATCH, BLOCK_IN)``), ``wsum``
+    (``(BLOCK_OUT, BLOCK_IN)``) and flat views of the last two.
 
     Accumulation into ``acc`` is addition modulo 2^32, so the iterations may run in any order:
     micro-ops run outermost. When the inner loop does not move the destination
@@ -71,9 +72,8 @@ def _gemm_nest_py(uop_dst, uop_src, uop_wgt, inp, wgt, acc, part, xsum, wsum, bg
     """
     nk = inp.shape[2]
     chunk = max(1, 1024 // nk)  # chunk * nk products of at most 2^14 each: |sum| <= 2^24
-    inp_f, wgt_f = inp.reshape(inp.size), wgt.reshape(wgt.size)
-    xsum_f, wsum_f = xsum.reshape(xsum.size), wsum.reshape(wsum.size)
-    nx, nw = xsum.size, wsum.size
+    part, xsum, wsum, xsum_f, wsum_f = scratch
+    nx, nw = xsum_f.shape[0], wsum_f.shape[0]
     for u in range(bgn, end):
         d0, s0, w0 = uop_dst[u], uop_src[u], uop_wgt[u]
         if dfi != 0 or ii == 1:
@@ -370,6 +370,45 @@ def _decode_py(words, table, i, lo, hi, f):
         f[c] = _field(words, table, i, c)
 
 
+def _field_suspects_py(words, table, depths, elems, starts, ends, out):
+    """The LOAD and STORE rows (``x_size > 0``) whose fields alone put them out of range.
+
+    The compiled form of the whole-column checks of :func:`vta.sim.fsim.simulator.check_fields`:
+    memory types, padding, the SRAM rectangle (``depths`` per memory type) and the DRAM rows
+    (``elems``: bytes per element per memory type, the OUT slot for stores) inside one live
+    allocation. Writes their indices, in stream order, to ``out``; returns how many.
+    """
+    found = 0
+    for i in range(words.shape[0]):
+        op = _field(words, table, i, _OP)
+        if op > 1 or _field(words, table, i, _M + 4) == 0:
+            continue
+        mt = _field(words, table, i, _M)
+        if mt > 5:  # an invalid memory type: rejected by the stream validation
+            continue
+        base, dbase = _field(words, table, i, _M + 1), _field(words, table, i, _M + 2)
+        ys, xs, stride = _field(words, table, i, _M + 3), _field(words, table, i, _M + 4), _field(words, table, i, _M + 5)
+        yp0, yp1 = _field(words, table, i, _M + 6), _field(words, table, i, _M + 7)
+        xp0, xp1 = _field(words, table, i, _M + 8), _field(words, table, i, _M + 9)
+        if op == 0:
+            bad = mt == 4 or base + (yp0 + ys + yp1) * (xp0 + xs + xp1) > depths[mt]
+        else:
+            bad = mt != 4 or (yp0 | yp1 | xp0 | xp1) != 0 or base + xs * ys > depths[3]
+        if not bad and ys > 0:
+            e = elems[mt] if op == 0 else elems[4]
+            bad = not _in_dram_all(dbase * e, (dbase + (ys - 1) * stride + xs) * e, starts, ends)
+        if bad:
+            out[found] = i
+            found += 1
+    return found
+
+
+def _in_dram_all_py(start, end, starts, ends):
+    """Whether [start, end) lies inside one live allocation (an empty range too, if ``start`` does)."""
+    k = np.searchsorted(starts, start, side="right") - 1
+    return k >= 0 and starts[k] <= start and start < ends[k] and end <= ends[k]
+
+
 def _run_stretch(order, pos, words, table, uop_dst, uop_src, uop_wgt, inp, wgt, acc, dram, dram_s8, dram_s32,
                  starts, ends, cfg, counts):
     """Execute ``order[pos:]`` until an instruction must be deferred; return its position.
@@ -380,28 +419,56 @@ def _run_stretch(order, pos, words, table, uop_dst, uop_src, uop_wgt, inp, wgt, 
     """
     if cfg[15] == 0:  # accumulators narrower than 32 bits: all through the NumPy path
         return pos
-    n = order.shape[0]
     f = np.zeros(table.shape[0], dtype=np.int64)  # the decoded fields of the current instruction
     batch, blk_in, blk_out = cfg[0], cfg[1], cfg[2]
-    scratch = (np.zeros((batch, blk_out), dtype=np.float32), np.zeros((batch, blk_in), dtype=np.float32),
-               np.zeros((blk_out, blk_in), dtype=np.float32))
-    no_batch = 0  # GEMMs before this position were found not to batch
+    xsum, wsum = np.zeros((batch, blk_in), dtype=np.float32), np.zeros((blk_out, blk_in), dtype=np.float32)
+    scratch = (np.zeros((batch, blk_out), dtype=np.float32), xsum, wsum, xsum.reshape(xsum.size),
+               wsum.reshape(wsum.size))
+    bgns = np.empty(order.shape[0], dtype=np.int64)  # micro-ops of a run of GEMMs
+    # flat views of the buffers (made once: a reshape per instruction costs more than a small one)
+    inp_f, wgt_f, acc_f = inp.reshape(inp.size), wgt.reshape(wgt.size), acc.reshape(acc.size)
+    acc2 = acc.reshape(acc.shape[0], batch * blk_out)  # one row of lanes per accumulator element
+    run = np.zeros(2, dtype=np.int64)  # [GEMMs before this position run one by one, length of a run to batch]
+    while True:
+        pos = _stretch(order, pos, words, table, uop_dst, uop_src, uop_wgt, inp, wgt, acc, inp_f, wgt_f, acc_f, acc2,
+                       dram, dram_s8, dram_s32, starts, ends, cfg, counts, f, scratch, run)
+        if run[1] == 0:
+            return pos
+        if _batch(order, pos, run[1], words, table, uop_dst, uop_src, uop_wgt, inp, wgt, acc, counts, bgns):
+            pos += run[1]
+        else:
+            run[0] = pos + run[1]  # run them one by one (each may still raise its error)
+        run[1] = 0
+
+
+def _stretch_py(order, pos, words, table, uop_dst, uop_src, uop_wgt, inp, wgt, acc, inp_f, wgt_f, acc_f, acc2, dram,
+                dram_s8, dram_s32, starts, ends, cfg, counts, f, scratch, run):
+    """The loop of :func:`_run_stretch`, given its flat views and scratch arrays.
+
+    Also stops at a run of GEMMs worth trying as BLAS products (setting ``run[1]`` to its
+    length), unless it starts before ``run[0]``.
+
+    Compiled without numba's reference counting (it allocates nothing): otherwise every array
+    view and every array argument of a call costs an atomic update, more than the work of a
+    small instruction.
+    """
+    n = order.shape[0]
     while pos < n:
         i = order[pos]
         op = _field(words, table, i, _OP)
         if op == 2:
             _decode(words, table, i, _G, _G + 11, f)
-            if f[_G] == 0 and f[_G + 2] - f[_G + 1] == 1 and cfg[17] >= 0 and pos >= no_batch:
-                done = _gemm_run(order, pos, words, table, uop_dst, uop_src, uop_wgt, inp, wgt, acc, f, cfg, counts)
-                if done > 0:
-                    pos += done
-                    continue
-                no_batch = pos - done  # run them one by one (each may still raise its error)
-            if not _gemm(uop_dst, uop_src, uop_wgt, inp, wgt, acc, f, cfg, counts, scratch):
+            if f[_G] == 0 and f[_G + 2] - f[_G + 1] == 1 and cfg[17] >= 0 and pos >= run[0]:
+                length = _gemm_run(order, pos, words, table, f, cfg)
+                if length > 0:
+                    run[1] = length
+                    return pos
+                run[0] = pos - length
+            if not _gemm(uop_dst, uop_src, uop_wgt, inp, wgt, acc, inp_f, wgt_f, acc2, f, cfg, counts, scratch):
                 return pos
         elif op == 4:
             _decode(words, table, i, _A, _A + 11, f)
-            if not _alu(uop_dst, uop_src, acc, f, counts):
+            if not _alu(uop_dst, uop_src, acc2, f, counts):
                 return pos
         elif op == 0 or op == 1:
             _decode(words, table, i, _M, _M + 10, f)
@@ -410,10 +477,10 @@ def _run_stretch(order, pos, words, table, uop_dst, uop_src, uop_wgt, inp, wgt, 
                     return pos
                 counts[12] += 1
             elif op == 0:
-                if not _load(uop_dst, uop_src, uop_wgt, inp, wgt, acc, dram, dram_s8, dram_s32, starts, ends, f, cfg,
-                             counts):
+                if not _load(uop_dst, uop_src, uop_wgt, inp_f, wgt_f, acc_f, dram, dram_s8, dram_s32, starts, ends, f,
+                             cfg, counts):
                     return pos
-            elif not _store(acc, dram, starts, ends, f, cfg, counts):
+            elif not _store(acc_f, dram, starts, ends, f, cfg, counts):
                 return pos
         elif op == 3:
             counts[11] += 1
@@ -423,33 +490,42 @@ def _run_stretch(order, pos, words, table, uop_dst, uop_src, uop_wgt, inp, wgt, 
     return pos
 
 
-def _gemm_run_py(order, pos, words, table, uop_dst, uop_src, uop_wgt, inp, wgt, acc, f, cfg, counts):
-    """Try the GEMMs from ``order[pos]`` on as BLAS products (:func:`_gemm_batch_py`).
+def _gemm_run_py(order, pos, words, table, f, cfg):
+    """How many GEMMs from ``order[pos]`` on (fields of the first decoded in ``f``) form a run that
+    differs only in its micro-op, and whether it is big enough to try as BLAS products.
 
-    Returns how many instructions ran (> 0), or ``-k`` when the next ``k`` GEMMs must run one
-    by one (the run is too small or does not line up).
+    Returns the run's length, negated when it is too small.
     """
     i = order[pos]
     n = order.shape[0]
     n_run = 1
     while pos + n_run < n and order[pos + n_run] == i + n_run and _same_gemm(words, table, i, i + n_run):
         n_run += 1
-    io, ii = f[_G + 3], f[_G + 4]
-    if n_run * io * ii * cfg[0] * cfg[1] * cfg[2] >= cfg[17]:
-        bgns = np.empty(n_run, dtype=np.int64)
-        for q in range(n_run):
-            bgns[q] = _field(words, table, i + q, _G + 1)
-        if _gemm_batch(uop_dst, uop_src, uop_wgt, inp, wgt, acc, bgns, io, ii, f[_G + 5], f[_G + 6], f[_G + 7],
-                       f[_G + 8], f[_G + 9], f[_G + 10]):
-            counts[9] += n_run
-            counts[5] += n_run * io * ii
-            counts[13] += 1
-            return n_run
+    if n_run * f[_G + 3] * f[_G + 4] * cfg[0] * cfg[1] * cfg[2] >= cfg[17]:
+        return n_run
     return -n_run
 
 
-def _gemm_py(uop_dst, uop_src, uop_wgt, inp, wgt, acc, f, cfg, counts, scratch):
-    """One GEMM (fields decoded in ``f``); False (nothing done) to defer it."""
+def _batch_py(order, pos, n_run, words, table, uop_dst, uop_src, uop_wgt, inp, wgt, acc, counts, bgns):
+    """Execute the run of ``n_run`` GEMMs at ``order[pos]`` as BLAS products if their micro-ops
+    line up (:func:`_gemm_batch_py`); ``bgns`` is int64 scratch at least ``n_run`` long."""
+    i = order[pos]
+    for q in range(n_run):
+        bgns[q] = _field(words, table, i + q, _G + 1)
+    io, ii = _field(words, table, i, _G + 3), _field(words, table, i, _G + 4)
+    if not _gemm_batch(uop_dst, uop_src, uop_wgt, inp, wgt, acc, bgns[:n_run], io, ii, _field(words, table, i, _G + 5),
+                       _field(words, table, i, _G + 6), _field(words, table, i, _G + 7), _field(words, table, i, _G + 8),
+                       _field(words, table, i, _G + 9), _field(words, table, i, _G + 10)):
+        return False
+    counts[9] += n_run
+    counts[5] += n_run * io * ii
+    counts[13] += 1
+    return True
+
+
+def _gemm_py(uop_dst, uop_src, uop_wgt, inp, wgt, acc, inp_f, wgt_f, acc2, f, cfg, counts, scratch):
+    """One GEMM (fields decoded in ``f``); False (nothing done) to defer it. ``inp_f``, ``wgt_f``
+    and ``acc2`` are flat views of the buffers (``acc2``: one row of lanes per element)."""
     reset = f[_G] != 0
     bgn, end, io, ii = f[_G + 1], f[_G + 2], f[_G + 3], f[_G + 4]
     dfo, dfi, sfo, sfi, wfo, wfi = f[_G + 5], f[_G + 6], f[_G + 7], f[_G + 8], f[_G + 9], f[_G + 10]
@@ -470,17 +546,20 @@ def _gemm_py(uop_dst, uop_src, uop_wgt, inp, wgt, acc, f, cfg, counts, scratch):
             for o in range(io):
                 for t in range(ii):
                     for u in range(bgn, end):
-                        acc[uop_dst[u] + o * dfo + t * dfi] = 0
+                        row = acc2[uop_dst[u] + o * dfo + t * dfi]
+                        for q in range(row.shape[0]):
+                            row[q] = 0
         else:
-            _gemm_nest(uop_dst, uop_src, uop_wgt, inp, wgt, acc, scratch[0], scratch[1], scratch[2], bgn, end, io,
-                       ii, dfo, dfi, sfo, sfi, wfo, wfi)
+            _gemm_nest(uop_dst, uop_src, uop_wgt, inp, wgt, acc, inp_f, wgt_f, scratch, bgn, end, io, ii, dfo, dfi,
+                       sfo, sfi, wfo, wfi)
             counts[5] += n_it
     counts[9] += 1
     return True
 
 
-def _alu_py(uop_dst, uop_src, acc, f, counts):
-    """One ALU instruction (fields decoded in ``f``); False (nothing done) to defer it.
+def _alu_py(uop_dst, uop_src, rows, f, counts):
+    """One ALU instruction (fields decoded in ``f``) on the accumulator as ``rows`` of lanes;
+    False (nothing done) to defer it.
 
     Runs the nest in the order of the ISA loop, one accumulator row at a time, so a micro-op
     sees what earlier ones wrote.
@@ -492,8 +571,7 @@ def _alu_py(uop_dst, uop_src, acc, f, counts):
         return False
     end = max(bgn, end)
     n_it = io * ii * (end - bgn)
-    depth = acc.shape[0]
-    rows = acc.reshape(depth, acc.shape[1] * acc.shape[2])
+    depth = rows.shape[0]
     if n_it > 0:
         for u in range(bgn, end):
             if uop_dst[u] + (io - 1) * dfo + (ii - 1) * dfi >= depth:
@@ -556,18 +634,18 @@ def _alu_rows_py(aop, a, b):
         a[q] = np.int32(r & 0xFFFFFFFF)
 
 
-def _store_py(acc, dram, starts, ends, f, cfg, counts):
-    """One STORE with ``x_size > 0`` (fields decoded in ``f``); False (nothing done) to defer it."""
+def _store_py(acc_f, dram, starts, ends, f, cfg, counts):
+    """One STORE with ``x_size > 0`` (fields decoded in ``f``; ``acc_f``: the accumulator as one
+    flat array of lanes); False (nothing done) to defer it."""
     mt, sram, dbase, ys, xs, stride = f[_M], f[_M + 1], f[_M + 2], f[_M + 3], f[_M + 4], f[_M + 5]
     e_out = cfg[6]
     lanes = cfg[0] * cfg[2]
     if mt != 4 or f[_M + 6] != 0 or f[_M + 7] != 0 or f[_M + 8] != 0 or f[_M + 9] != 0 or cfg[14] == 0:
         return False
-    if sram + xs * ys > acc.shape[0] or e_out != lanes:
+    if (sram + xs * ys) * lanes > acc_f.shape[0] or e_out != lanes:
         return False
     if ys > 0 and not _in_dram(dbase * e_out, (dbase + (ys - 1) * stride + xs) * e_out, starts, ends):
         return False
-    acc_f = acc.reshape(acc.size)
     cnt = xs * lanes
     for y in range(ys):  # each row: xs accumulator rows, contiguous in SRAM and DRAM
         src = (sram + y * xs) * lanes
@@ -580,8 +658,9 @@ def _store_py(acc, dram, starts, ends, f, cfg, counts):
     return True
 
 
-def _load_py(uop_dst, uop_src, uop_wgt, inp, wgt, acc, dram, dram_s8, dram_s32, starts, ends, f, cfg, counts):
-    """One LOAD with ``x_size > 0`` (fields decoded in ``f``); False (nothing done) to defer it."""
+def _load_py(uop_dst, uop_src, uop_wgt, inp_f, wgt_f, acc_f, dram, dram_s8, dram_s32, starts, ends, f, cfg, counts):
+    """One LOAD with ``x_size > 0`` (fields decoded in ``f``; the buffers as flat arrays of
+    lanes); False (nothing done) to defer it."""
     mt, sram, dbase, ys, xs, stride = f[_M], f[_M + 1], f[_M + 2], f[_M + 3], f[_M + 4], f[_M + 5]
     yp0, yp1, xp0, xp1 = f[_M + 6], f[_M + 7], f[_M + 8], f[_M + 9]
     batch, blk_in, blk_out = cfg[0], cfg[1], cfg[2]
@@ -590,11 +669,14 @@ def _load_py(uop_dst, uop_src, uop_wgt, inp, wgt, acc, dram, dram_s8, dram_s32, 
     if mt == 0:
         elem, depth, per = 4, uop_dst.shape[0], 1
     elif mt == 1:
-        elem, depth, per = cfg[4], wgt.shape[0], blk_out * blk_in
+        per = blk_out * blk_in
+        elem, depth = cfg[4], wgt_f.shape[0] // per
     elif mt == 2:
-        elem, depth, per = cfg[3], inp.shape[0], batch * blk_in
+        per = batch * blk_in
+        elem, depth = cfg[3], inp_f.shape[0] // per
     else:  # ACC (32-bit lanes) or ACC_8BIT (one byte per lane)
-        elem, depth, per = (cfg[5] if mt == 3 else cfg[7]), acc.shape[0], batch * blk_out
+        per = batch * blk_out
+        elem, depth = (cfg[5] if mt == 3 else cfg[7]), acc_f.shape[0] // per
     w_ = xp0 + xs + xp1
     h_ = yp0 + ys + yp1
     if sram + w_ * h_ > depth:
@@ -625,7 +707,6 @@ def _load_py(uop_dst, uop_src, uop_wgt, inp, wgt, acc, dram, dram_s8, dram_s32, 
                 uop_src[idx] = (word >> cfg[10]) & ((1 << cfg[11]) - 1)
                 uop_wgt[idx] = (word >> cfg[12]) & ((1 << cfg[13]) - 1)
         return True
-    inp_f, wgt_f, acc_f = inp.reshape(inp.size), wgt.reshape(wgt.size), acc.reshape(acc.size)
     # one row of the padded rectangle at a time: pads zeroed, data copied as a contiguous run
     # of x_size elements (one SRAM element = ``per`` lanes)
     cnt = xs * per
@@ -656,10 +737,12 @@ def _load_py(uop_dst, uop_src, uop_wgt, inp, wgt, acc, dram, dram_s8, dram_s32, 
 #: Every function of this module that numba compiles (``name`` is made from ``name_py``), and
 #: those allowed to reorder float32 sums (every partial sum is an integer of at most 2^24 in
 #: magnitude, so any order gives the exact result).
-_COMPILED = ("_field", "_decode", "_in_dram", "_same_gemm", "_zero", "_copy", "_offsets", "_as_written",
+_COMPILED = ("_stretch", "_batch", "_field", "_decode", "_in_dram", "_in_dram_all", "_field_suspects", "_same_gemm", "_zero", "_copy", "_offsets", "_as_written",
              "_add_rows", "_dot_sum", "_wrap_add", "_dot_add", "_gemm_nest", "_gemm_batch", "_gemm_run", "_gemm",
              "_alu", "_alu_imm", "_alu_rows", "_store", "_load")
 _FASTMATH = ("_add_rows", "_dot_sum", "_dot_add", "_gemm_nest")
+#: Those that allocate (the others run without reference counting: see :func:`_stretch_py`).
+_ALLOCATING = ("_offsets", "_gemm_batch", "_batch")
 #: Per-instruction helpers inlined into their callers by numba (a call boundary costs a
 #: reference-count update per array argument, more than a small instruction's work).
 _INLINED = ("_field", "_decode", "_gemm", "_alu", "_alu_imm", "_alu_rows", "_store", "_load", "_wrap_add", "_dot_sum",
@@ -678,10 +761,17 @@ def compile_all(njit, blas: bool):
         return _run
     for name in _COMPILED:
         opts = {"inline": "always"} if name in _INLINED else {}
+        if name not in _ALLOCATING:
+            opts["_nrt"] = False
         globals()[name] = njit(cache=True, fastmath=name in _FASTMATH, **opts)(globals()[name + "_py"])
     _dot = njit(cache=True)(_dot_blas_py) if blas else njit(cache=True, fastmath=True)(_dot_loops_py)
     _run = njit(cache=True, nogil=True)(_run_stretch)
     return _run
+
+
+def field_suspects(words, table, depths, elems, starts, ends, out):
+    """The compiled :func:`_field_suspects_py` (after :func:`compile_all`)."""
+    return _field_suspects(words, table, depths, elems, starts, ends, out)
 
 
 def as_written(words, table, tokens):

@@ -205,7 +205,10 @@ class FunctionalSimulator(Device):
         else:
             program.validate()
             order = schedule(program.flow, tokens, self._rng)
-        check_fields(self.env, words, program.cols.header["opcode"], self.dram)
+        if self._jit is not None:  # the same checks in one compiled pass
+            confirm_suspects(self.env, words, self._jit.field_suspects(words, self.dram), self.dram)
+        else:
+            check_fields(self.env, words, program.cols.header["opcode"], self.dram)
         try:
             self._execute(program, order)
         except SimulationError as exc:
@@ -452,9 +455,21 @@ def check_fields(env: Environment, words: np.ndarray, opcode: np.ndarray, dram: 
         else:
             inside = np.zeros(rows.shape, dtype=bool)
         bad |= moves & ~inside
-    for i in rows[bad].tolist():
-        one = isa.decode_array(np.ascontiguousarray(words[i:i + 1]).view("<u8"), env).mem
-        check_mem(env, dram, i, {k: int(v[0]) for k, v in one.items()}, int(opcode[i]))
+    confirm_suspects(env, words, rows[bad].tolist(), dram)
+
+
+def confirm_suspects(env: Environment, words: np.ndarray, suspects: list[int], dram: DRAM) -> None:
+    """Raise the error of the first of the LOAD/STORE rows ``suspects`` (in stream order) that
+    fails :func:`vta.sim.fsim.units.check_mem`.
+
+    Raises
+    ------
+    InvalidInstructionError, SRAMIndexError, DRAMAccessError
+        As the instruction itself would when executed.
+    """
+    for i in suspects:
+        one = isa.decode_array(np.ascontiguousarray(words[i:i + 1]).view("<u8"), env)
+        check_mem(env, dram, i, {k: int(v[0]) for k, v in one.mem.items()}, int(one.header["opcode"][0]))
 
 
 def _count(st: dict, program: "_Program", done: np.ndarray, env: Environment) -> None:
