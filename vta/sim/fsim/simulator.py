@@ -37,6 +37,7 @@ from ...errors import DeadlockError, InvalidInstructionError, SimulationError
 from ..debug import DEBUG_DUMP_INSN, DEBUG_SKIP_EXEC, dump_executed
 from ..device import RUN_KEYS, STAT_KEYS, Device
 from . import jit
+from .plans import PlanCache
 from .sched import CHANNELS, Flow, schedule
 from .units import Scratchpads, alu, check_mem, gemm, gemm_run, load, store
 
@@ -143,6 +144,8 @@ class FunctionalSimulator(Device):
                               stacklevel=2)
         #: The engine in use: "jit" (compiled loop plus NumPy) or "numpy".
         self.engine = "numpy" if self._jit is None else "jit"
+        # the NumPy engine's plans of small instructions (:mod:`vta.sim.fsim.plans`)
+        self._plans = PlanCache(self.sram, dram) if self._jit is None else None
 
     # ------------------------------------------------------------------ contract
     def run(self, insn_phys_addr: int, insn_count: int, wait_cycles: int = 0) -> int:
@@ -219,7 +222,7 @@ class FunctionalSimulator(Device):
 
     def _failed(self) -> None:
         """After a run that raised: back to the reset state, counted in ``runs_failed``."""
-        self.sram.clear()
+        self._clear_sram()
         self.tokens = [0, 0, 0, 0]
         self._stats["runs_failed"] += 1
 
@@ -246,9 +249,14 @@ class FunctionalSimulator(Device):
 
     def reset(self) -> None:
         """Zero the scratchpads and the token channels, and forget the trace."""
-        self.sram.clear()
+        self._clear_sram()
         self.tokens = [0, 0, 0, 0]
         self.trace = []
+
+    def _clear_sram(self) -> None:
+        self.sram.clear()
+        if self._plans is not None:
+            self._plans.uop_version += 1
 
     # ------------------------------------------------------------------ execution
     def _execute(self, program: "_Program", order: np.ndarray) -> None:
@@ -275,7 +283,10 @@ class FunctionalSimulator(Device):
             self._execute_order(program, order, runs)
 
     def _execute_order(self, program: "_Program", order: np.ndarray, runs) -> None:
-        """The NumPy engine: instruction by instruction, and lined-up GEMM runs as one product."""
+        """The NumPy engine: instruction by instruction (through its plan when it has one), and
+        lined-up GEMM runs as one product."""
+        plans = self._plans if self._plans is not None and self._plans.ok else None
+        keys, opcode = (program.keys, program.opcode) if plans is not None else (None, None)
         try:
             order_list = order.tolist()
             while self._position < len(order_list):
@@ -283,6 +294,12 @@ class FunctionalSimulator(Device):
                 if runs is not None and runs[i] and self.step_run(program, i, int(runs[i])):
                     self._position += int(runs[i])
                     continue
+                if plans is not None:
+                    plan = plans.get(keys[i], opcode[i], lambda kind: program.fields(i, kind))  # noqa: B023
+                    if plan is not None:
+                        plan()
+                        self._position += 1
+                        continue
                 self.step(program, i)
                 self._position += 1
         finally:
@@ -324,6 +341,8 @@ class FunctionalSimulator(Device):
             pass
         elif op == isa.OPCODE_LOAD:
             load(self.sram, self.dram, i, program.fields(i, "mem"))
+            if program.mem_type[i] == isa.MEM_UOP and self._plans is not None:
+                self._plans.uop_version += 1  # plans of GEMM and ALU read the micro-ops
         else:
             store(self.sram, self.dram, i, program.fields(i, "mem"))
 
@@ -582,6 +601,13 @@ class _Program:
     @property
     def mem_type(self) -> list:
         return self._list("mem", "memory_type")
+
+    @property
+    def keys(self) -> list:
+        """Every instruction's two words as a tuple (the key of its plan)."""
+        if "keys" not in self._lists:
+            self._lists["keys"] = list(zip(self.words[:, 0].tolist(), self.words[:, 1].tolist()))
+        return self._lists["keys"]
 
     def fields(self, i: int, kind: str) -> dict:
         """The fields of instruction ``i`` in format ``kind`` ('mem', 'gemm', 'alu') as ints."""
