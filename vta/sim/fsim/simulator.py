@@ -25,6 +25,7 @@ Examples
 from __future__ import annotations
 
 import contextlib
+import os
 import warnings
 
 import numpy as np
@@ -101,7 +102,8 @@ class FunctionalSimulator(Device):
         ``"numpy"`` executes every instruction with the opcode functions of
         :mod:`vta.sim.fsim.units`; ``"jit"`` runs small instructions in a loop compiled by
         numba (:mod:`vta.sim.fsim.jit`, identical results); ``"auto"`` uses ``"jit"`` when
-        numba is installed.
+        numba is installed, unless the environment variable ``VTA_FSIM_ENGINE`` names an
+        engine (``numpy`` or ``jit``: e.g. to run a test suite on the NumPy engine).
     batch_gemms : bool, optional
         Execute runs of consecutive GEMMs whose micro-ops line up as BLAS products (same
         results), with BLAS limited to one thread during the run: the NumPy engine through
@@ -111,7 +113,7 @@ class FunctionalSimulator(Device):
     Raises
     ------
     ValueError
-        For an unknown ``engine``.
+        For an unknown ``engine`` (or ``VTA_FSIM_ENGINE``).
     ImportError
         For ``engine="jit"`` without numba.
     """
@@ -122,6 +124,8 @@ class FunctionalSimulator(Device):
     def __init__(self, env: Environment, dram: DRAM, *, seed: int | None = None, trace: bool = False,
                  engine: str = "auto", batch_gemms: bool | None = None):
         super().__init__(env, dram)
+        if engine == "auto":
+            engine = os.environ.get("VTA_FSIM_ENGINE", "auto") or "auto"
         if engine not in ("auto", "numpy", "jit"):
             raise ValueError(f"engine must be 'auto', 'numpy' or 'jit', got {engine!r}")
         self.seed = seed
