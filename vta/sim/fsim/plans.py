@@ -63,30 +63,29 @@ class PlanCache:
         self.env = sp.env
         self.ok = (sp.env.INP_WIDTH == 8 and sp.env.WGT_WIDTH == 8 and sp.env.ACC_WIDTH == 32
                    and sp.env.OUT_WIDTH == 8)
+        #: Changes whenever the micro-op buffer may have changed.
         self.uop_version = 0
-        self._plans: dict = {}
+        #: Plans (or None) by key (see :meth:`make`).
+        self.table: dict = {}
 
-    def get(self, key: tuple, opcode: int, fields: Callable[[str], dict]) -> Plan | None:
-        """The plan of an instruction (made on first use), or None when it has none.
+    def make(self, key, opcode: int, fields: Callable[[str], dict]) -> Plan | None:
+        """Make, keep under ``key`` and return the plan of an instruction (None when it has none).
 
-        ``key`` is its encoded words; ``fields(kind)`` decodes it in format ``kind``.
+        ``key`` is the instruction's encoded bytes, paired with :attr:`uop_version` for GEMM and
+        ALU; ``fields(kind)`` decodes it in format ``kind``.
         """
-        if opcode in (isa.OPCODE_GEMM, isa.OPCODE_ALU):
-            key = key + (self.uop_version,)
-        try:
-            return self._plans[key]
-        except KeyError:
-            pass
         plan = make_plan(self.sp, self.dram, opcode, fields) if self.ok else None
-        if len(self._plans) > 1 << 16:  # bounded: a stream of all-distinct instructions
-            self._plans.clear()
-        self._plans[key] = plan
+        if len(self.table) > 1 << 16:  # bounded: a stream of all-distinct instructions
+            self.table.clear()
+        self.table[key] = plan
         return plan
 
 
 def make_plan(sp: Scratchpads, dram: DRAM, opcode: int, fields: Callable[[str], dict]) -> Plan | None:
     """A plan for one instruction, or None if it is not one of the planned shapes (or would
     fail a check: the opcode functions then raise the error)."""
+    if opcode == isa.OPCODE_FINISH:
+        return _nothing
     if opcode == isa.OPCODE_ALU:
         return _alu_plan(sp, fields("alu"))
     if opcode == isa.OPCODE_GEMM:
@@ -98,10 +97,16 @@ def make_plan(sp: Scratchpads, dram: DRAM, opcode: int, fields: Callable[[str], 
 
 
 # ------------------------------------------------------------------------------ LOAD / STORE
+def _nothing() -> None:
+    """FINISH, and LOAD or STORE with ``x_size == 0`` (a no-op carrying tokens)."""
+
+
 def _mem_plan(sp: Scratchpads, dram: DRAM, opcode: int, f: dict) -> Plan | None:
     env = sp.env
     xs, ys, mt = f["x_size"], f["y_size"], f["memory_type"]
-    if xs == 0 or ys == 0 or f["y_pad_0"] or f["y_pad_1"] or f["x_pad_0"] or f["x_pad_1"]:
+    if xs == 0 and mt <= isa.MEM_ACC_8BIT:
+        return _nothing
+    if ys == 0 or f["y_pad_0"] or f["y_pad_1"] or f["x_pad_0"] or f["x_pad_1"]:
         return None
     if opcode == isa.OPCODE_LOAD and mt not in (isa.MEM_INP, isa.MEM_WGT, isa.MEM_ACC):
         return None
@@ -143,7 +148,7 @@ def _nest(sp: Scratchpads, f: dict, roles: tuple, limits: dict) -> LoopNest | No
 
 
 def _rows(idx: np.ndarray):
-    """``idx`` (distinct rows) as a slice when they are consecutive and ascending, else as is."""
+    """Row indices ``idx`` as a slice when they are consecutive and ascending, else as they are."""
     if idx.size and np.array_equal(idx, np.arange(idx[0], idx[0] + idx.size)):
         return slice(int(idx[0]), int(idx[0]) + idx.size)
     return idx
@@ -181,21 +186,49 @@ def _gemm_plan(sp: Scratchpads, f: dict) -> Plan | None:
             prod = np.matmul(inp[s], wgt[w].transpose(0, 2, 1))
             acc2[rows] += prod.reshape(len(d), -1).astype(np.int32)
         return gemm
-    # one input row for every uop-iteration: sum each accumulator row's weights first
-    if np.unique(s).size == 1 and d.size * sp.env.BLOCK_IN <= 1024:  # |sum| <= d.size * 2^14 * BLOCK_IN <= 2^24
-        x_row = int(s[0])
+    # one input row (or one weight block) per accumulator row: sum that row's weights (inputs)
+    # first, exactly: |sum of products| <= iterations per row * 2^14 * BLOCK_IN <= 2^24
+    per_row = np.diff(np.r_[starts, d.size])
+    if per_row.max() * sp.env.BLOCK_IN <= 1024:
         n_rows = starts.size
+        group = _group_sum(starts, per_row)
+        if np.array_equal(s, np.repeat(s[starts], per_row)):
+            x_rows = _rows(s[starts])
+            if np.all(per_row == per_row[0]) and np.all(w.reshape(n_rows, -1) == w[:per_row[0]]):
+                w_once = w[:per_row[0]]  # every row sums the same weight blocks: sum them once
 
-        def gemm_summed() -> None:
-            wsum = np.add.reduceat(wgt[w], starts, axis=0)  # the weights of each row, summed (exact)
-            prod = np.matmul(wsum, inp[x_row].T)  # (rows, BLOCK_OUT, BATCH)
-            acc2[rows] += prod.transpose(0, 2, 1).reshape(n_rows, -1).astype(np.int32)
-        return gemm_summed
+                def gemm_shared_wgt() -> None:
+                    prod = np.matmul(inp[x_rows], wgt[w_once].sum(axis=0).T)
+                    acc2[rows] += prod.reshape(n_rows, -1).astype(np.int32)
+                return gemm_shared_wgt
+
+            def gemm_summed_wgt() -> None:
+                wsum = group(wgt[w])
+                prod = np.matmul(inp[x_rows], wsum.transpose(0, 2, 1))
+                acc2[rows] += prod.reshape(n_rows, -1).astype(np.int32)
+            return gemm_summed_wgt
+        if np.array_equal(w, np.repeat(w[starts], per_row)):
+            w_rows = w[starts]
+
+            def gemm_summed_inp() -> None:
+                xsum = group(inp[s])
+                prod = np.matmul(xsum, wgt[w_rows].transpose(0, 2, 1))
+                acc2[rows] += prod.reshape(n_rows, -1).astype(np.int32)
+            return gemm_summed_inp
 
     def gemm_reduced() -> None:
         prod = np.matmul(inp[s], wgt[w].transpose(0, 2, 1)).reshape(len(d), -1).astype(np.int64)
         acc2[rows] += np.add.reduceat(prod, starts, axis=0).astype(np.int32)
     return gemm_reduced
+
+
+def _group_sum(starts: np.ndarray, sizes: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
+    """A function summing consecutive groups of rows (group ``k``: ``sizes[k]`` rows from
+    ``starts[k]``) of its argument along the first axis."""
+    n, g = sizes.size, int(sizes[0])
+    if np.all(sizes == g):  # equal groups: a reshape and a sum (much faster than reduceat)
+        return lambda a: a.reshape((n, g) + a.shape[1:]).sum(axis=1)
+    return lambda a: np.add.reduceat(a.reshape(a.shape[0], -1), starts, axis=0).reshape((n,) + a.shape[1:])
 
 
 # ------------------------------------------------------------------------------ ALU

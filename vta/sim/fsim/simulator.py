@@ -289,26 +289,48 @@ class FunctionalSimulator(Device):
     def _execute_order(self, program: "_Program", order: np.ndarray, runs) -> None:
         """The NumPy engine: instruction by instruction (through its plan when it has one), and
         lined-up GEMM runs as one product."""
-        plans = self._plans if self._plans is not None and self._plans.ok else None
-        keys, opcode = (program.keys, program.opcode) if plans is not None else (None, None)
         try:
+            if self._plans is not None and self._plans.ok:
+                self._execute_planned(program, order.tolist(), runs)
+                return
             order_list = order.tolist()
             while self._position < len(order_list):
                 i = order_list[self._position]
                 if runs is not None and runs[i] and self.step_run(program, i, int(runs[i])):
                     self._position += int(runs[i])
                     continue
-                if plans is not None:
-                    plan = plans.get(keys[i], opcode[i], lambda kind: program.fields(i, kind))  # noqa: B023
-                    if plan is not None:
-                        plan()
-                        self._position += 1
-                        continue
                 self.step(program, i)
                 self._position += 1
         finally:
             _count(self._stats, program, order[:self._position], self.env)
             self._record_trace(program, order)
+
+    def _execute_planned(self, program: "_Program", order: list, runs) -> None:
+        """:meth:`_execute_order` with plans (:mod:`vta.sim.fsim.plans`): the loop every
+        instruction of a long stream goes through, so it keeps to local names."""
+        plans = self._plans
+        table, keys, opcode = plans.table, program.keys, program.opcode
+        uses_uops = (isa.OPCODE_GEMM, isa.OPCODE_ALU)
+        pos, n = self._position, len(order)
+        try:
+            while pos < n:
+                i = order[pos]
+                if runs is not None and runs[i] and self.step_run(program, i, int(runs[i])):
+                    pos += int(runs[i])
+                    continue
+                op = opcode[i]
+                key = (keys[i], plans.uop_version) if op in uses_uops else keys[i]
+                plan = table.get(key, plans)  # (plans itself marks "not made yet")
+                if plan is plans:
+                    plan = plans.make(key, op, lambda kind: program.fields(i, kind))  # noqa: B023
+                if plan is not None:
+                    plan()
+                else:
+                    self._position = pos
+                    self.step(program, i)
+                pos += 1
+        finally:
+            self._position = pos
 
     def step_run(self, program: "_Program", i: int, length: int) -> bool:
         """Try to execute the GEMMs ``i .. i+length-1`` as one batch (see :func:`units.gemm_run`)."""
@@ -608,9 +630,9 @@ class _Program:
 
     @property
     def keys(self) -> list:
-        """Every instruction's two words as a tuple (the key of its plan)."""
+        """Every instruction's 16 bytes (the key of its plan)."""
         if "keys" not in self._lists:
-            self._lists["keys"] = list(zip(self.words[:, 0].tolist(), self.words[:, 1].tolist()))
+            self._lists["keys"] = np.ascontiguousarray(self.words).view("V16").ravel().tolist()
         return self._lists["keys"]
 
     def fields(self, i: int, kind: str) -> dict:
