@@ -396,17 +396,11 @@ def _field_suspects_py(words, table, depths, elems, starts, ends, out):
             bad = mt != 4 or (yp0 | yp1 | xp0 | xp1) != 0 or base + xs * ys > depths[3]
         if not bad and ys > 0:
             e = elems[mt] if op == 0 else elems[4]
-            bad = not _in_dram_all(dbase * e, (dbase + (ys - 1) * stride + xs) * e, starts, ends)
+            bad = not _in_dram(dbase * e, (dbase + (ys - 1) * stride + xs) * e, starts, ends)
         if bad:
             out[found] = i
             found += 1
     return found
-
-
-def _in_dram_all_py(start, end, starts, ends):
-    """Whether [start, end) lies inside one live allocation (an empty range too, if ``start`` does)."""
-    k = np.searchsorted(starts, start, side="right") - 1
-    return k >= 0 and starts[k] <= start and start < ends[k] and end <= ends[k]
 
 
 def _run_stretch(order, pos, words, table, uop_dst, uop_src, uop_wgt, inp, wgt, acc, dram, dram_s8, dram_s32,
@@ -737,7 +731,7 @@ def _load_py(uop_dst, uop_src, uop_wgt, inp_f, wgt_f, acc_f, dram, dram_s8, dram
 #: Every function of this module that numba compiles (``name`` is made from ``name_py``), and
 #: those allowed to reorder float32 sums (every partial sum is an integer of at most 2^24 in
 #: magnitude, so any order gives the exact result).
-_COMPILED = ("_stretch", "_batch", "_field", "_decode", "_in_dram", "_in_dram_all", "_field_suspects", "_same_gemm", "_zero", "_copy", "_offsets", "_as_written",
+_COMPILED = ("_stretch", "_batch", "_field", "_decode", "_in_dram", "_field_suspects", "_same_gemm", "_zero", "_copy", "_offsets", "_as_written",
              "_add_rows", "_dot_sum", "_wrap_add", "_dot_add", "_gemm_nest", "_gemm_batch", "_gemm_run", "_gemm",
              "_alu", "_alu_imm", "_alu_rows", "_store", "_load")
 _FASTMATH = ("_add_rows", "_dot_sum", "_dot_add", "_gemm_nest")
