@@ -6,6 +6,10 @@ many small instructions is slow. This module compiles one loop that executes a s
 execution order directly on the same scratchpad arrays and the DRAM arena, with the plain
 sequential loops of ``reference/vta-isa.md`` section 4.
 
+The loop decodes each instruction's fields from the raw words as it reaches it and runs one
+small helper per opcode, inlined; it is compiled without numba's reference counting, which
+would otherwise cost more than a small instruction's work (see :func:`kernels._stretch_py`).
+
 The compiled loop handles the common case and *defers* everything else: when an instruction
 would fail a check (an index or address out of range, an invalid field), is an enormous GEMM,
 or uses an element width the loop does not implement (sub-byte loads and stores, accumulators

@@ -6,7 +6,9 @@ instruction stream from the shared DRAM arena, orders it by the dependency token
 (:mod:`vta.sim.fsim.units`), following ``reference/vta-isa.md`` sections 2 to 6 and the
 semantics table of DESIGN.md. When numba is installed, a compiled loop
 (:mod:`vta.sim.fsim.jit`) executes the common instructions and hands anything unusual back to
-those functions, so results and errors are the same with or without it.
+those functions, so results and errors are the same with or without it. Without it (the NumPy
+engine), small common instructions run through plans made once per distinct instruction
+(:mod:`vta.sim.fsim.plans`), everything else through the opcode functions.
 
 Examples
 --------
