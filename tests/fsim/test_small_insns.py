@@ -23,20 +23,21 @@ _ROWS = 24  # rows of INP, WGT and ACC the programs use
 
 
 def _program(env, dram, rng, gemm, alus, reps):
-    """Data loads, then ``reps`` times: new ACC/INP data, micro-op table A, the GEMM, a reset of
-    rows 20..23, the ALU ops, a STORE; then table B and the same instructions once more."""
+    """``reps`` times: new ACC/INP data (and WGT data the first two times), micro-op table A,
+    the GEMM, a reset, the ALU ops, a STORE; then table B and the same instructions once more."""
     prog = ProgramBuilder(env, dram)
     acc_vals = rng.choice(np.array([0, 1, -1, 2**31 - 1, -2**31, 12345, -777], dtype=np.int32),
                           size=(reps, _ROWS * env.BATCH * env.BLOCK_OUT))
     acc = prog.buffer(acc_vals.view(np.uint8).reshape(-1))
     inp = prog.buffer(rng.integers(-128, 128, size=(reps, _ROWS * env.INP_ELEM_BYTES), dtype=np.int8).reshape(-1))
-    wgt = prog.buffer(rng.integers(-128, 128, size=_ROWS * env.WGT_ELEM_BYTES, dtype=np.int8))
+    wgt = prog.buffer(rng.integers(-128, 128, size=(2, _ROWS * env.WGT_ELEM_BYTES), dtype=np.int8).reshape(-1))
     out = prog.buffer(nbytes=(reps + 1) * _ROWS * env.OUT_ELEM_BYTES)
-    prog.load(isa.MEM_WGT, 0, wgt, 1, _ROWS)
     tables = [[(int(rng.integers(0, 4)), int(rng.integers(0, 4)), int(rng.integers(0, 4))) for _ in range(3)]
               for _ in range(2)]
     for r in range(reps + 1):
         k = min(r, reps - 1)
+        if r < 2:  # new weights for the second repetition
+            prog.load(isa.MEM_WGT, 0, wgt + r * _ROWS * env.WGT_ELEM_BYTES, 1, _ROWS)
         prog.load(isa.MEM_ACC, 0, acc + k * _ROWS * env.ACC_ELEM_BYTES, 1, _ROWS)
         prog.load(isa.MEM_INP, 0, inp + k * _ROWS * env.INP_ELEM_BYTES, 1, _ROWS)
         prog.uops(tables[r == reps], sram_base=0)
@@ -81,15 +82,18 @@ def test_repeated_small_instructions_match_oracle(env, dram, engine, seed, gemm,
 
 def test_conv_like_stream_matches_oracle(env, dram, engine):
     """The instruction-heavy stream shape of ``benchmarks/fsim_throughput.py`` (GEMM inner loop
-    moving only the weights, four ALU ops, small loads and stores), 40 groups."""
+    moving only the weights, four ALU ops, small loads and stores), 40 groups, with new weights
+    from group 20 on."""
     rng = np.random.default_rng(3)
     prog = ProgramBuilder(env, dram)
     inp = prog.buffer(rng.integers(-128, 128, size=64 * env.INP_ELEM_BYTES, dtype=np.int8))
-    wgt = prog.buffer(rng.integers(-128, 128, size=64 * env.WGT_ELEM_BYTES, dtype=np.int8))
+    wgt = prog.buffer(rng.integers(-128, 128, size=2 * 64 * env.WGT_ELEM_BYTES, dtype=np.int8))
     out = prog.buffer(nbytes=40 * 4 * env.OUT_ELEM_BYTES)
     prog.load(isa.MEM_WGT, 0, wgt, 1, 64)
     prog.uops([(0, 0, 0)], sram_base=0)
     for g in range(40):
+        if g == 20:
+            prog.load(isa.MEM_WGT, 0, wgt + 64 * env.WGT_ELEM_BYTES, 1, 64)
         prog.load(isa.MEM_INP, (g % 8) * 4, inp + (g % 16) * 4 * env.INP_ELEM_BYTES, 1, 4)
         prog.append(isa.GemmInsn(reset_reg=1, uop_bgn=0, uop_end=1, iter_out=4, dst_factor_out=1))
         prog.append(isa.GemmInsn(uop_bgn=0, uop_end=1, iter_out=4, iter_in=8, dst_factor_out=1, src_factor_out=1,

@@ -65,8 +65,17 @@ class PlanCache:
                    and sp.env.OUT_WIDTH == 8)
         #: Changes whenever the micro-op buffer may have changed.
         self.uop_version = 0
+        #: Changes whenever the weight buffer may have changed (see :meth:`changed`).
+        self.wgt_version = [0]
         #: Plans (or None) by key (see :meth:`make`).
         self.table: dict = {}
+
+    def changed(self, memory_type: int) -> None:
+        """Note that a LOAD outside the plans (or a reset) wrote the buffer of ``memory_type``."""
+        if memory_type == isa.MEM_UOP:
+            self.uop_version += 1
+        elif memory_type == isa.MEM_WGT:
+            self.wgt_version[0] += 1
 
     def make(self, key, opcode: int, fields: Callable[[str], dict]) -> Plan | None:
         """Make, keep under ``key`` and return the plan of an instruction (None when it has none).
@@ -74,25 +83,27 @@ class PlanCache:
         ``key`` is the instruction's encoded bytes, paired with :attr:`uop_version` for GEMM and
         ALU; ``fields(kind)`` decodes it in format ``kind``.
         """
-        plan = make_plan(self.sp, self.dram, opcode, fields) if self.ok else None
+        plan = make_plan(self.sp, self.dram, opcode, fields, self.wgt_version) if self.ok else None
         if len(self.table) > 1 << 16:  # bounded: a stream of all-distinct instructions
             self.table.clear()
         self.table[key] = plan
         return plan
 
 
-def make_plan(sp: Scratchpads, dram: DRAM, opcode: int, fields: Callable[[str], dict]) -> Plan | None:
+def make_plan(sp: Scratchpads, dram: DRAM, opcode: int, fields: Callable[[str], dict],
+              wgt_version: list) -> Plan | None:
     """A plan for one instruction, or None if it is not one of the planned shapes (or would
-    fail a check: the opcode functions then raise the error)."""
+    fail a check: the opcode functions then raise the error). ``wgt_version[0]`` changes
+    whenever the weight buffer is written (WGT load plans change it themselves)."""
     if opcode == isa.OPCODE_FINISH:
         return _nothing
     if opcode == isa.OPCODE_ALU:
         return _alu_plan(sp, fields("alu"))
     if opcode == isa.OPCODE_GEMM:
         f = fields("gemm")
-        return _reset_plan(sp, f) if f["reset_reg"] else _gemm_plan(sp, f)
+        return _reset_plan(sp, f) if f["reset_reg"] else _gemm_plan(sp, f, wgt_version)
     if opcode in (isa.OPCODE_LOAD, isa.OPCODE_STORE):
-        return _mem_plan(sp, dram, opcode, fields("mem"))
+        return _mem_plan(sp, dram, opcode, fields("mem"), wgt_version)
     return None
 
 
@@ -101,7 +112,7 @@ def _nothing() -> None:
     """FINISH, and LOAD or STORE with ``x_size == 0`` (a no-op carrying tokens)."""
 
 
-def _mem_plan(sp: Scratchpads, dram: DRAM, opcode: int, f: dict) -> Plan | None:
+def _mem_plan(sp: Scratchpads, dram: DRAM, opcode: int, f: dict, wgt_version: list) -> Plan | None:
     env = sp.env
     xs, ys, mt = f["x_size"], f["y_size"], f["memory_type"]
     if xs == 0 and mt <= isa.MEM_ACC_8BIT:
@@ -130,6 +141,11 @@ def _mem_plan(sp: Scratchpads, dram: DRAM, opcode: int, f: dict) -> Plan | None:
     src = as_strided(dram.data[f["dram_base"] * elem:], shape=(ys, xs * elem), strides=(stride * elem, 1))
     src = src.view(dtype)
     dest = target[base:base + xs * ys].reshape(ys, -1)
+    if mt == isa.MEM_WGT:
+        def load_wgt() -> None:
+            np.copyto(dest, src, casting="unsafe")
+            wgt_version[0] += 1
+        return load_wgt
 
     def load() -> None:
         np.copyto(dest, src, casting="unsafe")
@@ -166,7 +182,7 @@ def _reset_plan(sp: Scratchpads, f: dict) -> Plan | None:
     return reset
 
 
-def _gemm_plan(sp: Scratchpads, f: dict) -> Plan | None:
+def _gemm_plan(sp: Scratchpads, f: dict, wgt_version: list) -> Plan | None:
     """Gather the inputs and weights of every uop-iteration, multiply them in one batched
     product and add the products to their accumulator rows (summed first, in int64, for rows
     written several times)."""
@@ -196,9 +212,12 @@ def _gemm_plan(sp: Scratchpads, f: dict) -> Plan | None:
             x_rows = _rows(s[starts])
             if np.all(per_row == per_row[0]) and np.all(w.reshape(n_rows, -1) == w[:per_row[0]]):
                 w_once = w[:per_row[0]]  # every row sums the same weight blocks: sum them once
+                summed = [None, None]  # (weight version, the transposed sum), kept while valid
 
                 def gemm_shared_wgt() -> None:
-                    prod = np.matmul(inp[x_rows], wgt[w_once].sum(axis=0).T)
+                    if summed[0] != wgt_version[0]:
+                        summed[:] = wgt_version[0], wgt[w_once].sum(axis=0).T
+                    prod = np.matmul(inp[x_rows], summed[1])
                     acc2[rows] += prod.reshape(n_rows, -1).astype(np.int32)
                 return gemm_shared_wgt
 

@@ -262,7 +262,8 @@ class FunctionalSimulator(Device):
     def _clear_sram(self) -> None:
         self.sram.clear()
         if self._plans is not None:
-            self._plans.uop_version += 1
+            self._plans.changed(isa.MEM_UOP)
+            self._plans.changed(isa.MEM_WGT)
 
     # ------------------------------------------------------------------ execution
     def _execute(self, program: "_Program", order: np.ndarray) -> None:
@@ -313,12 +314,13 @@ class FunctionalSimulator(Device):
         plans = self._plans
         table, keys, opcode = plans.table, program.keys, program.opcode
         uses_uops = (isa.OPCODE_GEMM, isa.OPCODE_ALU)
+        runs = {} if runs is None else dict(zip(np.flatnonzero(runs).tolist(), runs[runs > 0].tolist()))
         pos, n = self._position, len(order)
         try:
             while pos < n:
                 i = order[pos]
-                if runs is not None and runs[i] and self.step_run(program, i, int(runs[i])):
-                    pos += int(runs[i])
+                if runs and i in runs and self.step_run(program, i, runs[i]):
+                    pos += runs[i]
                     continue
                 op = opcode[i]
                 key = (keys[i], plans.uop_version) if op in uses_uops else keys[i]
@@ -369,8 +371,8 @@ class FunctionalSimulator(Device):
             pass
         elif op == isa.OPCODE_LOAD:
             load(self.sram, self.dram, i, program.fields(i, "mem"))
-            if program.mem_type[i] == isa.MEM_UOP and self._plans is not None:
-                self._plans.uop_version += 1  # plans of GEMM and ALU read the micro-ops
+            if self._plans is not None:  # plans of GEMM and ALU read the micro-ops, some the weights
+                self._plans.changed(program.mem_type[i])
         else:
             store(self.sram, self.dram, i, program.fields(i, "mem"))
 
