@@ -259,6 +259,11 @@ class FunctionalSimulator(Device):
         self.tokens = [0, 0, 0, 0]
         self.trace = []
 
+    def close(self) -> None:
+        """Drop the NumPy engine's plans (they hold views of the DRAM arena)."""
+        if self._plans is not None:
+            self._plans.table.clear()
+
     def _clear_sram(self) -> None:
         self.sram.clear()
         if self._plans is not None:
