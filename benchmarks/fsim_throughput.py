@@ -197,7 +197,8 @@ def main(argv=None) -> None:
                 ok &= np.array_equal(dram.copy_out(c_addr, expect.shape, np.int8), expect)
                 iters = st["gemm_counter"]
                 macs = iters * env.BATCH * env.BLOCK_IN * env.BLOCK_OUT
-                lines.append(f"  {name:5s}: {sec:.3f} s [{cpu:.3f} s], {iters / sec / 1e6:.1f} [{iters / cpu / 1e6:.1f}] "
+                lines.append(f"  {name:5s}: {sec:.3f} s [{cpu:.3f} s], "
+                             f"{iters / sec / 1e6:.1f} [{iters / cpu / 1e6:.1f}] "
                              f"M uop-iter/s, {macs / sec / 1e9:.2f} GMAC/s, {count / sec / 1e3:.0f} k insn/s")
             print(f"{label} {size}^3: {count} instructions, {iters} GEMM uop-iterations "
                   f"({'verified against NumPy' if ok else 'MISMATCH against NumPy'})")
@@ -210,7 +211,8 @@ def main(argv=None) -> None:
         print(f"instruction-heavy stream: {count} instructions ({groups} groups)")
         for name, dev in devs.items():
             sec, cpu, st = timed(dev, addr, count, args.repeat, warm=name == "jit")
-            print(f"  {name:5s}: {sec:.3f} s [{cpu:.3f} s], {count / sec / 1e3:.0f} [{count / cpu / 1e3:.0f}] k insn/s, "
+            print(f"  {name:5s}: {sec:.3f} s [{cpu:.3f} s], "
+                  f"{count / sec / 1e3:.0f} [{count / cpu / 1e3:.0f}] k insn/s, "
                   f"{st['gemm_counter']} GEMM and {st['alu_counter']} ALU uop-iterations")
         up_sec, up_what = UPSTREAM["conv"]
         print(f"  upstream C++ fsim -O2 (stored, not run here): {up_sec:.3f} s for {up_what}, "

@@ -63,14 +63,14 @@ _gemm = st.builds(lambda bgn, n, io, ii, f: isa.GemmInsn(
     st.integers(0, 2), st.integers(0, 1), st.integers(1, 4), st.integers(1, 8), st.tuples(*[_factor] * 6))
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(seed=st.integers(0, 2**32 - 1), gemm=_gemm, alus=st.lists(_alu, min_size=1, max_size=4),
        reps=st.integers(1, 3))
-def test_repeated_small_instructions_match_oracle(env, dram, engine, seed, gemm, alus, reps):
-    prog, outputs = _program(env, dram, np.random.default_rng(seed), gemm, alus, reps)
+def test_repeated_small_instructions_match_oracle(any_env, dram, engine, seed, gemm, alus, reps):
+    prog, outputs = _program(any_env, dram, np.random.default_rng(seed), gemm, alus, reps)
     try:
         addr, count = prog.build()
-        dev, ref, got, want = run_both(env, dram, outputs, addr, count, engine=engine)
+        dev, ref, got, want = run_both(any_env, dram, outputs, addr, count, engine=engine)
         assert got == want
         assert_same_state(dev, ref)
         stats = dev.stats()
@@ -80,33 +80,34 @@ def test_repeated_small_instructions_match_oracle(env, dram, engine, seed, gemm,
         prog.close()
 
 
-def test_conv_like_stream_matches_oracle(env, dram, engine):
+def test_conv_like_stream_matches_oracle(any_env, dram, engine):
     """The instruction-heavy stream shape of ``benchmarks/fsim_throughput.py`` (GEMM inner loop
     moving only the weights, four ALU ops, small loads and stores), 40 groups, with new weights
     from group 20 on."""
     rng = np.random.default_rng(3)
-    prog = ProgramBuilder(env, dram)
-    inp = prog.buffer(rng.integers(-128, 128, size=64 * env.INP_ELEM_BYTES, dtype=np.int8))
-    wgt = prog.buffer(rng.integers(-128, 128, size=2 * 64 * env.WGT_ELEM_BYTES, dtype=np.int8))
-    out = prog.buffer(nbytes=40 * 4 * env.OUT_ELEM_BYTES)
+    prog = ProgramBuilder(any_env, dram)
+    inp = prog.buffer(rng.integers(-128, 128, size=64 * any_env.INP_ELEM_BYTES, dtype=np.int8))
+    wgt = prog.buffer(rng.integers(-128, 128, size=2 * 64 * any_env.WGT_ELEM_BYTES, dtype=np.int8))
+    out = prog.buffer(nbytes=40 * 4 * any_env.OUT_ELEM_BYTES)
     prog.load(isa.MEM_WGT, 0, wgt, 1, 64)
     prog.uops([(0, 0, 0)], sram_base=0)
     for g in range(40):
         if g == 20:
-            prog.load(isa.MEM_WGT, 0, wgt + 64 * env.WGT_ELEM_BYTES, 1, 64)
-        prog.load(isa.MEM_INP, (g % 8) * 4, inp + (g % 16) * 4 * env.INP_ELEM_BYTES, 1, 4)
+            prog.load(isa.MEM_WGT, 0, wgt + 64 * any_env.WGT_ELEM_BYTES, 1, 64)
+        prog.load(isa.MEM_INP, (g % 8) * 4, inp + (g % 16) * 4 * any_env.INP_ELEM_BYTES, 1, 4)
         prog.append(isa.GemmInsn(reset_reg=1, uop_bgn=0, uop_end=1, iter_out=4, dst_factor_out=1))
         prog.append(isa.GemmInsn(uop_bgn=0, uop_end=1, iter_out=4, iter_in=8, dst_factor_out=1, src_factor_out=1,
                                  wgt_factor_in=1 + (g % 4)))
         for op, imm in ((isa.ALU_SHR, 7), (isa.ALU_ADD, 3), (isa.ALU_MAX, -127), (isa.ALU_MIN, 127)):
             prog.append(isa.AluInsn(alu_opcode=op, use_imm=1, imm=imm, uop_bgn=0, uop_end=1, iter_in=4,
                                     dst_factor_in=1, src_factor_in=1))
-        prog.store(0, out + g * 4 * env.OUT_ELEM_BYTES, 1, 4)
+        prog.store(0, out + g * 4 * any_env.OUT_ELEM_BYTES, 1, 4)
     prog.finish()
     prog.serialize()
     try:
         addr, count = prog.build()
-        dev, ref, got, want = run_both(env, dram, [(out, 40 * 4 * env.OUT_ELEM_BYTES)], addr, count, engine=engine)
+        outputs = [(out, 40 * 4 * any_env.OUT_ELEM_BYTES)]
+        dev, ref, got, want = run_both(any_env, dram, outputs, addr, count, engine=engine)
         assert got == want
         assert any(got[0])
         assert_same_state(dev, ref)

@@ -387,7 +387,8 @@ def _field_suspects_py(words, table, depths, elems, starts, ends, out):
         if mt > 5:  # an invalid memory type: rejected by the stream validation
             continue
         base, dbase = _field(words, table, i, _M + 1), _field(words, table, i, _M + 2)
-        ys, xs, stride = _field(words, table, i, _M + 3), _field(words, table, i, _M + 4), _field(words, table, i, _M + 5)
+        ys, xs = _field(words, table, i, _M + 3), _field(words, table, i, _M + 4)
+        stride = _field(words, table, i, _M + 5)
         yp0, yp1 = _field(words, table, i, _M + 6), _field(words, table, i, _M + 7)
         xp0, xp1 = _field(words, table, i, _M + 8), _field(words, table, i, _M + 9)
         if op == 0:
@@ -507,9 +508,9 @@ def _batch_py(order, pos, n_run, words, table, uop_dst, uop_src, uop_wgt, inp, w
     for q in range(n_run):
         bgns[q] = _field(words, table, i + q, _G + 1)
     io, ii = _field(words, table, i, _G + 3), _field(words, table, i, _G + 4)
-    if not _gemm_batch(uop_dst, uop_src, uop_wgt, inp, wgt, acc, bgns[:n_run], io, ii, _field(words, table, i, _G + 5),
-                       _field(words, table, i, _G + 6), _field(words, table, i, _G + 7), _field(words, table, i, _G + 8),
-                       _field(words, table, i, _G + 9), _field(words, table, i, _G + 10)):
+    g = [_field(words, table, i, _G + c) for c in range(5, 11)]  # the six factors
+    if not _gemm_batch(uop_dst, uop_src, uop_wgt, inp, wgt, acc, bgns[:n_run], io, ii, g[0], g[1], g[2], g[3], g[4],
+                       g[5]):
         return False
     counts[9] += n_run
     counts[5] += n_run * io * ii
@@ -731,9 +732,9 @@ def _load_py(uop_dst, uop_src, uop_wgt, inp_f, wgt_f, acc_f, dram, dram_s8, dram
 #: Every function of this module that numba compiles (``name`` is made from ``name_py``), and
 #: those allowed to reorder float32 sums (every partial sum is an integer of at most 2^24 in
 #: magnitude, so any order gives the exact result).
-_COMPILED = ("_stretch", "_batch", "_field", "_decode", "_in_dram", "_field_suspects", "_same_gemm", "_zero", "_copy", "_offsets", "_as_written",
-             "_add_rows", "_dot_sum", "_wrap_add", "_dot_add", "_gemm_nest", "_gemm_batch", "_gemm_run", "_gemm",
-             "_alu", "_alu_imm", "_alu_rows", "_store", "_load")
+_COMPILED = ("_stretch", "_batch", "_field", "_decode", "_in_dram", "_field_suspects", "_same_gemm", "_zero",
+             "_copy", "_offsets", "_as_written", "_add_rows", "_dot_sum", "_wrap_add", "_dot_add", "_gemm_nest",
+             "_gemm_batch", "_gemm_run", "_gemm", "_alu", "_alu_imm", "_alu_rows", "_store", "_load")
 _FASTMATH = ("_add_rows", "_dot_sum", "_dot_add", "_gemm_nest")
 #: Those that allocate (the others run without reference counting: see :func:`_stretch_py`).
 _ALLOCATING = ("_offsets", "_gemm_batch", "_batch")
