@@ -673,18 +673,23 @@ class _Program:
         trip counts and factors, doing at least :data:`BATCH_MIN_MACS` multiply-accumulates;
         0 elsewhere.
         """
-        g = self.cols.gemm
         op = self.cols.header["opcode"]
-        ok = (op == isa.OPCODE_GEMM) & (g["reset_reg"] == 0) & (g["uop_end"] - g["uop_bgn"] == 1)
-        same = np.zeros(op.size, dtype=bool)
-        same[1:] = ok[1:] & ok[:-1]
+        out = np.zeros(op.size, dtype=np.int64)
+        rows = np.flatnonzero(op == isa.OPCODE_GEMM)  # only the GEMM rows are decoded
+        if rows.size < 2:
+            return out
+        g = _Columns(self.words[rows], env).gemm
+        ok = (g["reset_reg"] == 0) & (g["uop_end"] - g["uop_bgn"] == 1)
+        same = np.zeros(rows.size, dtype=bool)
+        same[1:] = ok[1:] & ok[:-1] & (rows[1:] == rows[:-1] + 1)
         for k in ("iter_out", "iter_in", "dst_factor_out", "dst_factor_in", "src_factor_out", "src_factor_in",
                   "wgt_factor_out", "wgt_factor_in"):
             same[1:] &= g[k][1:] == g[k][:-1]
         group = np.cumsum(~same)
         length = np.bincount(group)[group]
         macs = length * g["iter_out"] * g["iter_in"] * (env.BATCH * env.BLOCK_IN * env.BLOCK_OUT)
-        return np.where(ok & ~same & (length >= 2) & (macs >= BATCH_MIN_MACS), length, 0)
+        out[rows] = np.where(ok & ~same & (length >= 2) & (macs >= BATCH_MIN_MACS), length, 0)
+        return out
 
     def validate(self) -> None:
         """Reject invalid opcodes, memory types and ALU opcodes before anything executes.
