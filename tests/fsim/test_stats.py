@@ -90,3 +90,13 @@ def test_engine_choice(env, dram):
     with pytest.raises(ValueError, match="engine must be 'auto', 'numpy' or 'jit', got 'fast'"):
         FunctionalSimulator(env, dram, engine="fast")
     assert FunctionalSimulator(env, dram, engine="numpy").engine == "numpy"
+
+
+def test_engine_from_environment(env, dram, monkeypatch):
+    """``VTA_FSIM_ENGINE`` picks the engine of ``engine="auto"`` (an explicit choice wins)."""
+    monkeypatch.setenv("VTA_FSIM_ENGINE", "numpy")
+    assert FunctionalSimulator(env, dram).engine == "numpy"
+    monkeypatch.setenv("VTA_FSIM_ENGINE", "fast")
+    with pytest.raises(ValueError, match="got 'fast'"):
+        FunctionalSimulator(env, dram)
+    assert FunctionalSimulator(env, dram, engine="numpy").engine == "numpy"

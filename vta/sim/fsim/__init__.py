@@ -6,8 +6,9 @@ the whole-stream checks every level applies before executing anything.
 
 Inside: ``simulator.py`` (the device: decoding, statistics, errors), ``sched.py`` (the order of
 execution the dependency tokens allow), ``units.py`` (one NumPy function per opcode: the
-specification), ``loops.py`` (their index grids), ``jit.py`` and ``kernels.py`` (the same
-semantics as a loop compiled by numba, used when it is installed).
+specification), ``loops.py`` (their index grids), ``plans.py`` (the NumPy engine's fast form of
+small common instructions, made once per distinct instruction), ``jit.py`` and ``kernels.py``
+(the same semantics as a loop compiled by numba, used when it is installed).
 """
 
 from ..targets import register_target

@@ -6,6 +6,10 @@ many small instructions is slow. This module compiles one loop that executes a s
 execution order directly on the same scratchpad arrays and the DRAM arena, with the plain
 sequential loops of ``reference/vta-isa.md`` section 4.
 
+The loop decodes each instruction's fields from the raw words as it reaches it and runs one
+small helper per opcode, inlined; it is compiled without numba's reference counting, which
+would otherwise cost more than a small instruction's work (see :func:`kernels._stretch_py`).
+
 The compiled loop handles the common case and *defers* everything else: when an instruction
 would fail a check (an index or address out of range, an invalid field), is an enormous GEMM,
 or uses an element width the loop does not implement (sub-byte loads and stores, accumulators
@@ -95,6 +99,13 @@ class JitEngine:
             int(narrow_ok), int(env.ACC_WIDTH == 32), BIG_GEMM_MACS,
             BATCH_MIN_MACS if batch_gemms else -1,
         ], dtype=np.int64)
+        #: Per memory type (UOP, WGT, INP, ACC, OUT, ACC_8BIT): buffer depth and element bytes
+        #: (OUT: the accumulator a STORE reads and the bytes it writes).
+        self.depths = np.array([env.UOP_BUFF_DEPTH, env.WGT_BUFF_DEPTH, env.INP_BUFF_DEPTH, env.ACC_BUFF_DEPTH,
+                                env.ACC_BUFF_DEPTH, env.ACC_BUFF_DEPTH], dtype=np.int64)
+        self.elems = np.array([env.elem_bytes(isa.MEM_UOP), env.WGT_ELEM_BYTES, env.INP_ELEM_BYTES,
+                               env.ACC_ELEM_BYTES, env.OUT_ELEM_BYTES, env.elem_bytes(isa.MEM_ACC_8BIT)],
+                              dtype=np.int64)
         self.batch_gemms = bool(batch_gemms)
         #: Runs of GEMMs executed as BLAS products during the last :meth:`run` (a diagnostic).
         self.batched_runs = 0
@@ -102,8 +113,9 @@ class JitEngine:
         fields = [lay.header[0]] + [lay.field("mem", k) for k in kernels.MEM_COLUMNS] \
             + [lay.field("gemm", k) for k in kernels.GEMM_COLUMNS] \
             + [lay.field("alu", k) for k in kernels.ALU_COLUMNS]
-        #: Per column of the field layout above: (word, shift, width, signed).
-        self.table = np.array([(f.lo // 64, f.lo % 64, f.width, int(f.signed)) for f in fields], dtype=np.int64)
+        #: Per column of the field layout above: (word, shift, mask, sign bit or 0).
+        self.table = np.array([(f.lo // 64, f.lo % 64, (1 << f.width) - 1, (1 << (f.width - 1)) if f.signed else 0)
+                               for f in fields], dtype=np.int64)
 
     def runs_as_written(self, words: np.ndarray, tokens: list) -> bool:
         """Whether a stream is valid and its tokens let it run in stream order (one compiled pass).
@@ -117,6 +129,15 @@ class JitEngine:
         tokens[:] = out.tolist()
         return True
 
+    def field_suspects(self, words: np.ndarray, dram) -> list[int]:
+        """The LOAD and STORE rows whose fields alone fail a check (one compiled pass): the
+        candidates :func:`vta.sim.fsim.simulator.check_fields` confirms one by one."""
+        starts, ends = _allocations(dram)
+        out = np.empty(words.shape[0], dtype=np.int64)
+        found = kernels.field_suspects(np.ascontiguousarray(words), self.table, self.depths, self.elems, starts, ends,
+                                       out)
+        return out[:found].tolist()
+
     def run(self, sim, program, order: np.ndarray, count_numpy) -> None:
         """Execute ``order`` on ``sim``; advance ``sim._position`` as instructions complete.
 
@@ -124,9 +145,7 @@ class JitEngine:
         ``count_numpy(stats, program, indices, env)`` for the instructions run by the NumPy path.
         """
         words = np.ascontiguousarray(program.words)
-        allocs = list(sim.dram.allocations())
-        starts = np.array([a for a, _ in allocs] or [0], dtype=np.int64)
-        ends = np.array([a + n for a, n in allocs] or [0], dtype=np.int64)
+        starts, ends = _allocations(sim.dram)
         sp = sim.sram
         order = np.ascontiguousarray(order, dtype=np.int64)
         n = order.size
@@ -151,3 +170,11 @@ class JitEngine:
                 sim._stats[key] += value
             self.batched_runs = values[-1]
             count_numpy(sim._stats, program, np.asarray(deferred, dtype=np.int64), sim.env)
+
+
+def _allocations(dram) -> tuple[np.ndarray, np.ndarray]:
+    """Start and end addresses of the live allocations of ``dram`` (one empty one if there are none)."""
+    allocs = list(dram.allocations())
+    starts = np.array([a for a, _ in allocs] or [0], dtype=np.int64)
+    ends = np.array([a + n for a, n in allocs] or [0], dtype=np.int64)
+    return starts, ends

@@ -45,57 +45,95 @@ def _in_dram_py(start, end, starts, ends):
 
 
 def _field_py(words, table, i, c):
-    """Field ``c`` of instruction ``i`` from the raw int64 words."""
-    v = (words[i, table[c, 0]] >> table[c, 1]) & ((1 << table[c, 2]) - 1)
-    if table[c, 3] and (v >> (table[c, 2] - 1)) & 1:
-        v -= 1 << table[c, 2]
-    return v
+    """Field ``c`` of instruction ``i`` from the raw int64 words.
+
+    ``table[c]`` is ``(word, shift, mask, sign)``: the field is ``(word >> shift) & mask``,
+    sign-extended through ``sign`` (its top bit, or 0 for an unsigned field).
+    """
+    v = (words[i, table[c, 0]] >> table[c, 1]) & table[c, 2]
+    return (v ^ table[c, 3]) - table[c, 3]
 
 
-def _gemm_nest_py(uop_dst, uop_src, uop_wgt, inp, wgt, acc, part, bgn, end, io, ii, dfo, dfi, sfo, sfi, wfo, wfi):
-    """A non-reset GEMM nest (indices already checked); ``part`` is float32 scratch ``(BATCH, BLOCK_OUT)``.
+def _gemm_nest_py(uop_dst, uop_src, uop_wgt, inp, wgt, acc, inp_f, wgt_f, scratch, bgn, end, io, ii, dfo, dfi, sfo,
+                  sfi, wfo, wfi):
+    """A non-reset GEMM nest (indices already checked).
+
+    ``inp_f`` and ``wgt_f`` are flat views of ``inp`` and ``wgt``; ``scratch`` holds float32
+    arrays ``part`` (``(BATCH, BLOCK_OUT)``), ``xsum`` (``(BATCH, BLOCK_IN)``), ``wsum``
+    (``(BLOCK_OUT, BLOCK_IN)``) and flat views of the last two.
 
     Accumulation into ``acc`` is addition modulo 2^32, so the iterations may run in any order:
-    micro-ops run outside the inner loop, and when the inner loop does not move the destination
-    (``dst_factor_in == 0``) its products are summed in float32 -- in chunks whose sums stay
-    below 2^24, so they are exact -- and added to the accumulator once per chunk.
+    micro-ops run outermost. When the inner loop does not move the destination
+    (``dst_factor_in == 0``), its products are summed in float32 -- in chunks whose sums stay
+    below 2^24, so they are exact -- and added to the accumulator once per chunk; if it moves
+    only one operand, that operand's rows are summed first and multiplied once
+    (``sum_t x . w_t = x . sum_t w_t``, with the same bound on the sums), and that sum is
+    reused for every ``i_out`` when the outer loop does not move the operand either.
     """
-    nb, nj, nk = inp.shape[1], wgt.shape[1], inp.shape[2]
+    nk = inp.shape[2]
     chunk = max(1, 1024 // nk)  # chunk * nk products of at most 2^14 each: |sum| <= 2^24
-    for o in range(io):
-        for u in range(bgn, end):
-            d0 = uop_dst[u] + o * dfo
-            s0 = uop_src[u] + o * sfo
-            w0 = uop_wgt[u] + o * wfo
-            if dfi == 0:
-                t0 = 0
-                while t0 < ii:
-                    t1 = min(ii, t0 + chunk)
+    part, xsum, wsum, xsum_f, wsum_f = scratch
+    nx, nw = xsum_f.shape[0], wsum_f.shape[0]
+    for u in range(bgn, end):
+        d0, s0, w0 = uop_dst[u], uop_src[u], uop_wgt[u]
+        if dfi != 0 or ii == 1:
+            for o in range(io):
+                for t in range(ii):
+                    _dot_add(inp[s0 + o * sfo + t * sfi], wgt[w0 + o * wfo + t * wfi], acc[d0 + o * dfo + t * dfi],
+                             part)
+            continue
+        for t0 in range(0, ii, chunk):
+            t1 = min(ii, t0 + chunk)
+            for o in range(io):
+                if sfi == 0:  # only the weights move in the inner loop: sum them, one product
+                    if o == 0 or wfo != 0:
+                        wsum_f[:] = 0.0
+                        for t in range(t0, t1):
+                            w = (w0 + o * wfo + t * wfi) * nw
+                            _add_rows(wsum_f, wgt_f[w:w + nw])
+                    _dot_add(inp[s0 + o * sfo], wsum, acc[d0 + o * dfo], part)
+                elif wfi == 0:  # only the inputs move
+                    if o == 0 or sfo != 0:
+                        xsum_f[:] = 0.0
+                        for t in range(t0, t1):
+                            x = (s0 + o * sfo + t * sfi) * nx
+                            _add_rows(xsum_f, inp_f[x:x + nx])
+                    _dot_add(xsum, wgt[w0 + o * wfo], acc[d0 + o * dfo], part)
+                else:
                     part[:, :] = 0.0
                     for t in range(t0, t1):
-                        s = s0 + t * sfi
-                        w = w0 + t * wfi
-                        for b in range(nb):
-                            for j in range(nj):
-                                tot = np.float32(0.0)
-                                for k in range(nk):
-                                    tot += inp[s, b, k] * wgt[w, j, k]
-                                part[b, j] += tot
-                    for b in range(nb):
-                        for j in range(nj):
-                            acc[d0, b, j] = np.int32((np.int64(acc[d0, b, j]) + np.int64(part[b, j])) & 0xFFFFFFFF)
-                    t0 = t1
-            else:
-                for t in range(ii):
-                    d = d0 + t * dfi
-                    s = s0 + t * sfi
-                    w = w0 + t * wfi
-                    for b in range(nb):
-                        for j in range(nj):
-                            tot = np.float32(0.0)
-                            for k in range(nk):
-                                tot += inp[s, b, k] * wgt[w, j, k]
-                            acc[d, b, j] = np.int32((np.int64(acc[d, b, j]) + np.int64(tot)) & 0xFFFFFFFF)
+                        _dot_sum(inp[s0 + o * sfo + t * sfi], wgt[w0 + o * wfo + t * wfi], part)
+                    _wrap_add(acc[d0 + o * dfo], part)
+
+
+def _add_rows_py(total, rows):
+    """``total += rows`` for two flat float32 arrays of one length."""
+    for q in range(total.shape[0]):
+        total[q] += rows[q]
+
+
+def _dot_sum_py(x, w, part):
+    """``part += x @ w.T`` (float32; the caller bounds the sums so they are exact)."""
+    for b in range(x.shape[0]):
+        for j in range(w.shape[0]):
+            tot = np.float32(0.0)
+            for k in range(x.shape[1]):
+                tot += x[b, k] * w[j, k]
+            part[b, j] += tot
+
+
+def _wrap_add_py(acc_row, part):
+    """``acc_row += part`` modulo 2^32 (``part`` holds exact integers)."""
+    for b in range(acc_row.shape[0]):
+        for j in range(acc_row.shape[1]):
+            acc_row[b, j] = np.int32((np.int64(acc_row[b, j]) + np.int64(part[b, j])) & 0xFFFFFFFF)
+
+
+def _dot_add_py(x, w, acc_row, part):
+    """``acc_row += x @ w.T`` modulo 2^32, through the float32 scratch ``part``."""
+    part[:, :] = 0.0
+    _dot_sum(x, w, part)
+    _wrap_add(acc_row, part)
 
 
 def _offsets_py(ext, f1, f2, role, want):
@@ -326,6 +364,46 @@ def _as_written_py(words, table, tokens):
     return True
 
 
+def _decode_py(words, table, i, lo, hi, f):
+    """Fields ``lo..hi-1`` of instruction ``i`` into ``f[lo:hi]`` (see :func:`_field_py`)."""
+    for c in range(lo, hi):
+        f[c] = _field(words, table, i, c)
+
+
+def _field_suspects_py(words, table, depths, elems, starts, ends, out):
+    """The LOAD and STORE rows (``x_size > 0``) whose fields alone put them out of range.
+
+    The compiled form of the whole-column checks of :func:`vta.sim.fsim.simulator.check_fields`:
+    memory types, padding, the SRAM rectangle (``depths`` per memory type) and the DRAM rows
+    (``elems``: bytes per element per memory type, the OUT slot for stores) inside one live
+    allocation. Writes their indices, in stream order, to ``out``; returns how many.
+    """
+    found = 0
+    for i in range(words.shape[0]):
+        op = _field(words, table, i, _OP)
+        if op > 1 or _field(words, table, i, _M + 4) == 0:
+            continue
+        mt = _field(words, table, i, _M)
+        if mt > 5:  # an invalid memory type: rejected by the stream validation
+            continue
+        base, dbase = _field(words, table, i, _M + 1), _field(words, table, i, _M + 2)
+        ys, xs = _field(words, table, i, _M + 3), _field(words, table, i, _M + 4)
+        stride = _field(words, table, i, _M + 5)
+        yp0, yp1 = _field(words, table, i, _M + 6), _field(words, table, i, _M + 7)
+        xp0, xp1 = _field(words, table, i, _M + 8), _field(words, table, i, _M + 9)
+        if op == 0:
+            bad = mt == 4 or base + (yp0 + ys + yp1) * (xp0 + xs + xp1) > depths[mt]
+        else:
+            bad = mt != 4 or (yp0 | yp1 | xp0 | xp1) != 0 or base + xs * ys > depths[3]
+        if not bad and ys > 0:
+            e = elems[mt] if op == 0 else elems[4]
+            bad = not _in_dram(dbase * e, (dbase + (ys - 1) * stride + xs) * e, starts, ends)
+        if bad:
+            out[found] = i
+            found += 1
+    return found
+
+
 def _run_stretch(order, pos, words, table, uop_dst, uop_src, uop_wgt, inp, wgt, acc, dram, dram_s8, dram_s32,
                  starts, ends, cfg, counts):
     """Execute ``order[pos:]`` until an instruction must be deferred; return its position.
@@ -334,233 +412,336 @@ def _run_stretch(order, pos, words, table, uop_dst, uop_src, uop_wgt, inp, wgt, 
     accumulates the statistics of the executed instructions in the order of :data:`COUNT_KEYS`.
     ``counts`` has one more slot: the runs of GEMMs executed as BLAS products.
     """
-    batch, blk_in, blk_out = cfg[0], cfg[1], cfg[2]
-    e_inp, e_wgt, e_acc, e_out, e_acc8 = cfg[3], cfg[4], cfg[5], cfg[6], cfg[7]
-    widths8, acc32, big = cfg[14], cfg[15], cfg[16]
-    if acc32 == 0:
+    if cfg[15] == 0:  # accumulators narrower than 32 bits: all through the NumPy path
         return pos
-    n = order.shape[0]
-    part = np.zeros((batch, blk_out), dtype=np.float32)
-    batch_min = cfg[17]
+    f = np.zeros(table.shape[0], dtype=np.int64)  # the decoded fields of the current instruction
+    batch, blk_in, blk_out = cfg[0], cfg[1], cfg[2]
+    xsum, wsum = np.zeros((batch, blk_in), dtype=np.float32), np.zeros((blk_out, blk_in), dtype=np.float32)
+    scratch = (np.zeros((batch, blk_out), dtype=np.float32), xsum, wsum, xsum.reshape(xsum.size),
+               wsum.reshape(wsum.size))
+    bgns = np.empty(order.shape[0], dtype=np.int64)  # micro-ops of a run of GEMMs
+    # flat views of the buffers (made once: a reshape per instruction costs more than a small one)
     inp_f, wgt_f, acc_f = inp.reshape(inp.size), wgt.reshape(wgt.size), acc.reshape(acc.size)
-    no_batch = 0
-    uop_depth, inp_depth, wgt_depth, acc_depth = uop_dst.shape[0], inp.shape[0], wgt.shape[0], acc.shape[0]
+    acc2 = acc.reshape(acc.shape[0], batch * blk_out)  # one row of lanes per accumulator element
+    run = np.zeros(2, dtype=np.int64)  # [GEMMs before this position run one by one, length of a run to batch]
+    while True:
+        pos = _stretch(order, pos, words, table, uop_dst, uop_src, uop_wgt, inp, wgt, acc, inp_f, wgt_f, acc_f, acc2,
+                       dram, dram_s8, dram_s32, starts, ends, cfg, counts, f, scratch, run)
+        if run[1] == 0:
+            return pos
+        if _batch(order, pos, run[1], words, table, uop_dst, uop_src, uop_wgt, inp, wgt, acc, counts, bgns):
+            pos += run[1]
+        else:
+            run[0] = pos + run[1]  # run them one by one (each may still raise its error)
+        run[1] = 0
+
+
+def _stretch_py(order, pos, words, table, uop_dst, uop_src, uop_wgt, inp, wgt, acc, inp_f, wgt_f, acc_f, acc2, dram,
+                dram_s8, dram_s32, starts, ends, cfg, counts, f, scratch, run):
+    """The loop of :func:`_run_stretch`, given its flat views and scratch arrays.
+
+    Also stops at a run of GEMMs worth trying as BLAS products (setting ``run[1]`` to its
+    length), unless it starts before ``run[0]``.
+
+    Compiled without numba's reference counting (it allocates nothing): otherwise every array
+    view and every array argument of a call costs an atomic update, more than the work of a
+    small instruction.
+    """
+    n = order.shape[0]
     while pos < n:
         i = order[pos]
         op = _field(words, table, i, _OP)
-        if op == 2 or op == 4:  # GEMM / ALU share the loop header
-            is_gemm = op == 2
-            base = _G + 1 if is_gemm else _A
-            bgn = _field(words, table, i, base)
-            end = _field(words, table, i, base + 1)
-            io = _field(words, table, i, base + 2)
-            ii = _field(words, table, i, base + 3)
-            dfo = _field(words, table, i, base + 4)
-            dfi = _field(words, table, i, base + 5)
-            sfo = _field(words, table, i, base + 6)
-            sfi = _field(words, table, i, base + 7)
-            if end > uop_depth:
+        if op == 2:
+            _decode(words, table, i, _G, _G + 11, f)
+            if f[_G] == 0 and f[_G + 2] - f[_G + 1] == 1 and cfg[17] >= 0 and pos >= run[0]:
+                length = _gemm_run(order, pos, words, table, f, cfg)
+                if length > 0:
+                    run[1] = length
+                    return pos
+                run[0] = pos - length
+            if not _gemm(uop_dst, uop_src, uop_wgt, inp, wgt, acc, inp_f, wgt_f, acc2, f, cfg, counts, scratch):
                 return pos
-            if end < bgn:
-                end = bgn
-            reset = is_gemm and _field(words, table, i, _G) != 0
-            if is_gemm:
-                wfo = _field(words, table, i, _G + 9)
-                wfi = _field(words, table, i, _G + 10)
-                if not reset and io * ii * (end - bgn) * batch * blk_in * blk_out >= big:
-                    return pos
-                if not reset and end - bgn == 1 and batch_min >= 0 and pos >= no_batch:
-                    # a run of GEMMs that differ only in their micro-op: one BLAS product?
-                    n_run = 1
-                    while pos + n_run < n and order[pos + n_run] == i + n_run \
-                            and _same_gemm(words, table, i, i + n_run):
-                        n_run += 1
-                    if n_run * io * ii * batch * blk_in * blk_out >= batch_min:
-                        bgns = np.empty(n_run, dtype=np.int64)
-                        for q in range(n_run):
-                            bgns[q] = _field(words, table, i + q, _G + 1)
-                        if _gemm_batch(uop_dst, uop_src, uop_wgt, inp, wgt, acc, bgns, io, ii, dfo, dfi, sfo, sfi,
-                                       wfo, wfi):
-                            counts[9] += n_run
-                            counts[5] += n_run * io * ii
-                            counts[13] += 1
-                            pos += n_run
-                            continue
-                    no_batch = pos + n_run  # run them one by one (each may still raise its error)
-                aop, use_imm, imm = 0, 1 if reset else 0, 0
-            else:
-                wfo, wfi = 0, 0
-                aop = _field(words, table, i, _A + 8)
-                use_imm = _field(words, table, i, _A + 9)
-                imm = _field(words, table, i, _A + 10)
-                if aop > 4:
-                    return pos
-            if io > 0 and ii > 0 and end > bgn:
-                # bounds of every role over the whole nest
-                for u in range(bgn, end):
-                    if uop_dst[u] + (io - 1) * dfo + (ii - 1) * dfi >= acc_depth:
-                        return pos
-                    if is_gemm and not reset:
-                        if uop_src[u] + (io - 1) * sfo + (ii - 1) * sfi >= inp_depth:
-                            return pos
-                        if uop_wgt[u] + (io - 1) * wfo + (ii - 1) * wfi >= wgt_depth:
-                            return pos
-                    if not is_gemm and use_imm == 0:
-                        if uop_src[u] + (io - 1) * sfo + (ii - 1) * sfi >= acc_depth:
-                            return pos
-            if is_gemm and not reset:
-                _gemm_nest(uop_dst, uop_src, uop_wgt, inp, wgt, acc, part, bgn, end, io, ii, dfo, dfi, sfo, sfi,
-                           wfo, wfi)
-            else:
-                for o in range(io):
-                    for t in range(ii):
-                        for u in range(bgn, end):
-                            d = uop_dst[u] + o * dfo + t * dfi
-                            if is_gemm:  # reset
-                                acc[d, :, :] = 0
-                                continue
-                            s = uop_src[u] + o * sfo + t * sfi
-                            for b in range(batch):
-                                for j in range(blk_out):
-                                    a = np.int64(acc[d, b, j])
-                                    v = np.int64(imm) if use_imm else np.int64(acc[s, b, j])
-                                    if aop == 0:
-                                        r = min(a, v)
-                                    elif aop == 1:
-                                        r = max(a, v)
-                                    elif aop == 2:
-                                        r = a + v
-                                    elif aop == 4:
-                                        r = a * v
-                                    elif v >= 0:
-                                        r = a >> (v & 31)
-                                    else:
-                                        r = a << ((-v) & 31)
-                                    acc[d, b, j] = np.int32(r & 0xFFFFFFFF)
-            n_it = io * ii * (end - bgn)
-            if is_gemm:
-                counts[9] += 1
-                if not reset:
-                    counts[5] += n_it
-            else:
-                counts[10] += 1
-                counts[6] += n_it
-        elif op == 3:
-            counts[11] += 1
+        elif op == 4:
+            _decode(words, table, i, _A, _A + 11, f)
+            if not _alu(uop_dst, uop_src, acc2, f, counts):
+                return pos
         elif op == 0 or op == 1:
-            mt = _field(words, table, i, _M)
-            sram = _field(words, table, i, _M + 1)
-            dbase = _field(words, table, i, _M + 2)
-            ys = _field(words, table, i, _M + 3)
-            xs = _field(words, table, i, _M + 4)
-            stride = _field(words, table, i, _M + 5)
-            yp0 = _field(words, table, i, _M + 6)
-            yp1 = _field(words, table, i, _M + 7)
-            xp0 = _field(words, table, i, _M + 8)
-            xp1 = _field(words, table, i, _M + 9)
-            if xs == 0:
-                if mt > 5:
+            _decode(words, table, i, _M, _M + 10, f)
+            if f[_M + 4] == 0:  # x_size 0: a no-op (of a valid memory type)
+                if f[_M] > 5:
                     return pos
                 counts[12] += 1
-                pos += 1
-                continue
-            if op == 1:
-                if mt != 4 or yp0 != 0 or yp1 != 0 or xp0 != 0 or xp1 != 0 or widths8 == 0:
+            elif op == 0:
+                if not _load(uop_dst, uop_src, uop_wgt, inp_f, wgt_f, acc_f, dram, dram_s8, dram_s32, starts, ends, f,
+                             cfg, counts):
                     return pos
-                if sram + xs * ys > acc_depth:
-                    return pos
-                if ys > 0 and not _in_dram(dbase * e_out, (dbase + (ys - 1) * stride + xs) * e_out, starts, ends):
-                    return pos
-                lanes = batch * blk_out
-                if e_out != lanes:
-                    return pos
-                for y in range(ys):  # each row: xs accumulator rows, contiguous in SRAM and DRAM
-                    src = (sram + y * xs) * lanes
-                    addr = (dbase + y * stride) * e_out
-                    cnt = xs * lanes
-                    to, frm = dram[addr:addr + cnt], acc_f[src:src + cnt]
-                    for q in range(cnt):
-                        to[q] = np.uint8(frm[q] & 0xFF)
-                counts[4] += xs * ys * e_out
-                counts[8] += 1
-            else:
-                if mt == 4 or mt > 5:
-                    return pos
-                if (mt == 1 or mt == 2) and widths8 == 0:
-                    return pos
-                elem = 4
-                depth = uop_depth
-                if mt == 1:
-                    elem, depth = e_wgt, wgt_depth
-                elif mt == 2:
-                    elem, depth = e_inp, inp_depth
-                elif mt == 3:
-                    elem, depth = e_acc, acc_depth
-                elif mt == 5:
-                    elem, depth = e_acc8, acc_depth
-                w_ = xp0 + xs + xp1
-                h_ = yp0 + ys + yp1
-                if sram + w_ * h_ > depth:
-                    return pos
-                if ys > 0 and not _in_dram(dbase * elem, (dbase + (ys - 1) * stride + xs) * elem, starts, ends):
-                    return pos
-                counts[7] += 1
-                if mt == 0:
-                    counts[3] += 4 * xs * ys
-                elif mt == 1:
-                    counts[1] += e_wgt * xs * ys
-                elif mt == 2:
-                    counts[0] += e_inp * xs * ys
-                else:  # ACC and ACC_8BIT both count the 32-bit footprint, like upstream
-                    counts[2] += e_acc * xs * ys
-                if mt == 0:
-                    for yy in range(h_):
-                        for xx in range(w_):
-                            idx = sram + yy * w_ + xx
-                            y = yy - yp0
-                            x = xx - xp0
-                            word = np.int64(0)
-                            if y >= 0 and y < ys and x >= 0 and x < xs:
-                                addr = (dbase + y * stride + x) * elem
-                                word = (np.int64(dram[addr]) | (np.int64(dram[addr + 1]) << 8)
-                                        | (np.int64(dram[addr + 2]) << 16) | (np.int64(dram[addr + 3]) << 24))
-                            uop_dst[idx] = (word >> cfg[8]) & ((1 << cfg[9]) - 1)
-                            uop_src[idx] = (word >> cfg[10]) & ((1 << cfg[11]) - 1)
-                            uop_wgt[idx] = (word >> cfg[12]) & ((1 << cfg[13]) - 1)
-                else:
-                    # one row of the padded rectangle at a time: pads zeroed, data copied as a
-                    # contiguous run of x_size elements (one SRAM element = ``per`` lanes)
-                    if mt == 1:
-                        per = blk_out * blk_in
-                    elif mt == 2:
-                        per = batch * blk_in
-                    else:
-                        per = batch * blk_out
-                    for yy in range(h_):
-                        row = (sram + yy * w_) * per
-                        y = yy - yp0
-                        if y < 0 or y >= ys:
-                            _zero(mt, inp_f, wgt_f, acc_f, row, row + w_ * per)
-                            continue
-                        _zero(mt, inp_f, wgt_f, acc_f, row, row + xp0 * per)
-                        _zero(mt, inp_f, wgt_f, acc_f, row + (xp0 + xs) * per, row + w_ * per)
-                        # (copies between slice views with a range index: LLVM vectorises these)
-                        dst = row + xp0 * per
-                        cnt = xs * per
-                        addr = (dbase + y * stride) * elem
-                        if mt == 1:
-                            _copy(wgt_f[dst:dst + cnt], dram_s8[addr:addr + cnt])
-                        elif mt == 2:
-                            _copy(inp_f[dst:dst + cnt], dram_s8[addr:addr + cnt])
-                        elif mt == 3:
-                            _copy(acc_f[dst:dst + cnt], dram_s32[addr >> 2:(addr >> 2) + cnt])
-                        else:
-                            _copy(acc_f[dst:dst + cnt], dram_s8[addr:addr + cnt])
+            elif not _store(acc_f, dram, starts, ends, f, cfg, counts):
+                return pos
+        elif op == 3:
+            counts[11] += 1
         else:
             return pos
         pos += 1
     return pos
 
+
+def _gemm_run_py(order, pos, words, table, f, cfg):
+    """How many GEMMs from ``order[pos]`` on (fields of the first decoded in ``f``) form a run that
+    differs only in its micro-op, and whether it is big enough to try as BLAS products.
+
+    Returns the run's length, negated when it is too small.
+    """
+    i = order[pos]
+    n = order.shape[0]
+    n_run = 1
+    while pos + n_run < n and order[pos + n_run] == i + n_run and _same_gemm(words, table, i, i + n_run):
+        n_run += 1
+    if n_run * f[_G + 3] * f[_G + 4] * cfg[0] * cfg[1] * cfg[2] >= cfg[17]:
+        return n_run
+    return -n_run
+
+
+def _batch_py(order, pos, n_run, words, table, uop_dst, uop_src, uop_wgt, inp, wgt, acc, counts, bgns):
+    """Execute the run of ``n_run`` GEMMs at ``order[pos]`` as BLAS products if their micro-ops
+    line up (:func:`_gemm_batch_py`); ``bgns`` is int64 scratch at least ``n_run`` long."""
+    i = order[pos]
+    for q in range(n_run):
+        bgns[q] = _field(words, table, i + q, _G + 1)
+    io, ii = _field(words, table, i, _G + 3), _field(words, table, i, _G + 4)
+    g = [_field(words, table, i, _G + c) for c in range(5, 11)]  # the six factors
+    if not _gemm_batch(uop_dst, uop_src, uop_wgt, inp, wgt, acc, bgns[:n_run], io, ii, g[0], g[1], g[2], g[3], g[4],
+                       g[5]):
+        return False
+    counts[9] += n_run
+    counts[5] += n_run * io * ii
+    counts[13] += 1
+    return True
+
+
+def _gemm_py(uop_dst, uop_src, uop_wgt, inp, wgt, acc, inp_f, wgt_f, acc2, f, cfg, counts, scratch):
+    """One GEMM (fields decoded in ``f``); False (nothing done) to defer it. ``inp_f``, ``wgt_f``
+    and ``acc2`` are flat views of the buffers (``acc2``: one row of lanes per element)."""
+    reset = f[_G] != 0
+    bgn, end, io, ii = f[_G + 1], f[_G + 2], f[_G + 3], f[_G + 4]
+    dfo, dfi, sfo, sfi, wfo, wfi = f[_G + 5], f[_G + 6], f[_G + 7], f[_G + 8], f[_G + 9], f[_G + 10]
+    if end > uop_dst.shape[0]:
+        return False
+    end = max(bgn, end)
+    n_it = io * ii * (end - bgn)
+    if not reset and n_it * cfg[0] * cfg[1] * cfg[2] >= cfg[16]:
+        return False  # enormous: the NumPy path splits it into bounded BLAS products
+    if n_it > 0:
+        for u in range(bgn, end):  # bounds of every role over the whole nest
+            if uop_dst[u] + (io - 1) * dfo + (ii - 1) * dfi >= acc.shape[0]:
+                return False
+            if not reset and (uop_src[u] + (io - 1) * sfo + (ii - 1) * sfi >= inp.shape[0]
+                              or uop_wgt[u] + (io - 1) * wfo + (ii - 1) * wfi >= wgt.shape[0]):
+                return False
+        if reset:
+            for o in range(io):
+                for t in range(ii):
+                    for u in range(bgn, end):
+                        row = acc2[uop_dst[u] + o * dfo + t * dfi]
+                        for q in range(row.shape[0]):
+                            row[q] = 0
+        else:
+            _gemm_nest(uop_dst, uop_src, uop_wgt, inp, wgt, acc, inp_f, wgt_f, scratch, bgn, end, io, ii, dfo, dfi,
+                       sfo, sfi, wfo, wfi)
+            counts[5] += n_it
+    counts[9] += 1
+    return True
+
+
+def _alu_py(uop_dst, uop_src, rows, f, counts):
+    """One ALU instruction (fields decoded in ``f``) on the accumulator as ``rows`` of lanes;
+    False (nothing done) to defer it.
+
+    Runs the nest in the order of the ISA loop, one accumulator row at a time, so a micro-op
+    sees what earlier ones wrote.
+    """
+    bgn, end, io, ii = f[_A], f[_A + 1], f[_A + 2], f[_A + 3]
+    dfo, dfi, sfo, sfi = f[_A + 4], f[_A + 5], f[_A + 6], f[_A + 7]
+    aop, use_imm, imm = f[_A + 8], f[_A + 9], f[_A + 10]
+    if end > uop_dst.shape[0] or aop > 4:
+        return False
+    end = max(bgn, end)
+    n_it = io * ii * (end - bgn)
+    depth = rows.shape[0]
+    if n_it > 0:
+        for u in range(bgn, end):
+            if uop_dst[u] + (io - 1) * dfo + (ii - 1) * dfi >= depth:
+                return False
+            if use_imm == 0 and uop_src[u] + (io - 1) * sfo + (ii - 1) * sfi >= depth:
+                return False
+        for o in range(io):
+            for t in range(ii):
+                for u in range(bgn, end):
+                    d = uop_dst[u] + o * dfo + t * dfi
+                    if use_imm:
+                        _alu_imm(aop, rows[d], imm)
+                    else:
+                        _alu_rows(aop, rows[d], rows[uop_src[u] + o * sfo + t * sfi])
+    counts[10] += 1
+    counts[6] += n_it
+    return True
+
+
+def _alu_imm_py(aop, a, imm):
+    """``a = aop(a, imm)`` lane by lane on an int32 row (each opcode its own loop, so it vectorises)."""
+    if aop == 0:
+        for q in range(a.shape[0]):
+            a[q] = min(np.int64(a[q]), imm)
+    elif aop == 1:
+        for q in range(a.shape[0]):
+            a[q] = max(np.int64(a[q]), imm)
+    elif aop == 2:
+        for q in range(a.shape[0]):
+            a[q] = np.int32((np.int64(a[q]) + imm) & 0xFFFFFFFF)
+    elif aop == 4:
+        for q in range(a.shape[0]):
+            a[q] = np.int32((np.int64(a[q]) * imm) & 0xFFFFFFFF)
+    elif imm >= 0:
+        sh = imm & 31
+        for q in range(a.shape[0]):
+            a[q] = np.int32(np.int64(a[q]) >> sh)
+    else:
+        sh = (-imm) & 31
+        for q in range(a.shape[0]):
+            a[q] = np.int32((np.int64(a[q]) << sh) & 0xFFFFFFFF)
+
+
+def _alu_rows_py(aop, a, b):
+    """``a = aop(a, b)`` lane by lane on two int32 rows (``b`` may be ``a`` itself)."""
+    for q in range(a.shape[0]):
+        x, v = np.int64(a[q]), np.int64(b[q])
+        if aop == 0:
+            r = min(x, v)
+        elif aop == 1:
+            r = max(x, v)
+        elif aop == 2:
+            r = x + v
+        elif aop == 4:
+            r = x * v
+        elif v >= 0:
+            r = x >> (v & 31)
+        else:
+            r = x << ((-v) & 31)
+        a[q] = np.int32(r & 0xFFFFFFFF)
+
+
+def _store_py(acc_f, dram, starts, ends, f, cfg, counts):
+    """One STORE with ``x_size > 0`` (fields decoded in ``f``; ``acc_f``: the accumulator as one
+    flat array of lanes); False (nothing done) to defer it."""
+    mt, sram, dbase, ys, xs, stride = f[_M], f[_M + 1], f[_M + 2], f[_M + 3], f[_M + 4], f[_M + 5]
+    e_out = cfg[6]
+    lanes = cfg[0] * cfg[2]
+    if mt != 4 or f[_M + 6] != 0 or f[_M + 7] != 0 or f[_M + 8] != 0 or f[_M + 9] != 0 or cfg[14] == 0:
+        return False
+    if (sram + xs * ys) * lanes > acc_f.shape[0] or e_out != lanes:
+        return False
+    if ys > 0 and not _in_dram(dbase * e_out, (dbase + (ys - 1) * stride + xs) * e_out, starts, ends):
+        return False
+    cnt = xs * lanes
+    for y in range(ys):  # each row: xs accumulator rows, contiguous in SRAM and DRAM
+        src = (sram + y * xs) * lanes
+        addr = (dbase + y * stride) * e_out
+        to, frm = dram[addr:addr + cnt], acc_f[src:src + cnt]
+        for q in range(cnt):
+            to[q] = np.uint8(frm[q] & 0xFF)
+    counts[4] += xs * ys * e_out
+    counts[8] += 1
+    return True
+
+
+def _load_py(uop_dst, uop_src, uop_wgt, inp_f, wgt_f, acc_f, dram, dram_s8, dram_s32, starts, ends, f, cfg, counts):
+    """One LOAD with ``x_size > 0`` (fields decoded in ``f``; the buffers as flat arrays of
+    lanes); False (nothing done) to defer it."""
+    mt, sram, dbase, ys, xs, stride = f[_M], f[_M + 1], f[_M + 2], f[_M + 3], f[_M + 4], f[_M + 5]
+    yp0, yp1, xp0, xp1 = f[_M + 6], f[_M + 7], f[_M + 8], f[_M + 9]
+    batch, blk_in, blk_out = cfg[0], cfg[1], cfg[2]
+    if mt == 4 or mt > 5 or ((mt == 1 or mt == 2) and cfg[14] == 0):
+        return False
+    if mt == 0:
+        elem, depth, per = 4, uop_dst.shape[0], 1
+    elif mt == 1:
+        per = blk_out * blk_in
+        elem, depth = cfg[4], wgt_f.shape[0] // per
+    elif mt == 2:
+        per = batch * blk_in
+        elem, depth = cfg[3], inp_f.shape[0] // per
+    else:  # ACC (32-bit lanes) or ACC_8BIT (one byte per lane)
+        per = batch * blk_out
+        elem, depth = (cfg[5] if mt == 3 else cfg[7]), acc_f.shape[0] // per
+    w_ = xp0 + xs + xp1
+    h_ = yp0 + ys + yp1
+    if sram + w_ * h_ > depth:
+        return False
+    if ys > 0 and not _in_dram(dbase * elem, (dbase + (ys - 1) * stride + xs) * elem, starts, ends):
+        return False
+    counts[7] += 1
+    if mt == 0:
+        counts[3] += 4 * xs * ys
+    elif mt == 1:
+        counts[1] += elem * xs * ys
+    elif mt == 2:
+        counts[0] += elem * xs * ys
+    else:  # ACC and ACC_8BIT both count the 32-bit footprint, like upstream
+        counts[2] += cfg[5] * xs * ys
+    if mt == 0:
+        for yy in range(h_):
+            for xx in range(w_):
+                idx = sram + yy * w_ + xx
+                y = yy - yp0
+                x = xx - xp0
+                word = np.int64(0)
+                if y >= 0 and y < ys and x >= 0 and x < xs:
+                    addr = (dbase + y * stride + x) * elem
+                    word = (np.int64(dram[addr]) | (np.int64(dram[addr + 1]) << 8)
+                            | (np.int64(dram[addr + 2]) << 16) | (np.int64(dram[addr + 3]) << 24))
+                uop_dst[idx] = (word >> cfg[8]) & ((1 << cfg[9]) - 1)
+                uop_src[idx] = (word >> cfg[10]) & ((1 << cfg[11]) - 1)
+                uop_wgt[idx] = (word >> cfg[12]) & ((1 << cfg[13]) - 1)
+        return True
+    # one row of the padded rectangle at a time: pads zeroed, data copied as a contiguous run
+    # of x_size elements (one SRAM element = ``per`` lanes)
+    cnt = xs * per
+    for yy in range(h_):
+        row = (sram + yy * w_) * per
+        y = yy - yp0
+        if y < 0 or y >= ys:
+            _zero(mt, inp_f, wgt_f, acc_f, row, row + w_ * per)
+            continue
+        if xp0:
+            _zero(mt, inp_f, wgt_f, acc_f, row, row + xp0 * per)
+        if xp1:
+            _zero(mt, inp_f, wgt_f, acc_f, row + (xp0 + xs) * per, row + w_ * per)
+        # (copies between slice views with a range index: LLVM vectorises these)
+        dst = row + xp0 * per
+        addr = (dbase + y * stride) * elem
+        if mt == 1:
+            _copy(wgt_f[dst:dst + cnt], dram_s8[addr:addr + cnt])
+        elif mt == 2:
+            _copy(inp_f[dst:dst + cnt], dram_s8[addr:addr + cnt])
+        elif mt == 3:
+            _copy(acc_f[dst:dst + cnt], dram_s32[addr >> 2:(addr >> 2) + cnt])
+        else:
+            _copy(acc_f[dst:dst + cnt], dram_s8[addr:addr + cnt])
+    return True
+
+
+#: Every function of this module that numba compiles (``name`` is made from ``name_py``), and
+#: those allowed to reorder float32 sums (every partial sum is an integer of at most 2^24 in
+#: magnitude, so any order gives the exact result).
+_COMPILED = ("_stretch", "_batch", "_field", "_decode", "_in_dram", "_field_suspects", "_same_gemm", "_zero",
+             "_copy", "_offsets", "_as_written", "_add_rows", "_dot_sum", "_wrap_add", "_dot_add", "_gemm_nest",
+             "_gemm_batch", "_gemm_run", "_gemm", "_alu", "_alu_imm", "_alu_rows", "_store", "_load")
+_FASTMATH = ("_add_rows", "_dot_sum", "_dot_add", "_gemm_nest")
+#: Those that allocate (the others run without reference counting: see :func:`_stretch_py`).
+_ALLOCATING = ("_offsets", "_gemm_batch", "_batch")
+#: Per-instruction helpers inlined into their callers by numba (a call boundary costs a
+#: reference-count update per array argument, more than a small instruction's work).
+_INLINED = ("_field", "_decode", "_gemm", "_alu", "_alu_imm", "_alu_rows", "_store", "_load", "_wrap_add", "_dot_sum",
+            "_dot_add", "_zero", "_copy", "_in_dram", "_add_rows")
 
 
 def compile_all(njit, blas: bool):
@@ -570,23 +751,22 @@ def compile_all(njit, blas: bool):
     ``blas`` says whether numba can call BLAS (it needs SciPy for that); without it, batched
     GEMM products use a compiled loop instead.
     """
-    global _field, _in_dram, _same_gemm, _zero, _copy, _offsets, _gemm_nest, _gemm_batch, _as_written, _run, _dot
+    global _dot, _run
     if _run is not None:
         return _run
-    _field = njit(cache=True)(_field_py)
-    _in_dram = njit(cache=True)(_in_dram_py)
-    _same_gemm = njit(cache=True)(_same_gemm_py)
-    _zero = njit(cache=True)(_zero_py)
-    _copy = njit(cache=True)(_copy_py)
-    _offsets = njit(cache=True)(_offsets_py)
-    _as_written = njit(cache=True)(_as_written_py)
-    # fastmath lets LLVM reorder the float32 sums: every partial sum is an integer of at most
-    # 2^24 in magnitude, so any order gives the exact result.
-    _gemm_nest = njit(cache=True, fastmath=True)(_gemm_nest_py)
+    for name in _COMPILED:
+        opts = {"inline": "always"} if name in _INLINED else {}
+        if name not in _ALLOCATING:
+            opts["_nrt"] = False
+        globals()[name] = njit(cache=True, fastmath=name in _FASTMATH, **opts)(globals()[name + "_py"])
     _dot = njit(cache=True)(_dot_blas_py) if blas else njit(cache=True, fastmath=True)(_dot_loops_py)
-    _gemm_batch = njit(cache=True)(_gemm_batch_py)
-    _run = njit(cache=True, nogil=True, fastmath=True)(_run_stretch)
+    _run = njit(cache=True, nogil=True)(_run_stretch)
     return _run
+
+
+def field_suspects(words, table, depths, elems, starts, ends, out):
+    """The compiled :func:`_field_suspects_py` (after :func:`compile_all`)."""
+    return _field_suspects(words, table, depths, elems, starts, ends, out)
 
 
 def as_written(words, table, tokens):
@@ -595,6 +775,6 @@ def as_written(words, table, tokens):
 
 
 # Pure-Python versions until compile_all() replaces them with compiled ones.
-_field, _in_dram, _same_gemm, _zero, _copy = _field_py, _in_dram_py, _same_gemm_py, _zero_py, _copy_py
-_offsets = _offsets_py
-_gemm_nest, _gemm_batch, _as_written, _dot, _run = _gemm_nest_py, _gemm_batch_py, _as_written_py, _dot_blas_py, None
+for _name in _COMPILED:
+    globals()[_name] = globals()[_name + "_py"]
+_dot, _run = _dot_blas_py, None

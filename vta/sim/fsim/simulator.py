@@ -6,7 +6,9 @@ instruction stream from the shared DRAM arena, orders it by the dependency token
 (:mod:`vta.sim.fsim.units`), following ``reference/vta-isa.md`` sections 2 to 6 and the
 semantics table of DESIGN.md. When numba is installed, a compiled loop
 (:mod:`vta.sim.fsim.jit`) executes the common instructions and hands anything unusual back to
-those functions, so results and errors are the same with or without it.
+those functions, so results and errors are the same with or without it. Without it (the NumPy
+engine), small common instructions run through plans made once per distinct instruction
+(:mod:`vta.sim.fsim.plans`), everything else through the opcode functions.
 
 Examples
 --------
@@ -25,6 +27,7 @@ Examples
 from __future__ import annotations
 
 import contextlib
+import os
 import warnings
 
 import numpy as np
@@ -37,6 +40,7 @@ from ...errors import DeadlockError, InvalidInstructionError, SimulationError
 from ..debug import DEBUG_DUMP_INSN, DEBUG_SKIP_EXEC, dump_executed
 from ..device import RUN_KEYS, STAT_KEYS, Device
 from . import jit
+from .plans import PlanCache
 from .sched import CHANNELS, Flow, schedule
 from .units import Scratchpads, alu, check_mem, gemm, gemm_run, load, store
 
@@ -100,7 +104,8 @@ class FunctionalSimulator(Device):
         ``"numpy"`` executes every instruction with the opcode functions of
         :mod:`vta.sim.fsim.units`; ``"jit"`` runs small instructions in a loop compiled by
         numba (:mod:`vta.sim.fsim.jit`, identical results); ``"auto"`` uses ``"jit"`` when
-        numba is installed.
+        numba is installed, unless the environment variable ``VTA_FSIM_ENGINE`` names an
+        engine (``numpy`` or ``jit``: e.g. to run a test suite on the NumPy engine).
     batch_gemms : bool, optional
         Execute runs of consecutive GEMMs whose micro-ops line up as BLAS products (same
         results), with BLAS limited to one thread during the run: the NumPy engine through
@@ -110,7 +115,7 @@ class FunctionalSimulator(Device):
     Raises
     ------
     ValueError
-        For an unknown ``engine``.
+        For an unknown ``engine`` (or ``VTA_FSIM_ENGINE``).
     ImportError
         For ``engine="jit"`` without numba.
     """
@@ -121,6 +126,8 @@ class FunctionalSimulator(Device):
     def __init__(self, env: Environment, dram: DRAM, *, seed: int | None = None, trace: bool = False,
                  engine: str = "auto", batch_gemms: bool | None = None):
         super().__init__(env, dram)
+        if engine == "auto":
+            engine = os.environ.get("VTA_FSIM_ENGINE", "auto") or "auto"
         if engine not in ("auto", "numpy", "jit"):
             raise ValueError(f"engine must be 'auto', 'numpy' or 'jit', got {engine!r}")
         self.seed = seed
@@ -143,6 +150,8 @@ class FunctionalSimulator(Device):
                               stacklevel=2)
         #: The engine in use: "jit" (compiled loop plus NumPy) or "numpy".
         self.engine = "numpy" if self._jit is None else "jit"
+        # the NumPy engine's plans of small instructions (:mod:`vta.sim.fsim.plans`)
+        self._plans = PlanCache(self.sram, dram) if self._jit is None else None
 
     # ------------------------------------------------------------------ contract
     def run(self, insn_phys_addr: int, insn_count: int, wait_cycles: int = 0) -> int:
@@ -205,7 +214,10 @@ class FunctionalSimulator(Device):
         else:
             program.validate()
             order = schedule(program.flow, tokens, self._rng)
-        check_fields(self.env, words, program.cols.header["opcode"], self.dram)
+        if self._jit is not None:  # the same checks in one compiled pass
+            confirm_suspects(self.env, words, self._jit.field_suspects(words, self.dram), self.dram)
+        else:
+            check_fields(self.env, words, program.cols.header["opcode"], self.dram)
         try:
             self._execute(program, order)
         except SimulationError as exc:
@@ -216,7 +228,7 @@ class FunctionalSimulator(Device):
 
     def _failed(self) -> None:
         """After a run that raised: back to the reset state, counted in ``runs_failed``."""
-        self.sram.clear()
+        self._clear_sram()
         self.tokens = [0, 0, 0, 0]
         self._stats["runs_failed"] += 1
 
@@ -243,9 +255,20 @@ class FunctionalSimulator(Device):
 
     def reset(self) -> None:
         """Zero the scratchpads and the token channels, and forget the trace."""
-        self.sram.clear()
+        self._clear_sram()
         self.tokens = [0, 0, 0, 0]
         self.trace = []
+
+    def close(self) -> None:
+        """Drop the NumPy engine's plans (they hold views of the DRAM arena)."""
+        if self._plans is not None:
+            self._plans.table.clear()
+
+    def _clear_sram(self) -> None:
+        self.sram.clear()
+        if self._plans is not None:
+            self._plans.changed(isa.MEM_UOP)
+            self._plans.changed(isa.MEM_WGT)
 
     # ------------------------------------------------------------------ execution
     def _execute(self, program: "_Program", order: np.ndarray) -> None:
@@ -272,8 +295,12 @@ class FunctionalSimulator(Device):
             self._execute_order(program, order, runs)
 
     def _execute_order(self, program: "_Program", order: np.ndarray, runs) -> None:
-        """The NumPy engine: instruction by instruction, and lined-up GEMM runs as one product."""
+        """The NumPy engine: instruction by instruction (through its plan when it has one), and
+        lined-up GEMM runs as one product."""
         try:
+            if self._plans is not None and self._plans.ok:
+                self._execute_planned(program, order.tolist(), runs)
+                return
             order_list = order.tolist()
             while self._position < len(order_list):
                 i = order_list[self._position]
@@ -285,6 +312,34 @@ class FunctionalSimulator(Device):
         finally:
             _count(self._stats, program, order[:self._position], self.env)
             self._record_trace(program, order)
+
+    def _execute_planned(self, program: "_Program", order: list, runs) -> None:
+        """:meth:`_execute_order` with plans (:mod:`vta.sim.fsim.plans`): the loop every
+        instruction of a long stream goes through, so it keeps to local names."""
+        plans = self._plans
+        table, keys, opcode = plans.table, program.keys, program.opcode
+        uses_uops = (isa.OPCODE_GEMM, isa.OPCODE_ALU)
+        runs = {} if runs is None else dict(zip(np.flatnonzero(runs).tolist(), runs[runs > 0].tolist()))
+        pos, n = self._position, len(order)
+        try:
+            while pos < n:
+                i = order[pos]
+                if runs and i in runs and self.step_run(program, i, runs[i]):
+                    pos += runs[i]
+                    continue
+                op = opcode[i]
+                key = (keys[i], plans.uop_version) if op in uses_uops else keys[i]
+                plan = table.get(key, plans)  # (plans itself marks "not made yet")
+                if plan is plans:
+                    plan = plans.make(key, op, lambda kind: program.fields(i, kind))  # noqa: B023
+                if plan is not None:
+                    plan()
+                else:
+                    self._position = pos
+                    self.step(program, i)
+                pos += 1
+        finally:
+            self._position = pos
 
     def step_run(self, program: "_Program", i: int, length: int) -> bool:
         """Try to execute the GEMMs ``i .. i+length-1`` as one batch (see :func:`units.gemm_run`)."""
@@ -321,6 +376,8 @@ class FunctionalSimulator(Device):
             pass
         elif op == isa.OPCODE_LOAD:
             load(self.sram, self.dram, i, program.fields(i, "mem"))
+            if self._plans is not None:  # plans of GEMM and ALU read the micro-ops, some the weights
+                self._plans.changed(program.mem_type[i])
         else:
             store(self.sram, self.dram, i, program.fields(i, "mem"))
 
@@ -452,9 +509,21 @@ def check_fields(env: Environment, words: np.ndarray, opcode: np.ndarray, dram: 
         else:
             inside = np.zeros(rows.shape, dtype=bool)
         bad |= moves & ~inside
-    for i in rows[bad].tolist():
-        one = isa.decode_array(np.ascontiguousarray(words[i:i + 1]).view("<u8"), env).mem
-        check_mem(env, dram, i, {k: int(v[0]) for k, v in one.items()}, int(opcode[i]))
+    confirm_suspects(env, words, rows[bad].tolist(), dram)
+
+
+def confirm_suspects(env: Environment, words: np.ndarray, suspects: list[int], dram: DRAM) -> None:
+    """Raise the error of the first of the LOAD/STORE rows ``suspects`` (in stream order) that
+    fails :func:`vta.sim.fsim.units.check_mem`.
+
+    Raises
+    ------
+    InvalidInstructionError, SRAMIndexError, DRAMAccessError
+        As the instruction itself would when executed.
+    """
+    for i in suspects:
+        one = isa.decode_array(np.ascontiguousarray(words[i:i + 1]).view("<u8"), env)
+        check_mem(env, dram, i, {k: int(v[0]) for k, v in one.mem.items()}, int(one.header["opcode"][0]))
 
 
 def _count(st: dict, program: "_Program", done: np.ndarray, env: Environment) -> None:
@@ -568,6 +637,13 @@ class _Program:
     def mem_type(self) -> list:
         return self._list("mem", "memory_type")
 
+    @property
+    def keys(self) -> list:
+        """Every instruction's 16 bytes (the key of its plan)."""
+        if "keys" not in self._lists:
+            self._lists["keys"] = np.ascontiguousarray(self.words).view("V16").ravel().tolist()
+        return self._lists["keys"]
+
     def fields(self, i: int, kind: str) -> dict:
         """The fields of instruction ``i`` in format ``kind`` ('mem', 'gemm', 'alu') as ints."""
         return {k: self._list(kind, k)[i] for k in getattr(self.cols, kind)}
@@ -597,18 +673,23 @@ class _Program:
         trip counts and factors, doing at least :data:`BATCH_MIN_MACS` multiply-accumulates;
         0 elsewhere.
         """
-        g = self.cols.gemm
         op = self.cols.header["opcode"]
-        ok = (op == isa.OPCODE_GEMM) & (g["reset_reg"] == 0) & (g["uop_end"] - g["uop_bgn"] == 1)
-        same = np.zeros(op.size, dtype=bool)
-        same[1:] = ok[1:] & ok[:-1]
+        out = np.zeros(op.size, dtype=np.int64)
+        rows = np.flatnonzero(op == isa.OPCODE_GEMM)  # only the GEMM rows are decoded
+        if rows.size < 2:
+            return out
+        g = _Columns(self.words[rows], env).gemm
+        ok = (g["reset_reg"] == 0) & (g["uop_end"] - g["uop_bgn"] == 1)
+        same = np.zeros(rows.size, dtype=bool)
+        same[1:] = ok[1:] & ok[:-1] & (rows[1:] == rows[:-1] + 1)
         for k in ("iter_out", "iter_in", "dst_factor_out", "dst_factor_in", "src_factor_out", "src_factor_in",
                   "wgt_factor_out", "wgt_factor_in"):
             same[1:] &= g[k][1:] == g[k][:-1]
         group = np.cumsum(~same)
         length = np.bincount(group)[group]
         macs = length * g["iter_out"] * g["iter_in"] * (env.BATCH * env.BLOCK_IN * env.BLOCK_OUT)
-        return np.where(ok & ~same & (length >= 2) & (macs >= BATCH_MIN_MACS), length, 0)
+        out[rows] = np.where(ok & ~same & (length >= 2) & (macs >= BATCH_MIN_MACS), length, 0)
+        return out
 
     def validate(self) -> None:
         """Reject invalid opcodes, memory types and ALU opcodes before anything executes.
