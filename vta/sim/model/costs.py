@@ -5,9 +5,9 @@ instruction at a time between a fetch and a FINISH and fitted with a small formu
 
 * a unit spends :attr:`Timing.overhead` cycles on any instruction (pop/decode, execute,
   done/push): a no-op or FINISH costs exactly that;
-* GEMM and immediate ALU run one micro-op per cycle behind a 3-stage pipeline: ``n + 8`` cycles
-  for ``n > 0`` micro-ops (``n`` = iter_out x iter_in x (uop_end - uop_bgn)), 5 for none;
-* tensor ALU issues a micro-op every second cycle: ``2 n + 7``;
+* GEMM and immediate ALU run one micro-op per cycle behind a 3-stage pipeline: ``n + 6`` cycles
+  for ``n > 0`` micro-ops (``n`` = iter_out x iter_in x (uop_end - uop_bgn)), 3 (a no-op) for none;
+* tensor ALU issues a micro-op every second cycle: ``2 n + 5``;
 * a LOAD requests its rows, the first beat arrives :attr:`Timing.load_latency` cycles after the
   start, then the 64-bit read port delivers one beat per cycle; the unit retires one cycle after
   the last beat. Padding costs one cycle per pad element plus two per pad row and a fixed 3;
@@ -80,9 +80,9 @@ class Timing:
     """
 
     overhead: int = 3
-    pipe_fill: int = 8
-    tensor_fill: int = 7
-    empty_compute: int = 5
+    pipe_fill: int = 6
+    tensor_fill: int = 5
+    empty_compute: int = 3
     load_latency: int = 6
     load_tail: int = 1
     pad_fixed: int = 3
