@@ -266,22 +266,29 @@ def _core(n, unit, pops, pushes, cost, finish, client, addr, row_bytes, stride, 
                 best = u
                 best_t = t
                 best_wait = t - t0
-        # --- the earliest request of a load in flight (ties: the arbiter's priority)
+        # --- the earliest request of a load in flight: a request waits for a free request cycle,
+        # and in one cycle the lowest client wins (fixed priority), the others retry
         lu = -1
+        lt = 0
         for u in range(2):
             if ld_insn[u] >= 0:
-                if lu < 0 or ld_req[u] < ld_req[lu] or (ld_req[u] == ld_req[lu]
-                                                        and client[ld_insn[u]] < client[ld_insn[lu]]):
+                t = ld_req[u] if ld_req[u] > req_free else req_free
+                if lu < 0 or t < lt or (t == lt and client[ld_insn[u]] < client[ld_insn[lu]]):
                     lu = u
+                    lt = t
         f_req = f_time >= 0 and burst_left == 0
         # fetch's burst request is made two cycles before the slot model's fetch_free
-        f_key = f_time - 2 if f_req else f_time
+        f_key = f_time
+        if f_req:
+            f_key = f_time - 2
+            if req_free > f_key:
+                f_key = req_free
         pick = 0  # 1 fetch, 2 unit start, 3 load request
         pt = 0
         if best >= 0:
             pick, pt = 2, best_t
-        if lu >= 0 and (pick == 0 or ld_req[lu] < pt):
-            pick, pt = 3, ld_req[lu]
+        if lu >= 0 and (pick == 0 or lt < pt):
+            pick, pt = 3, lt
         if f_time >= 0 and (pick == 0 or f_key < pt or (f_key == pt and (pick != 3 or f_req))):
             pick, pt = 1, f_key
         if pick == 0:
