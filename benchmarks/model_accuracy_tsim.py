@@ -6,7 +6,7 @@ and cached)::
     python benchmarks/model_accuracy_tsim.py [--config NAME ...] [--dram ideal ddr4] [--quick]
 
 For every shipped configuration (``configs/*.json``; ``--config`` picks some) and every memory
-(``ideal``: the default one-cycle memory; ``ddr4``: the DRAM preset of :mod:`vta.sim.dram_timing`),
+(``ideal``: the default one-cycle memory; ``ddr4``: the preset of :data:`vta.env.DRAM_PRESETS`),
 each stream runs on tsim and on the cycle model, and one line is printed per stream::
 
     <stream>  tsim <cycles>  model <cycles>  error <+x.xx> %  model <s> (replay <s>)  tsim <s>  speed x<ratio>
@@ -19,7 +19,9 @@ streams:
   programs of :func:`vta.testing.programs.random_program` (the benchmark program set of
   ``benchmarks/model_accuracy.py``);
 * ``resnet18.C2`` .. ``resnet18.C11``, ``gemm.blocked`` and ``alu.chain``: the workloads of
-  :mod:`vta.dse.workloads` (compiled; the cycles of a workload are summed over its streams);
+  :mod:`vta.dse.workloads` (compiled; the cycles of a workload are summed over its streams), and
+  a line ``ResNet-18 C2-C11 x repeats``: the layers' cycles weighted by how often each occurs in
+  ResNet-18 (:data:`RESNET18_REPEATS`), on both levels;
 * ``insn-heavy``: the conv-like stream of small instructions and the upstream-shaped GEMM
   stream of ``benchmarks/fsim_throughput.py``.
 
@@ -56,6 +58,9 @@ from vta.testing.programs import random_program
 CONFIGS = ("vta_config", "batch2", "block32", "narrow")
 MEMORIES = ("ideal", "ddr4")
 WORKLOADS = tuple(f"resnet18.C{i}" for i in range(2, 12)) + ("gemm.blocked", "alu.chain")
+#: How often each layer occurs in ResNet-18 (two basic blocks per stage, two 3x3 convolutions
+#: each; the first block of stages 2-4 has the strided 3x3 and the 1x1 downsample instead).
+RESNET18_REPEATS = {"C2": 4, "C3": 1, "C4": 1, "C5": 3, "C6": 1, "C7": 1, "C8": 3, "C9": 1, "C10": 1, "C11": 3}
 
 
 def env_for(config: str, memory: str) -> Environment:
@@ -173,9 +178,11 @@ def insn_heavy(env: Environment, dram: DRAM, tsim: TSim, model: CycleModel, quic
         prog.close()
 
 
-def workloads(env: Environment, tsim: TSim, model: CycleModel, names, rows: list) -> None:
+def workloads(env: Environment, tsim: TSim, model: CycleModel, names, rows: list, label: str) -> None:
     from vta.dse import workloads as wl
 
+    resnet = Pair()
+    layers = 0
     for name in names:
         tee = Tee(tsim, model)
         try:
@@ -184,6 +191,15 @@ def workloads(env: Environment, tsim: TSim, model: CycleModel, names, rows: list
             print(f"  {name}: skipped on this configuration ({str(exc).splitlines()[0]})")
             continue
         line(f"{name} ({tee.pair.runs} runs)", tee.pair, rows)
+        layer = name.split(".")[-1]
+        if name.startswith("resnet18.") and layer in RESNET18_REPEATS:
+            k = RESNET18_REPEATS[layer]
+            resnet.tsim += k * tee.pair.tsim
+            resnet.model += k * tee.pair.model
+            layers += 1
+    if layers == len(RESNET18_REPEATS):
+        print(f"ResNet-18 C2-C11 x repeats ({label}): tsim {resnet.tsim} cycles, model {resnet.model} cycles, "
+              f"error {100 * (resnet.model - resnet.tsim) / resnet.tsim:+.2f} %", flush=True)
 
 
 def summary(label: str, rows: list) -> None:
@@ -225,7 +241,7 @@ def main(argv=None) -> int:
                 from vta.dram import global_dram
 
                 with env, TSim(env, global_dram(), library=lib) as tsim, CycleModel(env, global_dram()) as model:
-                    workloads(env, tsim, model, names, rows)
+                    workloads(env, tsim, model, names, rows, f"{config}, {memory}")
             summary(f"{config}, {memory}", rows)
             everything += rows
     summary("all", everything)

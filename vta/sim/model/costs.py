@@ -9,8 +9,9 @@ instruction at a time between a fetch and a FINISH and fitted with a small formu
   for ``n > 0`` micro-ops (``n`` = iter_out x iter_in x (uop_end - uop_bgn)), 3 (a no-op) for none;
 * tensor ALU issues a micro-op every second cycle: ``2 n + 5``;
 * a LOAD requests its rows, the first beat arrives :attr:`Timing.load_latency` cycles after the
-  start, then the 64-bit read port delivers one beat per cycle; the unit retires one cycle after
-  the last beat. Padding costs one cycle per pad element plus two per pad row and a fixed 3;
+  start (with the ideal memory and an idle channel), then the 64-bit read port delivers one beat
+  per cycle; the unit retires one cycle after the last beat (:mod:`vta.sim.model.replay` times
+  the read channel and the pads exactly; :func:`load_pad_cycles` is the estimate for a lone load);
 * a STORE reads one accumulator row per element then writes its beats; each burst (at most
   16 beats, never across a 128-byte boundary) waits 2 cycles for its acknowledgement, and every
   row costs one cycle more;

@@ -5,13 +5,17 @@ functions compute the same bits and raise the same errors -- that also replays e
 an event-driven model of OUR RTL (``hw/README.md``) to count cycles:
 
 * fetch reads bursts of up to 8 instructions and dispatches them in stream order, one per cycle,
-  into the load, compute and store queues (512 entries each; a full queue blocks dispatch);
+  into the load, compute and store queues (512 entries each; an entry is freed when its
+  instruction retires; a full queue blocks dispatch, not the next burst's read);
 * each unit runs its queue in order, one instruction at a time: it starts an instruction once it
   has been dispatched, the previous one has retired and every token it pops has been pushed;
   pushes are visible to the consumer when the producer retires;
-* fetch bursts and the LOAD data beats of every unit share one 64-bit read port
-  (:class:`_ReadPort`, first come first served);
-* instruction costs come from :mod:`vta.sim.model.costs`.
+* fetch bursts and the LOAD bursts of the load and compute units share one read channel: one
+  request per cycle (fixed priority: fetch, uop, inp, wgt, acc), beats returned in request order
+  one per cycle, timed by the configuration's DRAM (``DRAM``, ``DRAM_LATENCY``,
+  ``DRAM_BYTES_PER_CYCLE``, ``DRAM_MAX_OUTSTANDING``: the model of tsim's memory shim);
+* instruction costs come from :mod:`vta.sim.model.costs`; the replay loop is
+  :mod:`vta.sim.model.replay` (compiled by numba when installed).
 
 The run ends when FINISH retires (as in the RTL, FINISH does not wait for the load and store
 units; well-formed streams make it pop their last tokens). Statistics are fsim's plus tsim's
