@@ -160,8 +160,53 @@ def _pad_end(t0, d0, d1, rows, xs, xp0, xp1, yp0, yp1):
     return t
 
 
+def _serve(ch, ring, r, beats, latency, bytes_per_cycle, max_outstanding):
+    """Serve one read burst requested at cycle ``r``: ``ch`` is the channel state (next free request
+    cycle, next free beat cycle, bursts issued, credit, cycle of the credit), ``ring`` the last-beat
+    cycles of the recent bursts. Returns (request cycle, first beat cycle, last beat cycle)."""
+    a = r if r > ch[0] else ch[0]
+    ch[0] = a + 1
+    issue = a
+    if max_outstanding > 0 and ch[2] >= max_outstanding:
+        prev = ring[ch[2] % max_outstanding] + 1
+        if prev > issue:
+            issue = prev
+    p = issue + latency - 1
+    if ch[1] > p:
+        p = ch[1]
+    if bytes_per_cycle >= 8:
+        first = p
+        last = p + beats - 1
+    else:
+        first = -1
+        credit = ch[3]
+        credit_t = ch[4]
+        for _b in range(beats):
+            cr = credit + (p - credit_t) * bytes_per_cycle
+            if cr > CREDIT_CAP:
+                cr = CREDIT_CAP
+            if cr < 8:
+                p += (8 - cr + bytes_per_cycle - 1) // bytes_per_cycle
+                cr = credit + (p - credit_t) * bytes_per_cycle
+                if cr > CREDIT_CAP:
+                    cr = CREDIT_CAP
+            credit = cr - 8
+            credit_t = p
+            if first < 0:
+                first = p
+            p += 1
+        last = p - 1
+        ch[3] = credit
+        ch[4] = credit_t
+    ch[1] = last + 1
+    if max_outstanding > 0:
+        ring[ch[2] % max_outstanding] = last
+    ch[2] += 1
+    return a, first, last
+
+
 def _core(n, unit, pops, pushes, cost, finish, client, addr, row_bytes, stride, rows, xp0, xp1, yp0, yp1, xs,
-          tokens, insn_addr, queue_depth, fetch_latency, latency, bytes_per_cycle, max_outstanding,
+          tokens, insn_addr, queue_depth, fetch_latency, fetch_buffer, latency, bytes_per_cycle, max_outstanding,
           start, end, ready, dispatch, blocked_from, bursts, counters):
     """The replay loop (see the module docstring); fills the output arrays, returns 0, or -1 - k
     when no unit can make progress after k instructions (an inconsistent stream).
@@ -199,12 +244,13 @@ def _core(n, unit, pops, pushes, cost, finish, client, addr, row_bytes, stride, 
         dispatch[i] = -1
     # memory channel
     # (fetch's first request is made before the slot model's cycle 0)
-    req_free = -(1 << 40)  # first cycle the channel can accept another request
-    pop_free = -(1 << 40)  # first cycle the memory can return another beat
-    nissued = 0
+    # next free request cycle, next free beat cycle, bursts issued, credit, cycle of the credit
+    ch = np.zeros(5, np.int64)
+    ch[0] = -(1 << 40)
+    ch[1] = -(1 << 40)
+    ch[3] = CREDIT_CAP
+    ch[4] = -(1 << 40)
     ring = np.zeros(max(max_outstanding, 1), np.int64)  # last-beat cycle of the recent bursts
-    credit = CREDIT_CAP
-    credit_t = -(1 << 40)
     # loads in flight in the load (0) and compute (1) units
     ld_insn = np.full(2, -1, np.int64)
     ld_req = np.zeros(2, np.int64)     # cycle of its next request
@@ -218,15 +264,42 @@ def _core(n, unit, pops, pushes, cost, finish, client, addr, row_bytes, stride, 
     next_dispatch = 0
     fetch_free = 0
     nbursts = 0
+    # buffered fetch (fetch_buffer > 0): the next instruction to request, the last request cycle,
+    # and the cycle each instruction can be dispatched (its beats have arrived)
+    fr = 0
+    last_req = -1
+    fready = np.zeros(n, np.int64)
     finish_end = -1
     done = 0
     while done < n:
         # --- fetch's next event
         f_time = -1
-        if f_next < n:
-            i = f_next
+        f_req = False
+        if fetch_buffer > 0:
+            if fr < n:  # request the next burst once the buffer has room for it
+                m = (128 - (insn_addr + 16 * fr) % 128) // 16
+                if m > 8:
+                    m = 8
+                if m > n - fr:
+                    m = n - fr
+                if m < 1:
+                    m = 1
+                frees = fr + m - fetch_buffer - 1  # the dispatch that makes room
+                if frees < f_next:
+                    f_time = last_req + 1
+                    if frees >= 0 and dispatch[frees] + 1 > f_time:
+                        f_time = dispatch[frees] + 1
+                    if f_time < 0:
+                        f_time = 0
+                    f_req = True
+            if not f_req and f_next < fr:
+                f_time = next_dispatch if next_dispatch > fready[f_next] else fready[f_next]
+        elif f_next < n:
             f_time = fetch_free if burst_left == 0 else next_dispatch
-            if burst_left > 0 and qpos[i] >= queue_depth:  # a full queue blocks dispatch, not reading
+            f_req = burst_left == 0
+        if f_time >= 0 and f_next < n and not f_req:
+            i = f_next
+            if qpos[i] >= queue_depth:  # a full queue blocks dispatch, not reading
                 older = queue[qbase[unit[i]] + qpos[i] - queue_depth]
                 if end[older] < 0:
                     f_time = -1
@@ -272,17 +345,16 @@ def _core(n, unit, pops, pushes, cost, finish, client, addr, row_bytes, stride, 
         lt = 0
         for u in range(2):
             if ld_insn[u] >= 0:
-                t = ld_req[u] if ld_req[u] > req_free else req_free
+                t = ld_req[u] if ld_req[u] > ch[0] else ch[0]
                 if lu < 0 or t < lt or (t == lt and client[ld_insn[u]] < client[ld_insn[lu]]):
                     lu = u
                     lt = t
-        f_req = f_time >= 0 and burst_left == 0
-        # fetch's burst request is made two cycles before the slot model's fetch_free
+        # fetch's burst request is made two cycles before the slot model's request cycle
         f_key = f_time
         if f_req:
             f_key = f_time - 2
-            if req_free > f_key:
-                f_key = req_free
+            if ch[0] > f_key:
+                f_key = ch[0]
         pick = 0  # 1 fetch, 2 unit start, 3 load request
         pt = 0
         if best >= 0:
@@ -293,9 +365,28 @@ def _core(n, unit, pops, pushes, cost, finish, client, addr, row_bytes, stride, 
             pick, pt = 1, f_key
         if pick == 0:
             return -1 - done
+        if pick == 1 and fetch_buffer > 0 and f_req:
+            m = (128 - (insn_addr + 16 * fr) % 128) // 16
+            if m > 8:
+                m = 8
+            if m > n - fr:
+                m = n - fr
+            if m < 1:
+                m = 1
+            _a, first, last = _serve(ch, ring, f_time - 2, 2 * m, latency, bytes_per_cycle, max_outstanding)
+            for j in range(m):  # the second beat of instruction j, then the dispatch latency
+                beat = 2 * j + 1
+                fready[fr + j] = first + 3 + (beat * (last - first)) // (2 * m - 1) + fetch_latency
+            bursts[nbursts, 0] = fr
+            bursts[nbursts, 1] = f_time
+            bursts[nbursts, 2] = fready[fr + m - 1]
+            nbursts += 1
+            last_req = f_time
+            fr += m
+            continue
         if pick == 1:
             i = f_next
-            if burst_left == 0:
+            if fetch_buffer == 0 and burst_left == 0:
                 m = (128 - (insn_addr + 16 * i) % 128) // 16
                 if m > 8:
                     m = 8
@@ -304,38 +395,7 @@ def _core(n, unit, pops, pushes, cost, finish, client, addr, row_bytes, stride, 
                 if m < 1:
                     m = 1
                 r = fetch_free - 2
-                # --- serve a burst of 2m beats requested at r (shared with the loads below)
-                a = r if r > req_free else req_free
-                req_free = a + 1
-                issue = a
-                if max_outstanding > 0 and nissued >= max_outstanding:
-                    prev = ring[nissued % max_outstanding] + 1
-                    if prev > issue:
-                        issue = prev
-                p = issue + latency - 1
-                if pop_free > p:
-                    p = pop_free
-                beats = 2 * m
-                if bytes_per_cycle >= 8:
-                    last = p + beats - 1
-                else:
-                    for _b in range(beats):
-                        cr = credit + (p - credit_t) * bytes_per_cycle
-                        if cr > CREDIT_CAP:
-                            cr = CREDIT_CAP
-                        if cr < 8:
-                            p += (8 - cr + bytes_per_cycle - 1) // bytes_per_cycle
-                            cr = credit + (p - credit_t) * bytes_per_cycle
-                            if cr > CREDIT_CAP:
-                                cr = CREDIT_CAP
-                        credit = cr - 8
-                        credit_t = p
-                        p += 1
-                    last = p - 1
-                pop_free = last + 1
-                if max_outstanding > 0:
-                    ring[nissued % max_outstanding] = last
-                nissued += 1
+                _a, first, last = _serve(ch, ring, r, 2 * m, latency, bytes_per_cycle, max_outstanding)
                 arrived = last + 4
                 next_dispatch = arrived + fetch_latency - 1
                 busy[0] += next_dispatch - fetch_free
@@ -346,20 +406,26 @@ def _core(n, unit, pops, pushes, cost, finish, client, addr, row_bytes, stride, 
                 burst_left = m
                 continue
             d = next_dispatch
-            blocked_from[i] = next_dispatch
+            if fetch_buffer > 0 and fready[i] > d:
+                d = fready[i]
+            blocked_from[i] = d
             if qpos[i] >= queue_depth:
                 older = queue[qbase[unit[i]] + qpos[i] - queue_depth]
                 if end[older] + QUEUE_FREE > d:
                     stall[0] += end[older] + QUEUE_FREE - d
                     d = end[older] + QUEUE_FREE
             dispatch[i] = d
-            busy[0] += 1
             retired[0] += 1
             next_dispatch = d + 1
+            f_next += 1
+            if fetch_buffer > 0:
+                if f_next == n:  # fetch is busy from launch to its last dispatch, unless blocked
+                    busy[0] = d + 1 - stall[0]
+                continue
+            busy[0] += 1
             burst_left -= 1
             if burst_left == 0:
                 fetch_free = next_dispatch
-            f_next += 1
             continue
         if pick == 3:
             u = lu
@@ -373,41 +439,7 @@ def _core(n, unit, pops, pushes, cost, finish, client, addr, row_bytes, stride, 
             beats = 16 - (at % 128) // 8
             if beats > left:
                 beats = left
-            # --- serve a burst of `beats` requested at r
-            a = r if r > req_free else req_free
-            req_free = a + 1
-            issue = a
-            if max_outstanding > 0 and nissued >= max_outstanding:
-                prev = ring[nissued % max_outstanding] + 1
-                if prev > issue:
-                    issue = prev
-            p = issue + latency - 1
-            if pop_free > p:
-                p = pop_free
-            if bytes_per_cycle >= 8:
-                first = p
-                last = p + beats - 1
-            else:
-                first = -1
-                for _b in range(beats):
-                    cr = credit + (p - credit_t) * bytes_per_cycle
-                    if cr > CREDIT_CAP:
-                        cr = CREDIT_CAP
-                    if cr < 8:
-                        p += (8 - cr + bytes_per_cycle - 1) // bytes_per_cycle
-                        cr = credit + (p - credit_t) * bytes_per_cycle
-                        if cr > CREDIT_CAP:
-                            cr = CREDIT_CAP
-                    credit = cr - 8
-                    credit_t = p
-                    if first < 0:
-                        first = p
-                    p += 1
-                last = p - 1
-            pop_free = last + 1
-            if max_outstanding > 0:
-                ring[nissued % max_outstanding] = last
-            nissued += 1
+            a, first, last = _serve(ch, ring, r, beats, latency, bytes_per_cycle, max_outstanding)
             if ld_first[u] < 0:
                 ld_first[u] = first
             ld_last[u] = last
@@ -495,9 +527,9 @@ def compiled():
     except ImportError:
         _ENGINE_FAILED = True
         return None
-    pad = numba.njit(cache=True)(_pad_end)
     g = dict(_core.__globals__)
-    g["_pad_end"] = pad
+    g["_pad_end"] = numba.njit(cache=True)(_pad_end)
+    g["_serve"] = numba.njit(cache=True)(_serve)
     core = type(_core)(_core.__code__, g, _core.__name__)
     _COMPILED = numba.njit(cache=True)(core)
     return _COMPILED
@@ -557,7 +589,8 @@ def replay(env: Environment, words: np.ndarray, tokens, insn_addr: int, timing: 
     lat, bpc, outst = env.dram_timing
     rc = fn(n, a["unit"], a["pops"], a["pushes"], a["cost"], a["finish"], a["client"], a["addr"], a["row_bytes"],
             a["stride"], a["rows"], a["xp0"], a["xp1"], a["yp0"], a["yp1"], a["xs"],
-            np.asarray(list(tokens), np.int64), int(insn_addr), 512, int(timing.fetch_latency), int(lat), int(bpc),
+            np.asarray(list(tokens), np.int64), int(insn_addr), 512, int(timing.fetch_latency),
+            int(getattr(mc, "FETCH_BUFFER_INSNS", 0)), int(lat), int(bpc),
             int(outst), out["start"], out["end"], out["ready"], out["dispatch"], out["blocked_from"], bursts, counters)
     if rc < 0:
         k = -1 - rc
