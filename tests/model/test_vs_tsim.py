@@ -121,3 +121,14 @@ def test_uop_load_beside_a_padded_input_load(devices):
                              y_pad_0=1, y_pad_1=1, x_pad_0=1, x_pad_1=2, push_next_dep=1))
         b.finish(pop_prev_dep=1)
         _check(*_both(devices, *b.build()))
+
+
+def test_shim_rejects_a_dram_timing_out_of_range(devices):
+    from vta.errors import SimulationError
+
+    _, _, tsim, _ = devices
+    with pytest.raises(SimulationError, match="latency 1..4096"):
+        tsim._call("vta_tsim_set_dram", 0, 8, 0)
+    with pytest.raises(SimulationError, match="outstanding 0..1024"):
+        tsim._call("vta_tsim_set_dram", 1, 8, 5000)
+    tsim._set_dram()  # back to the configuration's memory
