@@ -349,10 +349,11 @@ def _core(n, unit, pops, pushes, cost, finish, client, addr, row_bytes, stride, 
                 if lu < 0 or t < lt or (t == lt and client[ld_insn[u]] < client[ld_insn[lu]]):
                     lu = u
                     lt = t
-        # fetch's burst request is made two cycles before the slot model's request cycle
+        # the drain-then-fetch RTL requests a burst two cycles before the model's fetch_free; the
+        # buffered fetch at its request cycle (both measured on tsim)
         f_key = f_time
         if f_req:
-            f_key = f_time - 2
+            f_key = f_time if fetch_buffer > 0 else f_time - 2
             if ch[0] > f_key:
                 f_key = ch[0]
         pick = 0  # 1 fetch, 2 unit start, 3 load request
@@ -373,10 +374,10 @@ def _core(n, unit, pops, pushes, cost, finish, client, addr, row_bytes, stride, 
                 m = n - fr
             if m < 1:
                 m = 1
-            _a, first, last = _serve(ch, ring, f_time - 2, 2 * m, latency, bytes_per_cycle, max_outstanding)
+            _a, first, last = _serve(ch, ring, f_time, 2 * m, latency, bytes_per_cycle, max_outstanding)
             for j in range(m):  # the second beat of instruction j, then the dispatch latency
                 beat = 2 * j + 1
-                fready[fr + j] = first + 3 + (beat * (last - first)) // (2 * m - 1) + fetch_latency
+                fready[fr + j] = first + 1 + (beat * (last - first)) // (2 * m - 1) + fetch_latency
             bursts[nbursts, 0] = fr
             bursts[nbursts, 1] = f_time
             bursts[nbursts, 2] = fready[fr + m - 1]
