@@ -46,6 +46,8 @@ CREDIT_CAP = 16
 #: A queue entry is freed when its instruction retires (the sequencer pops the queue then);
 #: fetch can dispatch into it this many cycles after the retirement cycle ``end``.
 QUEUE_FREE = 2
+#: Beat intervals kept per load for its pad writer (more are merged into the last one).
+PAD_INTERVALS = 256
 
 
 def prepare(env: Environment, words: np.ndarray, timing: mc.Timing) -> dict:
@@ -137,23 +139,33 @@ def prepare(env: Environment, words: np.ndarray, timing: mc.Timing) -> dict:
     return out
 
 
-def _pad_end(t0, d0, d1, rows, xs, xp0, xp1, yp0, yp1):
-    """First cycle the read engine's pad writer is idle, started at ``t0``, blocked in [d0, d1]."""
+def _pad_end(t0, iv, niv, rows, xs, xp0, xp1, yp0, yp1):
+    """First cycle the read engine's pad writer is idle, started at ``t0``: it writes one pad element
+    per cycle in the cycles without a data beat of its load (the ``niv`` sorted, disjoint intervals
+    ``iv[k, 0]..iv[k, 1]``, inclusive), and spends one cycle per row and one per data row."""
     width = xp0 + xs + xp1
     height = yp0 + rows + yp1
     if height == 0 or (yp0 + yp1 == 0 and xp0 + xp1 == 0):
         return t0
     t = t0
+    k_iv = 0
     for r in range(height):
         data_row = yp0 <= r < yp0 + rows
         for seg in range(2):
             k = (xp0 if seg == 0 else xp1) if data_row else (width if seg == 0 else 0)
-            if k > 0:  # k pad writes, each in a cycle without a data beat
-                if t + k <= d0 or t > d1:
+            while k > 0:  # k pad writes, each in a cycle without a data beat
+                while k_iv < niv and iv[k_iv, 1] < t:
+                    k_iv += 1
+                if k_iv >= niv:
                     t += k
+                    k = 0
+                elif iv[k_iv, 0] <= t:
+                    t = iv[k_iv, 1] + 1
                 else:
-                    before = d0 - t if d0 > t else 0
-                    t = max(t + before, d1 + 1) + (k - before)
+                    free = iv[k_iv, 0] - t
+                    use = k if k < free else free
+                    t += use
+                    k -= use
             if seg == 0 and data_row:
                 t += 1  # the cycle that skips the data
         t += 1  # end of the row
@@ -258,6 +270,9 @@ def _core(n, unit, pops, pushes, cost, finish, client, addr, row_bytes, stride, 
     ld_off = np.zeros(2, np.int64)     # byte offset of the next burst in its row
     ld_first = np.zeros(2, np.int64)   # first beat returned (memory cycle), -1 none yet
     ld_last = np.zeros(2, np.int64)
+    # the cycles its beats reach the unit, as intervals (for the pad writer; merged when full)
+    ld_iv = np.zeros((2, PAD_INTERVALS, 2), np.int64)
+    ld_niv = np.zeros(2, np.int64)
     # fetch
     f_next = 0
     burst_left = 0
@@ -444,6 +459,13 @@ def _core(n, unit, pops, pushes, cost, finish, client, addr, row_bytes, stride, 
             if ld_first[u] < 0:
                 ld_first[u] = first
             ld_last[u] = last
+            k = ld_niv[u]
+            if k > 0 and (ld_iv[u, k - 1, 1] + 1 >= first + 2 or k == PAD_INTERVALS):
+                ld_iv[u, k - 1, 1] = last + 2  # contiguous with the previous beats (or no room)
+            else:
+                ld_iv[u, k, 0] = first + 2
+                ld_iv[u, k, 1] = last + 2
+                ld_niv[u] = k + 1
             if beats < left:
                 ld_off[u] += 8 * beats
                 ld_req[u] = a + 1
@@ -456,8 +478,7 @@ def _core(n, unit, pops, pushes, cost, finish, client, addr, row_bytes, stride, 
             # the load's last burst: it retires once its data and pads are written
             s = start[i]
             x_data = ld_last[u] + 3
-            x_pad = _pad_end(s + 2, ld_first[u] + 2, ld_last[u] + 2, rows[i], xs[i], xp0[i], xp1[i], yp0[i],
-                             yp1[i])
+            x_pad = _pad_end(s + 2, ld_iv[u], ld_niv[u], rows[i], xs[i], xp0[i], xp1[i], yp0[i], yp1[i])
             e = (x_data if x_data > x_pad else x_pad) + 2
             ld_insn[u] = -1
             # fall through to the common retirement below
@@ -474,13 +495,14 @@ def _core(n, unit, pops, pushes, cost, finish, client, addr, row_bytes, stride, 
                     popped[c] += 1
             if cost[i] < 0:
                 if rows[i] == 0:  # pads only
-                    e = _pad_end(s + 2, 1 << 62, 1 << 62, rows[i], xs[i], xp0[i], xp1[i], yp0[i], yp1[i]) + 2
+                    e = _pad_end(s + 2, ld_iv[u], 0, rows[i], xs[i], xp0[i], xp1[i], yp0[i], yp1[i]) + 2
                 else:
                     ld_insn[u] = i
                     ld_req[u] = s + 3
                     ld_row[u] = 0
                     ld_off[u] = 0
                     ld_first[u] = -1
+                    ld_niv[u] = 0
                     continue
             else:
                 e = s + cost[i]
