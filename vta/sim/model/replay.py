@@ -68,72 +68,82 @@ def prepare(env: Environment, words: np.ndarray, timing: mc.Timing) -> dict:
     """
     n = words.shape[0]
     prog = _Program(_Columns(words, env), words, env)
-    flow = prog.flow
+    flow = prog.flow  # stages and token flags (raises for a flag on a missing channel)
     stage = np.asarray(flow.stage, dtype=np.int64)
     unit = np.zeros(n, np.int64)
     for s, u in _STAGE_UNIT.items():
         unit[stage == s] = u
-    pop = np.asarray(flow.pop, dtype=np.int64).reshape(n, 4)
-    push = np.asarray(flow.push, dtype=np.int64).reshape(n, 4)
-    weights = np.array([1, 2, 4, 8], np.int64)
-    out = {"unit": unit, "pops": (pop != 0) @ weights, "pushes": (push != 0) @ weights}
-    cols = prog.cols
-    opcode = np.asarray(cols.header["opcode"], dtype=np.int64)
+    pop = np.asarray(flow.pop, dtype=np.int64).reshape(n, 4) != 0
+    push = np.asarray(flow.push, dtype=np.int64).reshape(n, 4) != 0
+    out = {"unit": unit,
+           "pops": pop[:, 0] | pop[:, 1] << 1 | pop[:, 2] << 2 | pop[:, 3] << 3,
+           "pushes": push[:, 0] | push[:, 1] << 1 | push[:, 2] << 2 | push[:, 3] << 3}
+    out["pops"] = out["pops"].astype(np.int64)
+    out["pushes"] = out["pushes"].astype(np.int64)
+    opcode = np.asarray(prog.cols.header["opcode"], dtype=np.int64)
     cost = np.full(n, timing.overhead, np.int64)
     # GEMM and ALU: one cost per distinct (opcode, micro-ops, immediate) (the formulas of costs.py)
     for op, kind in ((isa.OPCODE_GEMM, "gemm"), (isa.OPCODE_ALU, "alu")):
         sel = np.nonzero(opcode == op)[0]
         if sel.size == 0:
             continue
-        c = getattr(cols, kind)
-        uops = (c["iter_out"][sel].astype(np.int64) * c["iter_in"][sel].astype(np.int64)
-                * np.maximum(c["uop_end"][sel].astype(np.int64) - c["uop_bgn"][sel].astype(np.int64), 0))
-        imm = c["use_imm"][sel].astype(np.int64) if op == isa.OPCODE_ALU else np.ones(sel.size, np.int64)
+        c = getattr(_Columns(words[sel], env), kind)  # the rows of this format only
+        uops = (c["iter_out"].astype(np.int64) * c["iter_in"].astype(np.int64)
+                * np.maximum(c["uop_end"].astype(np.int64) - c["uop_bgn"].astype(np.int64), 0))
+        imm = c["use_imm"].astype(np.int64) if op == isa.OPCODE_ALU else np.ones(sel.size, np.int64)
         keys, inverse = np.unique(uops * 2 + (imm != 0), return_inverse=True)
         table = np.array([mc.compute_cycles(op, {"iter_out": 1, "iter_in": k >> 1, "uop_bgn": 0, "uop_end": 1,
                                                  "use_imm": k & 1}, timing)
                           for k in keys.tolist()], np.int64)
         cost[sel] = table[inverse.reshape(-1)]
-    mem = cols.mem
-    x_size = mem["x_size"].astype(np.int64)
-    mtype = mem["memory_type"].astype(np.int64)
-    elem = np.zeros(n, np.int64)
-    for mt in range(8):
-        try:
-            elem[mtype == mt] = env.elem_bytes(mt)
-        except (ValueError, KeyError):
-            pass
-    base = (mem["dram_base"].astype(np.int64) * elem) & 0xFFFFFFFF
-    stride_b = mem["x_stride"].astype(np.int64) * elem
-    y_size = mem["y_size"].astype(np.int64)
-    # STORE: one cost per distinct geometry (bursts depend on the addresses modulo 128 only)
-    sel = np.nonzero((opcode == isa.OPCODE_STORE) & (x_size > 0))[0]
-    if sel.size:
-        ob = env.OUT_ELEM_BYTES
-        packed = ((x_size[sel] << 16 | y_size[sel]) << 7 | base[sel] % 128) << 7 | stride_b[sel] % 128
-        keys, inverse = np.unique(packed, return_inverse=True)
-        table = []
-        for k in keys.tolist():
-            x, y, b, st = k >> 30, (k >> 14) & 0xFFFF, (k >> 7) & 127, k & 127
-            # a representative with the same residues modulo 128 (whole OUT elements: the residues
-            # of multiples of a power-of-two element size are multiples of it, or 0)
-            f = {"x_size": x, "y_size": y, "dram_base": (b + 128 * ob) // ob, "x_stride": (st + 128 * ob) // ob}
-            table.append(mc.store_cycles(env, f, timing))
-        cost[sel] = np.asarray(table, np.int64)[inverse.reshape(-1)]
-    load = (opcode == isa.OPCODE_LOAD) & (x_size > 0)
-    cost[load] = -1
-    client = np.zeros(n, np.int64)
-    for mt, cl in _CLIENT.items():
-        client[load & (mtype == mt)] = cl
-    client[load & (client == 0)] = 4
     z = np.zeros(n, np.int64)
-    addr = np.where(load, base, z)
-    row_bytes = np.where(load, x_size * elem, z)
-    stride = np.where(load, stride_b, z)
-    rows = np.where(load, y_size, z)
-    xs = np.where(load, x_size, z)
-    xp0, xp1 = (np.where(load, mem[k].astype(np.int64), z) for k in ("x_pad_0", "x_pad_1"))
-    yp0, yp1 = (np.where(load, mem[k].astype(np.int64), z) for k in ("y_pad_0", "y_pad_1"))
+    client, addr, row_bytes, stride, rows = z.copy(), z.copy(), z.copy(), z.copy(), z.copy()
+    xp0, xp1, yp0, yp1, xs = z.copy(), z.copy(), z.copy(), z.copy(), z
+    sel = np.nonzero((opcode == isa.OPCODE_LOAD) | (opcode == isa.OPCODE_STORE))[0]
+    if sel.size:
+        mem = _Columns(words[sel], env).mem
+        x_size = mem["x_size"].astype(np.int64)
+        mtype = mem["memory_type"].astype(np.int64)
+        elem = np.zeros(sel.size, np.int64)
+        for mt in range(8):
+            try:
+                elem[mtype == mt] = env.elem_bytes(mt)
+            except (ValueError, KeyError):
+                pass
+        base = (mem["dram_base"].astype(np.int64) * elem) & 0xFFFFFFFF
+        stride_b = mem["x_stride"].astype(np.int64) * elem
+        y_size = mem["y_size"].astype(np.int64)
+        is_store = opcode[sel] == isa.OPCODE_STORE
+        # STORE: one cost per distinct geometry (bursts depend on the addresses modulo 128 only)
+        st = np.nonzero(is_store & (x_size > 0))[0]
+        if st.size:
+            ob = env.OUT_ELEM_BYTES
+            packed = ((x_size[st] << 16 | y_size[st]) << 7 | base[st] % 128) << 7 | stride_b[st] % 128
+            keys, inverse = np.unique(packed, return_inverse=True)
+            table = []
+            for k in keys.tolist():
+                x, y, b, sb = k >> 30, (k >> 14) & 0xFFFF, (k >> 7) & 127, k & 127
+                # a representative with the same residues modulo 128 (whole OUT elements: the
+                # residues of multiples of a power-of-two element size are multiples of it, or 0)
+                f = {"x_size": x, "y_size": y, "dram_base": (b + 128 * ob) // ob, "x_stride": (sb + 128 * ob) // ob}
+                table.append(mc.store_cycles(env, f, timing))
+            cost[sel[st]] = np.asarray(table, np.int64)[inverse.reshape(-1)]
+        ld = np.nonzero(~is_store & (x_size > 0))[0]
+        if ld.size:
+            li = sel[ld]
+            cost[li] = -1
+            cl = np.full(ld.size, 4, np.int64)
+            for mt, c_id in _CLIENT.items():
+                cl[mtype[ld] == mt] = c_id
+            client[li] = cl
+            addr[li] = base[ld]
+            row_bytes[li] = x_size[ld] * elem[ld]
+            stride[li] = stride_b[ld]
+            rows[li] = y_size[ld]
+            xs = z.copy()
+            xs[li] = x_size[ld]
+            for name, arr in (("x_pad_0", xp0), ("x_pad_1", xp1), ("y_pad_0", yp0), ("y_pad_1", yp1)):
+                arr[li] = mem[name][ld].astype(np.int64)
     out.update(cost=cost, finish=(opcode == isa.OPCODE_FINISH).astype(np.int64), client=client, addr=addr,
                row_bytes=row_bytes, stride=stride, rows=rows, xp0=xp0, xp1=xp1, yp0=yp0, yp1=yp1, xs=xs)
     return out
