@@ -215,12 +215,20 @@ def _replay(env: Environment, words: np.ndarray, tokens: list[int], insn_addr: i
     if events is not None:
         dispatch, blocked = arr["dispatch"].tolist(), arr["blocked_from"].tolist()
         n = len(start)
-        bursts = arr["bursts"].tolist()
-        for k, (i, t0, t1) in enumerate(bursts):
-            events.append(("burst", i, t0, t1))
-            stop = bursts[k + 1][0] if k + 1 < len(bursts) else n
-            for j in range(i, stop):
-                events.append(("dispatch", j, dispatch[j], blocked[j]))
+        if getattr(mc, "FETCH_BUFFER_INSNS", 0):
+            # buffered fetch: reading overlaps dispatching; what shows is fetch waiting for beats
+            for j in range(n):
+                earliest = dispatch[j - 1] + 1 if j else 0
+                if blocked[j] > earliest:
+                    events.append(("burst", j, earliest, blocked[j]))
+                events.append(("dispatch", j, dispatch[j], earliest))
+        else:
+            bursts = arr["bursts"].tolist()
+            for k, (i, t0, t1) in enumerate(bursts):
+                events.append(("burst", i, t0, t1))
+                stop = bursts[k + 1][0] if k + 1 < len(bursts) else n
+                for j in range(i, stop):
+                    events.append(("dispatch", j, dispatch[j], blocked[j]))
         unit, pops, pushes = arr["unit"].tolist(), arr["pops"].tolist(), arr["pushes"].tolist()
         end, ready = arr["end"].tolist(), arr["ready"].tolist()
         for i in sorted(range(n), key=lambda j: (start[j], j)):
