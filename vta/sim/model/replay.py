@@ -46,6 +46,8 @@ CREDIT_CAP = 16
 #: A queue entry is freed when its instruction retires (the sequencer pops the queue then);
 #: fetch can dispatch into it this many cycles after the retirement cycle ``end``.
 QUEUE_FREE = 2
+#: The same for the buffered fetch (it dispatches in the cycle the entry is freed).
+QUEUE_FREE_BUFFERED = 0
 #: Beat intervals kept per load for its pad writer (more are merged into the last one).
 PAD_INTERVALS = 256
 
@@ -294,6 +296,7 @@ def _core(n, unit, pops, pushes, cost, finish, client, addr, row_bytes, stride, 
     fr = 0
     last_req = -1
     fready = np.zeros(n, np.int64)
+    qfree = QUEUE_FREE if fetch_buffer == 0 else QUEUE_FREE_BUFFERED
     finish_end = -1
     done = 0
     while done < n:
@@ -328,8 +331,8 @@ def _core(n, unit, pops, pushes, cost, finish, client, addr, row_bytes, stride, 
                 older = queue[qbase[unit[i]] + qpos[i] - queue_depth]
                 if end[older] < 0:
                     f_time = -1
-                elif end[older] + QUEUE_FREE > f_time:
-                    f_time = end[older] + QUEUE_FREE
+                elif end[older] + qfree > f_time:
+                    f_time = end[older] + qfree
         # --- the earliest unit that can start its head
         best = -1
         best_t = 0
@@ -437,9 +440,9 @@ def _core(n, unit, pops, pushes, cost, finish, client, addr, row_bytes, stride, 
             blocked_from[i] = d
             if qpos[i] >= queue_depth:
                 older = queue[qbase[unit[i]] + qpos[i] - queue_depth]
-                if end[older] + QUEUE_FREE > d:
-                    stall[0] += end[older] + QUEUE_FREE - d
-                    d = end[older] + QUEUE_FREE
+                if end[older] + qfree > d:
+                    stall[0] += end[older] + qfree - d
+                    d = end[older] + qfree
             dispatch[i] = d
             retired[0] += 1
             next_dispatch = d + 1
