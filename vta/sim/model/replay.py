@@ -21,6 +21,14 @@ order:
 
 Times: a read beat returned by the memory at cycle ``p`` reaches the unit at ``p + 2``; a LOAD
 retires two cycles after its last beat or pad element has been written.
+
+Fetch follows the RTL named by :mod:`vta.sim.model.costs`: without ``FETCH_BUFFER_INSNS`` it reads
+a burst, dispatches it and only then requests the next one; with it (a buffered fetch) a burst is
+requested as soon as the buffer has room and each instruction is dispatched once its beats have
+arrived.
+
+The compiled loop is cached by numba under :func:`vta.cache.cache_dir` ``("numba")`` (the first
+use after an edit compiles for some seconds); ``VTA_MODEL_ENGINE=python`` forces the plain loop.
 """
 
 from __future__ import annotations
