@@ -42,7 +42,6 @@ _REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(_REPO))
 sys.path.insert(0, str(_REPO / "benchmarks"))
 
-import numpy as np
 
 from fsim_throughput import conv_stream, gemm_stream_tiled
 from tests.e2e import gemm_program

@@ -49,6 +49,8 @@ _UNKNOWN = -1
 #: Read clients (the arbiter's fixed priority, lowest first): fetch, uop, inp, wgt, acc.
 _CLIENT = {isa.MEM_UOP: 1, isa.MEM_INP: 2, isa.MEM_WGT: 3, isa.MEM_ACC: 4, isa.MEM_ACC_8BIT: 4}
 _STAGE_UNIT = {isa.STAGE_LOAD: 0, isa.STAGE_COMPUTE: 1, isa.STAGE_STORE: 2}
+#: Entries of each instruction queue.
+QUEUE_DEPTH = 512
 #: Credit the channel banks at most while idle (bytes; two beats), as the shim does.
 CREDIT_CAP = 16
 #: A queue entry is freed when its instruction retires (the sequencer pops the queue then);
@@ -633,7 +635,7 @@ def replay(env: Environment, words: np.ndarray, tokens, insn_addr: int, timing: 
     lat, bpc, outst = env.dram_timing
     rc = fn(n, a["unit"], a["pops"], a["pushes"], a["cost"], a["finish"], a["client"], a["addr"], a["row_bytes"],
             a["stride"], a["rows"], a["xp0"], a["xp1"], a["yp0"], a["yp1"], a["xs"],
-            np.asarray(list(tokens), np.int64), int(insn_addr), 512, int(timing.fetch_latency),
+            np.asarray(list(tokens), np.int64), int(insn_addr), QUEUE_DEPTH, int(timing.fetch_latency),
             int(getattr(mc, "FETCH_BUFFER_INSNS", 0)), int(lat), int(bpc),
             int(outst), out["start"], out["end"], out["ready"], out["dispatch"], out["blocked_from"], bursts, counters)
     if rc < 0:

@@ -42,15 +42,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from ... import isa
 from ...dram import DRAM
 from ...env import Environment
-from ...errors import DeadlockError, SimulationError
+from ...errors import SimulationError
 from ..debug import DEBUG_DUMP_INSN, dump_executed
 from ..fsim.simulator import FunctionalSimulator, _Columns, _Program, lent_tokens
 from . import costs as mc
 from .costs import Timing
-from .replay import replay
+from .replay import QUEUE_DEPTH, replay
 
 __all__ = ["HW_STAT_KEYS", "QUEUE_DEPTH", "CycleModel", "Timing", "time_stream"]
 
@@ -58,9 +57,6 @@ UNITS = ("fetch", "load", "compute", "store")
 #: Hardware counters (the names tsim uses), added to fsim's statistics.
 HW_STAT_KEYS = (("cycle_count",) + tuple(f"{u}_busy_cycles" for u in UNITS)
                 + tuple(f"{u}_stall_cycles" for u in UNITS) + tuple(f"{u}_retired" for u in UNITS))
-#: Entries of each instruction queue.
-QUEUE_DEPTH = 512
-_STAGES = (isa.STAGE_LOAD, isa.STAGE_COMPUTE, isa.STAGE_STORE)
 
 
 class CycleModel(FunctionalSimulator):
