@@ -54,7 +54,22 @@ struct ReadBurst {
   uint32_t beats;  // beats left
   uint8_t id;
   bool bad;        // outside the arena: served as zeros
+  bool issued = false;  // sent to the DRAM (counts against the outstanding limit)
+  uint64_t ready = 0;   // cycle from which its first beat may be returned (once issued)
 };
+
+// The simulated DRAM behind the read channel (vta.env DRAM_* keys). Bursts are served in request
+// order, one beat per cycle at most. A burst is issued to the DRAM once fewer than
+// max_outstanding bursts are in flight (0: no limit); its first beat can be returned `latency`
+// cycles after the cycle it was issued; beats draw 8 bytes each from a credit that grows by
+// bytes_per_cycle every cycle and banks at most two beats. The defaults are the ideal memory:
+// every burst answered the cycle after its request, one beat per cycle.
+struct DramTiming {
+  uint32_t latency = 1;
+  uint32_t bytes_per_cycle = 8;
+  uint32_t max_outstanding = 0;
+};
+constexpr uint32_t kCreditCap = 2 * 8;  // bytes of read credit banked at most
 
 // One record of the profiler's probe (layout shared with vta/sim/tsim/probe.py).
 struct ProbeRecord {
@@ -114,6 +129,10 @@ struct Model {
   uint32_t req_wdata = 0, resp_value = 0;
   // memory
   std::deque<ReadBurst> reads;
+  DramTiming dram;
+  size_t in_flight = 0;     // bursts issued to the DRAM and not yet returned in full (a prefix of reads)
+  uint64_t credit = kCreditCap;
+  uint64_t credit_cycle = 0;  // the cycle `credit` was last brought up to date
   uint64_t wr_addr = 0;
   uint32_t wr_beats = 0;
   bool wr_bad = false;
@@ -231,6 +250,9 @@ void do_reset(Model* m) {
   for (int i = 0; i < 10; ++i) tick(m);
   m->top->rst_ni = 1;
   m->reads.clear();
+  m->in_flight = 0;
+  m->credit = kCreditCap;
+  m->credit_cycle = m->cycles;
   m->wr_beats = 0;
   m->wr_bad = false;
   m->req_pending = m->req_issued = m->resp_ready = false;
@@ -370,9 +392,25 @@ void vta_dpi_mem_tick(svBit rd_req, unsigned int rd_addr, unsigned char rd_len, 
     if (bad) m->record_dram_error(rd_addr, nbytes, false);
     m->reads.push_back(ReadBurst{rd_addr, static_cast<uint32_t>(rd_len) + 1, rd_id, bad});
   }
-  // One read beat per cycle, bursts in request order.
-  if (!m->reads.empty()) {
+  // The DRAM: issue waiting bursts while the outstanding limit allows, then return at most one
+  // beat, of the oldest burst, once its latency has elapsed and the bandwidth credit allows.
+  const uint64_t now = m->cycles;
+  const DramTiming& d = m->dram;
+  // Bursts are issued in order, so the issued ones are the first `in_flight` of the queue.
+  while (m->in_flight < m->reads.size() && (d.max_outstanding == 0 || m->in_flight < d.max_outstanding)) {
+    ReadBurst& r = m->reads[m->in_flight++];
+    r.issued = true;
+    r.ready = now + d.latency - 1;
+  }
+  if (d.bytes_per_cycle < kBeatBytes) {
+    const uint64_t grown = m->credit + (now - m->credit_cycle) * d.bytes_per_cycle;
+    m->credit = grown < kCreditCap ? grown : kCreditCap;
+  }
+  m->credit_cycle = now;
+  if (!m->reads.empty() && m->reads.front().issued && m->reads.front().ready <= now &&
+      (d.bytes_per_cycle >= kBeatBytes || m->credit >= kBeatBytes)) {
     ReadBurst& r = m->reads.front();
+    if (d.bytes_per_cycle < kBeatBytes) m->credit -= kBeatBytes;
     unsigned long long v = 0;
     if (!r.bad) std::memcpy(&v, m->arena + r.addr, kBeatBytes);
     *rd_valid = 1;
@@ -382,6 +420,7 @@ void vta_dpi_mem_tick(svBit rd_req, unsigned int rd_addr, unsigned char rd_len, 
     if (--r.beats == 0) {
       *rd_last = 1;
       m->reads.pop_front();
+      --m->in_flight;
     }
   }
   *rd_busy = m->reads.empty() ? 0 : 1;
@@ -738,6 +777,30 @@ VTA_TSIM_API uint32_t vta_tsim_assertions(vta_tsim_t* h, uint64_t* cycle) {
   if (m == nullptr) return 0;
   if (cycle != nullptr && m->assert_count) *cycle = m->assert_cycle;
   return m->assert_count;
+}
+
+VTA_TSIM_API int vta_tsim_set_dram(vta_tsim_t* h, uint32_t latency, uint32_t bytes_per_cycle,
+                                  uint32_t max_outstanding) {
+  Model* m = check(h);
+  if (m == nullptr) return VTA_TSIM_BAD_HANDLE;
+  char buf[200];
+  if (latency < 1 || latency > 4096 || bytes_per_cycle < 1 || bytes_per_cycle > 64 || max_outstanding > 1024) {
+    std::snprintf(buf, sizeof buf, "DRAM timing (latency %u, bytes per cycle %u, outstanding %u) outside "
+                  "latency 1..4096, bytes per cycle 1..64, outstanding 0..1024", latency, bytes_per_cycle,
+                  max_outstanding);
+    set_error(buf);
+    return VTA_TSIM_BAD_ARG;
+  }
+  if (!m->reads.empty()) {
+    set_error("the DRAM timing cannot change while read bursts are queued");
+    return VTA_TSIM_BAD_ARG;
+  }
+  m->dram.latency = latency;
+  m->dram.bytes_per_cycle = bytes_per_cycle;
+  m->dram.max_outstanding = max_outstanding;
+  m->credit = kCreditCap;
+  m->credit_cycle = m->cycles;
+  return VTA_TSIM_OK;
 }
 
 VTA_TSIM_API int vta_tsim_probe(vta_tsim_t* h, int enable, uint32_t window) {

@@ -3,7 +3,8 @@
  * a DRAM arena, driven one clock at a time from the calling thread (no threads of its own).
  *
  * Memory requests of the core are served by direct access to the arena: physical address A is
- * byte A of the arena. Every burst must lie inside [4096, arena_size) (page 0 is never valid);
+ * byte A of the arena. Read bursts are timed by a simple DRAM model (vta_tsim_set_dram; by default
+ * the ideal memory, which answers every burst the cycle after its request). Every burst must lie inside [4096, arena_size) (page 0 is never valid);
  * a burst outside stops the next run with VTA_TSIM_DRAM_ERROR and its address is kept.
  *
  * Every function taking a handle checks it first and returns VTA_TSIM_BAD_HANDLE (or NULL / 0)
@@ -81,6 +82,14 @@ const char* vta_tsim_last_error(void);
 /* RTL assertion failures (Verilator $stop / $error) since the last reset or run start: returns
  * their count and, when there was one, the cycle (since creation) of the first into *cycle. */
 uint32_t vta_tsim_assertions(vta_tsim_t* sim, uint64_t* cycle);
+
+/* The simulated DRAM of the read channel (the DRAM_* keys of the configuration): a read burst
+ * is issued once fewer than `max_outstanding` bursts are in flight (0: no limit), its first beat
+ * comes `latency` cycles after it was issued (1: the ideal memory), and beats, one per cycle at
+ * most and in request order, draw on a bandwidth of `bytes_per_cycle` (8 or more: one beat per
+ * cycle). Writes are unaffected (posted). Ranges: latency 1..4096, bytes 1..64, outstanding
+ * 0..1024; not while read bursts are queued. */
+int vta_tsim_set_dram(vta_tsim_t* sim, uint32_t latency, uint32_t bytes_per_cycle, uint32_t max_outstanding);
 
 /* The profiler's probe. While enabled, every cycle a run counts (the ECNT0 clock) is sampled
  * and changes are recorded as 16-byte records {uint64 cycle; uint32 what; uint32 value}, with

@@ -18,7 +18,8 @@ from typing import Any, Mapping
 from . import target
 from .errors import ConfigError
 
-__all__ = ["Environment", "get_env", "load_config", "default_config_path", "data_dir", "DevContext"]
+__all__ = ["Environment", "get_env", "load_config", "default_config_path", "data_dir", "DevContext",
+           "DRAM_KEYS", "DRAM_PRESETS"]
 
 #: Keys a configuration file must provide, and the range each integer key accepts.
 INT_KEYS: dict[str, tuple[int, int]] = {
@@ -33,6 +34,27 @@ INT_KEYS: dict[str, tuple[int, int]] = {
     "LOG_ACC_BUFF_SIZE": (4, 24),
 }
 STR_KEYS = ("TARGET", "HW_VER")
+
+#: Optional keys of the simulated DRAM behind the core's memory channel (simulation parameters of
+#: tsim's memory shim and of the cycle model; they never change the RTL): the range each accepts.
+#: ``DRAM_LATENCY``: cycles from a read burst's request to its first beat (1: the ideal memory);
+#: ``DRAM_BYTES_PER_CYCLE``: sustained read bandwidth (8 or more: the 64-bit bus is the limit);
+#: ``DRAM_MAX_OUTSTANDING``: read bursts in flight at once (0: no limit).
+DRAM_KEYS: dict[str, tuple[int, int]] = {
+    "DRAM_LATENCY": (1, 4096),
+    "DRAM_BYTES_PER_CYCLE": (1, 64),
+    "DRAM_MAX_OUTSTANDING": (0, 1024),
+}
+#: Named memories for the optional ``DRAM`` key; explicit ``DRAM_*`` keys override a preset's values.
+#: ``ideal``: every read answered the cycle after its request, one beat per cycle, no limit (the
+#: default, the figures before the DRAM model). ``ddr4``: one DDR4-2400 x64 channel (19.2 GB/s
+#: peak) seen from an accelerator clocked at 1 GHz: about 90 ns from request to first data
+#: (controller, PHY and CAS latency) = 90 cycles, 19 bytes per cycle (more than the 8-byte
+#: bus moves, so the bus stays the limit), and 8 read bursts in flight (a typical AXI port).
+DRAM_PRESETS: dict[str, dict[str, int]] = {
+    "ideal": {"DRAM_LATENCY": 1, "DRAM_BYTES_PER_CYCLE": 8, "DRAM_MAX_OUTSTANDING": 0},
+    "ddr4": {"DRAM_LATENCY": 90, "DRAM_BYTES_PER_CYCLE": 19, "DRAM_MAX_OUTSTANDING": 8},
+}
 #: Targets that this project can execute; any other string is accepted but cannot run programs.
 RUNNABLE_TARGETS = ("sim", "tsim", "model")
 
@@ -255,6 +277,7 @@ class Environment:
             if not lo <= val <= hi:
                 raise ConfigError(f"VTA config key {key!r} = {val!r} is outside the accepted range {lo}..{hi}")
 
+        self._derive_dram()
         self.TARGET: str = cfg["TARGET"]
         self.HW_VER: str = cfg["HW_VER"]
         for key in INT_KEYS:
@@ -339,6 +362,32 @@ class Environment:
             f"{self.LOG_UOP_BUFF_SIZE}_{self.LOG_INP_BUFF_SIZE}_{self.LOG_WGT_BUFF_SIZE}_{self.LOG_ACC_BUFF_SIZE}"
         )
         self.MODEL = f"{self.TARGET}_{self.BITSTREAM}"
+
+    def _derive_dram(self) -> None:
+        """Set ``DRAM`` (the preset's name) and the ``DRAM_*`` figures from the optional keys."""
+        cfg = self.cfg_dict
+        name = cfg.get("DRAM", "ideal")
+        if not isinstance(name, str) or name not in DRAM_PRESETS:
+            raise ConfigError(f"VTA config key 'DRAM' = {name!r} is not a known memory; accepted: "
+                              f"{', '.join(repr(k) for k in DRAM_PRESETS)}")
+        values = dict(DRAM_PRESETS[name])
+        for key, (lo, hi) in DRAM_KEYS.items():
+            if key in cfg:
+                val = cfg[key]
+                if isinstance(val, bool) or not isinstance(val, int):
+                    raise ConfigError(f"VTA config key {key!r} must be an integer, got {val!r}")
+                if not lo <= val <= hi:
+                    raise ConfigError(f"VTA config key {key!r} = {val!r} is outside the accepted range {lo}..{hi}")
+                values[key] = val
+        self.DRAM: str = name
+        self.DRAM_LATENCY: int = values["DRAM_LATENCY"]
+        self.DRAM_BYTES_PER_CYCLE: int = values["DRAM_BYTES_PER_CYCLE"]
+        self.DRAM_MAX_OUTSTANDING: int = values["DRAM_MAX_OUTSTANDING"]
+
+    @property
+    def dram_timing(self) -> tuple[int, int, int]:
+        """``(DRAM_LATENCY, DRAM_BYTES_PER_CYCLE, DRAM_MAX_OUTSTANDING)`` of the simulated memory."""
+        return self.DRAM_LATENCY, self.DRAM_BYTES_PER_CYCLE, self.DRAM_MAX_OUTSTANDING
 
     def _check_encodable(self) -> None:
         """Apply the rules of ISA reference section 2.8; raise ConfigError naming the broken one."""

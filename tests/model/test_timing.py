@@ -15,7 +15,8 @@ import pytest
 
 from vta import isa
 from vta.sim.model import costs as mc
-from vta.sim.model.simulator import _ReadPort, time_stream
+from vta.env import Environment
+from vta.sim.model.simulator import _replay, time_stream
 
 from . import streams as s
 
@@ -24,6 +25,11 @@ ADDR = 4096  # a page-aligned stream: bursts of 8
 
 def cycles(env, insns, tokens=(0, 0, 0, 0)):
     return time_stream(env, s.words(insns, env), list(tokens), ADDR)
+
+
+def with_dram(env, **keys):
+    """``env`` with DRAM keys added."""
+    return Environment({**env.cfg_dict, **keys})
 
 
 def test_finish_alone(env):
@@ -37,21 +43,21 @@ def test_finish_alone(env):
 
 @pytest.mark.parametrize("n", [1, 16, 1000])
 def test_long_gemm_is_uops_plus_overhead(env, n):
-    # burst of 2: GEMM dispatched at 4, starts 5, takes n + 8; FINISH 3 more
+    # burst of 2: GEMM dispatched at 4, starts 5, takes n + 6; FINISH 3 more
     out = cycles(env, [s.gemm(n), isa.FinishInsn()])
-    assert out["cycle_count"] == 5 + (n + 8) + 3
-    assert out["compute_busy_cycles"] == (n + 8) + 3
+    assert out["cycle_count"] == 5 + (n + 6) + 3
+    assert out["compute_busy_cycles"] == (n + 6) + 3
 
 
 @pytest.mark.parametrize("n", [1, 16, 300])
 def test_alu_immediate_and_tensor(env, n):
-    assert cycles(env, [s.alu(n, 1), isa.FinishInsn()])["cycle_count"] == 5 + (n + 8) + 3
-    assert cycles(env, [s.alu(n, 0), isa.FinishInsn()])["cycle_count"] == 5 + (2 * n + 7) + 3
+    assert cycles(env, [s.alu(n, 1), isa.FinishInsn()])["cycle_count"] == 5 + (n + 6) + 3
+    assert cycles(env, [s.alu(n, 0), isa.FinishInsn()])["cycle_count"] == 5 + (2 * n + 5) + 3
 
 
 def test_empty_loops(env):
     empty = isa.GemmInsn(reset_reg=0, uop_bgn=0, uop_end=1, iter_out=0, iter_in=4)
-    assert cycles(env, [empty, isa.FinishInsn()])["cycle_count"] == 5 + 5 + 3
+    assert cycles(env, [empty, isa.FinishInsn()])["cycle_count"] == 5 + 3 + 3
 
 
 def test_load_inp_beats_and_token(env):
@@ -133,10 +139,55 @@ def test_initial_tokens_are_available_at_once(env):
     assert out["cycle_count"] == 8 and out["compute_stall_cycles"] == 0
 
 
-def test_read_port_fills_gaps():
-    port = _ReadPort()
-    assert port.take(10, 5) == 15
-    assert port.take(0, 4) == 4       # before the reservation
-    assert port.take(2, 10) == 19     # 4..10 free (6 beats), skip 10..15, then 15..19
-    assert port.take(0, 1) == 20      # everything up to 19 is taken
-    assert port.starts == [0] and port.ends == [20]
+def test_requests_are_served_in_request_order(env):
+    # A burst of 3 (6 beats) dispatches at 8, 9, 10. LOAD INP of 64 elements (8 bursts of 16
+    # beats) starts at 9 and requests at 12, 13, ...; the LOAD UOP starts at 10 and requests at
+    # 13, where it wins the arbiter (lower client number): its beat follows the INP's first burst
+    # (memory cycles 12..27), at 28, and it retires 5 cycles after its last beat, at 33, long
+    # before the INP load, whose 128 beats end at memory cycle 12 + 129 - 1.
+    if env.INP_ELEM_BYTES != 16:
+        pytest.skip("the derivation below is for 16-byte INP elements (default configuration)")
+    insns = [s.mem(isa.OPCODE_LOAD, isa.MEM_INP, 1, 64, push_next_dep=1),
+             s.mem(isa.OPCODE_LOAD, isa.MEM_UOP, 1, 1, dram_base=8),
+             isa.FinishInsn(pop_prev_dep=1)]
+    events = []
+    _replay(env, s.words(insns, env), [0, 0, 0, 0], ADDR, mc.DEFAULT_TIMING, events)
+    ends = {e[2]: e[5] for e in events if e[0] == "insn"}
+    if getattr(mc, "FETCH_BUFFER_INSNS", 0):
+        # buffered fetch: dispatches at 4, 6, 8; INP requests from 8 (beats from 8), the UOP
+        # request at 10 follows the INP's first two bursts: its beat at 40
+        assert ends[1] == 40 + 5
+        assert ends[0] == 8 + 129 - 1 + 5
+    else:
+        assert ends[1] == 28 + 5
+        assert ends[0] == 12 + 129 - 1 + 5
+
+
+def test_dram_latency_delays_the_first_beat(env):
+    # the LOAD of test_load_inp_beats_and_token with a memory of latency 40: 39 cycles later
+    beats = 16 * 16 * env.INP_ELEM_BYTES // 8
+    insns = [s.mem(isa.OPCODE_LOAD, isa.MEM_INP, 16, 16, push_next_dep=1), isa.FinishInsn(pop_prev_dep=1)]
+    ideal = time_stream(env, s.words(insns, env), [0] * 4, ADDR)
+    slow = time_stream(with_dram(env, DRAM_LATENCY=40), s.words(insns, env), [0] * 4, ADDR)
+    # the fetch burst pays the latency too (39 more cycles before the first dispatch)
+    assert slow["cycle_count"] == ideal["cycle_count"] + 39 + 39
+    first_start = 5 if getattr(mc, "FETCH_BUFFER_INSNS", 0) else 7  # a buffered fetch dispatches sooner
+    assert ideal["cycle_count"] == first_start + 6 + beats + 1 + 3
+
+
+def test_dram_bandwidth_and_outstanding(env):
+    # one 128-beat row at 4 bytes per cycle: the channel banked two beats of credit while idle and
+    # earns half a beat per cycle, so the first three beats come back to back, then one every
+    # other cycle
+    insns = [s.mem(isa.OPCODE_LOAD, isa.MEM_INP, 1, 64, push_next_dep=1), isa.FinishInsn(pop_prev_dep=1)]
+    if env.INP_ELEM_BYTES != 16:
+        pytest.skip("the derivation below is for 16-byte INP elements (default configuration)")
+    w = s.words(insns, env)
+    ideal = time_stream(env, w, [0] * 4, ADDR)["load_busy_cycles"]
+    half = time_stream(with_dram(env, DRAM_BYTES_PER_CYCLE=4), w, [0] * 4, ADDR)["load_busy_cycles"]
+    assert ideal == 128 + 7
+    assert half == 3 + 2 * 125 + 7
+    # latency 30 and one burst in flight: 8 bursts, each 29 cycles of latency and 16 beats,
+    # the next one issued the cycle after the last beat of the one before
+    one = time_stream(with_dram(env, DRAM_LATENCY=30, DRAM_MAX_OUTSTANDING=1), w, [0] * 4, ADDR)
+    assert one["load_busy_cycles"] == 8 * (29 + 16) + 1 + 7 - 1

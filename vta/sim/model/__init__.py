@@ -4,7 +4,8 @@ Public face: :class:`CycleModel` (a :class:`~vta.sim.device.Device`; ``TARGET`` 
 :class:`Timing` (its cost parameters), :func:`time_stream` (the timing of one decoded stream)
 and :data:`HW_STAT_KEYS` (the hardware counters it reports, as tsim does).
 
-Inside: ``simulator.py`` (the device and the event-driven replay), ``costs.py`` (what each
+Inside: ``simulator.py`` (the device), ``replay.py`` (the event-driven timing replay, with the
+read channel and the DRAM model; compiled by numba when installed), ``costs.py`` (what each
 instruction costs each unit, derived from the RTL; ``hw/README.md`` has the timing).
 """
 

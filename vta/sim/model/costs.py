@@ -5,12 +5,13 @@ instruction at a time between a fetch and a FINISH and fitted with a small formu
 
 * a unit spends :attr:`Timing.overhead` cycles on any instruction (pop/decode, execute,
   done/push): a no-op or FINISH costs exactly that;
-* GEMM and immediate ALU run one micro-op per cycle behind a 3-stage pipeline: ``n + 8`` cycles
-  for ``n > 0`` micro-ops (``n`` = iter_out x iter_in x (uop_end - uop_bgn)), 5 for none;
-* tensor ALU issues a micro-op every second cycle: ``2 n + 7``;
+* GEMM and immediate ALU run one micro-op per cycle behind a 3-stage pipeline: ``n + 6`` cycles
+  for ``n > 0`` micro-ops (``n`` = iter_out x iter_in x (uop_end - uop_bgn)), 3 (a no-op) for none;
+* tensor ALU issues a micro-op every second cycle: ``2 n + 5``;
 * a LOAD requests its rows, the first beat arrives :attr:`Timing.load_latency` cycles after the
-  start, then the 64-bit read port delivers one beat per cycle; the unit retires one cycle after
-  the last beat. Padding costs one cycle per pad element plus two per pad row and a fixed 3;
+  start (with the ideal memory and an idle channel), then the 64-bit read port delivers one beat
+  per cycle; the unit retires one cycle after the last beat (:mod:`vta.sim.model.replay` times
+  the read channel and the pads exactly; :func:`load_pad_cycles` is the estimate for a lone load);
 * a STORE streams: its accumulator reads run ahead of the beats and no burst waits for the
   acknowledgement of the previous one, so the write port takes one beat per cycle,
   ``max(1, OUT_ELEM_BYTES / 8)`` per element, whatever the rows and bursts, plus a fixed
@@ -85,9 +86,9 @@ class Timing:
     """
 
     overhead: int = 3
-    pipe_fill: int = 8
-    tensor_fill: int = 7
-    empty_compute: int = 5
+    pipe_fill: int = 6
+    tensor_fill: int = 5
+    empty_compute: int = 3
     load_latency: int = 6
     load_tail: int = 1
     pad_fixed: int = 3

@@ -321,6 +321,10 @@ class Library:
         self.has_probe = all(hasattr(lib, name) for name in probe_sigs)
         if self.has_probe:
             sigs.update(probe_sigs)
+        #: The DRAM model of the read channel (libraries built before it serve the ideal memory only).
+        self.has_dram_model = hasattr(lib, "vta_tsim_set_dram")
+        if self.has_dram_model:
+            sigs["vta_tsim_set_dram"] = (i, [vp, u32, u32, u32])
         for name, (res, args) in sigs.items():
             try:
                 fn = getattr(lib, name)

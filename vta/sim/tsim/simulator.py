@@ -166,6 +166,7 @@ class TSim(Device):
         try:
             self._call("vta_tsim_set_progress", *self._progress_args)
             self._check_config()
+            self._set_dram()
         except BaseException:
             self.close()  # do not leak the native model of a refused library
             raise
@@ -246,6 +247,16 @@ class TSim(Device):
             raise ConfigError(
                 f"tsim library {str(self._lib.path)!r} reports CONFIG 0x{cfg:08x}, but {env.MODEL!r} needs "
                 f"0x{want:08x}; build the library for this configuration")
+
+    def _set_dram(self) -> None:
+        """Give the memory shim the configuration's DRAM timing (``DRAM``, ``DRAM_*`` keys)."""
+        timing = self.env.dram_timing
+        if not self._lib.has_dram_model:
+            if timing != (1, 8, 0):
+                raise ModuleLoadError(f"tsim library {str(self._lib.path)!r} has no DRAM model; rebuild it to "
+                                      f"simulate the memory {self.env.DRAM!r} {timing!r}")
+            return
+        self._call("vta_tsim_set_dram", *timing)
 
     def _on_progress(self, _user, cycles: int, retired: int) -> int:
         try:

@@ -1,0 +1,251 @@
+"""The cycle model against tsim, stream by stream: cycles, error and speed, per configuration and memory.
+
+Run from the repository root (needs Verilator; each configuration's tsim library is built once
+and cached)::
+
+    python benchmarks/model_accuracy_tsim.py [--config NAME ...] [--dram ideal ddr4] [--quick]
+
+For every shipped configuration (``configs/*.json``; ``--config`` picks some) and every memory
+(``ideal``: the default one-cycle memory; ``ddr4``: the preset of :data:`vta.env.DRAM_PRESETS`),
+each stream runs on tsim and on the cycle model, and one line is printed per stream::
+
+    <stream>  tsim <cycles>  model <cycles>  error <+x.xx> %  model <s> (replay <s>)  tsim <s>  speed x<ratio>
+
+``model`` is the whole :meth:`CycleModel.run` (fsim's functional execution plus the timing
+replay), ``replay`` the timing replay alone, ``speed`` tsim's wall time over the model's. The
+streams:
+
+* ``programs``: the demo program, blocked GEMMs of ``tests/e2e/gemm_program.py`` and random
+  programs of :func:`vta.testing.programs.random_program` (the benchmark program set of
+  ``benchmarks/model_accuracy.py``);
+* ``resnet18.C2`` .. ``resnet18.C11``, ``gemm.blocked`` and ``alu.chain``: the workloads of
+  :mod:`vta.dse.workloads` (compiled; the cycles of a workload are summed over its streams), and
+  a line ``ResNet-18 C2-C11 x repeats``: the layers' cycles weighted by how often each occurs in
+  ResNet-18 (:data:`RESNET18_REPEATS`), on both levels;
+* ``insn-heavy``: the conv-like stream of small instructions and the upstream-shaped GEMM
+  stream of ``benchmarks/fsim_throughput.py``.
+
+Per configuration and memory, the median and largest |error| and the smallest speed ratio
+follow. ``--quick`` (the test suite's smoke run): the default configuration, a few small
+programs, one ResNet layer and a short conv-like stream, on both memories.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+
+_REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(_REPO))
+sys.path.insert(0, str(_REPO / "benchmarks"))
+
+
+from fsim_throughput import conv_stream, gemm_stream_tiled
+from tests.e2e import gemm_program
+from vta.demo import build_demo_pack
+from vta.dram import DRAM
+from vta.env import Environment, load_config
+from vta.errors import ScheduleError
+from vta.sim.device import Device
+from vta.sim.model import CycleModel, time_stream
+from vta.sim.tsim import TSim, library
+from vta.testing.programs import random_program
+
+CONFIGS = ("vta_config", "batch2", "block32", "narrow")
+MEMORIES = ("ideal", "ddr4")
+WORKLOADS = tuple(f"resnet18.C{i}" for i in range(2, 12)) + ("gemm.blocked", "alu.chain")
+#: How often each layer occurs in ResNet-18 (two basic blocks per stage, two 3x3 convolutions
+#: each; the first block of stages 2-4 has the strided 3x3 and the 1x1 downsample instead).
+RESNET18_REPEATS = {"C2": 4, "C3": 1, "C4": 1, "C5": 3, "C6": 1, "C7": 1, "C8": 3, "C9": 1, "C10": 1, "C11": 3}
+
+
+def env_for(config: str, memory: str) -> Environment:
+    """The shipped configuration ``config`` with the DRAM preset ``memory`` (none for ideal)."""
+    cfg = load_config(_REPO / "configs" / f"{config}.json")
+    cfg.pop("DRAM", None)
+    if memory != "ideal":
+        cfg["DRAM"] = memory
+    return Environment(cfg)
+
+
+class Pair:
+    """Cycles and wall times of one stream (or of a workload's streams summed) on both levels."""
+
+    def __init__(self):
+        self.tsim = self.model = 0
+        self.tsim_s = self.model_s = self.replay_s = 0.0
+        self.runs = 0
+
+    def add(self, tsim: TSim, model: CycleModel, addr: int, count: int) -> None:
+        tsim.clear_stats()
+        t0 = time.perf_counter()
+        tsim.run(addr, count)
+        self.tsim_s += time.perf_counter() - t0
+        self.tsim += tsim.stats()["cycle_count"]
+        tokens = list(model.tokens)
+        t0 = time.perf_counter()
+        model.run(addr, count)
+        self.model_s += time.perf_counter() - t0
+        self.model += model.last_run["cycle_count"]
+        words = model.dram.data[addr:addr + 16 * count].copy().view("<i8").reshape(count, 2)
+        if not any(tokens):
+            t0 = time.perf_counter()
+            time_stream(model.env, words, tokens, addr, model.timing)
+            self.replay_s += time.perf_counter() - t0
+        self.runs += 1
+
+
+class Tee(Device):
+    """Sends every stream to tsim, then to the model, and adds both to :attr:`pair`."""
+
+    name = "tee"
+
+    def __init__(self, tsim: TSim, model: CycleModel):
+        super().__init__(tsim.env, tsim.dram)
+        self.tsim, self.model = tsim, model
+        self.pair = Pair()
+
+    def run(self, insn_phys_addr: int, insn_count: int, wait_cycles: int = 0) -> int:
+        self.pair.add(self.tsim, self.model, insn_phys_addr, insn_count)
+        return 0
+
+    def stats(self) -> dict:
+        return self.model.stats()
+
+    def clear_stats(self) -> None:
+        self.tsim.clear_stats()
+        self.model.clear_stats()
+
+    def reset(self) -> None:
+        self.tsim.reset()
+        self.model.reset()
+
+
+def line(name: str, p: Pair, rows: list) -> None:
+    err = (p.model - p.tsim) / p.tsim
+    speed = p.tsim_s / p.model_s if p.model_s else float("inf")
+    rows.append((abs(err), speed))
+    replay = f" (replay {p.replay_s:7.3f})" if p.replay_s else " (replay   n/a  )"
+    print(f"  {name:<30} tsim {p.tsim:>10}  model {p.model:>10}  error {100 * err:+6.2f} %  "
+          f"model {p.model_s:7.3f} s{replay}  tsim {p.tsim_s:7.3f} s  speed x{speed:.0f}", flush=True)
+
+
+def programs(env: Environment, dram: DRAM, tsim: TSim, model: CycleModel, quick: bool, rows: list) -> None:
+    pack = build_demo_pack(env)
+    pack.install(dram)
+    try:
+        p = Pair()
+        p.add(tsim, model, pack.insn_addr, pack.insn_count)
+        line("demo", p, rows)
+    finally:
+        pack.uninstall(dram)
+    for m, k, reps in ((4, 4, 1), (16, 8, 4)) if quick else ((4, 4, 1), (16, 8, 4), (64, 16, 16)):
+        prog = gemm_program.build(env, dram, m=m, k=k, reps=reps, seed=1)
+        try:
+            p = Pair()
+            p.add(tsim, model, prog.insn_addr, prog.insn_count)
+            line(f"gemm m={m} k={k} reps={reps}", p, rows)
+        finally:
+            prog.free(dram)
+    for seed in range(2 if quick else 10):
+        rp = random_program(env, dram, seed, length=32, allow_mul=False, imm_in_place=True, allow_tensor_shr=False)
+        try:
+            p = Pair()
+            p.add(tsim, model, rp.insn_addr, rp.insn_count)
+            line(f"random seed={seed} ({rp.insn_count} insns)", p, rows)
+        finally:
+            rp.close()
+
+
+def insn_heavy(env: Environment, dram: DRAM, tsim: TSim, model: CycleModel, quick: bool, rows: list) -> None:
+    makers = [("conv-like", lambda: conv_stream(env, dram, 2000 if quick else 29_000))]
+    if env.BATCH == 1 and not quick:
+        makers.append(("GEMM 256^3 upstream-shaped", lambda: gemm_stream_tiled(env, dram, 256)[0]))
+    for label, make in makers:
+        try:
+            prog = make()
+        except (AssertionError, ValueError) as exc:
+            print(f"  {label}: skipped on this configuration ({exc!r})")
+            continue
+        addr, count = prog.build()
+        p = Pair()
+        p.add(tsim, model, addr, count)
+        line(f"{label} ({count} insns)", p, rows)
+        prog.close()
+
+
+def workloads(env: Environment, tsim: TSim, model: CycleModel, names, rows: list, label: str) -> None:
+    from vta.dse import workloads as wl
+
+    resnet = Pair()
+    layers = 0
+    for name in names:
+        tee = Tee(tsim, model)
+        try:
+            wl.run(wl.get(name), env, tee)
+        except ScheduleError as exc:
+            print(f"  {name}: skipped on this configuration ({str(exc).splitlines()[0]})")
+            continue
+        line(f"{name} ({tee.pair.runs} runs)", tee.pair, rows)
+        layer = name.split(".")[-1]
+        if name.startswith("resnet18.") and layer in RESNET18_REPEATS:
+            k = RESNET18_REPEATS[layer]
+            resnet.tsim += k * tee.pair.tsim
+            resnet.model += k * tee.pair.model
+            layers += 1
+    if layers == len(RESNET18_REPEATS):
+        print(f"ResNet-18 C2-C11 x repeats ({label}): tsim {resnet.tsim} cycles, model {resnet.model} cycles, "
+              f"error {100 * (resnet.model - resnet.tsim) / resnet.tsim:+.2f} %", flush=True)
+
+
+def summary(label: str, rows: list) -> None:
+    if rows:
+        errs = [r[0] for r in rows]
+        print(f"-> {label}: median |error| {100 * statistics.median(errs):.2f} %, max {100 * max(errs):.2f} %, "
+              f"slowest speed ratio x{min(r[1] for r in rows):.0f} over {len(rows)} streams", flush=True)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--config", nargs="*", default=None, help=f"configurations (default: all of {CONFIGS})")
+    ap.add_argument("--dram", nargs="*", default=list(MEMORIES), help="memories: ideal, ddr4 (default both)")
+    ap.add_argument("--only", nargs="*", default=None, help="stream groups: programs, workloads, insn-heavy")
+    ap.add_argument("--workloads", nargs="*", default=None, help="workload names (default: the ResNet-18 "
+                    "layers C2-C11, gemm.blocked and alu.chain)")
+    ap.add_argument("--quick", action="store_true", help="default configuration, a few small streams")
+    args = ap.parse_args(argv)
+    configs = args.config or (("vta_config",) if args.quick else CONFIGS)
+    groups = args.only or ("programs", "workloads", "insn-heavy")
+    names = args.workloads or (("resnet18.C11",) if args.quick else WORKLOADS)
+    everything = []
+    for config in configs:
+        for memory in args.dram:
+            env = env_for(config, memory)
+            print(f"configuration {config} ({env.BATCH}x{env.BLOCK_IN}x{env.BLOCK_OUT}, int{env.INP_WIDTH}), "
+                  f"memory {memory}", flush=True)
+            lib = library.build(env)
+            rows: list = []
+            with env, DRAM(1 << 28) as dram, TSim(env, dram, library=lib) as tsim, CycleModel(env, dram) as model:
+                warm = conv_stream(env, dram, 4)
+                model.run(*warm.build())  # fsim's compiled engine and the replay load once
+                warm.close()
+                if "programs" in groups:
+                    programs(env, dram, tsim, model, args.quick, rows)
+                if "insn-heavy" in groups:
+                    insn_heavy(env, dram, tsim, model, args.quick, rows)
+            if "workloads" in groups:
+                from vta.dram import global_dram
+
+                with env, TSim(env, global_dram(), library=lib) as tsim, CycleModel(env, global_dram()) as model:
+                    workloads(env, tsim, model, names, rows, f"{config}, {memory}")
+            summary(f"{config}, {memory}", rows)
+            everything += rows
+    summary("all", everything)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

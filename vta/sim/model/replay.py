@@ -1,0 +1,654 @@
+"""The event-driven timing replay of the cycle model, as one loop over integer arrays.
+
+:func:`replay` decodes a stream into per-instruction arrays (:func:`prepare`) and runs
+:func:`_core` on them: compiled by numba when it is installed (the same function, unchanged),
+else as plain Python, so both paths give the same cycles. The loop processes events in time
+order:
+
+* fetch: bursts of up to 8 instructions read over the memory channel, then one dispatch per
+  cycle into the load, compute and store queues (a full queue blocks dispatch);
+* a unit starts its queue head once it has been dispatched, the unit is free and every token it
+  pops has been pushed; GEMM, ALU, STORE, no-ops and FINISH take a fixed number of cycles
+  (:mod:`vta.sim.model.costs`);
+* a LOAD with data requests its bursts one per cycle (one more cycle per row, at most 16 beats,
+  never across 128 bytes) from the cycle ``start + 3``; the read channel accepts one request
+  per cycle and returns the bursts' beats in request order, one per cycle, as the tsim memory
+  shim does, timed by the DRAM model (``DRAM_LATENCY``, ``DRAM_BYTES_PER_CYCLE``,
+  ``DRAM_MAX_OUTSTANDING``; see ``sim/vta_tsim.h``). Fetch bursts and the loads of the load and
+  compute units therefore interleave on the channel in the order the hardware asks;
+* a padded LOAD writes its pad elements in the cycles without a data beat (one per cycle, plus
+  one cycle per row and one per data row), as the RTL's read engine does.
+
+Times: a read beat returned by the memory at cycle ``p`` reaches the unit at ``p + 2``; a LOAD
+retires two cycles after its last beat or pad element has been written.
+
+Fetch follows the RTL named by :mod:`vta.sim.model.costs`: without ``FETCH_BUFFER_INSNS`` it reads
+a burst, dispatches it and only then requests the next one; with it (a buffered fetch) a burst is
+requested as soon as the buffer has room and each instruction is dispatched once its beats have
+arrived.
+
+The compiled loop is cached by numba under :func:`vta.cache.cache_dir` ``("numba")`` (the first
+use after an edit compiles for some seconds); ``VTA_MODEL_ENGINE=python`` forces the plain loop.
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+from ... import isa
+from ...cache import cache_dir
+from ...env import Environment
+from ..fsim.simulator import _Columns, _Program
+from . import costs as mc
+
+__all__ = ["prepare", "replay", "compiled"]
+
+_UNKNOWN = -1
+#: Read clients (the arbiter's fixed priority, lowest first): fetch, uop, inp, wgt, acc.
+_CLIENT = {isa.MEM_UOP: 1, isa.MEM_INP: 2, isa.MEM_WGT: 3, isa.MEM_ACC: 4, isa.MEM_ACC_8BIT: 4}
+_STAGE_UNIT = {isa.STAGE_LOAD: 0, isa.STAGE_COMPUTE: 1, isa.STAGE_STORE: 2}
+#: Entries of each instruction queue.
+QUEUE_DEPTH = 512
+#: Credit the channel banks at most while idle (bytes; two beats), as the shim does.
+CREDIT_CAP = 16
+#: A queue entry is freed when its instruction retires (the sequencer pops the queue then);
+#: fetch can dispatch into it this many cycles after the retirement cycle ``end``.
+QUEUE_FREE = 2
+#: The same for the buffered fetch (it dispatches in the cycle the entry is freed).
+QUEUE_FREE_BUFFERED = 0
+#: Beat intervals kept per load for its pad writer (more are merged into the last one).
+PAD_INTERVALS = 256
+
+
+def prepare(env: Environment, words: np.ndarray, timing: mc.Timing) -> dict:
+    """Per-instruction integer arrays of a stream for :func:`_core`.
+
+    Returns
+    -------
+    dict of ndarray
+        ``unit`` (0 load, 1 compute, 2 store), ``pops``/``pushes`` (4-bit masks, fsim's channel
+        order), ``cost`` (fixed cycles; -1 for a LOAD with data), ``finish``, and for LOADs with
+        data ``client``, ``addr`` (byte address of row 0), ``row_bytes``, ``stride`` (bytes),
+        ``rows``, and the pads ``xp0``, ``xp1``, ``yp0``, ``yp1`` with ``xs`` (x_size).
+
+    Raises
+    ------
+    InvalidInstructionError
+        If a token flag names a channel its stage does not have.
+    """
+    n = words.shape[0]
+    prog = _Program(_Columns(words, env), words, env)
+    flow = prog.flow  # stages and token flags (raises for a flag on a missing channel)
+    stage = np.asarray(flow.stage, dtype=np.int64)
+    unit = np.zeros(n, np.int64)
+    for s, u in _STAGE_UNIT.items():
+        unit[stage == s] = u
+    pop = np.asarray(flow.pop, dtype=np.int64).reshape(n, 4) != 0
+    push = np.asarray(flow.push, dtype=np.int64).reshape(n, 4) != 0
+    out = {"unit": unit,
+           "pops": pop[:, 0] | pop[:, 1] << 1 | pop[:, 2] << 2 | pop[:, 3] << 3,
+           "pushes": push[:, 0] | push[:, 1] << 1 | push[:, 2] << 2 | push[:, 3] << 3}
+    out["pops"] = out["pops"].astype(np.int64)
+    out["pushes"] = out["pushes"].astype(np.int64)
+    opcode = np.asarray(prog.cols.header["opcode"], dtype=np.int64)
+    cost = np.full(n, timing.overhead, np.int64)
+    # GEMM and ALU: one cost per distinct (opcode, micro-ops, immediate) (the formulas of costs.py)
+    for op, kind in ((isa.OPCODE_GEMM, "gemm"), (isa.OPCODE_ALU, "alu")):
+        sel = np.nonzero(opcode == op)[0]
+        if sel.size == 0:
+            continue
+        c = getattr(_Columns(words[sel], env), kind)  # the rows of this format only
+        uops = (c["iter_out"].astype(np.int64) * c["iter_in"].astype(np.int64)
+                * np.maximum(c["uop_end"].astype(np.int64) - c["uop_bgn"].astype(np.int64), 0))
+        imm = c["use_imm"].astype(np.int64) if op == isa.OPCODE_ALU else np.ones(sel.size, np.int64)
+        keys, inverse = np.unique(uops * 2 + (imm != 0), return_inverse=True)
+        table = np.array([mc.compute_cycles(op, {"iter_out": 1, "iter_in": k >> 1, "uop_bgn": 0, "uop_end": 1,
+                                                 "use_imm": k & 1}, timing)
+                          for k in keys.tolist()], np.int64)
+        cost[sel] = table[inverse.reshape(-1)]
+    z = np.zeros(n, np.int64)
+    client, addr, row_bytes, stride, rows = z.copy(), z.copy(), z.copy(), z.copy(), z.copy()
+    xp0, xp1, yp0, yp1, xs = z.copy(), z.copy(), z.copy(), z.copy(), z
+    sel = np.nonzero((opcode == isa.OPCODE_LOAD) | (opcode == isa.OPCODE_STORE))[0]
+    if sel.size:
+        mem = _Columns(words[sel], env).mem
+        x_size = mem["x_size"].astype(np.int64)
+        mtype = mem["memory_type"].astype(np.int64)
+        elem = np.zeros(sel.size, np.int64)
+        for mt in range(8):
+            try:
+                elem[mtype == mt] = env.elem_bytes(mt)
+            except (ValueError, KeyError):
+                pass
+        base = (mem["dram_base"].astype(np.int64) * elem) & 0xFFFFFFFF
+        stride_b = mem["x_stride"].astype(np.int64) * elem
+        y_size = mem["y_size"].astype(np.int64)
+        is_store = opcode[sel] == isa.OPCODE_STORE
+        # STORE: one cost per distinct geometry (bursts depend on the addresses modulo 128 only)
+        st = np.nonzero(is_store & (x_size > 0))[0]
+        if st.size:
+            ob = env.OUT_ELEM_BYTES
+            packed = ((x_size[st] << 16 | y_size[st]) << 7 | base[st] % 128) << 7 | stride_b[st] % 128
+            keys, inverse = np.unique(packed, return_inverse=True)
+            table = []
+            for k in keys.tolist():
+                x, y, b, sb = k >> 30, (k >> 14) & 0xFFFF, (k >> 7) & 127, k & 127
+                # a representative with the same residues modulo 128 (whole OUT elements: the
+                # residues of multiples of a power-of-two element size are multiples of it, or 0)
+                f = {"x_size": x, "y_size": y, "dram_base": (b + 128 * ob) // ob, "x_stride": (sb + 128 * ob) // ob}
+                table.append(mc.store_cycles(env, f, timing))
+            cost[sel[st]] = np.asarray(table, np.int64)[inverse.reshape(-1)]
+        ld = np.nonzero(~is_store & (x_size > 0))[0]
+        if ld.size:
+            li = sel[ld]
+            cost[li] = -1
+            cl = np.full(ld.size, 4, np.int64)
+            for mt, c_id in _CLIENT.items():
+                cl[mtype[ld] == mt] = c_id
+            client[li] = cl
+            addr[li] = base[ld]
+            row_bytes[li] = x_size[ld] * elem[ld]
+            stride[li] = stride_b[ld]
+            rows[li] = y_size[ld]
+            xs = z.copy()
+            xs[li] = x_size[ld]
+            for name, arr in (("x_pad_0", xp0), ("x_pad_1", xp1), ("y_pad_0", yp0), ("y_pad_1", yp1)):
+                arr[li] = mem[name][ld].astype(np.int64)
+    out.update(cost=cost, finish=(opcode == isa.OPCODE_FINISH).astype(np.int64), client=client, addr=addr,
+               row_bytes=row_bytes, stride=stride, rows=rows, xp0=xp0, xp1=xp1, yp0=yp0, yp1=yp1, xs=xs)
+    return out
+
+
+def _pad_end(t0, iv, niv, rows, xs, xp0, xp1, yp0, yp1):
+    """First cycle the read engine's pad writer is idle, started at ``t0``: it writes one pad element
+    per cycle in the cycles without a data beat of its load (the ``niv`` sorted, disjoint intervals
+    ``iv[k, 0]..iv[k, 1]``, inclusive), and spends one cycle per row and one per data row."""
+    width = xp0 + xs + xp1
+    height = yp0 + rows + yp1
+    if height == 0 or (yp0 + yp1 == 0 and xp0 + xp1 == 0):
+        return t0
+    t = t0
+    k_iv = 0
+    for r in range(height):
+        data_row = yp0 <= r < yp0 + rows
+        for seg in range(2):
+            k = (xp0 if seg == 0 else xp1) if data_row else (width if seg == 0 else 0)
+            while k > 0:  # k pad writes, each in a cycle without a data beat
+                while k_iv < niv and iv[k_iv, 1] < t:
+                    k_iv += 1
+                if k_iv >= niv:
+                    t += k
+                    k = 0
+                elif iv[k_iv, 0] <= t:
+                    t = iv[k_iv, 1] + 1
+                else:
+                    free = iv[k_iv, 0] - t
+                    use = k if k < free else free
+                    t += use
+                    k -= use
+            if seg == 0 and data_row:
+                t += 1  # the cycle that skips the data
+        t += 1  # end of the row
+    return t
+
+
+def _serve(ch, ring, r, beats, latency, bytes_per_cycle, max_outstanding):
+    """Serve one read burst requested at cycle ``r``: ``ch`` is the channel state (next free request
+    cycle, next free beat cycle, bursts issued, credit, cycle of the credit), ``ring`` the last-beat
+    cycles of the recent bursts. Returns (request cycle, first beat cycle, last beat cycle)."""
+    a = r if r > ch[0] else ch[0]
+    ch[0] = a + 1
+    issue = a
+    if max_outstanding > 0 and ch[2] >= max_outstanding:
+        prev = ring[ch[2] % max_outstanding] + 1
+        if prev > issue:
+            issue = prev
+    p = issue + latency - 1
+    if ch[1] > p:
+        p = ch[1]
+    if bytes_per_cycle >= 8:
+        first = p
+        last = p + beats - 1
+    else:
+        first = -1
+        credit = ch[3]
+        credit_t = ch[4]
+        for _b in range(beats):
+            cr = credit + (p - credit_t) * bytes_per_cycle
+            if cr > CREDIT_CAP:
+                cr = CREDIT_CAP
+            if cr < 8:
+                p += (8 - cr + bytes_per_cycle - 1) // bytes_per_cycle
+                cr = credit + (p - credit_t) * bytes_per_cycle
+                if cr > CREDIT_CAP:
+                    cr = CREDIT_CAP
+            credit = cr - 8
+            credit_t = p
+            if first < 0:
+                first = p
+            p += 1
+        last = p - 1
+        ch[3] = credit
+        ch[4] = credit_t
+    ch[1] = last + 1
+    if max_outstanding > 0:
+        ring[ch[2] % max_outstanding] = last
+    ch[2] += 1
+    return a, first, last
+
+
+def _core(n, unit, pops, pushes, cost, finish, client, addr, row_bytes, stride, rows, xp0, xp1, yp0, yp1, xs,
+          tokens, insn_addr, queue_depth, fetch_latency, fetch_buffer, latency, bytes_per_cycle, max_outstanding,
+          start, end, ready, dispatch, blocked_from, bursts, counters):
+    """The replay loop (see the module docstring); fills the output arrays, returns 0, or -1 - k
+    when no unit can make progress after k instructions (an inconsistent stream).
+
+    ``bursts`` (n x 3): per fetch burst its first instruction, request cycle and first dispatch
+    cycle; ``counters``: cycle_count, then busy, stall, retired (4 each, fetch load compute store),
+    then the number of fetch bursts.
+    """
+    # queues
+    qlen = np.zeros(3, np.int64)
+    for i in range(n):
+        qlen[unit[i]] += 1
+    qbase = np.zeros(3, np.int64)
+    qbase[1] = qlen[0]
+    qbase[2] = qlen[0] + qlen[1]
+    queue = np.empty(n, np.int64)
+    qpos = np.empty(n, np.int64)
+    fill = qbase.copy()
+    for i in range(n):
+        u = unit[i]
+        qpos[i] = fill[u] - qbase[u]
+        queue[fill[u]] = i
+        fill[u] += 1
+    heads = np.zeros(3, np.int64)
+    free = np.zeros(3, np.int64)
+    push_t = np.zeros((4, n + 1), np.int64)
+    push_cnt = np.zeros(4, np.int64)
+    popped = np.zeros(4, np.int64)
+    busy = np.zeros(4, np.int64)
+    stall = np.zeros(4, np.int64)
+    retired = np.zeros(4, np.int64)
+    for i in range(n):
+        start[i] = -1
+        end[i] = -1
+        dispatch[i] = -1
+    # memory channel
+    # (fetch's first request is made before the slot model's cycle 0)
+    # next free request cycle, next free beat cycle, bursts issued, credit, cycle of the credit
+    ch = np.zeros(5, np.int64)
+    ch[0] = -(1 << 40)
+    ch[1] = -(1 << 40)
+    ch[3] = CREDIT_CAP
+    ch[4] = -(1 << 40)
+    ring = np.zeros(max(max_outstanding, 1), np.int64)  # last-beat cycle of the recent bursts
+    # loads in flight in the load (0) and compute (1) units
+    ld_insn = np.full(2, -1, np.int64)
+    ld_req = np.zeros(2, np.int64)     # cycle of its next request
+    ld_row = np.zeros(2, np.int64)     # row of the next burst
+    ld_off = np.zeros(2, np.int64)     # byte offset of the next burst in its row
+    ld_first = np.zeros(2, np.int64)   # first beat returned (memory cycle), -1 none yet
+    ld_last = np.zeros(2, np.int64)
+    # the cycles its beats reach the unit, as intervals (for the pad writer; merged when full)
+    ld_iv = np.zeros((2, PAD_INTERVALS, 2), np.int64)
+    ld_niv = np.zeros(2, np.int64)
+    # fetch
+    f_next = 0
+    burst_left = 0
+    next_dispatch = 0
+    fetch_free = 0
+    nbursts = 0
+    # buffered fetch (fetch_buffer > 0): the next instruction to request, the last request cycle,
+    # and the cycle each instruction can be dispatched (its beats have arrived)
+    fr = 0
+    last_req = -1
+    fready = np.zeros(n, np.int64)
+    qfree = QUEUE_FREE if fetch_buffer == 0 else QUEUE_FREE_BUFFERED
+    finish_end = -1
+    done = 0
+    while done < n:
+        # --- fetch's next event
+        f_time = -1
+        f_req = False
+        if fetch_buffer > 0:
+            if fr < n:  # request the next burst once the buffer has room for it
+                m = (128 - (insn_addr + 16 * fr) % 128) // 16
+                if m > 8:
+                    m = 8
+                if m > n - fr:
+                    m = n - fr
+                if m < 1:
+                    m = 1
+                frees = fr + m - fetch_buffer - 1  # the dispatch that makes room
+                if frees < f_next:
+                    f_time = last_req + 1
+                    if frees >= 0 and dispatch[frees] + 1 > f_time:
+                        f_time = dispatch[frees] + 1
+                    if f_time < 0:
+                        f_time = 0
+                    f_req = True
+            if not f_req and f_next < fr:
+                f_time = next_dispatch if next_dispatch > fready[f_next] else fready[f_next]
+        elif f_next < n:
+            f_time = fetch_free if burst_left == 0 else next_dispatch
+            f_req = burst_left == 0
+        if f_time >= 0 and f_next < n and not f_req:
+            i = f_next
+            if qpos[i] >= queue_depth:  # a full queue blocks dispatch, not reading
+                older = queue[qbase[unit[i]] + qpos[i] - queue_depth]
+                if end[older] < 0:
+                    f_time = -1
+                elif end[older] + qfree > f_time:
+                    f_time = end[older] + qfree
+        # --- the earliest unit that can start its head
+        best = -1
+        best_t = 0
+        best_wait = 0
+        for u in range(3):
+            if u < 2 and ld_insn[u] >= 0:
+                continue
+            if heads[u] >= qlen[u]:
+                continue
+            i = queue[qbase[u] + heads[u]]
+            if dispatch[i] < 0:
+                continue
+            t0 = dispatch[i] + 1
+            if free[u] > t0:
+                t0 = free[u]
+            t = t0
+            ok = True
+            for c in range(4):
+                if (pops[i] >> c) & 1:
+                    k = popped[c]
+                    if k < tokens[c]:
+                        continue
+                    j = k - tokens[c]
+                    if j >= push_cnt[c]:
+                        ok = False
+                        break
+                    if push_t[c, j] > t:
+                        t = push_t[c, j]
+            if not ok:
+                continue
+            if best < 0 or t < best_t:
+                best = u
+                best_t = t
+                best_wait = t - t0
+        # --- the earliest request of a load in flight: a request waits for a free request cycle,
+        # and in one cycle the lowest client wins (fixed priority), the others retry
+        lu = -1
+        lt = 0
+        for u in range(2):
+            if ld_insn[u] >= 0:
+                t = ld_req[u] if ld_req[u] > ch[0] else ch[0]
+                if lu < 0 or t < lt or (t == lt and client[ld_insn[u]] < client[ld_insn[lu]]):
+                    lu = u
+                    lt = t
+        # the drain-then-fetch RTL requests a burst two cycles before the model's fetch_free; the
+        # buffered fetch at its request cycle (both measured on tsim)
+        f_key = f_time
+        if f_req:
+            f_key = f_time if fetch_buffer > 0 else f_time - 2
+            if ch[0] > f_key:
+                f_key = ch[0]
+        pick = 0  # 1 fetch, 2 unit start, 3 load request
+        pt = 0
+        if best >= 0:
+            pick, pt = 2, best_t
+        if lu >= 0 and (pick == 0 or lt < pt):
+            pick, pt = 3, lt
+        if f_time >= 0 and (pick == 0 or f_key < pt or (f_key == pt and (pick != 3 or f_req))):
+            pick, pt = 1, f_key
+        if pick == 0:
+            return -1 - done
+        if pick == 1 and fetch_buffer > 0 and f_req:
+            m = (128 - (insn_addr + 16 * fr) % 128) // 16
+            if m > 8:
+                m = 8
+            if m > n - fr:
+                m = n - fr
+            if m < 1:
+                m = 1
+            _a, first, last = _serve(ch, ring, f_time, 2 * m, latency, bytes_per_cycle, max_outstanding)
+            for j in range(m):  # the second beat of instruction j, then the dispatch latency
+                beat = 2 * j + 1
+                fready[fr + j] = first + 1 + (beat * (last - first)) // (2 * m - 1) + fetch_latency
+            bursts[nbursts, 0] = fr
+            bursts[nbursts, 1] = f_time
+            bursts[nbursts, 2] = fready[fr + m - 1]
+            nbursts += 1
+            last_req = f_time
+            fr += m
+            continue
+        if pick == 1:
+            i = f_next
+            if fetch_buffer == 0 and burst_left == 0:
+                m = (128 - (insn_addr + 16 * i) % 128) // 16
+                if m > 8:
+                    m = 8
+                if m > n - i:
+                    m = n - i
+                if m < 1:
+                    m = 1
+                r = fetch_free - 2
+                _a, first, last = _serve(ch, ring, r, 2 * m, latency, bytes_per_cycle, max_outstanding)
+                arrived = last + 4
+                next_dispatch = arrived + fetch_latency - 1
+                busy[0] += next_dispatch - fetch_free
+                bursts[nbursts, 0] = i
+                bursts[nbursts, 1] = fetch_free
+                bursts[nbursts, 2] = next_dispatch
+                nbursts += 1
+                burst_left = m
+                continue
+            d = next_dispatch
+            if fetch_buffer > 0 and fready[i] > d:
+                d = fready[i]
+            blocked_from[i] = d
+            if qpos[i] >= queue_depth:
+                older = queue[qbase[unit[i]] + qpos[i] - queue_depth]
+                if end[older] + qfree > d:
+                    stall[0] += end[older] + qfree - d
+                    d = end[older] + qfree
+            dispatch[i] = d
+            retired[0] += 1
+            next_dispatch = d + 1
+            f_next += 1
+            if fetch_buffer > 0:
+                if f_next == n:  # fetch is busy from launch to its last dispatch, unless blocked
+                    busy[0] = d + 1 - stall[0]
+                continue
+            busy[0] += 1
+            burst_left -= 1
+            if burst_left == 0:
+                fetch_free = next_dispatch
+            continue
+        if pick == 3:
+            u = lu
+            i = ld_insn[u]
+            r = ld_req[u]
+            row_addr = addr[i] + ld_row[u] * stride[i]
+            lo = row_addr - row_addr % 8
+            nbeat_row = (row_addr % 8 + row_bytes[i] + 7) // 8
+            at = lo + ld_off[u]
+            left = nbeat_row - ld_off[u] // 8
+            beats = 16 - (at % 128) // 8
+            if beats > left:
+                beats = left
+            a, first, last = _serve(ch, ring, r, beats, latency, bytes_per_cycle, max_outstanding)
+            if ld_first[u] < 0:
+                ld_first[u] = first
+            ld_last[u] = last
+            k = ld_niv[u]
+            if k > 0 and (ld_iv[u, k - 1, 1] + 1 >= first + 2 or k == PAD_INTERVALS):
+                ld_iv[u, k - 1, 1] = last + 2  # contiguous with the previous beats (or no room)
+            else:
+                ld_iv[u, k, 0] = first + 2
+                ld_iv[u, k, 1] = last + 2
+                ld_niv[u] = k + 1
+            if beats < left:
+                ld_off[u] += 8 * beats
+                ld_req[u] = a + 1
+                continue
+            ld_row[u] += 1
+            ld_off[u] = 0
+            if ld_row[u] < rows[i]:
+                ld_req[u] = a + 2  # one cycle to set up the next row
+                continue
+            # the load's last burst: it retires once its data and pads are written
+            s = start[i]
+            x_data = ld_last[u] + 3
+            x_pad = _pad_end(s + 2, ld_iv[u], ld_niv[u], rows[i], xs[i], xp0[i], xp1[i], yp0[i], yp1[i])
+            e = (x_data if x_data > x_pad else x_pad) + 2
+            ld_insn[u] = -1
+            # fall through to the common retirement below
+        else:
+            u = best
+            i = queue[qbase[u] + heads[u]]
+            heads[u] += 1
+            s = best_t
+            start[i] = s
+            ready[i] = s - best_wait
+            stall[u + 1] += best_wait
+            for c in range(4):
+                if (pops[i] >> c) & 1:
+                    popped[c] += 1
+            if cost[i] < 0:
+                if rows[i] == 0:  # pads only
+                    e = _pad_end(s + 2, ld_iv[u], 0, rows[i], xs[i], xp0[i], xp1[i], yp0[i], yp1[i]) + 2
+                else:
+                    ld_insn[u] = i
+                    ld_req[u] = s + 3
+                    ld_row[u] = 0
+                    ld_off[u] = 0
+                    ld_first[u] = -1
+                    ld_niv[u] = 0
+                    continue
+            else:
+                e = s + cost[i]
+        # retirement of instruction i in unit u at cycle e
+        end[i] = e
+        busy[u + 1] += e - start[i]
+        retired[u + 1] += 1
+        free[u] = e
+        for c in range(4):
+            if (pushes[i] >> c) & 1:
+                push_t[c, push_cnt[c]] = e
+                push_cnt[c] += 1
+        if finish[i] and finish_end < 0:
+            finish_end = e
+        done += 1
+    if finish_end < 0:
+        finish_end = free[0]
+        if free[1] > finish_end:
+            finish_end = free[1]
+        if free[2] > finish_end:
+            finish_end = free[2]
+    counters[0] = finish_end
+    for k in range(4):
+        counters[1 + k] = busy[k]
+        counters[5 + k] = stall[k]
+        counters[9 + k] = retired[k]
+    counters[13] = nbursts
+    return 0
+
+
+_COMPILED = None
+_ENGINE_FAILED = False
+
+
+def compiled():
+    """The numba-compiled :func:`_core` (and :func:`_pad_end`), or None without numba."""
+    global _COMPILED, _ENGINE_FAILED
+    if _COMPILED is not None or _ENGINE_FAILED:
+        return _COMPILED
+    if os.environ.get("VTA_MODEL_ENGINE", "") == "python":
+        return None
+    try:
+        os.environ.setdefault("NUMBA_CACHE_DIR", str(cache_dir("numba")))
+        import numba
+    except ImportError:
+        _ENGINE_FAILED = True
+        return None
+    g = dict(_core.__globals__)
+    g["_pad_end"] = numba.njit(cache=True)(_pad_end)
+    g["_serve"] = numba.njit(cache=True)(_serve)
+    core = type(_core)(_core.__code__, g, _core.__name__)
+    _COMPILED = numba.njit(cache=True)(core)
+    return _COMPILED
+
+
+UNITS = ("fetch", "load", "compute", "store")
+
+
+def replay(env: Environment, words: np.ndarray, tokens, insn_addr: int, timing: mc.Timing,
+           engine: str = "auto") -> tuple[dict, dict]:
+    """Time one stream; return its counters and the per-instruction arrays.
+
+    Parameters
+    ----------
+    env : Environment
+        The configuration (its ``DRAM_*`` figures time the memory).
+    words : ndarray of shape (n, 2)
+        The stream.
+    tokens : sequence of 4 int
+        Tokens outstanding at the start (fsim's channel order).
+    insn_addr : int
+        Byte address of the stream.
+    timing : Timing
+        Cost constants.
+    engine : {"auto", "numba", "python"}
+        The compiled loop when available (``auto``), or the plain Python one.
+
+    Returns
+    -------
+    counters : dict
+        The hardware counters (``cycle_count``, ``<unit>_busy_cycles`` ...).
+    arrays : dict
+        ``start``, ``end``, ``ready``, ``dispatch``, ``blocked_from`` per instruction and
+        ``bursts`` (first instruction, request cycle, first dispatch cycle per fetch burst).
+
+    Raises
+    ------
+    DeadlockError
+        If no unit can make progress (the stream is inconsistent with fsim's acceptance).
+    ValueError
+        For an unknown engine.
+    """
+    from ...errors import DeadlockError
+
+    if engine not in ("auto", "numba", "python"):
+        raise ValueError(f"engine {engine!r} is not one of 'auto', 'numba', 'python'")
+    n = int(words.shape[0])
+    a = prepare(env, words, timing)
+    out = {k: np.zeros(n, np.int64) for k in ("start", "end", "ready", "dispatch", "blocked_from")}
+    bursts = np.zeros((max(n, 1), 3), np.int64)
+    counters = np.zeros(14, np.int64)
+    fn = compiled() if engine != "python" else None
+    if fn is None:
+        if engine == "numba":
+            raise ValueError("engine 'numba' asked for, but numba is not installed")
+        fn = _core
+    lat, bpc, outst = env.dram_timing
+    rc = fn(n, a["unit"], a["pops"], a["pushes"], a["cost"], a["finish"], a["client"], a["addr"], a["row_bytes"],
+            a["stride"], a["rows"], a["xp0"], a["xp1"], a["yp0"], a["yp1"], a["xs"],
+            np.asarray(list(tokens), np.int64), int(insn_addr), QUEUE_DEPTH, int(timing.fetch_latency),
+            int(getattr(mc, "FETCH_BUFFER_INSNS", 0)), int(lat), int(bpc),
+            int(outst), out["start"], out["end"], out["ready"], out["dispatch"], out["blocked_from"], bursts, counters)
+    if rc < 0:
+        k = -1 - rc
+        raise DeadlockError(f"timing model: no unit can start after {k} of {n} instructions; the stream was "
+                            "accepted by fsim", None)
+    res = {"cycle_count": int(counters[0])}
+    for u, name in enumerate(UNITS):
+        res[f"{name}_busy_cycles"] = int(counters[1 + u])
+        res[f"{name}_stall_cycles"] = int(counters[5 + u])
+        res[f"{name}_retired"] = int(counters[9 + u])
+    out["bursts"] = bursts[:int(counters[13])]
+    out["unit"] = a["unit"]
+    out["pops"] = a["pops"]
+    out["pushes"] = a["pushes"]
+    return res, out
