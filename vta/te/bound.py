@@ -211,7 +211,8 @@ def infer_bound(sch: Schedule) -> tuple[dict[Stage, StageBounds], dict]:
                     b.ranges[v] = (0, pb.extent[iv])
         _root_ranges(sch, stage, b, bodies, result, reads)
         _pass_down(stage, b)
-        _pass_up(stage, b, _may_overcompute(sch, stage, bodies))
+        over = _may_overcompute(sch, stage, bodies)
+        _pass_up(stage, b, over, over and _reads_dram_copies(sch, stage, bodies))
         result[stage] = b
     return result, bodies
 
@@ -327,7 +328,34 @@ def _may_overcompute(sch: Schedule, stage: Stage, bodies: dict) -> bool:
     return True
 
 
-def _pass_up(stage: Stage, b: StageBounds, overcompute: bool = False) -> None:
+def _reads_dram_copies(sch: Schedule, stage: Stage, bodies: dict) -> bool:
+    """Whether every producer ``stage`` reads is an on-chip copy of DRAM tensors (a load, maybe
+    padded): its elements past the tensor's shape are guarded reads, which the DMA fills with
+    zeros (or leaves undefined where a schedule says the other operand is zero there)."""
+    for op in _loads_by_producer(bodies[stage.op]):
+        producer = sch.stage_map.get(op)
+        if producer is None or op not in bodies:
+            return False
+        for src in _loads_by_producer(bodies[op]):
+            src_stage = sch.stage_map.get(src)
+            if not (isinstance(src, PlaceholderOp) or (src_stage is not None and src_stage.scope in ("", "global"))):
+                return False
+    return True
+
+
+def _reduction_root(stage: Stage, iv: IterVar, reduce_ids: set) -> bool:
+    """Whether ``iv`` (a split's parent) is a reduction axis of ``stage`` or derived from one."""
+    while id(iv) not in reduce_ids:
+        for rel in stage.relations:
+            if isinstance(rel, Split) and iv in (rel.outer, rel.inner):
+                iv = rel.parent
+                break
+        else:
+            return False
+    return True
+
+
+def _pass_up(stage: Stage, b: StageBounds, overcompute: bool = False, ragged_reduction: bool = False) -> None:
     for iv in stage.leaf_iter_vars:
         v = b.leaf_value[iv]
         if isinstance(v, n.Var):
@@ -338,16 +366,21 @@ def _pass_up(stage: Stage, b: StageBounds, overcompute: bool = False) -> None:
 
     offset: dict[IterVar, n.PrimExpr] = dict(b.leaf_value)
     splits = []
+    op: ComputeOp = stage.op  # type: ignore[assignment]
+    reduce_ids = {id(iv) for iv in op.reduce_axis}
     for rel in reversed(stage.relations):
         if isinstance(rel, Split):
             offset[rel.parent] = simp(offset[rel.outer] * b.extent[rel.inner] + offset[rel.inner])
             if b.extent[rel.outer] * b.extent[rel.inner] != b.extent[rel.parent]:
+                if ragged_reduction and _reduction_root(stage, rel.parent, reduce_ids):
+                    # a ragged reduction chunk of an on-chip stage: its extra steps read the
+                    # zero-filled overhang of its on-chip operands (padded loads), adding zero
+                    continue
                 splits.append((offset[rel.parent], b.extent[rel.parent]))
         else:
             inner_ext = b.extent[rel.inner]
             offset[rel.outer] = simp(n.FloorDiv(offset[rel.fused], n.IntImm(inner_ext)))
             offset[rel.inner] = simp(n.FloorMod(offset[rel.fused], n.IntImm(inner_ext)))
-    op: ComputeOp = stage.op  # type: ignore[assignment]
     for iv in list(op.axis) + list(op.reduce_axis):
         b.root_value[iv] = simp(b.root_min[iv] + offset[iv])
     # Guards of non-divisible splits, in terms of the leaf values.
