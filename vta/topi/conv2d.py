@@ -293,26 +293,26 @@ def _crop(stage, axis: int) -> StringImm:
 def _check_tiling(wl: Conv2DWorkload, t: Conv2DTiling, what: str = "schedule_conv2d_packed") -> None:
     """Every tile may be ragged (not dividing its extent, see the module docstring) but not
     larger than the extent; virtual threads divide the tile counts."""
-    check_tiling(t, wl.out_height, wl.out_width, wl.co_blocks, wl.ci_blocks, what, ragged_channels=True)
+    check_tiling(t, wl.out_height, wl.out_width, wl.co_blocks, wl.ci_blocks, what, ragged_co=True, ragged_ci=True)
 
 
 def check_tiling(t: Conv2DTiling, out_height: int, out_width: int, co_blocks: int, ci_blocks: int,
-                 what: str, ragged_channels: bool = False) -> None:
+                 what: str, ragged_co: bool = False, ragged_ci: bool = False) -> None:
     """Check a convolution tiling against its extents (see :func:`schedule_conv_tiles`).
 
-    With ``ragged_channels`` the channel factors need not divide their block counts (the last
-    channel tile is ragged), like the spatial tiles.
+    With ``ragged_co`` (``ragged_ci``) the output- (input-) channel factor need not divide its
+    block count (the last channel tile is ragged), like the spatial tiles.
 
     Raises
     ------
     ScheduleError
-        If a channel factor does not divide its block count (without ``ragged_channels``), a
+        If a channel factor does not divide its block count (unless allowed ragged), a
         tile is not in ``[1, extent]``, a thread count is not 1 or 2, or the threads do not
         divide the tiles.
     """
-    if not ragged_channels:
-        for name, factor, extent in (("tile_co", t.tile_co, co_blocks), ("tile_ci", t.tile_ci, ci_blocks)):
-            if factor <= 0 or extent % factor:
+    for name, factor, extent, ragged in (("tile_co", t.tile_co, co_blocks, ragged_co),
+                                         ("tile_ci", t.tile_ci, ci_blocks, ragged_ci)):
+        if not ragged and (factor <= 0 or extent % factor):
                 raise ScheduleError(f"{what}: {name}={factor!r} does not divide the axis extent {extent!r}")
     for name, factor, extent in (("tile_co", t.tile_co, co_blocks), ("tile_ci", t.tile_ci, ci_blocks),
                                  ("tile_h", t.tile_h, out_height), ("tile_w", t.tile_w, out_width)):

@@ -21,6 +21,7 @@ from vta.env import Environment
 from vta.errors import ScheduleError
 from vta.tir.printer import astext
 from vta.topi import Conv2DTiling
+from vta.topi.group_conv2d import group_conv2d_packed, schedule_group_conv2d_packed
 
 from ..fsim_run import build_and_run
 
@@ -36,6 +37,9 @@ CASES = {
     "co3_tile2_threads": (1, 3, 6, 0, 1, Conv2DTiling(2, 4, 2, 1, 2, 1)),
     # strided, both ragged, the reduction chunk larger than half the channels (3 by 2... of 3)
     "strided_ci3_co5": (3, 5, 9, 1, 2, Conv2DTiling(3, 5, 3, 2)),
+    # grouped (2 groups of 3 input and 2 output blocks): a ragged reduction chunk per group,
+    # whose extra input channels are the next group's (loaded, times zero weights)
+    "group2_ci3_tile2": (6, 4, 5, 1, 1, Conv2DTiling(5, 5, 1, 2), 2),
 }
 
 
@@ -48,10 +52,12 @@ def _ints(rng, bits, shape):
     return rng.integers(-(1 << (bits - 1)), 1 << (bits - 1), size=shape).astype(np.int8)
 
 
-def _oracle(a, w, bias, pad, stride, shift, out_bits):
-    """``clip((conv(a, w) >> shift) + bias, 0, 2**(out_bits-1) - 1)``, NCHW / OIHW, int64."""
+def _oracle(a, w, bias, pad, stride, shift, out_bits, groups=1):
+    """``clip((conv(a, w) >> shift) + bias, 0, 2**(out_bits-1) - 1)``, NCHW / OIHW (``groups``:
+    output channel ``o`` reads the input channels of group ``o // (CO / groups)``), int64."""
     n, ci, h, wd = a.shape
-    co, _, kh, kw = w.shape
+    co, cg, kh, kw = w.shape
+    og = co // groups
     ap = np.zeros((n, ci, h + 2 * pad, wd + 2 * pad), np.int64)
     ap[:, :, pad:pad + h, pad:pad + wd] = a
     oh, ow = (h + 2 * pad - kh) // stride + 1, (wd + 2 * pad - kw) // stride + 1
@@ -59,30 +65,38 @@ def _oracle(a, w, bias, pad, stride, shift, out_bits):
     for y in range(oh):
         for x in range(ow):
             win = ap[:, :, y * stride:y * stride + kh, x * stride:x * stride + kw]
-            acc[:, :, y, x] = np.einsum("nckl,ockl->no", win, w.astype(np.int64))
+            for g in range(groups):
+                acc[:, g * og:(g + 1) * og, y, x] = np.einsum(
+                    "nckl,ockl->no", win[:, g * cg:(g + 1) * cg], w[g * og:(g + 1) * og].astype(np.int64))
     r = (acc >> shift) + bias.reshape(1, -1, 1, 1)
     return np.clip(r, 0, (1 << (out_bits - 1)) - 1).astype(np.int8)
 
 
 def _case(env, name, seed=0):
-    ci_b, co_b, h, pad, stride, tiling = CASES[name]
+    ci_b, co_b, h, pad, stride, tiling, *g = CASES[name]
+    groups = g[0] if g else 1
     rng = np.random.default_rng(seed)
     bi, bo, b = env.BLOCK_IN, env.BLOCK_OUT, env.BATCH
     ci, co, k = ci_b * bi, co_b * bo, 3
     data = te.placeholder((1, ci_b, h, h, b, bi), name="data", dtype=env.inp_dtype)
-    kernel = te.placeholder((co_b, ci_b, k, k, bo, bi), name="kernel", dtype=env.wgt_dtype)
+    kernel = te.placeholder((co_b, ci_b // groups, k, k, bo, bi), name="kernel", dtype=env.wgt_dtype)
     bias = te.placeholder((1, co_b, 1, 1, b, bo), name="bias", dtype=env.acc_dtype)
-    conv = topi.conv2d_packed(data, kernel, stride, pad, env.acc_dtype)
-    res = topi.requantize(conv, bias, shift=env.WGT_WIDTH)
-    s = topi.schedule_conv2d_packed(res, tiling)
+    if groups > 1:
+        conv = group_conv2d_packed(data, kernel, stride, pad, 1, groups, env.acc_dtype)
+        res = topi.requantize(conv, bias, shift=env.WGT_WIDTH)
+        s = schedule_group_conv2d_packed(res, tiling)
+    else:
+        conv = topi.conv2d_packed(data, kernel, stride, pad, env.acc_dtype)
+        res = topi.requantize(conv, bias, shift=env.WGT_WIDTH)
+        s = topi.schedule_conv2d_packed(res, tiling)
     a = _ints(rng, env.INP_WIDTH, (b, ci, h, h))
-    w = _ints(rng, env.WGT_WIDTH, (co, ci, k, k))
+    w = _ints(rng, env.WGT_WIDTH, (co, ci // groups, k, k))
     half = 1 << (env.OUT_WIDTH - 2)
     bv = rng.integers(-half, half, size=co).astype(np.int32)
-    want = _oracle(a, w, bv, pad, stride, env.WGT_WIDTH, env.OUT_WIDTH)
+    want = _oracle(a, w, bv, pad, stride, env.WGT_WIDTH, env.OUT_WIDTH, groups)
     inputs = {
         "data": np.ascontiguousarray(a.reshape(1, b, ci_b, bi, h, h).transpose(0, 2, 4, 5, 1, 3)),
-        "kernel": np.ascontiguousarray(w.reshape(co_b, bo, ci_b, bi, k, k).transpose(0, 2, 4, 5, 1, 3)),
+        "kernel": np.ascontiguousarray(w.reshape(co_b, bo, ci_b // groups, bi, k, k).transpose(0, 2, 4, 5, 1, 3)),
         "bias": np.ascontiguousarray(np.broadcast_to(bv.reshape(1, co_b, 1, 1, 1, bo), (1, co_b, 1, 1, b, bo))),
     }
     return s, [data, kernel, bias, res], inputs, res.name, want
@@ -126,6 +140,14 @@ def test_weights_are_zero_filled_past_the_last_input_channel():
     # short, filled with zeros: y_pad_1), columns = the 3 x 3 taps
     assert len(wload) == 1 and ", 9, max(" in wload[0]
     assert "likely" not in text
+
+
+def test_group_conv2d_output_tiles_still_divide_a_group():
+    with make_env() as env, pytest.raises(ScheduleError, match="tile_co=2 does not divide"):
+        data = te.placeholder((1, 6, 5, 5, env.BATCH, env.BLOCK_IN), name="data", dtype=env.inp_dtype)
+        kernel = te.placeholder((6, 3, 3, 3, env.BLOCK_OUT, env.BLOCK_IN), name="kernel", dtype=env.wgt_dtype)
+        res = topi.requantize(group_conv2d_packed(data, kernel, 1, 1, 1, 2, env.acc_dtype))
+        schedule_group_conv2d_packed(res, Conv2DTiling(5, 5, 2, 1))
 
 
 def test_tile_not_above_the_extent():
