@@ -472,7 +472,7 @@ class _DMA(StmtExprMutator):
         zero = [i for i in outer if padded(i) and not crop_ok(i)]
         if len(outer) >= 2 and all(i in outer[-2:] for i in zero):
             y_dims, x_dims, host_dims = [outer[-2]], [outer[-1]], outer[:-2]
-        elif len(zero) == 1 and zero[0] != outer[-1]:
+        elif len(zero) == 1:
             k = outer.index(zero[0])
             y_dims, x_dims, host_dims = [zero[0]], outer[k + 1:], outer[:k]
             stride = elem_block
@@ -530,7 +530,10 @@ class _DMA(StmtExprMutator):
         if src_strides[yi] % elem_block:
             raise ScheduleError(f"{what}: row stride {src_strides[yi]} is not a multiple of the {elem_block}-scalar tile")
         limit = (1 << 4) - 1
-        for p, i in ((x_pad[0], x_dims[0]), (x_pad[1], x_dims[0]), (pad_before[yi], yi), (pad_after[yi], yi)):
+        pads = [(pad_before[yi], yi), (pad_after[yi], yi)]
+        if len(x_dims) == 1:
+            pads += [(x_pad[0], x_dims[0]), (x_pad[1], x_dims[0])]
+        for p, i in pads:
             hi = const_bounds(p, self.ranges)[1]
             if hi is None or hi > limit:
                 raise ScheduleError(

@@ -27,7 +27,8 @@ from ..fsim_run import build_and_run
 
 CONFIGS = ("vta_config.json", "batch2.json", "narrow.json")
 
-#: name -> (input-channel blocks, output-channel blocks, height = width, padding, stride, tiling)
+#: name -> (input-channel blocks, output-channel blocks, height = width, padding, stride, tiling
+#: [, groups [, kernel size]]), groups 1 and a 3 x 3 kernel by default
 CASES = {
     # both channel tiles ragged: 3 blocks in tiles of 2
     "co3_ci3_tiles2": (3, 3, 5, 1, 1, Conv2DTiling(5, 5, 2, 2)),
@@ -37,6 +38,8 @@ CASES = {
     "co3_tile2_threads": (1, 3, 6, 0, 1, Conv2DTiling(2, 4, 2, 1, 2, 1)),
     # strided, both ragged, the reduction chunk larger than half the channels (3 by 2... of 3)
     "strided_ci3_co5": (3, 5, 9, 1, 2, Conv2DTiling(3, 5, 3, 2)),
+    # a 1 x 1 kernel (the weight rows are single tiles), both ragged
+    "k1_ci3_co3": (3, 3, 4, 0, 1, Conv2DTiling(4, 4, 2, 2), 1, 1),
     # grouped (2 groups of 3 input and 2 output blocks): a ragged reduction chunk per group,
     # whose extra input channels are the next group's (loaded, times zero weights)
     "group2_ci3_tile2": (6, 4, 5, 1, 1, Conv2DTiling(5, 5, 1, 2), 2),
@@ -73,11 +76,11 @@ def _oracle(a, w, bias, pad, stride, shift, out_bits, groups=1):
 
 
 def _case(env, name, seed=0):
-    ci_b, co_b, h, pad, stride, tiling, *g = CASES[name]
-    groups = g[0] if g else 1
+    ci_b, co_b, h, pad, stride, tiling, *more = CASES[name]
+    groups, k = (*more, *(1, 3)[len(more):])
     rng = np.random.default_rng(seed)
     bi, bo, b = env.BLOCK_IN, env.BLOCK_OUT, env.BATCH
-    ci, co, k = ci_b * bi, co_b * bo, 3
+    ci, co = ci_b * bi, co_b * bo
     data = te.placeholder((1, ci_b, h, h, b, bi), name="data", dtype=env.inp_dtype)
     kernel = te.placeholder((co_b, ci_b // groups, k, k, bo, bi), name="kernel", dtype=env.wgt_dtype)
     bias = te.placeholder((1, co_b, 1, 1, b, bo), name="bias", dtype=env.acc_dtype)
