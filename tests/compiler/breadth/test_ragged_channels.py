@@ -6,7 +6,8 @@ loaded) and its store is cropped; the last input-channel chunk of the reduction 
 zero-filled past the last channel (padded rows of the weight load), so the input channels there
 (not loaded) add nothing. Each case runs on fsim against a NumPy oracle written here (an int64
 convolution over explicit loops of kernel taps, the requantize epilogue with a per-channel bias),
-on default, batch2 and narrow (int4 arrays); one case runs fsim == tsim (``verilator``).
+on default, batch2 and narrow (int4 arrays); two cases (plain and grouped) run fsim == tsim
+(``verilator``) on the same configurations.
 """
 
 from __future__ import annotations
@@ -170,12 +171,14 @@ def _require_tsim():
 
 @pytest.mark.native
 @pytest.mark.verilator
-def test_ragged_channels_fsim_equals_tsim(tmp_path):
+@pytest.mark.parametrize("config", CONFIGS)
+@pytest.mark.parametrize("name", ["co3_ci3_tiles2", "group2_ci3_tile2"])
+def test_ragged_channels_fsim_equals_tsim(config, name, tmp_path):
     _require_tsim()
     (tmp_path / "f").mkdir()
     (tmp_path / "t").mkdir()
-    f_packed, _, want, f_stats = run("vta_config.json", "sim", "co3_ci3_tiles2", tmp_path / "f")
-    t_packed, t_got, _, t_stats = run("vta_config.json", "tsim", "co3_ci3_tiles2", tmp_path / "t")
+    f_packed, _, want, f_stats = run(config, "sim", name, tmp_path / "f")
+    t_packed, t_got, _, t_stats = run(config, "tsim", name, tmp_path / "t")
     np.testing.assert_array_equal(t_got, want)
     np.testing.assert_array_equal(t_packed, f_packed)
     keys = ("inp_load_nbytes", "wgt_load_nbytes", "acc_load_nbytes", "uop_load_nbytes", "out_store_nbytes",
