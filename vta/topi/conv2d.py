@@ -7,7 +7,11 @@ GEMM core and the element-wise epilogue (:func:`vta.topi.requantize`) on the ALU
 :func:`vta.topi.tiling.choose_conv2d_tiling` for the active configuration. ``dilation`` spaces
 the kernel taps. Spatial tiles may be ragged (not dividing the output): the last tile computes
 on zero padding past the input (padded loads) and its store is cropped;
-:func:`choose_ragged_conv2d_tiling` chooses such tilings. :func:`schedule_conv_tiles` is the
+:func:`choose_ragged_conv2d_tiling` chooses such tilings. Channel tiles passed explicitly may be
+ragged too: past the last output block the last ``tile_co`` tile computes on weights and bias
+never loaded and its store is cropped; past the last input block the last ``tile_ci`` chunk of
+the reduction reads weights zero-filled by the load (padded rows: at most 15, the pad field),
+so the input channels there, left unloaded, add nothing. :func:`schedule_conv_tiles` is the
 schedule body shared with the grouped and transposed convolutions.
 """
 
@@ -173,7 +177,7 @@ def schedule_conv2d_packed(outs: Any, tiling: Conv2DTiling | None = None) -> Sch
     inputs of the epilogue (a bias) loaded into the accumulator; the reduction is split by
     ``tile_ci`` and the (padded) input and the weights loaded per step; GEMM is tensorized at the
     batch axis; virtual threads (``cthread``) split the outer output-channel or row tiles.
-    ``tile_h``/``tile_w`` need not divide the output (ragged last tile, see the module docstring).
+    No factor needs to divide its extent (ragged last tiles, see the module docstring).
 
     Parameters
     ----------
@@ -185,8 +189,8 @@ def schedule_conv2d_packed(outs: Any, tiling: Conv2DTiling | None = None) -> Sch
     Raises
     ------
     ScheduleError
-        If the graph is not a packed convolution with element-wise stages after it, a channel
-        factor does not divide its axis, a spatial tile exceeds its extent, the virtual threads
+        If the graph is not a packed convolution with element-wise stages after it, a tile
+        exceeds its extent, the virtual threads
         do not divide the tiles, or the tiling overflows an on-chip buffer (the message names the
         buffer and by how much).
     """

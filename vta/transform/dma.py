@@ -10,7 +10,11 @@ shape, the constant parts their element offsets. The direction comes from the sc
   2 (acc; an int8 source makes it an ``ACC_8BIT`` load). Padding is allowed on the two
   innermost dimensions outside the tile (rows and columns) and may depend on enclosing loops
   (the pad fields then hold run-time ``max(...)`` expressions); further unpadded outer
-  dimensions become host loops of padded 2-D transfers; a padded load is never folded.
+  dimensions become host loops of padded 2-D transfers; a padded load is never folded. A loop
+  further out may be zero-padded instead when the loops inside it are contiguous in DRAM (it is
+  y, they fold into x: a ragged weight chunk). A host loop may carry an overhang only if the
+  pragma's value ``"crop:<axis>[,<axis>]"`` names its axis: the transfers skip the overhang and
+  leave those on-chip elements as they were (the schedule guarantees nothing uses them).
 * acc SRAM -> DRAM: ``VTAStoreBuffer2D`` (memory type OUT) on queue 3; no padding.
 
 The on-chip side must be compact; the DRAM side must reduce to a 2-D pattern of whole tiles
