@@ -146,6 +146,16 @@ def test_weights_are_zero_filled_past_the_last_input_channel():
     assert "likely" not in text
 
 
+def test_input_channels_past_the_last_block_are_not_loaded():
+    lines = _lowered("co3_ci3_tiles2").splitlines()
+    data = [k for k, line in enumerate(lines) if "VTALoadBuffer2D" in line and "data" in line]
+    # one transfer per input block of the chunk: 2, then 1 in the last (ragged) chunk
+    assert len(data) == 1 and "for (dma_h0, 0, max(k_o.outer*2 - 1, 0)" in lines[data[0] - 1]
+    # one store per output block of the tile: 2, then 1 in the last tile
+    store = [k for k, line in enumerate(lines) if "VTAStoreBuffer2D" in line]
+    assert len(store) == 1 and "min(2, i1.outer*(-2) + 3)" in lines[store[0] - 1]
+
+
 def test_group_conv2d_output_tiles_still_divide_a_group():
     with make_env() as env, pytest.raises(ScheduleError, match="tile_co=2 does not divide"):
         data = te.placeholder((1, 6, 5, 5, env.BATCH, env.BLOCK_IN), name="data", dtype=env.inp_dtype)
