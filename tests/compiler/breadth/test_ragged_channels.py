@@ -4,10 +4,10 @@ do not divide the output- and input-channel block counts, passed explicitly.
 The last output-channel tile computes past the last channel (weights and bias there are not
 loaded) and its store is cropped; the last input-channel chunk of the reduction reads weights
 zero-filled past the last channel (padded rows of the weight load), so the input channels there
-(not loaded) add nothing. Each case runs on fsim against a NumPy oracle written here (an int64
-convolution over explicit loops of kernel taps, the requantize epilogue with a per-channel bias),
-on default, batch2 and narrow (int4 arrays); two cases (plain and grouped) run fsim == tsim
-(``verilator``) on the same configurations.
+(not loaded) add nothing. Each case runs on fsim and the model against a NumPy oracle written
+here (an int64 convolution over explicit loops of kernel taps, the requantize epilogue with a
+per-channel bias), on default, batch2 and narrow (int4 arrays); two cases (plain and grouped)
+run fsim == tsim (``verilator``) on the same configurations.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from vta import te, topi
 from vta.build import lower
 from vta.env import Environment
 from vta.errors import ScheduleError
+from vta.te.bound import infer_bound
 from vta.tir.printer import astext
 from vta.topi import Conv2DTiling
 from vta.topi.group_conv2d import group_conv2d_packed, schedule_group_conv2d_packed
@@ -120,10 +121,11 @@ def run(config, target, name, tmp_path):
     return packed, _unpack(packed), want, stats[0]
 
 
+@pytest.mark.parametrize("target", ("sim", "model"))
 @pytest.mark.parametrize("config", CONFIGS)
 @pytest.mark.parametrize("name", sorted(CASES))
-def test_ragged_channel_tiles_bit_exact(config, name, tmp_path):
-    packed, got, want, stats = run(config, "sim", name, tmp_path)
+def test_ragged_channel_tiles_bit_exact(config, name, target, tmp_path):
+    packed, got, want, stats = run(config, target, name, tmp_path)
     assert len(np.unique(want)) >= 3, "weak oracle"
     np.testing.assert_array_equal(got, want)
     # the last output-channel tile's store is cropped: every output byte is stored once
@@ -154,6 +156,15 @@ def test_input_channels_past_the_last_block_are_not_loaded():
     # one store per output block of the tile: 2, then 1 in the last tile
     store = [k for k, line in enumerate(lines) if "VTAStoreBuffer2D" in line]
     assert len(store) == 1 and "min(2, i1.outer*(-2) + 3)" in lines[store[0] - 1]
+
+
+def test_the_ragged_reduction_carries_no_guard():
+    with make_env() as env:
+        s, *_ = _case(env, "ci5_tile2_spatial")
+        bounds, _ = infer_bound(s)
+    by_name = {stage.op.name: b for stage, b in bounds.items()}
+    assert by_name["res_conv"].conditions == []               # tensorized whole: no guard
+    assert by_name["kernel.local.wgt_buffer"].conditions      # reads DRAM: guarded (zero-filled)
 
 
 def test_group_conv2d_output_tiles_still_divide_a_group():
