@@ -288,6 +288,10 @@ def schedule_conv_tiles(graph: OpGraph, tiling: Conv2DTiling, skip_zero_taps: bo
     return s
 
 
+#: Most zero rows a padded load fills past its data (the 4-bit y_pad field).
+_MAX_PAD = 15
+
+
 def _crop(stage, axis: int) -> StringImm:
     """The ``dma_copy`` pragma value letting the copy crop the overhang of one of its axes
     (:mod:`vta.transform.dma`)."""
@@ -311,8 +315,8 @@ def check_tiling(t: Conv2DTiling, out_height: int, out_width: int, co_blocks: in
     ------
     ScheduleError
         If a channel factor does not divide its block count (unless allowed ragged), a
-        tile is not in ``[1, extent]``, a thread count is not 1 or 2, or the threads do not
-        divide the tiles.
+        ragged last ``tile_ci`` chunk is more than 15 blocks short, a tile is not in
+        ``[1, extent]``, a thread count is not 1 or 2, or the threads do not divide the tiles.
     """
     for name, factor, extent, ragged in (("tile_co", t.tile_co, co_blocks, ragged_co),
                                          ("tile_ci", t.tile_ci, ci_blocks, ragged_ci)):
@@ -322,6 +326,11 @@ def check_tiling(t: Conv2DTiling, out_height: int, out_width: int, co_blocks: in
                                  ("tile_h", t.tile_h, out_height), ("tile_w", t.tile_w, out_width)):
         if not 0 < factor <= extent:
             raise ScheduleError(f"{what}: {name}={factor!r} must lie in [1, {extent}]")
+    short = -ci_blocks % t.tile_ci
+    if short > _MAX_PAD:
+        raise ScheduleError(f"{what}: the last tile_ci={t.tile_ci} chunk of {ci_blocks} input blocks is {short} blocks "
+                            f"short; its weights are zero-filled by padded rows, at most {_MAX_PAD} (the 4-bit pad "
+                            f"field): choose a tile_ci leaving at most {_MAX_PAD}")
     if t.oc_nthread not in (1, 2) or t.h_nthread not in (1, 2):
         raise ScheduleError(f"{what}: thread counts {(t.oc_nthread, t.h_nthread)!r} must be 1 or 2")
     if _ceil_div(co_blocks, t.tile_co) % t.oc_nthread or _ceil_div(out_height, t.tile_h) % t.h_nthread:

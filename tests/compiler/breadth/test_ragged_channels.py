@@ -183,6 +183,14 @@ def test_tile_not_above_the_extent():
         topi.schedule_conv2d_packed(res, Conv2DTiling(5, 5, 1, 4))
 
 
+def test_a_chunk_short_of_more_than_the_pad_field_is_refused():
+    with make_env() as env, pytest.raises(ScheduleError, match="16 blocks short"):
+        data = te.placeholder((1, 18, 3, 3, env.BATCH, env.BLOCK_IN), name="data", dtype=env.inp_dtype)
+        kernel = te.placeholder((1, 18, 1, 1, env.BLOCK_OUT, env.BLOCK_IN), name="kernel", dtype=env.wgt_dtype)
+        res = topi.requantize(topi.conv2d_packed(data, kernel, 1, 0, env.acc_dtype))
+        topi.schedule_conv2d_packed(res, Conv2DTiling(3, 3, 1, 17))
+
+
 def _require_tsim():
     from vta.sim.tsim import verilator
 
