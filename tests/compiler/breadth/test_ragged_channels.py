@@ -7,7 +7,8 @@ zero-filled past the last channel (padded rows of the weight load), so the input
 (not loaded) add nothing. Each case runs on fsim and the model against a NumPy oracle written
 here (an int64 convolution over explicit loops of kernel taps, the requantize epilogue with a
 per-channel bias), on default, batch2 and narrow (int4 arrays); two cases (plain and grouped)
-run fsim == tsim (``verilator``) on the same configurations.
+run fsim == tsim (``verilator``) on the same configurations. The transposed convolution takes
+ragged channel tiles the same way (checked with the scatter oracle of :mod:`.oracle`).
 """
 
 from __future__ import annotations
@@ -133,6 +134,27 @@ def test_ragged_channel_tiles_bit_exact(config, name, target, tmp_path):
         assert stats["out_store_nbytes"] == packed.size * env.OUT_WIDTH // 8
 
 
+#: Transposed convolutions with both channel tiles ragged (3 blocks in tiles of 2), checked
+#: against the scatter oracle of :mod:`.oracle` (int8 configurations).
+TRANSPOSE = {
+    "s2_k4": ({"ci": 48, "co": 48, "h": 4, "w": 4, "k": 4, "p": 1, "s": (2, 2)}, Conv2DTiling(8, 8, 2, 2)),
+    "s1_k3": ({"ci": 48, "co": 48, "h": 5, "w": 5, "k": 3, "p": 1}, Conv2DTiling(5, 5, 2, 2)),
+    "s2_opad_spatial": ({"ci": 48, "co": 48, "h": 3, "w": 5, "k": 3, "p": 1, "s": (2, 2), "op": (1, 1)},
+                        Conv2DTiling(6, 4, 2, 2)),
+}
+
+
+@pytest.mark.parametrize("config", ("vta_config.json", "batch2.json"))
+@pytest.mark.parametrize("name", sorted(TRANSPOSE))
+def test_conv2d_transpose_ragged_channel_tiles_bit_exact(config, name, tmp_path):
+    from .test_breadth_ops import _check, run_case
+
+    sizes, tiling = TRANSPOSE[name]
+    packed, got, want, stats = run_case(config, "sim", "conv2d_transpose", sizes, tmp_path, tiling=tiling)
+    _check(got, want)
+    assert stats["out_store_nbytes"] == packed.nbytes
+
+
 def _lowered(name):
     with make_env() as env:
         s, args, *_ = _case(env, name)
@@ -213,3 +235,15 @@ def test_ragged_channels_fsim_equals_tsim(config, name, tmp_path):
     keys = ("inp_load_nbytes", "wgt_load_nbytes", "acc_load_nbytes", "uop_load_nbytes", "out_store_nbytes",
             "gemm_counter", "alu_counter")
     assert {k: t_stats[k] for k in keys} == {k: f_stats[k] for k in keys}
+
+
+@pytest.mark.native
+@pytest.mark.verilator
+@pytest.mark.parametrize("config", ("vta_config.json", "batch2.json"))
+def test_conv2d_transpose_ragged_channels_fsim_equals_tsim(config, tmp_path):
+    from .test_breadth_tsim import _differential
+
+    (tmp_path / "fsim").mkdir()
+    (tmp_path / "tsim").mkdir()
+    sizes, tiling = TRANSPOSE["s2_k4"]
+    _differential(config, "conv2d_transpose", sizes, tmp_path, tiling)
