@@ -211,7 +211,8 @@ def infer_bound(sch: Schedule) -> tuple[dict[Stage, StageBounds], dict]:
                     b.ranges[v] = (0, pb.extent[iv])
         _root_ranges(sch, stage, b, bodies, result, reads)
         _pass_down(stage, b)
-        _pass_up(stage, b, _may_overcompute(sch, stage, bodies))
+        over = _may_overcompute(sch, stage, bodies)
+        _pass_up(stage, b, over, _zero_padded_reductions(sch, stage, bodies) if over else set())
         result[stage] = b
     return result, bodies
 
@@ -327,7 +328,45 @@ def _may_overcompute(sch: Schedule, stage: Stage, bodies: dict) -> bool:
     return True
 
 
-def _pass_up(stage: Stage, b: StageBounds, overcompute: bool = False) -> None:
+def _zero_padded_reductions(sch: Schedule, stage: Stage, bodies: dict) -> set:
+    """Ids of the reduction axes of ``stage`` whose steps past their extent (a ragged reduction
+    chunk) add zero: every producer ``stage`` reads is an on-chip copy of DRAM tensors (a load,
+    maybe padded), and one of them is indexed by the axis itself along a dimension of the
+    axis's extent, so those steps read its elements past the tensor's shape: guarded reads,
+    which the DMA fills with zeros (the schedule may let the other operands' overhang be
+    cropped, never this one's)."""
+    loads = _loads_by_producer(bodies[stage.op])
+    for op in loads:
+        if sch.stage_map.get(op) is None or op not in bodies:
+            return set()
+        for src in _loads_by_producer(bodies[op]):
+            src_stage = sch.stage_map.get(src)
+            if not (isinstance(src, PlaceholderOp) or (src_stage is not None and src_stage.scope in ("", "global"))):
+                return set()
+    out = set()
+    for iv in stage.op.reduce_axis:
+        extent = as_const_int(iv.dom.extent)
+        for op, idx_list in loads.items():
+            shape = [as_const_int(e) for e in op.output(0).shape]
+            if any(i is iv.var and shape[d] == extent for idx in idx_list for d, i in enumerate(idx)):
+                out.add(id(iv))
+    return out
+
+
+def _reduction_root(stage: Stage, iv: IterVar) -> IterVar | None:
+    """The reduction axis of ``stage`` ``iv`` (a split's parent) is or derives from, else None."""
+    reduce_ids = {id(r) for r in stage.op.reduce_axis}
+    while id(iv) not in reduce_ids:
+        for rel in stage.relations:
+            if isinstance(rel, Split) and iv in (rel.outer, rel.inner):
+                iv = rel.parent
+                break
+        else:
+            return None
+    return iv
+
+
+def _pass_up(stage: Stage, b: StageBounds, overcompute: bool = False, zero_padded: set | None = None) -> None:
     for iv in stage.leaf_iter_vars:
         v = b.leaf_value[iv]
         if isinstance(v, n.Var):
@@ -338,16 +377,21 @@ def _pass_up(stage: Stage, b: StageBounds, overcompute: bool = False) -> None:
 
     offset: dict[IterVar, n.PrimExpr] = dict(b.leaf_value)
     splits = []
+    op: ComputeOp = stage.op  # type: ignore[assignment]
     for rel in reversed(stage.relations):
         if isinstance(rel, Split):
             offset[rel.parent] = simp(offset[rel.outer] * b.extent[rel.inner] + offset[rel.inner])
             if b.extent[rel.outer] * b.extent[rel.inner] != b.extent[rel.parent]:
+                root = _reduction_root(stage, rel.parent) if zero_padded else None
+                if root is not None and id(root) in zero_padded:
+                    # a ragged reduction chunk of an on-chip stage: its extra steps read the
+                    # zero-filled overhang of an operand (a padded load), adding zero
+                    continue
                 splits.append((offset[rel.parent], b.extent[rel.parent]))
         else:
             inner_ext = b.extent[rel.inner]
             offset[rel.outer] = simp(n.FloorDiv(offset[rel.fused], n.IntImm(inner_ext)))
             offset[rel.inner] = simp(n.FloorMod(offset[rel.fused], n.IntImm(inner_ext)))
-    op: ComputeOp = stage.op  # type: ignore[assignment]
     for iv in list(op.axis) + list(op.reduce_axis):
         b.root_value[iv] = simp(b.root_min[iv] + offset[iv])
     # Guards of non-divisible splits, in terms of the leaf values.

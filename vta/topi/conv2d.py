@@ -7,7 +7,11 @@ GEMM core and the element-wise epilogue (:func:`vta.topi.requantize`) on the ALU
 :func:`vta.topi.tiling.choose_conv2d_tiling` for the active configuration. ``dilation`` spaces
 the kernel taps. Spatial tiles may be ragged (not dividing the output): the last tile computes
 on zero padding past the input (padded loads) and its store is cropped;
-:func:`choose_ragged_conv2d_tiling` chooses such tilings. :func:`schedule_conv_tiles` is the
+:func:`choose_ragged_conv2d_tiling` chooses such tilings. Channel tiles passed explicitly may be
+ragged too: past the last output block the last ``tile_co`` tile computes on weights and bias
+never loaded and its store is cropped; past the last input block the last ``tile_ci`` chunk of
+the reduction reads weights zero-filled by the load (padded rows: at most 15, the pad field),
+so the input channels there, left unloaded, add nothing. :func:`schedule_conv_tiles` is the
 schedule body shared with the grouped and transposed convolutions.
 """
 
@@ -23,6 +27,8 @@ from ..te import compute, create_schedule, reduce_axis, thread_axis
 from ..te import sum as te_sum
 from ..te.schedule import Schedule
 from ..te.tensor import ComputeOp, Tensor
+from ..tir.nodes import StringImm
+from ..transform.dma import CROP_PREFIX
 from ._traverse import OpGraph, classify
 from ._traverse import epilogue_inputs as _epilogue_inputs
 from .pad import pad
@@ -171,7 +177,7 @@ def schedule_conv2d_packed(outs: Any, tiling: Conv2DTiling | None = None) -> Sch
     inputs of the epilogue (a bias) loaded into the accumulator; the reduction is split by
     ``tile_ci`` and the (padded) input and the weights loaded per step; GEMM is tensorized at the
     batch axis; virtual threads (``cthread``) split the outer output-channel or row tiles.
-    ``tile_h``/``tile_w`` need not divide the output (ragged last tile, see the module docstring).
+    No factor needs to divide its extent (ragged last tiles, see the module docstring).
 
     Parameters
     ----------
@@ -183,8 +189,8 @@ def schedule_conv2d_packed(outs: Any, tiling: Conv2DTiling | None = None) -> Sch
     Raises
     ------
     ScheduleError
-        If the graph is not a packed convolution with element-wise stages after it, a channel
-        factor does not divide its axis, a spatial tile exceeds its extent, the virtual threads
+        If the graph is not a packed convolution with element-wise stages after it, a tile
+        exceeds its extent, the virtual threads
         do not divide the tiles, or the tiling overflows an on-chip buffer (the message names the
         buffer and by how much).
     """
@@ -252,7 +258,8 @@ def schedule_conv_tiles(graph: OpGraph, tiling: Conv2DTiling, skip_zero_taps: bo
     for cache in ewise_caches + [op.output(0) for op in graph.loads]:
         s[cache].set_scope(env.acc_scope)
         s[cache].compute_at(s[output], store_pt)
-        s[cache].pragma(s[cache].op.axis[0], env.dma_copy)
+        # past the last output channel (a ragged tile_co) nothing is stored: no need to load
+        s[cache].pragma(s[cache].op.axis[0], env.dma_copy, _crop(s[cache], 1))
     if tiling.oc_nthread > 1:
         _, v_t = s[output].split(x_co0, factor=tiling.oc_nthread)
         s[output].reorder(v_t, x_bo)
@@ -268,8 +275,11 @@ def schedule_conv_tiles(graph: OpGraph, tiling: Conv2DTiling, skip_zero_taps: bo
     s[conv].reorder(k_o0, c_bo, c_co, c_i, k_o1, d_i, d_j, c_j, c_bi, c_ci, k_i)
     s[cdata].compute_at(s[conv], k_o0)
     s[ckernel].compute_at(s[conv], k_o0)
-    s[cdata].pragma(s[cdata].op.axis[0], env.dma_copy)
-    s[ckernel].pragma(s[ckernel].op.axis[0], env.dma_copy)
+    # A ragged last channel tile (module docstring): the weights past the last input channel
+    # are zero-filled (padded rows of the weight load), so the input's channels there need not
+    # be loaded; the weights past the last output channel feed only outputs never stored.
+    s[cdata].pragma(s[cdata].op.axis[0], env.dma_copy, _crop(s[cdata], 1))
+    s[ckernel].pragma(s[ckernel].op.axis[0], env.dma_copy, _crop(s[ckernel], 0))
     if skip_zero_taps:
         s[conv].pragma(c_bi, "conv2d_transpose_gemm")
     else:
@@ -278,32 +288,52 @@ def schedule_conv_tiles(graph: OpGraph, tiling: Conv2DTiling, skip_zero_taps: bo
     return s
 
 
+#: Most zero rows a padded load fills past its data (the 4-bit y_pad field).
+_MAX_PAD = 15
+
+
+def _crop(stage, axis: int) -> StringImm:
+    """The ``dma_copy`` pragma value letting the copy crop the overhang of one of its axes
+    (:mod:`vta.transform.dma`)."""
+    return StringImm(CROP_PREFIX + stage.op.axis[axis].var.name)
+
+
 def _check_tiling(wl: Conv2DWorkload, t: Conv2DTiling, what: str = "schedule_conv2d_packed") -> None:
-    """Channel factors divide their block counts; a spatial tile may be ragged (not dividing its
-    extent: the last tile computes on zero padding and its store is cropped) but not larger than
-    the extent; virtual threads divide the tile counts."""
-    check_tiling(t, wl.out_height, wl.out_width, wl.co_blocks, wl.ci_blocks, what)
+    """Every tile may be ragged (not dividing its extent, see the module docstring) but not
+    larger than the extent; virtual threads divide the tile counts."""
+    check_tiling(t, wl.out_height, wl.out_width, wl.co_blocks, wl.ci_blocks, what, ragged_co=True, ragged_ci=True)
 
 
 def check_tiling(t: Conv2DTiling, out_height: int, out_width: int, co_blocks: int, ci_blocks: int,
-                 what: str) -> None:
+                 what: str, ragged_co: bool = False, ragged_ci: bool = False) -> None:
     """Check a convolution tiling against its extents (see :func:`schedule_conv_tiles`).
+
+    With ``ragged_co`` (``ragged_ci``) the output- (input-) channel factor need not divide its
+    block count (the last channel tile is ragged), like the spatial tiles.
 
     Raises
     ------
     ScheduleError
-        If a channel factor does not divide its block count, a spatial tile is not in
+        If a channel factor does not divide its block count (unless allowed ragged), a
+        ragged last ``tile_ci`` chunk is more than 15 blocks short, a tile is not in
         ``[1, extent]``, a thread count is not 1 or 2, or the threads do not divide the tiles.
     """
-    for name, factor, extent in (("tile_co", t.tile_co, co_blocks), ("tile_ci", t.tile_ci, ci_blocks)):
-        if factor <= 0 or extent % factor:
-            raise ScheduleError(f"{what}: {name}={factor!r} does not divide the axis extent {extent!r}")
-    for name, factor, extent in (("tile_h", t.tile_h, out_height), ("tile_w", t.tile_w, out_width)):
+    for name, factor, extent, ragged in (("tile_co", t.tile_co, co_blocks, ragged_co),
+                                         ("tile_ci", t.tile_ci, ci_blocks, ragged_ci)):
+        if not ragged and (factor <= 0 or extent % factor):
+                raise ScheduleError(f"{what}: {name}={factor!r} does not divide the axis extent {extent!r}")
+    for name, factor, extent in (("tile_co", t.tile_co, co_blocks), ("tile_ci", t.tile_ci, ci_blocks),
+                                 ("tile_h", t.tile_h, out_height), ("tile_w", t.tile_w, out_width)):
         if not 0 < factor <= extent:
             raise ScheduleError(f"{what}: {name}={factor!r} must lie in [1, {extent}]")
+    short = -ci_blocks % t.tile_ci
+    if short > _MAX_PAD:
+        raise ScheduleError(f"{what}: the last tile_ci={t.tile_ci} chunk of {ci_blocks} input blocks is {short} blocks "
+                            f"short; its weights are zero-filled by padded rows, at most {_MAX_PAD} (the 4-bit pad "
+                            f"field): choose a tile_ci leaving at most {_MAX_PAD}")
     if t.oc_nthread not in (1, 2) or t.h_nthread not in (1, 2):
         raise ScheduleError(f"{what}: thread counts {(t.oc_nthread, t.h_nthread)!r} must be 1 or 2")
-    if (co_blocks // t.tile_co) % t.oc_nthread or _ceil_div(out_height, t.tile_h) % t.h_nthread:
+    if _ceil_div(co_blocks, t.tile_co) % t.oc_nthread or _ceil_div(out_height, t.tile_h) % t.h_nthread:
         raise ScheduleError(f"{what}: {t!r} leaves tiles that the virtual threads do not divide")
 
 

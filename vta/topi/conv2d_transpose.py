@@ -313,7 +313,8 @@ def schedule_conv2d_transpose_packed(outs: Any, tiling: Conv2DTiling | None = No
     ------
     ScheduleError
         If the graph is not a packed transposed convolution with element-wise stages after it, a
-        channel factor does not divide its axis, a spatial tile is not a multiple of its stride
+        tile exceeds its extent (channel tiles may be ragged, as in
+        :func:`vta.topi.schedule_conv2d_packed`), a spatial tile is not a multiple of its stride
         (nor the whole extent), or the tiling overflows an on-chip buffer.
     """
     env = get_env()
@@ -324,7 +325,8 @@ def schedule_conv2d_transpose_packed(outs: Any, tiling: Conv2DTiling | None = No
                                    "alu_stages": ep.alu_stages})
     if tiling is None:
         tiling = choose_conv2d_transpose_tiling(env, g)
-    check_tiling(tiling, g.out_height, g.out_width, g.co_blocks, g.ci_blocks, "schedule_conv2d_transpose_packed")
+    check_tiling(tiling, g.out_height, g.out_width, g.co_blocks, g.ci_blocks, "schedule_conv2d_transpose_packed",
+                 ragged_co=True, ragged_ci=True)
     _check_stride_multiples(tiling, g)
     check_fits(env, conv2d_transpose_footprint(g, tiling), f"schedule_conv2d_transpose_packed with {tiling!r}")
     return schedule_conv_tiles(graph, tiling, skip_zero_taps=g.stride != (1, 1))

@@ -138,7 +138,9 @@ def schedule_group_conv2d_packed(outs: Any, tiling: Conv2DTiling | None = None) 
     """Schedule a packed grouped convolution and its element-wise epilogue on VTA.
 
     As :func:`vta.topi.schedule_conv2d_packed`; the tiling is chosen for one group
-    (``tile_co`` divides the output blocks of a group, ``tile_ci`` its input blocks).
+    (``tile_co`` divides the output blocks of a group; ``tile_ci`` need not divide its input
+    blocks: the last reduction chunk of a group reads zero-filled weights past the group's
+    input blocks, so the input channels it multiplies there add nothing).
 
     Parameters
     ----------
@@ -151,7 +153,7 @@ def schedule_group_conv2d_packed(outs: Any, tiling: Conv2DTiling | None = None) 
     ------
     ScheduleError
         If the graph is not a packed grouped convolution with element-wise stages after it, a
-        factor does not divide its axis (``tile_co`` the output blocks of one group), or the
+        tile exceeds its extent, ``tile_co`` does not divide the output blocks of one group, or the
         tiling overflows an on-chip buffer.
     """
     env = get_env()
@@ -160,7 +162,9 @@ def schedule_group_conv2d_packed(outs: Any, tiling: Conv2DTiling | None = None) 
     wl = epilogue_workload(graph, wl)
     if tiling is None:
         tiling = choose_conv2d_tiling(env, wl)
-    # per group: tile_co divides the output blocks of one group, so no tile straddles two groups
-    check_tiling(tiling, wl.out_height, wl.out_width, wl.co_blocks, wl.ci_blocks, "schedule_group_conv2d_packed")
+    # per group: tile_co divides the output blocks of one group, so no tile straddles two groups;
+    # tile_ci may be ragged (the weights past a group's last input block are zero-filled)
+    check_tiling(tiling, wl.out_height, wl.out_width, wl.co_blocks, wl.ci_blocks, "schedule_group_conv2d_packed",
+                 ragged_ci=True)
     check_fits(env, conv2d_footprint(wl, tiling), f"schedule_group_conv2d_packed with {tiling!r}")
     return schedule_conv_tiles(graph, tiling)

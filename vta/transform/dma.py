@@ -10,7 +10,11 @@ shape, the constant parts their element offsets. The direction comes from the sc
   2 (acc; an int8 source makes it an ``ACC_8BIT`` load). Padding is allowed on the two
   innermost dimensions outside the tile (rows and columns) and may depend on enclosing loops
   (the pad fields then hold run-time ``max(...)`` expressions); further unpadded outer
-  dimensions become host loops of padded 2-D transfers; a padded load is never folded.
+  dimensions become host loops of padded 2-D transfers; a padded load is never folded. A loop
+  further out may be zero-padded instead when the loops inside it are contiguous in DRAM (it is
+  y, they fold into x: a ragged weight chunk). A host loop may carry an overhang only if the
+  pragma's value ``"crop:<axis>[,<axis>]"`` names its axis: the transfers skip the overhang and
+  leave those on-chip elements as they were (the schedule guarantees nothing uses them).
 * acc SRAM -> DRAM: ``VTAStoreBuffer2D`` (memory type OUT) on queue 3; no padding.
 
 The on-chip side must be compact; the DRAM side must reduce to a 2-D pattern of whole tiles
@@ -140,16 +144,18 @@ def two_d_pattern(dims: list[tuple[int, int]], offset: n.PrimExpr, elem_block: i
     return x, y, stride, tile_offset, host
 
 
-def _host_loops(call_of, host: list[tuple[int, int, int]], dram_off: n.PrimExpr, sram_off: n.PrimExpr,
+def _host_loops(call_of, host: list[tuple], dram_off: n.PrimExpr, sram_off: n.PrimExpr,
                 elem_block: int) -> n.Stmt:
-    """One transfer per iteration of the host dimensions, offsets advanced on both sides."""
+    """One transfer per iteration of the host dimensions ``(extent, dram_stride, sram_stride)``
+    or, cropped, ``(extent, dram_stride, sram_stride, skip)``: the extent an expression and the
+    first ``skip`` on-chip rows of the dimension left out (the DRAM offset already skips them)."""
     hvars = [n.Var(f"dma_h{k}") for k in range(len(host))]
-    for v, (_, dstride, sstride) in zip(hvars, host):
+    for v, (_, dstride, sstride, *skip) in zip(hvars, host):
         dram_off = dram_off + v * dstride
-        sram_off = sram_off + v * (sstride * elem_block)
+        sram_off = sram_off + (v + skip[0] if skip else v) * (sstride * elem_block)
     stmt: n.Stmt = n.Evaluate(call_of(simplify(dram_off), simplify(sram_off)))
-    for v, (ext, _, _) in reversed(list(zip(hvars, host))):
-        stmt = n.For(v, n.IntImm(0), n.IntImm(ext), n.ForKind.SERIAL, stmt)
+    for v, (ext, *_) in reversed(list(zip(hvars, host))):
+        stmt = n.For(v, n.IntImm(0), n.IntImm(ext) if isinstance(ext, int) else ext, n.ForKind.SERIAL, stmt)
     return stmt
 
 
@@ -180,6 +186,17 @@ def _strip_loops(body: n.Stmt, what: str) -> tuple[list[n.For], n.Store, n.PrimE
             "pragma must sit on a copy stage's axis"
         )
     return loops, body, guard
+
+
+#: Prefix of a ``dma_copy`` pragma value naming the copy's axes whose overhang may be cropped.
+CROP_PREFIX = "crop:"
+
+
+def _croppable(value: n.PrimExpr) -> frozenset:
+    """The axis names a ``dma_copy`` pragma value ``"crop:<name>,<name>"`` lists (empty for 1)."""
+    if isinstance(value, n.StringImm) and value.value.startswith(CROP_PREFIX):
+        return frozenset(x for x in value.value[len(CROP_PREFIX):].split(",") if x)
+    return frozenset()
 
 
 def _merge_bounds(bounds: list, more: list | None, guard: n.PrimExpr, what: str) -> list:
@@ -248,6 +265,7 @@ class _DMA(StmtExprMutator):
     def _inject(self, op: n.AttrStmt) -> n.Stmt:
         axis_name = getattr(getattr(op.node, "var", op.node), "name", repr(op.node))
         loops, store, guard = _strip_loops(op.body, f"dma_copy at axis {axis_name!r}")
+        self.croppable = _croppable(op.value)
         what = f"dma_copy of buffer {store.buffer_var.name!r} at axis {axis_name!r}"
         loop_vars = [lp.loop_var for lp in loops]
         extents = [as_const_int(lp.extent) for lp in loops]
@@ -424,8 +442,15 @@ class _DMA(StmtExprMutator):
 
     def _padded_pattern(self, what, loops, extents, src_extents, src_strides, dst_strides, src_off, pad_before,
                         pad_after, elem_block):
-        """2-D pattern of a zero-padded load: the two innermost loops outside the tile are y and x;
-        further outer loops (unpadded) are returned as host dimensions."""
+        """2-D pattern of a zero-padded load: rows y and columns x, further outer loops returned as
+        host dimensions (one padded 2-D transfer per iteration).
+
+        y and x are the two innermost loops outside the tile; or, when a loop further out is
+        padded (e.g. the overhang of a ragged channel tile), that loop is y and the unpadded
+        loops inside it, contiguous in DRAM, fold into x. A host loop may carry an overhang only
+        if the pragma names it croppable (``"crop:<axis>"``): the transfers then skip it and
+        those on-chip elements are left as they were (the schedule knows nothing reads them
+        into a result)."""
         live = [i for i, e in enumerate(extents) if e != 1]
         tile, size = [], 1
         for i in reversed(live):
@@ -440,15 +465,38 @@ class _DMA(StmtExprMutator):
                     f"{what}: only the two loops outside the tile may be padded, but loop "
                     f"{loops[i].loop_var.name!r} has padding ({pad_before[i]!r}, {pad_after[i]!r})"
                 )
-        if len(outer) < 2:
+
+        def padded(i):
+            return not (is_const_int(pad_before[i], 0) and is_const_int(pad_after[i], 0))
+
+        def crop_ok(i):
+            return loops[i].loop_var.name in self.croppable
+
+        _fold([(extents[i], src_strides[i]) for i in tile], elem_block, what)
+        zero = [i for i in outer if padded(i) and not crop_ok(i)]
+        if len(outer) >= 2 and all(i in outer[-2:] for i in zero):
+            y_dims, x_dims, host_dims = [outer[-2]], [outer[-1]], outer[:-2]
+        elif len(zero) == 1:
+            k = outer.index(zero[0])
+            y_dims, x_dims, host_dims = [zero[0]], outer[k + 1:], outer[:k]
+            stride = elem_block
+            for i in reversed(x_dims):
+                if padded(i) or src_strides[i] != stride:
+                    raise ScheduleError(
+                        f"{what}: padding on loop {loops[zero[0]].loop_var.name!r} needs the loops inside it "
+                        f"unpadded and contiguous in DRAM (columns of one padded row)")
+                stride *= extents[i]
+        elif not zero:   # every padded loop is croppable: one tile per transfer
+            y_dims, x_dims, host_dims = [], [], outer
+        else:
+            names = [loops[i].loop_var.name for i in zero]
             raise ScheduleError(
-                f"{what}: a padded load needs two loops outside the tile (rows y and columns x), got {len(outer)}"
+                f"{what}: only the two innermost loops outside the tile (rows and columns), or one loop over "
+                f"contiguous columns, may be zero-padded, but loops {names!r} are padded"
             )
-        # Loops outside the padded rows and columns (e.g. several channel blocks) stay on the
-        # host: one padded 2-D transfer per iteration.
         host = []
-        for i in outer[:-2]:
-            if not (is_const_int(pad_before[i], 0) and is_const_int(pad_after[i], 0)):
+        for i in host_dims:
+            if padded(i) and not crop_ok(i):
                 raise ScheduleError(
                     f"{what}: only the two innermost loops outside the tile (rows and columns) may be padded, but "
                     f"loop {loops[i].loop_var.name!r} has padding ({pad_before[i]!r}, {pad_after[i]!r})"
@@ -458,30 +506,46 @@ class _DMA(StmtExprMutator):
                     f"{what}: loop {loops[i].loop_var.name!r} has strides {src_strides[i]} (DRAM) and "
                     f"{dst_strides[i]} (on-chip), not multiples of the {elem_block}-scalar tile"
                 )
-            host.append((extents[i], src_strides[i] // elem_block, dst_strides[i] // elem_block))
-        _fold([(extents[i], src_strides[i]) for i in tile], elem_block, what)
-        yi, xi = outer[-2:]
-        if extents[xi] > 1 and src_strides[xi] != elem_block:
-            raise ScheduleError(
-                f"{what}: the tiles of a padded row must be contiguous in DRAM, but loop "
-                f"{loops[xi].loop_var.name!r} has stride {src_strides[xi]} instead of {elem_block}"
-            )
-        if src_strides[yi] % elem_block:
-            raise ScheduleError(f"{what}: row stride {src_strides[yi]} is not a multiple of the {elem_block}-scalar tile")
+            if padded(i):   # croppable: only the rows inside the tensor are transferred
+                host.append((src_extents[i], src_strides[i] // elem_block, dst_strides[i] // elem_block,
+                             pad_before[i]))
+            else:
+                host.append((extents[i], src_strides[i] // elem_block, dst_strides[i] // elem_block))
         offset = exact_div(src_off, elem_block)
         if offset is None:
             raise ScheduleError(f"{what}: element offset {src_off!r} is not provably a multiple of the {elem_block}-scalar tile")
+        if not y_dims:
+            zero_pad = (n.IntImm(0), n.IntImm(0))
+            return n.IntImm(1), n.IntImm(1), 1, offset, zero_pad, zero_pad, host
+        yi = y_dims[0]
+        if len(x_dims) == 1:
+            xi = x_dims[0]
+            if extents[xi] > 1 and src_strides[xi] != elem_block:
+                raise ScheduleError(
+                    f"{what}: the tiles of a padded row must be contiguous in DRAM, but loop "
+                    f"{loops[xi].loop_var.name!r} has stride {src_strides[xi]} instead of {elem_block}"
+                )
+            x_size, x_pad = src_extents[xi], (pad_before[xi], pad_after[xi])
+        else:
+            cols = 1
+            for i in x_dims:
+                cols *= extents[i]
+            x_size, x_pad = n.IntImm(cols), (n.IntImm(0), n.IntImm(0))
+        if src_strides[yi] % elem_block:
+            raise ScheduleError(f"{what}: row stride {src_strides[yi]} is not a multiple of the {elem_block}-scalar tile")
         limit = (1 << 4) - 1
-        for i in outer:
-            for p in (pad_before[i], pad_after[i]):
-                hi = const_bounds(p, self.ranges)[1]
-                if hi is None or hi > limit:
-                    raise ScheduleError(
-                        f"{what}: padding {p!r} on loop {loops[i].loop_var.name!r} may exceed the 4-bit pad field "
-                        f"(max {limit})"
-                    )
-        return (src_extents[xi], src_extents[yi], src_strides[yi] // elem_block, offset,
-                (pad_before[xi], pad_after[xi]), (pad_before[yi], pad_after[yi]), host)
+        pads = [(pad_before[yi], yi), (pad_after[yi], yi)]
+        if len(x_dims) == 1:
+            pads += [(x_pad[0], x_dims[0]), (x_pad[1], x_dims[0])]
+        for p, i in pads:
+            hi = const_bounds(p, self.ranges)[1]
+            if hi is None or hi > limit:
+                raise ScheduleError(
+                    f"{what}: padding {p!r} on loop {loops[i].loop_var.name!r} may exceed the 4-bit pad field "
+                    f"(max {limit})"
+                )
+        return (x_size, src_extents[yi], src_strides[yi] // elem_block, offset,
+                x_pad, (pad_before[yi], pad_after[yi]), host)
 
     def _load(self, what, loops, extents, src_extents, store, load, dst_scope, src_scope, src_strides, src_off,
               dst_strides, dst_off, pad_before, pad_after):

@@ -49,6 +49,11 @@ def test_on_chip_stages_carry_no_guards_but_dram_readers_do():
     assert by_name["res"].conditions                     # the output's split: a cropped store
 
 
-def test_a_guard_that_crops_inside_a_tile_is_refused():
-    with make_env() as env, pytest.raises(ScheduleError, match="tile_co=3 does not divide"):
+def test_ragged_output_channel_tiles_only_where_supported():
+    # conv2d takes a ragged tile_co (tests/compiler/breadth/test_ragged_channels.py); the
+    # grouped conv2d still needs it to divide the output blocks of a group
+    with make_env() as env:
         build_case(env, "conv2d", {"ci": 16, "co": 64, "h": 7, "w": 7, "k": 3, "p": 1}, tiling=Conv2DTiling(7, 7, 3, 1))
+    with make_env() as env, pytest.raises(ScheduleError, match="tile_co=3 does not divide"):
+        build_case(env, "group_conv2d", {"ci": 32, "co": 128, "h": 4, "w": 4, "k": 3, "p": 1, "g": 2},
+                   tiling=Conv2DTiling(4, 4, 3, 1))
