@@ -1,0 +1,186 @@
+"""ResNet-18 conv layers C2-C11 as fused quantized convolutions: percent of the GEMM bound.
+
+Run: ``python benchmarks/resnet_layers.py [--quick] [--tsim] [--layers C2,C4] [--config FILE]``.
+
+Every layer of upstream's workload table (:data:`vta.dse.workloads.RESNET18_CONV`) is compiled as
+the graph layer compiles it: :func:`vta.topi.qnn.build_qconv2d` with an int32 bias, the precise
+(``fixed``) requantisation with the accumulator bound of its weights, input and output zero
+point 0, an int8 clip (the fused convolution of a network such as ``benchmarks/network.py``).
+Batch 1 (one BATCH block), seeded random int8 data and weights in [-16, 16).
+
+Per layer it prints the MACs, the GEMM bound (one GEMM micro-op per cycle: MACs / (BATCH x
+BLOCK_IN x BLOCK_OUT)), the device cycles, the percent of the bound reached, the measured
+reference of the same layer (:data:`BEFORE`, labelled with its date and the commit it was
+measured on) side by side, and the total weighted by the number of times each layer occurs in
+ResNet-18 (:data:`REPEATS`). Cycles come from the cycle model (``TARGET=model``, fast) by
+default, from tsim (the Verilated RTL, ideal memory) with ``--tsim``. ``--quick`` runs two small
+layers (C10 and C11) on the model. The output of every layer is checked against a NumPy oracle
+written here (exit status 1 on a mismatch).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+from contextlib import ExitStack
+from pathlib import Path
+
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+import numpy as np  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from vta import nd, rpc  # noqa: E402
+from vta.dse.workloads import RESNET18_CONV  # noqa: E402
+from vta.env import Environment, load_config  # noqa: E402
+from vta.testing import simulator  # noqa: E402
+from vta.topi import qnn  # noqa: E402
+
+#: Occurrences of each layer shape in ResNet-18 (the 3x3 convolutions of each stage's blocks
+#: after the first share the stage's shape; C4, C7, C10 are the 1x1/2 projection shortcuts).
+REPEATS = {"C2": 4, "C3": 1, "C4": 1, "C5": 3, "C6": 1, "C7": 1, "C8": 3, "C9": 1, "C10": 1, "C11": 3}
+
+#: Layers of ``--quick``.
+QUICK = ("C10", "C11")
+
+#: Measured reference ("before"): cycles per layer of this very benchmark on the code of main at
+#: commit 08ea605 (2026-11-25), default configuration. ``None``: not measured on that level.
+BEFORE_DATE = "2026-11-25, main at 08ea605"
+BEFORE: dict[str, dict[str, int | None]] = {
+    "model": {},
+    "tsim": {},
+}
+
+W_SCALE = 2.0 ** -7
+ACT_SCALE = 2.0 ** -3
+
+
+def layer_spec(name: str, weight: np.ndarray, env: Environment) -> qnn.QConv2DSpec:
+    """The fused convolution of layer ``name`` for weights ``weight`` (module docstring)."""
+    from vta.graph.passes.accumulator_bits import worst_accumulator_bits
+
+    h, ci, co, k, p, s = RESNET18_CONV[name]
+    bits = worst_accumulator_bits(weight, 0, None)
+    # as benchmarks/network.py: the typical accumulator (sqrt(K) x 16 x 32) lands around +-32
+    scale = 32.0 / (16 * 32 * np.sqrt(ci * k * k))
+    rq = qnn.Requant.from_scale(float(scale), mode="fixed", acc_bits=bits)
+    return qnn.QConv2DSpec(env.BATCH, ci, co, h, h, k, k, (s, s), (p, p, p, p), 0, rq, 0, (-128, 127))
+
+
+def macs(name: str, batch: int) -> int:
+    h, ci, co, k, p, s = RESNET18_CONV[name]
+    oh = (h + 2 * p - k) // s + 1
+    return batch * co * oh * oh * ci * k * k
+
+
+def _oracle(x, w, bias, spec) -> np.ndarray:
+    """int32 convolution plus bias (NumPy, plain loops over the taps), then the fixed requant."""
+    n, ci, h, wd = x.shape
+    co, _, kh, kw = w.shape
+    pt, pl, pb, pr = spec.padding
+    sh, sw = spec.strides
+    xp = np.pad(x.astype(np.int64), ((0, 0), (0, 0), (pt, pb), (pl, pr)))
+    oh, ow = spec.out_height, spec.out_width
+    acc = np.zeros((n, co, oh, ow), dtype=np.int64)
+    wf = w.astype(np.int64)
+    for di in range(kh):
+        for dj in range(kw):
+            win = xp[:, :, di:di + sh * (oh - 1) + 1:sh, dj:dj + sw * (ow - 1) + 1:sw]
+            acc += np.einsum("nchw,oc->nohw", win, wf[:, :, di, dj])
+    acc += bias.astype(np.int64)[None, :, None, None]
+    return qnn.requantize_np(acc, spec.requant, axis=1, out_zero_point=spec.output_zero_point,
+                             lo=spec.clip[0], hi=spec.clip[1])
+
+
+def run_layer(name: str, env: Environment, tmp: Path) -> dict:
+    """Compile and run layer ``name`` on ``env``'s target; its statistics and correctness."""
+    rng = np.random.default_rng(sorted(RESNET18_CONV).index(name))
+    h, ci, co, k, p, s = RESNET18_CONV[name]
+    w = rng.integers(-16, 16, size=(co, ci, k, k)).astype(np.int8)
+    x = rng.integers(-32, 32, size=(env.BATCH, ci, h, h)).astype(np.int8)
+    bias = rng.integers(-512, 512, size=co).astype(np.int32)
+    with env:
+        spec = layer_spec(name, w, env)
+        start = time.perf_counter()
+        mod, layout = qnn.build_qconv2d(spec, f"resnet_{name}")
+        build_s = time.perf_counter() - start
+        packed = layout.pack_args(data=x, weight=w, bias=bias)
+        obj = tmp / f"resnet_{name}.o"
+        mod.save(obj)
+        with ExitStack() as stack:
+            remote = stack.enter_context(rpc.LocalSession())
+            remote.upload(str(obj))
+            f = remote.load_module(obj.name)
+            dev = remote.ext_dev(0)
+            arrays = [stack.enter_context(nd.array(a, dev)) for a in packed]
+            out = stack.enter_context(nd.array(layout.empty_output(), dev))
+            simulator.clear_stats()
+            start = time.perf_counter()
+            f(*arrays, out)
+            run_s = time.perf_counter() - start
+            stats = dict(simulator.stats())
+            got = layout.unpack(out.numpy())
+    stats["correct"] = bool(np.array_equal(got, _oracle(x, w, bias, spec)))
+    stats["build_s"], stats["run_s"] = build_s, run_s
+    return stats
+
+
+def _pct(bound: int, cycles: int | None) -> str:
+    return f"{100.0 * bound / cycles:6.1f}%" if cycles else "     -"
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--quick", action="store_true", help=f"only {', '.join(QUICK)}")
+    ap.add_argument("--tsim", action="store_true", help="cycles from tsim instead of the cycle model")
+    ap.add_argument("--layers", default=None, help="comma-separated layer names (default: C2..C11)")
+    ap.add_argument("--config", default=None, help="configuration file (default: the default one)")
+    args = ap.parse_args(argv)
+    level = "tsim" if args.tsim else "model"
+    layers = args.layers.split(",") if args.layers else (list(QUICK) if args.quick else list(RESNET18_CONV))
+    for name in layers:
+        if name not in RESNET18_CONV:
+            ap.error(f"unknown layer {name!r}; accepted: {', '.join(RESNET18_CONV)}")
+    cfg = load_config(args.config)
+    cfg["TARGET"] = level
+    env = Environment(cfg)
+    block = env.BATCH * env.BLOCK_IN * env.BLOCK_OUT
+    before = BEFORE.get(level, {})
+    print(f"ResNet-18 layers, fused qnn conv2d (bias + fixed requant), {level}, "
+          f"BATCH={env.BATCH} BLOCK_IN={env.BLOCK_IN} BLOCK_OUT={env.BLOCK_OUT}")
+    print(f"before = measured reference ({BEFORE_DATE}); now = this run")
+    print(f"{'layer':<6}{'x':>3}{'MACs':>13}{'bound':>11}{'before':>11}{'now':>11}{'before%':>9}{'now%':>8}"
+          f"{'busy%':>7}{'alu/gemm':>9}  check")
+    tot = {"bound": 0, "now": 0, "before": 0, "bound_b": 0}
+    ok = True
+    with tempfile.TemporaryDirectory(prefix="vta_resnet_layers_") as tmpdir:
+        for name in layers:
+            st = run_layer(name, env, Path(tmpdir))
+            m = macs(name, env.BATCH)
+            bound = m // block
+            cyc = int(st["cycle_count"])
+            ref = before.get(name)
+            r = REPEATS[name]
+            tot["bound"] += r * bound
+            tot["now"] += r * cyc
+            if ref:
+                tot["before"] += r * ref
+                tot["bound_b"] += r * bound
+            ok &= st["correct"]
+            print(f"{name:<6}{r:>3}{m:>13,}{bound:>11,}{(ref or 0):>11,}{cyc:>11,}{_pct(bound, ref):>9}"
+                  f"{_pct(bound, cyc):>8}{100.0 * int(st.get('compute_busy_cycles', 0)) / cyc:>6.1f}%"
+                  f"{int(st.get('alu_counter', 0)) / max(int(st.get('gemm_counter', 0)), 1):>9.3f}"
+                  f"  {'ok' if st['correct'] else 'WRONG'}", flush=True)
+    print(f"weighted total ({'+'.join(f'{REPEATS[n]}x{n}' for n in layers)}): bound {tot['bound']:,} cycles, "
+          f"now {tot['now']:,} = {_pct(tot['bound'], tot['now']).strip()} of the GEMM bound; before "
+          + (f"{tot['before']:,} = {_pct(tot['bound_b'], tot['before']).strip()}" if tot["before"] else "-"))
+    print(f"outputs match the NumPy oracle: {ok}")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
