@@ -412,18 +412,21 @@ def _build(sched, pairs: list, name: str, env: Environment):
     return build(sched, [t for _, t in pairs], "ext_dev", name=name, env=env)
 
 
-def _compile(kind: str, declare, schedule, spec, name: str, env: Environment | None, what: str):
-    """Declare, schedule and build one GEMM operator; its module and ArgLayout."""
+def _compile(kind: str, declare, schedule, spec, name: str, env: Environment | None, what: str, tiling=None):
+    """Declare, schedule (with ``tiling`` when given) and build one GEMM operator; its module and
+    ArgLayout."""
     env = env or get_env()
     _check_env(env, what)
     with env:
         out, pairs = declare(spec, env)
-        mod = _build(schedule(out), pairs, name, env)
+        mod = _build(schedule(out, tiling), pairs, name, env)
     return mod, ArgLayout.for_env(kind, spec, _arg_specs(pairs), env)
 
 
-def build_qconv2d(spec, name: str, env: Environment | None = None):
+def build_qconv2d(spec, name: str, env: Environment | None = None, tiling=None):
     """Compile a fused quantized convolution (:class:`~vta.topi.qnn.QConv2DSpec`).
+
+    ``tiling`` (a :class:`~vta.topi.tiling.Conv2DTiling`, optional) overrides the chosen one.
 
     Returns
     -------
@@ -436,11 +439,13 @@ def build_qconv2d(spec, name: str, env: Environment | None = None):
         If no tiling of the layer fits the configuration's buffers, or the configuration is not
         8-bit (inputs, weights) with 32-bit accumulators.
     """
-    return _compile("conv2d", declare_qconv2d, schedule_conv2d_packed, spec, name, env, "build_qconv2d")
+    return _compile("conv2d", declare_qconv2d, schedule_conv2d_packed, spec, name, env, "build_qconv2d", tiling)
 
 
-def build_qdense(spec, name: str, env: Environment | None = None):
+def build_qdense(spec, name: str, env: Environment | None = None, tiling=None):
     """Compile a fused quantized dense layer (:class:`~vta.topi.qnn.QDenseSpec`).
+
+    ``tiling`` (a :class:`~vta.topi.tiling.DenseTiling`, optional) overrides the chosen one.
 
     Returns
     -------
@@ -451,7 +456,7 @@ def build_qdense(spec, name: str, env: Environment | None = None):
     ScheduleError
         If no tiling fits the configuration's buffers.
     """
-    return _compile("dense", declare_qdense, schedule_dense_packed, spec, name, env, "build_qdense")
+    return _compile("dense", declare_qdense, schedule_dense_packed, spec, name, env, "build_qdense", tiling)
 
 
 # -- element-wise operators without GEMM --------------------------------------------------------
