@@ -96,8 +96,9 @@ def _oracle(x, w, bias, spec) -> np.ndarray:
                              lo=spec.clip[0], hi=spec.clip[1])
 
 
-def run_layer(name: str, env: Environment, tmp: Path) -> dict:
-    """Compile and run layer ``name`` on ``env``'s target; its statistics and correctness."""
+def run_layer(name: str, env: Environment, tmp: Path, tiling=None) -> dict:
+    """Compile (with ``tiling``, or the chosen one) and run layer ``name`` on ``env``'s target;
+    its statistics and correctness."""
     rng = np.random.default_rng(sorted(RESNET18_CONV).index(name))
     h, ci, co, k, p, s = RESNET18_CONV[name]
     w = rng.integers(-16, 16, size=(co, ci, k, k)).astype(np.int8)
@@ -106,7 +107,7 @@ def run_layer(name: str, env: Environment, tmp: Path) -> dict:
     with env:
         spec = layer_spec(name, w, env)
         start = time.perf_counter()
-        mod, layout = qnn.build_qconv2d(spec, f"resnet_{name}")
+        mod, layout = qnn.build_qconv2d(spec, f"resnet_{name}", tiling=tiling)
         build_s = time.perf_counter() - start
         packed = layout.pack_args(data=x, weight=w, bias=bias)
         obj = tmp / f"resnet_{name}.o"
@@ -129,6 +130,35 @@ def run_layer(name: str, env: Environment, tmp: Path) -> dict:
     return stats
 
 
+def search(name: str, env: Environment, tmp: Path, limit: int | None = None) -> None:
+    """Every fitting tiling of layer ``name`` on ``env``'s target (the first ``limit`` in the
+    estimator's order when given): the best one against the chooser's pick."""
+    from vta.errors import ScheduleError
+    from vta.topi.qnn_build import qconv2d_workload
+    from vta.topi.tiling import choose_conv2d_tiling, conv2d_candidates, estimate_conv2d_cycles
+
+    rng = np.random.default_rng(sorted(RESNET18_CONV).index(name))
+    h, ci, co, k, p, s = RESNET18_CONV[name]
+    w = rng.integers(-16, 16, size=(co, ci, k, k)).astype(np.int8)
+    wl = qconv2d_workload(layer_spec(name, w, env), env)
+    chosen = choose_conv2d_tiling(env, wl)
+    cands = sorted(conv2d_candidates(env, wl), key=lambda t: estimate_conv2d_cycles(env, wl, t))
+    if limit:
+        cands = cands[:limit] + ([chosen] if chosen not in cands[:limit] else [])
+    start = time.perf_counter()
+    results = {}
+    for t in cands:
+        try:
+            results[t] = int(run_layer(name, env, tmp, t)["cycle_count"])
+        except ScheduleError:
+            continue
+    best = min(results, key=results.get)
+    got = results.get(chosen)
+    print(f"search {name}: {len(results)} tilings in {time.perf_counter() - start:.0f} s; best {results[best]:,} "
+          f"cycles {best}; chooser {got:,} cycles {chosen} = {100.0 * (got / results[best] - 1):+.1f}% from the best",
+          flush=True)
+
+
 def _pct(bound: int, cycles: int | None) -> str:
     return f"{100.0 * bound / cycles:6.1f}%" if cycles else "     -"
 
@@ -139,6 +169,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--tsim", action="store_true", help="cycles from tsim instead of the cycle model")
     ap.add_argument("--layers", default=None, help="comma-separated layer names (default: C2..C11)")
     ap.add_argument("--config", default=None, help="configuration file (default: the default one)")
+    ap.add_argument("--search", action="store_true",
+                    help="run every fitting tiling of each layer and compare the chooser's pick with the best")
+    ap.add_argument("--limit", type=int, default=None, help="with --search: only the estimator's best N tilings")
     args = ap.parse_args(argv)
     level = "tsim" if args.tsim else "model"
     layers = args.layers.split(",") if args.layers else (list(QUICK) if args.quick else list(RESNET18_CONV))
@@ -149,6 +182,11 @@ def main(argv: list[str] | None = None) -> int:
     cfg["TARGET"] = level
     env = Environment(cfg)
     block = env.BATCH * env.BLOCK_IN * env.BLOCK_OUT
+    if args.search:
+        with tempfile.TemporaryDirectory(prefix="vta_resnet_layers_") as tmpdir:
+            for name in layers:
+                search(name, env, Path(tmpdir), args.limit)
+        return 0
     before = BEFORE.get(level, {})
     print(f"ResNet-18 layers, fused qnn conv2d (bias + fixed requant), {level}, "
           f"BATCH={env.BATCH} BLOCK_IN={env.BLOCK_IN} BLOCK_OUT={env.BLOCK_OUT}")

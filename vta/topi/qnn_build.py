@@ -55,7 +55,7 @@ from .epilogue import BROADCAST_TAG, ELEMWISE_TAG
 from .qnn_layout import ArgLayout, ArgSpec
 from .qnn_requant import DIRECT_CLAMP, MULTIPLIER_SPLIT, PRODUCT_SHIFT, sum_fraction_bits
 
-__all__ = ["build_qadd", "build_qconv2d", "build_qdense", "declare_qconv2d", "declare_qdense"]
+__all__ = ["build_qadd", "build_qconv2d", "build_qdense", "declare_qconv2d", "declare_qdense", "qconv2d_workload"]
 
 
 def _ceil_div(x: int, b: int) -> int:
@@ -421,6 +421,26 @@ def _compile(kind: str, declare, schedule, spec, name: str, env: Environment | N
         out, pairs = declare(spec, env)
         mod = _build(schedule(out, tiling), pairs, name, env)
     return mod, ArgLayout.for_env(kind, spec, _arg_specs(pairs), env)
+
+
+def qconv2d_workload(spec, env: Environment | None = None):
+    """The :class:`~vta.topi.tiling.Conv2DWorkload` that :func:`~vta.topi.schedule_conv2d_packed`
+    tiles for the fused convolution ``spec`` (epilogue inputs, extra tiles and ALU stages
+    included), e.g. to enumerate its tilings with :func:`~vta.topi.tiling.conv2d_candidates`."""
+    from dataclasses import replace
+
+    from ._traverse import classify
+    from ._traverse import epilogue_inputs as _epilogue_inputs
+    from .conv2d import CONV2D_TAG, conv2d_workload
+
+    env = env or get_env()
+    with env:
+        out, _ = declare_qconv2d(spec, env)
+        graph = classify(out, CONV2D_TAG, "qconv2d_workload")
+        biases, residuals = _epilogue_inputs(graph, spatial_dims=(2, 3))
+        wl = conv2d_workload(graph.core, biases, residuals)
+        extra = sum(int(op.attrs.get("extra_tile", 0)) for op in graph.ewise if op.attrs)
+        return replace(wl, alu_stages=len(graph.ewise), residuals=wl.residuals + extra)
 
 
 def build_qconv2d(spec, name: str, env: Environment | None = None, tiling=None):
