@@ -53,7 +53,7 @@ from .conv2d import conv2d_packed, schedule_conv2d_packed
 from .dense import dense_packed, schedule_dense_packed
 from .epilogue import BROADCAST_TAG, ELEMWISE_TAG
 from .qnn_layout import ArgLayout, ArgSpec
-from .qnn_requant import DIRECT_CLAMP, MULTIPLIER_SPLIT, PRODUCT_SHIFT, sum_fraction_bits
+from .qnn_requant import DIRECT_CLAMP, MULTIPLIER_SPLIT, PRODUCT_SHIFT, saturating_clamp, sum_fraction_bits
 
 __all__ = ["build_qadd", "build_qconv2d", "build_qdense", "declare_qconv2d", "declare_qdense", "qconv2d_workload"]
 
@@ -201,7 +201,7 @@ class _Chain:
         return post_add
 
     def requant(self, rq, mult_t, shift_t: Tensor | None, pre_add: int = 0, post_add: int = 0,
-                bounded: bool = False) -> int:
+                bounded: bool = False, saturate: tuple | None = None) -> int:
         """``requantize(x + pre_add) + post_add`` without clip (``vta.topi.qnn`` module docstring).
 
         ``bounded``: ``|x + pre_add| < 2**16`` is known (an int8 operand), so the ``fixed`` mode
@@ -213,7 +213,21 @@ class _Chain:
         comes before the rounding (``(x + a) m = x m + a m``), ``post_add * 2**s2`` always
         (adding a multiple of ``2**s2`` commutes with the floor shift). Returns the part of
         ``post_add`` still to be added (0 when folded).
+
+        ``saturate``: ``(lo, hi)`` when the caller clips ``requantize(x) + post_add`` to
+        ``[lo, hi]`` right after. A split product (:meth:`Requant.product_shift` > 0) is then
+        replaced, when :func:`~vta.topi.qnn_requant.saturating_clamp` allows it with immediate
+        bounds, by a clamp of ``x`` (MIN, MAX) and one multiply: same clipped values.
         """
+        if (saturate is not None and not bounded and not pre_add and mult_t is None and shift_t is None
+                and rq.product_shift() > 0 and not (rq.product_shift() == MULTIPLIER_SPLIT
+                                                    and 0 in [int(v[0]) for v in rq.alu_multipliers()])):
+            # (a split multiplier with a zero half is one multiply already)
+            bounds = saturating_clamp(rq, saturate[0] - post_add, saturate[1] - post_add)
+            if bounds is not None and all(_fits_imm(b) for b in bounds):
+                self.imm("min", bounds[1])
+                self.imm("max", bounds[0])
+                bounded = True
         if rq.pre_shift and pre_add:
             self.imm("add", pre_add)
             pre_add = 0
@@ -297,7 +311,13 @@ def _epilogue(acc: Tensor, spec, bias: Tensor | None, vec_shape: tuple, residual
     # The output zero point rides on the last rounding step: the residual's if there is one.
     z_out = spec.output_zero_point
     last = spec.residual is None and inter is None
-    z_left = ch.requant(spec.requant, mult_t, shift_t, post_add=z_out if last else 0)
+    if last:
+        saturate = spec.clip
+    elif inter is not None:
+        saturate = (inter.clip[0] - inter.zero_point, inter.clip[1] - inter.zero_point)
+    else:
+        saturate = None  # a residual is added before the clip
+    z_left = ch.requant(spec.requant, mult_t, shift_t, post_add=z_out if last else 0, saturate=saturate)
     if inter is not None:
         # clip(y + z, lo, hi) - z == clip(y, lo - z, hi - z): the int8 output of the operator itself.
         ch.imm("min", inter.clip[1] - inter.zero_point)

@@ -14,7 +14,8 @@ from typing import Any
 import numpy as np
 
 __all__ = ["FIXED_BITS", "INT8_RANGE", "MAX_ROUND_SHIFT", "MODES", "MULTIPLIER_BITS", "MULTIPLIER_SPLIT", "PRODUCT_SHIFT", "Requant",
-           "accumulator_bits", "add_np", "requantize_np", "round_sum_np", "scaled_np", "sum_fraction_bits"]
+           "accumulator_bits", "add_np", "requantize_np", "round_sum_np", "saturating_clamp", "scaled_np",
+           "sum_fraction_bits"]
 
 #: The int8 range every accelerator result is clipped to.
 INT8_RANGE = (-128, 127)
@@ -253,6 +254,39 @@ class Requant:
                 s2 -= 1
         # a channel with a zero multiplier is 0 before and after any shift: none for it
         return np.where(live, rest - s2, 0).astype(np.int32), s2
+
+
+def saturating_clamp(rq: Requant, lo: int, hi: int) -> tuple[int, int] | None:
+    """Bounds ``(x_lo, x_hi)`` that an int32 operand can be clamped to before one multiply when
+    its requantised value ``y`` is clipped to ``[lo, hi]`` afterwards (``fixed`` mode, one
+    multiplier and shift, no pre-shift; None when the trick does not apply).
+
+    ``y(x) = floor((x * m + 2**(s-1)) / 2**s)`` is non-decreasing in ``x``: every ``x >= x_hi``
+    gives ``y >= hi`` and every ``x <= x_lo`` gives ``y <= lo``, so clamping ``x`` to
+    ``[x_lo, x_hi]`` leaves ``clip(y, lo, hi)`` unchanged. When ``x * m`` then stays inside int32
+    (and the rounding's first steps too), the product needs no split: one MUL instead of the
+    split forms of :meth:`Requant.product_shift`. None when the product could leave int32, for a
+    per-channel or non-``fixed`` requant, a pre-shift, or a zero multiplier.
+    """
+    if rq.mode != "fixed" or rq.per_channel or rq.pre_shift or int(lo) > int(hi):
+        return None
+    m, s = int(rq.multiplier[0]), int(rq.shift[0])
+    if m <= 0 or s < 1:
+        return None
+    half = 1 << (s - 1)
+
+    def y(x: int) -> int:
+        return (x * m + half) >> s
+
+    x_hi = -(-(int(hi) * (1 << s) - half) // m)            # smallest x with y(x) >= hi
+    x_lo = ((int(lo) + 1) * (1 << s) - half - 1) // m      # largest x with y(x) <= lo
+    if not (y(x_hi) >= hi and y(x_lo) <= lo and x_lo <= x_hi):
+        return None
+    limit = 1 << 31
+    # the product, and the product plus the rounding constant (the first shift may be 0)
+    if not (-limit <= x_lo * m - half and x_hi * m + half < limit):
+        return None
+    return x_lo, x_hi
 
 
 def _fixed(M: float, bits: int) -> tuple[int, int]:

@@ -1,0 +1,64 @@
+"""The clamp-then-multiply form of the ``fixed`` requantisation: when the result is clipped right
+after, an operand beyond the bounds of ``saturating_clamp`` saturates anyway, so clamping it first
+keeps every output and lets one multiply replace the split product. Checked with Python integers
+over the whole int32 range and end to end on fsim against the tests' oracle."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from vta.topi import qnn
+from vta.topi.qnn_requant import saturating_clamp
+
+from . import oracle
+from .conftest import run_op
+
+
+def _out(x: int, m: int, s: int, z: int, lo: int, hi: int) -> int:
+    return min(max(((x * m + (1 << (s - 1))) >> s) + z, lo), hi)
+
+
+@pytest.mark.parametrize("scale", [0.0041, 0.0123, 0.05, 0.26, 0.45, 0.0026])
+@pytest.mark.parametrize("z,lo,hi", [(0, -128, 127), (-128, -128, 127), (5, 0, 127), (-3, -128, 30)])
+def test_clamped_operand_gives_the_same_clipped_output(scale, z, lo, hi):
+    rq = qnn.Requant.from_scale(scale)
+    m, s = int(rq.multiplier[0]), int(rq.shift[0])
+    bounds = saturating_clamp(rq, lo - z, hi - z)
+    assert bounds is not None
+    x_lo, x_hi = bounds
+    assert -(1 << 31) <= x_lo * m and x_hi * m < 1 << 31  # the product stays inside int32
+    rng = np.random.default_rng(int(scale * 1e4) + z + 200)
+    xs = [int(v) for v in rng.integers(-(1 << 31), 1 << 31, size=2000)]
+    xs += [int(v) for v in rng.integers(x_lo - 300, x_hi + 300, size=2000)]
+    xs += [-(1 << 31), (1 << 31) - 1, x_lo - 1, x_lo, x_lo + 1, x_hi - 1, x_hi, x_hi + 1]
+    for x in xs:
+        assert _out(min(max(x, x_lo), x_hi), m, s, z, lo, hi) == _out(x, m, s, z, lo, hi), x
+
+
+def test_no_clamp_when_the_product_would_leave_int32():
+    # y * 2**s above 2**31 at the saturation point: the split product stays.
+    assert saturating_clamp(qnn.Requant.from_scale(1.0e-4), -128, 127) is None
+    assert saturating_clamp(qnn.Requant.from_scale([0.01, 0.02]), -128, 127) is None  # per channel
+    assert saturating_clamp(qnn.Requant.from_scale(0.01, mode="fixed8"), -128, 127) is None
+
+
+@pytest.mark.parametrize("scale,z_out,clip", [(0.006, 3, (-128, 127)), (0.031, -7, (0, 127)), (0.3, 0, (-20, 20))])
+def test_conv_with_a_clamped_single_multiply(qenv, tmp_path, scale, z_out, clip):
+    rng = np.random.default_rng(31)
+    spec = qnn.QConv2DSpec(1, 32, 16, 6, 6, 3, 3, (1, 1), (1, 1, 1, 1), 0, qnn.Requant.from_scale(scale), z_out,
+                           clip)
+    assert spec.requant.product_shift() > 0  # without the clip knowledge: a split product
+    x = rng.integers(-128, 128, size=(1, 32, 6, 6)).astype(np.int8)
+    w = rng.integers(-128, 128, size=(16, 32, 3, 3)).astype(np.int8)
+    bias = rng.integers(-20000, 20000, size=16).astype(np.int32)
+    mod, layout = qnn.build_qconv2d(spec, "qconv_clamped")
+    out, stats = run_op(mod, layout, layout.pack_args(data=x, weight=w, bias=bias), tmp_path)
+    want = oracle.finish(oracle.requant(oracle.conv_acc(x, w, bias, (1, 1), (1, 1, 1, 1), 0), spec.requant), z_out,
+                         clip)
+    got = layout.unpack(out)
+    np.testing.assert_array_equal(got, want)
+    assert (got == clip[0]).any() and (got == clip[1]).any() and ((got > clip[0]) & (got < clip[1])).any()
+    # bias, clamp (2), multiply, rounding (at most 3), clip (2): fewer ALU uops than a split product
+    entries = 36 * spec.batch * 16 // 16
+    assert stats["alu_counter"] <= 9 * entries
