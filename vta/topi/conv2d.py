@@ -160,7 +160,9 @@ def schedule_conv2d_packed(outs: Any, tiling: Conv2DTiling | None = None) -> Sch
     # a stage marked ``extra_tile`` (e.g. the split product of vta.topi.qnn) keeps a second
     # output-shaped tile live in the accumulator, like a residual
     extra = sum(int(op.attrs.get("extra_tile", 0)) for op in graph.ewise if op.attrs)
-    wl = replace(wl, alu_stages=len(graph.ewise), residuals=wl.residuals + extra)
+    # and one marked ``extra_vector`` (a constant vector built on the ALU) is budgeted like a bias
+    vectors = sum(int(op.attrs.get("extra_vector", 0)) for op in graph.ewise if op.attrs)
+    wl = replace(wl, alu_stages=len(graph.ewise), residuals=wl.residuals + extra, bias=wl.bias + vectors)
     if tiling is None:
         tiling = choose_conv2d_tiling(env, wl)
     _check_tiling(wl, tiling)

@@ -69,11 +69,27 @@ def _ints(shape) -> tuple:
 class _Chain:
     """Element-wise int32 stages appended one after another (each a separate ALU stage)."""
 
-    def __init__(self, x: Tensor, prefix: str):
+    def __init__(self, x: Tensor, prefix: str, const_shape: tuple | None = None):
         self.x = x
         self.shape = x.shape
         self.prefix = prefix
         self.count = 0
+        #: shape of the constant vectors (:meth:`constant`), None when the schedule budgets none
+        self.const_shape = const_shape
+
+    def constant(self, value: int) -> Tensor:
+        """A vector of ``value`` in the accumulator (``const_shape``: broadcast over all but the
+        lanes), built on the ALU from immediates: ``value >> 2``, then shifted left by 2
+        (``value`` a multiple of 4 below ``2**17`` in magnitude). Its stages carry the
+        ``extra_vector`` attribute so that the tiler budgets them like a bias vector."""
+        v = int(value)
+        if v % 4 or not _fits_imm(v >> 2):
+            raise ScheduleError(f"constant vector {v}: not a multiple of 4 within 2**17")
+        dt = self.x.dtype
+        c = compute(self.const_shape, lambda *i: n.const(v >> 2, dt), name=self._name("const"), tag=ELEMWISE_TAG,
+                    attrs={"extra_vector": 1})
+        return compute(self.const_shape, lambda *i: c(*i) << 2, name=self._name("const_shl"), tag=ELEMWISE_TAG,
+                       attrs={"extra_vector": 1})
 
     def _name(self, what: str) -> str:
         self.count += 1
@@ -103,6 +119,8 @@ class _Chain:
             "add": lambda *i: prev(*i) + t(*idx(i)),
             "mul": lambda *i: prev(*i) * t(*idx(i)),
             "shr": lambda *i: prev(*i) >> t(*idx(i)),
+            "min": lambda *i: te_min(prev(*i), t(*idx(i))),
+            "max": lambda *i: te_max(prev(*i), t(*idx(i))),
         }
         self.x = compute(self.shape, fns[op], name=self._name(op + "_t"), tag=BROADCAST_TAG if any(bcast) else ELEMWISE_TAG)
 
@@ -228,6 +246,12 @@ class _Chain:
                 self.imm("min", bounds[1])
                 self.imm("max", bounds[0])
                 bounded = True
+            elif bounds is not None and self.const_shape is not None:
+                wide = _widened_bounds(rq, bounds)
+                if wide is not None:
+                    self.tensor("min", self.constant(wide[1]))
+                    self.tensor("max", self.constant(wide[0]))
+                    bounded = True
         if rq.pre_shift and pre_add:
             self.imm("add", pre_add)
             pre_add = 0
@@ -279,6 +303,16 @@ class _Chain:
         return post_add
 
 
+def _widened_bounds(rq, bounds: tuple) -> tuple | None:
+    """``bounds`` rounded outwards to multiples of 4 (the form :meth:`_Chain.constant` builds),
+    None when the product of the wider bounds could leave int32."""
+    lo, hi = (bounds[0] // 4) * 4, -(-bounds[1] // 4) * 4
+    m, half = int(rq.multiplier[0]), 1 << (int(rq.shift[0]) - 1)
+    if not (-(1 << 31) <= lo * m - half and hi * m + half < (1 << 31)) or not (_fits_imm(lo >> 2) and _fits_imm(hi >> 2)):
+        return None
+    return lo, hi
+
+
 def _fits_imm(v: int) -> bool:
     """The ALU's immediate is a signed 16-bit field."""
     return -(1 << 15) <= v < (1 << 15)
@@ -291,11 +325,13 @@ def _vector_kinds(rq) -> tuple[bool, bool]:
 
 
 def _epilogue(acc: Tensor, spec, bias: Tensor | None, vec_shape: tuple, residual_shape: tuple, env: Environment,
-              placeholders: list) -> Tensor:
+              placeholders: list, const_shape: tuple | None = None) -> Tensor:
     """Bias, requantisation, residual, zero point, clip and cast after the GEMM stage ``acc``.
 
-    Appends the placeholders it creates (with their roles) to ``placeholders``."""
-    ch = _Chain(acc, "rq")
+    Appends the placeholders it creates (with their roles) to ``placeholders``. ``const_shape``:
+    the shape of constant vectors the epilogue may build on the ALU (None: none; the schedule
+    must budget their ``extra_vector`` stages)."""
+    ch = _Chain(acc, "rq", const_shape)
     if bias is not None:
         ch.tensor("add", bias)
     use_m, use_s = _vector_kinds(spec.requant)
@@ -392,7 +428,8 @@ def declare_qconv2d(spec, env: Environment) -> tuple[Tensor, list]:
     bias = placeholder(bias_shape, name="bias", dtype=env.acc_dtype)
     pairs = [("data", data), ("weight", weight), ("bias", bias)]
     conv = conv2d_packed(data, weight, spec.strides, spec.padding, env.acc_dtype)
-    out = _epilogue(conv, spec, bias, (1, cob, 1, 1, env.BATCH, env.BLOCK_OUT), _ints(conv.shape), env, pairs)
+    out = _epilogue(conv, spec, bias, (1, cob, 1, 1, env.BATCH, env.BLOCK_OUT), _ints(conv.shape), env, pairs,
+                    const_shape=(1, 1, 1, 1, env.BATCH, env.BLOCK_OUT))
     pairs.append(("out", out))
     return out, pairs
 
@@ -460,7 +497,8 @@ def qconv2d_workload(spec, env: Environment | None = None):
         biases, residuals = _epilogue_inputs(graph, spatial_dims=(2, 3))
         wl = conv2d_workload(graph.core, biases, residuals)
         extra = sum(int(op.attrs.get("extra_tile", 0)) for op in graph.ewise if op.attrs)
-        return replace(wl, alu_stages=len(graph.ewise), residuals=wl.residuals + extra)
+        vectors = sum(int(op.attrs.get("extra_vector", 0)) for op in graph.ewise if op.attrs)
+        return replace(wl, alu_stages=len(graph.ewise), residuals=wl.residuals + extra, bias=wl.bias + vectors)
 
 
 def build_qconv2d(spec, name: str, env: Environment | None = None, tiling=None):
