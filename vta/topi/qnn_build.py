@@ -76,20 +76,32 @@ class _Chain:
         self.count = 0
         #: shape of the constant vectors (:meth:`constant`), None when the schedule budgets none
         self.const_shape = const_shape
+        #: ``(lo, hi)`` when the last requantisation already lies in that range (clamped operand)
+        self.clipped: tuple | None = None
 
     def constant(self, value: int) -> Tensor:
         """A vector of ``value`` in the accumulator (``const_shape``: broadcast over all but the
-        lanes), built on the ALU from immediates: ``value >> 2``, then shifted left by 2
-        (``value`` a multiple of 4 below ``2**17`` in magnitude). Its stages carry the
-        ``extra_vector`` attribute so that the tiler budgets them like a bias vector."""
+        lanes), built on the ALU from immediates: ``value >> 2``, shifted left by 2, plus
+        ``value & 3`` (``|value| < 2**17``). Its stages carry the ``extra_vector`` attribute so
+        that the tiler budgets them like a bias vector.
+
+        Raises
+        ------
+        ScheduleError
+            If ``value`` is out of that range.
+        """
         v = int(value)
-        if v % 4 or not _fits_imm(v >> 2):
-            raise ScheduleError(f"constant vector {v}: not a multiple of 4 within 2**17")
-        dt = self.x.dtype
+        if not _fits_imm(v >> 2):
+            raise ScheduleError(f"constant vector {v}: outside +-2**17")
+        dt, attrs = self.x.dtype, {"extra_vector": 1}
         c = compute(self.const_shape, lambda *i: n.const(v >> 2, dt), name=self._name("const"), tag=ELEMWISE_TAG,
-                    attrs={"extra_vector": 1})
-        return compute(self.const_shape, lambda *i: c(*i) << 2, name=self._name("const_shl"), tag=ELEMWISE_TAG,
-                       attrs={"extra_vector": 1})
+                    attrs=attrs)
+        c4 = compute(self.const_shape, lambda *i: c(*i) << 2, name=self._name("const_shl"), tag=ELEMWISE_TAG,
+                     attrs=attrs)
+        if not v & 3:
+            return c4
+        return compute(self.const_shape, lambda *i: c4(*i) + n.const(v & 3, dt), name=self._name("const_add"),
+                       tag=ELEMWISE_TAG, attrs=attrs)
 
     def _name(self, what: str) -> str:
         self.count += 1
@@ -246,12 +258,13 @@ class _Chain:
                 self.imm("min", bounds[1])
                 self.imm("max", bounds[0])
                 bounded = True
-            elif bounds is not None and self.const_shape is not None:
-                wide = _widened_bounds(rq, bounds)
-                if wide is not None:
-                    self.tensor("min", self.constant(wide[1]))
-                    self.tensor("max", self.constant(wide[0]))
-                    bounded = True
+            elif bounds is not None and self.const_shape is not None and all(_fits_imm(b >> 2) for b in bounds):
+                self.tensor("min", self.constant(bounds[1]))
+                self.tensor("max", self.constant(bounds[0]))
+                bounded = True
+            if bounded and _exact_bounds(rq, bounds, saturate[0] - post_add, saturate[1] - post_add):
+                # y(x_lo) = lo and y(x_hi) = hi: the clip right after changes nothing
+                self.clipped = tuple(saturate)
         if rq.pre_shift and pre_add:
             self.imm("add", pre_add)
             pre_add = 0
@@ -303,14 +316,11 @@ class _Chain:
         return post_add
 
 
-def _widened_bounds(rq, bounds: tuple) -> tuple | None:
-    """``bounds`` rounded outwards to multiples of 4 (the form :meth:`_Chain.constant` builds),
-    None when the product of the wider bounds could leave int32."""
-    lo, hi = (bounds[0] // 4) * 4, -(-bounds[1] // 4) * 4
-    m, half = int(rq.multiplier[0]), 1 << (int(rq.shift[0]) - 1)
-    if not (-(1 << 31) <= lo * m - half and hi * m + half < (1 << 31)) or not (_fits_imm(lo >> 2) and _fits_imm(hi >> 2)):
-        return None
-    return lo, hi
+def _exact_bounds(rq, bounds: tuple, lo: int, hi: int) -> bool:
+    """True when the requantised clamp bounds are exactly ``lo`` and ``hi`` (so every clamped
+    operand already lands in ``[lo, hi]``)."""
+    m, s = int(rq.multiplier[0]), int(rq.shift[0])
+    return all(((b * m + (1 << (s - 1))) >> s) == v for b, v in zip(bounds, (lo, hi)))
 
 
 def _fits_imm(v: int) -> bool:
@@ -356,8 +366,10 @@ def _epilogue(acc: Tensor, spec, bias: Tensor | None, vec_shape: tuple, residual
     z_left = ch.requant(spec.requant, mult_t, shift_t, post_add=z_out if last else 0, saturate=saturate)
     if inter is not None:
         # clip(y + z, lo, hi) - z == clip(y, lo - z, hi - z): the int8 output of the operator itself.
-        ch.imm("min", inter.clip[1] - inter.zero_point)
-        ch.imm("max", inter.clip[0] - inter.zero_point)
+        if ch.clipped != saturate:
+            ch.imm("min", inter.clip[1] - inter.zero_point)
+            ch.imm("max", inter.clip[0] - inter.zero_point)
+        ch.clipped = None
         frac = sum_fraction_bits(inter.requant, spec.residual.requant) if spec.residual is not None else None
         if frac is not None:
             # both operands rescaled with frac fraction bits, then one rounding of the sum
@@ -402,8 +414,9 @@ def _finish(ch: _Chain, z_left: int, clip: tuple, env: Environment) -> Tensor:
     """The output zero point (what the rounding steps did not absorb), the clip and the cast."""
     if z_left:
         ch.imm("add", z_left)
-    ch.imm("min", clip[1])
-    ch.imm("max", clip[0])
+    if ch.clipped != tuple(clip):
+        ch.imm("min", clip[1])
+        ch.imm("max", clip[0])
     last = ch.x
     return compute(last.shape, lambda *i: last(*i).astype(env.out_dtype), name="out", tag=ELEMWISE_TAG)
 
