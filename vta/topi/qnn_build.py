@@ -41,6 +41,8 @@ plus the border correction, loaded like a residual (int32).
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from ..env import Environment, get_env
 from ..errors import ScheduleError
 from ..te import compute, create_schedule, placeholder
@@ -81,9 +83,10 @@ class _Chain:
 
     def constant(self, value: int) -> Tensor:
         """A vector of ``value`` in the accumulator (``const_shape``: broadcast over all but the
-        lanes), built on the ALU from immediates: ``value >> 2``, shifted left by 2, plus
-        ``value & 3`` (``|value| < 2**17``). Its stages carry the ``extra_vector`` attribute so
-        that the tiler budgets them like a bias vector.
+        lanes), built on the ALU from immediates: ``value >> k``, shifted left by ``k``, plus
+        ``value & (2**k - 1)``, with the least ``k <= 15`` that fits (:func:`_constant_ok`). Its
+        stages carry the ``extra_vector`` attribute so that the tiler budgets them like a bias
+        vector.
 
         Raises
         ------
@@ -91,16 +94,20 @@ class _Chain:
             If ``value`` is out of that range.
         """
         v = int(value)
-        if not _fits_imm(v >> 2):
-            raise ScheduleError(f"constant vector {v}: outside +-2**17")
+        if not _constant_ok(v):
+            raise ScheduleError(f"constant vector {v}: outside +-2**30")
+        k = next(k for k in range(16) if _fits_imm(v >> k))
         dt, attrs = self.x.dtype, {"extra_vector": 1}
-        c = compute(self.const_shape, lambda *i: n.const(v >> 2, dt), name=self._name("const"), tag=ELEMWISE_TAG,
+        c = compute(self.const_shape, lambda *i: n.const(v >> k, dt), name=self._name("const"), tag=ELEMWISE_TAG,
                     attrs=attrs)
-        c4 = compute(self.const_shape, lambda *i: c(*i) << 2, name=self._name("const_shl"), tag=ELEMWISE_TAG,
-                     attrs=attrs)
-        if not v & 3:
-            return c4
-        return compute(self.const_shape, lambda *i: c4(*i) + n.const(v & 3, dt), name=self._name("const_add"),
+        if k:
+            c0 = c
+            c = compute(self.const_shape, lambda *i: c0(*i) << k, name=self._name("const_shl"), tag=ELEMWISE_TAG,
+                        attrs=attrs)
+        rest = v & ((1 << k) - 1)
+        if not rest:
+            return c
+        return compute(self.const_shape, lambda *i: c(*i) + n.const(rest, dt), name=self._name("const_add"),
                        tag=ELEMWISE_TAG, attrs=attrs)
 
     def _name(self, what: str) -> str:
@@ -249,22 +256,34 @@ class _Chain:
         replaced, when :func:`~vta.topi.qnn_requant.saturating_clamp` allows it with immediate
         bounds, by a clamp of ``x`` (MIN, MAX) and one multiply: same clipped values.
         """
+        k0 = rq.product_shift()
         if (saturate is not None and not bounded and not pre_add and mult_t is None and shift_t is None
-                and rq.product_shift() > 0 and not (rq.product_shift() == MULTIPLIER_SPLIT
-                                                    and 0 in [int(v[0]) for v in rq.alu_multipliers()])):
+                and k0 > 0 and not (k0 == MULTIPLIER_SPLIT and 0 in [int(v[0]) for v in rq.alu_multipliers()])):
             # (a split multiplier with a zero half is one multiply already)
-            bounds = saturating_clamp(rq, saturate[0] - post_add, saturate[1] - post_add)
-            if bounds is not None and all(_fits_imm(b) for b in bounds):
-                self.imm("min", bounds[1])
-                self.imm("max", bounds[0])
-                bounded = True
-            elif bounds is not None and self.const_shape is not None and all(_fits_imm(b >> 2) for b in bounds):
-                self.tensor("min", self.constant(bounds[1]))
-                self.tensor("max", self.constant(bounds[0]))
-                bounded = True
-            if bounded and _exact_bounds(rq, bounds, saturate[0] - post_add, saturate[1] - post_add):
-                # y(x_lo) = lo and y(x_hi) = hi: the clip right after changes nothing
-                self.clipped = tuple(saturate)
+            lo_y, hi_y = saturate[0] - post_add, saturate[1] - post_add
+            bounds = saturating_clamp(rq, lo_y, hi_y)
+            narrowed = None
+            if bounds is None and k0 == PRODUCT_SHIFT:
+                # the clamped operand fits the multiplier split (|x| < 2**23): 6 steps instead of 11
+                wide = saturating_clamp(rq, lo_y, hi_y, single_multiply=False)
+                bits = max(abs(b) for b in wide).bit_length() if wide is not None else 32
+                if bits <= 23:
+                    bounds, narrowed = wide, replace(rq, acc_bits=bits)
+            if bounds is not None and (all(_fits_imm(b) for b in bounds)
+                                       or (self.const_shape is not None and all(_constant_ok(b) for b in bounds))):
+                if all(_fits_imm(b) for b in bounds):
+                    self.imm("min", bounds[1])
+                    self.imm("max", bounds[0])
+                else:
+                    self.tensor("min", self.constant(bounds[1]))
+                    self.tensor("max", self.constant(bounds[0]))
+                if narrowed is not None:
+                    rq = narrowed
+                else:
+                    bounded = True
+                if _exact_bounds(rq, bounds, lo_y, hi_y):
+                    # y(x_lo) = lo and y(x_hi) = hi: the clip right after changes nothing
+                    self.clipped = tuple(saturate)
         if rq.pre_shift and pre_add:
             self.imm("add", pre_add)
             pre_add = 0
@@ -314,6 +333,11 @@ class _Chain:
         if s2:
             self.imm("shr", s2)
         return post_add
+
+
+def _constant_ok(v: int) -> bool:
+    """Whether :meth:`_Chain.constant` builds ``v`` (``v >> 15`` fits the immediate)."""
+    return _fits_imm(int(v) >> 15)
 
 
 def _exact_bounds(rq, bounds: tuple, lo: int, hi: int) -> bool:
@@ -497,8 +521,6 @@ def qconv2d_workload(spec, env: Environment | None = None):
     """The :class:`~vta.topi.tiling.Conv2DWorkload` that :func:`~vta.topi.schedule_conv2d_packed`
     tiles for the fused convolution ``spec`` (epilogue inputs, extra tiles and ALU stages
     included), e.g. to enumerate its tilings with :func:`~vta.topi.tiling.conv2d_candidates`."""
-    from dataclasses import replace
-
     from ._traverse import classify
     from ._traverse import epilogue_inputs as _epilogue_inputs
     from .conv2d import CONV2D_TAG, conv2d_workload

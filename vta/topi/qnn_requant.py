@@ -256,7 +256,7 @@ class Requant:
         return np.where(live, rest - s2, 0).astype(np.int32), s2
 
 
-def saturating_clamp(rq: Requant, lo: int, hi: int) -> tuple[int, int] | None:
+def saturating_clamp(rq: Requant, lo: int, hi: int, single_multiply: bool = True) -> tuple[int, int] | None:
     """Bounds ``(x_lo, x_hi)`` that an int32 operand can be clamped to before one multiply when
     its requantised value ``y`` is clipped to ``[lo, hi]`` afterwards (``fixed`` mode, one
     multiplier and shift, no pre-shift; None when the trick does not apply).
@@ -265,8 +265,10 @@ def saturating_clamp(rq: Requant, lo: int, hi: int) -> tuple[int, int] | None:
     gives ``y >= hi`` and every ``x <= x_lo`` gives ``y <= lo``, so clamping ``x`` to
     ``[x_lo, x_hi]`` leaves ``clip(y, lo, hi)`` unchanged. When ``x * m`` then stays inside int32
     (and the rounding's first steps too), the product needs no split: one MUL instead of the
-    split forms of :meth:`Requant.product_shift`. None when the product could leave int32, for a
-    per-channel or non-``fixed`` requant, a pre-shift, or a zero multiplier.
+    split forms of :meth:`Requant.product_shift`. None when the product could leave int32 (only
+    checked with ``single_multiply``; without it the bounds only bound the operand, e.g. below
+    2**23 for the multiplier split), for a per-channel or non-``fixed`` requant, a pre-shift, or a
+    zero multiplier.
     """
     if rq.mode != "fixed" or rq.per_channel or rq.pre_shift or int(lo) > int(hi):
         return None
@@ -283,6 +285,8 @@ def saturating_clamp(rq: Requant, lo: int, hi: int) -> tuple[int, int] | None:
     if not (y(x_hi) >= hi and y(x_lo) <= lo and x_lo <= x_hi):
         return None
     limit = 1 << 31
+    if not single_multiply:
+        return (x_lo, x_hi) if -limit <= x_lo and x_hi < limit else None
     # the product, and the product plus the rounding constant (the first shift may be 0)
     if not (-limit <= x_lo * m - half and x_hi * m + half < limit):
         return None
