@@ -287,8 +287,10 @@ def saturating_clamp(rq: Requant, lo: int, hi: int, single_multiply: bool = True
     limit = 1 << 31
     if not single_multiply:
         return (x_lo, x_hi) if -limit <= x_lo and x_hi < limit else None
-    # the product, and the product plus the rounding constant (the first shift may be 0)
-    if not (-limit <= x_lo * m - half and x_hi * m + half < limit):
+    # the product; the rounding constant comes after a first shift (s1 >= 1) when s > 15 (the
+    # rounding shift s2 is at most 15), else it is added to the product itself
+    slack = 0 if s > MAX_ROUND_SHIFT else half
+    if not (-limit <= x_lo * m - slack and x_hi * m + slack < limit):
         return None
     return x_lo, x_hi
 

@@ -19,13 +19,15 @@ def _out(x: int, m: int, s: int, z: int, lo: int, hi: int) -> int:
     return min(max(((x * m + (1 << (s - 1))) >> s) + z, lo), hi)
 
 
-@pytest.mark.parametrize("scale", [0.0041, 0.0123, 0.05, 0.26, 0.45, 0.0026])
+@pytest.mark.parametrize("scale", [0.0041, 0.0123, 0.05, 0.26, 0.45, 0.0026, 0.0013])
 @pytest.mark.parametrize("z,lo,hi", [(0, -128, 127), (-128, -128, 127), (5, 0, 127), (-3, -128, 30)])
 def test_clamped_operand_gives_the_same_clipped_output(scale, z, lo, hi):
     rq = qnn.Requant.from_scale(scale)
     m, s = int(rq.multiplier[0]), int(rq.shift[0])
     bounds = saturating_clamp(rq, lo - z, hi - z)
-    assert bounds is not None
+    if bounds is None:  # 2**24 x 255 output steps do not fit int32
+        assert scale < 0.002 and hi - lo > 200 and z != 0
+        return
     x_lo, x_hi = bounds
     assert -(1 << 31) <= x_lo * m and x_hi * m < 1 << 31  # the product stays inside int32
     rng = np.random.default_rng(int(scale * 1e4) + z + 200)
@@ -45,7 +47,7 @@ def test_no_clamp_when_the_product_would_leave_int32():
 
 @pytest.mark.parametrize("scale,z_out,clip,uops", [(0.006, 3, (-128, 127), 7), (0.031, -7, (0, 127), 7),
                                                    (0.3, 0, (-20, 20), 7), (0.0026, -1, (-128, 127), 7),
-                                                   (0.00092, 2, (-128, 127), 12)])
+                                                   (0.0013, 0, (-128, 127), 7), (0.00092, 2, (-128, 127), 12)])
 def test_conv_with_a_clamped_single_multiply(qenv, tmp_path, scale, z_out, clip, uops):
     # 0.0026: bounds beyond the 16-bit immediate, compared with constant vectors; 0.00092: the
     # product of the clamped operand leaves int32, but the operand fits the multiplier split
