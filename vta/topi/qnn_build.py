@@ -43,6 +43,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import numpy as np
+
 from ..env import Environment, get_env
 from ..errors import ScheduleError
 from ..te import compute, create_schedule, placeholder
@@ -55,7 +57,14 @@ from .conv2d import conv2d_packed, schedule_conv2d_packed
 from .dense import dense_packed, schedule_dense_packed
 from .epilogue import BROADCAST_TAG, ELEMWISE_TAG
 from .qnn_layout import ArgLayout, ArgSpec
-from .qnn_requant import DIRECT_CLAMP, MULTIPLIER_SPLIT, PRODUCT_SHIFT, saturating_clamp, sum_fraction_bits
+from .qnn_requant import (
+    DIRECT_CLAMP,
+    MAX_ROUND_SHIFT,
+    MULTIPLIER_SPLIT,
+    PRODUCT_SHIFT,
+    saturating_clamp,
+    sum_fraction_bits,
+)
 
 __all__ = ["build_qadd", "build_qconv2d", "build_qdense", "declare_qconv2d", "declare_qdense", "qconv2d_workload"]
 
@@ -256,6 +265,15 @@ class _Chain:
         replaced, when :func:`~vta.topi.qnn_requant.saturating_clamp` allows it with immediate
         bounds, by a clamp of ``x`` (MIN, MAX) and one multiply: same clipped values.
         """
+        m0, sh0 = int(rq.multiplier[0]), int(rq.shift[0])
+        a = m0.bit_length() - 1
+        if (rq.mode == "fixed" and not rq.per_channel and not rq.pre_shift and mult_t is None and shift_t is None
+                and not pre_add and not bounded and m0 > 1 and m0 == 1 << a and sh0 > a
+                and (sh0 - a > MAX_ROUND_SHIFT or (rq.acc_bits is not None and rq.acc_bits <= 30))):
+            # m = 2**a: floor((x 2**a + 2**(s-1)) / 2**s) = floor((x + 2**(s-a-1)) / 2**(s-a)), no
+            # multiply (the rounding constant is added after a first shift, or |x| < 2**30)
+            rq = replace(rq, multiplier=np.array([1], dtype=np.int32), shift=np.array([sh0 - a], dtype=np.int32))
+            bounded = True
         k0 = rq.product_shift()
         if (saturate is not None and not bounded and not pre_add and mult_t is None and shift_t is None
                 and k0 > 0 and not (k0 == MULTIPLIER_SPLIT and 0 in [int(v[0]) for v in rq.alu_multipliers()])):

@@ -70,3 +70,21 @@ def test_conv_with_a_clamped_single_multiply(qenv, tmp_path, scale, z_out, clip,
     # product (at least 16 per entry)
     entries = 36
     assert stats["alu_counter"] <= uops * entries + 12
+
+
+@pytest.mark.parametrize("scale,acc_bits,z_out", [(2.0 ** -7, 24, 4), (2.0 ** -19, None, -3), (2.0 ** -9, 28, 0)])
+def test_conv_with_a_power_of_two_multiplier(qenv, tmp_path, scale, acc_bits, z_out):
+    # m = 2**a: the multiply folds into the rounding shift (no MUL, no split product)
+    rng = np.random.default_rng(32)
+    spec = qnn.QConv2DSpec(1, 16, 16, 5, 5, 1, 1, (1, 1), (0, 0, 0, 0), 0,
+                           qnn.Requant.from_scale(scale, acc_bits=acc_bits), z_out)
+    x = rng.integers(-128, 128, size=(1, 16, 5, 5)).astype(np.int8)
+    w = rng.integers(-128, 128, size=(16, 16, 1, 1)).astype(np.int8)
+    bias = rng.integers(-(1 << 22), 1 << 22, size=16).astype(np.int32)
+    mod, layout = qnn.build_qconv2d(spec, "qconv_pow2")
+    out, stats = run_op(mod, layout, layout.pack_args(data=x, weight=w, bias=bias), tmp_path)
+    want = oracle.finish(oracle.requant(oracle.conv_acc(x, w, bias, (1, 1), (0, 0, 0, 0), 0), spec.requant), z_out,
+                         (-128, 127))
+    np.testing.assert_array_equal(layout.unpack(out), want)
+    # bias, rounding (at most 3), clip (2)
+    assert stats["alu_counter"] <= 6 * 25
