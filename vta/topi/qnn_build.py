@@ -27,6 +27,18 @@ residual ``r``                     ACC_8BIT load, ADD -z_r, MUL m_r, rounding as
 ``+ z_out``, clip                  ADD imm, MIN imm, MAX imm; the store narrows to int8
 =================================  ==========================================================
 
+When the requantised value is clipped right after (the operator's output, or an intermediate's
+own int8 clip) and the requant is per tensor, three shortcuts keep the same outputs:
+
+* ``m = 2**a``: the multiply folds into the rounding shift (``s - a``);
+* the split product becomes a clamp of the operand to ``[x_lo, x_hi]``
+  (:func:`~vta.topi.qnn_requant.saturating_clamp`: beyond them the output saturates anyway) and
+  one MUL when ``x * m`` then fits int32 (``s <= 24`` for an int8 clip), else the multiplier
+  split (``|x| < 2**23``) instead of the 15-bit split; bounds beyond the 16-bit immediate are
+  constant vectors built on the ALU per tile (MUL 0, ADD, SHL, ADD on one entry; the stages
+  carry ``extra_vector`` and are budgeted like a bias);
+* the clamp bounds requantise exactly to the clip bounds, so the clip (MIN, MAX) is dropped.
+
 The split forms keep a second output-shaped tile in the accumulator (the stage carries the
 ``extra_tile`` attribute; the conv and dense tilers budget it like a residual).
 
