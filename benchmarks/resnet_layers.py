@@ -12,7 +12,11 @@ Per layer it prints the MACs, the GEMM bound (one GEMM micro-op per cycle: MACs 
 BLOCK_IN x BLOCK_OUT)), the device cycles, the percent of the bound reached, the measured
 reference of the same layer (:data:`BEFORE`, labelled with its date and the commit it was
 measured on) side by side, and the total weighted by the number of times each layer occurs in
-ResNet-18 (:data:`REPEATS`). Cycles come from the cycle model (``TARGET=model``, fast) by
+ResNet-18 (:data:`REPEATS`). ``busy%`` is the share of the cycles the compute unit works,
+``ceil%`` the percent of the bound the layer would reach if it never waited (GEMM, reset and the
+ALU epilogue share that unit, so the epilogue's cost caps it), ``alu/gemm`` the ALU micro-ops
+per GEMM micro-op. ``--search`` instead runs every fitting tiling of each layer (or the
+estimator's best ``--limit``) and prints how far the chooser's pick is from the best. Cycles come from the cycle model (``TARGET=model``, fast) by
 default, from tsim (the Verilated RTL, ideal memory) with ``--tsim``. ``--quick`` runs two small
 layers (C10 and C11) on the model. The output of every layer is checked against a NumPy oracle
 written here (exit status 1 on a mismatch).
@@ -192,8 +196,8 @@ def main(argv: list[str] | None = None) -> int:
           f"BATCH={env.BATCH} BLOCK_IN={env.BLOCK_IN} BLOCK_OUT={env.BLOCK_OUT}")
     print(f"before = measured reference ({BEFORE_DATE}); now = this run")
     print(f"{'layer':<6}{'x':>3}{'MACs':>13}{'bound':>11}{'before':>11}{'now':>11}{'before%':>9}{'now%':>8}"
-          f"{'busy%':>7}{'alu/gemm':>9}  check")
-    tot = {"bound": 0, "now": 0, "before": 0, "bound_b": 0}
+          f"{'busy%':>7}{'ceil%':>7}{'alu/gemm':>9}  check")
+    tot = {"bound": 0, "now": 0, "before": 0, "bound_b": 0, "busy": 0}
     ok = True
     with tempfile.TemporaryDirectory(prefix="vta_resnet_layers_") as tmpdir:
         for name in layers:
@@ -205,17 +209,20 @@ def main(argv: list[str] | None = None) -> int:
             r = REPEATS[name]
             tot["bound"] += r * bound
             tot["now"] += r * cyc
+            tot["busy"] += r * int(st.get("compute_busy_cycles", 0))
             if ref:
                 tot["before"] += r * ref
                 tot["bound_b"] += r * bound
             ok &= st["correct"]
             print(f"{name:<6}{r:>3}{m:>13,}{bound:>11,}{(ref or 0):>11,}{cyc:>11,}{_pct(bound, ref):>9}"
                   f"{_pct(bound, cyc):>8}{100.0 * int(st.get('compute_busy_cycles', 0)) / cyc:>6.1f}%"
+                  f"{_pct(bound, int(st.get('compute_busy_cycles', 0))):>7}"
                   f"{int(st.get('alu_counter', 0)) / max(int(st.get('gemm_counter', 0)), 1):>9.3f}"
                   f"  {'ok' if st['correct'] else 'WRONG'}", flush=True)
     print(f"weighted total ({'+'.join(f'{REPEATS[n]}x{n}' for n in layers)}): bound {tot['bound']:,} cycles, "
           f"now {tot['now']:,} = {_pct(tot['bound'], tot['now']).strip()} of the GEMM bound; before "
-          + (f"{tot['before']:,} = {_pct(tot['bound_b'], tot['before']).strip()}" if tot["before"] else "-"))
+          + (f"{tot['before']:,} = {_pct(tot['bound_b'], tot['before']).strip()}" if tot["before"] else "-")
+          + f"; compute-bound ceiling {_pct(tot['bound'], tot['busy']).strip()}")
     print(f"outputs match the NumPy oracle: {ok}")
     return 0 if ok else 1
 
