@@ -83,7 +83,7 @@ def macs(name: str, batch: int) -> int:
 
 def _oracle(x, w, bias, spec) -> np.ndarray:
     """int32 convolution plus bias (NumPy, plain loops over the taps), then the fixed requant."""
-    n, ci, h, wd = x.shape
+    n = x.shape[0]
     co, _, kh, kw = w.shape
     pt, pl, pb, pr = spec.padding
     sh, sw = spec.strides
@@ -96,15 +96,20 @@ def _oracle(x, w, bias, spec) -> np.ndarray:
             win = xp[:, :, di:di + sh * (oh - 1) + 1:sh, dj:dj + sw * (ow - 1) + 1:sw]
             acc += np.einsum("nchw,oc->nohw", win, wf[:, :, di, dj])
     acc += bias.astype(np.int64)[None, :, None, None]
-    return qnn.requantize_np(acc, spec.requant, axis=1, out_zero_point=spec.output_zero_point,
-                             lo=spec.clip[0], hi=spec.clip[1])
+    # the fixed mode's definition (vta.topi.qnn): exact product, round half up, zero point, clip;
+    # a multiplier of 1/2 or more (s <= 15) first clamps the accumulator to +-(2**15 - 1)
+    m, sh = int(spec.requant.multiplier[0]), int(spec.requant.shift[0])
+    if sh <= 15:
+        acc = np.clip(acc, -(1 << 15) + 1, (1 << 15) - 1)
+    y = (acc * m + (1 << (sh - 1))) >> sh
+    return np.clip(y + spec.output_zero_point, spec.clip[0], spec.clip[1])
 
 
 def run_layer(name: str, env: Environment, tmp: Path, tiling=None) -> dict:
     """Compile (with ``tiling``, or the chosen one) and run layer ``name`` on ``env``'s target;
     its statistics and correctness."""
     rng = np.random.default_rng(sorted(RESNET18_CONV).index(name))
-    h, ci, co, k, p, s = RESNET18_CONV[name]
+    h, ci, co, k, _, _ = RESNET18_CONV[name]
     w = rng.integers(-16, 16, size=(co, ci, k, k)).astype(np.int8)
     x = rng.integers(-32, 32, size=(env.BATCH, ci, h, h)).astype(np.int8)
     bias = rng.integers(-512, 512, size=co).astype(np.int32)
@@ -139,10 +144,14 @@ def search(name: str, env: Environment, tmp: Path, limit: int | None = None) -> 
     estimator's order when given): the best one against the chooser's pick."""
     from vta.errors import ScheduleError
     from vta.topi.qnn_build import qconv2d_workload
-    from vta.topi.tiling import choose_conv2d_tiling, conv2d_candidates, estimate_conv2d_cycles
+    from vta.topi.tiling import (
+        choose_conv2d_tiling,
+        conv2d_candidates,
+        estimate_conv2d_cycles,
+    )
 
     rng = np.random.default_rng(sorted(RESNET18_CONV).index(name))
-    h, ci, co, k, p, s = RESNET18_CONV[name]
+    _, ci, co, k, _, _ = RESNET18_CONV[name]
     w = rng.integers(-16, 16, size=(co, ci, k, k)).astype(np.int8)
     wl = qconv2d_workload(layer_spec(name, w, env), env)
     chosen = choose_conv2d_tiling(env, wl)

@@ -48,8 +48,8 @@ __all__ = [
     "choose_dense_tiling",
     "conv2d_candidates",
     "conv2d_footprint",
-    "estimate_conv2d_cycles",
     "dense_footprint",
+    "estimate_conv2d_cycles",
 ]
 
 #: Bytes a load moves per cycle (a 64-bit memory interface) and fixed cycles per instruction.
