@@ -301,12 +301,13 @@ class _Chain:
                     bounds, narrowed = wide, replace(rq, acc_bits=bits)
             if bounds is not None and (all(_fits_imm(b) for b in bounds)
                                        or (self.const_shape is not None and all(_constant_ok(b) for b in bounds))):
-                if all(_fits_imm(b) for b in bounds):
-                    self.imm("min", bounds[1])
-                    self.imm("max", bounds[0])
-                else:
-                    self.tensor("min", self.constant(bounds[1]))
-                    self.tensor("max", self.constant(bounds[0]))
+                # each bound an immediate when it fits (e.g. the lower one of a ReLU's clip), else a
+                # constant vector (a tensor operation: two cycles per entry instead of one)
+                for op, b in (("min", bounds[1]), ("max", bounds[0])):
+                    if _fits_imm(b):
+                        self.imm(op, b)
+                    else:
+                        self.tensor(op, self.constant(b))
                 if narrowed is not None:
                     rq = narrowed
                 else:

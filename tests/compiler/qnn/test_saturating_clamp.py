@@ -47,9 +47,11 @@ def test_no_clamp_when_the_product_would_leave_int32():
 
 @pytest.mark.parametrize("scale,z_out,clip,uops", [(0.006, 3, (-128, 127), 7), (0.031, -7, (0, 127), 7),
                                                    (0.3, 0, (-20, 20), 7), (0.0026, -1, (-128, 127), 7),
-                                                   (0.0013, 0, (-128, 127), 7), (0.00092, 2, (-128, 127), 12)])
+                                                   (0.0013, 0, (-128, 127), 7), (0.00092, 2, (-128, 127), 12),
+                                                   (0.0026, 0, (0, 127), 7)])
 def test_conv_with_a_clamped_single_multiply(qenv, tmp_path, scale, z_out, clip, uops):
-    # 0.0026: bounds beyond the 16-bit immediate, compared with constant vectors; 0.00092: the
+    # 0.0026: bounds beyond the 16-bit immediate, compared with constant vectors (with a ReLU's
+    # clip only the upper one); 0.00092: the
     # product of the clamped operand leaves int32, but the operand fits the multiplier split
     rng = np.random.default_rng(31)
     spec = qnn.QConv2DSpec(1, 32, 16, 6, 6, 3, 3, (1, 1), (1, 1, 1, 1), 0, qnn.Requant.from_scale(scale), z_out,
