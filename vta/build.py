@@ -15,7 +15,6 @@ LoopPartition, RewriteUnsafeSelect, HoistIfThenElse) are left out.
 from __future__ import annotations
 
 import contextlib
-import re
 import threading
 from dataclasses import dataclass
 from typing import Any, Iterator, Sequence
@@ -38,7 +37,11 @@ from .transform.dma import inject_dma_intrin, inject_skip_copy
 from .transform.sync import add_debug, inject_coproc_sync
 from .transform.uop import fold_uop_loop, separate_reset_kernels
 
-__all__ = ["lower", "build", "build_config", "BuildConfig", "memory_info", "phase_passes"]
+__all__ = ["lower", "build", "build_config", "BuildConfig", "memory_info", "phase_passes", "host_passes",
+           "lower_host", "build_host", "HOST_KINDS"]
+
+#: Target kinds whose code runs on the host CPU (upstream ``llvm``; host code is C here).
+HOST_KINDS = ("llvm", "c")
 
 
 @dataclass(frozen=True)
@@ -158,6 +161,73 @@ def phase_passes(env: Environment, config: BuildConfig | None = None) -> list[li
     return [phase0, phase1, phase2, phase3]
 
 
+def host_passes() -> list[Any]:
+    """The target-independent pipeline (upstream ``tvm.lower`` without the VTA passes)."""
+    return [
+        _storage_flatten_pass(),   # realize/store/load -> flat Allocate/Store/Load
+        _simplify_pass(),          # canonical index arithmetic
+        RemoveNoOp(),              # drop empty statements
+    ]
+
+
+def lower_host(sch: Any, args: Sequence[Any], name: str = "default_function") -> n.PrimFunc:
+    """Lower a schedule through the target-independent passes only (no VTA pass).
+
+    Raises
+    ------
+    TypeError
+        If ``name`` is not a non-empty str.
+    ScheduleError
+        If the schedule cannot be lowered.
+    """
+    name = _check_name(name)
+    func = _schedule_ops(sch, args, name)
+    for p in host_passes():
+        func = p(func)
+    return func.with_attr("global_symbol", name)
+
+
+def build_host(sch: Any, args: Sequence[Any], name: str = "default_function"):
+    """Compile a plain schedule for the host CPU: C from our code generator, run on the host.
+
+    The arrays it takes live on ``cpu(0)``; intermediate arrays are allocated on the C heap.
+    Nothing is offloaded: a stage scoped to an on-chip buffer or tensorized with ``env.gemm``
+    is refused by the code generator.
+
+    Returns
+    -------
+    vta.runtime.cmodule.CompiledCModule
+
+    Raises
+    ------
+    ScheduleError
+        If the schedule cannot be lowered, or a stage is placed in an on-chip buffer.
+    CodegenError
+        If the lowered function holds another construct only the accelerator path handles.
+    BuildError
+        If the C compiler fails.
+    """
+    from .codegen import CPU, build_module
+    from .errors import ScheduleError
+
+    for stage in getattr(sch, "stages", ()):
+        if stage.scope not in ("", "global"):
+            raise ScheduleError(
+                f"stage {stage.op.name!r} is placed in {stage.scope!r}, an on-chip buffer of the accelerator: "
+                f"build this schedule for ext_dev (env.target); host targets take plain schedules only")
+    func = lower_host(sch, args, name=name)
+    return build_module(func, name, device_type=CPU)
+
+
+def target_kind(target: Any) -> str:
+    """The kind (first word) of a target given as a Target, a string or None (``ext_dev``)."""
+    if target is None:
+        return "ext_dev"
+    kind = getattr(target, "kind", None)
+    text = str(kind if kind is not None else target).split()
+    return text[0] if text else ""
+
+
 def _schedule_ops(sch, args, name):
     from .te.lower import schedule_to_buffer_func
 
@@ -207,32 +277,6 @@ def lower(sch: Any, args: Sequence[Any], name: str = "default_function", simple_
     return func.with_attr("global_symbol", name)
 
 
-def _check_whole_byte_args(args: Sequence[Any], env: Environment) -> None:
-    """Refuse arguments whose elements are narrower than a byte.
-
-    A configuration with 4-bit inputs or weights (``configs/narrow.json``) packs two elements
-    per byte in DRAM, but the host arrays (``vta.nd``, NumPy underneath) hold whole bytes per
-    element, so a module taking such an argument could never be called with correct data.
-
-    Raises
-    ------
-    ScheduleError
-        If an argument's dtype is narrower than 8 bits; the message names the argument, the
-        configuration's widths and the limit.
-    """
-    from .errors import ScheduleError
-
-    for t in args:
-        dtype = str(getattr(t, "dtype", ""))
-        m = re.fullmatch(r"u?int(\d+)", dtype)
-        if m and int(m.group(1)) < 8:
-            raise ScheduleError(
-                f"vta.build: argument {getattr(t, 'name', t)!r} has sub-byte dtype {dtype}; this configuration "
-                f"(INP_WIDTH={env.INP_WIDTH}, WGT_WIDTH={env.WGT_WIDTH}, OUT_WIDTH={env.OUT_WIDTH}) packs several "
-                f"elements per byte, and host arrays hold whole bytes per element: workloads run end to end only "
-                f"on configurations with 8-bit inputs, weights and outputs")
-
-
 def build(sch: Any, args: Sequence[Any], target: Any = "ext_dev", name: str = "default_function",
           target_host: Any = None, env: Environment | None = None):
     """Lower a schedule and compile its host code into a module.
@@ -243,8 +287,10 @@ def build(sch: Any, args: Sequence[Any], target: Any = "ext_dev", name: str = "d
         The schedule.
     args : sequence of Tensor
         The function's arguments, in order.
-    target : str
-        ``"ext_dev"`` (any string starting with it is accepted, e.g. ``env.target``).
+    target : str or Target
+        ``"ext_dev"`` (any string starting with it is accepted, e.g. ``env.target``). Plain
+        schedules for the host CPU (``llvm``, ``c``, ``env.target_vta_cpu``) are built by
+        ``tvm.build`` (:func:`build_host`), as upstream builds them.
     name : str
         The entry function's symbol.
     target_host : str, optional
@@ -260,18 +306,19 @@ def build(sch: Any, args: Sequence[Any], target: Any = "ext_dev", name: str = "d
     Raises
     ------
     ScheduleError
-        If the schedule cannot be lowered, or an argument's dtype is narrower than a byte
-        (4-bit configurations such as ``configs/narrow.json``).
+        If the schedule cannot be lowered (or the host code would compute on sub-byte values:
+        4-bit tensors, as in ``configs/narrow.json``, may only be moved by VTA's DMA and computed
+        on by the GEMM; their host arrays are packed ``int4`` arrays, see :mod:`vta.nd`).
     ValueError
         If ``target`` is not ``ext_dev``.
     BuildError
         If the C compiler fails.
     """
     del target_host
-    tstr = str(getattr(target, "kind", target))
-    if not tstr.split()[0].startswith("ext_dev"):
-        raise ValueError(f"vta.build compiles for target 'ext_dev' only, got {target!r}")
-    _check_whole_byte_args(args, env or get_env())
+    kind = target_kind(target)
+    if not kind.startswith("ext_dev"):
+        hint = "; build plain schedules for the host CPU with tvm.build" if kind in HOST_KINDS else ""
+        raise ValueError(f"vta.build compiles for target 'ext_dev' only, got {str(target)!r}{hint}")
     from .codegen import build_module
 
     func = lower(sch, args, name=name, env=env)

@@ -417,6 +417,12 @@ class Environment:
         """The VTA target ``ext_dev -device=vta -keys=vta,cpu -model=<MODEL>`` (upstream ``env.target``)."""
         return target.vta(model=self.MODEL)
 
+    @property
+    def target_vta_cpu(self):
+        """The board's CPU as a target (upstream ``env.target_vta_cpu``): ``llvm -keys=arm_cpu,cpu
+        -device=arm_cpu -model=<TARGET>``; code built for it runs on the host."""
+        return target.arm_cpu(model=self.TARGET)
+
     inp_scope = "local.inp_buffer"
     wgt_scope = "local.wgt_buffer"
     acc_scope = "local.acc_buffer"

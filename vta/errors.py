@@ -61,6 +61,11 @@ class AllocationError(VTAError, MemoryError):
     """The DRAM arena cannot satisfy an allocation, or a free names no live allocation."""
 
 
+class DTypeRangeError(VTAError, ValueError):
+    """A value does not fit the array's element type, e.g. 9 for ``int4`` (range [-8, 7]); the
+    message names the value, its index and the range."""
+
+
 class TVMError(VTAError, RuntimeError):
     """An error reported by native code through the packed-function ABI (``TVMGetLastError``)."""
 

@@ -11,9 +11,13 @@ system compiler). :class:`Target` parses and prints TVM's target strings
 from __future__ import annotations
 
 import shlex
+import threading
 from typing import Any, Mapping
 
-__all__ = ["Target", "TargetKind", "vta", "create", "KNOWN_KINDS"]
+__all__ = ["Target", "TargetKind", "vta", "arm_cpu", "create", "KNOWN_KINDS"]
+
+# The stack of targets entered with ``with target:`` (innermost last), per thread.
+_scope = threading.local()
 
 #: Target kinds this namespace understands: the accelerator and the host compilers.
 KNOWN_KINDS = ("ext_dev", "llvm", "c")
@@ -107,6 +111,9 @@ class Target:
     >>> t = Target("ext_dev", host="c")
     >>> str(t.kind), str(t.host)
     ('ext_dev', 'c')
+    >>> with t:
+    ...     Target.current() is t
+    True
     """
 
     def __init__(self, target: "str | Target | Mapping[str, Any]", host: "str | Target | None" = None):
@@ -176,6 +183,42 @@ class Target:
     def __hash__(self) -> int:
         return hash((str(self), str(self.host)))
 
+    # ------------------------------------------------------------------ scope
+    def __enter__(self) -> "Target":
+        """Make this target the current one (:meth:`current`) until the ``with`` block ends."""
+        stack = getattr(_scope, "stack", None)
+        if stack is None:
+            stack = _scope.stack = []
+        stack.append(self)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        stack = getattr(_scope, "stack", None)
+        if not stack or stack[-1] is not self:
+            raise RuntimeError(f"target scopes exited out of order: {self!r} is not the innermost target")
+        stack.pop()
+
+    @staticmethod
+    def current(allow_none: bool = True) -> "Target | None":
+        """The target of the innermost ``with target:`` block of this thread.
+
+        Parameters
+        ----------
+        allow_none : bool
+            Return None outside any block (the default); with False, raise instead.
+
+        Raises
+        ------
+        ValueError
+            If no target is current and ``allow_none`` is False.
+        """
+        stack = getattr(_scope, "stack", None)
+        if stack:
+            return stack[-1]
+        if not allow_none:
+            raise ValueError("no target is current: enter one with `with tvm.target.Target(...):`")
+        return None
+
     def with_host(self, host: "str | Target") -> "Target":
         """A copy of this target with ``host`` as its host target.
 
@@ -205,6 +248,33 @@ def vta(model: str = "unknown", options: list[str] | None = None) -> Target:
     if not isinstance(model, str) or not model or any(c.isspace() for c in model):
         raise ValueError(f"a VTA model name is a non-empty word without spaces, got {model!r}")
     text = f"ext_dev -device=vta -keys=vta,cpu -model={model}"
+    if options:
+        text += " " + " ".join(options)
+    return Target(text)
+
+
+def arm_cpu(model: str = "unknown", options: list[str] | None = None) -> Target:
+    """The host CPU target of a VTA board, ``llvm -keys=arm_cpu,cpu -device=arm_cpu -model=<model>``
+    (upstream ``tvm.target.arm_cpu``; ``env.target_vta_cpu``).
+
+    Code built for it runs on the host through the C code generator (see
+    :func:`vta.build.build_host`); the model only names the board.
+
+    Parameters
+    ----------
+    model : str
+        The board or simulator name (``env.TARGET``: ``"sim"``, ``"tsim"``, ``"pynq"`` ...).
+    options : list of str, optional
+        Extra ``-key=value`` options appended to the string.
+
+    Raises
+    ------
+    ValueError
+        If ``model`` contains white space or an option is malformed.
+    """
+    if not isinstance(model, str) or not model or any(c.isspace() for c in model):
+        raise ValueError(f"a CPU model name is a non-empty word without spaces, got {model!r}")
+    text = f"llvm -keys=arm_cpu,cpu -device=arm_cpu -model={model}"
     if options:
         text += " " + " ".join(options)
     return Target(text)

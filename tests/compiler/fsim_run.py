@@ -10,6 +10,7 @@ from contextlib import ExitStack
 
 from vta import nd, rpc
 from vta.build import build, build_config
+from vta.runtime import subbyte
 from vta.testing import simulator
 
 #: The statistics upstream's tutorials print (the upstream counters).
@@ -37,8 +38,8 @@ def build_and_run(sched, args, inputs: dict, tmp_path, name: str = "default_func
                   calls: int = 1):
     """Build ``sched`` for ``ext_dev`` and call it ``calls`` times on fsim.
 
-    ``inputs`` maps argument names to NumPy arrays; every other argument is an output,
-    allocated with the tensor's shape and dtype. The object file goes to ``tmp_path``.
+    ``inputs`` maps argument names to NumPy arrays (int8 values for ``int4`` tensors); every
+    other argument is an output, allocated with the tensor's shape and dtype. The object file goes to ``tmp_path``.
 
     Returns
     -------
@@ -64,7 +65,9 @@ def build_and_run(sched, args, inputs: dict, tmp_path, name: str = "default_func
         arrays = {}
         for t in args:
             if t.name in inputs:
-                arr = nd.array(inputs[t.name], dev)
+                # sub-byte tensors (int4 on configs/narrow.json) take int8 values and pack them
+                packed = str(t.dtype) if subbyte.parse(str(t.dtype)) is not None else None
+                arr = nd.array(inputs[t.name], dev, dtype=packed)
             else:
                 arr = nd.empty(tuple(int(s) for s in t.shape), t.dtype, dev)
             arrays[t.name] = stack.enter_context(arr)

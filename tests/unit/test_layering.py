@@ -32,6 +32,7 @@ LAYERS = (
     "nd",         # tvm.nd names over the runtime's arrays
     "rpc",        # sessions, local and over sockets
     "testing",    # run(), simulator statistics, program builders
+    "rpc_client", # program_fpga / reconfig_runtime (no-ops on the simulators)
     "tir",        # the IR
     "te",         # tensor expressions and schedules
     "intrin",     # the GEMM tensor intrinsic
@@ -39,6 +40,7 @@ LAYERS = (
     "codegen",    # host C emission
     "build",      # lower() and build(): the pass pipeline
     "topi",       # operators and schedules
+    "top",        # the packed operators with upstream's signatures (over topi)
     "graph",      # whole networks: graph IR, passes, executor
     "dse",        # design-space sweeps and the RTL regression (hardware designers' tools)
     "frontend",   # model import

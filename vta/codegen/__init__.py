@@ -5,11 +5,12 @@ from __future__ import annotations
 from .c_host import emit_c
 from .common import CodegenError
 from .compile import compile_object, include_dir
+from .packed_args import CPU, EXT_DEV
 
-__all__ = ["emit_c", "compile_object", "include_dir", "CodegenError", "build_module"]
+__all__ = ["CPU", "EXT_DEV", "emit_c", "compile_object", "include_dir", "CodegenError", "build_module"]
 
 
-def build_module(func, name: str):
+def build_module(func, name: str, device_type: int = EXT_DEV):
     """Emit, compile and wrap ``func`` as the runtime's compiled C module.
 
     Parameters
@@ -18,6 +19,8 @@ def build_module(func, name: str):
         The lowered function.
     name : str
         The entry symbol.
+    device_type : int
+        Where the array arguments live: ``EXT_DEV`` (12) or ``CPU`` (1), see :func:`emit_c`.
 
     Returns
     -------
@@ -33,6 +36,6 @@ def build_module(func, name: str):
     """
     from ..runtime.cmodule import CompiledCModule
 
-    source = emit_c(func, name)
+    source = emit_c(func, name, device_type)
     obj = compile_object(source, name)
     return CompiledCModule(source, obj, entry_name=name)

@@ -11,10 +11,12 @@ from __future__ import annotations
 from ..tir import nodes as n
 from .common import CodegenError, c_string, ctype
 
-__all__ = ["arg_checks", "EXT_DEV", "CHECK_ARRAY_C"]
+__all__ = ["arg_checks", "EXT_DEV", "CPU", "CHECK_ARRAY_C"]
 
 #: Device type of ``ext_dev`` (DLPack kDLExtDev): arrays passed to VTA functions live there.
 EXT_DEV = 12
+#: Device type of the host CPU (DLPack kDLCPU): arrays passed to host-only functions live there.
+CPU = 1
 
 
 #: The C helper every entry calls once per array argument (emitted once per source file: one
@@ -23,7 +25,7 @@ EXT_DEV = 12
 CHECK_ARRAY_C = r"""
 static int vta_gen_check_array(TVMValue* args, int* type_codes, int i, const char* label, int ndim, int code,
                                int bits, int lanes, const char* dtype, const int64_t* shape, const char* shape_txt,
-                               const int64_t* strides, int first, void** data) {
+                               const int64_t* strides, int first, int dev_type, void** data) {
   if (type_codes[i] != 7 && type_codes[i] != 13 && type_codes[i] != 3)
     return vta_gen_fail("argument %d (%s) must be an array (DLTensor), got type code %d", i, label, type_codes[i]);
   DLTensor* t = (DLTensor*)args[i].v_handle;
@@ -50,9 +52,9 @@ static int vta_gen_check_array(TVMValue* args, int* type_codes, int i, const cha
   }
   if (t->byte_offset != 0)
     return vta_gen_fail("argument %d (%s) must have byte_offset 0, got %llu", i, label, (unsigned long long)t->byte_offset);
-  if (t->device.device_type != @EXT_DEV@)
-    return vta_gen_fail("argument %d (%s) must live on ext_dev (device type @EXT_DEV@), got device type %d", i, label,
-                        (int)t->device.device_type);
+  if (t->device.device_type != dev_type)
+    return vta_gen_fail("argument %d (%s) must live on %s (device type %d), got device type %d", i, label,
+                        dev_type == @EXT_DEV@ ? "ext_dev" : "cpu", dev_type, (int)t->device.device_type);
   if (first >= 0) {
     DLTensor* f = (DLTensor*)args[first].v_handle;
     if (t->device.device_id != f->device.device_id)
@@ -74,8 +76,11 @@ def _dtype_triple(dtype: str) -> tuple[int, int, int]:
 
 
 
-def arg_checks(em, func: n.PrimFunc, name: str) -> list[str]:
+def arg_checks(em, func: n.PrimFunc, name: str, device_type: int = EXT_DEV) -> list[str]:
     """C statements unpacking and checking the arguments of ``func``'s packed entry ``name``.
+
+    Array arguments must live on ``device_type`` (:data:`EXT_DEV` for accelerator functions,
+    :data:`CPU` for functions built for the host).
 
     ``em`` is the emitter (for variable names). Raises
     :class:`~vta.codegen.common.CodegenError` for a handle parameter without a buffer or a
@@ -121,7 +126,7 @@ def arg_checks(em, func: n.PrimFunc, name: str) -> list[str]:
         out.append(f"  void* {data};")
         out.append(
             f"  if (vta_gen_check_array(args, type_codes, {i}, {c_string(label)}, {len(dims)}, {code}, {bits}, {lanes}, "
-            f"{c_string(buf.dtype)}, vta_gen_shape{i}, {c_string(shape_txt)}, vta_gen_strides{i}, {first}, &{data}) != 0) "
+            f"{c_string(buf.dtype)}, vta_gen_shape{i}, {c_string(shape_txt)}, vta_gen_strides{i}, {first}, {int(device_type)}, &{data}) != 0) "
             f"return -1;"
         )
     return out

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import RPCError
-from ..runtime import Device
+from ..runtime import Device, subbyte
 from ..runtime.capture import Capture, CaptureViews
 from . import _runtime
 from .auth import SECRET_ENV, AuthError, client_handshake
@@ -149,6 +149,8 @@ class RemoteNDArray(_Remote):
     ----------
     shape : tuple of int
     dtype : str
+        As for local arrays: NumPy's name, or ``"int4"``... for packed sub-byte arrays (their
+        values cross the connection as int8 and are packed on the server).
     device : vta.runtime.Device
         The device, carrying this array's session.
     """
@@ -185,21 +187,39 @@ class RemoteNDArray(_Remote):
 
     @property
     def nbytes(self) -> int:
-        """Bytes of data."""
-        return int(np.prod(self.shape, dtype=np.int64)) * np.dtype(self.dtype).itemsize
+        """Bytes of data (packed bytes for sub-byte dtypes)."""
+        count = int(np.prod(self.shape, dtype=np.int64))
+        sub = subbyte.parse(self.dtype)
+        return subbyte.storage_nbytes(count, sub) if sub is not None else count * np.dtype(self.dtype).itemsize
 
     def copyfrom(self, source: Any) -> "RemoteNDArray":
         """Copy a NumPy array (of this shape and dtype; lists are converted) to the server.
+
+        A sub-byte array (``int4``...) takes integer values that fit (``[-8, 7]``), as locally.
 
         Raises
         ------
         ValueError
             If the shape or dtype differs.
+        DTypeRangeError
+            If a value does not fit a sub-byte dtype (checked before anything is sent).
+        TypeError
+            If a sub-byte array is given non-integer values.
         RPCError
             If the array is closed or the connection fails.
         """
         self._check_open()
         src = source.numpy() if isinstance(source, RemoteNDArray) else source
+        sub = subbyte.parse(self.dtype)
+        if sub is not None:
+            src = src.numpy() if hasattr(src, "numpy") and not isinstance(src, np.ndarray) else np.asarray(src)
+            if src.shape != self.shape:
+                raise ValueError(f"cannot copy an array of shape {src.shape} and dtype {str(src.dtype)!r} into a "
+                                 f"remote array of shape {self.shape} and dtype {self.dtype!r}")
+            subbyte.pack(src, sub)  # the range check, here rather than as a remote error
+            self._session._request("array_copyfrom", array=self,
+                                   data=np.ascontiguousarray(src.astype(sub.numpy_dtype)))
+            return self
         if not isinstance(src, np.ndarray):
             src = np.asarray(src, dtype=self.dtype)
         if src.shape != self.shape or str(src.dtype) != self.dtype:
@@ -357,7 +377,9 @@ class ClientSession:
         """
         if getattr(dev, "session", None) is not self:
             raise RPCError(f"device {dev!r} does not belong to this session")
-        return self._request("alloc_array", shape=[int(d) for d in shape], dtype=str(np.dtype(dtype)),
+        sub = subbyte.parse(dtype)
+        name = sub.name if sub is not None else str(np.dtype(dtype))
+        return self._request("alloc_array", shape=[int(d) for d in shape], dtype=name,
                              device_type=int(dev.device_type), device_id=int(dev.device_id))
 
     # ------------------------------------------------------------------ lifetime

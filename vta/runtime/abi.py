@@ -10,6 +10,8 @@ import ctypes
 
 import numpy as np
 
+from . import subbyte
+
 __all__ = [
     "DLDevice", "DLDataType", "DLTensor", "TVMValue", "TVMByteArray",
     "PackedCFunc", "GetFuncFromEnvCallback", "FuncCallCallback",
@@ -109,11 +111,16 @@ _CODE_TO_KIND = {0: "int", 1: "uint", 2: "float"}
 def dtype_to_dl(dtype) -> DLDataType:
     """Convert a NumPy dtype (or anything ``np.dtype`` accepts) to a ``DLDataType``.
 
+    Sub-byte names (``"int4"``, ``"uint4"``, 2 and 1 bits) give ``bits`` 4, 2 or 1.
+
     Raises
     ------
     TypeError
         If the dtype is not a signed or unsigned integer, bool or float type.
     """
+    sub = subbyte.parse(dtype)
+    if sub is not None:
+        return DLDataType(sub.dl_code, sub.bits, 1)
     dt = np.dtype(dtype)
     if dt.kind not in _KIND_TO_CODE:
         raise TypeError(

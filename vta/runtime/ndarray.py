@@ -8,6 +8,11 @@ physical address by subtracting the arena base.
 
 Arrays are released by :meth:`NDArray.close` (or a ``with`` block); garbage collection frees
 a forgotten one as a fallback. Devices with an RPC session delegate allocation to the session.
+
+Sub-byte dtypes (``int4`` ...; :mod:`vta.runtime.subbyte`) are stored packed, several elements
+per byte, low bits first, as TVM and VTA's DRAM lay them out: ``nbytes`` is the packed size, the
+``DLTensor`` says ``bits=4``, and the NumPy side (:meth:`NDArray.numpy`, :meth:`NDArray.copyfrom`)
+sees one ``int8`` (``uint8`` for unsigned dtypes) per element.
 """
 
 from __future__ import annotations
@@ -20,7 +25,8 @@ import numpy as np
 
 from ..dram import DRAM, global_dram
 from ..errors import DRAMAccessError, TVMError
-from .abi import ArgTypeCode, DLDevice, DLTensor, dl_to_dtype, dtype_to_dl
+from . import subbyte
+from .abi import ArgTypeCode, DLDataType, DLDevice, DLTensor, dl_to_dtype, dtype_to_dl
 from .devices import CPU, EXT_DEV, Device, cpu
 
 __all__ = ["NDArray", "array", "empty"]
@@ -38,6 +44,19 @@ def _normalise_shape(shape: Any) -> tuple[int, ...]:
     return dims
 
 
+def _resolve_dtype(dtype: Any) -> tuple[np.dtype, "subbyte.SubByteDType | None"]:
+    """``(NumPy dtype of the values, sub-byte dtype or None)`` of a dtype argument."""
+    sub = subbyte.parse(dtype)
+    if sub is not None:
+        return sub.numpy_dtype, sub
+    return np.dtype(dtype), None
+
+
+def _data_nbytes(shape: tuple[int, ...], np_dtype: np.dtype, sub: "subbyte.SubByteDType | None") -> int:
+    count = int(np.prod(shape, dtype=np.int64))
+    return subbyte.storage_nbytes(count, sub) if sub is not None else count * np_dtype.itemsize
+
+
 def _free_dram(dram: DRAM, phys: int) -> None:
     # An arena that was closed took its allocations with it; nothing is left to free.
     if not dram._closed:
@@ -51,7 +70,8 @@ class NDArray:
     ----------
     shape : tuple of int
     dtype : str
-        NumPy name of the element type (``"int8"``, ``"int32"``, ...).
+        NumPy name of the element type (``"int8"``, ``"int32"``, ...), or a sub-byte name
+        (``"int4"``, ``"uint4"``, ...) for packed arrays.
     device : Device
     """
 
@@ -59,7 +79,7 @@ class NDArray:
                  host: np.ndarray | None = None, phys: int | None = None,
                  dram: DRAM | None = None, owner: bool = True):
         self._shape = shape
-        self._np_dtype = np.dtype(dtype)
+        self._np_dtype, self._sub = _resolve_dtype(dtype)
         self._device = device
         self._host = host
         self._phys = phys
@@ -72,11 +92,14 @@ class NDArray:
             data = dram.host_address + phys
         self._dltensor = DLTensor(
             data, DLDevice(device.device_type, device.device_id), len(shape),
-            dtype_to_dl(self._np_dtype), ctypes.cast(self._shape_arr, ctypes.POINTER(ctypes.c_int64)),
+            self._dl_dtype(), ctypes.cast(self._shape_arr, ctypes.POINTER(ctypes.c_int64)),
             None, 0,
         )
         self._finalizer = (weakref.finalize(self, _free_dram, dram, phys)
                            if owner and phys is not None else None)
+
+    def _dl_dtype(self) -> DLDataType:
+        return dtype_to_dl(self._sub if self._sub is not None else self._np_dtype)
 
     # ---------------------------------------------------------------- properties
     @property
@@ -86,8 +109,8 @@ class NDArray:
 
     @property
     def dtype(self) -> str:
-        """The element type's NumPy name."""
-        return str(self._np_dtype)
+        """The element type's name (NumPy's, or ``"int4"``... for packed sub-byte arrays)."""
+        return self._sub.name if self._sub is not None else str(self._np_dtype)
 
     @property
     def device(self) -> Device:
@@ -96,8 +119,8 @@ class NDArray:
 
     @property
     def nbytes(self) -> int:
-        """Bytes of data."""
-        return int(np.prod(self._shape, dtype=np.int64)) * self._np_dtype.itemsize
+        """Bytes of data (packed bytes for sub-byte dtypes: ``ceil(size * bits / 8)``)."""
+        return _data_nbytes(self._shape, self._np_dtype, self._sub)
 
     @property
     def phys_addr(self) -> int | None:
@@ -128,12 +151,22 @@ class NDArray:
     def numpy(self) -> np.ndarray:
         """Copy the data to a new NumPy array.
 
+        A sub-byte array gives its values unpacked: ``int8`` for ``int4`` (``uint8`` for
+        unsigned dtypes), one per element.
+
         Raises
         ------
         TVMError
             If the array is closed.
         """
         self._check_open()
+        if self._sub is not None:
+            count = int(np.prod(self._shape, dtype=np.int64))
+            if self._host is not None:
+                raw = self._host
+            else:
+                raw = self._dram.read(self._phys, self.nbytes) if count else b""
+            return subbyte.unpack(raw, count, self._sub).reshape(self._shape)
         if self._host is not None:
             return self._host.copy()
         return self._dram.copy_out(self._phys, self._shape, self._np_dtype)
@@ -144,7 +177,8 @@ class NDArray:
         """Copy data in from a NumPy array, another NDArray, or anything ``np.asarray`` takes.
 
         NumPy arrays and NDArrays must match the shape and dtype exactly; other inputs (lists,
-        scalars) are converted to this array's dtype.
+        scalars) are converted to this array's dtype. A sub-byte array (``int4``...) takes any
+        integer array of its shape whose values fit (``[-8, 7]`` for ``int4``) and packs them.
 
         Returns
         -------
@@ -155,10 +189,16 @@ class NDArray:
         ------
         ValueError
             If the shape or dtype differs; the message names both.
+        DTypeRangeError
+            If a value does not fit a sub-byte dtype; the message names the range.
+        TypeError
+            If a sub-byte array is given non-integer values.
         TVMError
             If either array is closed.
         """
         self._check_open()
+        if self._sub is not None:
+            return self._copyfrom_packed(source)
         if isinstance(source, NDArray):
             src = source.numpy()
         elif isinstance(source, np.ndarray):
@@ -174,6 +214,20 @@ class NDArray:
             self._host[...] = src
         elif src.size:
             self._dram.write(self._phys, np.ascontiguousarray(src))
+        return self
+
+    def _copyfrom_packed(self, source: Any) -> "NDArray":
+        src = source.numpy() if isinstance(source, NDArray) else np.asarray(source)
+        if src.shape != self._shape:
+            raise ValueError(
+                f"cannot copy an array of shape {src.shape} and dtype {str(src.dtype)!r} into an "
+                f"NDArray of shape {self._shape} and dtype {self.dtype!r}"
+            )
+        packed = subbyte.pack(src, self._sub)
+        if self._host is not None:
+            self._host[...] = packed
+        elif packed.size:
+            self._dram.write(self._phys, packed)
         return self
 
     def copyto(self, target: "NDArray | Device") -> "NDArray":
@@ -196,7 +250,7 @@ class NDArray:
         if isinstance(target, NDArray):
             return target.copyfrom(self)
         if isinstance(target, Device):
-            return array(self.numpy(), target)
+            return array(self.numpy(), target, dtype=self.dtype)
         raise TypeError(f"copyto expects an NDArray or a Device, got {target!r}")
 
     # ---------------------------------------------------------------- lifetime
@@ -233,8 +287,11 @@ class NDArray:
             raise TVMError("a DLTensor argument is a NULL pointer")
         dl = DLTensor.from_address(address)
         shape = tuple(int(dl.shape[i]) for i in range(dl.ndim)) if dl.ndim > 0 else ()
+        sub = None
+        if int(dl.dtype.bits) < 8 and int(dl.dtype.lanes) == 1 and int(dl.dtype.code) in (0, 1):
+            sub = subbyte.parse(f"{'u' if int(dl.dtype.code) == 1 else ''}int{int(dl.dtype.bits)}")
         try:
-            dtype = dl_to_dtype(dl.dtype)
+            dtype = sub if sub is not None else dl_to_dtype(dl.dtype)
         except TypeError as exc:
             raise TVMError(f"DLTensor argument: {exc}") from exc
         if dl.strides:
@@ -246,11 +303,12 @@ class NDArray:
             if strides != expected[::-1]:
                 raise TVMError(f"DLTensor argument has non-compact strides {strides}; only compact tensors are supported")
         dev_type, dev_id = int(dl.device.device_type), int(dl.device.device_id)
-        nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+        nbytes = _data_nbytes(shape, *_resolve_dtype(dtype))
         data = (dl.data or 0) + int(dl.byte_offset)
         if dev_type == CPU:
             buf = (ctypes.c_uint8 * nbytes).from_address(data) if nbytes else bytearray()
-            host = np.frombuffer(buf, dtype=np.uint8).view(dtype).reshape(shape)
+            host = np.frombuffer(buf, dtype=np.uint8)
+            host = host if sub is not None else host.view(dtype).reshape(shape)
             return cls(shape, dtype, Device(CPU, dev_id), host=host, owner=False)
         if dev_type == EXT_DEV:
             dram = global_dram()
@@ -271,6 +329,7 @@ def empty(shape: int | Iterable[int], dtype: Any = "float32", dev: Device | None
     ----------
     shape : int or iterable of int
     dtype : str or numpy dtype
+        Also ``"int4"``, ``"uint4"`` (and 2- and 1-bit variants): packed, see the module docstring.
     dev : Device, optional
         Default ``cpu(0)``. A device with an RPC session delegates to
         ``dev.session.alloc_array(shape, dtype, dev)``.
@@ -288,16 +347,19 @@ def empty(shape: int | Iterable[int], dtype: Any = "float32", dev: Device | None
     if not isinstance(dev, Device):
         raise TypeError(f"dev must be a vta.runtime.Device, got {dev!r}")
     dims = _normalise_shape(shape)
-    np_dtype = np.dtype(dtype)
-    dtype_to_dl(np_dtype)  # reject dtypes native code cannot describe
+    np_dtype, sub = _resolve_dtype(dtype)
+    if sub is None:
+        dtype_to_dl(np_dtype)  # reject dtypes native code cannot describe
+    name = sub.name if sub is not None else str(np_dtype)
     if dev.session is not None:
-        return dev.session.alloc_array(dims, str(np_dtype), dev)
+        return dev.session.alloc_array(dims, name, dev)
+    nbytes = _data_nbytes(dims, np_dtype, sub)
     if dev.device_type == CPU:
-        return NDArray(dims, np_dtype, dev, host=np.zeros(dims, dtype=np_dtype))
+        host = np.zeros(nbytes, np.uint8) if sub is not None else np.zeros(dims, dtype=np_dtype)
+        return NDArray(dims, sub or np_dtype, dev, host=host)
     dram = global_dram()
-    nbytes = int(np.prod(dims, dtype=np.int64)) * np_dtype.itemsize
     phys = dram.alloc(max(nbytes, 1))
-    return NDArray(dims, np_dtype, dev, phys=phys, dram=dram)
+    return NDArray(dims, sub or np_dtype, dev, phys=phys, dram=dram)
 
 
 def array(source: Any, dev: Device | None = None, dtype: Any = None) -> NDArray:
@@ -309,17 +371,33 @@ def array(source: Any, dev: Device | None = None, dtype: Any = None) -> NDArray:
     dev : Device, optional
         Default ``cpu(0)``.
     dtype : optional
-        Convert to this dtype first (default: keep the source's).
+        Convert to this dtype first (default: keep the source's). A sub-byte dtype
+        (``"int4"``...) packs the source's integer values, which must fit (``[-8, 7]``).
 
     Raises
     ------
     ValueError, TypeError, AllocationError
         As for :func:`empty`.
+    DTypeRangeError
+        If a value does not fit a sub-byte ``dtype``; the message names the range.
+
+    Examples
+    --------
+    >>> a = array(np.array([-8, 7, 3], dtype=np.int8), dtype="int4")
+    >>> a.dtype, a.nbytes, a.numpy().tolist()
+    ('int4', 2, [-8, 7, 3])
     """
     if isinstance(source, NDArray):
+        if dtype is None:
+            dtype = source.dtype
         source = source.numpy()
-    src = np.asarray(source, dtype=dtype)
-    arr = empty(src.shape, src.dtype, dev)
+    if subbyte.parse(dtype) is not None:
+        src = np.asarray(source)
+        target_dtype = dtype
+    else:
+        src = np.asarray(source, dtype=dtype)
+        target_dtype = src.dtype
+    arr = empty(src.shape, target_dtype, dev)
     try:
         arr.copyfrom(src)
     except BaseException:

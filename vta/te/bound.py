@@ -211,7 +211,7 @@ def infer_bound(sch: Schedule) -> tuple[dict[Stage, StageBounds], dict]:
                     b.ranges[v] = (0, pb.extent[iv])
         _root_ranges(sch, stage, b, bodies, result, reads)
         _pass_down(stage, b)
-        _pass_up(stage, b)
+        _pass_up(stage, b, _may_overcompute(sch, stage, bodies))
         result[stage] = b
     return result, bodies
 
@@ -311,7 +311,23 @@ def _pass_down(stage: Stage, b: StageBounds) -> None:
             b.leaf_value[iv] = iv.var
 
 
-def _pass_up(stage: Stage, b: StageBounds) -> None:
+def _may_overcompute(sch: Schedule, stage: Stage, bodies: dict) -> bool:
+    """Whether ``stage`` may compute past its tensor's shape without a guard: it is realized in
+    an on-chip (non-global) scope and reads only tensors realized on chip and attached with
+    ``compute_at`` (whose regions bound inference derives from these reads), so the extra
+    elements (a consumer's partial last tile) land in its own buffer and read only elements
+    computed for them. Stages reading DRAM tensors keep their guards."""
+    if stage.scope in ("", "global"):
+        return False
+    for op in _loads_by_producer(bodies[stage.op]):
+        producer = sch.stage_map.get(op)
+        if (producer is None or isinstance(op, PlaceholderOp) or producer.scope in ("", "global")
+                or producer.attach_type != "scope"):
+            return False
+    return True
+
+
+def _pass_up(stage: Stage, b: StageBounds, overcompute: bool = False) -> None:
     for iv in stage.leaf_iter_vars:
         v = b.leaf_value[iv]
         if isinstance(v, n.Var):
@@ -338,8 +354,8 @@ def _pass_up(stage: Stage, b: StageBounds) -> None:
     for off, ext in splits:
         _add_condition(b, simp(n.LT(off, n.IntImm(ext))))
     # Guards keeping a region that overhangs the tensor (a consumer's non-divisible split)
-    # inside the tensor's shape.
-    for iv in op.axis:
+    # inside the tensor's shape (not needed for an on-chip stage reading on-chip tensors).
+    for iv in ([] if overcompute else op.axis):
         shape = as_const_int(iv.dom.extent)
         lo, hi = const_bounds(b.root_value[iv], b.ranges)
         if shape is not None and (hi is None or hi > shape - 1):

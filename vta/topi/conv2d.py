@@ -4,12 +4,17 @@ Layouts: data ``NCHWnc`` ``(N/BATCH, CI/BLOCK_IN, H, W, BATCH, BLOCK_IN)``, kern
 ``(CO/BLOCK_OUT, CI/BLOCK_IN, KH, KW, BLOCK_OUT, BLOCK_IN)``, result ``(N/BATCH, CO/BLOCK_OUT,
 OH, OW, BATCH, BLOCK_OUT)`` in ``out_dtype`` (int32). The schedule runs the convolution on the
 GEMM core and the element-wise epilogue (:func:`vta.topi.requantize`) on the ALU, tiled by
-:func:`vta.topi.tiling.choose_conv2d_tiling` for the active configuration.
+:func:`vta.topi.tiling.choose_conv2d_tiling` for the active configuration. ``dilation`` spaces
+the kernel taps. Spatial tiles may be ragged (not dividing the output): the last tile computes
+on zero padding past the input (padded loads) and its store is cropped;
+:func:`choose_ragged_conv2d_tiling` chooses such tilings. :func:`schedule_conv_tiles` is the
+schedule body shared with the grouped and transposed convolutions.
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
+from itertools import product
 from typing import Any
 
 from ..env import get_env
@@ -18,7 +23,7 @@ from ..te import compute, create_schedule, reduce_axis, thread_axis
 from ..te import sum as te_sum
 from ..te.schedule import Schedule
 from ..te.tensor import ComputeOp, Tensor
-from ._traverse import classify
+from ._traverse import OpGraph, classify
 from ._traverse import epilogue_inputs as _epilogue_inputs
 from .pad import pad
 from .tiling import (
@@ -29,7 +34,17 @@ from .tiling import (
     conv2d_footprint,
 )
 
-__all__ = ["CONV2D_TAG", "conv2d_packed", "conv2d_workload", "schedule_conv2d_packed"]
+__all__ = [
+    "CONV2D_TAG",
+    "check_tiling",
+    "choose_ragged_conv2d_tiling",
+    "conv2d_packed",
+    "conv2d_workload",
+    "dilated_extent",
+    "epilogue_workload",
+    "schedule_conv2d_packed",
+    "schedule_conv_tiles",
+]
 
 #: Tag of the convolution stage (as upstream).
 CONV2D_TAG = "conv2d_dense"
@@ -60,18 +75,22 @@ def _ints(shape) -> tuple:
     return tuple(int(s) for s in shape)
 
 
-def conv2d_packed(data: Tensor, kernel: Tensor, strides: Any, padding: Any, out_dtype: str = "int32") -> Tensor:
-    """The packed convolution ``res[b, co, i, j, bi, ci] = sum(pad(data)[b, k, i*sh+di, j*sw+dj, bi, kk]
-    * kernel[co, k, di, dj, ci, kk])`` tagged ``"conv2d_dense"``.
+def conv2d_packed(data: Tensor, kernel: Tensor, strides: Any, padding: Any, out_dtype: str = "int32",
+                  dilation: Any = 1) -> Tensor:
+    """The packed convolution ``res[b, co, i, j, bi, ci] = sum(pad(data)[b, k, i*sh+di*dh, j*sw+dj*dw,
+    bi, kk] * kernel[co, k, di, dj, ci, kk])`` tagged ``"conv2d_dense"``.
 
     Padding (an int, symmetric ``(pad_h, pad_w)``, or ``(top, left, bottom, right)``) is a
     :func:`vta.topi.pad` stage named ``pad_data`` (zeros: the hardware's padded loads).
+    ``dilation`` (an int or ``(dh, dw)``) spaces the kernel taps: the kernel covers
+    ``(KH - 1) * dh + 1`` rows of the padded input (TVM's ``dilation``).
 
     Raises
     ------
     ValueError
-        If data or kernel is not 6-D, their input channels or blocks disagree, a stride is not
-        positive, a padding negative, or the padded input is smaller than the kernel.
+        If data or kernel is not 6-D, their input channels or blocks disagree, a stride or a
+        dilation is not positive, a padding negative, or the padded input is smaller than the
+        (dilated) kernel.
     """
     if len(data.shape) != 6 or len(kernel.shape) != 6:
         raise ValueError(
@@ -82,15 +101,20 @@ def conv2d_packed(data: Tensor, kernel: Tensor, strides: Any, padding: Any, out_
     if ds[1] != ks[1] or ds[5] != ks[5]:
         raise ValueError(f"conv2d_packed: data {ds!r} and kernel {ks!r} disagree on the input channels")
     sh, sw = _pair(strides, "strides")
+    dh, dw = _pair(dilation, "dilation")
     pads = _padding(padding)
     pt, pl, pb, pr = pads
     if sh <= 0 or sw <= 0 or min(pads) < 0:
         raise ValueError(f"conv2d_packed: strides {(sh, sw)!r} must be positive and padding {padding!r} non-negative")
-    if ds[2] + pt + pb < ks[2] or ds[3] + pl + pr < ks[3]:
-        raise ValueError(f"conv2d_packed: the padded input {ds[2:4]!r} + {padding!r} is smaller than the kernel {ks[2:4]!r}")
+    if dh <= 0 or dw <= 0:
+        raise ValueError(f"conv2d_packed: dilation {(dh, dw)!r} must be positive")
+    ekh, ekw = dilated_extent(ks[2], dh), dilated_extent(ks[3], dw)
+    if ds[2] + pt + pb < ekh or ds[3] + pl + pr < ekw:
+        raise ValueError(f"conv2d_packed: the padded input {ds[2:4]!r} + {padding!r} is smaller than the "
+                         f"(dilated) kernel {(ekh, ekw)!r}")
     pad_data = pad(data, [0, 0, pt, pl, 0, 0], [0, 0, pb, pr, 0, 0], name="pad_data") if any(pads) else data
-    oh = (ds[2] + pt + pb - ks[2]) // sh + 1
-    ow = (ds[3] + pl + pr - ks[3]) // sw + 1
+    oh = (ds[2] + pt + pb - ekh) // sh + 1
+    ow = (ds[3] + pl + pr - ekw) // sw + 1
     # The symmetric pair as before; an asymmetric padding is recorded as its 4-tuple.
     ph_pw = (pt, pl) if (pt, pl) == (pb, pr) else pads
     oshape = (ds[0], ks[0], oh, ow, ds[4], ks[4])
@@ -98,13 +122,21 @@ def conv2d_packed(data: Tensor, kernel: Tensor, strides: Any, padding: Any, out_
     d_j = reduce_axis((0, ks[3]), name="d_j")
     k_o = reduce_axis((0, ds[1]), name="k_o")
     k_i = reduce_axis((0, ds[5]), name="k_i")
+    attrs = {"strides": (sh, sw), "padding": ph_pw}
+    if (dh, dw) != (1, 1):
+        attrs["dilation"] = (dh, dw)
     return compute(
         oshape,
         lambda b_o, c_o, i, j, b_i, c_i: te_sum(
-            pad_data[b_o, k_o, i * sh + d_i.var, j * sw + d_j.var, b_i, k_i].astype(out_dtype)
+            pad_data[b_o, k_o, i * sh + d_i.var * dh, j * sw + d_j.var * dw, b_i, k_i].astype(out_dtype)
             * kernel[c_o, k_o, d_i, d_j, c_i, k_i].astype(out_dtype),
             axis=[k_o, d_i, d_j, k_i]),
-        name="res_conv", tag=CONV2D_TAG, attrs={"strides": (sh, sw), "padding": ph_pw})
+        name="res_conv", tag=CONV2D_TAG, attrs=attrs)
+
+
+def dilated_extent(k: int, d: int) -> int:
+    """Input rows (or columns) a kernel of ``k`` taps spaced ``d`` apart covers: ``(k - 1) * d + 1``."""
+    return (k - 1) * d + 1
 
 
 def conv2d_workload(conv: ComputeOp, bias: int = 0, residuals: int = 0) -> Conv2DWorkload:
@@ -124,8 +156,11 @@ def conv2d_workload(conv: ComputeOp, bias: int = 0, residuals: int = 0) -> Conv2
     ks = _ints(kernel.shape)
     pads = tuple(conv.attrs["padding"])
     ds = _ints(data.shape) if not any(pads) else _ints(data.op.input_tensors[0].shape)
-    return Conv2DWorkload(ds[0], ds[1], ks[0], ds[2], ds[3], ks[2], ks[3], tuple(conv.attrs["strides"]), pads,
-                          int(bias), residuals)
+    # A dilated kernel is described by the window it covers (the input footprint and the output
+    # size are exact; the weight footprint and GEMM count are over-estimated, so fits stay safe).
+    dh, dw = tuple(conv.attrs.get("dilation", (1, 1)))
+    return Conv2DWorkload(ds[0], ds[1], ks[0], ds[2], ds[3], dilated_extent(ks[2], dh), dilated_extent(ks[3], dw),
+                          tuple(conv.attrs["strides"]), pads, int(bias), residuals)
 
 
 def schedule_conv2d_packed(outs: Any, tiling: Conv2DTiling | None = None) -> Schedule:
@@ -136,6 +171,7 @@ def schedule_conv2d_packed(outs: Any, tiling: Conv2DTiling | None = None) -> Sch
     inputs of the epilogue (a bias) loaded into the accumulator; the reduction is split by
     ``tile_ci`` and the (padded) input and the weights loaded per step; GEMM is tensorized at the
     batch axis; virtual threads (``cthread``) split the outer output-channel or row tiles.
+    ``tile_h``/``tile_w`` need not divide the output (ragged last tile, see the module docstring).
 
     Parameters
     ----------
@@ -147,27 +183,45 @@ def schedule_conv2d_packed(outs: Any, tiling: Conv2DTiling | None = None) -> Sch
     Raises
     ------
     ScheduleError
-        If the graph is not a packed convolution with element-wise stages after it, a tiling
-        factor does not divide its axis, or the tiling overflows an on-chip buffer (the message
-        names the buffer and by how much).
+        If the graph is not a packed convolution with element-wise stages after it, a channel
+        factor does not divide its axis, a spatial tile exceeds its extent, the virtual threads
+        do not divide the tiles, or the tiling overflows an on-chip buffer (the message names the
+        buffer and by how much).
     """
     env = get_env()
     graph = classify(outs, CONV2D_TAG, "schedule_conv2d_packed")
-    conv_op: ComputeOp = graph.core  # type: ignore[assignment]
-    output = graph.output
+    wl = epilogue_workload(graph, conv2d_workload(graph.core))
+    if tiling is None:
+        tiling = choose_conv2d_tiling(env, wl)
+    _check_tiling(wl, tiling)
+    check_fits(env, conv2d_footprint(wl, tiling), f"schedule_conv2d_packed with {tiling!r}")
+    return schedule_conv_tiles(graph, tiling)
+
+
+def epilogue_workload(graph: OpGraph, wl: Conv2DWorkload) -> Conv2DWorkload:
+    """``wl`` with the epilogue of ``graph`` counted: per-channel inputs (bias), output-shaped
+    inputs (residuals) and the ALU stages."""
     biases, residuals = _epilogue_inputs(graph, spatial_dims=(2, 3))
-    wl = conv2d_workload(conv_op, biases, residuals)
     # a stage marked ``extra_tile`` (e.g. the split product of vta.topi.qnn) keeps a second
     # output-shaped tile live in the accumulator, like a residual
     extra = sum(int(op.attrs.get("extra_tile", 0)) for op in graph.ewise if op.attrs)
     # and one marked ``extra_vector`` (a constant vector built on the ALU) is budgeted like a bias
     vectors = sum(int(op.attrs.get("extra_vector", 0)) for op in graph.ewise if op.attrs)
-    wl = replace(wl, alu_stages=len(graph.ewise), residuals=wl.residuals + extra, bias=wl.bias + vectors)
-    if tiling is None:
-        tiling = choose_conv2d_tiling(env, wl)
-    _check_tiling(wl, tiling)
-    check_fits(env, conv2d_footprint(wl, tiling), f"schedule_conv2d_packed with {tiling!r}")
+    return replace(wl, bias=int(biases) + vectors, residuals=residuals + extra, alu_stages=len(graph.ewise))
 
+
+def schedule_conv_tiles(graph: OpGraph, tiling: Conv2DTiling, skip_zero_taps: bool = False) -> Schedule:
+    """The VTA schedule of a packed convolution-like stage (``graph.core``: axes ``(b, co, i, j,
+    bi, ci)``, reduction ``(k_o, d_i, d_j, k_i)``, reading a (padded) input and a kernel) and
+    its epilogue, tiled by ``tiling`` (already checked by the caller).
+
+    With ``skip_zero_taps`` the GEMM is not tensorized but marked ``conv2d_transpose_gemm``:
+    the input read may be guarded (``if_then_else(cond, x, 0)`` with ``cond`` independent of the
+    tile), and the guarded-out taps emit no micro-op (InjectConv2DTransposeSkip).
+    """
+    env = get_env()
+    conv_op: ComputeOp = graph.core  # type: ignore[assignment]
+    output = graph.output
     conv = conv_op.output(0)
     s = create_schedule(output.op)
     data, kernel = conv_op.input_tensors
@@ -179,6 +233,11 @@ def schedule_conv2d_packed(outs: Any, tiling: Conv2DTiling | None = None) -> Sch
     ckernel = s.cache_read(kernel, env.wgt_scope, [conv])
     s[conv].set_scope(env.acc_scope)
     ewise_caches = [s.cache_read(t, env.acc_scope, [reader.output(0)]) for reader, t in graph.ewise_inputs]
+    # 0-D stages (a scalar operand made a tensor, as upstream's topi broadcasts did) are inlined
+    consts = [op for op in graph.ewise if not op.axis]
+    graph = replace(graph, ewise=[op for op in graph.ewise if op.axis])
+    for op in consts:
+        s[op].compute_inline()
     for op in graph.ewise:
         s[op].set_scope(env.acc_scope)
         s[op].pragma(s[op].op.axis[0], env.alu)
@@ -213,17 +272,92 @@ def schedule_conv2d_packed(outs: Any, tiling: Conv2DTiling | None = None) -> Sch
     s[ckernel].compute_at(s[conv], k_o0)
     s[cdata].pragma(s[cdata].op.axis[0], env.dma_copy)
     s[ckernel].pragma(s[ckernel].op.axis[0], env.dma_copy)
-    s[conv].tensorize(c_bi, env.gemm)
+    if skip_zero_taps:
+        s[conv].pragma(c_bi, "conv2d_transpose_gemm")
+    else:
+        s[conv].tensorize(c_bi, env.gemm)
     s[output].pragma(x_co1, env.dma_copy)
     return s
 
 
-def _check_tiling(wl: Conv2DWorkload, t: Conv2DTiling) -> None:
-    for name, factor, extent in (("tile_h", t.tile_h, wl.out_height), ("tile_w", t.tile_w, wl.out_width),
-                                 ("tile_co", t.tile_co, wl.co_blocks), ("tile_ci", t.tile_ci, wl.ci_blocks)):
+def _check_tiling(wl: Conv2DWorkload, t: Conv2DTiling, what: str = "schedule_conv2d_packed") -> None:
+    """Channel factors divide their block counts; a spatial tile may be ragged (not dividing its
+    extent: the last tile computes on zero padding and its store is cropped) but not larger than
+    the extent; virtual threads divide the tile counts."""
+    check_tiling(t, wl.out_height, wl.out_width, wl.co_blocks, wl.ci_blocks, what)
+
+
+def check_tiling(t: Conv2DTiling, out_height: int, out_width: int, co_blocks: int, ci_blocks: int,
+                 what: str) -> None:
+    """Check a convolution tiling against its extents (see :func:`schedule_conv_tiles`).
+
+    Raises
+    ------
+    ScheduleError
+        If a channel factor does not divide its block count, a spatial tile is not in
+        ``[1, extent]``, a thread count is not 1 or 2, or the threads do not divide the tiles.
+    """
+    for name, factor, extent in (("tile_co", t.tile_co, co_blocks), ("tile_ci", t.tile_ci, ci_blocks)):
         if factor <= 0 or extent % factor:
-            raise ScheduleError(f"schedule_conv2d_packed: {name}={factor!r} does not divide the axis extent {extent!r}")
+            raise ScheduleError(f"{what}: {name}={factor!r} does not divide the axis extent {extent!r}")
+    for name, factor, extent in (("tile_h", t.tile_h, out_height), ("tile_w", t.tile_w, out_width)):
+        if not 0 < factor <= extent:
+            raise ScheduleError(f"{what}: {name}={factor!r} must lie in [1, {extent}]")
     if t.oc_nthread not in (1, 2) or t.h_nthread not in (1, 2):
-        raise ScheduleError(f"schedule_conv2d_packed: thread counts {(t.oc_nthread, t.h_nthread)!r} must be 1 or 2")
-    if (wl.co_blocks // t.tile_co) % t.oc_nthread or (wl.out_height // t.tile_h) % t.h_nthread:
-        raise ScheduleError(f"schedule_conv2d_packed: {t!r} leaves tiles that the virtual threads do not divide")
+        raise ScheduleError(f"{what}: thread counts {(t.oc_nthread, t.h_nthread)!r} must be 1 or 2")
+    if (co_blocks // t.tile_co) % t.oc_nthread or _ceil_div(out_height, t.tile_h) % t.h_nthread:
+        raise ScheduleError(f"{what}: {t!r} leaves tiles that the virtual threads do not divide")
+
+
+def _ceil_div(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def fits(env: Any, footprint: dict) -> bool:
+    """Whether a footprint (:func:`~vta.topi.tiling.conv2d_footprint`) fits every buffer of ``env``."""
+    cap = {"inp": env.INP_BUFF_DEPTH, "wgt": env.WGT_BUFF_DEPTH, "acc": env.ACC_BUFF_DEPTH, "uop": env.UOP_BUFF_DEPTH}
+    return all(footprint[k] <= cap[k] for k in cap)
+
+
+def choose_ragged_conv2d_tiling(env: Any, wl: Conv2DWorkload) -> Conv2DTiling:
+    """The fitting convolution tiling with the least estimated cycles, spatial tiles of any size
+    (ragged ones included: :func:`schedule_conv_tiles` pads the last tile and crops its store).
+
+    The estimate is :func:`~vta.topi.tiling.choose_conv2d_tiling`'s model with ceil tile counts:
+    bytes loaded / 8 plus 32 cycles per instruction, plus one cycle per GEMM micro-op (the
+    overhang of ragged tiles included), the loads hidden behind the GEMMs with two virtual
+    threads. Useful where an extent has few divisors and the whole extent does not fit (e.g. 53
+    output rows: the divisor tilings have 1 or 53 rows).
+
+    Raises
+    ------
+    ScheduleError
+        If not even a 1 x 1 tiling of one channel block fits (the buffer and excess named).
+    """
+    oh, ow = wl.out_height, wl.out_width
+    padded = any(p > 0 for p in wl.pads)
+    co_divs = [d for d in range(1, wl.co_blocks + 1) if wl.co_blocks % d == 0]
+    ci_divs = [d for d in range(1, wl.ci_blocks + 1) if wl.ci_blocks % d == 0]
+    best, best_key = None, None
+    for th, tw, tco, tci, ocn, hn in product(range(1, oh + 1), range(1, ow + 1), co_divs, ci_divs, (1, 2), (1, 2)):
+        h_tiles, w_tiles = _ceil_div(oh, th), _ceil_div(ow, tw)
+        if ocn * hn > 2 or (wl.co_blocks // tco) % ocn or h_tiles % hn:
+            continue
+        t = Conv2DTiling(th, tw, tco, tci, ocn, hn)
+        if not fits(env, conv2d_footprint(wl, t)):
+            continue
+        in_h = (th - 1) * wl.stride[0] + wl.kh
+        in_w = (tw - 1) * wl.stride[1] + wl.kw
+        tiles = h_tiles * w_tiles * (wl.co_blocks // tco)
+        steps = tiles * (wl.ci_blocks // tci)
+        load = steps * tci * (in_h * in_w * env.INP_ELEM_BYTES + tco * wl.kh * wl.kw * env.WGT_ELEM_BYTES)
+        insns = steps * (2 + (tci if padded else 1)) + tiles * (tco + 6)
+        gemm = wl.n_blocks * h_tiles * th * w_tiles * tw * wl.co_blocks * wl.ci_blocks * wl.kh * wl.kw
+        mem = load / 8 + 32 * insns
+        key = (max(mem, gemm) if t.threads > 1 else mem + gemm, insns, -tw)
+        if best_key is None or key < best_key:
+            best, best_key = t, key
+    if best is None:
+        check_fits(env, conv2d_footprint(wl, Conv2DTiling(1, 1, 1, 1)), "conv2d_packed")
+        raise ScheduleError(f"conv2d_packed: no tiling of {wl!r} fits this configuration")
+    return best

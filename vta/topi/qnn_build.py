@@ -553,18 +553,13 @@ def qconv2d_workload(spec, env: Environment | None = None):
     tiles for the fused convolution ``spec`` (epilogue inputs, extra tiles and ALU stages
     included), e.g. to enumerate its tilings with :func:`~vta.topi.tiling.conv2d_candidates`."""
     from ._traverse import classify
-    from ._traverse import epilogue_inputs as _epilogue_inputs
-    from .conv2d import CONV2D_TAG, conv2d_workload
+    from .conv2d import CONV2D_TAG, conv2d_workload, epilogue_workload
 
     env = env or get_env()
     with env:
         out, _ = declare_qconv2d(spec, env)
         graph = classify(out, CONV2D_TAG, "qconv2d_workload")
-        biases, residuals = _epilogue_inputs(graph, spatial_dims=(2, 3))
-        wl = conv2d_workload(graph.core, biases, residuals)
-        extra = sum(int(op.attrs.get("extra_tile", 0)) for op in graph.ewise if op.attrs)
-        vectors = sum(int(op.attrs.get("extra_vector", 0)) for op in graph.ewise if op.attrs)
-        return replace(wl, alu_stages=len(graph.ewise), residuals=wl.residuals + extra, bias=wl.bias + vectors)
+        return epilogue_workload(graph, conv2d_workload(graph.core))
 
 
 def build_qconv2d(spec, name: str, env: Environment | None = None, tiling=None):

@@ -153,7 +153,16 @@ def _host_loops(call_of, host: list[tuple[int, int, int]], dram_off: n.PrimExpr,
     return stmt
 
 
-def _strip_loops(body: n.Stmt, what: str) -> tuple[list[n.For], n.Store]:
+def _unlikely(cond: n.PrimExpr) -> n.PrimExpr:
+    """``cond`` without a ``likely(...)`` wrapper."""
+    if isinstance(cond, n.Call) and cond.op == "tir.likely":
+        return cond.args[0]
+    return cond
+
+
+def _strip_loops(body: n.Stmt, what: str) -> tuple[list[n.For], n.Store, n.PrimExpr | None]:
+    """The loops, the store and the guard (``if (cond) store``, e.g. of a partial last tile) of a
+    copy nest."""
     loops: list[n.For] = []
     while isinstance(body, n.For):
         if as_const_int(body.min) != 0:
@@ -162,12 +171,28 @@ def _strip_loops(body: n.Stmt, what: str) -> tuple[list[n.For], n.Store]:
             raise ScheduleError(f"{what}: loop {body.loop_var.name!r} needs a constant extent, got {body.extent!r}")
         loops.append(body)
         body = body.body
+    guard = None
+    if isinstance(body, n.IfThenElse) and body.else_case is None and isinstance(body.then_case, n.Store):
+        guard, body = _unlikely(body.condition), body.then_case
     if not isinstance(body, n.Store):
         raise ScheduleError(
             f"{what}: expected a perfect loop nest around one store, found {type(body).__name__}; a dma_copy "
             "pragma must sit on a copy stage's axis"
         )
-    return loops, body
+    return loops, body, guard
+
+
+def _merge_bounds(bounds: list, more: list | None, guard: n.PrimExpr, what: str) -> list:
+    """The intersection of two lists of inclusive (lo, hi) bounds per loop (None: unbounded)."""
+    if more is None:
+        raise ScheduleError(f"{what}: guard {guard!r} is not a conjunction of bounds on the loops")
+    out = []
+    for k, (a, b) in enumerate(zip(bounds, more)):
+        if a is None or b is None:
+            out.append(b if a is None else a)
+        else:
+            out.append(simplify(n.Max(a, b) if k % 2 == 0 else n.Min(a, b)))
+    return out
 
 
 def _linear(expr: n.PrimExpr, loop_vars: list[n.Var], what: str) -> tuple[list[int], n.PrimExpr]:
@@ -222,7 +247,7 @@ class _DMA(StmtExprMutator):
 
     def _inject(self, op: n.AttrStmt) -> n.Stmt:
         axis_name = getattr(getattr(op.node, "var", op.node), "name", repr(op.node))
-        loops, store = _strip_loops(op.body, f"dma_copy at axis {axis_name!r}")
+        loops, store, guard = _strip_loops(op.body, f"dma_copy at axis {axis_name!r}")
         what = f"dma_copy of buffer {store.buffer_var.name!r} at axis {axis_name!r}"
         loop_vars = [lp.loop_var for lp in loops]
         extents = [as_const_int(lp.extent) for lp in loops]
@@ -231,6 +256,12 @@ class _DMA(StmtExprMutator):
             cond, value, pad = value.args
         elif isinstance(value, n.Select):
             cond, value, pad = value.condition, value.true_value, value.false_value
+        if guard is not None and self.scope_of(store.buffer_var) == "global":
+            return self._cropped_store(what, loops, extents, store, value, cond, guard)
+        if guard is not None and cond is None:
+            # A guarded load (the overhang of a partial last tile): the on-chip elements outside
+            # the guard are never used, so they are filled with zeros like padding.
+            cond, pad, guard = guard, n.IntImm(0), None
         load = value.value if isinstance(value, n.Cast) else value
         if not isinstance(load, n.Load):
             raise ScheduleError(f"{what}: the stored value must be a load (or a cast of one), got {type(value).__name__}")
@@ -247,6 +278,8 @@ class _DMA(StmtExprMutator):
             bounds = detect_clip_bound(cond, loop_vars)
             if bounds is None:
                 raise ScheduleError(f"{what}: padding condition {cond!r} is not a conjunction of bounds on the loops")
+            if guard is not None:
+                bounds = _merge_bounds(bounds, detect_clip_bound(guard, loop_vars), guard, what)
             for i, lp in enumerate(loops):
                 lo, hi = bounds[2 * i], bounds[2 * i + 1]
                 if lo is not None:
@@ -280,6 +313,11 @@ class _DMA(StmtExprMutator):
         if src_scope != env.acc_scope:
             raise ScheduleError(f"{what}: a store to DRAM must read {env.acc_scope!r}, but {load.buffer_var.name!r} is in {src_scope!r}")
         elem_block = env.BATCH * env.BLOCK_OUT
+        bits = n.dtype_bits(store.value.dtype)
+        if bits != env.OUT_WIDTH and min(bits, env.OUT_WIDTH) < 8:
+            raise ScheduleError(
+                f"{what}: the store writes {env.OUT_WIDTH}-bit elements (OUT_WIDTH) but {store.buffer_var.name!r} "
+                f"holds {store.value.dtype}; cast the result to {env.out_dtype} first")
         self._check_compact(what, extents, src_strides, "source")
         x, y, stride, offset, host = two_d_pattern(list(zip(extents, dst_strides)), dst_off, elem_block, True, what)
         total = 1
@@ -291,6 +329,98 @@ class _DMA(StmtExprMutator):
                                env.dev.MEM_ID_OUT, store.buffer_var, dram, x, y, stride)
 
         return coproc_scope(self.axis, env.dev.QID_STORE_OUT, _host_loops(call, host, offset, src_off, elem_block))
+
+    def _cropped_store(self, what, loops, extents, store, value, cond, guard) -> n.Stmt:
+        """A store under a guard bounding its loops from above (a partial last tile): the
+        transfer covers only the rows and columns inside the guard. The innermost dimension
+        outside the tile is x and the next one y; where x is cropped short of its extent each
+        row is its own transfer (the on-chip rows are not contiguous any more). Further
+        dimensions are host loops, cropped ones over their run-time extent."""
+        env = self.env
+        if cond is not None:
+            raise ScheduleError(f"{what}: a store to DRAM cannot be padded")
+        load = value.value if isinstance(value, n.Cast) else value
+        if not isinstance(load, n.Load):
+            raise ScheduleError(f"{what}: the stored value must be a load (or a cast of one), got {type(value).__name__}")
+        src_scope = self.scope_of(load.buffer_var)
+        if src_scope != env.acc_scope:
+            raise ScheduleError(f"{what}: a store to DRAM must read {env.acc_scope!r}, but {load.buffer_var.name!r} is in {src_scope!r}")
+        loop_vars = [lp.loop_var for lp in loops]
+        dst_strides, dst_off = _linear(store.index, loop_vars, what)
+        src_strides, src_off = _linear(load.index, loop_vars, what)
+        self._check_compact(what, extents, src_strides, "source")
+        bounds = detect_clip_bound(guard, loop_vars)
+        if bounds is None:
+            raise ScheduleError(f"{what}: guard {guard!r} is not a conjunction of upper bounds on the loops")
+        elem_block = env.BATCH * env.BLOCK_OUT
+        live = [i for i, e in enumerate(extents) if e != 1]
+        tile, size = [], 1
+        for i in reversed(live):
+            if size >= elem_block:
+                break
+            size *= extents[i]
+            tile.insert(0, i)
+        _fold([(extents[i], dst_strides[i]) for i in tile], elem_block, what)
+        outer = [i for i in live if i not in tile]
+        crop: dict = {}
+        for i in range(len(loops)):
+            lo, hi = bounds[2 * i], bounds[2 * i + 1]
+            if lo is not None and as_const_int(simplify(n.Max(lo, n.IntImm(0)))) != 0:
+                raise ScheduleError(f"{what}: guard {guard!r} crops loop {loops[i].loop_var.name!r} from below")
+            if hi is None or extents[i] == 1:
+                continue
+            if i not in outer:
+                raise ScheduleError(f"{what}: guard {guard!r} crops loop {loops[i].loop_var.name!r} inside the tile")
+            crop[i] = simplify(n.Min(n.IntImm(extents[i]), hi + 1))
+        for i in outer:
+            if dst_strides[i] % elem_block:
+                raise ScheduleError(f"{what}: loop {loops[i].loop_var.name!r} has DRAM stride {dst_strides[i]}, not a "
+                                    f"multiple of the {elem_block}-scalar tile")
+        offset = exact_div(dst_off, elem_block)
+        if offset is None:
+            raise ScheduleError(f"{what}: element offset {dst_off!r} is not provably a multiple of the {elem_block}-scalar tile")
+
+        def ext(i):
+            return crop.get(i, n.IntImm(extents[i]))
+
+        total = 1
+        for e in extents:
+            total *= e
+
+        def transfers(host, x_size, y_size, stride) -> n.Stmt:
+            dram, sram = offset, src_off
+            hvars = [n.Var(f"dma_h{k}") for k in range(len(host))]
+            for v, i in zip(hvars, host):
+                dram = dram + v * (dst_strides[i] // elem_block)
+                sram = sram + v * src_strides[i]
+            stmt: n.Stmt = n.Evaluate(call_extern(
+                "int32", "VTAStoreBuffer2D", command_handle(),
+                _access_ptr(load.buffer_var, simplify(sram), total, 1), env.dev.MEM_ID_OUT, store.buffer_var,
+                simplify(dram), x_size, y_size, stride))
+            for v, i in reversed(list(zip(hvars, host))):
+                stmt = n.For(v, n.IntImm(0), ext(i), n.ForKind.SERIAL, stmt)
+            return stmt
+
+        one = n.IntImm(1)
+        if not outer:
+            return coproc_scope(self.axis, env.dev.QID_STORE_OUT, transfers([], one, one, one))
+        xi, rest = outer[-1], outer[:-1]
+        if dst_strides[xi] != elem_block:   # strided tiles: each one its own row
+            stmt = transfers(rest, one, ext(xi), n.IntImm(dst_strides[xi] // elem_block))
+        elif not rest:
+            stmt = transfers([], ext(xi), one, one)
+        else:
+            yi = rest[-1]
+            rows = transfers(rest[:-1], ext(xi), ext(yi), n.IntImm(dst_strides[yi] // elem_block))
+            if xi in crop:
+                # a cropped row is not contiguous on chip: one transfer per row, except in the
+                # tiles where the crop leaves the whole row
+                per_row = transfers(rest, ext(xi), one, one)
+                rows = n.IfThenElse(n.EQ(crop[xi], n.IntImm(extents[xi])), rows, per_row)
+            stmt = rows
+        return coproc_scope(self.axis, env.dev.QID_STORE_OUT, stmt)
+
+        return coproc_scope(self.axis, env.dev.QID_STORE_OUT, stmt)
 
     def _padded_pattern(self, what, loops, extents, src_extents, src_strides, dst_strides, src_off, pad_before,
                         pad_after, elem_block):
@@ -358,13 +488,21 @@ class _DMA(StmtExprMutator):
         env, dev = self.env, self.env.dev
         if src_scope != "global":
             raise ScheduleError(f"{what}: copies between on-chip buffers ({src_scope!r} -> {dst_scope!r}) are not supported")
+        bits = n.dtype_bits(load.dtype)
         if dst_scope == env.inp_scope:
             elem_block, mem, qid = env.BATCH * env.BLOCK_IN, dev.MEM_ID_INP, dev.QID_LOAD_INP
+            _check_width(what, load, bits, env.INP_WIDTH, "INP_WIDTH", env.inp_dtype)
         elif dst_scope == env.wgt_scope:
             elem_block, mem, qid = env.BLOCK_OUT * env.BLOCK_IN, dev.MEM_ID_WGT, dev.QID_LOAD_WGT
+            _check_width(what, load, bits, env.WGT_WIDTH, "WGT_WIDTH", env.wgt_dtype)
         elif dst_scope == env.acc_scope:
             elem_block, mem, qid = env.BATCH * env.BLOCK_OUT, dev.MEM_ID_ACC, dev.QID_LOAD_OUT
-            if n.dtype_bits(load.dtype) == env.INP_WIDTH and load.dtype != store.value.dtype:
+            if load.dtype != store.value.dtype and bits < env.ACC_WIDTH:
+                # ACC_8BIT reads one byte per lane and sign-extends it; nothing reads narrower lanes.
+                if bits != 8:
+                    raise ScheduleError(
+                        f"{what}: {load.buffer_var.name!r} holds {load.dtype} values, but a widening load into "
+                        f"{env.acc_scope!r} (ACC_8BIT) reads 8-bit lanes; load int8 or {env.acc_dtype} data")
                 mem = dev.MEM_ID_ACC_8BIT
         else:
             raise ScheduleError(
@@ -391,6 +529,14 @@ class _DMA(StmtExprMutator):
                                x_pad[0], y_pad[0], x_pad[1], y_pad[1], _access_ptr(store.buffer_var, sram, total, 2), mem)
 
         return coproc_scope(self.axis, qid, _host_loops(call, host, offset, dst_off, elem_block))
+
+
+def _check_width(what: str, load, bits: int, width: int, key: str, dtype: str) -> None:
+    """Refuse a load whose DRAM elements are not the width the buffer's tiles hold."""
+    if bits != width:
+        raise ScheduleError(
+            f"{what}: {load.buffer_var.name!r} holds {load.dtype} values, but the buffer's tiles hold {width}-bit "
+            f"elements ({key}); its DRAM tensor must be {dtype}")
 
 
 def inject_dma_intrin(env: Environment) -> Pass:

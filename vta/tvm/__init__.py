@@ -10,7 +10,8 @@ Upstream VTA tutorials and tests run with only their import lines changed::
 Sub-namespaces: :mod:`te <vta.tvm.te>`, :mod:`tir <vta.tvm.tir>`, :mod:`nd <vta.tvm.nd>`,
 :mod:`rpc <vta.tvm.rpc>`, :mod:`runtime <vta.tvm.runtime>`, :mod:`target <vta.tvm.target>`,
 :mod:`topi <vta.tvm.topi>`, :mod:`testing <vta.tvm.testing>`, :mod:`contrib <vta.tvm.contrib>`
-(``graph_executor``, ``debugger.debug_executor``), :mod:`relay <vta.tvm.relay>` (``build``, ``frontend``);
+(``graph_executor``, ``debugger.debug_executor``, ``pickle_memoize``), :mod:`relay <vta.tvm.relay>`
+(``build``, ``frontend``, ``nn.get_pad_tuple2d``), :mod:`autotvm <vta.tvm.autotvm>` (``tophub.context``);
 functions :func:`lower` and :func:`build`; devices ``cpu``/``ext_dev``/``device``; the global
 registry ``register_func``/``get_global_func``. A name TVM has but this namespace does not
 raises an AttributeError naming it.
@@ -26,27 +27,15 @@ from typing import Any, Sequence
 from .. import testing as _vta_testing  # noqa: F401  (``vta.testing.simulator`` after ``import vta``)
 from ..runtime import cpu, device, ext_dev, get_global_func, register_func
 from ..tir import nodes as _n
-from . import contrib, nd, relay, rpc, runtime, target, te, testing, tir, topi
+from . import autotvm, contrib, nd, relay, rpc, runtime, target, te, testing, tir, topi
 from ._missing import missing
 from .target import Target
 
 __all__ = [
-    "te", "tir", "nd", "rpc", "runtime", "target", "topi", "testing", "contrib", "relay",
+    "te", "tir", "nd", "rpc", "runtime", "target", "topi", "testing", "contrib", "relay", "autotvm",
     "lower", "build", "Target", "cpu", "ext_dev", "device", "register_func", "get_global_func",
 ]
 
-
-
-def _generic_passes() -> list[Any]:
-    """The target-independent part of the pipeline (upstream ``tvm.lower`` without VTA passes)."""
-    from ..build import _simplify_pass, _storage_flatten_pass
-    from ..tir.transform.remove_no_op import RemoveNoOp
-
-    return [
-        _storage_flatten_pass(),   # realize/store/load -> flat Allocate/Store/Load
-        _simplify_pass(),          # canonical index arithmetic
-        RemoveNoOp(),              # drop empty statements
-    ]
 
 
 def lower(sch: Any, args: Sequence[Any], name: str = "main", binds: Any = None,
@@ -82,14 +71,9 @@ def lower(sch: Any, args: Sequence[Any], name: str = "main", binds: Any = None,
     del simple_mode
     if binds is not None:
         raise ValueError(f"tvm.lower: binds are not supported (got {binds!r}); pass None")
-    from ..te.lower import schedule_to_buffer_func
+    from ..build import lower_host
 
-    if not isinstance(name, str) or not name:
-        raise TypeError(f"name must be a non-empty str, got {name!r}")
-    func = schedule_to_buffer_func(sch, args, name)
-    for p in _generic_passes():
-        func = p(func)
-    return func.with_attr("global_symbol", name)
+    return lower_host(sch, args, name=name)
 
 
 def _target_kind(t: Any) -> str:
@@ -104,10 +88,13 @@ def _target_kind(t: Any) -> str:
 
 def build(inputs: Any, args: Sequence[Any] | None = None, target: Any = None, target_host: Any = None,
           name: str = "default_function", binds: Any = None):
-    """``tvm.build`` for the accelerator: ``vta.build`` with TVM's target forms.
+    """``tvm.build``: ``vta.build`` with TVM's target forms, for the accelerator or the host CPU.
 
     Accepted targets: ``Target("ext_dev", host=env.target_host)``, ``env.target`` with
-    ``target_host=...``, the strings ``"ext_dev"`` / ``"ext_dev -device=vta ..."``, or None.
+    ``target_host=...``, the strings ``"ext_dev"`` / ``"ext_dev -device=vta ..."``, or None
+    (the accelerator: the VTA passes run); a host kind (``"llvm"``, ``"c"``,
+    ``env.target_vta_cpu``, ``Target(env.target_vta_cpu, host=env.target_host)``): the plain
+    schedule is compiled by our C code generator and its function takes ``cpu(0)`` arrays.
 
     Parameters
     ----------
@@ -132,10 +119,12 @@ def build(inputs: Any, args: Sequence[Any] | None = None, target: Any = None, ta
     TypeError
         If ``inputs`` is not a schedule or ``args`` is missing.
     ValueError
-        If the target is not ``ext_dev``, the host is not a host kind, or ``binds`` is given.
-    ScheduleError, BuildError
-        As :func:`vta.build`.
+        If the target is neither ``ext_dev`` nor a host kind, the host is not a host kind, or
+        ``binds`` is given.
+    ScheduleError, CodegenError, BuildError
+        As :func:`vta.build` and :func:`vta.build.build_host`.
     """
+    from ..build import HOST_KINDS, build_host
     from ..build import build as vta_build
     from ..te import Schedule
 
@@ -148,10 +137,12 @@ def build(inputs: Any, args: Sequence[Any] | None = None, target: Any = None, ta
     if binds is not None:
         raise ValueError(f"tvm.build: binds are not supported (got {binds!r}); pass None")
     kind = _target_kind(target)
+    if kind in HOST_KINDS:
+        return build_host(inputs, args, name=name)
     if kind != "ext_dev":
         raise ValueError(
-            f"tvm.build compiles for the VTA accelerator only: target kind {kind!r} (from {target!r}) "
-            "is not accepted; use Target('ext_dev', host=env.target_host) or env.target"
+            f"tvm.build compiles for the VTA accelerator or the host CPU: target kind {kind!r} (from {target!r}) "
+            "is not accepted; use Target('ext_dev', host=env.target_host), env.target or env.target_vta_cpu"
         )
     host = target_host if target_host is not None else getattr(target, "host", None)
     if host is not None and _target_kind(host) == "ext_dev":

@@ -17,9 +17,9 @@ from ...graph.build_module import build as _graph_build
 from ...graph.factory import GraphExecutorFactoryModule
 from ...graph.params import load_param_dict, save_param_dict
 from .._missing import missing
-from . import frontend
+from . import frontend, nn
 
-__all__ = ["build", "frontend", "save_param_dict", "load_param_dict", "GraphExecutorFactoryModule"]
+__all__ = ["build", "frontend", "nn", "save_param_dict", "load_param_dict", "GraphExecutorFactoryModule"]
 
 
 def build(ir_mod: Any, target: Any = None, target_host: Any = None, executor: Any = None, runtime: Any = None,
