@@ -16,8 +16,9 @@ ResNet-18 (:data:`REPEATS`). ``busy%`` is the share of the cycles the compute un
 ``ceil%`` the percent of the bound the layer would reach if it never waited (GEMM, reset and the
 ALU epilogue share that unit, so the epilogue's cost caps it), ``alu/gemm`` the ALU micro-ops
 per GEMM micro-op. ``--search`` instead runs every fitting tiling of each layer (or the
-estimator's best ``--limit``) and prints how far the chooser's pick is from the best. Cycles come from the cycle model (``TARGET=model``, fast) by
-default, from tsim (the Verilated RTL, ideal memory) with ``--tsim``. ``--quick`` runs two small
+estimator's best ``--limit``) and prints how far the chooser's pick is from the best. Cycles
+come from the cycle model (``TARGET=model``, fast) by default, from tsim (the Verilated RTL,
+ideal memory) with ``--tsim``. ``--quick`` runs two small
 layers (C10 and C11) on the model. The output of every layer is checked against a NumPy oracle
 written here (exit status 1 on a mismatch).
 """
@@ -51,16 +52,16 @@ REPEATS = {"C2": 4, "C3": 1, "C4": 1, "C5": 3, "C6": 1, "C7": 1, "C8": 3, "C9": 
 #: Layers of ``--quick``.
 QUICK = ("C10", "C11")
 
-#: Measured reference ("before"): cycles per layer of this very benchmark on the code of main at
-#: commit 08ea605 (2026-11-25), default configuration. ``None``: not measured on that level.
+#: MEASURED REFERENCE ("before"), not computed: cycles per layer of this very benchmark on the
+#: code of main at commit 08ea605 (2026-11-25; tiling by the traffic heuristic, split products),
+#: default configuration, ideal memory. A layer missing from a level: not measured there.
 BEFORE_DATE = "2026-11-25, main at 08ea605"
-BEFORE: dict[str, dict[str, int | None]] = {
-    "model": {"C2": 731963, "C3": 354733, "C4": 91214, "C5": 596351, "C6": 295120, "C7": 93501, "C8": 520935, "C9": 275375, "C10": 45576, "C11": 504861},
-    "tsim": {"C2": 730927, "C3": 352959, "C4": 90413, "C5": 595542, "C6": 293418, "C7": 93405, "C8": 520238, "C9": 274618, "C10": 45444, "C11": 504564},
+BEFORE: dict[str, dict[str, int]] = {
+    "model": {"C2": 731963, "C3": 354733, "C4": 91214, "C5": 596351, "C6": 295120, "C7": 93501, "C8": 520935,
+              "C9": 275375, "C10": 45576, "C11": 504861},
+    "tsim": {"C2": 730927, "C3": 352959, "C4": 90413, "C5": 595542, "C6": 293418, "C7": 93405, "C8": 520238,
+             "C9": 274618, "C10": 45444, "C11": 504564},
 }
-
-W_SCALE = 2.0 ** -7
-ACT_SCALE = 2.0 ** -3
 
 
 def layer_spec(name: str, weight: np.ndarray, env: Environment) -> qnn.QConv2DSpec:
