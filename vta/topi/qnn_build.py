@@ -68,7 +68,7 @@ from ._traverse import LOAD_TAG
 from .conv2d import conv2d_packed, schedule_conv2d_packed
 from .dense import dense_packed, schedule_dense_packed
 from .epilogue import BROADCAST_TAG, ELEMWISE_TAG
-from .qnn_layout import ArgLayout, ArgSpec
+from .qnn_layout import ArgLayout, ArgSpec, clamp_vectors
 from .qnn_requant import (
     DIRECT_CLAMP,
     MAX_ROUND_SHIFT,
@@ -259,7 +259,7 @@ class _Chain:
         return post_add
 
     def requant(self, rq, mult_t, shift_t: Tensor | None, pre_add: int = 0, post_add: int = 0,
-                bounded: bool = False, saturate: tuple | None = None) -> int:
+                bounded: bool = False, saturate: tuple | None = None, clamp: tuple | None = None) -> int:
         """``requantize(x + pre_add) + post_add`` without clip (``vta.topi.qnn`` module docstring).
 
         ``bounded``: ``|x + pre_add| < 2**16`` is known (an int8 operand), so the ``fixed`` mode
@@ -276,7 +276,17 @@ class _Chain:
         ``[lo, hi]`` right after. A split product (:meth:`Requant.product_shift` > 0) is then
         replaced, when :func:`~vta.topi.qnn_requant.saturating_clamp` allows it with immediate
         bounds, by a clamp of ``x`` (MIN, MAX) and one multiply: same clipped values.
+        ``clamp``: ``((lo_t, hi_t), exact)``, loaded per-channel bounds of that clamp
+        (:func:`~vta.topi.qnn_layout.clamp_vectors`; ``mult_t`` then holds the whole multipliers).
         """
+        if clamp is not None:
+            # per-channel bounds (loaded vectors, clamp_vectors): the operand then takes one multiply
+            (lo_t, hi_t), exact = clamp
+            self.tensor("min", hi_t)
+            self.tensor("max", lo_t)
+            bounded = True
+            if exact:
+                self.clipped = tuple(saturate)
         m0, sh0 = int(rq.multiplier[0]), int(rq.shift[0])
         a = m0.bit_length() - 1
         if (rq.mode == "fixed" and not rq.per_channel and not rq.pre_shift and mult_t is None and shift_t is None
@@ -399,26 +409,37 @@ def _epilogue(acc: Tensor, spec, bias: Tensor | None, vec_shape: tuple, residual
     ch = _Chain(acc, "rq", const_shape)
     if bias is not None:
         ch.tensor("add", bias)
-    use_m, use_s = _vector_kinds(spec.requant)
-    mult_t = shift_t = None
-    if use_m:
-        roles = ("multiplier", "multiplier_lo")[:len(spec.requant.alu_multipliers())]
-        mult_t = tuple(placeholder(vec_shape, name=r, dtype=env.acc_dtype) for r in roles)
-        placeholders.extend(zip(roles, mult_t))
-    if use_s:
-        shift_t = placeholder(vec_shape, name="shift", dtype=env.acc_dtype)
-        placeholders.append(("shift", shift_t))
     inter = getattr(spec, "intermediate", None)
     # The output zero point rides on the last rounding step: the residual's if there is one.
     z_out = spec.output_zero_point
     last = spec.residual is None and inter is None
+    plan = clamp_vectors(spec)  # per-channel clamp bounds (then one multiply), shared with ArgLayout
+    clamp_t = None
+    if plan is not None:
+        rq = spec.requant
+        s1, _ = rq.split_shifts(z_out if last else 0, bounded=True)
+        use_m, use_s = len(set(rq.multiplier.tolist())) > 1, len(set(s1.tolist())) > 1
+        m_roles: tuple = ("multiplier",)
+        clamp_t = tuple(placeholder(vec_shape, name=r, dtype=env.acc_dtype) for r in ("clamp_lo", "clamp_hi"))
+        placeholders.extend(zip(("clamp_lo", "clamp_hi"), clamp_t))
+    else:
+        use_m, use_s = _vector_kinds(spec.requant)
+        m_roles = ("multiplier", "multiplier_lo")[:len(spec.requant.alu_multipliers())]
+    mult_t = shift_t = None
+    if use_m:
+        mult_t = tuple(placeholder(vec_shape, name=r, dtype=env.acc_dtype) for r in m_roles)
+        placeholders.extend(zip(m_roles, mult_t))
+    if use_s:
+        shift_t = placeholder(vec_shape, name="shift", dtype=env.acc_dtype)
+        placeholders.append(("shift", shift_t))
     if last:
         saturate = spec.clip
     elif inter is not None:
         saturate = (inter.clip[0] - inter.zero_point, inter.clip[1] - inter.zero_point)
     else:
         saturate = None  # a residual is added before the clip
-    z_left = ch.requant(spec.requant, mult_t, shift_t, post_add=z_out if last else 0, saturate=saturate)
+    z_left = ch.requant(spec.requant, mult_t, shift_t, post_add=z_out if last else 0, saturate=saturate,
+                        clamp=None if plan is None else (clamp_t, plan[2]))
     if inter is not None:
         # clip(y + z, lo, hi) - z == clip(y, lo - z, hi - z): the int8 output of the operator itself.
         if ch.clipped != saturate:

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 __all__ = ["FIXED_BITS", "INT8_RANGE", "MAX_ROUND_SHIFT", "MODES", "MULTIPLIER_BITS", "MULTIPLIER_SPLIT", "PRODUCT_SHIFT", "Requant",
-           "accumulator_bits", "add_np", "requantize_np", "round_sum_np", "saturating_clamp", "scaled_np",
+           "accumulator_bits", "add_np", "channel_clamp", "requantize_np", "round_sum_np", "saturating_clamp", "scaled_np",
            "sum_fraction_bits"]
 
 #: The int8 range every accelerator result is clipped to.
@@ -293,6 +293,34 @@ def saturating_clamp(rq: Requant, lo: int, hi: int, single_multiply: bool = True
     if not (-limit <= x_lo * m - slack and x_hi * m + slack < limit):
         return None
     return x_lo, x_hi
+
+
+def channel_clamp(rq: Requant, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray, bool] | None:
+    """Per-channel bounds ``(x_lo, x_hi, exact)`` of :func:`saturating_clamp` for a per-channel
+    ``fixed`` requant whose product would be split (:meth:`Requant.product_shift` > 0): every
+    channel's clamped operand then takes one multiply. A channel with a zero multiplier (a padded
+    one) gets the bounds 0. ``exact``: every live channel's bounds requantise to exactly ``lo``
+    and ``hi`` (and 0 lies in ``[lo, hi]`` for the dead ones), so the clip after is redundant.
+    None when the requant does not qualify or some channel's product could leave int32.
+    """
+    if rq.mode != "fixed" or not rq.per_channel or rq.pre_shift or rq.product_shift() == 0:
+        return None
+    los, his, exact = [], [], True
+    for m, s in zip(rq.multiplier.tolist(), rq.shift.tolist()):
+        if m == 0:
+            los.append(0)
+            his.append(0)
+            exact = exact and lo <= 0 <= hi
+            continue
+        one = Requant(np.array([m], dtype=np.int32), np.array([s], dtype=np.int32))
+        b = saturating_clamp(one, lo, hi)
+        if b is None:
+            return None
+        los.append(b[0])
+        his.append(b[1])
+        half = 1 << (s - 1)
+        exact = exact and ((b[0] * m + half) >> s) == lo and ((b[1] * m + half) >> s) == hi
+    return np.array(los, dtype=np.int64), np.array(his, dtype=np.int64), exact
 
 
 def _fixed(M: float, bits: int) -> tuple[int, int]:

@@ -90,3 +90,44 @@ def test_conv_with_a_power_of_two_multiplier(qenv, tmp_path, scale, acc_bits, z_
     np.testing.assert_array_equal(layout.unpack(out), want)
     # bias, rounding (at most 3), clip (2)
     assert stats["alu_counter"] <= 6 * 25
+
+
+@pytest.mark.parametrize("z_out,clip", [(0, (-128, 127)), (3, (0, 127))])
+def test_conv_per_channel_clamped_single_multiply(qenv, tmp_path, z_out, clip):
+    # per-channel multipliers: loaded clamp bounds (clamp_lo, clamp_hi), one tensor multiply
+    rng = np.random.default_rng(33)
+    rq = qnn.Requant.from_scale(rng.uniform(1.5e-3, 0.05, size=16))
+    spec = qnn.QConv2DSpec(1, 32, 16, 6, 6, 3, 3, (1, 1), (1, 1, 1, 1), 0, rq, z_out, clip)
+    x = rng.integers(-128, 128, size=(1, 32, 6, 6)).astype(np.int8)
+    w = rng.integers(-128, 128, size=(16, 32, 3, 3)).astype(np.int8)
+    bias = rng.integers(-20000, 20000, size=16).astype(np.int32)
+    mod, layout = qnn.build_qconv2d(spec, "qconv_pc_clamped")
+    assert layout.has("clamp_lo") and not layout.has("multiplier_lo")
+    out, stats = run_op(mod, layout, layout.pack_args(data=x, weight=w, bias=bias), tmp_path)
+    want = oracle.finish(oracle.requant(oracle.conv_acc(x, w, bias, (1, 1), (1, 1, 1, 1), 0), rq), z_out, clip)
+    got = layout.unpack(out)
+    np.testing.assert_array_equal(got, want)
+    assert (got == clip[0]).any() and (got == clip[1]).any()
+    # bias, clamp (2), multiply, rounding (at most 3), no clip
+    assert stats["alu_counter"] <= 7 * 36
+
+
+def test_dense_per_channel_with_an_intermediate_clamped(qenv, tmp_path):
+    # the intermediate's own int8 clip bounds the clamp; the residual follows
+    rng = np.random.default_rng(34)
+    rq = qnn.Requant.from_scale(rng.uniform(2e-3, 0.03, size=32))
+    inter = qnn.IntermediateSpec(-5, qnn.Requant.from_scale(0.8))
+    res = qnn.ResidualSpec(7, qnn.Requant.from_scale(0.6))
+    spec = qnn.QDenseSpec(2, 64, 32, 0, rq, 4, (-128, 127), res, inter)
+    x = rng.integers(-128, 128, size=(2, 64)).astype(np.int8)
+    w = rng.integers(-128, 128, size=(32, 64)).astype(np.int8)
+    bias = rng.integers(-30000, 30000, size=32).astype(np.int32)
+    r = rng.integers(-128, 128, size=(2, 32)).astype(np.int8)
+    mod, layout = qnn.build_qdense(spec, "qdense_pc_clamped")
+    assert layout.has("clamp_hi")
+    out, _ = run_op(mod, layout, layout.pack_args(data=x, weight=w, bias=bias, residual=r), tmp_path)
+    # the unfused graph: the dense layer's own int8 output, then the add rounded once
+    acc = x.astype(np.int64) @ w.astype(np.int64).T + bias
+    dense_int8 = np.clip(oracle.requant(acc, rq) - 5, -128, 127)
+    want = oracle.rounded_sum([dense_int8 + 5, r.astype(np.int64) - 7], [inter.requant, res.requant], 4, (-128, 127))
+    np.testing.assert_array_equal(layout.unpack(out), want)
