@@ -62,17 +62,28 @@ BEFORE: dict[str, dict[str, int]] = {
     "tsim": {"C2": 730927, "C3": 352959, "C4": 90413, "C5": 595542, "C6": 293418, "C7": 93405, "C8": 520238,
              "C9": 274618, "C10": 45444, "C11": 504564},
 }
+#: The same with ``--per-channel`` (measured reference, same commit and date).
+BEFORE_PER_CHANNEL: dict[str, dict[str, int]] = {
+    "model": {"C2": 785570, "C3": 381789, "C4": 169131, "C5": 616763, "C6": 305440, "C7": 107805, "C8": 530871,
+              "C9": 280929, "C10": 73866, "C11": 512021},
+    "tsim": {"C2": 784499, "C3": 379983, "C4": 168927, "C5": 615954, "C6": 303738, "C7": 107744, "C8": 530174,
+             "C9": 280162, "C10": 73805, "C11": 511716},
+}
 
 
-def layer_spec(name: str, weight: np.ndarray, env: Environment) -> qnn.QConv2DSpec:
-    """The fused convolution of layer ``name`` for weights ``weight`` (module docstring)."""
+def layer_spec(name: str, weight: np.ndarray, env: Environment, per_channel: bool = False) -> qnn.QConv2DSpec:
+    """The fused convolution of layer ``name`` for weights ``weight`` (module docstring); with
+    ``per_channel``, one multiplier per output channel (the layer's scale times a seeded factor
+    in [0.7, 1.3], as per-channel weight scales give)."""
     from vta.graph.passes.accumulator_bits import worst_accumulator_bits
 
     h, ci, co, k, p, s = RESNET18_CONV[name]
     bits = worst_accumulator_bits(weight, 0, None)
     # as benchmarks/network.py: the typical accumulator (sqrt(K) x 16 x 32) lands around +-32
     scale = 32.0 / (16 * 32 * np.sqrt(ci * k * k))
-    rq = qnn.Requant.from_scale(float(scale), mode="fixed", acc_bits=bits)
+    if per_channel:
+        scale = scale * np.random.default_rng(co + ci + k).uniform(0.7, 1.3, size=co)
+    rq = qnn.Requant.from_scale(scale if per_channel else float(scale), mode="fixed", acc_bits=bits)
     return qnn.QConv2DSpec(env.BATCH, ci, co, h, h, k, k, (s, s), (p, p, p, p), 0, rq, 0, (-128, 127))
 
 
@@ -99,14 +110,14 @@ def _oracle(x, w, bias, spec) -> np.ndarray:
     acc += bias.astype(np.int64)[None, :, None, None]
     # the fixed mode's definition (vta.topi.qnn): exact product, round half up, zero point, clip;
     # a multiplier of 1/2 or more (s <= 15) first clamps the accumulator to +-(2**15 - 1)
-    m, sh = int(spec.requant.multiplier[0]), int(spec.requant.shift[0])
-    if sh <= 15:
-        acc = np.clip(acc, -(1 << 15) + 1, (1 << 15) - 1)
-    y = (acc * m + (1 << (sh - 1))) >> sh
+    m = np.broadcast_to(spec.requant.multiplier.astype(np.int64), (co,))[None, :, None, None]
+    sh = np.broadcast_to(spec.requant.shift.astype(np.int64), (co,))[None, :, None, None]
+    acc = np.where(sh <= 15, np.clip(acc, -(1 << 15) + 1, (1 << 15) - 1), acc)
+    y = (acc * m + np.left_shift(1, sh - 1)) >> sh
     return np.clip(y + spec.output_zero_point, spec.clip[0], spec.clip[1])
 
 
-def run_layer(name: str, env: Environment, tmp: Path, tiling=None) -> dict:
+def run_layer(name: str, env: Environment, tmp: Path, tiling=None, per_channel: bool = False) -> dict:
     """Compile (with ``tiling``, or the chosen one) and run layer ``name`` on ``env``'s target;
     its statistics and correctness."""
     rng = np.random.default_rng(sorted(RESNET18_CONV).index(name))
@@ -115,9 +126,9 @@ def run_layer(name: str, env: Environment, tmp: Path, tiling=None) -> dict:
     x = rng.integers(-32, 32, size=(env.BATCH, ci, h, h)).astype(np.int8)
     bias = rng.integers(-512, 512, size=co).astype(np.int32)
     with env:
-        spec = layer_spec(name, w, env)
+        spec = layer_spec(name, w, env, per_channel)
         start = time.perf_counter()
-        mod, layout = qnn.build_qconv2d(spec, f"resnet_{name}", tiling=tiling)
+        mod, layout = qnn.build_qconv2d(spec, f"resnet_{name}", **({} if tiling is None else {"tiling": tiling}))
         build_s = time.perf_counter() - start
         packed = layout.pack_args(data=x, weight=w, bias=bias)
         obj = tmp / f"resnet_{name}.o"
@@ -183,6 +194,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--tsim", action="store_true", help="cycles from tsim instead of the cycle model")
     ap.add_argument("--layers", default=None, help="comma-separated layer names (default: C2..C11)")
     ap.add_argument("--config", default=None, help="configuration file (default: the default one)")
+    ap.add_argument("--per-channel", action="store_true", help="one requantisation multiplier per output channel")
     ap.add_argument("--search", action="store_true",
                     help="run every fitting tiling of each layer and compare the chooser's pick with the best")
     ap.add_argument("--limit", type=int, default=None, help="with --search: only the estimator's best N tilings")
@@ -201,8 +213,9 @@ def main(argv: list[str] | None = None) -> int:
             for name in layers:
                 search(name, env, Path(tmpdir), args.limit)
         return 0
-    before = BEFORE.get(level, {})
-    print(f"ResNet-18 layers, fused qnn conv2d (bias + fixed requant), {level}, "
+    before = (BEFORE_PER_CHANNEL if args.per_channel else BEFORE).get(level, {})
+    print(f"ResNet-18 layers, fused qnn conv2d (bias + fixed requant"
+          f"{', per-channel multipliers' if args.per_channel else ''}), {level}, "
           f"BATCH={env.BATCH} BLOCK_IN={env.BLOCK_IN} BLOCK_OUT={env.BLOCK_OUT}")
     print(f"before = measured reference ({BEFORE_DATE}); now = this run")
     print(f"{'layer':<6}{'x':>3}{'MACs':>13}{'bound':>11}{'before':>11}{'now':>11}{'before%':>9}{'now%':>8}"
@@ -211,7 +224,7 @@ def main(argv: list[str] | None = None) -> int:
     ok = True
     with tempfile.TemporaryDirectory(prefix="vta_resnet_layers_") as tmpdir:
         for name in layers:
-            st = run_layer(name, env, Path(tmpdir))
+            st = run_layer(name, env, Path(tmpdir), per_channel=args.per_channel)
             m = macs(name, env.BATCH)
             bound = m // block
             cyc = int(st["cycle_count"])
