@@ -65,6 +65,10 @@ FIGURES: dict[str, tuple[tuple[str, ...], bool]] = {
                          False),
     "network.py": ((r"^conv/dense nodes: .*of the GEMM bound", r"^outputs identical across levels: fsim=True, model=True$"),
                    False),
+    "resnet_layers.py": ((r"^ResNet-18 layers, fused qnn conv2d .*, model,", r"^before = measured reference \(",
+                          r"^C10 +1 +[\d,]+ +[\d,]+ +[\d,]+ +[\d,]+ +\d+\.\d% +\d+\.\d%.* ok$", r"^C11 +3 ",
+                          r"^weighted total \(1xC10\+3xC11\): bound [\d,]+ cycles, now .*% of the GEMM bound; before",
+                          r"^outputs match the NumPy oracle: True$"), False),
 }
 
 #: Benchmarks without a smoke run yet, with the reason.

@@ -211,7 +211,9 @@ def epilogue_workload(graph: OpGraph, wl: Conv2DWorkload) -> Conv2DWorkload:
     # a stage marked ``extra_tile`` (e.g. the split product of vta.topi.qnn) keeps a second
     # output-shaped tile live in the accumulator, like a residual
     extra = sum(int(op.attrs.get("extra_tile", 0)) for op in graph.ewise if op.attrs)
-    return replace(wl, bias=int(biases), residuals=residuals + extra, alu_stages=len(graph.ewise))
+    # and one marked ``extra_vector`` (a constant vector built on the ALU) is budgeted like a bias
+    vectors = sum(int(op.attrs.get("extra_vector", 0)) for op in graph.ewise if op.attrs)
+    return replace(wl, bias=int(biases) + vectors, residuals=residuals + extra, alu_stages=len(graph.ewise))
 
 
 def schedule_conv_tiles(graph: OpGraph, tiling: Conv2DTiling, skip_zero_taps: bool = False) -> Schedule:

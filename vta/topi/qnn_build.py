@@ -27,6 +27,18 @@ residual ``r``                     ACC_8BIT load, ADD -z_r, MUL m_r, rounding as
 ``+ z_out``, clip                  ADD imm, MIN imm, MAX imm; the store narrows to int8
 =================================  ==========================================================
 
+When the requantised value is clipped right after (the operator's output, or an intermediate's
+own int8 clip) and the requant is per tensor, three shortcuts keep the same outputs:
+
+* ``m = 2**a``: the multiply folds into the rounding shift (``s - a``);
+* the split product becomes a clamp of the operand to ``[x_lo, x_hi]``
+  (:func:`~vta.topi.qnn_requant.saturating_clamp`: beyond them the output saturates anyway) and
+  one MUL when ``x * m`` then fits int32 (``s <= 24`` for an int8 clip), else the multiplier
+  split (``|x| < 2**23``) instead of the 15-bit split; bounds beyond the 16-bit immediate are
+  constant vectors built on the ALU per tile (MUL 0, ADD, SHL, ADD on one entry; the stages
+  carry ``extra_vector`` and are budgeted like a bias);
+* the clamp bounds requantise exactly to the clip bounds, so the clip (MIN, MAX) is dropped.
+
 The split forms keep a second output-shaped tile in the accumulator (the stage carries the
 ``extra_tile`` attribute; the conv and dense tilers budget it like a residual).
 
@@ -41,6 +53,10 @@ plus the border correction, loaded like a residual (int32).
 
 from __future__ import annotations
 
+from dataclasses import replace
+
+import numpy as np
+
 from ..env import Environment, get_env
 from ..errors import ScheduleError
 from ..te import compute, create_schedule, placeholder
@@ -52,10 +68,17 @@ from ._traverse import LOAD_TAG
 from .conv2d import conv2d_packed, schedule_conv2d_packed
 from .dense import dense_packed, schedule_dense_packed
 from .epilogue import BROADCAST_TAG, ELEMWISE_TAG
-from .qnn_layout import ArgLayout, ArgSpec
-from .qnn_requant import DIRECT_CLAMP, MULTIPLIER_SPLIT, PRODUCT_SHIFT, sum_fraction_bits
+from .qnn_layout import ArgLayout, ArgSpec, clamp_vectors
+from .qnn_requant import (
+    DIRECT_CLAMP,
+    MAX_ROUND_SHIFT,
+    MULTIPLIER_SPLIT,
+    PRODUCT_SHIFT,
+    saturating_clamp,
+    sum_fraction_bits,
+)
 
-__all__ = ["build_qadd", "build_qconv2d", "build_qdense", "declare_qconv2d", "declare_qdense"]
+__all__ = ["build_qadd", "build_qconv2d", "build_qdense", "declare_qconv2d", "declare_qdense", "qconv2d_workload"]
 
 
 def _ceil_div(x: int, b: int) -> int:
@@ -69,11 +92,44 @@ def _ints(shape) -> tuple:
 class _Chain:
     """Element-wise int32 stages appended one after another (each a separate ALU stage)."""
 
-    def __init__(self, x: Tensor, prefix: str):
+    def __init__(self, x: Tensor, prefix: str, const_shape: tuple | None = None):
         self.x = x
         self.shape = x.shape
         self.prefix = prefix
         self.count = 0
+        #: shape of the constant vectors (:meth:`constant`), None when the schedule budgets none
+        self.const_shape = const_shape
+        #: ``(lo, hi)`` when the last requantisation already lies in that range (clamped operand)
+        self.clipped: tuple | None = None
+
+    def constant(self, value: int) -> Tensor:
+        """A vector of ``value`` in the accumulator (``const_shape``: broadcast over all but the
+        lanes), built on the ALU from immediates: ``value >> k``, shifted left by ``k``, plus
+        ``value & (2**k - 1)``, with the least ``k <= 15`` that fits (:func:`_constant_ok`). Its
+        stages carry the ``extra_vector`` attribute so that the tiler budgets them like a bias
+        vector.
+
+        Raises
+        ------
+        ScheduleError
+            If ``value`` is out of that range.
+        """
+        v = int(value)
+        if not _constant_ok(v):
+            raise ScheduleError(f"constant vector {v}: outside +-2**30")
+        k = next(k for k in range(16) if _fits_imm(v >> k))
+        dt, attrs = self.x.dtype, {"extra_vector": 1}
+        c = compute(self.const_shape, lambda *i: n.const(v >> k, dt), name=self._name("const"), tag=ELEMWISE_TAG,
+                    attrs=attrs)
+        if k:
+            c0 = c
+            c = compute(self.const_shape, lambda *i: c0(*i) << k, name=self._name("const_shl"), tag=ELEMWISE_TAG,
+                        attrs=attrs)
+        rest = v & ((1 << k) - 1)
+        if not rest:
+            return c
+        return compute(self.const_shape, lambda *i: c(*i) + n.const(rest, dt), name=self._name("const_add"),
+                       tag=ELEMWISE_TAG, attrs=attrs)
 
     def _name(self, what: str) -> str:
         self.count += 1
@@ -103,6 +159,8 @@ class _Chain:
             "add": lambda *i: prev(*i) + t(*idx(i)),
             "mul": lambda *i: prev(*i) * t(*idx(i)),
             "shr": lambda *i: prev(*i) >> t(*idx(i)),
+            "min": lambda *i: te_min(prev(*i), t(*idx(i))),
+            "max": lambda *i: te_max(prev(*i), t(*idx(i))),
         }
         self.x = compute(self.shape, fns[op], name=self._name(op + "_t"), tag=BROADCAST_TAG if any(bcast) else ELEMWISE_TAG)
 
@@ -201,7 +259,7 @@ class _Chain:
         return post_add
 
     def requant(self, rq, mult_t, shift_t: Tensor | None, pre_add: int = 0, post_add: int = 0,
-                bounded: bool = False) -> int:
+                bounded: bool = False, saturate: tuple | None = None, clamp: tuple | None = None) -> int:
         """``requantize(x + pre_add) + post_add`` without clip (``vta.topi.qnn`` module docstring).
 
         ``bounded``: ``|x + pre_add| < 2**16`` is known (an int8 operand), so the ``fixed`` mode
@@ -213,7 +271,60 @@ class _Chain:
         comes before the rounding (``(x + a) m = x m + a m``), ``post_add * 2**s2`` always
         (adding a multiple of ``2**s2`` commutes with the floor shift). Returns the part of
         ``post_add`` still to be added (0 when folded).
+
+        ``saturate``: ``(lo, hi)`` when the caller clips ``requantize(x) + post_add`` to
+        ``[lo, hi]`` right after. A split product (:meth:`Requant.product_shift` > 0) is then
+        replaced, when :func:`~vta.topi.qnn_requant.saturating_clamp` allows it with immediate
+        bounds, by a clamp of ``x`` (MIN, MAX) and one multiply: same clipped values.
+        ``clamp``: ``((lo_t, hi_t), exact)``, loaded per-channel bounds of that clamp
+        (:func:`~vta.topi.qnn_layout.clamp_vectors`; ``mult_t`` then holds the whole multipliers).
         """
+        if clamp is not None:
+            # per-channel bounds (loaded vectors, clamp_vectors): the operand then takes one multiply
+            (lo_t, hi_t), exact = clamp
+            self.tensor("min", hi_t)
+            self.tensor("max", lo_t)
+            bounded = True
+            if exact:
+                self.clipped = tuple(saturate)
+        m0, sh0 = int(rq.multiplier[0]), int(rq.shift[0])
+        a = m0.bit_length() - 1
+        if (rq.mode == "fixed" and not rq.per_channel and not rq.pre_shift and mult_t is None and shift_t is None
+                and not pre_add and not bounded and m0 > 1 and m0 == 1 << a and sh0 > a
+                and (sh0 - a > MAX_ROUND_SHIFT or (rq.acc_bits is not None and rq.acc_bits <= 30))):
+            # m = 2**a: floor((x 2**a + 2**(s-1)) / 2**s) = floor((x + 2**(s-a-1)) / 2**(s-a)), no
+            # multiply (the rounding constant is added after a first shift, or |x| < 2**30)
+            rq = replace(rq, multiplier=np.array([1], dtype=np.int32), shift=np.array([sh0 - a], dtype=np.int32))
+            bounded = True
+        k0 = rq.product_shift()
+        if (saturate is not None and not bounded and not pre_add and mult_t is None and shift_t is None
+                and k0 > 0 and not (k0 == MULTIPLIER_SPLIT and 0 in [int(v[0]) for v in rq.alu_multipliers()])):
+            # (a split multiplier with a zero half is one multiply already)
+            lo_y, hi_y = saturate[0] - post_add, saturate[1] - post_add
+            bounds = saturating_clamp(rq, lo_y, hi_y)
+            narrowed = None
+            if bounds is None and k0 == PRODUCT_SHIFT:
+                # the clamped operand fits the multiplier split (|x| < 2**23): 6 steps instead of 11
+                wide = saturating_clamp(rq, lo_y, hi_y, single_multiply=False)
+                bits = max(abs(b) for b in wide).bit_length() if wide is not None else 32
+                if bits <= 23:
+                    bounds, narrowed = wide, replace(rq, acc_bits=bits)
+            if bounds is not None and (all(_fits_imm(b) for b in bounds)
+                                       or (self.const_shape is not None and all(_constant_ok(b) for b in bounds))):
+                # each bound an immediate when it fits (e.g. the lower one of a ReLU's clip), else a
+                # constant vector (a tensor operation: two cycles per entry instead of one)
+                for op, b in (("min", bounds[1]), ("max", bounds[0])):
+                    if _fits_imm(b):
+                        self.imm(op, b)
+                    else:
+                        self.tensor(op, self.constant(b))
+                if narrowed is not None:
+                    rq = narrowed
+                else:
+                    bounded = True
+                if _exact_bounds(rq, bounds, lo_y, hi_y):
+                    # y(x_lo) = lo and y(x_hi) = hi: the clip right after changes nothing
+                    self.clipped = tuple(saturate)
         if rq.pre_shift and pre_add:
             self.imm("add", pre_add)
             pre_add = 0
@@ -265,6 +376,18 @@ class _Chain:
         return post_add
 
 
+def _constant_ok(v: int) -> bool:
+    """Whether :meth:`_Chain.constant` builds ``v`` (``v >> 15`` fits the immediate)."""
+    return _fits_imm(int(v) >> 15)
+
+
+def _exact_bounds(rq, bounds: tuple, lo: int, hi: int) -> bool:
+    """True when the requantised clamp bounds are exactly ``lo`` and ``hi`` (so every clamped
+    operand already lands in ``[lo, hi]``)."""
+    m, s = int(rq.multiplier[0]), int(rq.shift[0])
+    return all(((b * m + (1 << (s - 1))) >> s) == v for b, v in zip(bounds, (lo, hi)))
+
+
 def _fits_imm(v: int) -> bool:
     """The ALU's immediate is a signed 16-bit field."""
     return -(1 << 15) <= v < (1 << 15)
@@ -277,31 +400,52 @@ def _vector_kinds(rq) -> tuple[bool, bool]:
 
 
 def _epilogue(acc: Tensor, spec, bias: Tensor | None, vec_shape: tuple, residual_shape: tuple, env: Environment,
-              placeholders: list) -> Tensor:
+              placeholders: list, const_shape: tuple | None = None) -> Tensor:
     """Bias, requantisation, residual, zero point, clip and cast after the GEMM stage ``acc``.
 
-    Appends the placeholders it creates (with their roles) to ``placeholders``."""
-    ch = _Chain(acc, "rq")
+    Appends the placeholders it creates (with their roles) to ``placeholders``. ``const_shape``:
+    the shape of constant vectors the epilogue may build on the ALU (None: none; the schedule
+    must budget their ``extra_vector`` stages)."""
+    ch = _Chain(acc, "rq", const_shape)
     if bias is not None:
         ch.tensor("add", bias)
-    use_m, use_s = _vector_kinds(spec.requant)
-    mult_t = shift_t = None
-    if use_m:
-        roles = ("multiplier", "multiplier_lo")[:len(spec.requant.alu_multipliers())]
-        mult_t = tuple(placeholder(vec_shape, name=r, dtype=env.acc_dtype) for r in roles)
-        placeholders.extend(zip(roles, mult_t))
-    if use_s:
-        shift_t = placeholder(vec_shape, name="shift", dtype=env.acc_dtype)
-        placeholders.append(("shift", shift_t))
     inter = getattr(spec, "intermediate", None)
     # The output zero point rides on the last rounding step: the residual's if there is one.
     z_out = spec.output_zero_point
     last = spec.residual is None and inter is None
-    z_left = ch.requant(spec.requant, mult_t, shift_t, post_add=z_out if last else 0)
+    plan = clamp_vectors(spec)  # per-channel clamp bounds (then one multiply), shared with ArgLayout
+    clamp_t = None
+    if plan is not None:
+        rq = spec.requant
+        s1, _ = rq.split_shifts(z_out if last else 0, bounded=True)
+        use_m, use_s = len(set(rq.multiplier.tolist())) > 1, len(set(s1.tolist())) > 1
+        m_roles: tuple = ("multiplier",)
+        clamp_t = tuple(placeholder(vec_shape, name=r, dtype=env.acc_dtype) for r in ("clamp_lo", "clamp_hi"))
+        placeholders.extend(zip(("clamp_lo", "clamp_hi"), clamp_t))
+    else:
+        use_m, use_s = _vector_kinds(spec.requant)
+        m_roles = ("multiplier", "multiplier_lo")[:len(spec.requant.alu_multipliers())]
+    mult_t = shift_t = None
+    if use_m:
+        mult_t = tuple(placeholder(vec_shape, name=r, dtype=env.acc_dtype) for r in m_roles)
+        placeholders.extend(zip(m_roles, mult_t))
+    if use_s:
+        shift_t = placeholder(vec_shape, name="shift", dtype=env.acc_dtype)
+        placeholders.append(("shift", shift_t))
+    if last:
+        saturate = spec.clip
+    elif inter is not None:
+        saturate = (inter.clip[0] - inter.zero_point, inter.clip[1] - inter.zero_point)
+    else:
+        saturate = None  # a residual is added before the clip
+    z_left = ch.requant(spec.requant, mult_t, shift_t, post_add=z_out if last else 0, saturate=saturate,
+                        clamp=None if plan is None else (clamp_t, plan[2]))
     if inter is not None:
         # clip(y + z, lo, hi) - z == clip(y, lo - z, hi - z): the int8 output of the operator itself.
-        ch.imm("min", inter.clip[1] - inter.zero_point)
-        ch.imm("max", inter.clip[0] - inter.zero_point)
+        if ch.clipped != saturate:
+            ch.imm("min", inter.clip[1] - inter.zero_point)
+            ch.imm("max", inter.clip[0] - inter.zero_point)
+        ch.clipped = None
         frac = sum_fraction_bits(inter.requant, spec.residual.requant) if spec.residual is not None else None
         if frac is not None:
             # both operands rescaled with frac fraction bits, then one rounding of the sum
@@ -346,8 +490,9 @@ def _finish(ch: _Chain, z_left: int, clip: tuple, env: Environment) -> Tensor:
     """The output zero point (what the rounding steps did not absorb), the clip and the cast."""
     if z_left:
         ch.imm("add", z_left)
-    ch.imm("min", clip[1])
-    ch.imm("max", clip[0])
+    if ch.clipped != tuple(clip):
+        ch.imm("min", clip[1])
+        ch.imm("max", clip[0])
     last = ch.x
     return compute(last.shape, lambda *i: last(*i).astype(env.out_dtype), name="out", tag=ELEMWISE_TAG)
 
@@ -372,7 +517,8 @@ def declare_qconv2d(spec, env: Environment) -> tuple[Tensor, list]:
     bias = placeholder(bias_shape, name="bias", dtype=env.acc_dtype)
     pairs = [("data", data), ("weight", weight), ("bias", bias)]
     conv = conv2d_packed(data, weight, spec.strides, spec.padding, env.acc_dtype)
-    out = _epilogue(conv, spec, bias, (1, cob, 1, 1, env.BATCH, env.BLOCK_OUT), _ints(conv.shape), env, pairs)
+    out = _epilogue(conv, spec, bias, (1, cob, 1, 1, env.BATCH, env.BLOCK_OUT), _ints(conv.shape), env, pairs,
+                    const_shape=(1, 1, 1, 1, env.BATCH, env.BLOCK_OUT))
     pairs.append(("out", out))
     return out, pairs
 
@@ -412,18 +558,35 @@ def _build(sched, pairs: list, name: str, env: Environment):
     return build(sched, [t for _, t in pairs], "ext_dev", name=name, env=env)
 
 
-def _compile(kind: str, declare, schedule, spec, name: str, env: Environment | None, what: str):
-    """Declare, schedule and build one GEMM operator; its module and ArgLayout."""
+def _compile(kind: str, declare, schedule, spec, name: str, env: Environment | None, what: str, tiling=None):
+    """Declare, schedule (with ``tiling`` when given) and build one GEMM operator; its module and
+    ArgLayout."""
     env = env or get_env()
     _check_env(env, what)
     with env:
         out, pairs = declare(spec, env)
-        mod = _build(schedule(out), pairs, name, env)
+        mod = _build(schedule(out, tiling), pairs, name, env)
     return mod, ArgLayout.for_env(kind, spec, _arg_specs(pairs), env)
 
 
-def build_qconv2d(spec, name: str, env: Environment | None = None):
+def qconv2d_workload(spec, env: Environment | None = None):
+    """The :class:`~vta.topi.tiling.Conv2DWorkload` that :func:`~vta.topi.schedule_conv2d_packed`
+    tiles for the fused convolution ``spec`` (epilogue inputs, extra tiles and ALU stages
+    included), e.g. to enumerate its tilings with :func:`~vta.topi.tiling.conv2d_candidates`."""
+    from ._traverse import classify
+    from .conv2d import CONV2D_TAG, conv2d_workload, epilogue_workload
+
+    env = env or get_env()
+    with env:
+        out, _ = declare_qconv2d(spec, env)
+        graph = classify(out, CONV2D_TAG, "qconv2d_workload")
+        return epilogue_workload(graph, conv2d_workload(graph.core))
+
+
+def build_qconv2d(spec, name: str, env: Environment | None = None, tiling=None):
     """Compile a fused quantized convolution (:class:`~vta.topi.qnn.QConv2DSpec`).
+
+    ``tiling`` (a :class:`~vta.topi.tiling.Conv2DTiling`, optional) overrides the chosen one.
 
     Returns
     -------
@@ -436,11 +599,13 @@ def build_qconv2d(spec, name: str, env: Environment | None = None):
         If no tiling of the layer fits the configuration's buffers, or the configuration is not
         8-bit (inputs, weights) with 32-bit accumulators.
     """
-    return _compile("conv2d", declare_qconv2d, schedule_conv2d_packed, spec, name, env, "build_qconv2d")
+    return _compile("conv2d", declare_qconv2d, schedule_conv2d_packed, spec, name, env, "build_qconv2d", tiling)
 
 
-def build_qdense(spec, name: str, env: Environment | None = None):
+def build_qdense(spec, name: str, env: Environment | None = None, tiling=None):
     """Compile a fused quantized dense layer (:class:`~vta.topi.qnn.QDenseSpec`).
+
+    ``tiling`` (a :class:`~vta.topi.tiling.DenseTiling`, optional) overrides the chosen one.
 
     Returns
     -------
@@ -451,7 +616,7 @@ def build_qdense(spec, name: str, env: Environment | None = None):
     ScheduleError
         If no tiling fits the configuration's buffers.
     """
-    return _compile("dense", declare_qdense, schedule_dense_packed, spec, name, env, "build_qdense")
+    return _compile("dense", declare_qdense, schedule_dense_packed, spec, name, env, "build_qdense", tiling)
 
 
 # -- element-wise operators without GEMM --------------------------------------------------------

@@ -11,7 +11,8 @@ positions; or, for a convolution whose padding must take a non-zero input zero p
 ``(1, CO/BO, OH, OW, BATCH, BO)`` map holding the bias plus the border correction
 ``z_in * sum of the weights over the padded taps``, computed here from the weights), ``multiplier``
 (and ``multiplier_lo`` when the multiplier is split in two bytes) and ``shift`` (per-channel
-requantisation vectors, broadcast like the bias), ``residual``,
+requantisation vectors, broadcast like the bias), ``clamp_lo``/``clamp_hi`` (per-channel clamp
+bounds of the clamped requantisation, :func:`clamp_vectors`), ``residual``,
 ``lhs``/``rhs`` (the operands of an add), ``mask`` (maxpool: ones, whose zero padding marks the
 padded pixels), ``out``. Roles in :data:`PARAM_ROLES` are constants of the model (pack them once).
 """
@@ -25,10 +26,31 @@ import numpy as np
 
 from ..env import Environment
 
-__all__ = ["PARAM_ROLES", "ArgLayout", "ArgSpec", "border_correction"]
+__all__ = ["PARAM_ROLES", "ArgLayout", "ArgSpec", "border_correction", "clamp_vectors"]
 
 #: Roles whose arrays are model constants (packed once, at compile time).
-PARAM_ROLES = ("weight", "bias", "multiplier", "multiplier_lo", "shift", "mask")
+PARAM_ROLES = ("weight", "bias", "multiplier", "multiplier_lo", "shift", "clamp_lo", "clamp_hi", "mask")
+
+#: Roles packed from the spec alone (no array from the caller).
+_SPEC_ROLES = ("multiplier", "multiplier_lo", "shift", "clamp_lo", "clamp_hi")
+
+
+def clamp_vectors(spec: Any) -> tuple[np.ndarray, np.ndarray, bool] | None:
+    """The per-channel clamp bounds of a convolution's or dense layer's main requantisation
+    (:func:`~vta.topi.qnn_requant.channel_clamp` with the clip that follows it: the output's, or
+    an intermediate's), None when the clamp form does not apply (e.g. a residual is added before
+    the clip). The builder and the packing share this decision."""
+    from .qnn_requant import channel_clamp
+
+    inter = getattr(spec, "intermediate", None)
+    residual = getattr(spec, "residual", None)
+    if residual is None and inter is None:
+        lo, hi, post = spec.clip[0], spec.clip[1], spec.output_zero_point
+    elif inter is not None:
+        lo, hi, post = inter.clip[0] - inter.zero_point, inter.clip[1] - inter.zero_point, 0
+    else:
+        return None
+    return channel_clamp(spec.requant, lo - post, hi - post)
 
 
 @dataclass(frozen=True)
@@ -213,10 +235,18 @@ class ArgLayout:
                 out = _pack4(w.astype(np.int8), self.block_out, self.block_in)
         elif role == "bias":
             out = self._pack_bias(array, weight)
-        elif role in ("multiplier", "multiplier_lo", "shift"):
-            # the vectors the ALU multiplies by (m, or its high and low bytes) and the shifts after it
+        elif role in _SPEC_ROLES:
+            # the vectors the ALU multiplies by (m, or its high and low bytes), the shifts after it,
+            # and the clamp bounds of the clamped form (then m whole and the shifts of one multiply)
+            plan = clamp_vectors(s) if self.kind in ("conv2d", "dense") else None
             if role == "shift":
-                vec = s.requant.split_shifts(self.post_add)[0]
+                vec = s.requant.split_shifts(self.post_add, bounded=plan is not None)[0]
+            elif role in ("clamp_lo", "clamp_hi"):
+                if plan is None:
+                    raise KeyError(f"{self.kind}: role {role!r} without a clamped requantisation")
+                vec = plan[0 if role == "clamp_lo" else 1]
+            elif plan is not None:
+                vec = s.requant.multiplier
             else:
                 vec = s.requant.alu_multipliers()[0 if role == "multiplier" else 1]
             out = self._broadcast_vector(np.asarray(vec, dtype=np.int64), a.shape)
@@ -334,7 +364,7 @@ class ArgLayout:
                 continue
             if a.role == "bias":
                 out.append(self.pack("bias", arrays.get("bias"), weight=arrays.get("weight")))
-            elif a.role in ("multiplier", "multiplier_lo", "shift", "mask"):
+            elif a.role in _SPEC_ROLES + ("mask",):
                 out.append(self.pack(a.role))
             else:
                 if a.role not in arrays:

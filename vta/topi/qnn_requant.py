@@ -14,7 +14,8 @@ from typing import Any
 import numpy as np
 
 __all__ = ["FIXED_BITS", "INT8_RANGE", "MAX_ROUND_SHIFT", "MODES", "MULTIPLIER_BITS", "MULTIPLIER_SPLIT", "PRODUCT_SHIFT", "Requant",
-           "accumulator_bits", "add_np", "requantize_np", "round_sum_np", "scaled_np", "sum_fraction_bits"]
+           "accumulator_bits", "add_np", "channel_clamp", "requantize_np", "round_sum_np", "saturating_clamp", "scaled_np",
+           "sum_fraction_bits"]
 
 #: The int8 range every accelerator result is clipped to.
 INT8_RANGE = (-128, 127)
@@ -253,6 +254,73 @@ class Requant:
                 s2 -= 1
         # a channel with a zero multiplier is 0 before and after any shift: none for it
         return np.where(live, rest - s2, 0).astype(np.int32), s2
+
+
+def saturating_clamp(rq: Requant, lo: int, hi: int, single_multiply: bool = True) -> tuple[int, int] | None:
+    """Bounds ``(x_lo, x_hi)`` that an int32 operand can be clamped to before one multiply when
+    its requantised value ``y`` is clipped to ``[lo, hi]`` afterwards (``fixed`` mode, one
+    multiplier and shift, no pre-shift; None when the trick does not apply).
+
+    ``y(x) = floor((x * m + 2**(s-1)) / 2**s)`` is non-decreasing in ``x``: every ``x >= x_hi``
+    gives ``y >= hi`` and every ``x <= x_lo`` gives ``y <= lo``, so clamping ``x`` to
+    ``[x_lo, x_hi]`` leaves ``clip(y, lo, hi)`` unchanged. When ``x * m`` then stays inside int32
+    (and the rounding's first steps too), the product needs no split: one MUL instead of the
+    split forms of :meth:`Requant.product_shift`. None when the product could leave int32 (only
+    checked with ``single_multiply``; without it the bounds only bound the operand, e.g. below
+    2**23 for the multiplier split), for a per-channel or non-``fixed`` requant, a pre-shift, or a
+    zero multiplier.
+    """
+    if rq.mode != "fixed" or rq.per_channel or rq.pre_shift or int(lo) > int(hi):
+        return None
+    m, s = int(rq.multiplier[0]), int(rq.shift[0])
+    if m <= 0 or s < 1:
+        return None
+    half = 1 << (s - 1)
+
+    def y(x: int) -> int:
+        return (x * m + half) >> s
+
+    x_hi = -(-(int(hi) * (1 << s) - half) // m)            # smallest x with y(x) >= hi
+    x_lo = ((int(lo) + 1) * (1 << s) - half - 1) // m      # largest x with y(x) <= lo
+    if not (y(x_hi) >= hi and y(x_lo) <= lo and x_lo <= x_hi):
+        return None
+    limit = 1 << 31
+    if not single_multiply:
+        return (x_lo, x_hi) if -limit <= x_lo and x_hi < limit else None
+    # the product; the rounding constant comes after a first shift (s1 >= 1) when s > 15 (the
+    # rounding shift s2 is at most 15), else it is added to the product itself
+    slack = 0 if s > MAX_ROUND_SHIFT else half
+    if not (-limit <= x_lo * m - slack and x_hi * m + slack < limit):
+        return None
+    return x_lo, x_hi
+
+
+def channel_clamp(rq: Requant, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray, bool] | None:
+    """Per-channel bounds ``(x_lo, x_hi, exact)`` of :func:`saturating_clamp` for a per-channel
+    ``fixed`` requant whose product would be split (:meth:`Requant.product_shift` > 0): every
+    channel's clamped operand then takes one multiply. A channel with a zero multiplier (a padded
+    one) gets the bounds 0. ``exact``: every live channel's bounds requantise to exactly ``lo``
+    and ``hi`` (and 0 lies in ``[lo, hi]`` for the dead ones), so the clip after is redundant.
+    None when the requant does not qualify or some channel's product could leave int32.
+    """
+    if rq.mode != "fixed" or not rq.per_channel or rq.pre_shift or rq.product_shift() == 0:
+        return None
+    los, his, exact = [], [], True
+    for m, s in zip(rq.multiplier.tolist(), rq.shift.tolist()):
+        if m == 0:
+            los.append(0)
+            his.append(0)
+            exact = exact and lo <= 0 <= hi
+            continue
+        one = Requant(np.array([m], dtype=np.int32), np.array([s], dtype=np.int32))
+        b = saturating_clamp(one, lo, hi)
+        if b is None:
+            return None
+        los.append(b[0])
+        his.append(b[1])
+        half = 1 << (s - 1)
+        exact = exact and ((b[0] * m + half) >> s) == lo and ((b[1] * m + half) >> s) == hi
+    return np.array(los, dtype=np.int64), np.array(his, dtype=np.int64), exact
 
 
 def _fixed(M: float, bits: int) -> tuple[int, int]:

@@ -69,8 +69,18 @@ def test_per_channel_vectors_are_packed_from_the_spec(env):
     _, layout = qnn.build_qconv2d(_spec(requant=rq), "c")
     m = layout.pack("multiplier")
     assert m.shape == (1, 2, 1, 1, 1, 16) and m[0, 1, 0, 0, 0, 3] == rq.multiplier[19] and m[0, 1, 0, 0, 0, 9] == 0
-    s1, s2 = rq.split_shifts()
+    # clipped right after: the clamped form (per-channel bounds, then one multiply per channel)
+    assert layout.has("clamp_lo") and layout.has("clamp_hi") and not layout.has("multiplier_lo")
+    s1, s2 = rq.split_shifts(bounded=True)
     assert layout.pack("shift")[0, 0, 0, 0, 0, 5] == s1[5] and s2 >= 1
+    lo, hi = layout.pack("clamp_lo")[0, 0, 0, 0, 0], layout.pack("clamp_hi")[0, 0, 0, 0, 0]
+    m, s = rq.multiplier[:16].astype(np.int64), rq.shift[:16].astype(np.int64)
+    half = np.left_shift(1, s - 1)
+    # the bounds requantise to the clip bounds, and one step inside does not saturate
+    np.testing.assert_array_equal((hi * m + half) >> s, 127)
+    np.testing.assert_array_equal(((hi - 1) * m + half) >> s, 126)
+    np.testing.assert_array_equal((lo * m + half) >> s, -128)
+    assert (hi * m < 2 ** 31).all() and (lo * m >= -2 ** 31).all()
 
 
 def test_builders_refuse_a_configuration_that_is_not_int8():
