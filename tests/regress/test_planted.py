@@ -40,9 +40,9 @@ def test_a_wrong_alu_max_fails_the_differential_stage(tmp_path):
 
 
 def test_an_extra_store_cycle_is_a_named_cycle_regression(tmp_path, capsys):
-    # StRead waits one more cycle before every accumulator read of the store unit.
-    hw = _patched_copy(tmp_path, "vta_store.sv", "have_d   = 1'b1;\n        walk_d  = StData;",
-                       "have_d   = 1'b1;\n        walk_d  = have_q ? StData : StRead;")
+    # The store's read-ahead buffer shrinks to one element: each accumulator read now waits for
+    # the previous element to leave, a bubble per element.
+    hw = _patched_copy(tmp_path, "vta_store.sv", "- 32'(pop) < 32'(BufElems));", "- 32'(pop) < 32'd1);")
     junit = tmp_path / "regress.xml"
     args = ["regress", "--config", str(_DEFAULT), "--stages", "workloads", "--workloads", "alu.chain",
             "--hw", str(hw), "--junit", str(junit)]
