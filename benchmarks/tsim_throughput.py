@@ -34,7 +34,7 @@ variable), the baseline SSE2 code of the vectorised GEMM lanes (AVX2 when the CP
 x86-64-v3: about 15%), and the evaluation of the falling clock edge, to which nothing reacts
 (now recorded without an evaluation: about 5%). What remains is flat: the Verilated
 combinational logic about 40% of the native time, the clocked processes about 50% (the SRAM
-ports of the weight and accumulator rows the largest single part, about 12%), the evaluation
+ports of the weight and accumulator rows the largest single part, about 11%), the evaluation
 bookkeeping and assertion sampling about 6%, the DPI calls (host port and cycle count every
 cycle, memory only when a request or beat is pending) about 3%.
 """
