@@ -25,12 +25,18 @@ with its date; that tree is gone, so it is not re-measured here):
 Where the time goes (``perf`` on ResNet-18 C11, 2026-11-25): on main, 31% of the native time
 was one ``memcpy`` per evaluation of the three 512-entry instruction queues into the sampled
 copy of a concurrent assertion (now an immediate one), then the combinational merge and read
-muxes of the 2048-bit weight and 1536-bit accumulator SRAM ports, evaluated every cycle (now
-only for active ports, on the clock edge). What remains is flat: the Verilated combinational
-and sequential logic about evenly, the GEMM products about a sixth (Verilator's DFG hoists them
-out of their enable, but the layers keep the GEMM busy in most cycles anyway), the two
-evaluations per cycle and their bookkeeping a few percent; DPI calls (host port and cycle
-count every cycle, memory only when a request or beat is pending) under 1%.
+muxes of the 2048-bit weight and 1536-bit accumulator SRAMs, evaluated every cycle (now only
+for active ports, on the clock edge). A second pass (same day) found three more: Verilator's
+``$signed()`` extension of the GEMM operands (five instructions per operand, 512 operands a
+cycle: a quarter of the native time; now written as ``(x ^ sign) - sign``, one instruction),
+the clearing of the SRAM merge function's wide locals on every edge (7%; now a module
+variable), the baseline SSE2 code of the vectorised GEMM lanes (AVX2 when the CPU has
+x86-64-v3: about 15%), and the evaluation of the falling clock edge, to which nothing reacts
+(now recorded without an evaluation: about 5%). What remains is flat: the Verilated
+combinational logic about 40% of the native time, the clocked processes about 50% (the SRAM
+ports of the weight and accumulator rows the largest single part, about 11%), the evaluation
+bookkeeping and assertion sampling about 6%, the DPI calls (host port and cycle count every
+cycle, memory only when a request or beat is pending) about 3%.
 """
 
 from __future__ import annotations

@@ -25,27 +25,28 @@ module vta_sram #(
 
   // Everything happens on the clock edge and only for an active port, so a simulator does no
   // work for idle ports (a combinational merge and read mux would be evaluated every cycle,
-  // which for the 2048-bit weight rows dominated tsim's time).
+  // which for the 2048-bit weight rows dominated tsim's time). The merged word is a module-level
+  // variable written with blocking assignments, not a function's local: Verilator clears every
+  // wide local of a clocked process on every edge, active or not.
   // The word after this cycle's write: the old word with the enabled lanes replaced.
-  function automatic logic [Width-1:0] merge(logic [Width-1:0] old, logic [Lanes-1:0] mask,
-                                             logic [Width-1:0] data);
-    logic [Width-1:0] word;
-    word = old;
-    for (int unsigned l = 0; l < Lanes; l++) begin
-      if (mask[l]) word[l*LaneW +: LaneW] = data[l*LaneW +: LaneW];
-    end
-    return word;
-  endfunction
+  logic [Width-1:0] word;
 
+  // Waiver: `word` is a scratch variable of this process only (written before it is read, in
+  // the same edge), so blocking assignments are intended.
+  /* verilator lint_off BLKSEQ */
   always_ff @(posedge clk_i) begin
-    if (we_i) mem_q[waddr_i] <= merge(mem_q[waddr_i], wmask_i, wdata_i);
-    for (int unsigned r = 0; r < NumRd; r++) begin
-      if (re_i[r]) begin
-        rdata_q[r] <= (we_i && raddr_i[r] == waddr_i) ? merge(mem_q[waddr_i], wmask_i, wdata_i)
-                                                      : mem_q[raddr_i[r]];
+    if (we_i) begin
+      word = mem_q[waddr_i];
+      for (int unsigned l = 0; l < Lanes; l++) begin
+        if (wmask_i[l]) word[l*LaneW +: LaneW] = wdata_i[l*LaneW +: LaneW];
       end
+      mem_q[waddr_i] <= word;
+    end
+    for (int unsigned r = 0; r < NumRd; r++) begin
+      if (re_i[r]) rdata_q[r] <= (we_i && raddr_i[r] == waddr_i) ? word : mem_q[raddr_i[r]];
     end
   end
+  /* verilator lint_on BLKSEQ */
 
   assign rdata_o = rdata_q;
 

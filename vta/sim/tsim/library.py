@@ -11,7 +11,9 @@ directory, then renamed), so concurrent builds never see half a library.
 from __future__ import annotations
 
 import ctypes
+import functools
 import os
+import platform
 import shutil
 import subprocess
 import tempfile
@@ -68,6 +70,34 @@ def sources() -> list[Path]:
     return sorted(hw.glob("*.sv")) + sorted((hw / "sim").glob("*.sv"))
 
 
+#: CPU flags (Linux ``/proc/cpuinfo`` names; ``pni`` is SSE3) of the x86-64-v3 level: AVX2 and
+#: its companions, plus everything of x86-64-v2.
+_X86_64_V3_FLAGS = frozenset({"pni", "ssse3", "sse4_1", "sse4_2", "popcnt", "cx16", "lahf_lm", "avx", "avx2",
+                              "bmi1", "bmi2", "f16c", "fma", "abm", "movbe", "xsave"})
+
+
+@functools.lru_cache(maxsize=None)
+def _host_march() -> list[str]:
+    """``-march`` flags for the per-cycle code on this host: x86-64-v3 when the CPU has it.
+
+    The Verilated GEMM and ALU lanes are straight-line integer code that the compiler vectorises;
+    with AVX2 instead of the baseline SSE2 tsim runs about 15% faster on the ResNet-18 layers.
+    Only the level the CPU reports is used (never ``-march=native``), and the library is cached
+    under a key that includes the flags, so a cache shared with an older CPU gets its own build.
+    """
+    if platform.system() != "Linux" or platform.machine() not in ("x86_64", "AMD64"):
+        return []
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return []
+    for line in text.splitlines():
+        if line.startswith("flags"):
+            have = set(line.split(":", 1)[1].split())
+            return ["-CFLAGS", "-march=x86-64-v3"] if _X86_64_V3_FLAGS <= have else []
+    return []
+
+
 def _flags(trace: str | None) -> list[str]:
     flags = [
         "--cc", "--exe", "--build", "--top-module", TOP_MODULE,
@@ -88,6 +118,7 @@ def _flags(trace: str | None) -> list[str]:
         # them by running only the preprocessor, not the 11 s of compiling two of them.
         "-MAKEFLAGS", "CFG_CXXFLAGS_PCH=-E",
         "-LDFLAGS", "-shared -Wl,-Bsymbolic",
+        *_host_march(),
     ]
     if trace == "vcd":
         flags += ["--trace"]
