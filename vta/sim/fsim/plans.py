@@ -34,7 +34,6 @@ from numpy.lib.stride_tricks import as_strided
 
 from ... import isa
 from ...dram import DRAM
-from ...env import Environment
 from .loops import LoopNest
 from .units import Scratchpads, check_mem
 

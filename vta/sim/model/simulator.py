@@ -45,7 +45,7 @@ import numpy as np
 from ... import isa
 from ...dram import DRAM
 from ...env import Environment
-from ...errors import DeadlockError, SimulationError
+from ...errors import SimulationError
 from ..debug import DEBUG_DUMP_INSN, dump_executed
 from ..fsim.simulator import FunctionalSimulator, _Columns, _Program, lent_tokens
 from . import costs as mc
