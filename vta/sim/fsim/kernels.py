@@ -744,6 +744,24 @@ _INLINED = ("_field", "_decode", "_gemm", "_alu", "_alu_imm", "_alu_rows", "_sto
             "_dot_add", "_zero", "_copy", "_in_dram", "_add_rows")
 
 
+def _accepts_nrt_option(njit) -> bool:
+    """Whether this numba knows its (private) ``_nrt`` option, which turns off reference counting.
+
+    numba checks options when a function is first compiled, so a release without the option
+    would fail there; probe it on a trivial function and compile with reference counting if not.
+    """
+    try:
+        njit(_nrt=False)(_probe_py)(1)
+    except KeyError:
+        return False
+    return True
+
+
+def _probe_py(x):
+    """A trivial function for :func:`_accepts_nrt_option`."""
+    return x + 1
+
+
 def compile_all(njit, blas: bool):
     """Compile every loop of this module with ``njit`` (numba's decorator), once; return the run loop.
 
@@ -754,9 +772,10 @@ def compile_all(njit, blas: bool):
     global _dot, _run
     if _run is not None:
         return _run
+    no_refcount = _accepts_nrt_option(njit)
     for name in _COMPILED:
         opts = {"inline": "always"} if name in _INLINED else {}
-        if name not in _ALLOCATING:
+        if no_refcount and name not in _ALLOCATING:
             opts["_nrt"] = False
         globals()[name] = njit(cache=True, fastmath=name in _FASTMATH, **opts)(globals()[name + "_py"])
     _dot = njit(cache=True)(_dot_blas_py) if blas else njit(cache=True, fastmath=True)(_dot_loops_py)
