@@ -9,7 +9,6 @@ The VTA variants of group conv2d and conv2d_transpose need the operators of
 
 from __future__ import annotations
 
-import importlib
 
 import numpy as np
 import pytest
@@ -44,26 +43,12 @@ MOBILENET = [W(1, 112, 112, 32, 32, 3, 3, 1, 1, 1, 1, 2), W(1, 112, 112, 64, 64,
 DCGAN = [W(1, 4, 4, 1024, 512, 4, 4, 1, 1, 2, 2), W(1, 8, 8, 512, 256, 4, 4, 1, 1, 2, 2),
          W(1, 16, 16, 256, 128, 4, 4, 1, 1, 2, 2)]
 
-KINDS = {"conv2d": None, "group": "group_conv2d", "transpose": "conv2d_transpose"}
-
-
-def _require_operator(kind, device):
-    module = KINDS[kind]
-    if device == "vta" and module is not None:
-        try:
-            importlib.import_module(f"vta.topi.{module}")
-        except ModuleNotFoundError:
-            pytest.skip(f"vta.topi.{module} (the packed accelerator operator) is not in this tree")
-
-
 def _with_batch(env, wl):
     return wl._replace(batch=env.BATCH)
 
 
 def _conv_case(env, device, kind, workloads):
     """Run ``workloads`` as upstream's ``test_*`` does (program_fpga, tophub context) and check each."""
-    _require_operator(kind, device)
-
     def _run(env, remote):
         if device == "vta":
             target = env.target

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import importlib
 import re
-from typing import Any, Callable
+from typing import Any
 
 from ..env import get_env
 
-__all__ = ["pair", "check_packed_layout", "out_dtype_or_acc", "operator"]
+__all__ = ["pair", "check_packed_layout", "out_dtype_or_acc"]
 
 
 def pair(v: Any, what: str, op: str) -> tuple[int, int]:
@@ -47,25 +46,3 @@ def check_packed_layout(layout: Any, op: str) -> None:
 def out_dtype_or_acc(out_dtype: Any) -> str:
     """``out_dtype``, or the configuration's accumulator type when None."""
     return str(out_dtype) if out_dtype is not None else get_env().acc_dtype
-
-
-def operator(module: str, name: str, what: str) -> Callable[..., Any]:
-    """``vta.topi.<module>.<name>``, or a clear error if this installation lacks it.
-
-    Raises
-    ------
-    NotImplementedError
-        If the module or the function does not exist.
-    """
-    try:
-        mod = importlib.import_module(f"vta.topi.{module}")
-    except ModuleNotFoundError as exc:
-        if exc.name != f"vta.topi.{module}":
-            raise
-        raise NotImplementedError(
-            f"vta.top.{what}: the accelerator operator vta.topi.{module}.{name} is not part of this installation"
-        ) from None
-    func = getattr(mod, name, None)
-    if func is None:
-        raise NotImplementedError(f"vta.top.{what}: vta.topi.{module} has no {name}")
-    return func

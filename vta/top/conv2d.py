@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import inspect
 from typing import Any
 
 from ..topi import conv2d as _conv2d
@@ -38,17 +37,11 @@ def conv2d_packed(data: Any, kernel: Any, strides: Any, padding: Any, dilation: 
     ------
     ValueError
         If the layout is not the configuration's packed layout, or the operands, strides,
-        padding or dilation are invalid (as :func:`vta.topi.conv2d_packed`), or a dilation
-        other than 1 is asked of an installation whose packed convolution has none.
+        padding or dilation are invalid (as :func:`vta.topi.conv2d_packed`).
     """
     check_packed_layout(layout, "conv2d_packed")
     dil = pair(dilation, "dilation", "conv2d_packed")
-    out_dtype = out_dtype_or_acc(out_dtype)
-    if dil == (1, 1):
-        return _conv2d.conv2d_packed(data, kernel, strides, padding, out_dtype)
-    if "dilation" not in inspect.signature(_conv2d.conv2d_packed).parameters:
-        raise ValueError(f"conv2d_packed: dilation {dil!r} is not supported by this installation's packed conv2d")
-    return _conv2d.conv2d_packed(data, kernel, strides, padding, out_dtype, dilation=dil)
+    return _conv2d.conv2d_packed(data, kernel, strides, padding, out_dtype_or_acc(out_dtype), dilation=dil)
 
 
 def schedule_conv2d_packed(outs: Any) -> Any:

@@ -1,14 +1,14 @@
 """``vta.top.conv2d_transpose_packed`` / ``schedule_conv2d_transpose_packed`` with upstream's signatures.
 
-The operator itself is :mod:`vta.topi.conv2d_transpose`; it is looked up when called, so a
-clear ``NotImplementedError`` names it if this installation lacks it.
+The operator itself is :mod:`vta.topi.conv2d_transpose`.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from ._args import operator, out_dtype_or_acc
+from ..topi import conv2d_transpose as _op
+from ._args import out_dtype_or_acc
 
 __all__ = ["conv2d_transpose_packed", "schedule_conv2d_transpose_packed"]
 
@@ -32,13 +32,10 @@ def conv2d_transpose_packed(data: Any, kernel: Any, strides: Any, padding: Any, 
 
     Raises
     ------
-    NotImplementedError
-        If this installation has no packed transposed convolution.
     ValueError
         As :func:`vta.topi.conv2d_transpose.conv2d_transpose_packed`.
     """
-    func = operator("conv2d_transpose", "conv2d_transpose_packed", "conv2d_transpose_packed")
-    return func(data, kernel, strides, padding, out_dtype_or_acc(out_dtype), output_padding)
+    return _op.conv2d_transpose_packed(data, kernel, strides, padding, out_dtype_or_acc(out_dtype), output_padding)
 
 
 def schedule_conv2d_transpose_packed(outs: Any) -> Any:
@@ -46,9 +43,7 @@ def schedule_conv2d_transpose_packed(outs: Any) -> Any:
 
     Raises
     ------
-    NotImplementedError
-        If this installation has no packed transposed convolution.
     ScheduleError
         As :func:`vta.topi.conv2d_transpose.schedule_conv2d_transpose_packed`.
     """
-    return operator("conv2d_transpose", "schedule_conv2d_transpose_packed", "schedule_conv2d_transpose_packed")(outs)
+    return _op.schedule_conv2d_transpose_packed(outs)

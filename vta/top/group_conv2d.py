@@ -1,14 +1,14 @@
 """``vta.top.group_conv2d_packed`` / ``schedule_group_conv2d_packed`` with upstream's signatures.
 
-The operator itself is :mod:`vta.topi.group_conv2d`; it is looked up when called, so a clear
-``NotImplementedError`` names it if this installation lacks it.
+The operator itself is :mod:`vta.topi.group_conv2d`.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from ._args import operator, out_dtype_or_acc
+from ..topi import group_conv2d as _op
+from ._args import out_dtype_or_acc
 
 __all__ = ["group_conv2d_packed", "schedule_group_conv2d_packed"]
 
@@ -29,13 +29,10 @@ def group_conv2d_packed(data: Any, kernel: Any, strides: Any, padding: Any, dila
 
     Raises
     ------
-    NotImplementedError
-        If this installation has no packed grouped convolution.
     ValueError
         As :func:`vta.topi.group_conv2d.group_conv2d_packed`.
     """
-    func = operator("group_conv2d", "group_conv2d_packed", "group_conv2d_packed")
-    return func(data, kernel, strides, padding, dilation, group, out_dtype_or_acc(out_dtype))
+    return _op.group_conv2d_packed(data, kernel, strides, padding, dilation, group, out_dtype_or_acc(out_dtype))
 
 
 def schedule_group_conv2d_packed(outs: Any) -> Any:
@@ -43,9 +40,7 @@ def schedule_group_conv2d_packed(outs: Any) -> Any:
 
     Raises
     ------
-    NotImplementedError
-        If this installation has no packed grouped convolution.
     ScheduleError
         As :func:`vta.topi.group_conv2d.schedule_group_conv2d_packed`.
     """
-    return operator("group_conv2d", "schedule_group_conv2d_packed", "schedule_group_conv2d_packed")(outs)
+    return _op.schedule_group_conv2d_packed(outs)
