@@ -245,12 +245,7 @@ def vta(model: str = "unknown", options: list[str] | None = None) -> Target:
     ValueError
         If ``model`` contains white space or an option is malformed.
     """
-    if not isinstance(model, str) or not model or any(c.isspace() for c in model):
-        raise ValueError(f"a VTA model name is a non-empty word without spaces, got {model!r}")
-    text = f"ext_dev -device=vta -keys=vta,cpu -model={model}"
-    if options:
-        text += " " + " ".join(options)
-    return Target(text)
+    return _with_model("ext_dev -device=vta -keys=vta,cpu", "a VTA", model, options)
 
 
 def arm_cpu(model: str = "unknown", options: list[str] | None = None) -> Target:
@@ -272,9 +267,14 @@ def arm_cpu(model: str = "unknown", options: list[str] | None = None) -> Target:
     ValueError
         If ``model`` contains white space or an option is malformed.
     """
+    return _with_model("llvm -keys=arm_cpu,cpu -device=arm_cpu", "a CPU", model, options)
+
+
+def _with_model(base: str, what: str, model: str, options: list[str] | None) -> Target:
+    """``Target("<base> -model=<model> <options>")``; ``what`` names the model in the error."""
     if not isinstance(model, str) or not model or any(c.isspace() for c in model):
-        raise ValueError(f"a CPU model name is a non-empty word without spaces, got {model!r}")
-    text = f"llvm -keys=arm_cpu,cpu -device=arm_cpu -model={model}"
+        raise ValueError(f"{what} model name is a non-empty word without spaces, got {model!r}")
+    text = f"{base} -model={model}"
     if options:
         text += " " + " ".join(options)
     return Target(text)
