@@ -194,6 +194,19 @@ def _pad_end(t0, iv, niv, rows, xs, xp0, xp1, yp0, yp1):
     return t
 
 
+def _fetch_burst(insn_addr, first, n):
+    """Instructions in fetch's burst starting at instruction ``first`` of ``n``: at most 8 (a
+    burst of 16 beats), not across a 128-byte boundary, at least 1."""
+    m = (128 - (insn_addr + 16 * first) % 128) // 16
+    if m > 8:
+        m = 8
+    if m > n - first:
+        m = n - first
+    if m < 1:
+        m = 1
+    return m
+
+
 def _serve(ch, ring, r, beats, latency, bytes_per_cycle, max_outstanding):
     """Serve one read burst requested at cycle ``r``: ``ch`` is the channel state (next free request
     cycle, next free beat cycle, bursts issued, credit, cycle of the credit), ``ring`` the last-beat
@@ -315,13 +328,7 @@ def _core(n, unit, pops, pushes, cost, finish, client, addr, row_bytes, stride, 
         f_req = False
         if fetch_buffer > 0:
             if fr < n:  # request the next burst once the buffer has room for it
-                m = (128 - (insn_addr + 16 * fr) % 128) // 16
-                if m > 8:
-                    m = 8
-                if m > n - fr:
-                    m = n - fr
-                if m < 1:
-                    m = 1
+                m = _fetch_burst(insn_addr, fr, n)
                 frees = fr + m - fetch_buffer - 1  # the dispatch that makes room
                 if frees < f_next:
                     f_time = last_req + 1
@@ -405,13 +412,7 @@ def _core(n, unit, pops, pushes, cost, finish, client, addr, row_bytes, stride, 
         if pick == 0:
             return -1 - done
         if pick == 1 and fetch_buffer > 0 and f_req:
-            m = (128 - (insn_addr + 16 * fr) % 128) // 16
-            if m > 8:
-                m = 8
-            if m > n - fr:
-                m = n - fr
-            if m < 1:
-                m = 1
+            m = _fetch_burst(insn_addr, fr, n)
             _a, first, last = _serve(ch, ring, f_time, 2 * m, latency, bytes_per_cycle, max_outstanding)
             for j in range(m):  # the second beat of instruction j, then the dispatch latency
                 beat = 2 * j + 1
@@ -426,13 +427,7 @@ def _core(n, unit, pops, pushes, cost, finish, client, addr, row_bytes, stride, 
         if pick == 1:
             i = f_next
             if fetch_buffer == 0 and burst_left == 0:
-                m = (128 - (insn_addr + 16 * i) % 128) // 16
-                if m > 8:
-                    m = 8
-                if m > n - i:
-                    m = n - i
-                if m < 1:
-                    m = 1
+                m = _fetch_burst(insn_addr, i, n)
                 r = fetch_free - 2
                 _a, first, last = _serve(ch, ring, r, 2 * m, latency, bytes_per_cycle, max_outstanding)
                 arrived = last + 4
@@ -576,6 +571,7 @@ def compiled():
     g = dict(_core.__globals__)
     g["_pad_end"] = numba.njit(cache=True)(_pad_end)
     g["_serve"] = numba.njit(cache=True)(_serve)
+    g["_fetch_burst"] = numba.njit(cache=True)(_fetch_burst)
     core = type(_core)(_core.__code__, g, _core.__name__)
     _COMPILED = numba.njit(cache=True)(core)
     return _COMPILED
