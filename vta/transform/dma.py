@@ -371,15 +371,8 @@ class _DMA(StmtExprMutator):
         if bounds is None:
             raise ScheduleError(f"{what}: guard {guard!r} is not a conjunction of upper bounds on the loops")
         elem_block = env.BATCH * env.BLOCK_OUT
-        live = [i for i, e in enumerate(extents) if e != 1]
-        tile, size = [], 1
-        for i in reversed(live):
-            if size >= elem_block:
-                break
-            size *= extents[i]
-            tile.insert(0, i)
+        tile, outer = _split_tile_loops(extents, elem_block)
         _fold([(extents[i], dst_strides[i]) for i in tile], elem_block, what)
-        outer = [i for i in live if i not in tile]
         crop: dict = {}
         for i in range(len(loops)):
             lo, hi = bounds[2 * i], bounds[2 * i + 1]
@@ -451,14 +444,7 @@ class _DMA(StmtExprMutator):
         if the pragma names it croppable (``"crop:<axis>"``): the transfers then skip it and
         those on-chip elements are left as they were (the schedule knows nothing reads them
         into a result)."""
-        live = [i for i, e in enumerate(extents) if e != 1]
-        tile, size = [], 1
-        for i in reversed(live):
-            if size >= elem_block:
-                break
-            size *= extents[i]
-            tile.insert(0, i)
-        outer = [i for i in live if i not in tile]
+        tile, outer = _split_tile_loops(extents, elem_block)
         for i in range(len(loops)):
             if i not in outer and not (is_const_int(pad_before[i], 0) and is_const_int(pad_after[i], 0)):
                 raise ScheduleError(
@@ -593,6 +579,19 @@ class _DMA(StmtExprMutator):
                                x_pad[0], y_pad[0], x_pad[1], y_pad[1], _access_ptr(store.buffer_var, sram, total, 2), mem)
 
         return coproc_scope(self.axis, qid, _host_loops(call, host, offset, dst_off, elem_block))
+
+
+def _split_tile_loops(extents, elem_block: int) -> tuple[list[int], list[int]]:
+    """The indices of a copy's loops with extent > 1, split into the innermost ones that make up
+    one on-chip element of ``elem_block`` values (the tile) and the outer rest."""
+    live = [i for i, e in enumerate(extents) if e != 1]
+    tile, size = [], 1
+    for i in reversed(live):
+        if size >= elem_block:
+            break
+        size *= extents[i]
+        tile.insert(0, i)
+    return tile, [i for i in live if i not in tile]
 
 
 def _check_width(what: str, load, bits: int, width: int, key: str, dtype: str) -> None:
