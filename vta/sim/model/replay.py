@@ -551,13 +551,199 @@ def _core(n, unit, pops, pushes, cost, finish, client, addr, row_bytes, stride, 
     return 0
 
 
+# ----------------------------------------------------------------------------- the fast driver
+# With numba, a stream reaches :func:`_core` through one compiled call, :func:`_drive`: it decodes
+# the raw instruction words into the arrays :func:`prepare` makes (:func:`_decode`) and runs the
+# loop, with no per-instruction Python and one allocation per output. The decoder evaluates the
+# costs of GEMM, ALU and STORE with closed forms whose constants are taken from
+# :mod:`vta.sim.model.costs` and checked against its functions on sample fields (:func:`_cost_params`);
+# when they do not match (the rules changed shape), the stream is decoded by :func:`prepare`.
+
+#: The fields :func:`_decode` reads, as (format, name), in its column order.
+_FIELDS = (("header", "opcode"), ("header", "pop_prev_dep"), ("header", "pop_next_dep"),
+           ("header", "push_prev_dep"), ("header", "push_next_dep"),
+           ("mem", "memory_type"), ("mem", "dram_base"), ("mem", "y_size"), ("mem", "x_size"), ("mem", "x_stride"),
+           ("mem", "y_pad_0"), ("mem", "y_pad_1"), ("mem", "x_pad_0"), ("mem", "x_pad_1"),
+           ("gemm", "uop_bgn"), ("gemm", "uop_end"), ("gemm", "iter_out"), ("gemm", "iter_in"),
+           ("alu", "uop_bgn"), ("alu", "uop_end"), ("alu", "iter_out"), ("alu", "iter_in"), ("alu", "use_imm"))
+#: The arrays of :func:`prepare`, as the rows of :func:`_decode`'s output, in :func:`_core`'s order.
+_ROWS = ("unit", "pops", "pushes", "cost", "finish", "client", "addr", "row_bytes", "stride", "rows",
+         "xp0", "xp1", "yp0", "yp1", "xs")
+#: Per-instruction outputs of :func:`_core`, as the rows of one array.
+_OUTS = ("start", "end", "ready", "dispatch", "blocked_from")
+#: Extra counters after :func:`_core`'s 14: the net tokens the stream pushes on each channel.
+_NCOUNTERS = 18
+#: Sample (iter_out, iter_in, uop_bgn, uop_end) of the cost check (:func:`_cost_params`).
+_COMPUTE_SAMPLES = ((1, 1, 0, 1), (1, 2, 0, 1), (0, 5, 0, 3), (4, 0, 1, 2), (3, 2, 5, 5), (2, 3, 6, 1),
+                    (3, 5, 2, 9), (7, 1, 0, 16), (1, 9, 4, 5), (100, 30, 0, 7), (16383, 16383, 0, 4095))
+#: Sample (x_size, y_size, dram_base, x_stride) of the STORE cost check.
+_STORE_SAMPLES = ((1, 1, 0, 1), (4, 1, 3, 4), (16, 3, 5, 40), (1, 7, 1, 1), (9, 2, 7, 100), (300, 2, 11, 301),
+                  (65535, 1, 0, 65535), (2, 4000, 1, 3))
+
+
+def _field_table(env: Environment) -> np.ndarray:
+    """Per field of :data:`_FIELDS`: (word, shift, mask) in the instruction layout of ``env``."""
+    lay = isa.layout(env)
+    return np.array([(f.lo // 64, f.lo % 64, (1 << f.width) - 1)
+                     for f in (lay.field("mem" if kind == "header" else kind, name) for kind, name in _FIELDS)],
+                    np.int64)
+
+
+def _elem_table(env: Environment) -> np.ndarray:
+    """Bytes of one element per memory type code 0..7 (0 for a code without elements)."""
+    elem = np.zeros(8, np.int64)
+    for mt in range(8):
+        try:
+            elem[mt] = env.elem_bytes(mt)
+        except (ValueError, KeyError):
+            pass
+    return elem
+
+
+_PARAMS: dict = {}
+
+
+def _cost_params(env: Environment, timing: mc.Timing) -> np.ndarray:
+    """The constants of :func:`_decode`'s cost formulas, or None when they do not reproduce
+    :mod:`vta.sim.model.costs` on the samples (then :func:`prepare` decodes, whatever the rules).
+
+    Row: overhead; per kind (GEMM, tensor ALU, immediate ALU) the cost of no micro-op, the cycles
+    per micro-op and the constant; STORE's fixed cycles, cycles per row, per element, per burst
+    (``store_ack``) and the OUT element bytes. A kind's formula: ``empty`` for n = 0 micro-ops,
+    else ``slope * n + constant``; a STORE with x > 0: ``fixed + y * (per_row + x * per_elem)`` plus
+    ``store_ack`` per 128-byte block its rows touch.
+    """
+    key = (timing, env.OUT_ELEM_BYTES, mc.compute_cycles, mc.store_cycles)
+    if key in _PARAMS:
+        return _PARAMS[key]
+    p = [timing.overhead]
+    ok = True
+    for op, imm in ((isa.OPCODE_GEMM, 1), (isa.OPCODE_ALU, 0), (isa.OPCODE_ALU, 1)):
+        def cost(io, ii, ub, ue):
+            return mc.compute_cycles(op, {"iter_out": io, "iter_in": ii, "uop_bgn": ub, "uop_end": ue,
+                                          "use_imm": imm}, timing)
+        empty, c1, c2 = cost(1, 0, 0, 1), cost(1, 1, 0, 1), cost(1, 2, 0, 1)
+        slope, const = c2 - c1, 2 * c1 - c2
+        for io, ii, ub, ue in _COMPUTE_SAMPLES:
+            n = io * ii * max(ue - ub, 0)
+            ok &= cost(io, ii, ub, ue) == (empty if n == 0 else slope * n + const)
+        p += [empty, slope, const]
+    ob = env.OUT_ELEM_BYTES
+    per_elem = max(ob // mc.BEAT_BYTES, 1)
+    p += [timing.store_fixed, timing.store_per_row, per_elem, timing.store_ack, ob]
+    for x, y, base, stride in _STORE_SAMPLES:
+        want = mc.store_cycles(env, {"x_size": x, "y_size": y, "dram_base": base, "x_stride": stride}, timing)
+        blocks = sum((base * ob + r * stride * ob + x * ob - 1) // 128 - (base * ob + r * stride * ob) // 128 + 1
+                     for r in range(y)) if timing.store_ack else 0
+        ok &= want == timing.store_fixed + y * (timing.store_per_row + x * per_elem) + timing.store_ack * blocks
+    _PARAMS[key] = np.array(p, np.int64) if ok else None
+    return _PARAMS[key]
+
+
+def _decode(words, fields, elem, params, cols):
+    """Fill ``cols`` (rows :data:`_ROWS`) from the raw words, as :func:`prepare` does; return 0, or
+    1 + i if instruction i sets a token flag of a channel its stage does not have."""
+    n = words.shape[0]
+    f = np.empty(23, np.int64)
+    for i in range(n):
+        for k in range(23):
+            f[k] = (words[i, fields[k, 0]] >> fields[k, 1]) & fields[k, 2]
+        op = f[0]
+        mt = f[5]
+        pp, pn, up, un = f[1], f[2], f[3], f[4]
+        if op == 1:
+            u = 2
+        elif op == 0 and (mt == 1 or mt == 2):
+            u = 0
+        else:
+            u = 1
+        if (u == 0 and (pp != 0 or up != 0)) or (u == 2 and (pn != 0 or un != 0)):
+            return 1 + i
+        comp = 1 if u == 1 else 0
+        load = 1 if u == 0 else 0
+        store = 1 if u == 2 else 0
+        cols[0, i] = u
+        cols[1, i] = (comp * pp) | (load * pn) << 1 | (comp * pn) << 2 | (store * pp) << 3
+        cols[2, i] = (load * un) | (comp * up) << 1 | (store * up) << 2 | (comp * un) << 3
+        cols[4, i] = 1 if op == 3 else 0
+        for r in range(5, 15):
+            cols[r, i] = 0
+        c = params[0]
+        if op == 2 or op == 4:
+            b = 14 if op == 2 else 18
+            nu = f[b + 1] - f[b]
+            if nu < 0:
+                nu = 0
+            nu = f[b + 2] * f[b + 3] * nu
+            k = 1 if op == 2 else (7 if f[22] != 0 else 4)
+            c = params[k] if nu == 0 else params[k + 1] * nu + params[k + 2]
+        elif (op == 0 or op == 1) and f[8] > 0:
+            x = f[8]
+            y = f[7]
+            if op == 1:
+                c = params[10] + y * (params[11] + x * params[12])
+                if params[13] != 0:
+                    ob = params[14]
+                    blocks = 0
+                    for r in range(y):
+                        lo = (f[6] + r * f[9]) * ob
+                        blocks += (lo + x * ob - 1) // 128 - lo // 128 + 1
+                    c += params[13] * blocks
+            else:
+                e = elem[mt]
+                c = -1
+                if mt == 0:
+                    cols[5, i] = 1
+                elif mt == 2:
+                    cols[5, i] = 2
+                elif mt == 1:
+                    cols[5, i] = 3
+                else:
+                    cols[5, i] = 4
+                cols[6, i] = (f[6] * e) & 0xFFFFFFFF
+                cols[7, i] = x * e
+                cols[8, i] = f[9] * e
+                cols[9, i] = y
+                cols[10, i] = f[12]
+                cols[11, i] = f[13]
+                cols[12, i] = f[10]
+                cols[13, i] = f[11]
+                cols[14, i] = x
+        cols[3, i] = c
+    return 0
+
+
+def _drive(words, fields, elem, params, cols, tokens, insn_addr, queue_depth, fetch_latency, fetch_buffer, latency,
+           bytes_per_cycle, max_outstanding, outs, bursts, counters):
+    """Decode (unless ``params`` is empty: ``cols`` is filled already) and replay one stream in one
+    compiled call; returns :func:`_core`'s code, or ``1 << 40`` plus :func:`_decode`'s."""
+    n = words.shape[0]
+    if params.shape[0] > 0:
+        bad = _decode(words, fields, elem, params, cols)
+        if bad != 0:
+            return (1 << 40) + bad
+    for c in range(4):
+        counters[14 + c] = 0
+    for i in range(n):
+        for c in range(4):
+            counters[14 + c] += ((cols[2, i] >> c) & 1) - ((cols[1, i] >> c) & 1)
+    return _core(n, cols[0], cols[1], cols[2], cols[3], cols[4], cols[5], cols[6], cols[7], cols[8], cols[9],
+                 cols[10], cols[11], cols[12], cols[13], cols[14], tokens, insn_addr, queue_depth, fetch_latency,
+                 fetch_buffer, latency, bytes_per_cycle, max_outstanding, outs[0], outs[1], outs[2], outs[3], outs[4],
+                 bursts, counters)
+
+
+_TABLES: dict = {}
+
+
 _COMPILED = None
+_DRIVE = None
 _ENGINE_FAILED = False
 
 
 def compiled():
     """The numba-compiled :func:`_core` (and :func:`_pad_end`), or None without numba."""
-    global _COMPILED, _ENGINE_FAILED
+    global _COMPILED, _DRIVE, _ENGINE_FAILED
     if _COMPILED is not None or _ENGINE_FAILED:
         return _COMPILED
     if os.environ.get("VTA_MODEL_ENGINE", "") == "python":
@@ -574,15 +760,31 @@ def compiled():
     g["_fetch_burst"] = numba.njit(cache=True)(_fetch_burst)
     core = type(_core)(_core.__code__, g, _core.__name__)
     _COMPILED = numba.njit(cache=True)(core)
+    g2 = dict(_drive.__globals__)
+    g2["_core"] = _COMPILED
+    g2["_decode"] = numba.njit(cache=True)(_decode)
+    _DRIVE = numba.njit(cache=True)(type(_drive)(_drive.__code__, g2, _drive.__name__))
     return _COMPILED
 
 
 UNITS = ("fetch", "load", "compute", "store")
 
 
+def _tables(env: Environment) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_field_table` and :func:`_elem_table` of ``env`` (made once per bitstream)."""
+    t = _TABLES.get(env.BITSTREAM)
+    if t is None:
+        t = _TABLES[env.BITSTREAM] = (_field_table(env), _elem_table(env))
+    return t
+
+
 def replay(env: Environment, words: np.ndarray, tokens, insn_addr: int, timing: mc.Timing,
            engine: str = "auto") -> tuple[dict, dict]:
     """Time one stream; return its counters and the per-instruction arrays.
+
+    With numba (``engine`` ``auto`` or ``numba``) the stream is decoded and replayed in one
+    compiled call (:func:`_drive`); with ``python`` it is decoded by :func:`prepare` and replayed
+    by the plain loop. Both give the same results.
 
     Parameters
     ----------
@@ -604,47 +806,67 @@ def replay(env: Environment, words: np.ndarray, tokens, insn_addr: int, timing: 
     counters : dict
         The hardware counters (``cycle_count``, ``<unit>_busy_cycles`` ...).
     arrays : dict
-        ``start``, ``end``, ``ready``, ``dispatch``, ``blocked_from`` per instruction and
-        ``bursts`` (first instruction, request cycle, first dispatch cycle per fetch burst).
+        ``start``, ``end``, ``ready``, ``dispatch``, ``blocked_from`` per instruction,
+        ``bursts`` (first instruction, request cycle, first dispatch cycle per fetch burst),
+        ``unit``, ``pops``, ``pushes`` (see :func:`prepare`) and ``tokens`` (the net tokens the
+        stream pushes on each channel, a list of 4 int).
 
     Raises
     ------
     DeadlockError
         If no unit can make progress (the stream is inconsistent with fsim's acceptance).
+    InvalidInstructionError
+        If a token flag names a channel its stage does not have.
     ValueError
-        For an unknown engine.
+        For an unknown engine, or ``numba`` without numba.
     """
-    from ...errors import DeadlockError
+    from ...errors import DeadlockError, InvalidInstructionError
 
     if engine not in ("auto", "numba", "python"):
         raise ValueError(f"engine {engine!r} is not one of 'auto', 'numba', 'python'")
+    fast = compiled() if engine != "python" else None
+    if fast is None and engine == "numba":
+        raise ValueError("engine 'numba' asked for, but numba is not installed")
+    words = np.ascontiguousarray(words, dtype=np.int64)
     n = int(words.shape[0])
-    a = prepare(env, words, timing)
-    out = {k: np.zeros(n, np.int64) for k in ("start", "end", "ready", "dispatch", "blocked_from")}
-    bursts = np.zeros((max(n, 1), 3), np.int64)
-    counters = np.zeros(14, np.int64)
-    fn = compiled() if engine != "python" else None
-    if fn is None:
-        if engine == "numba":
-            raise ValueError("engine 'numba' asked for, but numba is not installed")
-        fn = _core
+    cols = np.empty((len(_ROWS), n), np.int64)
+    outs = np.empty((len(_OUTS), n), np.int64)
+    bursts = np.empty((max(n, 1), 3), np.int64)
+    counters = np.zeros(_NCOUNTERS, np.int64)
+    toks = np.array(tokens, np.int64)
+    fetch_buffer = int(getattr(mc, "FETCH_BUFFER_INSNS", 0))
     lat, bpc, outst = env.dram_timing
-    rc = fn(n, a["unit"], a["pops"], a["pushes"], a["cost"], a["finish"], a["client"], a["addr"], a["row_bytes"],
-            a["stride"], a["rows"], a["xp0"], a["xp1"], a["yp0"], a["yp1"], a["xs"],
-            np.asarray(list(tokens), np.int64), int(insn_addr), QUEUE_DEPTH, int(timing.fetch_latency),
-            int(getattr(mc, "FETCH_BUFFER_INSNS", 0)), int(lat), int(bpc),
-            int(outst), out["start"], out["end"], out["ready"], out["dispatch"], out["blocked_from"], bursts, counters)
+    params = _cost_params(env, timing) if fast is not None else None
+    if params is None:  # the reference decode
+        a = prepare(env, words, timing)
+        for r, name in enumerate(_ROWS):
+            cols[r] = a[name]
+    if fast is not None:
+        fields, elem = _tables(env)
+        rc = _DRIVE(words, fields, elem, np.empty(0, np.int64) if params is None else params, cols, toks,
+                    int(insn_addr), QUEUE_DEPTH, int(timing.fetch_latency), fetch_buffer, int(lat), int(bpc),
+                    int(outst), outs, bursts, counters)
+        if rc >= 1 << 40:
+            i = rc - (1 << 40) - 1
+            prepare(env, words, timing)  # raises the precise InvalidInstructionError of the flag
+            raise InvalidInstructionError(f"instruction {i}: a token flag names a channel its stage does not have", i)
+    else:
+        counters[14:] = (np.bitwise_and(cols[2][:, None] >> np.arange(4), 1).sum(axis=0)
+                         - np.bitwise_and(cols[1][:, None] >> np.arange(4), 1).sum(axis=0))
+        rc = _core(n, *cols, toks, int(insn_addr), QUEUE_DEPTH, int(timing.fetch_latency), fetch_buffer, int(lat),
+                   int(bpc), int(outst), *outs, bursts, counters)
     if rc < 0:
         k = -1 - rc
         raise DeadlockError(f"timing model: no unit can start after {k} of {n} instructions; the stream was "
                             "accepted by fsim", None)
-    res = {"cycle_count": int(counters[0])}
+    c = counters.tolist()
+    res = {"cycle_count": c[0]}
     for u, name in enumerate(UNITS):
-        res[f"{name}_busy_cycles"] = int(counters[1 + u])
-        res[f"{name}_stall_cycles"] = int(counters[5 + u])
-        res[f"{name}_retired"] = int(counters[9 + u])
-    out["bursts"] = bursts[:int(counters[13])]
-    out["unit"] = a["unit"]
-    out["pops"] = a["pops"]
-    out["pushes"] = a["pushes"]
+        res[f"{name}_busy_cycles"] = c[1 + u]
+        res[f"{name}_stall_cycles"] = c[5 + u]
+        res[f"{name}_retired"] = c[9 + u]
+    out = dict(zip(_OUTS, outs))
+    out["bursts"] = bursts[:c[13]]
+    out["unit"], out["pops"], out["pushes"] = cols[0], cols[1], cols[2]
+    out["tokens"] = c[14:18]
     return res, out
