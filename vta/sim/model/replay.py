@@ -755,15 +755,15 @@ def compiled():
         _ENGINE_FAILED = True
         return None
     g = dict(_core.__globals__)
-    g["_pad_end"] = numba.njit(cache=True)(_pad_end)
-    g["_serve"] = numba.njit(cache=True)(_serve)
-    g["_fetch_burst"] = numba.njit(cache=True)(_fetch_burst)
+    g["_pad_end"] = numba.njit(cache=True, error_model="numpy")(_pad_end)
+    g["_serve"] = numba.njit(cache=True, error_model="numpy")(_serve)
+    g["_fetch_burst"] = numba.njit(cache=True, error_model="numpy")(_fetch_burst)
     core = type(_core)(_core.__code__, g, _core.__name__)
-    _COMPILED = numba.njit(cache=True)(core)
+    _COMPILED = numba.njit(cache=True, error_model="numpy")(core)
     g2 = dict(_drive.__globals__)
     g2["_core"] = _COMPILED
-    g2["_decode"] = numba.njit(cache=True)(_decode)
-    _DRIVE = numba.njit(cache=True)(type(_drive)(_drive.__code__, g2, _drive.__name__))
+    g2["_decode"] = numba.njit(cache=True, error_model="numpy")(_decode)
+    _DRIVE = numba.njit(cache=True, error_model="numpy")(type(_drive)(_drive.__code__, g2, _drive.__name__))
     return _COMPILED
 
 
