@@ -40,6 +40,7 @@ import numpy as np
 from ... import isa
 from ...cache import cache_dir
 from ...env import Environment
+from ...errors import DeadlockError, InvalidInstructionError
 from ..fsim.simulator import _Columns, _Program
 from . import costs as mc
 
@@ -768,6 +769,9 @@ def compiled():
 
 
 UNITS = ("fetch", "load", "compute", "store")
+#: The hardware counters in :func:`_core`'s order.
+_COUNTER_KEYS = (("cycle_count",) + tuple(f"{u}_busy_cycles" for u in UNITS) + tuple(f"{u}_stall_cycles" for u in UNITS)
+                 + tuple(f"{u}_retired" for u in UNITS))
 
 
 def _tables(env: Environment) -> tuple[np.ndarray, np.ndarray]:
@@ -820,8 +824,6 @@ def replay(env: Environment, words: np.ndarray, tokens, insn_addr: int, timing: 
     ValueError
         For an unknown engine, or ``numba`` without numba.
     """
-    from ...errors import DeadlockError, InvalidInstructionError
-
     if engine not in ("auto", "numba", "python"):
         raise ValueError(f"engine {engine!r} is not one of 'auto', 'numba', 'python'")
     fast = compiled() if engine != "python" else None
@@ -860,11 +862,7 @@ def replay(env: Environment, words: np.ndarray, tokens, insn_addr: int, timing: 
         raise DeadlockError(f"timing model: no unit can start after {k} of {n} instructions; the stream was "
                             "accepted by fsim", None)
     c = counters.tolist()
-    res = {"cycle_count": c[0]}
-    for u, name in enumerate(UNITS):
-        res[f"{name}_busy_cycles"] = c[1 + u]
-        res[f"{name}_stall_cycles"] = c[5 + u]
-        res[f"{name}_retired"] = c[9 + u]
+    res = dict(zip(_COUNTER_KEYS, c))
     out = dict(zip(_OUTS, outs))
     out["bursts"] = bursts[:c[13]]
     out["unit"], out["pops"], out["pushes"] = cols[0], cols[1], cols[2]
