@@ -63,7 +63,7 @@ from ..fsim.sched import schedule
 from ..fsim.simulator import FunctionalSimulator, _Columns, _count, _Program, check_fields, confirm_suspects, lent_tokens
 from . import costs as mc
 from .costs import Timing
-from .replay import replay
+from .replay import Scratch, replay
 
 __all__ = ["HW_STAT_KEYS", "QUEUE_DEPTH", "CycleModel", "Timing", "time_stream"]
 
@@ -120,6 +120,7 @@ class CycleModel(FunctionalSimulator):
         self._uncounted: list = []  # timing-only runs whose fsim counters are still to be added
         self._uncounted_insns = 0
         self._timed = None
+        self._scratch = Scratch()  # the replay's work arrays, reused run after run
         self._hw = dict.fromkeys(HW_STAT_KEYS, 0)
         #: Counters of the last run only (``cycle_count`` and per-unit figures).
         self.last_run: dict = {}
@@ -180,7 +181,7 @@ class CycleModel(FunctionalSimulator):
     def _time(self, words: np.ndarray, tokens: list[int], insn_addr: int) -> dict:
         """Replay the stream: set :attr:`last_run`, the probe's events and ``_timed``; return the arrays."""
         events = [] if self._probe else None
-        self.last_run, arrays = _replay(self.env, words, tokens, insn_addr, self.timing, events)
+        self.last_run, arrays = _replay(self.env, words, tokens, insn_addr, self.timing, events, self._scratch)
         self.probe_events = events
         self._timed = (words, tokens, arrays)
         return arrays
@@ -292,9 +293,9 @@ def time_stream(env: Environment, words: np.ndarray, tokens: list[int], insn_add
 
 
 def _replay(env: Environment, words: np.ndarray, tokens: list[int], insn_addr: int,
-            timing: Timing, events: list | None = None) -> tuple[dict, dict]:
+            timing: Timing, events: list | None = None, scratch: Scratch | None = None) -> tuple[dict, dict]:
     """:func:`time_stream`, plus the arrays of :func:`vta.sim.model.replay.replay`."""
-    counters, arr = replay(env, words, tokens, insn_addr, timing)
+    counters, arr = replay(env, words, tokens, insn_addr, timing, scratch=scratch)
     if events is not None:
         start = arr["start"].tolist()
         dispatch, blocked = arr["dispatch"].tolist(), arr["blocked_from"].tolist()
