@@ -210,3 +210,21 @@ def test_a_flag_on_a_missing_channel_is_named(env):
     for engine in ("auto", "python"):
         with pytest.raises(InvalidInstructionError, match="push_prev_dep"):
             rp.replay(env, words, [0] * 4, 4096, mc.DEFAULT_TIMING, engine=engine)
+
+
+def test_a_design_point_on_the_timing_only_level():
+    """The DSE level ``model-timing`` gives the ``model`` level's row, without an output digest."""
+    from vta.dse.evaluate import Point, evaluate, release_devices
+    from vta.dse.space import shipped_config
+
+    cfg = shipped_config(None)
+    try:
+        rows = {level: evaluate(Point.make(cfg, "resnet18.C11", level)) for level in ("model", "model-timing")}
+    finally:
+        release_devices()
+    full, fast = rows["model"], rows["model-timing"]
+    assert full["status"] == fast["status"] == "ok", rows
+    assert full["key"] != fast["key"]  # cached apart
+    assert fast["output_digest"] == "" and full["output_digest"]
+    for key in ("cycles", "macs", "bytes_moved", "insn_count", "gemm_counter", "alu_counter", "utilisation"):
+        assert fast[key] == full[key], key
