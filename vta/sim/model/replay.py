@@ -641,17 +641,22 @@ def _cost_params(env: Environment, timing: mc.Timing) -> np.ndarray:
     return _PARAMS[key]
 
 
+def _field(words, i, fields, k):
+    """Field ``k`` of :data:`_FIELDS` of instruction ``i``."""
+    return (words[i, fields[k, 0]] >> fields[k, 1]) & fields[k, 2]
+
+
 def _decode(words, fields, elem, params, cols):
     """Fill ``cols`` (rows :data:`_ROWS`) from the raw words, as :func:`prepare` does; return 0, or
     1 + i if instruction i sets a token flag of a channel its stage does not have."""
     n = words.shape[0]
-    f = np.empty(23, np.int64)
     for i in range(n):
-        for k in range(23):
-            f[k] = (words[i, fields[k, 0]] >> fields[k, 1]) & fields[k, 2]
-        op = f[0]
-        mt = f[5]
-        pp, pn, up, un = f[1], f[2], f[3], f[4]
+        op = _field(words, i, fields, 0)
+        pp = _field(words, i, fields, 1)
+        pn = _field(words, i, fields, 2)
+        up = _field(words, i, fields, 3)
+        un = _field(words, i, fields, 4)
+        mt = _field(words, i, fields, 5)
         if op == 1:
             u = 2
         elif op == 0 and (mt == 1 or mt == 2):
@@ -672,44 +677,47 @@ def _decode(words, fields, elem, params, cols):
         c = params[0]
         if op == 2 or op == 4:
             b = 14 if op == 2 else 18
-            nu = f[b + 1] - f[b]
+            nu = _field(words, i, fields, b + 1) - _field(words, i, fields, b)
             if nu < 0:
                 nu = 0
-            nu = f[b + 2] * f[b + 3] * nu
-            k = 1 if op == 2 else (7 if f[22] != 0 else 4)
+            nu = _field(words, i, fields, b + 2) * _field(words, i, fields, b + 3) * nu
+            k = 1 if op == 2 else (7 if _field(words, i, fields, 22) != 0 else 4)
             c = params[k] if nu == 0 else params[k + 1] * nu + params[k + 2]
-        elif (op == 0 or op == 1) and f[8] > 0:
-            x = f[8]
-            y = f[7]
-            if op == 1:
-                c = params[10] + y * (params[11] + x * params[12])
-                if params[13] != 0:
-                    ob = params[14]
-                    blocks = 0
-                    for r in range(y):
-                        lo = (f[6] + r * f[9]) * ob
-                        blocks += (lo + x * ob - 1) // 128 - lo // 128 + 1
-                    c += params[13] * blocks
-            else:
-                e = elem[mt]
-                c = -1
-                if mt == 0:
-                    cols[5, i] = 1
-                elif mt == 2:
-                    cols[5, i] = 2
-                elif mt == 1:
-                    cols[5, i] = 3
+        elif op == 0 or op == 1:
+            x = _field(words, i, fields, 8)
+            if x > 0:
+                y = _field(words, i, fields, 7)
+                base = _field(words, i, fields, 6)
+                xstride = _field(words, i, fields, 9)
+                if op == 1:
+                    c = params[10] + y * (params[11] + x * params[12])
+                    if params[13] != 0:
+                        ob = params[14]
+                        blocks = 0
+                        for r in range(y):
+                            lo = (base + r * xstride) * ob
+                            blocks += (lo + x * ob - 1) // 128 - lo // 128 + 1
+                        c += params[13] * blocks
                 else:
-                    cols[5, i] = 4
-                cols[6, i] = (f[6] * e) & 0xFFFFFFFF
-                cols[7, i] = x * e
-                cols[8, i] = f[9] * e
-                cols[9, i] = y
-                cols[10, i] = f[12]
-                cols[11, i] = f[13]
-                cols[12, i] = f[10]
-                cols[13, i] = f[11]
-                cols[14, i] = x
+                    e = elem[mt]
+                    c = -1
+                    if mt == 0:
+                        cols[5, i] = 1
+                    elif mt == 2:
+                        cols[5, i] = 2
+                    elif mt == 1:
+                        cols[5, i] = 3
+                    else:
+                        cols[5, i] = 4
+                    cols[6, i] = (base * e) & 0xFFFFFFFF
+                    cols[7, i] = x * e
+                    cols[8, i] = xstride * e
+                    cols[9, i] = y
+                    cols[10, i] = _field(words, i, fields, 12)
+                    cols[11, i] = _field(words, i, fields, 13)
+                    cols[12, i] = _field(words, i, fields, 10)
+                    cols[13, i] = _field(words, i, fields, 11)
+                    cols[14, i] = x
         cols[3, i] = c
     return 0
 
@@ -739,12 +747,13 @@ _TABLES: dict = {}
 
 _COMPILED = None
 _DRIVE = None
+_DECODE = None  # the compiled _decode (for tests)
 _ENGINE_FAILED = False
 
 
 def compiled():
     """The numba-compiled :func:`_core` (and :func:`_pad_end`), or None without numba."""
-    global _COMPILED, _DRIVE, _ENGINE_FAILED
+    global _COMPILED, _DRIVE, _DECODE, _ENGINE_FAILED
     if _COMPILED is not None or _ENGINE_FAILED:
         return _COMPILED
     if os.environ.get("VTA_MODEL_ENGINE", "") == "python":
@@ -764,7 +773,10 @@ def compiled():
     _COMPILED = numba.njit(cache=True, error_model="numpy")(core)
     g2 = dict(_drive.__globals__)
     g2["_core"] = _COMPILED
-    g2["_decode"] = numba.njit(cache=True, error_model="numpy")(_decode)
+    g3 = dict(_decode.__globals__)
+    g3["_field"] = numba.njit(cache=True, error_model="numpy", inline="always")(_field)
+    _DECODE = numba.njit(cache=True, error_model="numpy")(type(_decode)(_decode.__code__, g3, _decode.__name__))
+    g2["_decode"] = _DECODE
     _DRIVE = numba.njit(cache=True, error_model="numpy")(type(_drive)(_drive.__code__, g2, _drive.__name__))
     return _COMPILED
 
