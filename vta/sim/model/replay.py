@@ -796,20 +796,38 @@ def _tables(env: Environment) -> tuple[np.ndarray, np.ndarray]:
 
 
 class Scratch:
-    """Work arrays reused by the replays of one owner (a device): a replay's per-instruction
-    arrays are only valid until the owner's next replay."""
+    """Work arrays and constants reused by the replays of one owner (a device): a replay's
+    per-instruction arrays are only valid until the owner's next replay."""
 
     def __init__(self):
         self.flat = np.empty(0, np.int64)
+        self.counters = np.empty(_NCOUNTERS, np.int64)
+        self._views: tuple = (-1, None)
+        self._constants: tuple = (None,)
 
     def take(self, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``cols``, ``outs`` and ``bursts`` for a stream of ``n`` instructions (C-contiguous views)."""
+        if self._views[0] == n:
+            return self._views[1]
         a, b = len(_ROWS) * n, len(_OUTS) * n
         need = a + b + 3 * max(n, 1)
         if self.flat.size < need:
             self.flat = np.empty(max(need, 2 * self.flat.size), np.int64)
         f = self.flat
-        return f[:a].reshape(len(_ROWS), n), f[a:a + b].reshape(len(_OUTS), n), f[a + b:need].reshape(max(n, 1), 3)
+        views = f[:a].reshape(len(_ROWS), n), f[a:a + b].reshape(len(_OUTS), n), f[a + b:need].reshape(max(n, 1), 3)
+        self._views = (n, views)
+        return views
+
+    def constants(self, env: Environment, timing: mc.Timing) -> tuple:
+        """``(fields, elem, params)`` of :func:`_drive` for ``env`` and ``timing`` (``params`` None:
+        decode with :func:`prepare`); kept while the owner's configuration and timing stay."""
+        key = (env, timing, mc.compute_cycles, mc.store_cycles)
+        c = self._constants
+        if len(c) == 5 and all(x is y for x, y in zip(c[:4], key)):
+            return c[4]
+        value = _tables(env) + (_cost_params(env, timing),)
+        self._constants = key + (value,)
+        return value
 
 
 def replay(env: Environment, words: np.ndarray, tokens, insn_addr: int, timing: mc.Timing,
@@ -864,18 +882,18 @@ def replay(env: Environment, words: np.ndarray, tokens, insn_addr: int, timing: 
         raise ValueError("engine 'numba' asked for, but numba is not installed")
     words = np.ascontiguousarray(words, dtype=np.int64)
     n = int(words.shape[0])
-    cols, outs, bursts = (scratch or Scratch()).take(n)
-    counters = np.zeros(_NCOUNTERS, np.int64)
+    scratch = scratch or Scratch()
+    cols, outs, bursts = scratch.take(n)
+    counters = scratch.counters
     toks = np.array(tokens, np.int64)
     fetch_buffer = int(getattr(mc, "FETCH_BUFFER_INSNS", 0))
     lat, bpc, outst = env.dram_timing
-    params = _cost_params(env, timing) if fast is not None else None
+    fields, elem, params = scratch.constants(env, timing) if fast is not None else (None, None, None)
     if params is None:  # the reference decode
         a = prepare(env, words, timing)
         for r, name in enumerate(_ROWS):
             cols[r] = a[name]
     if fast is not None:
-        fields, elem = _tables(env)
         rc = _DRIVE(words, fields, elem, np.empty(0, np.int64) if params is None else params, cols, toks,
                     int(insn_addr), QUEUE_DEPTH, int(timing.fetch_latency), fetch_buffer, int(lat), int(bpc),
                     int(outst), outs, bursts, counters)
