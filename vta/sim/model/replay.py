@@ -1,9 +1,11 @@
 """The event-driven timing replay of the cycle model, as one loop over integer arrays.
 
-:func:`replay` decodes a stream into per-instruction arrays (:func:`prepare`) and runs
-:func:`_core` on them: compiled by numba when it is installed (the same function, unchanged),
-else as plain Python, so both paths give the same cycles. The loop processes events in time
-order:
+:func:`replay` decodes a stream into per-instruction arrays and runs :func:`_core` on them.
+With numba, one compiled call (:func:`_drive`) decodes the raw words (:func:`_decode`, the same
+arrays as :func:`prepare`) and runs the loop (the same function, unchanged), with a device's work
+arrays reused from run to run (:class:`Scratch`); without numba (or with ``engine="python"``),
+:func:`prepare` decodes with NumPy and the loop runs as plain Python. Both paths give the same
+cycles. The loop processes events in time order:
 
 * fetch: bursts of up to 8 instructions read over the memory channel, then one dispatch per
   cycle into the load, compute and store queues (a full queue blocks dispatch);
