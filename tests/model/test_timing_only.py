@@ -28,8 +28,8 @@ def _words(dram, addr, count):
 
 
 @pytest.mark.parametrize("memory", range(len(MEMORIES)))
-def test_random_programs_time_as_on_the_full_model(env, dram, memory):
-    e = Environment({**env.cfg_dict, **MEMORIES[memory]})
+def test_random_programs_time_as_on_the_full_model(any_env, dram, memory):
+    e = Environment({**any_env.cfg_dict, **MEMORIES[memory]})
     with CycleModel(e, dram) as full, CycleModel(e, dram, functional=False) as fast:
         for seed in range(12):
             p = random_program(e, dram, seed, length=48)
