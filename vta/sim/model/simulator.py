@@ -120,6 +120,7 @@ class CycleModel(FunctionalSimulator):
         self._uncounted: list = []  # timing-only runs whose fsim counters are still to be added
         self._uncounted_insns = 0
         self._timed = None
+        self._executed_words = None  # the words fsim executed in the current run (read before it ran)
         self._scratch = Scratch()  # the replay's work arrays, reused run after run
         self._hw = dict.fromkeys(HW_STAT_KEYS, 0)
         #: Counters of the last run only (``cycle_count`` and per-unit figures).
@@ -162,9 +163,8 @@ class CycleModel(FunctionalSimulator):
             if self._functional_order is not None:  # debug dump: what ran before the failure
                 dump_executed(self.env, *self._functional_order)
             raise
-        if self._timed is None:  # executed by fsim: time the stream it ran
-            n = int(insn_count)
-            words = self.dram.data[insn_phys_addr:insn_phys_addr + 16 * n].copy().view("<i8").reshape(n, 2)
+        if self._timed is None:  # executed by fsim: time the stream it ran (as read before it ran)
+            words = self._executed_words
             tokens = outstanding
             if any(outstanding):  # the tokens the stream was lent (device contract)
                 tokens = lent_tokens(_Program(_Columns(words, self.env), words, self.env).flow, outstanding)
@@ -189,6 +189,8 @@ class CycleModel(FunctionalSimulator):
     def _run(self, insn_phys_addr: int, n: int) -> tuple[list[int], list[int]]:
         """fsim's run (executes), or with ``functional=False`` its checks and the timing only."""
         if self.functional:
+            self.dram.check(insn_phys_addr, 16 * n, "instruction stream")  # (fsim's first check too)
+            self._executed_words = self.dram.data[insn_phys_addr:insn_phys_addr + 16 * n].copy().view("<i8").reshape(n, 2)
             return super()._run(insn_phys_addr, n)
         if n == 0:
             raise DeadlockError("the stream has 0 instructions, so FINISH never executes and the run never ends")
