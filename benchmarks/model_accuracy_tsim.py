@@ -16,7 +16,8 @@ is printed per stream::
 replay; ``timing-only`` is ``CycleModel(..., functional=False).run`` (fsim's checks and the
 timing replay, nothing executed; its cycles must equal the model's, else the line ends in
 ``TIMING-ONLY DIFFERS``). Each ``x<ratio>`` is tsim's wall time over that model's (the median of
-``--repeat`` runs of each stream, except the workloads, which run once). The
+``--repeat`` runs of each stream, except the workloads, which run once; Python's garbage collector
+is paused during each timed run). The
 streams:
 
 * ``programs``: the demo program, blocked GEMMs of ``tests/e2e/gemm_program.py`` and random
@@ -37,6 +38,7 @@ programs, one ResNet layer and a short conv-like stream, on both memories.
 from __future__ import annotations
 
 import argparse
+import gc
 import statistics
 import sys
 import time
@@ -89,9 +91,13 @@ class Pair:
         for _ in range(repeat):
             for dev, runs in walls.items():
                 dev.clear_stats()
-                t0 = time.perf_counter()
-                dev.run(addr, count)
-                runs.append(time.perf_counter() - t0)
+                gc.disable()  # a collection of the compiler's objects is no level's time
+                try:
+                    t0 = time.perf_counter()
+                    dev.run(addr, count)
+                    runs.append(time.perf_counter() - t0)
+                finally:
+                    gc.enable()
         self.tsim_s += statistics.median(walls[tsim])
         self.model_s += statistics.median(walls[model])
         self.timing_s += statistics.median(walls[timing])
