@@ -182,14 +182,26 @@ def test_compiled_decoder_matches_prepare(any_env, dram, timing):
             assert cols[r].tolist() == want[name].tolist(), (seed, name)
 
 
+def _per_iteration(opcode, f, timing=mc.DEFAULT_TIMING):
+    """A compute cost with a per-outer-iteration term: no closed form of the decoder fits it."""
+    return _PLAIN(opcode, f, timing) + 5 * int(f["iter_out"])
+
+
+def _by_alu_opcode(opcode, f, timing=mc.DEFAULT_TIMING):
+    """A compute cost reading a field the decoder's closed forms do not have."""
+    return _PLAIN(opcode, f, timing) + (int(f["alu_opcode"]) if opcode == isa.OPCODE_ALU else 0)
+
+
+_PLAIN = mc.compute_cycles
+
+
+def test_cost_rules_reading_other_fields_are_not_fitted(env, monkeypatch):
+    monkeypatch.setattr(mc, "compute_cycles", _by_alu_opcode)
+    assert rp._cost_params(env, mc.DEFAULT_TIMING) is None
+
+
 def test_cost_rules_of_another_shape_fall_back_to_prepare(env, dram, monkeypatch):
-    # a compute cost with a per-outer-iteration term: no closed form of the decoder fits it
-    plain = mc.compute_cycles
-
-    def per_iteration(opcode, f, timing=mc.DEFAULT_TIMING):
-        return plain(opcode, f, timing) + 5 * int(f["iter_out"])
-
-    monkeypatch.setattr(mc, "compute_cycles", per_iteration)
+    monkeypatch.setattr(mc, "compute_cycles", _per_iteration)
     assert rp._cost_params(env, mc.DEFAULT_TIMING) is None
     p = random_program(env, dram, 2, length=40)
     try:

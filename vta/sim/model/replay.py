@@ -617,8 +617,22 @@ def _cost_params(env: Environment, timing: mc.Timing) -> np.ndarray:
     ``store_ack`` per 128-byte block its rows touch.
     """
     key = (timing, env.OUT_ELEM_BYTES, mc.compute_cycles, mc.store_cycles)
-    if key in _PARAMS:
-        return _PARAMS[key]
+    if key not in _PARAMS:
+        try:
+            _PARAMS[key] = _fit_params(env, timing)
+        except KeyError:  # the rules read a field the closed forms do not have
+            _PARAMS[key] = None
+    return _PARAMS[key]
+
+
+def _fit_params(env: Environment, timing: mc.Timing) -> np.ndarray | None:
+    """:func:`_cost_params` without the cache.
+
+    Raises
+    ------
+    KeyError
+        If a rule of :mod:`vta.sim.model.costs` reads a field the samples do not give.
+    """
     p = [timing.overhead]
     ok = True
     for op, imm in ((isa.OPCODE_GEMM, 1), (isa.OPCODE_ALU, 0), (isa.OPCODE_ALU, 1)):
@@ -639,8 +653,7 @@ def _cost_params(env: Environment, timing: mc.Timing) -> np.ndarray:
         blocks = sum((base * ob + r * stride * ob + x * ob - 1) // 128 - (base * ob + r * stride * ob) // 128 + 1
                      for r in range(y)) if timing.store_ack else 0
         ok &= want == timing.store_fixed + y * (timing.store_per_row + x * per_elem) + timing.store_ack * blocks
-    _PARAMS[key] = np.array(p, np.int64) if ok else None
-    return _PARAMS[key]
+    return np.array(p, np.int64) if ok else None
 
 
 def _field(words, i, fields, k):
