@@ -7,12 +7,17 @@ and cached)::
 
 For every shipped configuration (``configs/*.json``; ``--config`` picks some) and every memory
 (``ideal``: the default one-cycle memory; ``ddr4``: the preset of :data:`vta.env.DRAM_PRESETS`),
-each stream runs on tsim and on the cycle model, and one line is printed per stream::
+each stream runs on tsim, on the cycle model and on the timing-only cycle model, and one line
+is printed per stream::
 
-    <stream>  tsim <cycles>  model <cycles>  error <+x.xx> %  model <s> (replay <s>)  tsim <s>  speed x<ratio>
+    <stream>  tsim <cycles>  model <cycles>  error <+x.xx> %  tsim <ms>  model <ms> speed x<ratio>  timing-only <ms> x<ratio>
 
-``model`` is the whole :meth:`CycleModel.run` (fsim's functional execution plus the timing
-replay), ``replay`` the timing replay alone, ``speed`` tsim's wall time over the model's. The
+``model`` is the whole :meth:`CycleModel.run`: fsim's functional execution plus the timing
+replay; ``timing-only`` is ``CycleModel(..., functional=False).run`` (fsim's checks and the
+timing replay, nothing executed; its cycles must equal the model's, else the line ends in
+``TIMING-ONLY DIFFERS``). Each ``x<ratio>`` is tsim's wall time over that model's (the median of
+``--repeat`` runs of each stream, except the workloads, which run once; Python's garbage collector
+is paused during each timed run). The
 streams:
 
 * ``programs``: the demo program, blocked GEMMs of ``tests/e2e/gemm_program.py`` and random
@@ -25,14 +30,15 @@ streams:
 * ``insn-heavy``: the conv-like stream of small instructions and the upstream-shaped GEMM
   stream of ``benchmarks/fsim_throughput.py``.
 
-Per configuration and memory, the median and largest |error| and the smallest speed ratio
-follow. ``--quick`` (the test suite's smoke run): the default configuration, a few small
+Per configuration and memory, the median and largest |error| and the smallest speed ratios
+(whole run, timing only) follow. ``--quick`` (the test suite's smoke run): the default configuration, a few small
 programs, one ResNet layer and a short conv-like stream, on both memories.
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
 import statistics
 import sys
 import time
@@ -50,7 +56,7 @@ from vta.dram import DRAM
 from vta.env import Environment, load_config
 from vta.errors import ScheduleError
 from vta.sim.device import Device
-from vta.sim.model import CycleModel, time_stream
+from vta.sim.model import CycleModel
 from vta.sim.tsim import TSim, library
 from vta.testing.programs import random_program
 
@@ -72,73 +78,78 @@ def env_for(config: str, memory: str) -> Environment:
 
 
 class Pair:
-    """Cycles and wall times of one stream (or of a workload's streams summed) on both levels."""
+    """Cycles and wall times of one stream (or of a workload's streams summed) on the three levels."""
 
     def __init__(self):
-        self.tsim = self.model = 0
-        self.tsim_s = self.model_s = self.replay_s = 0.0
+        self.tsim = self.model = self.timing = 0
+        self.tsim_s = self.model_s = self.timing_s = 0.0
         self.runs = 0
 
-    def add(self, tsim: TSim, model: CycleModel, addr: int, count: int) -> None:
-        tsim.clear_stats()
-        t0 = time.perf_counter()
-        tsim.run(addr, count)
-        self.tsim_s += time.perf_counter() - t0
+    def add(self, tsim: TSim, model: CycleModel, timing: CycleModel, addr: int, count: int, repeat: int = 1) -> None:
+        """Run the stream ``repeat`` times on each level; add the median wall times and the cycles."""
+        walls = {tsim: [], model: [], timing: []}
+        for _ in range(repeat):
+            for dev, runs in walls.items():
+                dev.clear_stats()
+                gc.disable()  # a collection of the compiler's objects is no level's time
+                try:
+                    t0 = time.perf_counter()
+                    dev.run(addr, count)
+                    runs.append(time.perf_counter() - t0)
+                finally:
+                    gc.enable()
+        self.tsim_s += statistics.median(walls[tsim])
+        self.model_s += statistics.median(walls[model])
+        self.timing_s += statistics.median(walls[timing])
         self.tsim += tsim.stats()["cycle_count"]
-        tokens = list(model.tokens)
-        t0 = time.perf_counter()
-        model.run(addr, count)
-        self.model_s += time.perf_counter() - t0
         self.model += model.last_run["cycle_count"]
-        words = model.dram.data[addr:addr + 16 * count].copy().view("<i8").reshape(count, 2)
-        if not any(tokens):
-            t0 = time.perf_counter()
-            time_stream(model.env, words, tokens, addr, model.timing)
-            self.replay_s += time.perf_counter() - t0
+        self.timing += timing.last_run["cycle_count"]
         self.runs += 1
 
 
 class Tee(Device):
-    """Sends every stream to tsim, then to the model, and adds both to :attr:`pair`."""
+    """Sends every stream to tsim, the model and the timing-only model, and adds them to :attr:`pair`."""
 
     name = "tee"
 
-    def __init__(self, tsim: TSim, model: CycleModel):
+    def __init__(self, tsim: TSim, model: CycleModel, timing: CycleModel):
         super().__init__(tsim.env, tsim.dram)
-        self.tsim, self.model = tsim, model
+        self.tsim, self.model, self.timing = tsim, model, timing
         self.pair = Pair()
 
     def run(self, insn_phys_addr: int, insn_count: int, wait_cycles: int = 0) -> int:
-        self.pair.add(self.tsim, self.model, insn_phys_addr, insn_count)
+        self.pair.add(self.tsim, self.model, self.timing, insn_phys_addr, insn_count)
         return 0
 
     def stats(self) -> dict:
         return self.model.stats()
 
     def clear_stats(self) -> None:
-        self.tsim.clear_stats()
-        self.model.clear_stats()
+        for dev in (self.tsim, self.model, self.timing):
+            dev.clear_stats()
 
     def reset(self) -> None:
-        self.tsim.reset()
-        self.model.reset()
+        for dev in (self.tsim, self.model, self.timing):
+            dev.reset()
 
 
 def line(name: str, p: Pair, rows: list) -> None:
     err = (p.model - p.tsim) / p.tsim
     speed = p.tsim_s / p.model_s if p.model_s else float("inf")
-    rows.append((abs(err), speed))
-    replay = f" (replay {p.replay_s:7.3f})" if p.replay_s else " (replay   n/a  )"
-    print(f"  {name:<30} tsim {p.tsim:>10}  model {p.model:>10}  error {100 * err:+6.2f} %  "
-          f"model {p.model_s:7.3f} s{replay}  tsim {p.tsim_s:7.3f} s  speed x{speed:.0f}", flush=True)
+    timing = p.tsim_s / p.timing_s if p.timing_s else float("inf")
+    rows.append((abs(err), speed, timing))
+    differs = "" if p.timing == p.model else f"  TIMING-ONLY DIFFERS ({p.timing} cycles)"
+    print(f"  {name:<30} tsim {p.tsim:>10}  model {p.model:>10}  error {100 * err:+6.2f} %  tsim {1e3 * p.tsim_s:9.3f} ms  "
+          f"model {1e3 * p.model_s:8.3f} ms speed x{speed:<4.0f}  timing-only {1e3 * p.timing_s:7.3f} ms x{timing:.0f}"
+          f"{differs}", flush=True)
 
 
-def programs(env: Environment, dram: DRAM, tsim: TSim, model: CycleModel, quick: bool, rows: list) -> None:
+def programs(env: Environment, dram: DRAM, tsim: TSim, model, quick: bool, rows: list, repeat: int) -> None:
     pack = build_demo_pack(env)
     pack.install(dram)
     try:
         p = Pair()
-        p.add(tsim, model, pack.insn_addr, pack.insn_count)
+        p.add(tsim, *model, pack.insn_addr, pack.insn_count, repeat)
         line("demo", p, rows)
     finally:
         pack.uninstall(dram)
@@ -146,7 +157,7 @@ def programs(env: Environment, dram: DRAM, tsim: TSim, model: CycleModel, quick:
         prog = gemm_program.build(env, dram, m=m, k=k, reps=reps, seed=1)
         try:
             p = Pair()
-            p.add(tsim, model, prog.insn_addr, prog.insn_count)
+            p.add(tsim, *model, prog.insn_addr, prog.insn_count, repeat)
             line(f"gemm m={m} k={k} reps={reps}", p, rows)
         finally:
             prog.free(dram)
@@ -154,13 +165,13 @@ def programs(env: Environment, dram: DRAM, tsim: TSim, model: CycleModel, quick:
         rp = random_program(env, dram, seed, length=32, allow_mul=False, imm_in_place=True, allow_tensor_shr=False)
         try:
             p = Pair()
-            p.add(tsim, model, rp.insn_addr, rp.insn_count)
+            p.add(tsim, *model, rp.insn_addr, rp.insn_count, repeat)
             line(f"random seed={seed} ({rp.insn_count} insns)", p, rows)
         finally:
             rp.close()
 
 
-def insn_heavy(env: Environment, dram: DRAM, tsim: TSim, model: CycleModel, quick: bool, rows: list) -> None:
+def insn_heavy(env: Environment, dram: DRAM, tsim: TSim, model, quick: bool, rows: list, repeat: int) -> None:
     makers = [("conv-like", lambda: conv_stream(env, dram, 2000 if quick else 29_000))]
     if env.BATCH == 1 and not quick:
         makers.append(("GEMM 256^3 upstream-shaped", lambda: gemm_stream_tiled(env, dram, 256)[0]))
@@ -172,18 +183,18 @@ def insn_heavy(env: Environment, dram: DRAM, tsim: TSim, model: CycleModel, quic
             continue
         addr, count = prog.build()
         p = Pair()
-        p.add(tsim, model, addr, count)
+        p.add(tsim, *model, addr, count, repeat)
         line(f"{label} ({count} insns)", p, rows)
         prog.close()
 
 
-def workloads(env: Environment, tsim: TSim, model: CycleModel, names, rows: list, label: str) -> None:
+def workloads(env: Environment, tsim: TSim, model, names, rows: list, label: str) -> None:
     from vta.dse import workloads as wl
 
     resnet = Pair()
     layers = 0
     for name in names:
-        tee = Tee(tsim, model)
+        tee = Tee(tsim, *model)
         try:
             wl.run(wl.get(name), env, tee)
         except ScheduleError as exc:
@@ -205,7 +216,8 @@ def summary(label: str, rows: list) -> None:
     if rows:
         errs = [r[0] for r in rows]
         print(f"-> {label}: median |error| {100 * statistics.median(errs):.2f} %, max {100 * max(errs):.2f} %, "
-              f"slowest speed ratio x{min(r[1] for r in rows):.0f} over {len(rows)} streams", flush=True)
+              f"slowest speed ratio x{min(r[1] for r in rows):.0f} (whole run, with fsim), "
+              f"x{min(r[2] for r in rows):.0f} (timing only) over {len(rows)} streams", flush=True)
 
 
 def main(argv=None) -> int:
@@ -215,6 +227,8 @@ def main(argv=None) -> int:
     ap.add_argument("--only", nargs="*", default=None, help="stream groups: programs, workloads, insn-heavy")
     ap.add_argument("--workloads", nargs="*", default=None, help="workload names (default: the ResNet-18 "
                     "layers C2-C11, gemm.blocked and alu.chain)")
+    ap.add_argument("--repeat", type=int, default=5, help="runs of each program and instruction-heavy stream "
+                    "per level; the median wall time is reported (default 5)")
     ap.add_argument("--quick", action="store_true", help="default configuration, a few small streams")
     args = ap.parse_args(argv)
     configs = args.config or (("vta_config",) if args.quick else CONFIGS)
@@ -228,19 +242,24 @@ def main(argv=None) -> int:
                   f"memory {memory}", flush=True)
             lib = library.build(env)
             rows: list = []
-            with env, DRAM(1 << 28) as dram, TSim(env, dram, library=lib) as tsim, CycleModel(env, dram) as model:
+            with env, DRAM(1 << 28) as dram, TSim(env, dram, library=lib) as tsim, CycleModel(env, dram) as full, \
+                    CycleModel(env, dram, functional=False) as timing:
+                model = (full, timing)
                 warm = conv_stream(env, dram, 4)
-                model.run(*warm.build())  # fsim's compiled engine and the replay load once
+                addr, count = warm.build()
+                for dev in model:  # fsim's compiled engine and the replay load once
+                    dev.run(addr, count)
                 warm.close()
                 if "programs" in groups:
-                    programs(env, dram, tsim, model, args.quick, rows)
+                    programs(env, dram, tsim, model, args.quick, rows, args.repeat)
                 if "insn-heavy" in groups:
-                    insn_heavy(env, dram, tsim, model, args.quick, rows)
+                    insn_heavy(env, dram, tsim, model, args.quick, rows, args.repeat)
             if "workloads" in groups:
                 from vta.dram import global_dram
 
-                with env, TSim(env, global_dram(), library=lib) as tsim, CycleModel(env, global_dram()) as model:
-                    workloads(env, tsim, model, names, rows, f"{config}, {memory}")
+                with env, TSim(env, global_dram(), library=lib) as tsim, CycleModel(env, global_dram()) as full, \
+                        CycleModel(env, global_dram(), functional=False) as timing:
+                    workloads(env, tsim, (full, timing), names, rows, f"{config}, {memory}")
             summary(f"{config}, {memory}", rows)
             everything += rows
     summary("all", everything)

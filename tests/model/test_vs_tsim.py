@@ -32,18 +32,21 @@ def devices(request):
 
     env = Environment({**make_env().cfg_dict, **MEMORIES[request.param]})
     lib = library.build(env, trace="vcd")  # the build tests/e2e uses (cached)
-    with env, DRAM(1 << 26) as dram, TSim(env, dram, library=lib) as tsim, CycleModel(env, dram) as model:
-        yield env, dram, tsim, model
+    with env, DRAM(1 << 26) as dram, TSim(env, dram, library=lib) as tsim, CycleModel(env, dram) as model, \
+            CycleModel(env, dram, functional=False) as timing_only:
+        yield env, dram, tsim, model, timing_only
 
 
 def _both(devices, addr, count):
-    _, _, tsim, model = devices
+    """tsim's and the model's statistics; the timing-only model must give the model's counters."""
+    tsim, model, timing_only = devices[2:]
     out = []
-    for dev in (tsim, model):
+    for dev in (tsim, model, timing_only):
         dev.clear_stats()
         dev.run(addr, count)
         out.append(dev.stats())
-    return out
+    assert out[2] == out[1]
+    return out[:2]
 
 
 def _check(t, m):
@@ -60,7 +63,7 @@ def test_key_names_match_tsim():
 
 
 def test_demo(devices):
-    env, dram, _, _ = devices
+    env, dram = devices[:2]
     pack = build_demo_pack(env)
     pack.install(dram)
     try:
@@ -71,7 +74,7 @@ def test_demo(devices):
 
 @pytest.mark.parametrize("m,k,reps", [(4, 4, 1), (16, 8, 4)])
 def test_gemm(devices, m, k, reps):
-    env, dram, _, _ = devices
+    env, dram = devices[:2]
     prog = gemm_program.build(env, dram, m=m, k=k, reps=reps, seed=0)
     try:
         _check(*_both(devices, prog.insn_addr, prog.insn_count))
@@ -81,7 +84,7 @@ def test_gemm(devices, m, k, reps):
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_random(devices, seed):
-    env, dram, _, _ = devices
+    env, dram = devices[:2]
     p = random_program(env, dram, seed, length=24, allow_mul=False, imm_in_place=True, allow_tensor_shr=False)
     try:
         _check(*_both(devices, p.insn_addr, p.insn_count))
@@ -98,7 +101,7 @@ def test_instruction_heavy_stream(devices):
     sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
     from fsim_throughput import conv_stream
 
-    env, dram, _, _ = devices
+    env, dram = devices[:2]
     prog = conv_stream(env, dram, 150)
     try:
         _check(*_both(devices, *prog.build()))
@@ -112,7 +115,7 @@ def test_uop_load_beside_a_padded_input_load(devices):
     from vta import isa
     from vta.testing.programs import ProgramBuilder
 
-    env, dram, _, _ = devices
+    env, dram = devices[:2]
     with ProgramBuilder(env, dram) as b:
         inp = b.buffer(nbytes=64 * env.INP_ELEM_BYTES)
         b.uops([isa.Uop(0, 0, 0)] * 200)
@@ -126,7 +129,7 @@ def test_uop_load_beside_a_padded_input_load(devices):
 def test_shim_rejects_a_dram_timing_out_of_range(devices):
     from vta.errors import SimulationError
 
-    _, _, tsim, _ = devices
+    tsim = devices[2]
     with pytest.raises(SimulationError, match="latency 1..4096"):
         tsim._call("vta_tsim_set_dram", 0, 8, 0)
     with pytest.raises(SimulationError, match="outstanding 0..1024"):

@@ -6,7 +6,7 @@
                           [--junit FILE] [--hw DIR] [--stages lint,cocotb,differential,workloads]
                           [--workloads NAME,...] [--threshold PCT] [--model-tolerance PCT]
     python -m vta sweep SPEC [--out DIR] [--scheduler ADDRESS] [--workers N] [--cache DIR]
-                             [--confirm-tsim] [--no-progress] [--no-plot]
+                             [--confirm-tsim] [--no-progress] [--no-plot] [--timing-only]
 
 ``regress`` exits 0 when every check passes, 1 when one fails; ``sweep`` exits 0 when every point
 was evaluated (infeasible points included), 1 when a simulation failed, 130 when interrupted.
@@ -73,6 +73,8 @@ def add_commands(sub) -> None:
     sw.add_argument("--confirm-tsim", action="store_true", help="run the Pareto configurations on tsim as well")
     sw.add_argument("--no-progress", action="store_true", help="do not draw Dask's progress bar")
     sw.add_argument("--no-plot", action="store_true", help="do not draw pareto.png")
+    sw.add_argument("--timing-only", action="store_true", help="run the points on the timing-only cycle model "
+                    "(the same cycles, no outputs computed: faster)")
     sw.set_defaults(func=_cmd_sweep)
 
 
@@ -133,7 +135,8 @@ def _cmd_sweep(args, out: TextIO) -> int:
     store = ResultStore(args.cache) if args.cache else None
     try:
         report = run_sweep(spec, args.out, store=store, scheduler=args.scheduler, workers=args.workers,
-                           progress=not args.no_progress, confirm_tsim=args.confirm_tsim, plot=not args.no_plot)
+                           progress=not args.no_progress, confirm_tsim=args.confirm_tsim, plot=not args.no_plot,
+                           timing_only=args.timing_only)
     except KeyboardInterrupt:
         sys.stderr.write("\nvta: sweep interrupted; finished points are cached, run the same command to resume\n")
         return 130

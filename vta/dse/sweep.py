@@ -73,8 +73,11 @@ def points_of(spec: Spec, level: str = "model") -> list[Point]:
 
 def run_sweep(spec: Spec, out_dir: str | Path, *, store: ResultStore | None = None, scheduler: str | None = None,
               workers: int | None = None, client=None, progress: bool = False, confirm_tsim: bool = False,
-              plot: bool = True, on_row: Callable[[dict], None] | None = None) -> SweepReport:
+              plot: bool = True, on_row: Callable[[dict], None] | None = None, timing_only: bool = False) -> SweepReport:
     """Run ``spec`` on the model, write the tables and the plot, optionally confirm the front on tsim.
+
+    With ``timing_only`` the points run on the timing-only model (level ``model-timing``: the
+    same cycles and counters, no outputs, so ``confirm.csv`` has no ``outputs_equal`` check).
 
     Raises
     ------
@@ -87,7 +90,7 @@ def run_sweep(spec: Spec, out_dir: str | Path, *, store: ResultStore | None = No
     """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    points = points_of(spec)
+    points = points_of(spec, "model-timing" if timing_only else "model")
     opts = dict(store=store, scheduler=scheduler, workers=workers, client=client, progress=progress, on_row=on_row)
     outcome = run_points(points, **opts)
     configs = config_totals(outcome.rows)
@@ -109,7 +112,8 @@ def run_sweep(spec: Spec, out_dir: str | Path, *, store: ResultStore | None = No
             rec = {k: m[k] for k in INT_KEYS}
             rec.update(workload=m["workload"], model_cycles=m["cycles"], tsim_cycles=t.get("cycles"),
                        error_percent=(100.0 * (m["cycles"] - t["cycles"]) / t["cycles"]) if t.get("cycles") else float("nan"),
-                       outputs_equal=m.get("output_digest") == t.get("output_digest"))
+                       outputs_equal=(m.get("output_digest") == t.get("output_digest")) if m.get("output_digest")
+                       else None)
             report.confirm.append(rec)
         report.files["confirm.csv"] = write_csv(report.confirm, out / "confirm.csv", _CONFIRM_COLUMNS)
     return report

@@ -1,9 +1,11 @@
 """The event-driven timing replay of the cycle model, as one loop over integer arrays.
 
-:func:`replay` decodes a stream into per-instruction arrays (:func:`prepare`) and runs
-:func:`_core` on them: compiled by numba when it is installed (the same function, unchanged),
-else as plain Python, so both paths give the same cycles. The loop processes events in time
-order:
+:func:`replay` decodes a stream into per-instruction arrays and runs :func:`_core` on them.
+With numba, one compiled call (:func:`_drive`) decodes the raw words (:func:`_decode`, the same
+arrays as :func:`prepare`) and runs the loop (the same function, unchanged), with a device's work
+arrays reused from run to run (:class:`Scratch`); without numba (or with ``engine="python"``),
+:func:`prepare` decodes with NumPy and the loop runs as plain Python. Both paths give the same
+cycles. The loop processes events in time order:
 
 * fetch: bursts of up to 8 instructions read over the memory channel, then one dispatch per
   cycle into the load, compute and store queues (a full queue blocks dispatch);
@@ -40,6 +42,7 @@ import numpy as np
 from ... import isa
 from ...cache import cache_dir
 from ...env import Environment
+from ...errors import DeadlockError, InvalidInstructionError
 from ..fsim.simulator import _Columns, _Program
 from . import costs as mc
 
@@ -551,13 +554,221 @@ def _core(n, unit, pops, pushes, cost, finish, client, addr, row_bytes, stride, 
     return 0
 
 
+# ----------------------------------------------------------------------------- the fast driver
+# With numba, a stream reaches :func:`_core` through one compiled call, :func:`_drive`: it decodes
+# the raw instruction words into the arrays :func:`prepare` makes (:func:`_decode`) and runs the
+# loop, with no per-instruction Python and one allocation per output. The decoder evaluates the
+# costs of GEMM, ALU and STORE with closed forms whose constants are taken from
+# :mod:`vta.sim.model.costs` and checked against its functions on sample fields (:func:`_cost_params`);
+# when they do not match (the rules changed shape), the stream is decoded by :func:`prepare`.
+
+#: The fields :func:`_decode` reads, as (format, name), in its column order.
+_FIELDS = (("header", "opcode"), ("header", "pop_prev_dep"), ("header", "pop_next_dep"),
+           ("header", "push_prev_dep"), ("header", "push_next_dep"),
+           ("mem", "memory_type"), ("mem", "dram_base"), ("mem", "y_size"), ("mem", "x_size"), ("mem", "x_stride"),
+           ("mem", "y_pad_0"), ("mem", "y_pad_1"), ("mem", "x_pad_0"), ("mem", "x_pad_1"),
+           ("gemm", "uop_bgn"), ("gemm", "uop_end"), ("gemm", "iter_out"), ("gemm", "iter_in"),
+           ("alu", "uop_bgn"), ("alu", "uop_end"), ("alu", "iter_out"), ("alu", "iter_in"), ("alu", "use_imm"))
+#: The arrays of :func:`prepare`, as the rows of :func:`_decode`'s output, in :func:`_core`'s order.
+_ROWS = ("unit", "pops", "pushes", "cost", "finish", "client", "addr", "row_bytes", "stride", "rows",
+         "xp0", "xp1", "yp0", "yp1", "xs")
+#: Per-instruction outputs of :func:`_core`, as the rows of one array.
+_OUTS = ("start", "end", "ready", "dispatch", "blocked_from")
+#: Extra counters after :func:`_core`'s 14: the net tokens the stream pushes on each channel.
+_NCOUNTERS = 18
+#: Sample (iter_out, iter_in, uop_bgn, uop_end) of the cost check (:func:`_cost_params`).
+_COMPUTE_SAMPLES = ((1, 1, 0, 1), (1, 2, 0, 1), (0, 5, 0, 3), (4, 0, 1, 2), (3, 2, 5, 5), (2, 3, 6, 1),
+                    (3, 5, 2, 9), (7, 1, 0, 16), (1, 9, 4, 5), (100, 30, 0, 7), (16383, 16383, 0, 4095))
+#: Sample (x_size, y_size, dram_base, x_stride) of the STORE cost check.
+_STORE_SAMPLES = ((1, 1, 0, 1), (4, 1, 3, 4), (16, 3, 5, 40), (1, 7, 1, 1), (9, 2, 7, 100), (300, 2, 11, 301),
+                  (65535, 1, 0, 65535), (2, 4000, 1, 3))
+
+
+def _field_table(env: Environment) -> np.ndarray:
+    """Per field of :data:`_FIELDS`: (word, shift, mask) in the instruction layout of ``env``."""
+    lay = isa.layout(env)
+    return np.array([(f.lo // 64, f.lo % 64, (1 << f.width) - 1)
+                     for f in (lay.field("mem" if kind == "header" else kind, name) for kind, name in _FIELDS)],
+                    np.int64)
+
+
+def _elem_table(env: Environment) -> np.ndarray:
+    """Bytes of one element per memory type code 0..7 (0 for a code without elements)."""
+    elem = np.zeros(8, np.int64)
+    for mt in range(8):
+        try:
+            elem[mt] = env.elem_bytes(mt)
+        except (ValueError, KeyError):
+            pass
+    return elem
+
+
+_PARAMS: dict = {}
+
+
+def _cost_params(env: Environment, timing: mc.Timing) -> np.ndarray:
+    """The constants of :func:`_decode`'s cost formulas, or None when they do not reproduce
+    :mod:`vta.sim.model.costs` on the samples (then :func:`prepare` decodes, whatever the rules).
+
+    Row: overhead; per kind (GEMM, tensor ALU, immediate ALU) the cost of no micro-op, the cycles
+    per micro-op and the constant; STORE's fixed cycles, cycles per row, per element, per burst
+    (``store_ack``) and the OUT element bytes. A kind's formula: ``empty`` for n = 0 micro-ops,
+    else ``slope * n + constant``; a STORE with x > 0: ``fixed + y * (per_row + x * per_elem)`` plus
+    ``store_ack`` per 128-byte block its rows touch.
+    """
+    key = (timing, env.OUT_ELEM_BYTES, mc.compute_cycles, mc.store_cycles)
+    if key not in _PARAMS:
+        try:
+            _PARAMS[key] = _fit_params(env, timing)
+        except KeyError:  # the rules read a field the closed forms do not have
+            _PARAMS[key] = None
+    return _PARAMS[key]
+
+
+def _fit_params(env: Environment, timing: mc.Timing) -> np.ndarray | None:
+    """:func:`_cost_params` without the cache.
+
+    Raises
+    ------
+    KeyError
+        If a rule of :mod:`vta.sim.model.costs` reads a field the samples do not give.
+    """
+    p = [timing.overhead]
+    ok = True
+    for op, imm in ((isa.OPCODE_GEMM, 1), (isa.OPCODE_ALU, 0), (isa.OPCODE_ALU, 1)):
+        def cost(io, ii, ub, ue):
+            return mc.compute_cycles(op, {"iter_out": io, "iter_in": ii, "uop_bgn": ub, "uop_end": ue,
+                                          "use_imm": imm}, timing)
+        empty, c1, c2 = cost(1, 0, 0, 1), cost(1, 1, 0, 1), cost(1, 2, 0, 1)
+        slope, const = c2 - c1, 2 * c1 - c2
+        for io, ii, ub, ue in _COMPUTE_SAMPLES:
+            n = io * ii * max(ue - ub, 0)
+            ok &= cost(io, ii, ub, ue) == (empty if n == 0 else slope * n + const)
+        p += [empty, slope, const]
+    ob = env.OUT_ELEM_BYTES
+    per_elem = max(ob // mc.BEAT_BYTES, 1)
+    p += [timing.store_fixed, timing.store_per_row, per_elem, timing.store_ack, ob]
+    for x, y, base, stride in _STORE_SAMPLES:
+        want = mc.store_cycles(env, {"x_size": x, "y_size": y, "dram_base": base, "x_stride": stride}, timing)
+        blocks = sum((base * ob + r * stride * ob + x * ob - 1) // 128 - (base * ob + r * stride * ob) // 128 + 1
+                     for r in range(y)) if timing.store_ack else 0
+        ok &= want == timing.store_fixed + y * (timing.store_per_row + x * per_elem) + timing.store_ack * blocks
+    return np.array(p, np.int64) if ok else None
+
+
+def _field(words, i, fields, k):
+    """Field ``k`` of :data:`_FIELDS` of instruction ``i``."""
+    return (words[i, fields[k, 0]] >> fields[k, 1]) & fields[k, 2]
+
+
+def _decode(words, fields, elem, params, cols):
+    """Fill ``cols`` (rows :data:`_ROWS`) from the raw words, as :func:`prepare` does; return 0, or
+    1 + i if instruction i sets a token flag of a channel its stage does not have."""
+    n = words.shape[0]
+    for i in range(n):
+        op = _field(words, i, fields, 0)
+        pp = _field(words, i, fields, 1)
+        pn = _field(words, i, fields, 2)
+        up = _field(words, i, fields, 3)
+        un = _field(words, i, fields, 4)
+        mt = _field(words, i, fields, 5)
+        if op == 1:
+            u = 2
+        elif op == 0 and (mt == 1 or mt == 2):
+            u = 0
+        else:
+            u = 1
+        if (u == 0 and (pp != 0 or up != 0)) or (u == 2 and (pn != 0 or un != 0)):
+            return 1 + i
+        comp = 1 if u == 1 else 0
+        load = 1 if u == 0 else 0
+        store = 1 if u == 2 else 0
+        cols[0, i] = u
+        cols[1, i] = (comp * pp) | (load * pn) << 1 | (comp * pn) << 2 | (store * pp) << 3
+        cols[2, i] = (load * un) | (comp * up) << 1 | (store * up) << 2 | (comp * un) << 3
+        cols[4, i] = 1 if op == 3 else 0
+        for r in range(5, 15):
+            cols[r, i] = 0
+        c = params[0]
+        if op == 2 or op == 4:
+            b = 14 if op == 2 else 18
+            nu = _field(words, i, fields, b + 1) - _field(words, i, fields, b)
+            if nu < 0:
+                nu = 0
+            nu = _field(words, i, fields, b + 2) * _field(words, i, fields, b + 3) * nu
+            k = 1 if op == 2 else (7 if _field(words, i, fields, 22) != 0 else 4)
+            c = params[k] if nu == 0 else params[k + 1] * nu + params[k + 2]
+        elif op == 0 or op == 1:
+            x = _field(words, i, fields, 8)
+            if x > 0:
+                y = _field(words, i, fields, 7)
+                base = _field(words, i, fields, 6)
+                xstride = _field(words, i, fields, 9)
+                if op == 1:
+                    c = params[10] + y * (params[11] + x * params[12])
+                    if params[13] != 0:
+                        ob = params[14]
+                        blocks = 0
+                        for r in range(y):
+                            lo = (base + r * xstride) * ob
+                            blocks += (lo + x * ob - 1) // 128 - lo // 128 + 1
+                        c += params[13] * blocks
+                else:
+                    e = elem[mt]
+                    c = -1
+                    if mt == 0:
+                        cols[5, i] = 1
+                    elif mt == 2:
+                        cols[5, i] = 2
+                    elif mt == 1:
+                        cols[5, i] = 3
+                    else:
+                        cols[5, i] = 4
+                    cols[6, i] = (base * e) & 0xFFFFFFFF
+                    cols[7, i] = x * e
+                    cols[8, i] = xstride * e
+                    cols[9, i] = y
+                    cols[10, i] = _field(words, i, fields, 12)
+                    cols[11, i] = _field(words, i, fields, 13)
+                    cols[12, i] = _field(words, i, fields, 10)
+                    cols[13, i] = _field(words, i, fields, 11)
+                    cols[14, i] = x
+        cols[3, i] = c
+    return 0
+
+
+def _drive(words, fields, elem, params, cols, tokens, insn_addr, queue_depth, fetch_latency, fetch_buffer, latency,
+           bytes_per_cycle, max_outstanding, outs, bursts, counters):
+    """Decode (unless ``params`` is empty: ``cols`` is filled already) and replay one stream in one
+    compiled call; returns :func:`_core`'s code, or ``1 << 40`` plus :func:`_decode`'s."""
+    n = words.shape[0]
+    if params.shape[0] > 0:
+        bad = _decode(words, fields, elem, params, cols)
+        if bad != 0:
+            return (1 << 40) + bad
+    for c in range(4):
+        counters[14 + c] = 0
+    for i in range(n):
+        for c in range(4):
+            counters[14 + c] += ((cols[2, i] >> c) & 1) - ((cols[1, i] >> c) & 1)
+    return _core(n, cols[0], cols[1], cols[2], cols[3], cols[4], cols[5], cols[6], cols[7], cols[8], cols[9],
+                 cols[10], cols[11], cols[12], cols[13], cols[14], tokens, insn_addr, queue_depth, fetch_latency,
+                 fetch_buffer, latency, bytes_per_cycle, max_outstanding, outs[0], outs[1], outs[2], outs[3], outs[4],
+                 bursts, counters)
+
+
+_TABLES: dict = {}
+
+
 _COMPILED = None
+_DRIVE = None
+_DECODE = None  # the compiled _decode (for tests)
 _ENGINE_FAILED = False
 
 
 def compiled():
     """The numba-compiled :func:`_core` (and :func:`_pad_end`), or None without numba."""
-    global _COMPILED, _ENGINE_FAILED
+    global _COMPILED, _DRIVE, _DECODE, _ENGINE_FAILED
     if _COMPILED is not None or _ENGINE_FAILED:
         return _COMPILED
     if os.environ.get("VTA_MODEL_ENGINE", "") == "python":
@@ -569,20 +780,78 @@ def compiled():
         _ENGINE_FAILED = True
         return None
     g = dict(_core.__globals__)
-    g["_pad_end"] = numba.njit(cache=True)(_pad_end)
-    g["_serve"] = numba.njit(cache=True)(_serve)
-    g["_fetch_burst"] = numba.njit(cache=True)(_fetch_burst)
+    # the helpers are inlined into the loop (numba's IR inlining: about 1.5 times faster), and
+    # integer division skips the zero check (no divisor of the loop can be zero)
+    for name, fn in (("_pad_end", _pad_end), ("_serve", _serve), ("_fetch_burst", _fetch_burst)):
+        g[name] = numba.njit(cache=True, error_model="numpy", inline="always")(fn)
     core = type(_core)(_core.__code__, g, _core.__name__)
-    _COMPILED = numba.njit(cache=True)(core)
+    _COMPILED = numba.njit(cache=True, error_model="numpy")(core)
+    g2 = dict(_drive.__globals__)
+    g2["_core"] = _COMPILED
+    g3 = dict(_decode.__globals__)
+    g3["_field"] = numba.njit(cache=True, error_model="numpy", inline="always")(_field)
+    _DECODE = numba.njit(cache=True, error_model="numpy")(type(_decode)(_decode.__code__, g3, _decode.__name__))
+    g2["_decode"] = _DECODE
+    _DRIVE = numba.njit(cache=True, error_model="numpy")(type(_drive)(_drive.__code__, g2, _drive.__name__))
     return _COMPILED
 
 
 UNITS = ("fetch", "load", "compute", "store")
+#: The hardware counters in :func:`_core`'s order.
+_COUNTER_KEYS = (("cycle_count",) + tuple(f"{u}_busy_cycles" for u in UNITS) + tuple(f"{u}_stall_cycles" for u in UNITS)
+                 + tuple(f"{u}_retired" for u in UNITS))
+
+
+def _tables(env: Environment) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_field_table` and :func:`_elem_table` of ``env`` (made once per bitstream)."""
+    t = _TABLES.get(env.BITSTREAM)
+    if t is None:
+        t = _TABLES[env.BITSTREAM] = (_field_table(env), _elem_table(env))
+    return t
+
+
+class Scratch:
+    """Work arrays and constants reused by the replays of one owner (a device): a replay's
+    per-instruction arrays are only valid until the owner's next replay."""
+
+    def __init__(self):
+        self.flat = np.empty(0, np.int64)
+        self.counters = np.empty(_NCOUNTERS, np.int64)
+        self._views: tuple = (-1, None)
+        self._constants: tuple = (None,)
+
+    def take(self, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``cols``, ``outs`` and ``bursts`` for a stream of ``n`` instructions (C-contiguous views)."""
+        if self._views[0] == n:
+            return self._views[1]
+        a, b = len(_ROWS) * n, len(_OUTS) * n
+        need = a + b + 3 * max(n, 1)
+        if self.flat.size < need:
+            self.flat = np.empty(max(need, 2 * self.flat.size), np.int64)
+        f = self.flat
+        views = f[:a].reshape(len(_ROWS), n), f[a:a + b].reshape(len(_OUTS), n), f[a + b:need].reshape(max(n, 1), 3)
+        self._views = (n, views)
+        return views
+
+    def constants(self, env: Environment, timing: mc.Timing) -> tuple:
+        """``(fields, elem, params)`` of :func:`_drive` for ``env`` and ``timing`` (``params`` None:
+        decode with :func:`prepare`); kept while the owner's configuration and timing stay."""
+        key = (env, timing, mc.compute_cycles, mc.store_cycles)
+        c = self._constants
+        if len(c) == 5 and all(x is y for x, y in zip(c[:4], key)):
+            return c[4]
+        value = _tables(env) + (_cost_params(env, timing),)
+        self._constants = key + (value,)
+        return value
 
 
 def replay(env: Environment, words: np.ndarray, tokens, insn_addr: int, timing: mc.Timing,
-           engine: str = "auto") -> tuple[dict, dict]:
+           engine: str = "auto", scratch: Scratch | None = None) -> tuple[dict, dict]:
     """Time one stream; return its counters and the per-instruction arrays.
+
+    With numba (``engine`` ``auto`` or ``numba``) the stream is decoded and replayed in one
+    compiled call (:func:`_drive`); with ``python`` it is decoded by :func:`prepare` and replayed
+    by the plain loop. Both give the same results.
 
     Parameters
     ----------
@@ -598,53 +867,68 @@ def replay(env: Environment, words: np.ndarray, tokens, insn_addr: int, timing: 
         Cost constants.
     engine : {"auto", "numba", "python"}
         The compiled loop when available (``auto``), or the plain Python one.
+    scratch : Scratch, optional
+        Work arrays to reuse (the returned arrays are then views of them, valid until the next
+        replay with the same scratch); default: fresh arrays.
 
     Returns
     -------
     counters : dict
         The hardware counters (``cycle_count``, ``<unit>_busy_cycles`` ...).
     arrays : dict
-        ``start``, ``end``, ``ready``, ``dispatch``, ``blocked_from`` per instruction and
-        ``bursts`` (first instruction, request cycle, first dispatch cycle per fetch burst).
+        ``start``, ``end``, ``ready``, ``dispatch``, ``blocked_from`` per instruction,
+        ``bursts`` (first instruction, request cycle, first dispatch cycle per fetch burst),
+        ``unit``, ``pops``, ``pushes`` (see :func:`prepare`) and ``tokens`` (the net tokens the
+        stream pushes on each channel, a list of 4 int).
 
     Raises
     ------
     DeadlockError
         If no unit can make progress (the stream is inconsistent with fsim's acceptance).
+    InvalidInstructionError
+        If a token flag names a channel its stage does not have.
     ValueError
-        For an unknown engine.
+        For an unknown engine, or ``numba`` without numba.
     """
-    from ...errors import DeadlockError
-
     if engine not in ("auto", "numba", "python"):
         raise ValueError(f"engine {engine!r} is not one of 'auto', 'numba', 'python'")
+    fast = compiled() if engine != "python" else None
+    if fast is None and engine == "numba":
+        raise ValueError("engine 'numba' asked for, but numba is not installed")
+    words = np.ascontiguousarray(words, dtype=np.int64)
     n = int(words.shape[0])
-    a = prepare(env, words, timing)
-    out = {k: np.zeros(n, np.int64) for k in ("start", "end", "ready", "dispatch", "blocked_from")}
-    bursts = np.zeros((max(n, 1), 3), np.int64)
-    counters = np.zeros(14, np.int64)
-    fn = compiled() if engine != "python" else None
-    if fn is None:
-        if engine == "numba":
-            raise ValueError("engine 'numba' asked for, but numba is not installed")
-        fn = _core
+    scratch = scratch or Scratch()
+    cols, outs, bursts = scratch.take(n)
+    counters = scratch.counters
+    toks = np.array(tokens, np.int64)
+    fetch_buffer = int(getattr(mc, "FETCH_BUFFER_INSNS", 0))
     lat, bpc, outst = env.dram_timing
-    rc = fn(n, a["unit"], a["pops"], a["pushes"], a["cost"], a["finish"], a["client"], a["addr"], a["row_bytes"],
-            a["stride"], a["rows"], a["xp0"], a["xp1"], a["yp0"], a["yp1"], a["xs"],
-            np.asarray(list(tokens), np.int64), int(insn_addr), QUEUE_DEPTH, int(timing.fetch_latency),
-            int(getattr(mc, "FETCH_BUFFER_INSNS", 0)), int(lat), int(bpc),
-            int(outst), out["start"], out["end"], out["ready"], out["dispatch"], out["blocked_from"], bursts, counters)
+    fields, elem, params = scratch.constants(env, timing) if fast is not None else (None, None, None)
+    if params is None:  # the reference decode
+        a = prepare(env, words, timing)
+        for r, name in enumerate(_ROWS):
+            cols[r] = a[name]
+    if fast is not None:
+        rc = _DRIVE(words, fields, elem, np.empty(0, np.int64) if params is None else params, cols, toks,
+                    int(insn_addr), QUEUE_DEPTH, int(timing.fetch_latency), fetch_buffer, int(lat), int(bpc),
+                    int(outst), outs, bursts, counters)
+        if rc >= 1 << 40:
+            i = rc - (1 << 40) - 1
+            prepare(env, words, timing)  # raises the precise InvalidInstructionError of the flag
+            raise InvalidInstructionError(f"instruction {i}: a token flag names a channel its stage does not have", i)
+    else:
+        counters[14:] = (np.bitwise_and(cols[2][:, None] >> np.arange(4), 1).sum(axis=0)
+                         - np.bitwise_and(cols[1][:, None] >> np.arange(4), 1).sum(axis=0))
+        rc = _core(n, *cols, toks, int(insn_addr), QUEUE_DEPTH, int(timing.fetch_latency), fetch_buffer, int(lat),
+                   int(bpc), int(outst), *outs, bursts, counters)
     if rc < 0:
         k = -1 - rc
         raise DeadlockError(f"timing model: no unit can start after {k} of {n} instructions; the stream was "
                             "accepted by fsim", None)
-    res = {"cycle_count": int(counters[0])}
-    for u, name in enumerate(UNITS):
-        res[f"{name}_busy_cycles"] = int(counters[1 + u])
-        res[f"{name}_stall_cycles"] = int(counters[5 + u])
-        res[f"{name}_retired"] = int(counters[9 + u])
-    out["bursts"] = bursts[:int(counters[13])]
-    out["unit"] = a["unit"]
-    out["pops"] = a["pops"]
-    out["pushes"] = a["pushes"]
+    c = counters.tolist()
+    res = dict(zip(_COUNTER_KEYS, c))
+    out = dict(zip(_OUTS, outs))
+    out["bursts"] = bursts[:c[13]]
+    out["unit"], out["pops"], out["pushes"] = cols[0], cols[1], cols[2]
+    out["tokens"] = c[14:18]
     return res, out

@@ -17,6 +17,18 @@ an event-driven model of OUR RTL (``hw/README.md``) to count cycles:
 * instruction costs come from :mod:`vta.sim.model.costs`; the replay loop is
   :mod:`vta.sim.model.replay` (compiled by numba when installed).
 
+With ``functional=False`` the model only times: the timing depends on nothing but the
+instruction words, the stream's address, the tokens outstanding before the run, the
+configuration and :class:`Timing` -- micro-op contents, data and DRAM contents besides the
+instructions never change a cycle (GEMM and ALU cost by their micro-op count, loads and stores by
+the sizes, strides, pads and DRAM addresses in their fields). So for every stream the full model
+accepts, a timing-only run gives the same ``cycle_count`` and hardware counters, fsim's
+instruction and byte counters and the same tokens left, while executing nothing (scratchpads and
+DRAM keep their contents, so outputs are not computed). It applies fsim's checks made before
+execution (encoding, token flow, deadlock, token overflow, LOAD/STORE SRAM and DRAM ranges) with
+the same errors; what fsim finds only while executing (GEMM/ALU SRAM indices out of range, read
+from the micro-ops) goes undetected.
+
 The run ends when FINISH retires (as in the RTL, FINISH does not wait for the load and store
 units; well-formed streams make it pop their last tokens). Statistics are fsim's plus tsim's
 hardware counters: ``cycle_count`` and ``<unit>_busy_cycles``, ``<unit>_stall_cycles``
@@ -45,12 +57,13 @@ import numpy as np
 from ... import isa
 from ...dram import DRAM
 from ...env import Environment
-from ...errors import SimulationError
+from ...errors import DeadlockError, SimulationError
 from ..debug import DEBUG_DUMP_INSN, dump_executed
-from ..fsim.simulator import FunctionalSimulator, _Columns, _Program, lent_tokens
+from ..fsim.sched import schedule
+from ..fsim.simulator import FunctionalSimulator, _Columns, _count, _Program, check_fields, confirm_suspects, lent_tokens
 from . import costs as mc
 from .costs import Timing
-from .replay import replay
+from .replay import Scratch, replay
 
 __all__ = ["HW_STAT_KEYS", "QUEUE_DEPTH", "CycleModel", "Timing", "time_stream"]
 
@@ -60,6 +73,8 @@ HW_STAT_KEYS = (("cycle_count",) + tuple(f"{u}_busy_cycles" for u in UNITS)
                 + tuple(f"{u}_stall_cycles" for u in UNITS) + tuple(f"{u}_retired" for u in UNITS))
 #: Entries of each instruction queue.
 QUEUE_DEPTH = 512
+#: Instructions of timing-only runs kept for fsim's counters before they are counted.
+_UNCOUNTED_INSNS = 1 << 20
 _STAGES = (isa.STAGE_LOAD, isa.STAGE_COMPUTE, isa.STAGE_STORE)
 
 
@@ -74,21 +89,39 @@ class CycleModel(FunctionalSimulator):
         The arena holding instructions, micro-ops and data.
     timing : Timing, optional
         Cost constants (default: those measured on tsim).
+    functional : bool
+        Execute every stream as fsim does (default), or only time it (see the module docstring:
+        same cycles and counters for every stream the full model accepts, no outputs).
     **fsim_options
         Passed to :class:`~vta.sim.fsim.FunctionalSimulator` (``engine``, ``trace``, ...;
         ``seed`` changes only the functional order, never the timing).
 
     Raises
     ------
+    TypeError
+        If ``functional`` is not a bool.
     ValueError
-        For an unknown fsim ``engine``.
+        For an unknown fsim ``engine``, or ``trace=True`` with ``functional=False`` (nothing
+        executes, so there is nothing to trace).
     """
 
     name = "model"
 
-    def __init__(self, env: Environment, dram: DRAM, *, timing: Timing | None = None, **fsim_options):
+    def __init__(self, env: Environment, dram: DRAM, *, timing: Timing | None = None, functional: bool = True,
+                 **fsim_options):
+        if not isinstance(functional, (bool, np.bool_)):
+            raise TypeError(f"functional must be True (execute and time) or False (time only), got {functional!r}")
+        if not functional and fsim_options.get("trace"):
+            raise ValueError("trace=True records executed instructions, but functional=False executes none")
         super().__init__(env, dram, **fsim_options)
+        #: Whether runs execute the stream (False: timing only, see the module docstring).
+        self.functional = bool(functional)
         self.timing = Timing() if timing is None else timing
+        self._uncounted: list = []  # timing-only runs whose fsim counters are still to be added
+        self._uncounted_insns = 0
+        self._timed = None
+        self._executed_words = None  # the words fsim executed in the current run (read before it ran)
+        self._scratch = Scratch()  # the replay's work arrays, reused run after run
         self._hw = dict.fromkeys(HW_STAT_KEYS, 0)
         #: Counters of the last run only (``cycle_count`` and per-unit figures).
         self.last_run: dict = {}
@@ -123,26 +156,77 @@ class CycleModel(FunctionalSimulator):
         """
         outstanding = list(self.tokens)
         self._functional_order = None
+        self._timed = None
         try:
             result = super().run(insn_phys_addr, insn_count, wait_cycles)
         except SimulationError:
             if self._functional_order is not None:  # debug dump: what ran before the failure
                 dump_executed(self.env, *self._functional_order)
             raise
-        n = int(insn_count)
-        words = self.dram.data[insn_phys_addr:insn_phys_addr + 16 * n].copy().view("<i8").reshape(n, 2)
-        tokens = outstanding
-        if any(outstanding):  # the tokens the stream was lent (device contract)
-            tokens = lent_tokens(_Program(_Columns(words, self.env), words, self.env).flow, outstanding)
-        events = [] if self._probe else None
-        self.last_run, start = _replay(self.env, words, tokens, insn_phys_addr, self.timing, events)
-        self.probe_events = events
+        if self._timed is None:  # executed by fsim: time the stream it ran (as read before it ran)
+            words = self._executed_words
+            tokens = outstanding
+            if any(outstanding):  # the tokens the stream was lent (device contract)
+                tokens = lent_tokens(_Program(_Columns(words, self.env), words, self.env).flow, outstanding)
+            self._time(words, tokens, insn_phys_addr)
+        words, tokens, arrays = self._timed
         for key, value in self.last_run.items():
             self._hw[key] += value
         if self.debug_flags & DEBUG_DUMP_INSN:
             # In the order the timing model started them (ties: stream order).
-            dump_executed(self.env, words, sorted(range(n), key=lambda i: (start[i], i)), tokens)
+            start = arrays["start"].tolist()
+            dump_executed(self.env, words, sorted(range(len(start)), key=lambda i: (start[i], i)), tokens)
         return result
+
+    def _time(self, words: np.ndarray, tokens: list[int], insn_addr: int) -> dict:
+        """Replay the stream: set :attr:`last_run`, the probe's events and ``_timed``; return the arrays."""
+        events = [] if self._probe else None
+        self.last_run, arrays = _replay(self.env, words, tokens, insn_addr, self.timing, events, self._scratch)
+        self.probe_events = events
+        self._timed = (words, tokens, arrays)
+        return arrays
+
+    def _run(self, insn_phys_addr: int, n: int) -> tuple[list[int], list[int]]:
+        """fsim's run (executes), or with ``functional=False`` its checks and the timing only."""
+        if self.functional:
+            self.dram.check(insn_phys_addr, 16 * n, "instruction stream")  # (fsim's first check too)
+            self._executed_words = self.dram.data[insn_phys_addr:insn_phys_addr + 16 * n].copy().view("<i8").reshape(n, 2)
+            return super()._run(insn_phys_addr, n)
+        if n == 0:
+            raise DeadlockError("the stream has 0 instructions, so FINISH never executes and the run never ends")
+        self.dram.check(insn_phys_addr, 16 * n, "instruction stream")
+        words = self.dram.data[insn_phys_addr:insn_phys_addr + 16 * n].copy().view("<i8").reshape(n, 2)
+        lent = list(self.tokens)
+        program = None
+        if any(lent) or self._jit is None or not self._jit.runs_as_written(words, list(lent)):
+            # the checks fsim makes before executing, the slow way (the errors it raises)
+            program = _Program(_Columns(words, self.env), words, self.env)
+            program.validate()
+            schedule(program.flow, list(lent))
+            if any(lent):
+                lent = lent_tokens(program.flow, lent)
+                schedule(program.flow, list(lent))
+        if self._jit is not None:
+            confirm_suspects(self.env, words, self._jit.field_suspects(words, self.dram), self.dram)
+        else:
+            check_fields(self.env, words, (program or _Program(_Columns(words, self.env), words, self.env))
+                         .cols.header["opcode"], self.dram)
+        held = [a - b for a, b in zip(self.tokens, lent)]
+        self._run_tokens = list(self.tokens)
+        arrays = self._time(words, lent, insn_phys_addr)
+        self._uncounted.append(words)  # fsim's counters, added when asked for (see stats)
+        self._uncounted_insns += n
+        if self._uncounted_insns > _UNCOUNTED_INSNS:
+            self._count_uncounted()
+        return [t + d for t, d in zip(lent, arrays["tokens"])], held
+
+    def _count_uncounted(self) -> None:
+        """Add fsim's counters (instructions, bytes, uop-iterations) of the timing-only runs."""
+        for words in self._uncounted:
+            _count(self._stats, _Program(_Columns(words, self.env), words, self.env), np.arange(words.shape[0]),
+                   self.env)
+        self._uncounted = []
+        self._uncounted_insns = 0
 
     def _dump_executed(self, program: _Program, done: np.ndarray) -> None:
         # The functional run prints nothing itself; a successful run prints in timed order.
@@ -157,6 +241,7 @@ class CycleModel(FunctionalSimulator):
         dict
             ``STAT_KEYS`` first, then fsim's keys, then :data:`HW_STAT_KEYS`.
         """
+        self._count_uncounted()
         out = super().stats()
         out.update(self._hw)
         return out
@@ -164,6 +249,8 @@ class CycleModel(FunctionalSimulator):
     def clear_stats(self) -> None:
         """Zero every counter, the cycle counters included."""
         super().clear_stats()
+        self._uncounted = []
+        self._uncounted_insns = 0
         for key in self._hw:
             self._hw[key] = 0
 
@@ -208,11 +295,11 @@ def time_stream(env: Environment, words: np.ndarray, tokens: list[int], insn_add
 
 
 def _replay(env: Environment, words: np.ndarray, tokens: list[int], insn_addr: int,
-            timing: Timing, events: list | None = None) -> tuple[dict, list[int]]:
-    """:func:`time_stream`, plus the cycle each instruction started (its execution order)."""
-    counters, arr = replay(env, words, tokens, insn_addr, timing)
-    start = arr["start"].tolist()
+            timing: Timing, events: list | None = None, scratch: Scratch | None = None) -> tuple[dict, dict]:
+    """:func:`time_stream`, plus the arrays of :func:`vta.sim.model.replay.replay`."""
+    counters, arr = replay(env, words, tokens, insn_addr, timing, scratch=scratch)
     if events is not None:
+        start = arr["start"].tolist()
         dispatch, blocked = arr["dispatch"].tolist(), arr["blocked_from"].tolist()
         n = len(start)
         if getattr(mc, "FETCH_BUFFER_INSNS", 0):
@@ -238,4 +325,4 @@ def _replay(env: Environment, words: np.ndarray, tokens: list[int], insn_addr: i
                     events.append(("pop", c, i, start[i]))
                 if (pushes[i] >> c) & 1:
                     events.append(("push", c, i, end[i]))
-    return counters, start
+    return counters, arr
