@@ -279,6 +279,7 @@ class _Chain:
         ``clamp``: ``((lo_t, hi_t), exact)``, loaded per-channel bounds of that clamp
         (:func:`~vta.topi.qnn_layout.clamp_vectors`; ``mult_t`` then holds the whole multipliers).
         """
+        x_mul = None  # a bound of |x| at the multiply, when a clamp sets one
         if clamp is not None:
             # per-channel bounds (loaded vectors, clamp_vectors): the operand then takes one multiply
             (lo_t, hi_t), exact = clamp
@@ -312,12 +313,13 @@ class _Chain:
             if bounds is not None and (all(_fits_imm(b) for b in bounds)
                                        or (self.const_shape is not None and all(_constant_ok(b) for b in bounds))):
                 # each bound an immediate when it fits (e.g. the lower one of a ReLU's clip), else a
-                # constant vector (a tensor operation: two cycles per entry instead of one)
+                # constant vector (a tensor operation, one cycle per entry like an immediate)
                 for op, b in (("min", bounds[1]), ("max", bounds[0])):
                     if _fits_imm(b):
                         self.imm(op, b)
                     else:
                         self.tensor(op, self.constant(b))
+                x_mul = (max(abs(b) for b in bounds) >> rq.pre_shift) + 1  # |x| at the multiply
                 if narrowed is not None:
                     rq = narrowed
                 else:
@@ -352,6 +354,23 @@ class _Chain:
         if clamp:
             self.imm("min", DIRECT_CLAMP)
             self.imm("max", -DIRECT_CLAMP)
+            x_mul = DIRECT_CLAMP
+        if (x_mul is not None and not pre_add and k == 0 and m is not None and shift_t is None and int(s1[0])
+                and s2 and self.const_shape is not None):
+            # MUL, SHR s1, ADD 2**(s2-1) (+ post_add 2**s2), SHR s2 is floor((x m + c) / 2**s) with
+            # s = s1 + s2 and c = 2**(s-1) (+ post_add 2**s) (nested floors): when c is a constant
+            # vector and |x m| + |c| stays inside int32, MUL, a tensor ADD and one SHR, a uop less
+            # per entry
+            sh = int(s1[0]) + s2
+            c = (1 << (sh - 1)) + (post_add << sh)
+            left = 0
+            if not _constant_ok(c) or x_mul * abs(m) + abs(c) >= 1 << 31:
+                c, left = 1 << (sh - 1), post_add
+            if sh <= 31 and _constant_ok(c) and x_mul * abs(m) + abs(c) < 1 << 31:
+                self._scale(m, None)
+                self.tensor("add", self.constant(c))
+                self.imm("shr", sh)
+                return left
         if k == MULTIPLIER_SPLIT:
             self.split_multiplier(ms, mts)
         elif split:
