@@ -279,7 +279,7 @@ class _Chain:
         ``clamp``: ``((lo_t, hi_t), exact)``, loaded per-channel bounds of that clamp
         (:func:`~vta.topi.qnn_layout.clamp_vectors`; ``mult_t`` then holds the whole multipliers).
         """
-        x_mul = None  # a bound of |x| at the multiply, when a clamp sets one
+        x_mul = None  # (lo, hi) of x at the multiply, when a clamp sets them
         if clamp is not None:
             # per-channel bounds (loaded vectors, clamp_vectors): the operand then takes one multiply
             (lo_t, hi_t), exact = clamp
@@ -319,7 +319,7 @@ class _Chain:
                         self.imm(op, b)
                     else:
                         self.tensor(op, self.constant(b))
-                x_mul = (max(abs(b) for b in bounds) >> rq.pre_shift) + 1  # |x| at the multiply
+                x_mul = (bounds[0] >> rq.pre_shift, bounds[1] >> rq.pre_shift)  # x at the multiply
                 if narrowed is not None:
                     rq = narrowed
                 else:
@@ -354,19 +354,22 @@ class _Chain:
         if clamp:
             self.imm("min", DIRECT_CLAMP)
             self.imm("max", -DIRECT_CLAMP)
-            x_mul = DIRECT_CLAMP
-        if (x_mul is not None and not pre_add and k == 0 and m is not None and shift_t is None and int(s1[0])
-                and s2 and self.const_shape is not None):
+            x_mul = (-DIRECT_CLAMP, DIRECT_CLAMP)
+        if (x_mul is not None and not pre_add and k == 0 and m is not None and m >= 0 and shift_t is None
+                and int(s1[0]) and s2 and self.const_shape is not None):
             # MUL, SHR s1, ADD 2**(s2-1) (+ post_add 2**s2), SHR s2 is floor((x m + c) / 2**s) with
             # s = s1 + s2 and c = 2**(s-1) (+ post_add 2**s) (nested floors): when c is a constant
-            # vector and |x m| + |c| stays inside int32, MUL, a tensor ADD and one SHR, a uop less
-            # per entry
+            # vector and x m + c stays inside int32 at both ends of x's range, MUL, a tensor ADD
+            # and one SHR, a uop less per entry
             sh = int(s1[0]) + s2
+
+            def fits(c):
+                return _constant_ok(c) and -(1 << 31) <= x_mul[0] * m + c and x_mul[1] * m + c < 1 << 31
             c = (1 << (sh - 1)) + (post_add << sh)
             left = 0
-            if not _constant_ok(c) or x_mul * abs(m) + abs(c) >= 1 << 31:
+            if not fits(c):
                 c, left = 1 << (sh - 1), post_add
-            if sh <= 31 and _constant_ok(c) and x_mul * abs(m) + abs(c) < 1 << 31:
+            if sh <= 31 and fits(c):
                 self._scale(m, None)
                 self.tensor("add", self.constant(c))
                 self.imm("shr", sh)

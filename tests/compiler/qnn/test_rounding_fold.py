@@ -1,0 +1,52 @@
+"""The rounding fold of the ``fixed`` requantisation: after a clamp that bounds the operand, the
+steps MUL, SHR s1, ADD 2**(s2-1), SHR s2 become MUL, a tensor ADD of 2**(s-1) (plus the output zero
+point times 2**s when it fits) and SHR s with s = s1 + s2, when the product plus that constant stays
+inside int32 at both ends of the clamp. Checked with Python integers (the nested-floor identity the
+fold rests on) and end to end on fsim against the tests' oracle, with accumulators on both sides of
+the saturation bounds."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from vta.topi import qnn
+
+from . import oracle
+from .conftest import run_op
+
+
+@pytest.mark.parametrize("s1,s2", [(1, 15), (8, 15), (9, 15), (3, 13)])
+def test_nested_floors_are_one_rounding(s1, s2):
+    # floor((floor(y / 2**s1) + 2**(s2-1) + z 2**s2) / 2**s2) == floor((y + 2**(s-1) + z 2**s) / 2**s)
+    rng = np.random.default_rng(s1 * 100 + s2)
+    s = s1 + s2
+    for z in (0, 3, -7):
+        for y in [int(v) for v in rng.integers(-(1 << 31), 1 << 31, size=3000)] + [-(1 << 31), (1 << 31) - 1, 0, -1]:
+            split = ((y >> s1) + (1 << (s2 - 1)) + (z << s2)) >> s2
+            assert split == (y + (1 << (s - 1)) + (z << s)) >> s, (y, z)
+
+
+@pytest.mark.parametrize("scale,z_out,clip", [(0.006, 0, (-128, 127)), (0.006, 3, (-128, 127)),
+                                              (0.0026, 0, (-128, 127)), (0.0026, -7, (0, 127)),
+                                              (0.0013, 0, (-128, 127)), (0.3, 0, (-20, 20))])
+def test_conv_with_the_folded_rounding(qenv, tmp_path, scale, z_out, clip):
+    rng = np.random.default_rng(41)
+    spec = qnn.QConv2DSpec(1, 32, 16, 6, 6, 3, 3, (1, 1), (1, 1, 1, 1), 0, qnn.Requant.from_scale(scale), z_out,
+                           clip)
+    x = rng.integers(-128, 128, size=(1, 32, 6, 6)).astype(np.int8)
+    x[:, :, 2:5, 2:5] = 0  # accumulators of the centre pixel = bias: values inside the clip
+    w = rng.integers(-128, 128, size=(16, 32, 3, 3)).astype(np.int8)
+    top = int(min(abs(c) for c in clip if c) / scale)
+    bias = rng.integers(-top, top, size=16).astype(np.int32)
+    mod, layout = qnn.build_qconv2d(spec, "qconv_folded")
+    out, stats = run_op(mod, layout, layout.pack_args(data=x, weight=w, bias=bias), tmp_path)
+    want = oracle.finish(oracle.requant(oracle.conv_acc(x, w, bias, (1, 1), (1, 1, 1, 1), 0), spec.requant), z_out,
+                         clip)
+    got = layout.unpack(out)
+    np.testing.assert_array_equal(got, want)
+    assert (got == clip[0]).any() and (got == clip[1]).any() and ((got > clip[0]) & (got < clip[1])).any()
+    # per entry: bias, the clamp (MIN, MAX), MUL, the rounding ADD, SHR = 6 (7 without the fold),
+    # plus the constant vectors, built per tile (a few uops each, far fewer than an entry's)
+    entries = 36  # one BATCH block of 6 x 6 pixels, one channel block
+    assert 6 * entries <= stats["alu_counter"] < 7 * entries
