@@ -101,6 +101,8 @@ class _Chain:
         self.const_shape = const_shape
         #: ``(lo, hi)`` when the last requantisation already lies in that range (clamped operand)
         self.clipped: tuple | None = None
+        #: ``(x before, vector, index map, x after)`` of the last broadcast vector add (a bias)
+        self._vector_add = None
 
     def constant(self, value: int) -> Tensor:
         """A vector of ``value`` in the accumulator (``const_shape``: broadcast over all but the
@@ -138,6 +140,16 @@ class _Chain:
     def imm(self, op: str, value: int) -> None:
         prev, v = self.x, int(value)
         dt = prev.dtype
+        if op == "add" and self._vector_add is not None and self._vector_add[3] is prev:
+            # x + t + v == x + (t + v) (int32 wraps alike): v is added to the vector once per tile
+            # (an extra vector in the accumulator) instead of to every entry
+            x0, t, idx, _ = self._vector_add
+            tv = compute(t.shape, lambda *i: t(*i) + n.const(v, dt), name=self._name("vec_add"), tag=ELEMWISE_TAG,
+                         attrs={"extra_vector": 1})
+            self.x = compute(self.shape, lambda *i: x0(*i) + tv(*idx(i)), name=self._name("add_t"), tag=BROADCAST_TAG)
+            self._vector_add = None
+            return
+        self._vector_add = None
         fns = {
             "add": lambda *i: prev(*i) + n.const(v, dt),
             "mul": lambda *i: prev(*i) * n.const(v, dt),
@@ -163,6 +175,7 @@ class _Chain:
             "max": lambda *i: te_max(prev(*i), t(*idx(i))),
         }
         self.x = compute(self.shape, fns[op], name=self._name(op + "_t"), tag=BROADCAST_TAG if any(bcast) else ELEMWISE_TAG)
+        self._vector_add = (prev, t, idx, self.x) if op == "add" and any(bcast) else None
 
     def scale_imm(self, m: int) -> None:
         """``* m`` as MUL, a left shift (m a power of two) or nothing (m = 1)."""

@@ -50,3 +50,25 @@ def test_conv_with_the_folded_rounding(qenv, tmp_path, scale, z_out, clip):
     # plus the constant vectors, built per tile (a few uops each, far fewer than an entry's)
     entries = 36  # one BATCH block of 6 x 6 pixels, one channel block
     assert 6 * entries <= stats["alu_counter"] < 7 * entries
+
+
+@pytest.mark.parametrize("scale,acc_bits,z_out", [(2.0 ** -7, 18, 0), (2.0 ** -7, 24, 4), (2.0 ** -9, 20, -3)])
+def test_rounding_add_folds_into_the_bias_vector(qenv, tmp_path, scale, acc_bits, z_out):
+    # a power-of-two multiplier: bias ADD, then the rounding ADD of an immediate; that immediate is
+    # added once per tile to the bias vector (x + b + c == x + (b + c) in wrapping int32), so each
+    # entry takes the bias ADD, the SHR and the clip (MIN, MAX): 4 uops, 5 without the fold
+    rng = np.random.default_rng(42)
+    spec = qnn.QConv2DSpec(1, 16, 16, 5, 5, 1, 1, (1, 1), (0, 0, 0, 0), 0,
+                           qnn.Requant.from_scale(scale, acc_bits=acc_bits), z_out)
+    x = rng.integers(-128, 128, size=(1, 16, 5, 5)).astype(np.int8)
+    w = rng.integers(-128, 128, size=(16, 16, 1, 1)).astype(np.int8)
+    bias = rng.integers(-(1 << 14), 1 << 14, size=16).astype(np.int32)
+    mod, layout = qnn.build_qconv2d(spec, "qconv_bias_round")
+    out, stats = run_op(mod, layout, layout.pack_args(data=x, weight=w, bias=bias), tmp_path)
+    want = oracle.finish(oracle.requant(oracle.conv_acc(x, w, bias, (1, 1), (0, 0, 0, 0), 0), spec.requant), z_out,
+                         (-128, 127))
+    got = layout.unpack(out)
+    np.testing.assert_array_equal(got, want)
+    assert ((got > -128) & (got < 127)).any()
+    entries = 25
+    assert 4 * entries <= stats["alu_counter"] < 5 * entries
