@@ -368,31 +368,30 @@ class _Chain:
             self.imm("min", DIRECT_CLAMP)
             self.imm("max", -DIRECT_CLAMP)
             x_mul = (-DIRECT_CLAMP, DIRECT_CLAMP)
-        if (x_mul is not None and not pre_add and k == 0 and m is not None and m >= 0 and shift_t is None
-                and int(s1[0]) and s2 and self.const_shape is not None):
-            # MUL, SHR s1, ADD 2**(s2-1) (+ post_add 2**s2), SHR s2 is floor((x m + c) / 2**s) with
-            # s = s1 + s2 and c = 2**(s-1) (+ post_add 2**s) (nested floors): when c is a constant
-            # vector and x m + c stays inside int32 at both ends of x's range, MUL, a tensor ADD
-            # and one SHR, a uop less per entry
-            sh = int(s1[0]) + s2
-
-            def fits(c):
-                return _constant_ok(c) and -(1 << 31) <= x_mul[0] * m + c and x_mul[1] * m + c < 1 << 31
-            c = (1 << (sh - 1)) + (post_add << sh)
-            left = 0
-            if not fits(c):
-                c, left = 1 << (sh - 1), post_add
-            if sh <= 31 and fits(c):
-                self._scale(m, None)
-                self.tensor("add", self.constant(c))
-                self.imm("shr", sh)
-                return left
         if k == MULTIPLIER_SPLIT:
             self.split_multiplier(ms, mts)
         elif split:
             self.split_multiply(m, mts[0])
         else:
             self._scale(m, mts[0])
+        if (x_mul is not None and not pre_add and mult_t is None and shift_t is None and int(s1[0]) and s2
+                and self.const_shape is not None and int(rq.multiplier[0]) >= 0):
+            # the product is y = floor(x m / 2**k); SHR s1, ADD 2**(s2-1) (+ post_add 2**s2), SHR s2
+            # is floor((y + c) / 2**s) with s = s1 + s2 and c = 2**(s-1) (+ post_add 2**s) (nested
+            # floors): when c is a constant vector and y + c stays inside int32 at both ends of
+            # x's range, a tensor ADD and one SHR, a uop less per entry
+            mf, sh = int(rq.multiplier[0]), int(s1[0]) + s2
+            y_lo, y_hi = (x_mul[0] * mf) >> k, (x_mul[1] * mf) >> k
+
+            def fits(c):
+                return _constant_ok(c) and -(1 << 31) <= y_lo + c and y_hi + c < 1 << 31
+            c, left = (1 << (sh - 1)) + (post_add << sh), 0
+            if not fits(c):
+                c, left = 1 << (sh - 1), post_add
+            if sh <= 31 and fits(c):
+                self.tensor("add", self.constant(c))
+                self.imm("shr", sh)
+                return left
         if shift_t is not None:
             self.tensor("shr", shift_t)
         elif int(s1[0]):
