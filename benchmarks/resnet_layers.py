@@ -53,22 +53,17 @@ REPEATS = {"C2": 4, "C3": 1, "C4": 1, "C5": 3, "C6": 1, "C7": 1, "C8": 3, "C9": 
 QUICK = ("C10", "C11")
 
 #: MEASURED REFERENCE ("before"), not computed: cycles per layer of this very benchmark on the
-#: code of main at commit 08ea605 (2026-11-25; tiling by the traffic heuristic, split products),
-#: default configuration, ideal memory. A layer missing from a level: not measured there.
-BEFORE_DATE = "2026-11-25, main at 08ea605"
-BEFORE: dict[str, dict[str, int]] = {
-    "model": {"C2": 731963, "C3": 354733, "C4": 91214, "C5": 596351, "C6": 295120, "C7": 93501, "C8": 520935,
-              "C9": 275375, "C10": 45576, "C11": 504861},
-    "tsim": {"C2": 730927, "C3": 352959, "C4": 90413, "C5": 595542, "C6": 293418, "C7": 93405, "C8": 520238,
-             "C9": 274618, "C10": 45444, "C11": 504564},
-}
+#: code of main at commit 41e0f80 (2026-11-25; before the one-cycle sequencer, the one-uop-per-
+#: cycle tensor ALU and the folded rounding of the requantisation; model and tsim agreed on every
+#: layer), default configuration, ideal memory. A layer missing from a level: not measured there.
+BEFORE_DATE = "2026-11-25, main at 41e0f80"
+_BEFORE_PER_TENSOR = {"C2": 600672, "C3": 306544, "C4": 79589, "C5": 527247, "C6": 267201, "C7": 59269,
+                      "C8": 490829, "C9": 249922, "C10": 40677, "C11": 486868}
+BEFORE: dict[str, dict[str, int]] = {"model": dict(_BEFORE_PER_TENSOR), "tsim": dict(_BEFORE_PER_TENSOR)}
 #: The same with ``--per-channel`` (measured reference, same commit and date).
-BEFORE_PER_CHANNEL: dict[str, dict[str, int]] = {
-    "model": {"C2": 785570, "C3": 381789, "C4": 169131, "C5": 616763, "C6": 305440, "C7": 107805, "C8": 530871,
-              "C9": 280929, "C10": 73866, "C11": 512021},
-    "tsim": {"C2": 784499, "C3": 379983, "C4": 168927, "C5": 615954, "C6": 303738, "C7": 107744, "C8": 530174,
-             "C9": 280162, "C10": 73805, "C11": 511716},
-}
+_BEFORE_CHANNEL = {"C2": 625876, "C3": 319600, "C4": 119589, "C5": 539863, "C6": 273693, "C7": 73957,
+                   "C8": 517184, "C9": 263326, "C10": 51213, "C11": 496928}
+BEFORE_PER_CHANNEL: dict[str, dict[str, int]] = {"model": dict(_BEFORE_CHANNEL), "tsim": dict(_BEFORE_CHANNEL)}
 
 
 def layer_spec(name: str, weight: np.ndarray, env: Environment, per_channel: bool = False) -> qnn.QConv2DSpec:

@@ -2,13 +2,17 @@
 // ALU and FINISH (ISA reference 4.2, 4.4-4.6, DESIGN.md semantics table).
 // Tokens: pops l2g (pop_prev_dep) and s2g (pop_next_dep) before an instruction, pushes g2l
 // (push_prev_dep) and g2s (push_next_dep) after it.
-// GEMM / ALU pipeline, one uop issued per cycle (ALU with a tensor operand: every other cycle):
+// GEMM / ALU pipeline, one uop issued per cycle (ALU with a tensor operand too):
 //   S0 uop index -> uop SRAM read        (checks uop index < UOP_BUFF_DEPTH)
-//   S1 row indices -> inp / wgt / acc reads (checks every index against its depth)
+//   S1 row indices -> inp / wgt / acc reads (checks every index against its depth); a tensor
+//      ALU reads its dst row on acc read port 0 and its src row on port 1
 //   S2 GEMM core or ALU -> acc write
-// The SRAMs are write-first, so the S1 read of the next uop already sees the S2 write of the
-// previous one: sequential semantics without stalls. An empty loop (iter_out, iter_in or the
-// uop range zero) does nothing. An out-of-range index raises ERR_SRAM_INDEX and stops the unit.
+// The SRAMs are write-first on every read port, so the S1 reads of the next uop (dst and src)
+// already see the S2 write of the previous one: sequential semantics without stalls. An empty
+// loop (iter_out, iter_in or the uop range zero) does nothing. An out-of-range index raises
+// ERR_SRAM_INDEX and stops the unit. A GEMM / ALU retires in the cycle its last uop leaves S1
+// without error (every index is checked by then); that uop's S2 write happens in the next
+// cycle, when the next instruction is taken, so S2 keeps its own copy of the operation.
 module vta_compute import vta_pkg::*; (
   input  logic                  clk_i,
   input  logic                  rst_ni,
@@ -121,7 +125,6 @@ module vta_compute import vta_pkg::*; (
 
   // ------------------------------------------------------------------ uop index generator (S0)
   logic            gen_active_q, gen_active_d, gen_start;
-  logic            gap_q, gap_d;
   logic [UopW-1:0] u_q, u_d;
   logic [13:0]     i_out_q, i_out_d, i_in_q, i_in_d;
   logic [31:0]     od_q, od_d, os_q, os_d, ow_q, ow_d;   // outer-loop offsets
@@ -130,12 +133,16 @@ module vta_compute import vta_pkg::*; (
   logic            empty_loop;
 
   assign empty_loop = (iter_out == '0) || (iter_in == '0) || (uop_end <= UopW'(uop_bgn));
-  assign s0_err = gen_active_q && !gap_q && (32'(u_q) >= UOP_BUFF_DEPTH);
+  assign s0_err = gen_active_q && (32'(u_q) >= UOP_BUFF_DEPTH);
 
   // pipeline registers
   logic            s1_valid_q, s1_valid_d, s1_sel_q, s1_sel_d;
   logic [31:0]     s1_od_q, s1_od_d, s1_os_q, s1_os_d, s1_ow_q, s1_ow_d;
   logic            s2_valid_q, s2_valid_d;
+  // the operation of the uop in S2 (the instruction may have retired)
+  logic            s2_gemm_q, s2_reset_q, s2_alu_q, s2_use_imm_q;
+  logic [2:0]      s2_op_q;
+  logic [15:0]     s2_imm_q;
   logic [LOG_ACC_BUFF_DEPTH-1:0] s2_dst_q, s2_dst_d;
 
   // S1 decode
@@ -170,11 +177,10 @@ module vta_compute import vta_pkg::*; (
     end
   end
 
-  assign issue = gen_active_q && !gap_q && !s0_err && !s1_err && !halt_i;
+  assign issue = gen_active_q && !s0_err && !s1_err && !halt_i;
 
   always_comb begin
     gen_active_d = gen_active_q;
-    gap_d        = 1'b0;
     u_d = u_q; i_out_d = i_out_q; i_in_d = i_in_q;
     od_d = od_q; os_d = os_q; ow_d = ow_q;
     id_d = id_q; is_d = is_q; iw_d = iw_q;
@@ -185,7 +191,6 @@ module vta_compute import vta_pkg::*; (
     end else if (s0_err || s1_err) begin
       gen_active_d = 1'b0;
     end else if (issue) begin
-      gap_d = tensor_alu;
       if (u_q == uop_end - UopW'(1)) begin
         u_d = UopW'(uop_bgn);
         if (i_in_q == iter_in - 14'd1) begin
@@ -228,18 +233,18 @@ module vta_compute import vta_pkg::*; (
   // S2 datapath
   logic [ACC_ELEM_BITS-1:0] gemm_y, alu_y;
   vta_gemm u_gemm (
-    .en_i    (s2_valid_q && is_gemm),
-    .reset_i (reset_reg),
+    .en_i    (s2_valid_q && s2_gemm_q),
+    .reset_i (s2_reset_q),
     .inp_i   (inp_rdata_i),
     .wgt_i   (wgt_rdata_i),
     .acc_i   (acc_rdata_i[0]),
     .acc_o   (gemm_y)
   );
   vta_alu u_alu (
-    .en_i      (s2_valid_q && is_alu),
-    .op_i      (alu_op),
-    .use_imm_i (use_imm),
-    .imm_i     (imm),
+    .en_i      (s2_valid_q && s2_alu_q),
+    .op_i      (s2_op_q),
+    .use_imm_i (s2_use_imm_q),
+    .imm_i     (s2_imm_q),
     .a_i       (acc_rdata_i[0]),
     .b_i       (acc_rdata_i[1]),
     .y_o       (alu_y)
@@ -303,7 +308,7 @@ module vta_compute import vta_pkg::*; (
     acc_we_o    = 1'b0;
     acc_wmask_o = '1;
     acc_waddr_o = s2_dst_q;
-    acc_wdata_o = is_alu ? alu_y : gemm_y;
+    acc_wdata_o = s2_alu_q ? alu_y : gemm_y;
     if (in_load) begin
       acc_we_o    = wr_valid && !is_uop_load;
       acc_waddr_o = wr_idx[LOG_ACC_BUFF_DEPTH-1:0];
@@ -326,15 +331,15 @@ module vta_compute import vta_pkg::*; (
   assign acc_raddr_o[0] = d_idx[LOG_ACC_BUFF_DEPTH-1:0];
   assign acc_raddr_o[1] = s_idx[LOG_ACC_BUFF_DEPTH-1:0];
 
-  assign gemm_uop_o = s2_valid_q && is_gemm && !reset_reg;
-  assign alu_uop_o  = s2_valid_q && is_alu;
+  assign gemm_uop_o = s2_valid_q && s2_gemm_q && !s2_reset_q;
+  assign alu_uop_o  = s2_valid_q && s2_alu_q;
   assign acc_wr_o   = s2_valid_q;
 
   // ------------------------------------------------------------------ control
   // Decode: a LOAD with x_size == 0, FINISH and an empty GEMM / ALU are done at once; a LOAD
   // beyond its buffer fails; a LOAD starts the read engine, a GEMM / ALU the uop generator.
-  // A LOAD is done when the read engine is idle again, a GEMM / ALU when its last uop has left
-  // the pipeline; an out-of-range index in S0 or S1 fails it.
+  // A LOAD is done when the read engine is idle again, a GEMM / ALU when its last uop leaves S1
+  // without error (S2 writes it in the next cycle); an out-of-range index in S0 or S1 fails it.
   logic       is_load, skip, done, ld_err, fail;
   logic [1:0] tok_pop, tok_push;
   logic [7:0] err_field_d;
@@ -346,7 +351,7 @@ module vta_compute import vta_pkg::*; (
   assign skip    = is_load ? (x_size == '0) : !((is_gemm || is_alu) && !empty_loop);
   assign done    = (decode && skip)
                 || (in_load && !dma_busy)
-                || (in_exec && !gen_active_q && !s1_valid_q && !s2_valid_q);
+                || (in_exec && !gen_active_q && s1_valid_q && !s1_err && !halt_i);
   assign ld_err  = decode && is_load && !skip && (area_end > 48'(load_depth));
   assign fail    = ld_err || (in_exec && (s0_err || s1_err));
   assign dma_start = start && is_load;
@@ -403,7 +408,6 @@ module vta_compute import vta_pkg::*; (
   always_ff @(posedge clk_i or negedge rst_ni) begin
     if (!rst_ni) begin
       gen_active_q <= 1'b0;
-      gap_q        <= 1'b0;
       u_q          <= '0;
       i_out_q      <= '0;
       i_in_q       <= '0;
@@ -414,9 +418,14 @@ module vta_compute import vta_pkg::*; (
       s1_od_q <= '0; s1_os_q <= '0; s1_ow_q <= '0;
       s2_valid_q   <= 1'b0;
       s2_dst_q     <= '0;
+      s2_gemm_q    <= 1'b0;
+      s2_reset_q   <= 1'b0;
+      s2_alu_q     <= 1'b0;
+      s2_use_imm_q <= 1'b0;
+      s2_op_q      <= '0;
+      s2_imm_q     <= '0;
     end else begin
       gen_active_q <= gen_active_d;
-      gap_q        <= gap_d;
       u_q          <= u_d;
       i_out_q      <= i_out_d;
       i_in_q       <= i_in_d;
@@ -427,6 +436,14 @@ module vta_compute import vta_pkg::*; (
       s1_od_q <= s1_od_d; s1_os_q <= s1_os_d; s1_ow_q <= s1_ow_d;
       s2_valid_q   <= s2_valid_d;
       s2_dst_q     <= s2_dst_d;
+      if (s1_valid_q) begin
+        s2_gemm_q    <= is_gemm;
+        s2_reset_q   <= reset_reg;
+        s2_alu_q     <= is_alu;
+        s2_use_imm_q <= use_imm;
+        s2_op_q      <= alu_op;
+        s2_imm_q     <= imm;
+      end
     end
   end
 

@@ -1,17 +1,20 @@
 // Instruction sequencer of the load, compute and store units (ISA reference 5.1): runs the
-// unit's queue one instruction at a time through the same steps, while the unit itself only
-// checks and executes the instruction it is given:
-//   SeqIdle    wait for the queue head and for the tokens it pops; take the tokens and keep a
-//              copy of the instruction and its stream index (one cycle).
-//   SeqDecode  decode_o: the unit checks the new instruction. done_i: nothing to execute;
-//              err_i: it fails; neither: start_o, the unit starts executing it.
-//   SeqExec    exec_o: the unit executes it until done_i (or err_i).
-//   SeqDone    push the tokens, pop the queue, retire (one cycle).
+// unit's queue one instruction at a time, while the unit itself only checks and executes the
+// instruction it is given:
+//   SeqIdle    the queue head waits for its pop tokens. Once they are there (and no halt) it is
+//              taken: its tokens are popped and decode_o asks the unit to check it, in the same
+//              cycle (the unit decodes the queue head combinationally). done_i: nothing to
+//              execute, it retires in this cycle; err_i: it fails; neither: start_o, the unit
+//              starts executing it and the sequencer keeps a copy of it.
+//   SeqExec    exec_o: the unit executes it; in the cycle of done_i it retires (or err_i).
 //   SeqHalted  after err_i, until rst_ni.
-// A no-op instruction therefore takes 3 cycles (idle/pop, decode, done). The instruction stays
-// at the queue head until it retires. Token channel 0 is the unit's "prev" dependency
-// (pop_prev_dep, push_prev_dep), channel 1 its "next" one; a unit without a neighbour on one
-// side clears UsePrevDep or UseNextDep, and the flags of that side are ignored.
+// Retiring pushes the instruction's tokens (counted at the next edge, like every push) and
+// pops the queue; the next instruction is taken the cycle after. A no-op therefore takes one
+// cycle, an executed instruction one cycle plus its execution (the cycles up to and including
+// the one with done_i). The instruction stays at the queue head until it retires. Token
+// channel 0 is the unit's "prev" dependency (pop_prev_dep, push_prev_dep), channel 1 its "next"
+// one; a unit without a neighbour on one side clears UsePrevDep or UseNextDep, and the flags of
+// that side are ignored.
 module vta_insn_seq import vta_pkg::*; #(
   parameter bit UsePrevDep = 1'b1,
   parameter bit UseNextDep = 1'b1
@@ -43,20 +46,23 @@ module vta_insn_seq import vta_pkg::*; #(
 );
   localparam logic [1:0] DepMask = {UseNextDep, UsePrevDep};
 
-  typedef enum logic [2:0] {SeqIdle, SeqDecode, SeqExec, SeqDone, SeqHalted} seq_state_e;
+  typedef enum logic [1:0] {SeqIdle, SeqExec, SeqHalted} seq_state_e;
   seq_state_e           state_q, state_d;
-  logic [INSN_BITS-1:0] insn_q, insn_d;
+  logic [INSN_BITS-1:0] insn_q, insn_d, insn;
   logic [31:0]          index_q, index_d;
 
   logic [INSN_BITS-1:0] head;
   logic [31:0]          head_index;
   logic [1:0]           head_pops, insn_pushes;
-  logic                 pop_ok;
+  logic                 pop_ok, take;
   assign head        = q_data_i[INSN_BITS-1:0];
   assign head_index  = q_data_i[INSN_BITS +: 32];
   assign head_pops   = DepMask & {head[INSN_POP_NEXT_DEP_LO], head[INSN_POP_PREV_DEP_LO]};
-  assign insn_pushes = DepMask & {insn_q[INSN_PUSH_NEXT_DEP_LO], insn_q[INSN_PUSH_PREV_DEP_LO]};
   assign pop_ok      = (head_pops & ~tok_avail_i) == '0;
+  assign take        = (state_q == SeqIdle) && q_valid_i && !halt_i && pop_ok;
+  // the instruction in the unit: the head in the cycle it is taken, then the kept copy
+  assign insn        = (state_q == SeqIdle) ? head : insn_q;
+  assign insn_pushes = DepMask & {insn[INSN_PUSH_NEXT_DEP_LO], insn[INSN_PUSH_PREV_DEP_LO]};
 
   always_comb begin
     state_d    = state_q;
@@ -69,30 +75,26 @@ module vta_insn_seq import vta_pkg::*; #(
     start_o    = 1'b0;
     err_o      = 1'b0;
     unique case (state_q)
-      SeqIdle: begin
-        if (q_valid_i && !halt_i && pop_ok) begin
+      SeqIdle, SeqExec: begin
+        if (take) begin
           tok_pop_o = head_pops;
           insn_d    = head;
           index_d   = head_index;
-          state_d   = SeqDecode;
         end
-      end
-      SeqDecode, SeqExec: begin
-        if (err_i) begin
-          err_o   = 1'b1;
-          state_d = SeqHalted;
-        end else if (done_i) begin
-          state_d = SeqDone;
-        end else if (state_q == SeqDecode) begin
-          start_o = 1'b1;
-          state_d = SeqExec;
+        if (take || state_q == SeqExec) begin
+          if (err_i) begin
+            err_o   = 1'b1;
+            state_d = SeqHalted;
+          end else if (done_i) begin
+            tok_push_o = insn_pushes;
+            q_ready_o  = 1'b1;
+            retire_o   = 1'b1;
+            state_d    = SeqIdle;
+          end else if (take) begin
+            start_o = 1'b1;
+            state_d = SeqExec;
+          end
         end
-      end
-      SeqDone: begin
-        tok_push_o = insn_pushes;
-        q_ready_o  = 1'b1;
-        retire_o   = 1'b1;
-        state_d    = SeqIdle;
       end
       SeqHalted: state_d = SeqHalted;
       default:   state_d = SeqIdle;
@@ -111,9 +113,9 @@ module vta_insn_seq import vta_pkg::*; #(
     end
   end
 
-  assign insn_o       = insn_q;
-  assign insn_index_o = index_q;
-  assign decode_o     = (state_q == SeqDecode);
+  assign insn_o       = insn;
+  assign insn_index_o = (state_q == SeqIdle) ? head_index : index_q;
+  assign decode_o     = take;
   assign exec_o       = (state_q == SeqExec);
 
   always_comb begin
@@ -124,14 +126,14 @@ module vta_insn_seq import vta_pkg::*; #(
       default:   state_o = 2'(STATE_BUSY);
     endcase
   end
-  assign index_o = (state_q == SeqIdle) ? head_index : index_q;
+  assign index_o = insn_index_o;
 
   // The instruction is popped from its queue only when it retires: the head stays in place.
   // An immediate assertion on the clock edge (the values it reads are those before the edge, as
   // a concurrent one would sample them): a concurrent assertion makes Verilator keep a sampled
   // copy of the whole queue storage, copied on every evaluation, which halved tsim's speed.
   always_ff @(posedge clk_i) begin
-    if (rst_ni && state_q inside {SeqDecode, SeqExec, SeqDone}) begin
+    if (rst_ni && state_q == SeqExec) begin
       HeadHeld: assert (q_valid_i && q_data_i == {index_q, insn_q})
         else $error("vta_insn_seq: the queue head changed under the running instruction");
     end
@@ -140,6 +142,6 @@ module vta_insn_seq import vta_pkg::*; #(
       (tok_pop_o & ~tok_avail_i) == '0)
     else $error("vta_insn_seq: token popped from an empty channel");
   DoneOrErr: assert property (@(posedge clk_i) disable iff (!rst_ni)
-      (state_q inside {SeqDecode, SeqExec}) |-> !(done_i && err_i))
+      (take || state_q == SeqExec) |-> !(done_i && err_i))
     else $error("vta_insn_seq: the unit reports both done and error");
 endmodule : vta_insn_seq

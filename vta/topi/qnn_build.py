@@ -101,6 +101,8 @@ class _Chain:
         self.const_shape = const_shape
         #: ``(lo, hi)`` when the last requantisation already lies in that range (clamped operand)
         self.clipped: tuple | None = None
+        #: ``(x before, vector, index map, x after)`` of the last broadcast vector add (a bias)
+        self._vector_add = None
 
     def constant(self, value: int) -> Tensor:
         """A vector of ``value`` in the accumulator (``const_shape``: broadcast over all but the
@@ -138,6 +140,16 @@ class _Chain:
     def imm(self, op: str, value: int) -> None:
         prev, v = self.x, int(value)
         dt = prev.dtype
+        if op == "add" and self._vector_add is not None and self._vector_add[3] is prev:
+            # x + t + v == x + (t + v) (int32 wraps alike): v is added to the vector once per tile
+            # (an extra vector in the accumulator) instead of to every entry
+            x0, t, idx, _ = self._vector_add
+            tv = compute(t.shape, lambda *i: t(*i) + n.const(v, dt), name=self._name("vec_add"), tag=ELEMWISE_TAG,
+                         attrs={"extra_vector": 1})
+            self.x = compute(self.shape, lambda *i: x0(*i) + tv(*idx(i)), name=self._name("add_t"), tag=BROADCAST_TAG)
+            self._vector_add = None
+            return
+        self._vector_add = None
         fns = {
             "add": lambda *i: prev(*i) + n.const(v, dt),
             "mul": lambda *i: prev(*i) * n.const(v, dt),
@@ -163,6 +175,7 @@ class _Chain:
             "max": lambda *i: te_max(prev(*i), t(*idx(i))),
         }
         self.x = compute(self.shape, fns[op], name=self._name(op + "_t"), tag=BROADCAST_TAG if any(bcast) else ELEMWISE_TAG)
+        self._vector_add = (prev, t, idx, self.x) if op == "add" and any(bcast) else None
 
     def scale_imm(self, m: int) -> None:
         """``* m`` as MUL, a left shift (m a power of two) or nothing (m = 1)."""
@@ -279,6 +292,7 @@ class _Chain:
         ``clamp``: ``((lo_t, hi_t), exact)``, loaded per-channel bounds of that clamp
         (:func:`~vta.topi.qnn_layout.clamp_vectors`; ``mult_t`` then holds the whole multipliers).
         """
+        x_mul = None  # (lo, hi) of x at the multiply, when a clamp sets them
         if clamp is not None:
             # per-channel bounds (loaded vectors, clamp_vectors): the operand then takes one multiply
             (lo_t, hi_t), exact = clamp
@@ -312,12 +326,13 @@ class _Chain:
             if bounds is not None and (all(_fits_imm(b) for b in bounds)
                                        or (self.const_shape is not None and all(_constant_ok(b) for b in bounds))):
                 # each bound an immediate when it fits (e.g. the lower one of a ReLU's clip), else a
-                # constant vector (a tensor operation: two cycles per entry instead of one)
+                # constant vector (a tensor operation, one cycle per entry like an immediate)
                 for op, b in (("min", bounds[1]), ("max", bounds[0])):
                     if _fits_imm(b):
                         self.imm(op, b)
                     else:
                         self.tensor(op, self.constant(b))
+                x_mul = (bounds[0] >> rq.pre_shift, bounds[1] >> rq.pre_shift)  # x at the multiply
                 if narrowed is not None:
                     rq = narrowed
                 else:
@@ -352,12 +367,31 @@ class _Chain:
         if clamp:
             self.imm("min", DIRECT_CLAMP)
             self.imm("max", -DIRECT_CLAMP)
+            x_mul = (-DIRECT_CLAMP, DIRECT_CLAMP)
         if k == MULTIPLIER_SPLIT:
             self.split_multiplier(ms, mts)
         elif split:
             self.split_multiply(m, mts[0])
         else:
             self._scale(m, mts[0])
+        if (x_mul is not None and not pre_add and mult_t is None and shift_t is None and int(s1[0]) and s2
+                and self.const_shape is not None and int(rq.multiplier[0]) >= 0):
+            # the product is y = floor(x m / 2**k); SHR s1, ADD 2**(s2-1) (+ post_add 2**s2), SHR s2
+            # is floor((y + c) / 2**s) with s = s1 + s2 and c = 2**(s-1) (+ post_add 2**s) (nested
+            # floors): when c is a constant vector and y + c stays inside int32 at both ends of
+            # x's range, a tensor ADD and one SHR, a uop less per entry
+            mf, sh = int(rq.multiplier[0]), int(s1[0]) + s2
+            y_lo, y_hi = (x_mul[0] * mf) >> k, (x_mul[1] * mf) >> k
+
+            def fits(c):
+                return _constant_ok(c) and -(1 << 31) <= y_lo + c and y_hi + c < 1 << 31
+            c, left = (1 << (sh - 1)) + (post_add << sh), 0
+            if not fits(c):
+                c, left = 1 << (sh - 1), post_add
+            if sh <= 31 and fits(c):
+                self.tensor("add", self.constant(c))
+                self.imm("shr", sh)
+                return left
         if shift_t is not None:
             self.tensor("shr", shift_t)
         elif int(s1[0]):

@@ -1,5 +1,5 @@
-"""cocotb tests of vta_insn_seq (both token channels): the pop / decode / execute / done sequence
-and its cycle counts, token waits and pushes, halt_i, and an error halting the sequencer."""
+"""cocotb tests of vta_insn_seq (both token channels): the take-and-decode / execute / retire
+sequence and its cycle counts, token waits and pushes, halt_i, and an error halting the sequencer."""
 
 import itertools
 
@@ -16,9 +16,10 @@ class TB:
 
     Each queued instruction comes with what the unit does with it: ``("done", 0)`` done in its
     decode cycle, ``("exec", n)`` done in its n-th execute cycle, ``("err", 0)`` an error in the
-    decode cycle, ``("err", n)`` an error in the n-th execute cycle. Inputs are driven after each
-    falling edge (from the sequencer's registered state), outputs sampled 1 ns later; every
-    cycle is recorded in ``self.trace``.
+    decode cycle, ``("err", n)`` an error in the n-th execute cycle. The queue, tokens and halt
+    are driven after each falling edge; 1 ns later the model unit answers decode_o / exec_o
+    (combinational on those inputs, as the real units' done and error are) and 1 ns after that
+    the outputs are sampled; every cycle is recorded in ``self.trace``.
     """
 
     def __init__(self, dut):
@@ -64,6 +65,9 @@ class TB:
             else:
                 d.q_valid_i.value = 0
             d.tok_avail_i.value = (int(self.tokens[1] > 0) << 1) | int(self.tokens[0] > 0)
+            d.done_i.value = 0
+            d.err_i.value = 0
+            await Timer(1, unit="ns")
             done = err = 0
             decode, exec_ = u(d.decode_o), u(d.exec_o)
             if decode or exec_:
@@ -91,9 +95,11 @@ class TB:
 
 
 @cocotb.test()
-async def noop_three_cycles_exec_adds_its_own(dut):
-    """Back-to-back no-ops retire every 3 cycles (pop, decode, done); an instruction that the
-    unit executes for n cycles retires n cycles later than a no-op; start_o only for it."""
+async def noop_one_cycle_exec_adds_its_own(dut):
+    """Back-to-back no-ops retire every cycle: each is taken, decoded and retired in one cycle
+    (the next one is at the queue head the cycle after). An instruction that the unit executes
+    for n cycles retires in its n-th execute cycle, n cycles later than a no-op would; start_o
+    only for it, in its decode cycle."""
     tb = TB(dut)
     await tb.start()
     for i in range(3):
@@ -103,7 +109,7 @@ async def noop_three_cycles_exec_adds_its_own(dut):
     await tb.run(40)
     retires = tb.cycles_where("retire_o")
     assert len(retires) == 5
-    assert [b - a for a, b in itertools.pairwise(retires)] == [3, 3, 3 + 5, 3]
+    assert [b - a for a, b in itertools.pairwise(retires)] == [1, 1, 1 + 5, 1]
     assert tb.cycles_where("q_ready_o") == retires
     starts = tb.cycles_where("start_o")
     assert len(starts) == 1 and tb.trace[starts[0]]["decode_o"]

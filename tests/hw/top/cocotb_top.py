@@ -188,6 +188,93 @@ async def acc_loads_and_store(dut):
     np.testing.assert_array_equal(tb.get_out(out_addr, 8), wrap(expected, env.OUT_WIDTH))
 
 
+def _alu_scalar(op: int, a: int, b: int) -> int:
+    """DESIGN.md's ALU semantics on one 32-bit lane, written for this test."""
+    def s32(x):
+        x &= 0xFFFFFFFF
+        return x - (1 << 32) if x >> 31 else x
+
+    if op == isa.ALU_MIN:
+        return min(a, b)
+    if op == isa.ALU_MAX:
+        return max(a, b)
+    if op == isa.ALU_ADD:
+        return s32(a + b)
+    if op == isa.ALU_MUL:
+        return s32(a * b)
+    if b >= 0:  # SHR
+        return a >> (b & 31)
+    return s32(a << ((-b) & 31))
+
+
+def _alu_chain_model(acc, prog, stale: bool):
+    """Run ALU instructions ``prog`` ((op, use_imm, imm), one pass over ``CHAIN``) on the rows of
+    ``acc`` (lists of lanes) one uop after the other. ``stale``: a broken core whose reads miss the
+    write of the uop just before (the model of the bug the test guards against)."""
+    acc = [list(r) for r in acc]
+    for op, use_imm, imm in prog:
+        before = None  # (row, old lanes) of the previous uop's write
+        for dst, src in CHAIN:
+            def read(row):
+                return before[1] if stale and before is not None and before[0] == row else acc[row]
+            a, b = read(dst), read(src)
+            old = list(acc[dst])
+            acc[dst] = [_alu_scalar(op, x, imm if use_imm else y) for x, y in zip(a, b)]
+            before = (dst, old)
+    return acc
+
+
+#: (dst, src) rows of the ALU chain: every uop's src is the row the uop before wrote (read on
+#: acc port 1), and some also read and write that row as dst (port 0).
+CHAIN = [(1, 0), (2, 1), (3, 2), (3, 3), (3, 3), (4, 3), (4, 4), (0, 4), (0, 0), (5, 0), (6, 5), (6, 6)]
+
+
+@cocotb.test()
+async def alu_chain_reads_the_previous_write(dut):
+    """A tensor ALU issues a uop every cycle, so each uop's dst and src reads (S1) happen in the
+    cycle the uop before writes (S2): the chain where each uop's src (and sometimes dst) is the
+    row the previous uop wrote matches a scalar model run one uop after the other, for every
+    opcode. The test first checks that a core with stale reads would give other outputs."""
+    tb = TB(dut, seed=7)
+    await tb.start()
+    env = tb.env
+    rng = np.random.default_rng(11)
+    L = env.BATCH * env.BLOCK_OUT
+    rows = 8
+    init = rng.integers(-(1 << 12), 1 << 12, (rows, L)).astype(np.int64)
+    init[:, ::3] = rng.integers(-4, 8, (rows, (L + 2) // 3))  # small values: SHR / MUL operands
+    prog_ops = [(isa.ALU_ADD, 0, 0), (isa.ALU_MUL, 0, 0), (isa.ALU_ADD, 1, -7), (isa.ALU_MAX, 0, 0),
+                (isa.ALU_ADD, 0, 0), (isa.ALU_SHR, 0, 0), (isa.ALU_MIN, 0, 0), (isa.ALU_ADD, 0, 0)]
+    acc0 = [[int(v) for v in r] for r in init]
+    expected = np.array(_alu_chain_model(acc0, prog_ops, stale=False), np.int64)
+    stale = np.array(_alu_chain_model(acc0, prog_ops, stale=True), np.int64)
+    assert not np.array_equal(wrap(expected, env.OUT_WIDTH), wrap(stale, env.OUT_WIDTH))
+
+    acc_addr = tb.put(init.astype(np.int32), env.ACC_ELEM_BYTES, 32)
+    uop_addr = tb.put_uops([Uop(d, s, 0) for d, s in CHAIN])
+    out_addr = tb.soc.alloc(rows * env.OUT_ELEM_BYTES, 64)
+    prog = [
+        MemInsn(opcode=isa.OPCODE_LOAD, memory_type=isa.MEM_ACC, sram_base=0,
+                dram_base=acc_addr // env.ACC_ELEM_BYTES, y_size=1, x_size=rows, x_stride=rows),
+        MemInsn(opcode=isa.OPCODE_LOAD, memory_type=isa.MEM_UOP, sram_base=0, dram_base=uop_addr // 4,
+                y_size=1, x_size=len(CHAIN), x_stride=len(CHAIN)),
+    ]
+    for k, (op, use_imm, imm) in enumerate(prog_ops):
+        prog.append(AluInsn(uop_bgn=0, uop_end=len(CHAIN), iter_out=1, iter_in=1, alu_opcode=op,
+                            use_imm=use_imm, imm=imm, push_next_dep=int(k == len(prog_ops) - 1)))
+    prog += [
+        MemInsn(opcode=isa.OPCODE_STORE, memory_type=isa.MEM_OUT, sram_base=0,
+                dram_base=out_addr // env.OUT_ELEM_BYTES, y_size=1, x_size=rows, x_stride=rows,
+                pop_prev_dep=1, push_prev_dep=1),
+        MemInsn(opcode=isa.OPCODE_LOAD, memory_type=isa.MEM_UOP, pop_next_dep=1),
+        FinishInsn(),
+    ]
+    ctrl = await tb.run(prog)
+    assert ctrl == hwgen.CTRL_FINISH, hex(ctrl)
+    assert await tb.reg("ALU_UOPS") == len(CHAIN) * len(prog_ops)
+    np.testing.assert_array_equal(tb.get_out(out_addr, rows), wrap(expected, env.OUT_WIDTH))
+
+
 @cocotb.test()
 async def errors_stop_the_core(dut):
     """Out-of-range SRAM index, invalid opcode, token overflow and a deadlock (watchdog) each stop

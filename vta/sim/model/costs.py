@@ -3,14 +3,16 @@
 Every figure here is a property of OUR RTL (``hw/README.md``), measured on tsim with one
 instruction at a time between a fetch and a FINISH and fitted with a small formula:
 
-* a unit spends :attr:`Timing.overhead` cycles on any instruction (pop/decode, execute,
-  done/push): a no-op or FINISH costs exactly that;
-* GEMM and immediate ALU run one micro-op per cycle behind a 3-stage pipeline: ``n + 6`` cycles
-  for ``n > 0`` micro-ops (``n`` = iter_out x iter_in x (uop_end - uop_bgn)), 3 (a no-op) for none;
-* tensor ALU issues a micro-op every second cycle: ``2 n + 5``;
+* a unit spends :attr:`Timing.overhead` cycle on any instruction (the sequencer takes, decodes
+  and, for a no-op, retires it in one cycle; the next one is taken the cycle after): a no-op or
+  FINISH costs exactly that;
+* GEMM and ALU (immediate or tensor operand: the accumulator has a read port for each operand)
+  run one micro-op per cycle behind a 3-stage pipeline and retire when the last micro-op leaves
+  S1: ``n + 2`` cycles for ``n > 0`` micro-ops (``n`` = iter_out x iter_in x (uop_end -
+  uop_bgn); the take cycle, n issue cycles, the last uop's S1), 1 (a no-op) for none;
 * a LOAD requests its rows, the first beat arrives :attr:`Timing.load_latency` cycles after the
   start (with the ideal memory and an idle channel), then the 64-bit read port delivers one beat
-  per cycle; the unit retires one cycle after the last beat (:mod:`vta.sim.model.replay` times
+  per cycle; the unit retires in the cycle after the last beat (:mod:`vta.sim.model.replay` times
   the read channel and the pads exactly; :func:`load_pad_cycles` is the estimate for a lone load);
 * a STORE streams: its accumulator reads run ahead of the beats and no burst waits for the
   acknowledgement of the previous one, so the write port takes one beat per cycle,
@@ -67,9 +69,7 @@ class Timing:
     overhead : int
         Cycles of an instruction that does no work (no-op, FINISH).
     pipe_fill : int
-        Extra cycles of a GEMM / immediate ALU with at least one micro-op, on top of one per uop.
-    tensor_fill : int
-        Extra cycles of a tensor ALU, on top of two per uop.
+        Extra cycles of a GEMM / ALU with at least one micro-op, on top of one per uop.
     empty_compute : int
         Cycles of a GEMM / ALU whose loops run no micro-op.
     load_latency : int
@@ -85,15 +85,14 @@ class Timing:
         Cycles from the arrival of an instruction's second beat to its dispatch, plus one.
     """
 
-    overhead: int = 3
-    pipe_fill: int = 6
-    tensor_fill: int = 5
-    empty_compute: int = 3
-    load_latency: int = 6
-    load_tail: int = 1
+    overhead: int = 1
+    pipe_fill: int = 2
+    empty_compute: int = 1
+    load_latency: int = 5
+    load_tail: int = 0
     pad_fixed: int = 3
     pad_per_row: int = 2
-    store_fixed: int = 7
+    store_fixed: int = 5
     store_per_row: int = 0
     store_ack: int = 0
     fetch_latency: int = 2
@@ -116,8 +115,8 @@ def compute_cycles(opcode: int, f: dict, timing: Timing = DEFAULT_TIMING) -> int
     opcode : int
         :data:`vta.isa.OPCODE_GEMM` or :data:`vta.isa.OPCODE_ALU`.
     f : dict
-        The instruction's fields (``iter_out``, ``iter_in``, ``uop_bgn``, ``uop_end``; for ALU
-        also ``use_imm``).
+        The instruction's fields (``iter_out``, ``iter_in``, ``uop_bgn``, ``uop_end``; an ALU's
+        ``use_imm`` does not change its cost).
     timing : Timing
         The constants.
 
@@ -132,8 +131,6 @@ def compute_cycles(opcode: int, f: dict, timing: Timing = DEFAULT_TIMING) -> int
     n = uop_count(f)
     if n == 0:
         return timing.empty_compute
-    if opcode == isa.OPCODE_ALU and not f["use_imm"]:
-        return 2 * n + timing.tensor_fill
     return n + timing.pipe_fill
 
 

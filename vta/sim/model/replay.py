@@ -13,7 +13,7 @@ cycles. The loop processes events in time order:
   pops has been pushed; GEMM, ALU, STORE, no-ops and FINISH take a fixed number of cycles
   (:mod:`vta.sim.model.costs`);
 * a LOAD with data requests its bursts one per cycle (one more cycle per row, at most 16 beats,
-  never across 128 bytes) from the cycle ``start + 3``; the read channel accepts one request
+  never across 128 bytes) from the cycle ``start + LOAD_REQUEST``; the read channel accepts one request
   per cycle and returns the bursts' beats in request order, one per cycle, as the tsim memory
   shim does, timed by the DRAM model (``DRAM_LATENCY``, ``DRAM_BYTES_PER_CYCLE``,
   ``DRAM_MAX_OUTSTANDING``; see ``sim/vta_tsim.h``). Fetch bursts and the loads of the load and
@@ -22,7 +22,9 @@ cycles. The loop processes events in time order:
   one cycle per row and one per data row), as the RTL's read engine does.
 
 Times: a read beat returned by the memory at cycle ``p`` reaches the unit at ``p + 2``; a LOAD
-retires two cycles after its last beat or pad element has been written.
+retires ``LOAD_RETIRE`` cycles after its last beat or pad element has been written (the sequencer
+takes, decodes and starts an instruction in one cycle and retires it in the cycle the unit is
+done: ``hw/vta_insn_seq.sv``).
 
 Fetch follows the RTL named by :mod:`vta.sim.model.costs`: without ``FETCH_BUFFER_INSNS`` it reads
 a burst, dispatches it and only then requests the next one; with it (a buffered fetch) a burst is
@@ -63,6 +65,11 @@ QUEUE_FREE = 2
 QUEUE_FREE_BUFFERED = 0
 #: Beat intervals kept per load for its pad writer (more are merged into the last one).
 PAD_INTERVALS = 256
+#: The LOAD's timing rules: its first request ``LOAD_REQUEST`` cycles after its start, its pad
+#: writer from ``start + PAD_START``, its retirement ``LOAD_RETIRE`` cycles after its last write.
+LOAD_REQUEST = 2
+PAD_START = 1
+LOAD_RETIRE = 1
 
 
 def prepare(env: Environment, words: np.ndarray, timing: mc.Timing) -> dict:
@@ -499,8 +506,8 @@ def _core(n, unit, pops, pushes, cost, finish, client, addr, row_bytes, stride, 
             # the load's last burst: it retires once its data and pads are written
             s = start[i]
             x_data = ld_last[u] + 3
-            x_pad = _pad_end(s + 2, ld_iv[u], ld_niv[u], rows[i], xs[i], xp0[i], xp1[i], yp0[i], yp1[i])
-            e = (x_data if x_data > x_pad else x_pad) + 2
+            x_pad = _pad_end(s + PAD_START, ld_iv[u], ld_niv[u], rows[i], xs[i], xp0[i], xp1[i], yp0[i], yp1[i])
+            e = (x_data if x_data > x_pad else x_pad) + LOAD_RETIRE
             ld_insn[u] = -1
             # fall through to the common retirement below
         else:
@@ -516,10 +523,10 @@ def _core(n, unit, pops, pushes, cost, finish, client, addr, row_bytes, stride, 
                     popped[c] += 1
             if cost[i] < 0:
                 if rows[i] == 0:  # pads only
-                    e = _pad_end(s + 2, ld_iv[u], 0, rows[i], xs[i], xp0[i], xp1[i], yp0[i], yp1[i]) + 2
+                    e = _pad_end(s + PAD_START, ld_iv[u], 0, rows[i], xs[i], xp0[i], xp1[i], yp0[i], yp1[i]) + LOAD_RETIRE
                 else:
                     ld_insn[u] = i
-                    ld_req[u] = s + 3
+                    ld_req[u] = s + LOAD_REQUEST
                     ld_row[u] = 0
                     ld_off[u] = 0
                     ld_first[u] = -1
