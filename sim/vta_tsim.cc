@@ -1,5 +1,5 @@
 // vta_tsim.cc - the tsim shim: runs the Verilated vta_tsim_top, answers its DPI calls (host
-// register port, memory, simulation control) and exposes the C API of vta_tsim.h.
+// register port, memory, profiler probe) and exposes the C API of vta_tsim.h.
 //
 // Single-threaded by design: the caller's thread clocks the model. The DPI functions find their
 // model through `g_current`, which every entry point sets for the time it clocks the model; each
@@ -236,6 +236,12 @@ inline void tick(Model* m) {
 #else
   const bool tracing = false;
 #endif
+  // The rising edge below is a simulated cycle when the core is out of reset (the count the
+  // DPI models see during its evaluation, and the one the C API reports).
+  if (m->top->rst_ni) ++m->cycles;
+  // vta_dpi_host calls the shim only while there is a request to hand over or a read response to
+  // collect (a write is done once handed over).
+  m->top->host_poll_i = (m->req_pending || (m->req_issued && !m->req_we)) ? 1 : 0;
   m->top->clk_i = 0;
   if (tracing || !fall_without_eval(m->top->rootp, HasClkPrev<Vvta_tsim_top___024root>{})) {
     m->top->eval();
@@ -344,13 +350,6 @@ int reg_read(Model* m, uint32_t addr, uint32_t* value) {
 
 // ------------------------------------------------------------------------------------------
 // DPI adapters (declared by the Verilator-generated Vvta_tsim_top__Dpi.h).
-
-unsigned char vta_dpi_sim_tick() {
-  Model* m = g_current;
-  if (m == nullptr) return 1;  // clocked outside the shim: end the simulation
-  ++m->cycles;
-  return 0;
-}
 
 void vta_dpi_host_tick(svBit rvalid, unsigned int rdata, svBit* req, svBit* we, unsigned char* addr,
                        unsigned int* wdata) {
