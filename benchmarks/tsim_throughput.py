@@ -48,9 +48,11 @@ end-of-evaluation bookkeeping about 190 (the shim now calls the root evaluation 
 ALU's sixteen lanes about 90 although the ALU was idle (their operand selection was continuous
 assignments; now every lane is inside the enable), and the DPI calls of the cycle count and the
 idle host port about 30 (the shim counts cycles itself and polls the host port only while an
-access is open). After it: about 4,750 instructions per cycle (-12%), and the C11 rate about a
-quarter higher (medians of interleaved runs, 1.37 M before and 1.71 M after per CPU second, at a
-load average of 5). Where the 4,750 go now, still flat: the GEMM's 256 multiply-adds about 790
+access is open). After it: about 4,750 instructions per cycle (-12%), and tsim about a quarter
+faster per CPU second (medians of runs interleaved in one process, at load averages of 3 to 5:
+C11 1.37 M before and 1.71 M after over 12 runs, 1.31 M and 1.59 M over 15 in a second
+session; the GEMM-heavy program 1.50 M and 1.99 M over 9). The clean build takes about 20 s
+(21 s of compiler CPU time) when the two cores are free, 32 s under a load average of 4. Where the 4,750 go now, still flat: the GEMM's 256 multiply-adds about 790
 (17%; GCC vectorises them with 32-bit multiplies, most of the rest is extracting the bytes of
 the packed operand rows), the clocked processes about 1,600 (34%: above all the three
 sequencers' and the compute unit's decoding of their 128-bit instruction registers every
@@ -107,13 +109,14 @@ BEFORE = {
 
 #: Figures of main at 41e0f80, the tree before the third profiling pass of the module docstring,
 #: measured on 2026-11-25 with this script's methods on that tree's cached library (``--library``)
-#: under a load average of 5 to 7 from other jobs, so per CPU second only (wall-time rates were
-#: a tenth of these): the C11 rate is the median of 12 runs interleaved in one process with the
-#: library of the tree after the pass (which gave 1.71 M there).
+#: under a load average of 3 to 7 from other jobs, so per CPU second only (wall-time rates were
+#: at times a tenth of these): medians of runs interleaved in one process with the library of the
+#: tree after the pass (12 runs of C11, which gave 1.71 M after; 9 of the GEMM-heavy program, 1.99 M
+#: after). Rates measured at different times on this machine differ by more than the pass gained.
 BEFORE_PASS3 = {
     "tree": "41e0f80",
     "resnet_cpu": 1.37e6,        # simulated cycles/s, native run loop, CPU time
-    "gemm_cpu": 1.49e6,          # GEMM-heavy program (64 x 16 x 64), CPU time
+    "gemm_cpu": 1.50e6,          # GEMM-heavy program (64 x 16 x 64), CPU time
 }
 
 
