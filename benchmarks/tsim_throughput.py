@@ -37,6 +37,37 @@ combinational logic about 40% of the native time, the clocked processes about 50
 ports of the weight and accumulator rows the largest single part, about 11%), the evaluation
 bookkeeping and assertion sampling about 6%, the DPI calls (host port and cycle count every
 cycle, memory only when a request or beat is pending) about 3%.
+
+A third pass (2026-11-25, main at 41e0f80; instructions counted with ``valgrind --tool=callgrind``
+on one C11 run, which unlike the timings is not disturbed by the machine's load): 5,400
+instructions per simulated cycle in the model's evaluation, of which the 2048-bit weight SRAM's
+write path was about 300 (every 64-bit beat the load unit delivered copied, merged and committed
+the whole row: now a write stores its enabled lanes in place, and the read ports sample the
+storage after the write, which is write-first without a bypass mux), ``Vvta_tsim_top::eval()``'s
+end-of-evaluation bookkeeping about 190 (the shim now calls the root evaluation directly), the
+ALU's sixteen lanes about 90 although the ALU was idle (their operand selection was continuous
+assignments; now every lane is inside the enable), and the DPI calls of the cycle count and the
+idle host port about 30 (the shim counts cycles itself and polls the host port only while an
+access is open). After it: about 4,750 instructions per cycle (-12%), and tsim about a quarter
+faster per CPU second (medians of runs interleaved in one process, at load averages of 3 to 5:
+C11 1.37 M before and 1.71 M after over 12 runs, 1.31 M and 1.59 M over 15 in a second
+session; the GEMM-heavy program 1.50 M and 1.99 M over 9). The clean build takes about 20 s
+(21 s of compiler CPU time) when the two cores are free, 32 s under a load average of 4. Where the 4,750 go now, still flat: the GEMM's 256 multiply-adds about 790
+(17%; GCC vectorises them with 32-bit multiplies, most of the rest is extracting the bytes of
+the packed operand rows), the clocked processes about 1,600 (34%: above all the three
+sequencers' and the compute unit's decoding of their 128-bit instruction registers every
+cycle, the two read DMA engines and the three instruction FIFOs), the combinational logic
+outside the GEMM about 1,100 (24%), the 26 concurrent assertions about 560 (12%: 385 to check
+them, 171 to copy the sampled values they read), the SRAM ports and queue writes about 420
+(9%), the evaluation's trigger bookkeeping about 130 and the memory DPI about 100. Tried and not
+kept: Verilator's -O3, --inline-mult -1, -fcf-protection=none, -fno-semantic-interposition
+and -fno-plt (all within the noise), ``--threads 2`` (ten times slower on two shared cores),
+the VCR's register file updated in its clocked process (0.4% fewer instructions), the
+same-cycle concurrent assertions of the units other than compute and the sequencer written as
+immediate assertions on the clock edge (0.5% fewer: the sampled copies go, but the immediate
+checks cost more than the concurrent ones did), and GCC
+profile-guided optimisation (+10-17% when applied by hand, but an instrumented build, a
+profiling run and a second build would double the 25-30 s clean build).
 """
 
 from __future__ import annotations
@@ -74,6 +105,18 @@ BEFORE = {
     "fetch_cpi": 3.25,           # no-ops over three units: 26 cycles per burst of 8
     "store_cpe": 3.27,           # 1 acc read + 2 beats per element, 2 cycles per burst's ack
     "build_s": 64.6,             # clean build (34 s of compiler CPU time), load average about 9
+}
+
+#: Figures of main at 41e0f80, the tree before the third profiling pass of the module docstring,
+#: measured on 2026-11-25 with this script's methods on that tree's cached library (``--library``)
+#: under a load average of 3 to 7 from other jobs, so per CPU second only (wall-time rates were
+#: at times a tenth of these): medians of runs interleaved in one process with the library of the
+#: tree after the pass (12 runs of C11, which gave 1.71 M after; 9 of the GEMM-heavy program, 1.99 M
+#: after). Rates measured at different times on this machine differ by more than the pass gained.
+BEFORE_PASS3 = {
+    "tree": "41e0f80",
+    "resnet_cpu": 1.37e6,        # simulated cycles/s, native run loop, CPU time
+    "gemm_cpu": 1.50e6,          # GEMM-heavy program (64 x 16 x 64), CPU time
 }
 
 
@@ -224,20 +267,23 @@ def main() -> None:
         args.repeats, args.skip_build = 1, True
 
     env = make_env()
-    b = BEFORE
+    b, p = BEFORE, BEFORE_PASS3
     # The quick run uses the library the test suite builds (with waveform support, which costs
     # no speed while no waveform is written), so a smoke run never triggers a second build.
     lib = args.library or library.build(env, trace="vcd" if args.quick else None)
-    print(f"before = main at 08ea605, measured {b['date']} (stored figures); after = this tree, measured now")
+    print(f"before = main at 08ea605, measured {b['date']} (stored figures; 'pass 3' = main at {p['tree']}, "
+          f"stored, see BEFORE_PASS3); after = this tree, measured now")
     with env, TSim(env, global_dram(), library=lib) as dev:  # the runtime needs the global arena
         wall, cpu, cycles = resnet_rate(dev, env, args.repeats)
         print(f"ResNet-18 C11 on tsim: {cycles} cycles (before {b['resnet_c11_cycles']}); native run loop "
               f"median {_m(wall)} simulated cycles/s of wall time (before {_m(b['resnet_wall'])}), "
-              f"{_m(cpu)} per CPU second (before {_m(b['resnet_cpu'])}) ({args.repeats} runs)")
+              f"{_m(cpu)} per CPU second (before {_m(b['resnet_cpu'])}, pass 3 {_m(p['resnet_cpu'])}) "
+              f"({args.repeats} runs)")
     with env, DRAM(1 << 28) as dram, TSim(env, dram, library=lib) as dev:
         rate, cpu_rate, cycles = cycles_per_second(dev, dram, env, args.repeats, args.quick)
         print(f"GEMM-heavy program: {cycles} cycles per run, median {_m(rate)} simulated cycles/s "
-              f"of wall time (before {_m(b['gemm_wall'])}), {_m(cpu_rate)} per CPU second ({args.repeats} runs)")
+              f"of wall time (before {_m(b['gemm_wall'])}), {_m(cpu_rate)} per CPU second (pass 3 "
+              f"{_m(p['gemm_cpu'])}) ({args.repeats} runs)")
         n = 48 if args.quick else 384
         cpi = fetch_cycles_per_insn(dev, dram, env, n)
         print(f"fetch, instruction-bound stream: {cpi:.2f} cycles per instruction over {n} extra no-ops "

@@ -25,25 +25,24 @@ module vta_sram #(
 
   // Everything happens on the clock edge and only for an active port, so a simulator does no
   // work for idle ports (a combinational merge and read mux would be evaluated every cycle,
-  // which for the 2048-bit weight rows dominated tsim's time). The merged word is a module-level
-  // variable written with blocking assignments, not a function's local: Verilator clears every
-  // wide local of a clocked process on every edge, active or not.
-  // The word after this cycle's write: the old word with the enabled lanes replaced.
-  logic [Width-1:0] word;
+  // which for the 2048-bit weight rows dominated tsim's time). A write stores only its enabled
+  // lanes, in place: the storage is written with blocking assignments before the read ports
+  // sample it, which is exactly write-first (a read of the row being written sees the new
+  // lanes) and costs a simulator one lane per write instead of copying, merging and committing
+  // the whole row (a 2048-bit weight row for every 64-bit beat the load unit delivered). No
+  // other process reads mem_q, so blocking writes in this clocked process are not observable
+  // as such: every reader sees the state after the edge, as with non-blocking ones.
 
-  // Waiver: `word` is a scratch variable of this process only (written before it is read, in
-  // the same edge), so blocking assignments are intended.
+  // Waiver: mem_q is written and read by this process only, writes before reads (see above).
   /* verilator lint_off BLKSEQ */
   always_ff @(posedge clk_i) begin
     if (we_i) begin
-      word = mem_q[waddr_i];
       for (int unsigned l = 0; l < Lanes; l++) begin
-        if (wmask_i[l]) word[l*LaneW +: LaneW] = wdata_i[l*LaneW +: LaneW];
+        if (wmask_i[l]) mem_q[waddr_i][l*LaneW +: LaneW] = wdata_i[l*LaneW +: LaneW];
       end
-      mem_q[waddr_i] <= word;
     end
     for (int unsigned r = 0; r < NumRd; r++) begin
-      if (re_i[r]) rdata_q[r] <= (we_i && raddr_i[r] == waddr_i) ? word : mem_q[raddr_i[r]];
+      if (re_i[r]) rdata_q[r] <= mem_q[raddr_i[r]];
     end
   end
   /* verilator lint_on BLKSEQ */

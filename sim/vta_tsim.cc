@@ -1,5 +1,5 @@
 // vta_tsim.cc - the tsim shim: runs the Verilated vta_tsim_top, answers its DPI calls (host
-// register port, memory, simulation control) and exposes the C API of vta_tsim.h.
+// register port, memory, profiler probe) and exposes the C API of vta_tsim.h.
 //
 // Single-threaded by design: the caller's thread clocks the model. The DPI functions find their
 // model through `g_current`, which every entry point sets for the time it clocks the model; each
@@ -230,21 +230,49 @@ inline bool fall_without_eval(R*, std::false_type) {
   return false;
 }
 
+}  // namespace
+
+// The root evaluation function of the Verilated model, which Vvta_tsim_top::eval() calls after
+// its once-per-model initialisation and before its end-of-evaluation bookkeeping (deleting
+// dynamic objects, which this design has none of, and delivering messages queued by worker
+// threads, which a model without --threads has none of: its $display and $error print at once).
+// That bookkeeping cost about 4% of the instructions of a cycle, so clock edges after the first
+// evaluation call it directly. Declared weak: a Verilator that names it otherwise leaves it
+// null, and eval() is used.
+void Vvta_tsim_top___024root___eval(Vvta_tsim_top___024root* vlSelf) __attribute__((weak));
+
+namespace {
+
+// Evaluate the model (its first evaluation, in vta_tsim_create, goes through eval()).
+inline void eval(Model* m) {
+  if (&Vvta_tsim_top___024root___eval != nullptr) {
+    Vvta_tsim_top___024root___eval(m->top->rootp);
+  } else {
+    m->top->eval();
+  }
+}
+
 inline void tick(Model* m) {
 #if VTA_TSIM_TRACE_KIND
   const bool tracing = m->trace != nullptr;
 #else
   const bool tracing = false;
 #endif
+  // The rising edge below is a simulated cycle when the core is out of reset (the count the
+  // DPI models see during its evaluation, and the one the C API reports).
+  if (m->top->rst_ni) ++m->cycles;
+  // vta_dpi_host calls the shim only while there is a request to hand over or a read response to
+  // collect (a write is done once handed over).
+  m->top->host_poll_i = (m->req_pending || (m->req_issued && !m->req_we)) ? 1 : 0;
   m->top->clk_i = 0;
   if (tracing || !fall_without_eval(m->top->rootp, HasClkPrev<Vvta_tsim_top___024root>{})) {
-    m->top->eval();
+    eval(m);
 #if VTA_TSIM_TRACE_KIND
     if (m->trace) m->trace->dump(m->trace_time++);
 #endif
   }
   m->top->clk_i = 1;
-  m->top->eval();
+  eval(m);
 #if VTA_TSIM_TRACE_KIND
   if (m->trace) m->trace->dump(m->trace_time++);
 #endif
@@ -344,13 +372,6 @@ int reg_read(Model* m, uint32_t addr, uint32_t* value) {
 
 // ------------------------------------------------------------------------------------------
 // DPI adapters (declared by the Verilator-generated Vvta_tsim_top__Dpi.h).
-
-unsigned char vta_dpi_sim_tick() {
-  Model* m = g_current;
-  if (m == nullptr) return 1;  // clocked outside the shim: end the simulation
-  ++m->cycles;
-  return 0;
-}
 
 void vta_dpi_host_tick(svBit rvalid, unsigned int rdata, svBit* req, svBit* we, unsigned char* addr,
                        unsigned int* wdata) {

@@ -2,10 +2,13 @@
 //
 // Every clock edge the C shim (sim/vta_tsim.cc) sees the register-port response of the previous
 // cycle and may hand over one request (a read or a write of a 32-bit register). The request is
-// registered here, so the core sees it one cycle after the shim issued it.
+// registered here, so the core sees it one cycle after the shim issued it. The exchange is made
+// only while poll_i is high (the shim has a request to hand over or awaits a read's response);
+// in the other cycles it would return no request, so none is registered without calling it.
 module vta_dpi_host (
   input  logic        clk_i,
   input  logic        rst_ni,
+  input  logic        poll_i,
   output logic        host_req_o,
   output logic        host_we_o,
   output logic [7:0]  host_addr_o,
@@ -37,12 +40,17 @@ module vta_dpi_host (
       we_q    <= 1'b0;
       addr_q  <= '0;
       wdata_q <= '0;
-    end else begin
+    end else if (poll_i) begin
       vta_dpi_host_tick(host_rvalid_i, host_rdata_i, req_d, we_d, addr_d, wdata_d);
       req_q   <= req_d;
       we_q    <= we_d;
       addr_q  <= addr_d;
       wdata_q <= wdata_d;
+    end else begin
+      req_q   <= 1'b0;
+      we_q    <= 1'b0;
+      addr_q  <= '0;
+      wdata_q <= '0;
     end
   end
 

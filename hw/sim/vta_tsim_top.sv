@@ -1,6 +1,7 @@
 // Simulation only: the Verilator top level of tsim. The accelerator core vta_top with its host
-// register port and both memory channels connected to the DPI models, and simulation control.
-// The shim drives only clk_i and rst_ni.
+// register port and both memory channels connected to the DPI models, and the profiler's probe.
+// The shim drives clk_i, rst_ni, host_poll_i and probe_en_i, and counts the clock edges out of
+// reset itself (the cycle count it reports), so no DPI call is made for that.
 module vta_tsim_top (
   input logic clk_i,
   // Waiver: rst_ni resets the flops asynchronously and is also sampled on the clock by the
@@ -8,6 +9,9 @@ module vta_tsim_top (
   /* verilator lint_off SYNCASYNCNET */
   input logic rst_ni,
   /* verilator lint_on SYNCASYNCNET */
+  // High while the shim has a register access to hand over or awaits a read's response
+  // (vta_dpi_host exchanges nothing with the shim in the other cycles).
+  input logic host_poll_i,
   // The profiler's probe (vta_dpi_probe): 0 except while the shim traces a run.
   input logic probe_en_i
 );
@@ -26,14 +30,10 @@ module vta_tsim_top (
   logic [7:0]  wr_req_len, wr_strb;
   logic [63:0] wr_data;
 
-  vta_dpi_sim u_sim (
-    .clk_i,
-    .rst_ni
-  );
-
   vta_dpi_host u_host (
     .clk_i,
     .rst_ni,
+    .poll_i        (host_poll_i),
     .host_req_o    (host_req),
     .host_we_o     (host_we),
     .host_addr_o   (host_addr),
