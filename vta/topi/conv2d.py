@@ -97,8 +97,8 @@ def conv2d_packed(data: Tensor, kernel: Tensor, strides: Any, padding: Any, out_
     ``dilation`` (an int or ``(dh, dw)``) spaces the kernel taps: the kernel covers
     ``(KH - 1) * dh + 1`` rows of the padded input (TVM's ``dilation``). A one-tap kernel with
     a stride > 1 and no padding along the rows reads a :func:`~vta.topi.pad.subsample` stage
-    named ``strided_data`` instead (module docstring); the stage's ``attrs["strides"]`` stay
-    the convolution's.
+    named ``strided_data`` instead (module docstring); ``attrs["strides"]`` of the result stay
+    the strides given.
 
     Raises
     ------
