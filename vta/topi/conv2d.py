@@ -17,8 +17,8 @@ schedule body shared with the grouped and transposed convolutions.
 A kernel of one tap along the rows with a row stride ``s > 1`` (the 1x1 stride-2 projections
 of ResNet) reads one input row in ``s``: the convolution then reads a
 :func:`~vta.topi.pad.subsample` of its input, and the load of each reduction step moves only
-those rows (a LOAD whose DRAM row stride is ``s`` rows). Columns keep their runs
-(:data:`SUBSAMPLE_COLUMNS`).
+those rows (a LOAD whose DRAM row stride is ``s`` rows). Columns keep their runs, from the
+first column read to the last (:func:`_subsampled` says why).
 """
 
 from __future__ import annotations
@@ -130,12 +130,11 @@ def conv2d_packed(data: Tensor, kernel: Tensor, strides: Any, padding: Any, out_
     pad_data = pad(data, [0, 0, pt, pl, 0, 0], [0, 0, pb, pr, 0, 0], name="pad_data") if any(pads) else data
     oh = (ds[2] + pt + pb - ekh) // sh + 1
     ow = (ds[3] + pl + pr - ekw) // sw + 1
-    rows, cols = _subsampled(ekh, sh, pt + pb), _subsampled(ekw, sw, pl + pr) and SUBSAMPLE_COLUMNS
-    if rows or cols:
-        # a one-tap kernel with stride s reads one input row (column) in s: the stage the
-        # schedule loads holds only those (its DRAM rows s apart), read with stride 1
-        pad_data = subsample(pad_data, [1, 1, sh if rows else 1, sw if cols else 1, 1, 1], name="strided_data")
-        sh, sw = (1 if rows else sh), (1 if cols else sw)
+    if _subsampled(ekh, sh, pt + pb):
+        # a one-tap kernel with stride s reads one input row in s: the stage the schedule loads
+        # holds only those (its DRAM rows s apart), read with stride 1
+        pad_data = subsample(pad_data, [1, 1, sh, 1, 1, 1], name="strided_data")
+        sh = 1
     # The symmetric pair as before; an asymmetric padding is recorded as its 4-tuple.
     ph_pw = (pt, pl) if (pt, pl) == (pb, pr) else pads
     oshape = (ds[0], ks[0], oh, ow, ds[4], ks[4])
@@ -155,18 +154,15 @@ def conv2d_packed(data: Tensor, kernel: Tensor, strides: Any, padding: Any, out_
         name="res_conv", tag=CONV2D_TAG, attrs=attrs)
 
 
-#: Whether a one-tap kernel with a column stride > 1 loads only the columns it reads (each
-#: element its own row of the load, one read burst each) instead of the run of columns from
-#: the first to the last it reads. Off: on ResNet-18's projections C4, C7, C10 (cycle model) it
-#: saves 0.7% of C4 with the ideal memory but costs 2-2.7 times the cycles with the ``ddr4``
-#: memory, whose eight bursts in flight then carry two beats each.
-SUBSAMPLE_COLUMNS = False
-
-
 def _subsampled(extent: int, stride: int, padding: int) -> bool:
-    """Whether the input is subsampled along a dimension: a kernel of one tap (``extent`` 1)
-    with ``stride > 1`` reads one input row in ``stride``; without padding along it (a padded
-    subsampled load would need pad bounds that divide by the stride), its load moves only those."""
+    """Whether the input rows are subsampled: a kernel of one tap (``extent`` 1) along them with
+    ``stride > 1`` reads one input row in ``stride``; without padding along the rows (a padded
+    subsampled load would need pad bounds that divide by the stride), its load moves only those.
+
+    Columns are not subsampled: the load would move each element as its own row (one read
+    burst of two beats each). Measured on ResNet-18's projections C4, C7, C10 (cycle model), it
+    saved 0.7% of C4 with the ideal memory but cost 2 to 2.7 times the cycles with the ``ddr4``
+    memory (eight bursts in flight), and a ragged tile's padded load needs contiguous columns."""
     return extent == 1 and stride > 1 and padding == 0
 
 
@@ -191,17 +187,15 @@ def conv2d_workload(conv: ComputeOp, bias: int = 0, residuals: int = 0) -> Conv2
     data, kernel = conv.input_tensors
     ks = _ints(kernel.shape)
     pads = tuple(conv.attrs["padding"])
-    sub = (False, False)
-    if isinstance(data.op, ComputeOp) and data.op.tag == SUBSAMPLE_TAG:
-        steps = tuple(data.op.attrs["steps"])
-        sub = (steps[2] > 1, steps[3] > 1)
+    sub = isinstance(data.op, ComputeOp) and data.op.tag == SUBSAMPLE_TAG
+    if sub:
         data = data.op.input_tensors[0]
     ds = _ints(data.shape) if not any(pads) else _ints(data.op.input_tensors[0].shape)
     # A dilated kernel is described by the window it covers (the input footprint and the output
     # size are exact; the weight footprint and GEMM count are over-estimated, so fits stay safe).
     dh, dw = tuple(conv.attrs.get("dilation", (1, 1)))
     return Conv2DWorkload(ds[0], ds[1], ks[0], ds[2], ds[3], dilated_extent(ks[2], dh), dilated_extent(ks[3], dw),
-                          tuple(conv.attrs["strides"]), pads, int(bias), residuals, subsampled=sub)
+                          tuple(conv.attrs["strides"]), pads, int(bias), residuals, subsampled_rows=sub)
 
 
 def schedule_conv2d_packed(outs: Any, tiling: Conv2DTiling | None = None) -> Schedule:

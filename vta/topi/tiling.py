@@ -80,15 +80,14 @@ class Conv2DWorkload:
     bias: int = 0           # per-channel (broadcast) inputs of the epilogue
     residuals: int = 0      # epilogue inputs of the output's shape (e.g. a residual connection)
     alu_stages: int = 0     # ALU stages of the epilogue when known (0: estimated from the inputs)
-    #: (rows, columns): whether the input load moves only the rows (columns) the kernel reads, a
-    #: one-tap kernel with stride > 1 (vta.topi.conv2d_packed subsamples its input there)
-    subsampled: tuple = (False, False)
+    #: whether the input load moves only the rows the kernel reads (a one-tap kernel along the
+    #: rows with a row stride > 1: vta.topi.conv2d_packed subsamples its input)
+    subsampled_rows: bool = False
 
     def window(self, tile_h: int, tile_w: int) -> tuple[int, int]:
         """Input rows and columns an output tile of ``tile_h`` x ``tile_w`` pixels loads."""
-        in_h = tile_h if self.subsampled[0] else (tile_h - 1) * self.stride[0] + self.kh
-        in_w = tile_w if self.subsampled[1] else (tile_w - 1) * self.stride[1] + self.kw
-        return in_h, in_w
+        in_h = tile_h if self.subsampled_rows else (tile_h - 1) * self.stride[0] + self.kh
+        return in_h, (tile_w - 1) * self.stride[1] + self.kw
 
     @property
     def pads(self) -> tuple:
