@@ -233,3 +233,16 @@ def test_fused_qconv2d_strided_1x1_bit_exact(stride, tmp_path):
     want = np.clip((acc * m + (1 << (s - 1))) >> s, -128, 127)
     assert len(np.unique(want)) >= 5, "weak oracle"
     np.testing.assert_array_equal(got, want)
+
+
+def test_four_virtual_threads_are_refused():
+    """oc_nthread = h_nthread = 2 passed explicitly used to compute wrong outputs (or deadlock):
+    the schedule pairs two virtual threads at most."""
+    from vta.errors import ScheduleError
+
+    with make_env() as env:
+        data = te.placeholder((1, 2, 8, 8, env.BATCH, env.BLOCK_IN), name="data", dtype=env.inp_dtype)
+        kernel = te.placeholder((4, 2, 1, 1, env.BLOCK_OUT, env.BLOCK_IN), name="kernel", dtype=env.wgt_dtype)
+        res = topi.requantize(topi.conv2d_packed(data, kernel, 2, 0, env.acc_dtype))
+        with pytest.raises(ScheduleError, match="4 virtual threads; at most 2"):
+            topi.schedule_conv2d_packed(res, Conv2DTiling(2, 4, 2, 1, 2, 2))

@@ -355,7 +355,8 @@ def check_tiling(t: Conv2DTiling, out_height: int, out_width: int, co_blocks: in
     ScheduleError
         If a channel factor does not divide its block count (unless allowed ragged), a
         ragged last ``tile_ci`` chunk is more than 15 blocks short, a tile is not in
-        ``[1, extent]``, a thread count is not 1 or 2, or the threads do not divide the tiles.
+        ``[1, extent]``, a thread count is not 1 or 2, both are 2, or the threads do not
+        divide the tiles.
     """
     for name, factor, extent, ragged in (("tile_co", t.tile_co, co_blocks, ragged_co),
                                          ("tile_ci", t.tile_ci, ci_blocks, ragged_ci)):
@@ -372,6 +373,10 @@ def check_tiling(t: Conv2DTiling, out_height: int, out_width: int, co_blocks: in
                             f"field): choose a tile_ci leaving at most {_MAX_PAD}")
     if t.oc_nthread not in (1, 2) or t.h_nthread not in (1, 2):
         raise ScheduleError(f"{what}: thread counts {(t.oc_nthread, t.h_nthread)!r} must be 1 or 2")
+    if t.threads > 2:
+        # the dependency tokens the schedule passes pair two virtual threads: four deadlock or
+        # compute wrong outputs
+        raise ScheduleError(f"{what}: {t!r} has {t.threads} virtual threads; at most 2 (oc_nthread or h_nthread)")
     if _ceil_div(co_blocks, t.tile_co) % t.oc_nthread or _ceil_div(out_height, t.tile_h) % t.h_nthread:
         raise ScheduleError(f"{what}: {t!r} leaves tiles that the virtual threads do not divide")
 
