@@ -1,4 +1,5 @@
-"""Zero padding of a tensor expression (upstream ``topi.nn.pad``)."""
+"""Zero padding of a tensor expression (upstream ``topi.nn.pad``) and the subsampled view a
+strided one-tap kernel reads (:func:`subsample`)."""
 
 from __future__ import annotations
 
@@ -9,10 +10,13 @@ from ..te import compute, if_then_else
 from ..te.tensor import Tensor
 from ..tir import nodes as n
 
-__all__ = ["PAD_TAG", "pad"]
+__all__ = ["PAD_TAG", "SUBSAMPLE_TAG", "pad", "subsample"]
 
 #: Tag of the stage :func:`pad` creates; schedules look for ``"pad"`` in a producer's tag.
 PAD_TAG = "injective,pad"
+
+#: Tag of the stage :func:`subsample` creates.
+SUBSAMPLE_TAG = "injective,subsample"
 
 
 def _const_int(value: Any, what: str) -> int:
@@ -92,3 +96,37 @@ def pad(data: Tensor, pad_before: Sequence[Any], pad_after: Sequence[Any] | None
         return if_then_else(cond, data(*src), fill)
 
     return compute(out_shape, _pad, name=name, tag=PAD_TAG)
+
+
+def subsample(data: Tensor, steps: Sequence[int], name: str = "subsample") -> Tensor:
+    """Every ``steps[i]``-th element of ``data`` along each dimension ``i``, from the first one:
+    ``out[i0, i1, ...] = data[i0 * steps[0], i1 * steps[1], ...]``, of extent
+    ``ceil(shape[i] / steps[i])``.
+
+    A strided convolution whose kernel has one tap along a dimension reads only these elements
+    of its input; in an on-chip scope under a ``dma_copy`` pragma the stage is a load whose DRAM
+    rows (or elements) are ``steps[i]`` apart, so the rows in between are never moved. The stage
+    carries ``attrs["steps"]`` (the steps as a tuple) and the tag :data:`SUBSAMPLE_TAG`.
+
+    Raises
+    ------
+    ValueError
+        If ``steps`` does not have one entry per dimension or an entry is not positive.
+    TypeError
+        If ``data`` is not a tensor, an entry is not an integer, or a dimension is not constant.
+    """
+    if not isinstance(data, Tensor):
+        raise TypeError(f"subsample: expected a Tensor, got {data!r}")
+    steps = [_const_int(v, f"steps[{i}]") for i, v in enumerate(steps)]
+    if len(steps) != len(data.shape):
+        raise ValueError(f"subsample: steps {steps!r} need one entry per dimension of {data.name!r} "
+                         f"({len(data.shape)})")
+    if 0 in steps:
+        raise ValueError(f"subsample: steps {steps!r} must be positive")
+    shape = [_const_int(s, f"the extent of dimension {i}") for i, s in enumerate(data.shape)]
+    out_shape = tuple(-(-e // k) for e, k in zip(shape, steps))
+
+    def _take(*idx):
+        return data(*[v * k if k != 1 else v for v, k in zip(idx, steps)])
+
+    return compute(out_shape, _take, name=name, tag=SUBSAMPLE_TAG, attrs={"steps": tuple(steps)})

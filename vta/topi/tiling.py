@@ -80,6 +80,14 @@ class Conv2DWorkload:
     bias: int = 0           # per-channel (broadcast) inputs of the epilogue
     residuals: int = 0      # epilogue inputs of the output's shape (e.g. a residual connection)
     alu_stages: int = 0     # ALU stages of the epilogue when known (0: estimated from the inputs)
+    #: whether the input load moves only the rows the kernel reads (a one-tap kernel along the
+    #: rows with a row stride > 1: vta.topi.conv2d_packed subsamples its input)
+    subsampled_rows: bool = False
+
+    def window(self, tile_h: int, tile_w: int) -> tuple[int, int]:
+        """Input rows and columns an output tile of ``tile_h`` x ``tile_w`` pixels loads."""
+        in_h = tile_h if self.subsampled_rows else (tile_h - 1) * self.stride[0] + self.kh
+        return in_h, (tile_w - 1) * self.stride[1] + self.kw
 
     @property
     def pads(self) -> tuple:
@@ -151,8 +159,7 @@ def _kernel_uops(extents: list[int]) -> int:
 
 def conv2d_footprint(wl: Conv2DWorkload, t: Conv2DTiling) -> dict:
     """SRAM entries (inp, wgt, acc) and uops a tiling needs (module docstring)."""
-    in_h = (t.tile_h - 1) * wl.stride[0] + wl.kh
-    in_w = (t.tile_w - 1) * wl.stride[1] + wl.kw
+    in_h, in_w = wl.window(t.tile_h, t.tile_w)
     gemm = _kernel_uops([t.tile_co, t.tile_h, t.tile_ci, wl.kh, wl.kw, t.tile_w])
     reset = _kernel_uops([t.tile_co, t.tile_h, t.tile_w])
     stages = max(4 + int(wl.bias) + wl.residuals, wl.alu_stages)
@@ -233,8 +240,7 @@ _OVERHEAD, _FILL, _LOAD_LAT, _BEAT, _STORE_ELEM = 3, 8, 7, 8, 1
 def _conv2d_unit_costs(env: Environment, wl: Conv2DWorkload, t: Conv2DTiling) -> dict:
     """Cycles of one thread's instructions per outer tile in the order the schedule emits them."""
     th, tw, tco, tci = t.tile_h, t.tile_w, t.tile_co, t.tile_ci
-    in_h = (th - 1) * wl.stride[0] + wl.kh
-    in_w = (tw - 1) * wl.stride[1] + wl.kw
+    in_h, in_w = wl.window(th, tw)
     n = wl.n_blocks * tco * th * tw  # accumulator entries of a tile
     pad = any(p > 0 for p in wl.pads)
     inp_beats = max(env.INP_ELEM_BYTES // _BEAT, 1)
@@ -297,8 +303,7 @@ def _heuristic_conv2d_cost(env: Environment, wl: Conv2DWorkload, t: Conv2DTiling
     oh, ow = wl.out_height, wl.out_width
     padded = any(p > 0 for p in wl.pads)
     th, tw, tco, tci = t.tile_h, t.tile_w, t.tile_co, t.tile_ci
-    in_h = (th - 1) * wl.stride[0] + wl.kh
-    in_w = (tw - 1) * wl.stride[1] + wl.kw
+    in_h, in_w = wl.window(th, tw)
     spatial = (oh // th) * (ow // tw)
     co_tiles = wl.co_blocks // tco
     steps = spatial * co_tiles * (wl.ci_blocks // tci)
