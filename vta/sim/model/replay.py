@@ -699,8 +699,8 @@ def _fit_params(env: Environment, timing: mc.Timing) -> np.ndarray | None:
 
 
 def _field(words, i, fields, k):
-    """Field ``k`` of :data:`_FIELDS` of instruction ``i``."""
-    return (words[i, fields[k, 0]] >> fields[k, 1]) & fields[k, 2]
+    """Field ``k`` of :data:`_FIELDS` of instruction ``i`` (``fields``: :func:`_tables`' flat tuple)."""
+    return (words[i, fields[3 * k]] >> fields[3 * k + 1]) & fields[3 * k + 2]
 
 
 def _decode(words, fields, elem, params, cols):
@@ -848,7 +848,8 @@ def _tables(env: Environment) -> tuple[np.ndarray, np.ndarray]:
     """:func:`_field_table` and :func:`_elem_table` of ``env`` (made once per bitstream)."""
     t = _TABLES.get(env.BITSTREAM)
     if t is None:
-        t = _TABLES[env.BITSTREAM] = (_field_table(env), _elem_table(env))
+        # the field table as a flat tuple: the compiled decoder keeps its entries in registers
+        t = _TABLES[env.BITSTREAM] = (tuple(_field_table(env).reshape(-1).tolist()), _elem_table(env))
     return t
 
 
