@@ -274,7 +274,8 @@ def _core(n, unit, pops, pushes, cost, finish, client, addr, row_bytes, stride, 
 
     ``bursts`` (n x 3): per fetch burst its first instruction, request cycle and first dispatch
     cycle; ``counters``: cycle_count, then busy, stall, retired (4 each, fetch load compute store),
-    then the number of fetch bursts; ``work``: at least ``7 * n + 4`` integers of scratch space.
+    then the number of fetch bursts, then the net tokens the stream pushes on each channel (4);
+    ``work``: at least ``7 * n + 4`` integers of scratch space.
 
     Each unit's next start (the cycle its queue head can start, or none) is kept between events
     and recomputed only after an event that can change it: a start or retirement in that unit, a
@@ -282,8 +283,18 @@ def _core(n, unit, pops, pushes, cost, finish, client, addr, row_bytes, stride, 
     """
     # queues
     qlen = np.zeros(3, np.int64)
+    net = np.zeros(4, np.int64)  # pushed minus popped, per channel
     for i in range(n):
         qlen[unit[i]] += 1
+        start[i] = -1
+        end[i] = -1
+        dispatch[i] = -1
+        pu = pushes[i]
+        po = pops[i]
+        net[0] += (pu & 1) - (po & 1)
+        net[1] += ((pu >> 1) & 1) - ((po >> 1) & 1)
+        net[2] += ((pu >> 2) & 1) - ((po >> 2) & 1)
+        net[3] += (pu >> 3) - (po >> 3)
     qbase = np.zeros(3, np.int64)
     qbase[1] = qlen[0]
     qbase[2] = qlen[0] + qlen[1]
@@ -309,10 +320,6 @@ def _core(n, unit, pops, pushes, cost, finish, client, addr, row_bytes, stride, 
     cand_t = np.full(3, -1, np.int64)
     cand_w = np.zeros(3, np.int64)
     dirty = 7  # the units whose candidate is to be recomputed (bit mask)
-    for i in range(n):
-        start[i] = -1
-        end[i] = -1
-        dispatch[i] = -1
     # memory channel
     # (fetch's first request is made before the slot model's cycle 0)
     # next free request cycle, next free beat cycle, bursts issued, credit, cycle of the credit
@@ -496,36 +503,60 @@ def _core(n, unit, pops, pushes, cost, finish, client, addr, row_bytes, stride, 
                 fetch_free = next_dispatch
             continue
         if pick == 3:
+            # the load's requests, burst after burst while its next request stays the earliest
+            # event (a request changes nothing but the channel, so the other candidates stand)
             u = lu
             i = ld_insn[u]
-            r = ld_req[u]
-            row_addr = addr[i] + ld_row[u] * stride[i]
-            lo = row_addr - row_addr % 8
-            nbeat_row = (row_addr % 8 + row_bytes[i] + 7) // 8
-            at = lo + ld_off[u]
-            left = nbeat_row - ld_off[u] // 8
-            beats = 16 - (at % 128) // 8
-            if beats > left:
-                beats = left
-            a, first, last = _serve(ch, ring, r, beats, latency, bytes_per_cycle, max_outstanding)
-            if ld_first[u] < 0:
-                ld_first[u] = first
-            ld_last[u] = last
-            k = ld_niv[u]
-            if k > 0 and (ld_iv[u, k - 1, 1] + 1 >= first + 2 or k == PAD_INTERVALS):
-                ld_iv[u, k - 1, 1] = last + 2  # contiguous with the previous beats (or no room)
-            else:
-                ld_iv[u, k, 0] = first + 2
-                ld_iv[u, k, 1] = last + 2
-                ld_niv[u] = k + 1
-            if beats < left:
-                ld_off[u] += 8 * beats
-                ld_req[u] = a + 1
-                continue
-            ld_row[u] += 1
-            ld_off[u] = 0
-            if ld_row[u] < rows[i]:
-                ld_req[u] = a + 2  # one cycle to set up the next row
+            u2 = 1 - u
+            last_burst = False
+            while True:
+                r = ld_req[u]
+                row_addr = addr[i] + ld_row[u] * stride[i]
+                lo = row_addr - row_addr % 8
+                nbeat_row = (row_addr % 8 + row_bytes[i] + 7) // 8
+                at = lo + ld_off[u]
+                left = nbeat_row - ld_off[u] // 8
+                beats = 16 - (at % 128) // 8
+                if beats > left:
+                    beats = left
+                a, first, last = _serve(ch, ring, r, beats, latency, bytes_per_cycle, max_outstanding)
+                if ld_first[u] < 0:
+                    ld_first[u] = first
+                ld_last[u] = last
+                k = ld_niv[u]
+                if k > 0 and (ld_iv[u, k - 1, 1] + 1 >= first + 2 or k == PAD_INTERVALS):
+                    ld_iv[u, k - 1, 1] = last + 2  # contiguous with the previous beats (or no room)
+                else:
+                    ld_iv[u, k, 0] = first + 2
+                    ld_iv[u, k, 1] = last + 2
+                    ld_niv[u] = k + 1
+                if beats < left:
+                    ld_off[u] += 8 * beats
+                    ld_req[u] = a + 1
+                else:
+                    ld_row[u] += 1
+                    ld_off[u] = 0
+                    if ld_row[u] >= rows[i]:
+                        last_burst = True
+                        break
+                    ld_req[u] = a + 2  # one cycle to set up the next row
+                # the pick of the main loop for the next event, with this load's next request
+                t = ld_req[u] if ld_req[u] > ch[0] else ch[0]
+                if best >= 0 and t >= best_t:
+                    break
+                if ld_insn[u2] >= 0:
+                    t2 = ld_req[u2] if ld_req[u2] > ch[0] else ch[0]
+                    c2 = client[ld_insn[u2]]
+                    if t2 < t or (t2 == t and (c2 < client[i] or (c2 == client[i] and u2 == 0))):
+                        break
+                if f_time >= 0:
+                    if f_req:
+                        f_key = f_time if fetch_buffer > 0 else f_time - 2
+                        if ch[0] > f_key:
+                            f_key = ch[0]
+                    if f_key < t or (f_key == t and f_req):
+                        break
+            if not last_burst:
                 continue
             # the load's last burst: it retires once its data and pads are written
             s = start[i]
@@ -593,6 +624,8 @@ def _core(n, unit, pops, pushes, cost, finish, client, addr, row_bytes, stride, 
         counters[5 + k] = stall[k]
         counters[9 + k] = retired[k]
     counters[13] = nbursts
+    for k in range(4):
+        counters[14 + k] = net[k]
     return 0
 
 
@@ -788,11 +821,6 @@ def _drive(words, fields, elem, params, cols, tokens, insn_addr, queue_depth, fe
         bad = _decode(words, fields, elem, params, cols)
         if bad != 0:
             return (1 << 40) + bad
-    for c in range(4):
-        counters[14 + c] = 0
-    for i in range(n):
-        for c in range(4):
-            counters[14 + c] += ((cols[2, i] >> c) & 1) - ((cols[1, i] >> c) & 1)
     return _core(n, cols[0], cols[1], cols[2], cols[3], cols[4], cols[5], cols[6], cols[7], cols[8], cols[9],
                  cols[10], cols[11], cols[12], cols[13], cols[14], tokens, insn_addr, queue_depth, fetch_latency,
                  fetch_buffer, latency, bytes_per_cycle, max_outstanding, outs[0], outs[1], outs[2], outs[3], outs[4],
@@ -963,8 +991,6 @@ def replay(env: Environment, words: np.ndarray, tokens, insn_addr: int, timing: 
             prepare(env, words, timing)  # raises the precise InvalidInstructionError of the flag
             raise InvalidInstructionError(f"instruction {i}: a token flag names a channel its stage does not have", i)
     else:
-        counters[14:] = (np.bitwise_and(cols[2][:, None] >> np.arange(4), 1).sum(axis=0)
-                         - np.bitwise_and(cols[1][:, None] >> np.arange(4), 1).sum(axis=0))
         rc = _core(n, *cols, toks, int(insn_addr), QUEUE_DEPTH, int(timing.fetch_latency), fetch_buffer, int(lat),
                    int(bpc), int(outst), *outs, bursts, counters, work)
     if rc < 0:
