@@ -26,6 +26,11 @@ retires ``LOAD_RETIRE`` cycles after its last beat or pad element has been writt
 takes, decodes and starts an instruction in one cycle and retires it in the cycle the unit is
 done: ``hw/vta_insn_seq.sv``).
 
+The loop keeps each unit's next start between events and recomputes it only after an event that
+can change it (a start or retirement in the unit, a push on a channel it pops, the dispatch of its
+queue head), and requests a load's bursts in a run while its next request stays the earliest event;
+the events and their order are those of a loop that recomputes everything at every event.
+
 Fetch follows the RTL named by :mod:`vta.sim.model.costs`: without ``FETCH_BUFFER_INSNS`` it reads
 a burst, dispatches it and only then requests the next one; with it (a buffered fetch) a burst is
 requested as soon as the buffer has room and each instruction is dispatched once its beats have
