@@ -135,3 +135,30 @@ def test_shim_rejects_a_dram_timing_out_of_range(devices):
     with pytest.raises(SimulationError, match="outstanding 0..1024"):
         tsim._call("vta_tsim_set_dram", 1, 8, 5000)
     tsim._set_dram()  # back to the configuration's memory
+
+
+@pytest.mark.parametrize("compute_type", ["acc", "uop"])
+def test_two_multi_row_loads_share_the_channel(devices, compute_type):
+    # a strided many-row LOAD in the load unit (WGT) beside one in the compute unit (ACC, the
+    # lowest priority, or UOP, the highest): their bursts interleave on the read channel, request
+    # by request, as the arbiter orders them (the replay requests a load's bursts in a run while
+    # no other event comes first)
+    from vta import isa
+    from vta.testing.programs import ProgramBuilder
+
+    env, dram = devices[:2]
+    with ProgramBuilder(env, dram) as b:
+        wgt = b.buffer(nbytes=96 * env.WGT_ELEM_BYTES)
+        acc = b.buffer(nbytes=96 * env.ACC_ELEM_BYTES)
+        b.append(isa.MemInsn(opcode=isa.OPCODE_LOAD, memory_type=isa.MEM_WGT, sram_base=0,
+                             dram_base=wgt // env.WGT_ELEM_BYTES, y_size=5, x_size=3, x_stride=7, push_next_dep=1))
+        if compute_type == "acc":
+            b.append(isa.MemInsn(opcode=isa.OPCODE_LOAD, memory_type=isa.MEM_ACC, sram_base=0,
+                                 dram_base=acc // env.ACC_ELEM_BYTES, y_size=6, x_size=5, x_stride=9))
+        else:
+            b.uops([isa.Uop(0, 0, 0)] * 90)
+        b.finish(pop_prev_dep=1)
+        t, m = _both(devices, *b.build())
+    _check(t, m)
+    if "DRAM_LATENCY" not in env.cfg_dict:  # the shipped memories (ideal, ddr4): to the cycle
+        assert m["cycle_count"] == t["cycle_count"]

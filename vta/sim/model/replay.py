@@ -26,6 +26,11 @@ retires ``LOAD_RETIRE`` cycles after its last beat or pad element has been writt
 takes, decodes and starts an instruction in one cycle and retires it in the cycle the unit is
 done: ``hw/vta_insn_seq.sv``).
 
+The loop keeps each unit's next start between events and recomputes it only after an event that
+can change it (a start or retirement in the unit, a push on a channel it pops, the dispatch of its
+queue head), and requests a load's bursts in a run while its next request stays the earliest event;
+the events and their order are those of a loop that recomputes everything at every event.
+
 Fetch follows the RTL named by :mod:`vta.sim.model.costs`: without ``FETCH_BUFFER_INSNS`` it reads
 a burst, dispatches it and only then requests the next one; with it (a buffered fetch) a burst is
 requested as soon as the buffer has room and each instruction is dispatched once its beats have
@@ -262,25 +267,46 @@ def _serve(ch, ring, r, beats, latency, bytes_per_cycle, max_outstanding):
     return a, first, last
 
 
+#: The unit that pops each token channel (fsim's channel order): compute, load, compute, store.
+_CONSUMER = (1, 0, 1, 2)
+
+
 def _core(n, unit, pops, pushes, cost, finish, client, addr, row_bytes, stride, rows, xp0, xp1, yp0, yp1, xs,
           tokens, insn_addr, queue_depth, fetch_latency, fetch_buffer, latency, bytes_per_cycle, max_outstanding,
-          start, end, ready, dispatch, blocked_from, bursts, counters):
+          start, end, ready, dispatch, blocked_from, bursts, counters, work):
     """The replay loop (see the module docstring); fills the output arrays, returns 0, or -1 - k
     when no unit can make progress after k instructions (an inconsistent stream).
 
     ``bursts`` (n x 3): per fetch burst its first instruction, request cycle and first dispatch
     cycle; ``counters``: cycle_count, then busy, stall, retired (4 each, fetch load compute store),
-    then the number of fetch bursts.
+    then the number of fetch bursts, then the net tokens the stream pushes on each channel (4);
+    ``work``: at least ``7 * n + 4`` integers of scratch space.
+
+    Each unit's next start (the cycle its queue head can start, or none) is kept between events
+    and recomputed only after an event that can change it: a start or retirement in that unit, a
+    push on a channel it pops, the dispatch of its queue head.
     """
     # queues
     qlen = np.zeros(3, np.int64)
+    net = np.zeros(4, np.int64)  # pushed minus popped, per channel
     for i in range(n):
         qlen[unit[i]] += 1
+        start[i] = -1
+        end[i] = -1
+        dispatch[i] = -1
+        pu = pushes[i]
+        po = pops[i]
+        net[0] += (pu & 1) - (po & 1)
+        net[1] += ((pu >> 1) & 1) - ((po >> 1) & 1)
+        net[2] += ((pu >> 2) & 1) - ((po >> 2) & 1)
+        net[3] += (pu >> 3) - (po >> 3)
     qbase = np.zeros(3, np.int64)
     qbase[1] = qlen[0]
     qbase[2] = qlen[0] + qlen[1]
-    queue = np.empty(n, np.int64)
-    qpos = np.empty(n, np.int64)
+    queue = work[:n]
+    qpos = work[n:2 * n]
+    fready = work[2 * n:3 * n]  # buffered fetch: the cycle each instruction can be dispatched
+    push_t = work[3 * n:7 * n + 4].reshape(4, n + 1)  # entries below push_cnt are read only
     fill = qbase.copy()
     for i in range(n):
         u = unit[i]
@@ -289,16 +315,16 @@ def _core(n, unit, pops, pushes, cost, finish, client, addr, row_bytes, stride, 
         fill[u] += 1
     heads = np.zeros(3, np.int64)
     free = np.zeros(3, np.int64)
-    push_t = np.zeros((4, n + 1), np.int64)
     push_cnt = np.zeros(4, np.int64)
     popped = np.zeros(4, np.int64)
     busy = np.zeros(4, np.int64)
     stall = np.zeros(4, np.int64)
     retired = np.zeros(4, np.int64)
-    for i in range(n):
-        start[i] = -1
-        end[i] = -1
-        dispatch[i] = -1
+    consumer = np.array(_CONSUMER, np.int64)
+    # per unit: the cycle its head can start (-1: it cannot yet) and the cycles it waits for tokens
+    cand_t = np.full(3, -1, np.int64)
+    cand_w = np.zeros(3, np.int64)
+    dirty = 7  # the units whose candidate is to be recomputed (bit mask)
     # memory channel
     # (fetch's first request is made before the slot model's cycle 0)
     # next free request cycle, next free beat cycle, bursts issued, credit, cycle of the credit
@@ -324,11 +350,11 @@ def _core(n, unit, pops, pushes, cost, finish, client, addr, row_bytes, stride, 
     next_dispatch = 0
     fetch_free = 0
     nbursts = 0
-    # buffered fetch (fetch_buffer > 0): the next instruction to request, the last request cycle,
-    # and the cycle each instruction can be dispatched (its beats have arrived)
+    # buffered fetch (fetch_buffer > 0): the next instruction to request, its burst's size, the
+    # last request cycle
     fr = 0
+    fm = _fetch_burst(insn_addr, 0, n) if n > 0 else 0
     last_req = -1
-    fready = np.zeros(n, np.int64)
     qfree = QUEUE_FREE if fetch_buffer == 0 else QUEUE_FREE_BUFFERED
     finish_end = -1
     done = 0
@@ -338,8 +364,7 @@ def _core(n, unit, pops, pushes, cost, finish, client, addr, row_bytes, stride, 
         f_req = False
         if fetch_buffer > 0:
             if fr < n:  # request the next burst once the buffer has room for it
-                m = _fetch_burst(insn_addr, fr, n)
-                frees = fr + m - fetch_buffer - 1  # the dispatch that makes room
+                frees = fr + fm - fetch_buffer - 1  # the dispatch that makes room
                 if frees < f_next:
                     f_time = last_req + 1
                     if frees >= 0 and dispatch[frees] + 1 > f_time:
@@ -360,40 +385,47 @@ def _core(n, unit, pops, pushes, cost, finish, client, addr, row_bytes, stride, 
                     f_time = -1
                 elif end[older] + qfree > f_time:
                     f_time = end[older] + qfree
-        # --- the earliest unit that can start its head
+        # --- the earliest unit that can start its head (recomputed for the units an event changed)
+        if dirty != 0:
+            for u in range(3):
+                if (dirty >> u) & 1 == 0:
+                    continue
+                cand_t[u] = -1
+                if u < 2 and ld_insn[u] >= 0:
+                    continue
+                if heads[u] >= qlen[u]:
+                    continue
+                i = queue[qbase[u] + heads[u]]
+                if dispatch[i] < 0:
+                    continue
+                t0 = dispatch[i] + 1
+                if free[u] > t0:
+                    t0 = free[u]
+                t = t0
+                m = pops[i]
+                c = 0
+                while m != 0:
+                    if m & 1:
+                        k = popped[c]
+                        if k >= tokens[c]:
+                            j = k - tokens[c]
+                            if j >= push_cnt[c]:
+                                t = -1
+                                break
+                            if push_t[c, j] > t:
+                                t = push_t[c, j]
+                    m >>= 1
+                    c += 1
+                if t >= 0:
+                    cand_t[u] = t
+                    cand_w[u] = t - t0
+            dirty = 0
         best = -1
         best_t = 0
-        best_wait = 0
         for u in range(3):
-            if u < 2 and ld_insn[u] >= 0:
-                continue
-            if heads[u] >= qlen[u]:
-                continue
-            i = queue[qbase[u] + heads[u]]
-            if dispatch[i] < 0:
-                continue
-            t0 = dispatch[i] + 1
-            if free[u] > t0:
-                t0 = free[u]
-            t = t0
-            ok = True
-            for c in range(4):
-                if (pops[i] >> c) & 1:
-                    k = popped[c]
-                    if k < tokens[c]:
-                        continue
-                    j = k - tokens[c]
-                    if j >= push_cnt[c]:
-                        ok = False
-                        break
-                    if push_t[c, j] > t:
-                        t = push_t[c, j]
-            if not ok:
-                continue
-            if best < 0 or t < best_t:
+            if cand_t[u] >= 0 and (best < 0 or cand_t[u] < best_t):
                 best = u
-                best_t = t
-                best_wait = t - t0
+                best_t = cand_t[u]
         # --- the earliest request of a load in flight: a request waits for a free request cycle,
         # and in one cycle the lowest client wins (fixed priority), the others retry
         lu = -1
@@ -422,7 +454,7 @@ def _core(n, unit, pops, pushes, cost, finish, client, addr, row_bytes, stride, 
         if pick == 0:
             return -1 - done
         if pick == 1 and fetch_buffer > 0 and f_req:
-            m = _fetch_burst(insn_addr, fr, n)
+            m = fm
             _a, first, last = _serve(ch, ring, f_time, 2 * m, latency, bytes_per_cycle, max_outstanding)
             for j in range(m):  # the second beat of instruction j, then the dispatch latency
                 beat = 2 * j + 1
@@ -433,6 +465,8 @@ def _core(n, unit, pops, pushes, cost, finish, client, addr, row_bytes, stride, 
             nbursts += 1
             last_req = f_time
             fr += m
+            if fr < n:
+                fm = _fetch_burst(insn_addr, fr, n)
             continue
         if pick == 1:
             i = f_next
@@ -459,6 +493,8 @@ def _core(n, unit, pops, pushes, cost, finish, client, addr, row_bytes, stride, 
                     stall[0] += end[older] + qfree - d
                     d = end[older] + qfree
             dispatch[i] = d
+            if qpos[i] == heads[unit[i]]:  # its unit's head: the unit can start it
+                dirty |= 1 << unit[i]
             retired[0] += 1
             next_dispatch = d + 1
             f_next += 1
@@ -472,36 +508,60 @@ def _core(n, unit, pops, pushes, cost, finish, client, addr, row_bytes, stride, 
                 fetch_free = next_dispatch
             continue
         if pick == 3:
+            # the load's requests, burst after burst while its next request stays the earliest
+            # event (a request changes nothing but the channel, so the other candidates stand)
             u = lu
             i = ld_insn[u]
-            r = ld_req[u]
-            row_addr = addr[i] + ld_row[u] * stride[i]
-            lo = row_addr - row_addr % 8
-            nbeat_row = (row_addr % 8 + row_bytes[i] + 7) // 8
-            at = lo + ld_off[u]
-            left = nbeat_row - ld_off[u] // 8
-            beats = 16 - (at % 128) // 8
-            if beats > left:
-                beats = left
-            a, first, last = _serve(ch, ring, r, beats, latency, bytes_per_cycle, max_outstanding)
-            if ld_first[u] < 0:
-                ld_first[u] = first
-            ld_last[u] = last
-            k = ld_niv[u]
-            if k > 0 and (ld_iv[u, k - 1, 1] + 1 >= first + 2 or k == PAD_INTERVALS):
-                ld_iv[u, k - 1, 1] = last + 2  # contiguous with the previous beats (or no room)
-            else:
-                ld_iv[u, k, 0] = first + 2
-                ld_iv[u, k, 1] = last + 2
-                ld_niv[u] = k + 1
-            if beats < left:
-                ld_off[u] += 8 * beats
-                ld_req[u] = a + 1
-                continue
-            ld_row[u] += 1
-            ld_off[u] = 0
-            if ld_row[u] < rows[i]:
-                ld_req[u] = a + 2  # one cycle to set up the next row
+            u2 = 1 - u
+            last_burst = False
+            while True:
+                r = ld_req[u]
+                row_addr = addr[i] + ld_row[u] * stride[i]
+                lo = row_addr - row_addr % 8
+                nbeat_row = (row_addr % 8 + row_bytes[i] + 7) // 8
+                at = lo + ld_off[u]
+                left = nbeat_row - ld_off[u] // 8
+                beats = 16 - (at % 128) // 8
+                if beats > left:
+                    beats = left
+                a, first, last = _serve(ch, ring, r, beats, latency, bytes_per_cycle, max_outstanding)
+                if ld_first[u] < 0:
+                    ld_first[u] = first
+                ld_last[u] = last
+                k = ld_niv[u]
+                if k > 0 and (ld_iv[u, k - 1, 1] + 1 >= first + 2 or k == PAD_INTERVALS):
+                    ld_iv[u, k - 1, 1] = last + 2  # contiguous with the previous beats (or no room)
+                else:
+                    ld_iv[u, k, 0] = first + 2
+                    ld_iv[u, k, 1] = last + 2
+                    ld_niv[u] = k + 1
+                if beats < left:
+                    ld_off[u] += 8 * beats
+                    ld_req[u] = a + 1
+                else:
+                    ld_row[u] += 1
+                    ld_off[u] = 0
+                    if ld_row[u] >= rows[i]:
+                        last_burst = True
+                        break
+                    ld_req[u] = a + 2  # one cycle to set up the next row
+                # the pick of the main loop for the next event, with this load's next request
+                t = ld_req[u] if ld_req[u] > ch[0] else ch[0]
+                if best >= 0 and t >= best_t:
+                    break
+                if ld_insn[u2] >= 0:
+                    t2 = ld_req[u2] if ld_req[u2] > ch[0] else ch[0]
+                    c2 = client[ld_insn[u2]]
+                    if t2 < t or (t2 == t and (c2 < client[i] or (c2 == client[i] and u2 == 0))):
+                        break
+                if f_time >= 0:
+                    if f_req:
+                        f_key = f_time if fetch_buffer > 0 else f_time - 2
+                        if ch[0] > f_key:
+                            f_key = ch[0]
+                    if f_key < t or (f_key == t and f_req):
+                        break
+            if not last_burst:
                 continue
             # the load's last burst: it retires once its data and pads are written
             s = start[i]
@@ -514,13 +574,18 @@ def _core(n, unit, pops, pushes, cost, finish, client, addr, row_bytes, stride, 
             u = best
             i = queue[qbase[u] + heads[u]]
             heads[u] += 1
+            dirty |= 1 << u
             s = best_t
             start[i] = s
-            ready[i] = s - best_wait
-            stall[u + 1] += best_wait
-            for c in range(4):
-                if (pops[i] >> c) & 1:
+            ready[i] = s - cand_w[u]
+            stall[u + 1] += cand_w[u]
+            m = pops[i]
+            c = 0
+            while m != 0:
+                if m & 1:
                     popped[c] += 1
+                m >>= 1
+                c += 1
             if cost[i] < 0:
                 if rows[i] == 0:  # pads only
                     e = _pad_end(s + PAD_START, ld_iv[u], 0, rows[i], xs[i], xp0[i], xp1[i], yp0[i], yp1[i]) + LOAD_RETIRE
@@ -534,15 +599,21 @@ def _core(n, unit, pops, pushes, cost, finish, client, addr, row_bytes, stride, 
                     continue
             else:
                 e = s + cost[i]
-        # retirement of instruction i in unit u at cycle e
+        # retirement of instruction i in unit u at cycle e: the unit and the consumers of its pushes
         end[i] = e
         busy[u + 1] += e - start[i]
         retired[u + 1] += 1
         free[u] = e
-        for c in range(4):
-            if (pushes[i] >> c) & 1:
+        dirty |= 1 << u
+        m = pushes[i]
+        c = 0
+        while m != 0:
+            if m & 1:
                 push_t[c, push_cnt[c]] = e
                 push_cnt[c] += 1
+                dirty |= 1 << consumer[c]
+            m >>= 1
+            c += 1
         if finish[i] and finish_end < 0:
             finish_end = e
         done += 1
@@ -558,6 +629,8 @@ def _core(n, unit, pops, pushes, cost, finish, client, addr, row_bytes, stride, 
         counters[5 + k] = stall[k]
         counters[9 + k] = retired[k]
     counters[13] = nbursts
+    for k in range(4):
+        counters[14 + k] = net[k]
     return 0
 
 
@@ -664,8 +737,8 @@ def _fit_params(env: Environment, timing: mc.Timing) -> np.ndarray | None:
 
 
 def _field(words, i, fields, k):
-    """Field ``k`` of :data:`_FIELDS` of instruction ``i``."""
-    return (words[i, fields[k, 0]] >> fields[k, 1]) & fields[k, 2]
+    """Field ``k`` of :data:`_FIELDS` of instruction ``i`` (``fields``: :func:`_tables`' flat tuple)."""
+    return (words[i, fields[3 * k]] >> fields[3 * k + 1]) & fields[3 * k + 2]
 
 
 def _decode(words, fields, elem, params, cols):
@@ -745,7 +818,7 @@ def _decode(words, fields, elem, params, cols):
 
 
 def _drive(words, fields, elem, params, cols, tokens, insn_addr, queue_depth, fetch_latency, fetch_buffer, latency,
-           bytes_per_cycle, max_outstanding, outs, bursts, counters):
+           bytes_per_cycle, max_outstanding, outs, bursts, counters, work):
     """Decode (unless ``params`` is empty: ``cols`` is filled already) and replay one stream in one
     compiled call; returns :func:`_core`'s code, or ``1 << 40`` plus :func:`_decode`'s."""
     n = words.shape[0]
@@ -753,15 +826,10 @@ def _drive(words, fields, elem, params, cols, tokens, insn_addr, queue_depth, fe
         bad = _decode(words, fields, elem, params, cols)
         if bad != 0:
             return (1 << 40) + bad
-    for c in range(4):
-        counters[14 + c] = 0
-    for i in range(n):
-        for c in range(4):
-            counters[14 + c] += ((cols[2, i] >> c) & 1) - ((cols[1, i] >> c) & 1)
     return _core(n, cols[0], cols[1], cols[2], cols[3], cols[4], cols[5], cols[6], cols[7], cols[8], cols[9],
                  cols[10], cols[11], cols[12], cols[13], cols[14], tokens, insn_addr, queue_depth, fetch_latency,
                  fetch_buffer, latency, bytes_per_cycle, max_outstanding, outs[0], outs[1], outs[2], outs[3], outs[4],
-                 bursts, counters)
+                 bursts, counters, work)
 
 
 _TABLES: dict = {}
@@ -813,7 +881,8 @@ def _tables(env: Environment) -> tuple[np.ndarray, np.ndarray]:
     """:func:`_field_table` and :func:`_elem_table` of ``env`` (made once per bitstream)."""
     t = _TABLES.get(env.BITSTREAM)
     if t is None:
-        t = _TABLES[env.BITSTREAM] = (_field_table(env), _elem_table(env))
+        # the field table as a flat tuple: the compiled decoder keeps its entries in registers
+        t = _TABLES[env.BITSTREAM] = (tuple(_field_table(env).reshape(-1).tolist()), _elem_table(env))
     return t
 
 
@@ -827,16 +896,19 @@ class Scratch:
         self._views: tuple = (-1, None)
         self._constants: tuple = (None,)
 
-    def take(self, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """``cols``, ``outs`` and ``bursts`` for a stream of ``n`` instructions (C-contiguous views)."""
+    def take(self, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """``cols``, ``outs``, ``bursts`` and the loop's ``work`` space for a stream of ``n`` instructions
+        (C-contiguous views)."""
         if self._views[0] == n:
             return self._views[1]
         a, b = len(_ROWS) * n, len(_OUTS) * n
-        need = a + b + 3 * max(n, 1)
+        c = a + b + 3 * max(n, 1)
+        need = c + 7 * n + 4
         if self.flat.size < need:
             self.flat = np.empty(max(need, 2 * self.flat.size), np.int64)
         f = self.flat
-        views = f[:a].reshape(len(_ROWS), n), f[a:a + b].reshape(len(_OUTS), n), f[a + b:need].reshape(max(n, 1), 3)
+        views = (f[:a].reshape(len(_ROWS), n), f[a:a + b].reshape(len(_OUTS), n), f[a + b:c].reshape(max(n, 1), 3),
+                 f[c:need])
         self._views = (n, views)
         return views
 
@@ -905,7 +977,7 @@ def replay(env: Environment, words: np.ndarray, tokens, insn_addr: int, timing: 
     words = np.ascontiguousarray(words, dtype=np.int64)
     n = int(words.shape[0])
     scratch = scratch or Scratch()
-    cols, outs, bursts = scratch.take(n)
+    cols, outs, bursts, work = scratch.take(n)
     counters = scratch.counters
     toks = np.array(tokens, np.int64)
     fetch_buffer = int(getattr(mc, "FETCH_BUFFER_INSNS", 0))
@@ -918,16 +990,14 @@ def replay(env: Environment, words: np.ndarray, tokens, insn_addr: int, timing: 
     if fast is not None:
         rc = _DRIVE(words, fields, elem, np.empty(0, np.int64) if params is None else params, cols, toks,
                     int(insn_addr), QUEUE_DEPTH, int(timing.fetch_latency), fetch_buffer, int(lat), int(bpc),
-                    int(outst), outs, bursts, counters)
+                    int(outst), outs, bursts, counters, work)
         if rc >= 1 << 40:
             i = rc - (1 << 40) - 1
             prepare(env, words, timing)  # raises the precise InvalidInstructionError of the flag
             raise InvalidInstructionError(f"instruction {i}: a token flag names a channel its stage does not have", i)
     else:
-        counters[14:] = (np.bitwise_and(cols[2][:, None] >> np.arange(4), 1).sum(axis=0)
-                         - np.bitwise_and(cols[1][:, None] >> np.arange(4), 1).sum(axis=0))
         rc = _core(n, *cols, toks, int(insn_addr), QUEUE_DEPTH, int(timing.fetch_latency), fetch_buffer, int(lat),
-                   int(bpc), int(outst), *outs, bursts, counters)
+                   int(bpc), int(outst), *outs, bursts, counters, work)
     if rc < 0:
         k = -1 - rc
         raise DeadlockError(f"timing model: no unit can start after {k} of {n} instructions; the stream was "
