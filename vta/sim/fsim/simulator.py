@@ -67,6 +67,9 @@ TOKEN_KEYS = tuple(f"tokens_{c}" for c in CHANNELS)
 #: are executed as one BLAS product when their micro-ops line up (:func:`vta.sim.fsim.units.gemm_run`;
 #: the compiled engine has its own threshold, :data:`vta.sim.fsim.jit.BATCH_MIN_MACS`).
 BATCH_MIN_MACS = 1 << 20
+#: Up to this many distinct instructions, the NumPy engine decodes the fields of each distinct
+#: one alone to make its plan (more: whole columns at once, :meth:`_Program.fields`).
+_ROW_DECODE_MAX = 4096
 _STAGE_NAMES = {isa.STAGE_LOAD: "load", isa.STAGE_COMPUTE: "compute", isa.STAGE_STORE: "store"}
 
 
@@ -315,10 +318,15 @@ class FunctionalSimulator(Device):
 
     def _execute_planned(self, program: "_Program", order: list, runs) -> None:
         """:meth:`_execute_order` with plans (:mod:`vta.sim.fsim.plans`): the loop every
-        instruction of a long stream goes through, so it keeps to local names."""
+        instruction of a long stream goes through, so it keeps to local names.
+
+        Instructions are numbered by their plan key (:meth:`_Program.plan_ids`: the encoded
+        bytes, with the micro-op buffer version for GEMM and ALU), so each distinct one is
+        looked up in the plan table once per run and every occurrence is a list index."""
         plans = self._plans
-        table, keys, opcode = plans.table, program.keys, program.opcode
-        uses_uops = (isa.OPCODE_GEMM, isa.OPCODE_ALU)
+        ids, firsts = program.plan_ids(order, plans.uop_version)
+        missing = plans  # marks "not looked up yet" (None means "no plan")
+        plan_of = [missing] * len(firsts)
         runs = {} if runs is None else dict(zip(np.flatnonzero(runs).tolist(), runs[runs > 0].tolist()))
         pos, n = self._position, len(order)
         try:
@@ -327,11 +335,10 @@ class FunctionalSimulator(Device):
                 if runs and i in runs and self.step_run(program, i, runs[i]):
                     pos += runs[i]
                     continue
-                op = opcode[i]
-                key = (keys[i], plans.uop_version) if op in uses_uops else keys[i]
-                plan = table.get(key, plans)  # (plans itself marks "not made yet")
-                if plan is plans:
-                    plan = plans.make(key, op, lambda kind: program.fields(i, kind))  # noqa: B023
+                k = ids[i]
+                plan = plan_of[k]
+                if plan is missing:
+                    plan = plan_of[k] = self._plan(program, firsts[k])
                 if plan is not None:
                     plan()
                 else:
@@ -340,6 +347,19 @@ class FunctionalSimulator(Device):
                 pos += 1
         finally:
             self._position = pos
+
+    def _plan(self, program: "_Program", i: int):
+        """The plan of instruction ``i`` (a representative of its plan key) from the table, made
+        now if it is not there (None when it has none)."""
+        plans = self._plans
+        op = int(program.cols.header["opcode"][i])
+        key = program.words[i].tobytes()
+        if op in (isa.OPCODE_GEMM, isa.OPCODE_ALU):
+            key = (key, plans.uop_version)
+        plan = plans.table.get(key, plans)
+        if plan is plans:
+            plan = plans.make(key, op, lambda kind: program.fields(i, kind, unique=True))
+        return plan
 
     def step_run(self, program: "_Program", i: int, length: int) -> bool:
         """Try to execute the GEMMs ``i .. i+length-1`` as one batch (see :func:`units.gemm_run`)."""
@@ -604,6 +624,7 @@ class _Program:
         self.env = env
         self._flow = None
         self._lists: dict = {}
+        self._rows: dict | None = None  # single decoded rows (see :meth:`fields`)
 
     @property
     def flow(self) -> Flow:
@@ -637,15 +658,50 @@ class _Program:
     def mem_type(self) -> list:
         return self._list("mem", "memory_type")
 
-    @property
-    def keys(self) -> list:
-        """Every instruction's 16 bytes (the key of its plan)."""
-        if "keys" not in self._lists:
-            self._lists["keys"] = np.ascontiguousarray(self.words).view("V16").ravel().tolist()
-        return self._lists["keys"]
+    def plan_ids(self, order: list, uop_version: int) -> tuple[list, list]:
+        """Number the instructions by their plan key, for executing ``order``.
 
-    def fields(self, i: int, kind: str) -> dict:
-        """The fields of instruction ``i`` in format ``kind`` ('mem', 'gemm', 'alu') as ints."""
+        The key of a plan (:class:`vta.sim.fsim.plans.PlanCache`) is an instruction's 16 bytes
+        and, for GEMM and ALU, the version of the micro-op buffer when it executes: that
+        version starts at ``uop_version`` and goes up by one after every micro-op LOAD with
+        ``x_size > 0`` (the only instructions that change it during a run), so it is known
+        for every instruction before the run from the execution order.
+
+        Returns
+        -------
+        (list of int, list of int)
+            The number of every instruction's key, and for every number the first
+            instruction (by index) holding that key.
+        """
+        op = self.cols.header["opcode"]
+        n = op.size
+        uop_load = (op == isa.OPCODE_LOAD) & (self.cols.mem["memory_type"] == isa.MEM_UOP) \
+            & (self.cols.mem["x_size"] > 0)
+        in_order = uop_load[np.asarray(order, dtype=np.int64)].astype(np.int64)
+        version = np.empty(n, dtype=np.int64)
+        version[order] = np.cumsum(in_order) - in_order  # micro-op loads executed before
+        version[(op != isa.OPCODE_GEMM) & (op != isa.OPCODE_ALU)] = -1
+        sort = np.lexsort((version, self.words[:, 1], self.words[:, 0]))
+        new = np.ones(n, dtype=bool)
+        new[1:] = ((self.words[sort[1:]] != self.words[sort[:-1]]).any(axis=1)
+                   | (version[sort[1:]] != version[sort[:-1]]))
+        ids = np.empty(n, dtype=np.int64)
+        ids[sort] = np.cumsum(new) - 1
+        firsts = sort[new]  # (lexsort is stable: the first index of each key)
+        self._rows = None if firsts.size > _ROW_DECODE_MAX else {}
+        return ids.tolist(), firsts.tolist()
+
+    def fields(self, i: int, kind: str, unique: bool = False) -> dict:
+        """The fields of instruction ``i`` in format ``kind`` ('mem', 'gemm', 'alu') as ints.
+
+        With ``unique`` (asked once per distinct instruction, after :meth:`plan_ids`), a
+        stream with few distinct instructions decodes that one row instead of whole columns.
+        """
+        if unique and self._rows is not None:
+            if i not in self._rows:
+                self._rows[i] = _Columns(self.words[i:i + 1], self.env)
+            cols = getattr(self._rows[i], kind)
+            return {k: int(cols[k][0]) for k in cols}
         return {k: self._list(kind, k)[i] for k in getattr(self.cols, kind)}
 
     def describe(self, i: int) -> str:
