@@ -40,7 +40,14 @@ def _in_dram_py(start, end, starts, ends):
     """Whether [start, end) lies inside one live allocation."""
     if end <= start:
         return True
-    k = np.searchsorted(starts, start, side="right") - 1
+    lo, hi = 0, starts.shape[0]  # the last allocation starting at or before ``start``
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if starts[mid] <= start:
+            lo = mid + 1
+        else:
+            hi = mid
+    k = lo - 1
     return k >= 0 and end <= ends[k] and starts[k] <= start
 
 
@@ -313,55 +320,53 @@ def _same_gemm_py(words, table, i, k):
     return True
 
 
-def _as_written_py(words, table, tokens):
-    """One pass over the stream: valid codes and flags, a FINISH, and every pop satisfied when
-    the instructions run in stream order without a channel passing 255 tokens.
-    Updates ``tokens`` (l2g, g2l, s2g, g2s) in place only on success."""
-    l2g, g2l, s2g, g2s = tokens[0], tokens[1], tokens[2], tokens[3]
-    finish = False
-    for i in range(words.shape[0]):
-        op = (words[i, 0]) & 7
-        pp = (words[i, 0] >> 3) & 1
-        pn = (words[i, 0] >> 4) & 1
-        up = (words[i, 0] >> 5) & 1
-        un = (words[i, 0] >> 6) & 1
-        if op > 4:
-            return False
-        stage = 2
-        if op <= 1:
-            mt = _field(words, table, i, _M)
-            if mt > 5:
-                return False
-            if op == 1:
-                stage = 3
-            elif mt == 1 or mt == 2:
-                stage = 1
-        elif op == 4:
-            if _field(words, table, i, _A + 8) > 4:
-                return False
-        elif op == 3:
-            finish = True
-        if stage == 1:
-            if pp or up:
-                return False
-            g2l -= pn
-            l2g += un
-        elif stage == 2:
-            l2g -= pp
-            s2g -= pn
-            g2l += up
-            g2s += un
-        else:
-            if pn or un:
-                return False
-            g2s -= pp
-            s2g += up
-        if min(l2g, g2l, s2g, g2s) < 0 or max(l2g, g2l, s2g, g2s) > 255:
-            return False
-    if not finish:
-        return False
-    tokens[0], tokens[1], tokens[2], tokens[3] = l2g, g2l, s2g, g2s
-    return True
+def _token_step_py(words, table, i, t):
+    """Instruction ``i`` of the in-order check of :func:`_prepass_py` on the state ``t``
+    (l2g, g2l, s2g, g2s, FINISH seen, still valid): codes and flags valid, every pop satisfied
+    and no channel above 255 tokens when the instructions run in stream order."""
+    op = (words[i, 0]) & 7
+    pp = (words[i, 0] >> 3) & 1
+    pn = (words[i, 0] >> 4) & 1
+    up = (words[i, 0] >> 5) & 1
+    un = (words[i, 0] >> 6) & 1
+    if op > 4:
+        t[5] = 0
+        return
+    stage = 2
+    if op <= 1:
+        mt = _field(words, table, i, _M)
+        if mt > 5:
+            t[5] = 0
+            return
+        if op == 1:
+            stage = 3
+        elif mt == 1 or mt == 2:
+            stage = 1
+    elif op == 4:
+        if _field(words, table, i, _A + 8) > 4:
+            t[5] = 0
+            return
+    elif op == 3:
+        t[4] = 1
+    if stage == 1:
+        if pp or up:
+            t[5] = 0
+            return
+        t[1] -= pn
+        t[0] += un
+    elif stage == 2:
+        t[0] -= pp
+        t[2] -= pn
+        t[1] += up
+        t[3] += un
+    else:
+        if pn or un:
+            t[5] = 0
+            return
+        t[3] -= pp
+        t[2] += up
+    if min(t[0], t[1], t[2], t[3]) < 0 or max(t[0], t[1], t[2], t[3]) > 255:
+        t[5] = 0
 
 
 def _decode_py(words, table, i, lo, hi, f):
@@ -370,38 +375,53 @@ def _decode_py(words, table, i, lo, hi, f):
         f[c] = _field(words, table, i, c)
 
 
-def _field_suspects_py(words, table, depths, elems, starts, ends, out):
-    """The LOAD and STORE rows (``x_size > 0``) whose fields alone put them out of range.
+def _prepass_py(words, table, depths, elems, starts, ends, tokens, out):
+    """The checks made before a run, in one pass over the stream.
 
-    The compiled form of the whole-column checks of :func:`vta.sim.fsim.simulator.check_fields`:
-    memory types, padding, the SRAM rectangle (``depths`` per memory type) and the DRAM rows
-    (``elems``: bytes per element per memory type, the OUT slot for stores) inside one live
-    allocation. Writes their indices, in stream order, to ``out``; returns how many.
+    * Whether the stream is valid (codes, flags, a FINISH) and its tokens let it run in
+      stream order without a channel passing 255 tokens: ``tokens`` holds (l2g, g2l, s2g,
+      g2s) and a sixth slot; on return the sixth slot is 1 and the first four are the counts
+      after the run if so, else it is 0 (and the counts mean nothing).
+    * The LOAD and STORE rows (``x_size > 0``) whose fields alone put them out of range: the
+      compiled form of the whole-column checks of :func:`vta.sim.fsim.simulator.check_fields`
+      (memory types, padding, the SRAM rectangle -- ``depths`` per memory type -- and the DRAM
+      rows -- ``elems``: bytes per element per memory type, the OUT slot for stores -- inside
+      one live allocation). Writes their indices, in stream order, to ``out``; returns how many.
     """
+    tokens[4], tokens[5] = 0, 1  # (FINISH seen, still valid in stream order)
     found = 0
     for i in range(words.shape[0]):
-        op = _field(words, table, i, _OP)
-        if op > 1 or _field(words, table, i, _M + 4) == 0:
-            continue
-        mt = _field(words, table, i, _M)
-        if mt > 5:  # an invalid memory type: rejected by the stream validation
-            continue
-        base, dbase = _field(words, table, i, _M + 1), _field(words, table, i, _M + 2)
-        ys, xs = _field(words, table, i, _M + 3), _field(words, table, i, _M + 4)
-        stride = _field(words, table, i, _M + 5)
-        yp0, yp1 = _field(words, table, i, _M + 6), _field(words, table, i, _M + 7)
-        xp0, xp1 = _field(words, table, i, _M + 8), _field(words, table, i, _M + 9)
-        if op == 0:
-            bad = mt == 4 or base + (yp0 + ys + yp1) * (xp0 + xs + xp1) > depths[mt]
-        else:
-            bad = mt != 4 or (yp0 | yp1 | xp0 | xp1) != 0 or base + xs * ys > depths[3]
-        if not bad and ys > 0:
-            e = elems[mt] if op == 0 else elems[4]
-            bad = not _in_dram(dbase * e, (dbase + (ys - 1) * stride + xs) * e, starts, ends)
-        if bad:
+        if tokens[5]:
+            _token_step(words, table, i, tokens)
+        if _suspect(words, table, i, depths, elems, starts, ends):
             out[found] = i
             found += 1
+    tokens[5] = tokens[5] * tokens[4]
     return found
+
+
+def _suspect_py(words, table, i, depths, elems, starts, ends):
+    """Whether instruction ``i`` is a LOAD or STORE with ``x_size > 0`` and a valid memory type
+    whose fields alone fail a check (see :func:`_prepass_py`)."""
+    op = _field(words, table, i, _OP)
+    if op > 1 or _field(words, table, i, _M + 4) == 0:
+        return False
+    mt = _field(words, table, i, _M)
+    if mt > 5:  # an invalid memory type: rejected by the stream validation
+        return False
+    base, dbase = _field(words, table, i, _M + 1), _field(words, table, i, _M + 2)
+    ys, xs = _field(words, table, i, _M + 3), _field(words, table, i, _M + 4)
+    stride = _field(words, table, i, _M + 5)
+    yp0, yp1 = _field(words, table, i, _M + 6), _field(words, table, i, _M + 7)
+    xp0, xp1 = _field(words, table, i, _M + 8), _field(words, table, i, _M + 9)
+    if op == 0:
+        bad = mt == 4 or base + (yp0 + ys + yp1) * (xp0 + xs + xp1) > depths[mt]
+    else:
+        bad = mt != 4 or (yp0 | yp1 | xp0 | xp1) != 0 or base + xs * ys > depths[3]
+    if not bad and ys > 0:
+        e = elems[mt] if op == 0 else elems[4]
+        bad = not _in_dram(dbase * e, (dbase + (ys - 1) * stride + xs) * e, starts, ends)
+    return bad
 
 
 def _run_stretch(order, pos, words, table, uop_dst, uop_src, uop_wgt, inp, wgt, acc, dram, dram_s8, dram_s32,
@@ -463,7 +483,7 @@ def _stretch_py(order, pos, words, table, uop_dst, uop_src, uop_wgt, inp, wgt, a
                 return pos
         elif op == 4:
             _decode(words, table, i, _A, _A + 11, f)
-            if not _alu(uop_dst, uop_src, acc2, f, counts):
+            if not _alu(uop_dst, uop_src, acc2, acc_f, f, counts):
                 return pos
         elif op == 0 or op == 1:
             _decode(words, table, i, _M, _M + 10, f)
@@ -552,12 +572,14 @@ def _gemm_py(uop_dst, uop_src, uop_wgt, inp, wgt, acc, inp_f, wgt_f, acc2, f, cf
     return True
 
 
-def _alu_py(uop_dst, uop_src, rows, f, counts):
-    """One ALU instruction (fields decoded in ``f``) on the accumulator as ``rows`` of lanes;
-    False (nothing done) to defer it.
+def _alu_py(uop_dst, uop_src, rows, lanes, f, counts):
+    """One ALU instruction (fields decoded in ``f``) on the accumulator as ``rows`` of lanes
+    (``lanes``: the same as one flat array); False (nothing done) to defer it.
 
     Runs the nest in the order of the ISA loop, one accumulator row at a time, so a micro-op
-    sees what earlier ones wrote.
+    sees what earlier ones wrote. With an immediate, one micro-op and ``dst_factor_in == 1``,
+    the rows of one ``i_out`` are consecutive and distinct (each lane is updated once, from
+    its own value): they run as one stretch of lanes.
     """
     bgn, end, io, ii = f[_A], f[_A + 1], f[_A + 2], f[_A + 3]
     dfo, dfi, sfo, sfi = f[_A + 4], f[_A + 5], f[_A + 6], f[_A + 7]
@@ -573,6 +595,14 @@ def _alu_py(uop_dst, uop_src, rows, f, counts):
                 return False
             if use_imm == 0 and uop_src[u] + (io - 1) * sfo + (ii - 1) * sfi >= depth:
                 return False
+        if use_imm and end - bgn == 1 and dfi == 1:
+            width = rows.shape[1]
+            for o in range(io):
+                lo = (uop_dst[bgn] + o * dfo) * width
+                _alu_imm(aop, lanes[lo:lo + ii * width], imm)
+            counts[10] += 1
+            counts[6] += n_it
+            return True
         for o in range(io):
             for t in range(ii):
                 for u in range(bgn, end):
@@ -732,15 +762,15 @@ def _load_py(uop_dst, uop_src, uop_wgt, inp_f, wgt_f, acc_f, dram, dram_s8, dram
 #: Every function of this module that numba compiles (``name`` is made from ``name_py``), and
 #: those allowed to reorder float32 sums (every partial sum is an integer of at most 2^24 in
 #: magnitude, so any order gives the exact result).
-_COMPILED = ("_stretch", "_batch", "_field", "_decode", "_in_dram", "_field_suspects", "_same_gemm", "_zero",
-             "_copy", "_offsets", "_as_written", "_add_rows", "_dot_sum", "_wrap_add", "_dot_add", "_gemm_nest",
+_COMPILED = ("_stretch", "_batch", "_field", "_decode", "_in_dram", "_prepass", "_token_step", "_suspect",
+             "_same_gemm", "_zero", "_copy", "_offsets", "_add_rows", "_dot_sum", "_wrap_add", "_dot_add", "_gemm_nest",
              "_gemm_batch", "_gemm_run", "_gemm", "_alu", "_alu_imm", "_alu_rows", "_store", "_load")
 _FASTMATH = ("_add_rows", "_dot_sum", "_dot_add", "_gemm_nest")
 #: Those that allocate (the others run without reference counting: see :func:`_stretch_py`).
 _ALLOCATING = ("_offsets", "_gemm_batch", "_batch")
 #: Per-instruction helpers inlined into their callers by numba (a call boundary costs a
 #: reference-count update per array argument, more than a small instruction's work).
-_INLINED = ("_field", "_decode", "_gemm", "_alu", "_alu_imm", "_alu_rows", "_store", "_load", "_wrap_add", "_dot_sum",
+_INLINED = ("_field", "_decode", "_token_step", "_suspect", "_gemm", "_alu", "_alu_imm", "_alu_rows", "_store", "_load", "_wrap_add", "_dot_sum",
             "_dot_add", "_zero", "_copy", "_in_dram", "_add_rows")
 
 
@@ -783,14 +813,9 @@ def compile_all(njit, blas: bool):
     return _run
 
 
-def field_suspects(words, table, depths, elems, starts, ends, out):
-    """The compiled :func:`_field_suspects_py` (after :func:`compile_all`)."""
-    return _field_suspects(words, table, depths, elems, starts, ends, out)
-
-
-def as_written(words, table, tokens):
-    """The compiled :func:`_as_written_py` (after :func:`compile_all`)."""
-    return _as_written(words, table, tokens)
+def prepass(words, table, depths, elems, starts, ends, tokens, out):
+    """The compiled :func:`_prepass_py` (after :func:`compile_all`)."""
+    return _prepass(words, table, depths, elems, starts, ends, tokens, out)
 
 
 # Pure-Python versions until compile_all() replaces them with compiled ones.

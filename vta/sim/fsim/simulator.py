@@ -212,13 +212,15 @@ class FunctionalSimulator(Device):
             tokens = lent_tokens(program.flow, tokens)
         held = [a - b for a, b in zip(self.tokens, tokens)]
         self._run_tokens = list(self.tokens)  # outstanding at the start (held ones too), for the dump
-        if self._rng is None and self._jit is not None and self._jit.runs_as_written(words, tokens):
+        after, suspects = self._jit.prechecks(words, tokens, self.dram) if self._jit is not None else (None, None)
+        if self._rng is None and after is not None:
+            tokens[:] = after
             order = np.arange(n)  # a valid stream run in stream order (checked in one compiled pass)
         else:
             program.validate()
             order = schedule(program.flow, tokens, self._rng)
-        if self._jit is not None:  # the same checks in one compiled pass
-            confirm_suspects(self.env, words, self._jit.field_suspects(words, self.dram), self.dram)
+        if suspects is not None:  # the checks of check_fields, from the same compiled pass
+            confirm_suspects(self.env, words, suspects, self.dram)
         else:
             check_fields(self.env, words, program.cols.header["opcode"], self.dram)
         try:
