@@ -297,14 +297,14 @@ class FunctionalSimulator(Device):
         in_stream_order = np.array_equal(order, np.arange(order.size))
         runs = program.gemm_runs(self.env) if self.batch_gemms and in_stream_order else None
         with _one_blas_thread() if runs is not None else contextlib.nullcontext():
-            self._execute_order(program, order, runs)
+            self._execute_order(program, order, runs, in_stream_order)
 
-    def _execute_order(self, program: "_Program", order: np.ndarray, runs) -> None:
+    def _execute_order(self, program: "_Program", order: np.ndarray, runs, in_stream_order: bool = False) -> None:
         """The NumPy engine: instruction by instruction (through its plan when it has one), and
         lined-up GEMM runs as one product."""
         try:
             if self._plans is not None and self._plans.ok:
-                self._execute_planned(program, order.tolist(), runs)
+                self._execute_planned(program, order, runs, in_stream_order)
                 return
             order_list = order.tolist()
             while self._position < len(order_list):
@@ -318,7 +318,7 @@ class FunctionalSimulator(Device):
             _count(self._stats, program, order[:self._position], self.env)
             self._record_trace(program, order)
 
-    def _execute_planned(self, program: "_Program", order: list, runs) -> None:
+    def _execute_planned(self, program: "_Program", order: np.ndarray, runs, in_stream_order: bool) -> None:
         """:meth:`_execute_order` with plans (:mod:`vta.sim.fsim.plans`): the loop every
         instruction of a long stream goes through, so it keeps to local names.
 
@@ -331,6 +331,10 @@ class FunctionalSimulator(Device):
         plan_of = [missing] * len(firsts)
         runs = {} if runs is None else dict(zip(np.flatnonzero(runs).tolist(), runs[runs > 0].tolist()))
         pos, n = self._position, len(order)
+        if not runs and in_stream_order and pos == 0:
+            self._execute_ids(ids, plan_of, firsts, program)
+            return
+        order = order.tolist()
         try:
             while pos < n:
                 i = order[pos]
@@ -346,6 +350,25 @@ class FunctionalSimulator(Device):
                 else:
                     self._position = pos
                     self.step(program, i)
+                pos += 1
+        finally:
+            self._position = pos
+
+    def _execute_ids(self, ids: list, plan_of: list, firsts: list, program: "_Program") -> None:
+        """:meth:`_execute_planned` for a whole stream in stream order with no GEMM runs (the
+        plain loop over the plan numbers)."""
+        missing = self._plans
+        pos = 0
+        try:
+            for k in ids:
+                plan = plan_of[k]
+                if plan is missing:
+                    plan = plan_of[k] = self._plan(program, firsts[k])
+                if plan is not None:
+                    plan()
+                else:
+                    self._position = pos
+                    self.step(program, pos)
                 pos += 1
         finally:
             self._position = pos
@@ -683,10 +706,12 @@ class _Program:
         version = np.empty(n, dtype=np.int64)
         version[order] = np.cumsum(in_order) - in_order  # micro-op loads executed before
         version[(op != isa.OPCODE_GEMM) & (op != isa.OPCODE_ALU)] = -1
-        sort = np.lexsort((version, self.words[:, 1], self.words[:, 0]))
-        new = np.ones(n, dtype=bool)
-        new[1:] = ((self.words[sort[1:]] != self.words[sort[:-1]]).any(axis=1)
-                   | (version[sort[1:]] != version[sort[:-1]]))
+        w0, w1 = self.words[:, 0], self.words[:, 1]
+        sort = np.lexsort((version, w1, w0))
+        new = np.zeros(n, dtype=bool)  # where a key starts in sorted order
+        new[0] = True
+        for col in (w0[sort], w1[sort], version[sort]):
+            new[1:] |= col[1:] != col[:-1]
         ids = np.empty(n, dtype=np.int64)
         ids[sort] = np.cumsum(new) - 1
         firsts = sort[new]  # (lexsort is stable: the first index of each key)
