@@ -320,53 +320,46 @@ def _same_gemm_py(words, table, i, k):
     return True
 
 
-def _token_step_py(words, table, i, t):
-    """Instruction ``i`` of the in-order check of :func:`_prepass_py` on the state ``t``
-    (l2g, g2l, s2g, g2s, FINISH seen, still valid): codes and flags valid, every pop satisfied
-    and no channel above 255 tokens when the instructions run in stream order."""
+def _token_step_py(words, table, i, l2g, g2l, s2g, g2s):
+    """Instruction ``i`` of the in-order check of :func:`_prepass_py`: the token counts after
+    it, and whether it is valid there (codes and flags valid, every pop satisfied, no channel
+    above 255 tokens when the instructions run in stream order)."""
     op = (words[i, 0]) & 7
     pp = (words[i, 0] >> 3) & 1
     pn = (words[i, 0] >> 4) & 1
     up = (words[i, 0] >> 5) & 1
     un = (words[i, 0] >> 6) & 1
     if op > 4:
-        t[5] = 0
-        return
+        return l2g, g2l, s2g, g2s, False
     stage = 2
     if op <= 1:
         mt = _field(words, table, i, _M)
         if mt > 5:
-            t[5] = 0
-            return
+            return l2g, g2l, s2g, g2s, False
         if op == 1:
             stage = 3
         elif mt == 1 or mt == 2:
             stage = 1
     elif op == 4:
         if _field(words, table, i, _A + 8) > 4:
-            t[5] = 0
-            return
-    elif op == 3:
-        t[4] = 1
+            return l2g, g2l, s2g, g2s, False
     if stage == 1:
         if pp or up:
-            t[5] = 0
-            return
-        t[1] -= pn
-        t[0] += un
+            return l2g, g2l, s2g, g2s, False
+        g2l -= pn
+        l2g += un
     elif stage == 2:
-        t[0] -= pp
-        t[2] -= pn
-        t[1] += up
-        t[3] += un
+        l2g -= pp
+        s2g -= pn
+        g2l += up
+        g2s += un
     else:
         if pn or un:
-            t[5] = 0
-            return
-        t[3] -= pp
-        t[2] += up
-    if min(t[0], t[1], t[2], t[3]) < 0 or max(t[0], t[1], t[2], t[3]) > 255:
-        t[5] = 0
+            return l2g, g2l, s2g, g2s, False
+        g2s -= pp
+        s2g += up
+    ok = min(l2g, g2l, s2g, g2s) >= 0 and max(l2g, g2l, s2g, g2s) <= 255
+    return l2g, g2l, s2g, g2s, ok
 
 
 def _decode_py(words, table, i, lo, hi, f):
@@ -388,15 +381,18 @@ def _prepass_py(words, table, depths, elems, starts, ends, tokens, out):
       rows -- ``elems``: bytes per element per memory type, the OUT slot for stores -- inside
       one live allocation). Writes their indices, in stream order, to ``out``; returns how many.
     """
-    tokens[4], tokens[5] = 0, 1  # (FINISH seen, still valid in stream order)
+    l2g, g2l, s2g, g2s = tokens[0], tokens[1], tokens[2], tokens[3]
+    valid, finish = True, False
     found = 0
     for i in range(words.shape[0]):
-        if tokens[5]:
-            _token_step(words, table, i, tokens)
+        if valid:
+            l2g, g2l, s2g, g2s, valid = _token_step(words, table, i, l2g, g2l, s2g, g2s)
+            finish = finish or (words[i, 0] & 7) == 3
         if _suspect(words, table, i, depths, elems, starts, ends):
             out[found] = i
             found += 1
-    tokens[5] = tokens[5] * tokens[4]
+    tokens[0], tokens[1], tokens[2], tokens[3] = l2g, g2l, s2g, g2s
+    tokens[5] = 1 if valid and finish else 0
     return found
 
 
