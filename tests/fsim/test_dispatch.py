@@ -20,7 +20,7 @@ from vta.errors import DRAMAccessError
 from vta.sim.fsim import FunctionalSimulator
 from vta.testing.programs import ProgramBuilder
 
-from .conftest import assert_same_state
+from .conftest import assert_same_state, run_both
 from .oracle import Oracle
 
 _ROWS = 16
@@ -132,5 +132,41 @@ def test_field_check_stops_before_any_store(env, dram, engine):
             dev.run(addr, count)
         assert err.value.insn_index == 1
         assert dram.read(out, env.OUT_ELEM_BYTES) == b"\x5a" * env.OUT_ELEM_BYTES
+    finally:
+        prog.close()
+
+
+@pytest.mark.parametrize("pads", [(0, 0, 0, 0), (0, 0, 1, 0)])
+def test_kept_weight_sums_follow_weight_loads(any_env, dram, engine, pads):
+    """The same GEMMs (inner loop moving only the weights) again and again, with a LOAD WGT of
+    one block inside the summed ones every third group (padded or not): a sum of weights kept
+    from an earlier GEMM must not outlive the weights it was made from."""
+    env = any_env
+    rng = np.random.default_rng(11)
+    prog = ProgramBuilder(env, dram)
+    inp = prog.buffer(rng.integers(-128, 128, size=8 * env.INP_ELEM_BYTES, dtype=np.int8))
+    wgt = prog.buffer(rng.integers(-128, 128, size=24 * env.WGT_ELEM_BYTES, dtype=np.int8))
+    groups = 9
+    out = prog.buffer(nbytes=groups * 4 * env.OUT_ELEM_BYTES)
+    prog.load(isa.MEM_WGT, 0, wgt, 1, 16)
+    prog.load(isa.MEM_INP, 0, inp, 1, 8)
+    prog.uops([(0, 0, 0), (0, 4, 1)], sram_base=0)
+    for g in range(groups):
+        if g % 3 == 2:  # one new weight block at row 3 (with a left pad: rows 2 and 3)
+            prog.load(isa.MEM_WGT, 3 - pads[2], wgt + (16 + g % 8) * env.WGT_ELEM_BYTES, 1, 1, pads=pads)
+        prog.append(isa.GemmInsn(reset_reg=1, uop_bgn=0, uop_end=1, iter_out=4, dst_factor_out=1))
+        for bgn in (0, 1):
+            prog.append(isa.GemmInsn(uop_bgn=bgn, uop_end=bgn + 1, iter_out=4, iter_in=5, dst_factor_out=1,
+                                     src_factor_out=1, wgt_factor_in=2))
+        prog.store(0, out + g * 4 * env.OUT_ELEM_BYTES, 1, 4)
+    prog.finish()
+    prog.serialize()
+    try:
+        addr, count = prog.build()
+        outputs = [(out, groups * 4 * env.OUT_ELEM_BYTES)]
+        dev, ref, got, want = run_both(env, dram, outputs, addr, count, engine=engine)
+        assert got == want
+        assert any(got[0])
+        assert_same_state(dev, ref)
     finally:
         prog.close()

@@ -67,7 +67,10 @@ def _gemm_nest_py(uop_dst, uop_src, uop_wgt, inp, wgt, acc, inp_f, wgt_f, scratc
 
     ``inp_f`` and ``wgt_f`` are flat views of ``inp`` and ``wgt``; ``scratch`` holds float32
     arrays ``part`` (``(BATCH, BLOCK_OUT)``), ``xsum`` (``(BATCH, BLOCK_IN)``), ``wsum``
-    (``(BLOCK_OUT, BLOCK_IN)``) and flat views of the last two.
+    (``(BLOCK_OUT, BLOCK_IN)``) and flat views of the last two; then the weight sums kept
+    for reuse (``sums``: ``_SUM_SLOTS`` weight blocks, ``sums_f`` the same flat, ``sum_keys``
+    what each holds: first block, step, count, weight version) and ``run``, whose slot 2 is
+    the weight version (it goes up whenever the loop loads weights).
 
     Accumulation into ``acc`` is addition modulo 2^32, so the iterations may run in any order:
     micro-ops run outermost. When the inner loop does not move the destination
@@ -75,11 +78,14 @@ def _gemm_nest_py(uop_dst, uop_src, uop_wgt, inp, wgt, acc, inp_f, wgt_f, scratc
     below 2^24, so they are exact -- and added to the accumulator once per chunk; if it moves
     only one operand, that operand's rows are summed first and multiplied once
     (``sum_t x . w_t = x . sum_t w_t``, with the same bound on the sums), and that sum is
-    reused for every ``i_out`` when the outer loop does not move the operand either.
+    reused for every ``i_out`` when the outer loop does not move the operand either. A weight
+    sum is also kept for later GEMMs that sum the same weight blocks while the weights are
+    unchanged (a convolution's GEMMs do, one group after another).
     """
     nk = inp.shape[2]
     chunk = max(1, 1024 // nk)  # chunk * nk products of at most 2^14 each: |sum| <= 2^24
-    part, xsum, wsum, xsum_f, wsum_f = scratch
+    part, xsum, wsum, xsum_f, wsum_f, sums, sums_f, sum_keys, run = scratch
+    slot = 0
     nx, nw = xsum_f.shape[0], wsum_f.shape[0]
     for u in range(bgn, end):
         d0, s0, w0 = uop_dst[u], uop_src[u], uop_wgt[u]
@@ -94,11 +100,18 @@ def _gemm_nest_py(uop_dst, uop_src, uop_wgt, inp, wgt, acc, inp_f, wgt_f, scratc
             for o in range(io):
                 if sfi == 0:  # only the weights move in the inner loop: sum them, one product
                     if o == 0 or wfo != 0:
-                        wsum_f[:] = 0.0
-                        for t in range(t0, t1):
-                            w = (w0 + o * wfo + t * wfi) * nw
-                            _add_rows(wsum_f, wgt_f[w:w + nw])
-                    _dot_add(inp[s0 + o * sfo], wsum, acc[d0 + o * dfo], part)
+                        wb = w0 + o * wfo + t0 * wfi
+                        slot = (wb * 7 + wfi * 3 + t1 - t0) & (_SUM_SLOTS - 1)
+                        if (sum_keys[slot, 0] != wb or sum_keys[slot, 1] != wfi or sum_keys[slot, 2] != t1 - t0
+                                or sum_keys[slot, 3] != run[2]):
+                            kept = sums_f[slot * nw:(slot + 1) * nw]
+                            kept[:] = 0.0
+                            for t in range(t0, t1):
+                                w = (w0 + o * wfo + t * wfi) * nw
+                                _add_rows(kept, wgt_f[w:w + nw])
+                            sum_keys[slot, 0], sum_keys[slot, 1], sum_keys[slot, 2] = wb, wfi, t1 - t0
+                            sum_keys[slot, 3] = run[2]
+                    _dot_add(inp[s0 + o * sfo], sums[slot], acc[d0 + o * dfo], part)
                 elif wfi == 0:  # only the inputs move
                     if o == 0 or sfo != 0:
                         xsum_f[:] = 0.0
@@ -187,6 +200,8 @@ def _dot_loops_py(x, w):
 
 #: Loop-level roles of a batched GEMM: what each level moves.
 _ROW, _COL, _RED, _REP = 0, 1, 2, 3
+#: Weight sums a compiled loop keeps for reuse (a power of two; see :func:`_gemm_nest_py`).
+_SUM_SLOTS = 16
 #: Rows / columns of one BLAS product at most (bounds the scratch matrices).
 _BLOCK_ROWS = 2048
 
@@ -433,13 +448,16 @@ def _run_stretch(order, pos, words, table, uop_dst, uop_src, uop_wgt, inp, wgt, 
     f = np.zeros(table.shape[0], dtype=np.int64)  # the decoded fields of the current instruction
     batch, blk_in, blk_out = cfg[0], cfg[1], cfg[2]
     xsum, wsum = np.zeros((batch, blk_in), dtype=np.float32), np.zeros((blk_out, blk_in), dtype=np.float32)
+    run = np.zeros(3, dtype=np.int64)  # [GEMMs before this position run one by one, length of a run to
+    # batch, weight version]
+    sums = np.zeros((_SUM_SLOTS, blk_out, blk_in), dtype=np.float32)
+    sum_keys = np.full((_SUM_SLOTS, 4), -1, dtype=np.int64)
     scratch = (np.zeros((batch, blk_out), dtype=np.float32), xsum, wsum, xsum.reshape(xsum.size),
-               wsum.reshape(wsum.size))
+               wsum.reshape(wsum.size), sums, sums.reshape(sums.size), sum_keys, run)
     bgns = np.empty(order.shape[0], dtype=np.int64)  # micro-ops of a run of GEMMs
     # flat views of the buffers (made once: a reshape per instruction costs more than a small one)
     inp_f, wgt_f, acc_f = inp.reshape(inp.size), wgt.reshape(wgt.size), acc.reshape(acc.size)
     acc2 = acc.reshape(acc.shape[0], batch * blk_out)  # one row of lanes per accumulator element
-    run = np.zeros(2, dtype=np.int64)  # [GEMMs before this position run one by one, length of a run to batch]
     while True:
         pos = _stretch(order, pos, words, table, uop_dst, uop_src, uop_wgt, inp, wgt, acc, inp_f, wgt_f, acc_f, acc2,
                        dram, dram_s8, dram_s32, starts, ends, cfg, counts, f, scratch, run)
@@ -491,6 +509,8 @@ def _stretch_py(order, pos, words, table, uop_dst, uop_src, uop_wgt, inp, wgt, a
                 if not _load(uop_dst, uop_src, uop_wgt, inp_f, wgt_f, acc_f, dram, dram_s8, dram_s32, starts, ends, f,
                              cfg, counts):
                     return pos
+                if f[_M] == 1:
+                    run[2] += 1  # new weights: no weight sum kept so far is valid
             elif not _store(acc_f, dram, starts, ends, f, cfg, counts):
                 return pos
         elif op == 3:
