@@ -67,8 +67,8 @@ TOKEN_KEYS = tuple(f"tokens_{c}" for c in CHANNELS)
 #: are executed as one BLAS product when their micro-ops line up (:func:`vta.sim.fsim.units.gemm_run`;
 #: the compiled engine has its own threshold, :data:`vta.sim.fsim.jit.BATCH_MIN_MACS`).
 BATCH_MIN_MACS = 1 << 20
-#: Up to this many distinct instructions, the NumPy engine decodes the fields of each distinct
-#: one alone to make its plan (more: whole columns at once, :meth:`_Program.fields`).
+#: Up to this many distinct instructions in a stream, the NumPy engine decodes the fields of each
+#: distinct one alone, once (more: whole columns at once; see :meth:`_Program.fields`).
 _ROW_DECODE_MAX = 4096
 _STAGE_NAMES = {isa.STAGE_LOAD: "load", isa.STAGE_COMPUTE: "compute", isa.STAGE_STORE: "store"}
 
@@ -383,7 +383,7 @@ class FunctionalSimulator(Device):
             key = (key, plans.uop_version)
         plan = plans.table.get(key, plans)
         if plan is plans:
-            plan = plans.make(key, op, lambda kind: program.fields(i, kind, unique=True))
+            plan = plans.make(key, op, lambda kind: program.fields(i, kind))
         return plan
 
     def step_run(self, program: "_Program", i: int, length: int) -> bool:
@@ -417,14 +417,18 @@ class FunctionalSimulator(Device):
             gemm(self.sram, i, program.fields(i, "gemm"))
         elif op == isa.OPCODE_ALU:
             alu(self.sram, i, program.fields(i, "alu"))
-        elif op == isa.OPCODE_FINISH or program.x_size[i] == 0:
+        elif op == isa.OPCODE_FINISH:
             pass
-        elif op == isa.OPCODE_LOAD:
-            load(self.sram, self.dram, i, program.fields(i, "mem"))
-            if self._plans is not None:  # plans of GEMM and ALU read the micro-ops, some the weights
-                self._plans.changed(program.mem_type[i])
         else:
-            store(self.sram, self.dram, i, program.fields(i, "mem"))
+            f = program.fields(i, "mem")
+            if f["x_size"] == 0:
+                pass
+            elif op == isa.OPCODE_LOAD:
+                load(self.sram, self.dram, i, f)
+                if self._plans is not None:  # plans of GEMM and ALU read the micro-ops, some the weights
+                    self._plans.changed(f["memory_type"])
+            else:
+                store(self.sram, self.dram, i, f)
 
 
 def lent_tokens(flow: Flow, outstanding: list[int]) -> list[int]:
@@ -649,7 +653,9 @@ class _Program:
         self.env = env
         self._flow = None
         self._lists: dict = {}
-        self._rows: dict | None = None  # single decoded rows (see :meth:`fields`)
+        self._rows: dict | None = None  # fields of single decoded rows (see :meth:`fields`)
+        self._ids: list = []
+        self._firsts: list = []
 
     @property
     def flow(self) -> Flow:
@@ -715,20 +721,23 @@ class _Program:
         ids = np.empty(n, dtype=np.int64)
         ids[sort] = np.cumsum(new) - 1
         firsts = sort[new]  # (lexsort is stable: the first index of each key)
-        self._rows = None if firsts.size > _ROW_DECODE_MAX else {}
-        return ids.tolist(), firsts.tolist()
+        ids, firsts = ids.tolist(), firsts.tolist()
+        if len(firsts) <= _ROW_DECODE_MAX:
+            self._rows, self._ids, self._firsts = {}, ids, firsts
+        return ids, firsts
 
-    def fields(self, i: int, kind: str, unique: bool = False) -> dict:
+    def fields(self, i: int, kind: str) -> dict:
         """The fields of instruction ``i`` in format ``kind`` ('mem', 'gemm', 'alu') as ints.
 
-        With ``unique`` (asked once per distinct instruction, after :meth:`plan_ids`), a
-        stream with few distinct instructions decodes that one row instead of whole columns.
+        After :meth:`plan_ids` found few distinct instructions, each distinct one is decoded
+        alone, once, instead of whole columns.
         """
-        if unique and self._rows is not None:
-            if i not in self._rows:
-                self._rows[i] = _Columns(self.words[i:i + 1], self.env)
-            cols = getattr(self._rows[i], kind)
-            return {k: int(cols[k][0]) for k in cols}
+        if self._rows is not None:
+            k = (self._ids[i], kind)
+            if k not in self._rows:
+                cols = getattr(_Columns(self.words[self._firsts[k[0]]][None], self.env), kind)
+                self._rows[k] = {name: int(cols[name][0]) for name in cols}
+            return dict(self._rows[k])
         return {k: self._list(kind, k)[i] for k in getattr(self.cols, kind)}
 
     def describe(self, i: int) -> str:
