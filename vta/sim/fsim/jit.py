@@ -138,6 +138,24 @@ class JitEngine:
         after = state[:4].tolist() if state[5] else None
         return after, out[:found].tolist()
 
+    def runs_as_written(self, words: np.ndarray, tokens: list) -> bool:
+        """Whether a stream is valid and its tokens let it run in stream order (the first half of
+        :meth:`prechecks`). On success ``tokens`` is updated to the counts after the run."""
+        state = np.zeros(6, dtype=np.int64)
+        state[:4] = tokens
+        none = np.zeros(1, dtype=np.int64)
+        kernels.prepass(np.ascontiguousarray(words), self.table, self.depths, self.elems, none, none, state,
+                        np.empty(words.shape[0], dtype=np.int64))
+        if not state[5]:
+            return False
+        tokens[:] = state[:4].tolist()
+        return True
+
+    def field_suspects(self, words: np.ndarray, dram) -> list[int]:
+        """The LOAD and STORE rows whose fields alone fail a check (the second half of
+        :meth:`prechecks`)."""
+        return self.prechecks(words, [0, 0, 0, 0], dram)[1]
+
     def run(self, sim, program, order: np.ndarray, count_numpy) -> None:
         """Execute ``order`` on ``sim``; advance ``sim._position`` as instructions complete.
 
