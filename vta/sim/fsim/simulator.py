@@ -67,9 +67,10 @@ TOKEN_KEYS = tuple(f"tokens_{c}" for c in CHANNELS)
 #: are executed as one BLAS product when their micro-ops line up (:func:`vta.sim.fsim.units.gemm_run`;
 #: the compiled engine has its own threshold, :data:`vta.sim.fsim.jit.BATCH_MIN_MACS`).
 BATCH_MIN_MACS = 1 << 20
-#: Up to this many distinct instructions in a stream, the NumPy engine decodes the fields of each
-#: distinct one alone, once (more: whole columns at once; see :meth:`_Program.fields`).
-_ROW_DECODE_MAX = 4096
+#: When a stream has at least this many instructions per distinct one, the NumPy engine decodes
+#: the fields of each distinct one alone, once (about 30 us each), instead of whole columns (about
+#: 0.4 us per instruction; see :meth:`_Program.fields`).
+_ROW_DECODE_RATIO = 64
 _STAGE_NAMES = {isa.STAGE_LOAD: "load", isa.STAGE_COMPUTE: "compute", isa.STAGE_STORE: "store"}
 
 
@@ -344,7 +345,7 @@ class FunctionalSimulator(Device):
                 k = ids[i]
                 plan = plan_of[k]
                 if plan is missing:
-                    plan = plan_of[k] = self._plan(program, firsts[k])
+                    plan = plan_of[k] = self._plan(program, k)
                 if plan is not None:
                     plan()
                 else:
@@ -363,7 +364,7 @@ class FunctionalSimulator(Device):
             for k in ids:
                 plan = plan_of[k]
                 if plan is missing:
-                    plan = plan_of[k] = self._plan(program, firsts[k])
+                    plan = plan_of[k] = self._plan(program, k)
                 if plan is not None:
                     plan()
                 else:
@@ -373,12 +374,11 @@ class FunctionalSimulator(Device):
         finally:
             self._position = pos
 
-    def _plan(self, program: "_Program", i: int):
-        """The plan of instruction ``i`` (a representative of its plan key) from the table, made
-        now if it is not there (None when it has none)."""
+    def _plan(self, program: "_Program", k: int):
+        """The plan of the instructions numbered ``k`` by :meth:`_Program.plan_ids` from the
+        table, made now if it is not there (None when it has none)."""
         plans = self._plans
-        op = int(program.cols.header["opcode"][i])
-        key = program.words[i].tobytes()
+        i, op, key = program.firsts[k], program.first_ops[k], program.first_keys[k]
         if op in (isa.OPCODE_GEMM, isa.OPCODE_ALU):
             key = (key, plans.uop_version)
         plan = plans.table.get(key, plans)
@@ -655,7 +655,10 @@ class _Program:
         self._lists: dict = {}
         self._rows: dict | None = None  # fields of single decoded rows (see :meth:`fields`)
         self._ids: list = []
-        self._firsts: list = []
+        #: Set by :meth:`plan_ids`: per plan number, the first instruction, its opcode and its bytes.
+        self.firsts: list = []
+        self.first_ops: list = []
+        self.first_keys: list = []
 
     @property
     def flow(self) -> Flow:
@@ -721,9 +724,12 @@ class _Program:
         ids = np.empty(n, dtype=np.int64)
         ids[sort] = np.cumsum(new) - 1
         firsts = sort[new]  # (lexsort is stable: the first index of each key)
+        self.first_ops = op[firsts].tolist()
+        self.first_keys = np.ascontiguousarray(self.words[firsts]).view("V16").ravel().tolist()
         ids, firsts = ids.tolist(), firsts.tolist()
-        if len(firsts) <= _ROW_DECODE_MAX:
-            self._rows, self._ids, self._firsts = {}, ids, firsts
+        self.firsts = firsts
+        if len(firsts) * _ROW_DECODE_RATIO <= n:
+            self._rows, self._ids = {}, ids
         return ids, firsts
 
     def fields(self, i: int, kind: str) -> dict:
@@ -735,7 +741,7 @@ class _Program:
         if self._rows is not None:
             k = (self._ids[i], kind)
             if k not in self._rows:
-                cols = getattr(_Columns(self.words[self._firsts[k[0]]][None], self.env), kind)
+                cols = getattr(_Columns(self.words[self.firsts[k[0]]][None], self.env), kind)
                 self._rows[k] = {name: int(cols[name][0]) for name in cols}
             return dict(self._rows[k])
         return {k: self._list(kind, k)[i] for k in getattr(self.cols, kind)}
