@@ -15,7 +15,8 @@ GEMM results are checked against NumPy, so the figures are for correct execution
 
 Upstream's C++ functional simulator is not built here (it needs TVM's runtime headers), so its
 times are printed as stored figures, labelled with how and when they were measured
-(:data:`UPSTREAM`), never as a ratio to a time of this run.
+(:data:`UPSTREAM`), never as a ratio to a time of this run. Likewise this benchmark's figures at
+the start of the instruction-heavy work (:data:`BEFORE`), printed beside this run's in full runs.
 
 fsim runs its batched GEMM products with BLAS limited to one thread (like the upstream
 simulator, which uses one core), whatever ``OPENBLAS_NUM_THREADS`` says.
@@ -44,6 +45,15 @@ UPSTREAM = {
                    "uop-iterations)"),
     "conv": (0.043, "this instruction-heavy stream, 29,000 groups (261,002 instructions)"),
 }
+
+
+#: This benchmark's own figures before the instruction-heavy work of issue 12 (item 6), full-size
+#: streams, median wall-clock seconds on an idle machine, measured by the session lead:
+#: stream -> {engine: seconds}, and how they were measured.
+BEFORE = {
+    "conv": {"jit": 0.042, "numpy": 0.588},
+}
+BEFORE_WHAT = "this benchmark at the start of issue 12 item 6 (2026-11-25), idle machine"
 
 
 def gemm_stream(env, dram, size: int):
@@ -217,6 +227,9 @@ def main(argv=None) -> None:
         up_sec, up_what = UPSTREAM["conv"]
         print(f"  upstream C++ fsim -O2 (stored, not run here): {up_sec:.3f} s for {up_what}, "
               f"{261_002 / up_sec / 1e3:.0f} k insn/s")
+        if not args.quick:
+            print(f"  before (stored, not run here: {BEFORE_WHAT}): "
+                  + ", ".join(f"{name} {BEFORE['conv'][name]:.3f} s" for name in devs))
         prog.close()
         for dev in devs.values():
             dev.close()

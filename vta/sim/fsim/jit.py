@@ -117,26 +117,44 @@ class JitEngine:
         self.table = np.array([(f.lo // 64, f.lo % 64, (1 << f.width) - 1, (1 << (f.width - 1)) if f.signed else 0)
                                for f in fields], dtype=np.int64)
 
-    def runs_as_written(self, words: np.ndarray, tokens: list) -> bool:
-        """Whether a stream is valid and its tokens let it run in stream order (one compiled pass).
+    def prechecks(self, words: np.ndarray, tokens: list, dram) -> tuple[list | None, list[int]]:
+        """The checks made before a run, in one compiled pass (:func:`kernels._prepass_py`).
 
-        On success ``tokens`` is updated to the counts after the run. False means "check the
-        slow way": the stream may be invalid, out of order or deadlocked.
+        Returns
+        -------
+        (list of 4 int or None, list of int)
+            The token counts after the run when the stream is valid and its ``tokens`` let it
+            run in stream order (None means "check the slow way": the stream may be invalid,
+            out of order or deadlocked); and the LOAD and STORE rows whose fields alone fail
+            a check: the candidates :func:`vta.sim.fsim.simulator.confirm_suspects` confirms
+            one by one.
         """
-        out = np.asarray(tokens, dtype=np.int64)
-        if not kernels.as_written(np.ascontiguousarray(words), self.table, out):
+        starts, ends = _allocations(dram)
+        state = np.zeros(6, dtype=np.int64)
+        state[:4] = tokens
+        out = np.empty(words.shape[0], dtype=np.int64)
+        found = kernels.prepass(np.ascontiguousarray(words), self.table, self.depths, self.elems, starts, ends, state,
+                                out)
+        after = state[:4].tolist() if state[5] else None
+        return after, out[:found].tolist()
+
+    def runs_as_written(self, words: np.ndarray, tokens: list) -> bool:
+        """Whether a stream is valid and its tokens let it run in stream order (the first half of
+        :meth:`prechecks`). On success ``tokens`` is updated to the counts after the run."""
+        state = np.zeros(6, dtype=np.int64)
+        state[:4] = tokens
+        none = np.zeros(1, dtype=np.int64)
+        kernels.prepass(np.ascontiguousarray(words), self.table, self.depths, self.elems, none, none, state,
+                        np.empty(words.shape[0], dtype=np.int64))
+        if not state[5]:
             return False
-        tokens[:] = out.tolist()
+        tokens[:] = state[:4].tolist()
         return True
 
     def field_suspects(self, words: np.ndarray, dram) -> list[int]:
-        """The LOAD and STORE rows whose fields alone fail a check (one compiled pass): the
-        candidates :func:`vta.sim.fsim.simulator.check_fields` confirms one by one."""
-        starts, ends = _allocations(dram)
-        out = np.empty(words.shape[0], dtype=np.int64)
-        found = kernels.field_suspects(np.ascontiguousarray(words), self.table, self.depths, self.elems, starts, ends,
-                                       out)
-        return out[:found].tolist()
+        """The LOAD and STORE rows whose fields alone fail a check (the second half of
+        :meth:`prechecks`)."""
+        return self.prechecks(words, [0, 0, 0, 0], dram)[1]
 
     def run(self, sim, program, order: np.ndarray, count_numpy) -> None:
         """Execute ``order`` on ``sim``; advance ``sim._position`` as instructions complete.

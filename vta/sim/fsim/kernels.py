@@ -40,7 +40,14 @@ def _in_dram_py(start, end, starts, ends):
     """Whether [start, end) lies inside one live allocation."""
     if end <= start:
         return True
-    k = np.searchsorted(starts, start, side="right") - 1
+    lo, hi = 0, starts.shape[0]  # the last allocation starting at or before ``start``
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if starts[mid] <= start:
+            lo = mid + 1
+        else:
+            hi = mid
+    k = lo - 1
     return k >= 0 and end <= ends[k] and starts[k] <= start
 
 
@@ -60,7 +67,10 @@ def _gemm_nest_py(uop_dst, uop_src, uop_wgt, inp, wgt, acc, inp_f, wgt_f, scratc
 
     ``inp_f`` and ``wgt_f`` are flat views of ``inp`` and ``wgt``; ``scratch`` holds float32
     arrays ``part`` (``(BATCH, BLOCK_OUT)``), ``xsum`` (``(BATCH, BLOCK_IN)``), ``wsum``
-    (``(BLOCK_OUT, BLOCK_IN)``) and flat views of the last two.
+    (``(BLOCK_OUT, BLOCK_IN)``) and flat views of the last two; then the weight sums kept
+    for reuse (``sums``: ``_SUM_SLOTS`` weight blocks, ``sums_f`` the same flat, ``sum_keys``
+    what each holds: first block, step, count, weight version) and ``run``, whose slot 2 is
+    the weight version (it goes up whenever the loop loads weights).
 
     Accumulation into ``acc`` is addition modulo 2^32, so the iterations may run in any order:
     micro-ops run outermost. When the inner loop does not move the destination
@@ -68,11 +78,14 @@ def _gemm_nest_py(uop_dst, uop_src, uop_wgt, inp, wgt, acc, inp_f, wgt_f, scratc
     below 2^24, so they are exact -- and added to the accumulator once per chunk; if it moves
     only one operand, that operand's rows are summed first and multiplied once
     (``sum_t x . w_t = x . sum_t w_t``, with the same bound on the sums), and that sum is
-    reused for every ``i_out`` when the outer loop does not move the operand either.
+    reused for every ``i_out`` when the outer loop does not move the operand either. A weight
+    sum is also kept for later GEMMs that sum the same weight blocks while the weights are
+    unchanged (a convolution's GEMMs do, one group after another).
     """
     nk = inp.shape[2]
     chunk = max(1, 1024 // nk)  # chunk * nk products of at most 2^14 each: |sum| <= 2^24
-    part, xsum, wsum, xsum_f, wsum_f = scratch
+    part, xsum, wsum, xsum_f, wsum_f, sums, sums_f, sum_keys, run = scratch
+    slot = 0
     nx, nw = xsum_f.shape[0], wsum_f.shape[0]
     for u in range(bgn, end):
         d0, s0, w0 = uop_dst[u], uop_src[u], uop_wgt[u]
@@ -87,11 +100,18 @@ def _gemm_nest_py(uop_dst, uop_src, uop_wgt, inp, wgt, acc, inp_f, wgt_f, scratc
             for o in range(io):
                 if sfi == 0:  # only the weights move in the inner loop: sum them, one product
                     if o == 0 or wfo != 0:
-                        wsum_f[:] = 0.0
-                        for t in range(t0, t1):
-                            w = (w0 + o * wfo + t * wfi) * nw
-                            _add_rows(wsum_f, wgt_f[w:w + nw])
-                    _dot_add(inp[s0 + o * sfo], wsum, acc[d0 + o * dfo], part)
+                        wb = w0 + o * wfo + t0 * wfi
+                        slot = (wb * 7 + wfi * 3 + t1 - t0) & (_SUM_SLOTS - 1)
+                        if (sum_keys[slot, 0] != wb or sum_keys[slot, 1] != wfi or sum_keys[slot, 2] != t1 - t0
+                                or sum_keys[slot, 3] != run[2]):
+                            kept = sums_f[slot * nw:(slot + 1) * nw]
+                            kept[:] = 0.0
+                            for t in range(t0, t1):
+                                w = (w0 + o * wfo + t * wfi) * nw
+                                _add_rows(kept, wgt_f[w:w + nw])
+                            sum_keys[slot, 0], sum_keys[slot, 1], sum_keys[slot, 2] = wb, wfi, t1 - t0
+                            sum_keys[slot, 3] = run[2]
+                    _dot_add(inp[s0 + o * sfo], sums[slot], acc[d0 + o * dfo], part)
                 elif wfi == 0:  # only the inputs move
                     if o == 0 or sfo != 0:
                         xsum_f[:] = 0.0
@@ -180,6 +200,8 @@ def _dot_loops_py(x, w):
 
 #: Loop-level roles of a batched GEMM: what each level moves.
 _ROW, _COL, _RED, _REP = 0, 1, 2, 3
+#: Weight sums a compiled loop keeps for reuse (a power of two; see :func:`_gemm_nest_py`).
+_SUM_SLOTS = 16
 #: Rows / columns of one BLAS product at most (bounds the scratch matrices).
 _BLOCK_ROWS = 2048
 
@@ -313,55 +335,46 @@ def _same_gemm_py(words, table, i, k):
     return True
 
 
-def _as_written_py(words, table, tokens):
-    """One pass over the stream: valid codes and flags, a FINISH, and every pop satisfied when
-    the instructions run in stream order without a channel passing 255 tokens.
-    Updates ``tokens`` (l2g, g2l, s2g, g2s) in place only on success."""
-    l2g, g2l, s2g, g2s = tokens[0], tokens[1], tokens[2], tokens[3]
-    finish = False
-    for i in range(words.shape[0]):
-        op = (words[i, 0]) & 7
-        pp = (words[i, 0] >> 3) & 1
-        pn = (words[i, 0] >> 4) & 1
-        up = (words[i, 0] >> 5) & 1
-        un = (words[i, 0] >> 6) & 1
-        if op > 4:
-            return False
-        stage = 2
-        if op <= 1:
-            mt = _field(words, table, i, _M)
-            if mt > 5:
-                return False
-            if op == 1:
-                stage = 3
-            elif mt == 1 or mt == 2:
-                stage = 1
-        elif op == 4:
-            if _field(words, table, i, _A + 8) > 4:
-                return False
-        elif op == 3:
-            finish = True
-        if stage == 1:
-            if pp or up:
-                return False
-            g2l -= pn
-            l2g += un
-        elif stage == 2:
-            l2g -= pp
-            s2g -= pn
-            g2l += up
-            g2s += un
-        else:
-            if pn or un:
-                return False
-            g2s -= pp
-            s2g += up
-        if min(l2g, g2l, s2g, g2s) < 0 or max(l2g, g2l, s2g, g2s) > 255:
-            return False
-    if not finish:
-        return False
-    tokens[0], tokens[1], tokens[2], tokens[3] = l2g, g2l, s2g, g2s
-    return True
+def _token_step_py(words, table, i, l2g, g2l, s2g, g2s):
+    """Instruction ``i`` of the in-order check of :func:`_prepass_py`: the token counts after
+    it, and whether it is valid there (codes and flags valid, every pop satisfied, no channel
+    above 255 tokens when the instructions run in stream order)."""
+    op = (words[i, 0]) & 7
+    pp = (words[i, 0] >> 3) & 1
+    pn = (words[i, 0] >> 4) & 1
+    up = (words[i, 0] >> 5) & 1
+    un = (words[i, 0] >> 6) & 1
+    if op > 4:
+        return l2g, g2l, s2g, g2s, False
+    stage = 2
+    if op <= 1:
+        mt = _field(words, table, i, _M)
+        if mt > 5:
+            return l2g, g2l, s2g, g2s, False
+        if op == 1:
+            stage = 3
+        elif mt == 1 or mt == 2:
+            stage = 1
+    elif op == 4:
+        if _field(words, table, i, _A + 8) > 4:
+            return l2g, g2l, s2g, g2s, False
+    if stage == 1:
+        if pp or up:
+            return l2g, g2l, s2g, g2s, False
+        g2l -= pn
+        l2g += un
+    elif stage == 2:
+        l2g -= pp
+        s2g -= pn
+        g2l += up
+        g2s += un
+    else:
+        if pn or un:
+            return l2g, g2l, s2g, g2s, False
+        g2s -= pp
+        s2g += up
+    ok = min(l2g, g2l, s2g, g2s) >= 0 and max(l2g, g2l, s2g, g2s) <= 255
+    return l2g, g2l, s2g, g2s, ok
 
 
 def _decode_py(words, table, i, lo, hi, f):
@@ -370,38 +383,56 @@ def _decode_py(words, table, i, lo, hi, f):
         f[c] = _field(words, table, i, c)
 
 
-def _field_suspects_py(words, table, depths, elems, starts, ends, out):
-    """The LOAD and STORE rows (``x_size > 0``) whose fields alone put them out of range.
+def _prepass_py(words, table, depths, elems, starts, ends, tokens, out):
+    """The checks made before a run, in one pass over the stream.
 
-    The compiled form of the whole-column checks of :func:`vta.sim.fsim.simulator.check_fields`:
-    memory types, padding, the SRAM rectangle (``depths`` per memory type) and the DRAM rows
-    (``elems``: bytes per element per memory type, the OUT slot for stores) inside one live
-    allocation. Writes their indices, in stream order, to ``out``; returns how many.
+    * Whether the stream is valid (codes, flags, a FINISH) and its tokens let it run in
+      stream order without a channel passing 255 tokens: ``tokens`` holds (l2g, g2l, s2g,
+      g2s) and a sixth slot; on return the sixth slot is 1 and the first four are the counts
+      after the run if so, else it is 0 (and the counts mean nothing).
+    * The LOAD and STORE rows (``x_size > 0``) whose fields alone put them out of range: the
+      compiled form of the whole-column checks of :func:`vta.sim.fsim.simulator.check_fields`
+      (memory types, padding, the SRAM rectangle -- ``depths`` per memory type -- and the DRAM
+      rows -- ``elems``: bytes per element per memory type, the OUT slot for stores -- inside
+      one live allocation). Writes their indices, in stream order, to ``out``; returns how many.
     """
+    l2g, g2l, s2g, g2s = tokens[0], tokens[1], tokens[2], tokens[3]
+    valid, finish = True, False
     found = 0
     for i in range(words.shape[0]):
-        op = _field(words, table, i, _OP)
-        if op > 1 or _field(words, table, i, _M + 4) == 0:
-            continue
-        mt = _field(words, table, i, _M)
-        if mt > 5:  # an invalid memory type: rejected by the stream validation
-            continue
-        base, dbase = _field(words, table, i, _M + 1), _field(words, table, i, _M + 2)
-        ys, xs = _field(words, table, i, _M + 3), _field(words, table, i, _M + 4)
-        stride = _field(words, table, i, _M + 5)
-        yp0, yp1 = _field(words, table, i, _M + 6), _field(words, table, i, _M + 7)
-        xp0, xp1 = _field(words, table, i, _M + 8), _field(words, table, i, _M + 9)
-        if op == 0:
-            bad = mt == 4 or base + (yp0 + ys + yp1) * (xp0 + xs + xp1) > depths[mt]
-        else:
-            bad = mt != 4 or (yp0 | yp1 | xp0 | xp1) != 0 or base + xs * ys > depths[3]
-        if not bad and ys > 0:
-            e = elems[mt] if op == 0 else elems[4]
-            bad = not _in_dram(dbase * e, (dbase + (ys - 1) * stride + xs) * e, starts, ends)
-        if bad:
+        if valid:
+            l2g, g2l, s2g, g2s, valid = _token_step(words, table, i, l2g, g2l, s2g, g2s)
+            finish = finish or (words[i, 0] & 7) == 3
+        if _suspect(words, table, i, depths, elems, starts, ends):
             out[found] = i
             found += 1
+    tokens[0], tokens[1], tokens[2], tokens[3] = l2g, g2l, s2g, g2s
+    tokens[5] = 1 if valid and finish else 0
     return found
+
+
+def _suspect_py(words, table, i, depths, elems, starts, ends):
+    """Whether instruction ``i`` is a LOAD or STORE with ``x_size > 0`` and a valid memory type
+    whose fields alone fail a check (see :func:`_prepass_py`)."""
+    op = _field(words, table, i, _OP)
+    if op > 1 or _field(words, table, i, _M + 4) == 0:
+        return False
+    mt = _field(words, table, i, _M)
+    if mt > 5:  # an invalid memory type: rejected by the stream validation
+        return False
+    base, dbase = _field(words, table, i, _M + 1), _field(words, table, i, _M + 2)
+    ys, xs = _field(words, table, i, _M + 3), _field(words, table, i, _M + 4)
+    stride = _field(words, table, i, _M + 5)
+    yp0, yp1 = _field(words, table, i, _M + 6), _field(words, table, i, _M + 7)
+    xp0, xp1 = _field(words, table, i, _M + 8), _field(words, table, i, _M + 9)
+    if op == 0:
+        bad = mt == 4 or base + (yp0 + ys + yp1) * (xp0 + xs + xp1) > depths[mt]
+    else:
+        bad = mt != 4 or (yp0 | yp1 | xp0 | xp1) != 0 or base + xs * ys > depths[3]
+    if not bad and ys > 0:
+        e = elems[mt] if op == 0 else elems[4]
+        bad = not _in_dram(dbase * e, (dbase + (ys - 1) * stride + xs) * e, starts, ends)
+    return bad
 
 
 def _run_stretch(order, pos, words, table, uop_dst, uop_src, uop_wgt, inp, wgt, acc, dram, dram_s8, dram_s32,
@@ -417,13 +448,16 @@ def _run_stretch(order, pos, words, table, uop_dst, uop_src, uop_wgt, inp, wgt, 
     f = np.zeros(table.shape[0], dtype=np.int64)  # the decoded fields of the current instruction
     batch, blk_in, blk_out = cfg[0], cfg[1], cfg[2]
     xsum, wsum = np.zeros((batch, blk_in), dtype=np.float32), np.zeros((blk_out, blk_in), dtype=np.float32)
+    run = np.zeros(3, dtype=np.int64)  # [GEMMs before this position run one by one, length of a run to
+    # batch, weight version]
+    sums = np.zeros((_SUM_SLOTS, blk_out, blk_in), dtype=np.float32)
+    sum_keys = np.full((_SUM_SLOTS, 4), -1, dtype=np.int64)
     scratch = (np.zeros((batch, blk_out), dtype=np.float32), xsum, wsum, xsum.reshape(xsum.size),
-               wsum.reshape(wsum.size))
+               wsum.reshape(wsum.size), sums, sums.reshape(sums.size), sum_keys, run)
     bgns = np.empty(order.shape[0], dtype=np.int64)  # micro-ops of a run of GEMMs
     # flat views of the buffers (made once: a reshape per instruction costs more than a small one)
     inp_f, wgt_f, acc_f = inp.reshape(inp.size), wgt.reshape(wgt.size), acc.reshape(acc.size)
     acc2 = acc.reshape(acc.shape[0], batch * blk_out)  # one row of lanes per accumulator element
-    run = np.zeros(2, dtype=np.int64)  # [GEMMs before this position run one by one, length of a run to batch]
     while True:
         pos = _stretch(order, pos, words, table, uop_dst, uop_src, uop_wgt, inp, wgt, acc, inp_f, wgt_f, acc_f, acc2,
                        dram, dram_s8, dram_s32, starts, ends, cfg, counts, f, scratch, run)
@@ -463,7 +497,7 @@ def _stretch_py(order, pos, words, table, uop_dst, uop_src, uop_wgt, inp, wgt, a
                 return pos
         elif op == 4:
             _decode(words, table, i, _A, _A + 11, f)
-            if not _alu(uop_dst, uop_src, acc2, f, counts):
+            if not _alu(uop_dst, uop_src, acc2, acc_f, f, counts):
                 return pos
         elif op == 0 or op == 1:
             _decode(words, table, i, _M, _M + 10, f)
@@ -475,6 +509,8 @@ def _stretch_py(order, pos, words, table, uop_dst, uop_src, uop_wgt, inp, wgt, a
                 if not _load(uop_dst, uop_src, uop_wgt, inp_f, wgt_f, acc_f, dram, dram_s8, dram_s32, starts, ends, f,
                              cfg, counts):
                     return pos
+                if f[_M] == 1:
+                    run[2] += 1  # new weights: no weight sum kept so far is valid
             elif not _store(acc_f, dram, starts, ends, f, cfg, counts):
                 return pos
         elif op == 3:
@@ -552,12 +588,14 @@ def _gemm_py(uop_dst, uop_src, uop_wgt, inp, wgt, acc, inp_f, wgt_f, acc2, f, cf
     return True
 
 
-def _alu_py(uop_dst, uop_src, rows, f, counts):
-    """One ALU instruction (fields decoded in ``f``) on the accumulator as ``rows`` of lanes;
-    False (nothing done) to defer it.
+def _alu_py(uop_dst, uop_src, rows, lanes, f, counts):
+    """One ALU instruction (fields decoded in ``f``) on the accumulator as ``rows`` of lanes
+    (``lanes``: the same as one flat array); False (nothing done) to defer it.
 
     Runs the nest in the order of the ISA loop, one accumulator row at a time, so a micro-op
-    sees what earlier ones wrote.
+    sees what earlier ones wrote. With an immediate, one micro-op and ``dst_factor_in == 1``,
+    the rows of one ``i_out`` are consecutive and distinct (each lane is updated once, from
+    its own value): they run as one stretch of lanes.
     """
     bgn, end, io, ii = f[_A], f[_A + 1], f[_A + 2], f[_A + 3]
     dfo, dfi, sfo, sfi = f[_A + 4], f[_A + 5], f[_A + 6], f[_A + 7]
@@ -573,6 +611,14 @@ def _alu_py(uop_dst, uop_src, rows, f, counts):
                 return False
             if use_imm == 0 and uop_src[u] + (io - 1) * sfo + (ii - 1) * sfi >= depth:
                 return False
+        if use_imm and end - bgn == 1 and dfi == 1:
+            width = rows.shape[1]
+            for o in range(io):
+                lo = (uop_dst[bgn] + o * dfo) * width
+                _alu_imm(aop, lanes[lo:lo + ii * width], imm)
+            counts[10] += 1
+            counts[6] += n_it
+            return True
         for o in range(io):
             for t in range(ii):
                 for u in range(bgn, end):
@@ -732,15 +778,15 @@ def _load_py(uop_dst, uop_src, uop_wgt, inp_f, wgt_f, acc_f, dram, dram_s8, dram
 #: Every function of this module that numba compiles (``name`` is made from ``name_py``), and
 #: those allowed to reorder float32 sums (every partial sum is an integer of at most 2^24 in
 #: magnitude, so any order gives the exact result).
-_COMPILED = ("_stretch", "_batch", "_field", "_decode", "_in_dram", "_field_suspects", "_same_gemm", "_zero",
-             "_copy", "_offsets", "_as_written", "_add_rows", "_dot_sum", "_wrap_add", "_dot_add", "_gemm_nest",
+_COMPILED = ("_stretch", "_batch", "_field", "_decode", "_in_dram", "_prepass", "_token_step", "_suspect",
+             "_same_gemm", "_zero", "_copy", "_offsets", "_add_rows", "_dot_sum", "_wrap_add", "_dot_add", "_gemm_nest",
              "_gemm_batch", "_gemm_run", "_gemm", "_alu", "_alu_imm", "_alu_rows", "_store", "_load")
 _FASTMATH = ("_add_rows", "_dot_sum", "_dot_add", "_gemm_nest")
 #: Those that allocate (the others run without reference counting: see :func:`_stretch_py`).
 _ALLOCATING = ("_offsets", "_gemm_batch", "_batch")
 #: Per-instruction helpers inlined into their callers by numba (a call boundary costs a
 #: reference-count update per array argument, more than a small instruction's work).
-_INLINED = ("_field", "_decode", "_gemm", "_alu", "_alu_imm", "_alu_rows", "_store", "_load", "_wrap_add", "_dot_sum",
+_INLINED = ("_field", "_decode", "_token_step", "_suspect", "_gemm", "_alu", "_alu_imm", "_alu_rows", "_store", "_load", "_wrap_add", "_dot_sum",
             "_dot_add", "_zero", "_copy", "_in_dram", "_add_rows")
 
 
@@ -783,14 +829,9 @@ def compile_all(njit, blas: bool):
     return _run
 
 
-def field_suspects(words, table, depths, elems, starts, ends, out):
-    """The compiled :func:`_field_suspects_py` (after :func:`compile_all`)."""
-    return _field_suspects(words, table, depths, elems, starts, ends, out)
-
-
-def as_written(words, table, tokens):
-    """The compiled :func:`_as_written_py` (after :func:`compile_all`)."""
-    return _as_written(words, table, tokens)
+def prepass(words, table, depths, elems, starts, ends, tokens, out):
+    """The compiled :func:`_prepass_py` (after :func:`compile_all`)."""
+    return _prepass(words, table, depths, elems, starts, ends, tokens, out)
 
 
 # Pure-Python versions until compile_all() replaces them with compiled ones.

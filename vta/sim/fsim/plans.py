@@ -175,6 +175,12 @@ def _reset_plan(sp: Scratchpads, f: dict) -> Plan | None:
         return None
     rows = _rows(nest.unique_rows("dst"))
     acc = sp.acc
+    if isinstance(rows, slice):
+        view = acc[rows]  # (a view: the buffers are never reallocated)
+
+        def reset_slice() -> None:
+            view.fill(0)
+        return reset_slice
 
     def reset() -> None:
         acc[rows] = 0
@@ -197,6 +203,14 @@ def _gemm_plan(sp: Scratchpads, f: dict, wgt_version: list) -> Plan | None:
     starts = np.flatnonzero(np.r_[True, d[1:] != d[:-1]])
     rows = _rows(d[starts])
     if starts.size == d.size:  # each row written once: no sums across uop-iterations
+        if isinstance(rows, slice):
+            out_rows = acc2[rows]  # (a view: the buffers are never reallocated)
+
+            def gemm_slice() -> None:
+                prod = np.matmul(inp[s], wgt[w].transpose(0, 2, 1))
+                np.add(out_rows, prod.reshape(len(d), -1).astype(np.int32), out=out_rows)
+            return gemm_slice
+
         def gemm() -> None:
             prod = np.matmul(inp[s], wgt[w].transpose(0, 2, 1))
             acc2[rows] += prod.reshape(len(d), -1).astype(np.int32)
@@ -212,6 +226,15 @@ def _gemm_plan(sp: Scratchpads, f: dict, wgt_version: list) -> Plan | None:
             if np.all(per_row == per_row[0]) and np.all(w.reshape(n_rows, -1) == w[:per_row[0]]):
                 w_once = w[:per_row[0]]  # every row sums the same weight blocks: sum them once
                 summed = [None, None]  # (weight version, the transposed sum), kept while valid
+                if isinstance(rows, slice) and isinstance(x_rows, slice):
+                    x_in, out_rows = inp[x_rows], acc2[rows]  # (views: buffers are never reallocated)
+
+                    def gemm_shared_wgt_slices() -> None:
+                        if summed[0] != wgt_version[0]:
+                            summed[:] = wgt_version[0], wgt[w_once].sum(axis=0).T
+                        prod = np.matmul(x_in, summed[1])
+                        np.add(out_rows, prod.reshape(n_rows, -1).astype(np.int32), out=out_rows)
+                    return gemm_shared_wgt_slices
 
                 def gemm_shared_wgt() -> None:
                     if summed[0] != wgt_version[0]:

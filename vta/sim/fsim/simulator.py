@@ -67,6 +67,10 @@ TOKEN_KEYS = tuple(f"tokens_{c}" for c in CHANNELS)
 #: are executed as one BLAS product when their micro-ops line up (:func:`vta.sim.fsim.units.gemm_run`;
 #: the compiled engine has its own threshold, :data:`vta.sim.fsim.jit.BATCH_MIN_MACS`).
 BATCH_MIN_MACS = 1 << 20
+#: When a stream has at least this many instructions per distinct one, the NumPy engine decodes
+#: the fields of each distinct one alone, once (about 30 us each), instead of whole columns (about
+#: 0.4 us per instruction; see :meth:`_Program.fields`).
+_ROW_DECODE_RATIO = 64
 _STAGE_NAMES = {isa.STAGE_LOAD: "load", isa.STAGE_COMPUTE: "compute", isa.STAGE_STORE: "store"}
 
 
@@ -209,13 +213,15 @@ class FunctionalSimulator(Device):
             tokens = lent_tokens(program.flow, tokens)
         held = [a - b for a, b in zip(self.tokens, tokens)]
         self._run_tokens = list(self.tokens)  # outstanding at the start (held ones too), for the dump
-        if self._rng is None and self._jit is not None and self._jit.runs_as_written(words, tokens):
+        after, suspects = self._jit.prechecks(words, tokens, self.dram) if self._jit is not None else (None, None)
+        if self._rng is None and after is not None:
+            tokens[:] = after
             order = np.arange(n)  # a valid stream run in stream order (checked in one compiled pass)
         else:
             program.validate()
             order = schedule(program.flow, tokens, self._rng)
-        if self._jit is not None:  # the same checks in one compiled pass
-            confirm_suspects(self.env, words, self._jit.field_suspects(words, self.dram), self.dram)
+        if suspects is not None:  # the checks of check_fields, from the same compiled pass
+            confirm_suspects(self.env, words, suspects, self.dram)
         else:
             check_fields(self.env, words, program.cols.header["opcode"], self.dram)
         try:
@@ -292,14 +298,14 @@ class FunctionalSimulator(Device):
         in_stream_order = np.array_equal(order, np.arange(order.size))
         runs = program.gemm_runs(self.env) if self.batch_gemms and in_stream_order else None
         with _one_blas_thread() if runs is not None else contextlib.nullcontext():
-            self._execute_order(program, order, runs)
+            self._execute_order(program, order, runs, in_stream_order)
 
-    def _execute_order(self, program: "_Program", order: np.ndarray, runs) -> None:
+    def _execute_order(self, program: "_Program", order: np.ndarray, runs, in_stream_order: bool = False) -> None:
         """The NumPy engine: instruction by instruction (through its plan when it has one), and
         lined-up GEMM runs as one product."""
         try:
             if self._plans is not None and self._plans.ok:
-                self._execute_planned(program, order.tolist(), runs)
+                self._execute_planned(program, order, runs, in_stream_order)
                 return
             order_list = order.tolist()
             while self._position < len(order_list):
@@ -313,25 +319,33 @@ class FunctionalSimulator(Device):
             _count(self._stats, program, order[:self._position], self.env)
             self._record_trace(program, order)
 
-    def _execute_planned(self, program: "_Program", order: list, runs) -> None:
+    def _execute_planned(self, program: "_Program", order: np.ndarray, runs, in_stream_order: bool) -> None:
         """:meth:`_execute_order` with plans (:mod:`vta.sim.fsim.plans`): the loop every
-        instruction of a long stream goes through, so it keeps to local names."""
+        instruction of a long stream goes through, so it keeps to local names.
+
+        Instructions are numbered by their plan key (:meth:`_Program.plan_ids`: the encoded
+        bytes, with the micro-op buffer version for GEMM and ALU), so each distinct one is
+        looked up in the plan table once per run and every occurrence is a list index."""
         plans = self._plans
-        table, keys, opcode = plans.table, program.keys, program.opcode
-        uses_uops = (isa.OPCODE_GEMM, isa.OPCODE_ALU)
+        ids, firsts = program.plan_ids(order, plans.uop_version)
+        missing = plans  # marks "not looked up yet" (None means "no plan")
+        plan_of = [missing] * len(firsts)
         runs = {} if runs is None else dict(zip(np.flatnonzero(runs).tolist(), runs[runs > 0].tolist()))
         pos, n = self._position, len(order)
+        if not runs and in_stream_order and pos == 0:
+            self._execute_ids(ids, plan_of, firsts, program)
+            return
+        order = order.tolist()
         try:
             while pos < n:
                 i = order[pos]
                 if runs and i in runs and self.step_run(program, i, runs[i]):
                     pos += runs[i]
                     continue
-                op = opcode[i]
-                key = (keys[i], plans.uop_version) if op in uses_uops else keys[i]
-                plan = table.get(key, plans)  # (plans itself marks "not made yet")
-                if plan is plans:
-                    plan = plans.make(key, op, lambda kind: program.fields(i, kind))  # noqa: B023
+                k = ids[i]
+                plan = plan_of[k]
+                if plan is missing:
+                    plan = plan_of[k] = self._plan(program, k)
                 if plan is not None:
                     plan()
                 else:
@@ -340,6 +354,37 @@ class FunctionalSimulator(Device):
                 pos += 1
         finally:
             self._position = pos
+
+    def _execute_ids(self, ids: list, plan_of: list, firsts: list, program: "_Program") -> None:
+        """:meth:`_execute_planned` for a whole stream in stream order with no GEMM runs (the
+        plain loop over the plan numbers)."""
+        missing = self._plans
+        pos = 0
+        try:
+            for k in ids:
+                plan = plan_of[k]
+                if plan is missing:
+                    plan = plan_of[k] = self._plan(program, k)
+                if plan is not None:
+                    plan()
+                else:
+                    self._position = pos
+                    self.step(program, pos)
+                pos += 1
+        finally:
+            self._position = pos
+
+    def _plan(self, program: "_Program", k: int):
+        """The plan of the instructions numbered ``k`` by :meth:`_Program.plan_ids` from the
+        table, made now if it is not there (None when it has none)."""
+        plans = self._plans
+        i, op, key = program.firsts[k], program.first_ops[k], program.first_keys[k]
+        if op in (isa.OPCODE_GEMM, isa.OPCODE_ALU):
+            key = (key, plans.uop_version)
+        plan = plans.table.get(key, plans)
+        if plan is plans:
+            plan = plans.make(key, op, lambda kind: program.fields(i, kind))
+        return plan
 
     def step_run(self, program: "_Program", i: int, length: int) -> bool:
         """Try to execute the GEMMs ``i .. i+length-1`` as one batch (see :func:`units.gemm_run`)."""
@@ -372,14 +417,18 @@ class FunctionalSimulator(Device):
             gemm(self.sram, i, program.fields(i, "gemm"))
         elif op == isa.OPCODE_ALU:
             alu(self.sram, i, program.fields(i, "alu"))
-        elif op == isa.OPCODE_FINISH or program.x_size[i] == 0:
+        elif op == isa.OPCODE_FINISH:
             pass
-        elif op == isa.OPCODE_LOAD:
-            load(self.sram, self.dram, i, program.fields(i, "mem"))
-            if self._plans is not None:  # plans of GEMM and ALU read the micro-ops, some the weights
-                self._plans.changed(program.mem_type[i])
         else:
-            store(self.sram, self.dram, i, program.fields(i, "mem"))
+            f = program.fields(i, "mem")
+            if f["x_size"] == 0:
+                pass
+            elif op == isa.OPCODE_LOAD:
+                load(self.sram, self.dram, i, f)
+                if self._plans is not None:  # plans of GEMM and ALU read the micro-ops, some the weights
+                    self._plans.changed(f["memory_type"])
+            else:
+                store(self.sram, self.dram, i, f)
 
 
 def lent_tokens(flow: Flow, outstanding: list[int]) -> list[int]:
@@ -604,6 +653,12 @@ class _Program:
         self.env = env
         self._flow = None
         self._lists: dict = {}
+        self._rows: dict | None = None  # fields of single decoded rows (see :meth:`fields`)
+        self._ids: list = []
+        #: Set by :meth:`plan_ids`: per plan number, the first instruction, its opcode and its bytes.
+        self.firsts: list = []
+        self.first_ops: list = []
+        self.first_keys: list = []
 
     @property
     def flow(self) -> Flow:
@@ -637,15 +692,58 @@ class _Program:
     def mem_type(self) -> list:
         return self._list("mem", "memory_type")
 
-    @property
-    def keys(self) -> list:
-        """Every instruction's 16 bytes (the key of its plan)."""
-        if "keys" not in self._lists:
-            self._lists["keys"] = np.ascontiguousarray(self.words).view("V16").ravel().tolist()
-        return self._lists["keys"]
+    def plan_ids(self, order: list, uop_version: int) -> tuple[list, list]:
+        """Number the instructions by their plan key, for executing ``order``.
+
+        The key of a plan (:class:`vta.sim.fsim.plans.PlanCache`) is an instruction's 16 bytes
+        and, for GEMM and ALU, the version of the micro-op buffer when it executes: that
+        version starts at ``uop_version`` and goes up by one after every micro-op LOAD with
+        ``x_size > 0`` (the only instructions that change it during a run), so it is known
+        for every instruction before the run from the execution order.
+
+        Returns
+        -------
+        (list of int, list of int)
+            The number of every instruction's key, and for every number the first
+            instruction (by index) holding that key.
+        """
+        op = self.cols.header["opcode"]
+        n = op.size
+        uop_load = (op == isa.OPCODE_LOAD) & (self.cols.mem["memory_type"] == isa.MEM_UOP) \
+            & (self.cols.mem["x_size"] > 0)
+        in_order = uop_load[np.asarray(order, dtype=np.int64)].astype(np.int64)
+        version = np.empty(n, dtype=np.int64)
+        version[order] = np.cumsum(in_order) - in_order  # micro-op loads executed before
+        version[(op != isa.OPCODE_GEMM) & (op != isa.OPCODE_ALU)] = -1
+        w0, w1 = self.words[:, 0], self.words[:, 1]
+        sort = np.lexsort((version, w1, w0))
+        new = np.zeros(n, dtype=bool)  # where a key starts in sorted order
+        new[0] = True
+        for col in (w0[sort], w1[sort], version[sort]):
+            new[1:] |= col[1:] != col[:-1]
+        ids = np.empty(n, dtype=np.int64)
+        ids[sort] = np.cumsum(new) - 1
+        firsts = sort[new]  # (lexsort is stable: the first index of each key)
+        self.first_ops = op[firsts].tolist()
+        self.first_keys = np.ascontiguousarray(self.words[firsts]).view("V16").ravel().tolist()
+        ids, firsts = ids.tolist(), firsts.tolist()
+        self.firsts = firsts
+        if len(firsts) * _ROW_DECODE_RATIO <= n:
+            self._rows, self._ids = {}, ids
+        return ids, firsts
 
     def fields(self, i: int, kind: str) -> dict:
-        """The fields of instruction ``i`` in format ``kind`` ('mem', 'gemm', 'alu') as ints."""
+        """The fields of instruction ``i`` in format ``kind`` ('mem', 'gemm', 'alu') as ints.
+
+        After :meth:`plan_ids` found few distinct instructions, each distinct one is decoded
+        alone, once, instead of whole columns.
+        """
+        if self._rows is not None:
+            k = (self._ids[i], kind)
+            if k not in self._rows:
+                cols = getattr(_Columns(self.words[self.firsts[k[0]]][None], self.env), kind)
+                self._rows[k] = {name: int(cols[name][0]) for name in cols}
+            return dict(self._rows[k])
         return {k: self._list(kind, k)[i] for k in getattr(self.cols, kind)}
 
     def describe(self, i: int) -> str:
