@@ -80,7 +80,8 @@ def _gemm_nest_py(uop_dst, uop_src, uop_wgt, inp, wgt, acc, inp_f, wgt_f, scratc
     (``sum_t x . w_t = x . sum_t w_t``, with the same bound on the sums), and that sum is
     reused for every ``i_out`` when the outer loop does not move the operand either. A weight
     sum is also kept for later GEMMs that sum the same weight blocks while the weights are
-    unchanged (a convolution's GEMMs do, one group after another).
+    unchanged (the conv-like stream of ``benchmarks/fsim_throughput.py`` does, group after group;
+    the GEMMs of the compiled ResNet-18 layers run no faster or slower for it).
     """
     nk = inp.shape[2]
     chunk = max(1, 1024 // nk)  # chunk * nk products of at most 2^14 each: |sum| <= 2^24
