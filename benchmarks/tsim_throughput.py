@@ -15,7 +15,7 @@ with its date; that tree is gone, so it is not re-measured here):
   second is less disturbed by other load; the machine has two cores shared by many jobs);
 * simulated cycles/s on a GEMM-heavy program;
 * cycles per instruction of fetch on an instruction-bound stream: no-ops rotating over the load,
-  compute and store units, so that no unit (3 cycles per instruction) is the bottleneck; the bus
+  compute and store units, so that no unit (1 cycle per no-op) is the bottleneck; the bus
   bound is 2 (two 64-bit beats per instruction);
 * cycles per element of a long STORE: the difference between a store of 2 N and of N elements,
   divided by N; the bus bound is OUT_ELEM_BYTES / 8;
