@@ -11,7 +11,7 @@ its input LOADs read rows two input rows apart and move half the rows of the ful
 
 from __future__ import annotations
 
-from contextlib import ExitStack
+from contextlib import ExitStack, contextmanager
 
 import numpy as np
 import pytest
@@ -109,18 +109,24 @@ def test_strided_1x1_conv_bit_exact(config, name, tmp_path):
     np.testing.assert_array_equal(_unpack(outs[out_name]), want)
 
 
+@contextmanager
+def _loaded(mod, tmp_path, name):
+    """``mod`` saved as ``<name>.o``, uploaded and loaded in a local RPC session: (function, device)."""
+    obj = tmp_path / f"{name}.o"
+    mod.save(obj)
+    with ExitStack() as stack:
+        remote = stack.enter_context(rpc.LocalSession())
+        remote.upload(str(obj))
+        yield remote.load_module(obj.name), remote.ext_dev(0)
+
+
 def _input_loads(env, name, tmp_path):
     """The input LOADs (memory type INP, moving data) a call of case ``name`` runs, and fsim's
     statistics."""
     s, args, inputs, _, want = _case(env, name)
     mod = build(s, args, "ext_dev", name="strided")
-    obj = tmp_path / "strided.o"
-    mod.save(obj)
     with ExitStack() as stack:
-        remote = stack.enter_context(rpc.LocalSession())
-        remote.upload(str(obj))
-        f = remote.load_module(obj.name)
-        dev = remote.ext_dev(0)
+        f, dev = stack.enter_context(_loaded(mod, tmp_path, "strided"))
         arrays = [stack.enter_context(nd.array(inputs[t.name], dev)) if t.name in inputs
                   else stack.enter_context(nd.empty(tuple(int(x) for x in t.shape), t.dtype, dev)) for t in args]
         simulator.clear_stats()
@@ -210,13 +216,8 @@ def test_fused_qconv2d_strided_1x1_bit_exact(stride, tmp_path):
         spec = qnn.QConv2DSpec(env.BATCH, ci, co, h, h, 1, 1, (stride, stride), (0, 0, 0, 0), 0, rq, 0, (-128, 127))
         mod, layout = qnn.build_qconv2d(spec, "qconv_strided")
         packed = layout.pack_args(data=x, weight=w, bias=bias)
-        obj = tmp_path / "qconv_strided.o"
-        mod.save(obj)
         with ExitStack() as stack:
-            remote = stack.enter_context(rpc.LocalSession())
-            remote.upload(str(obj))
-            f = remote.load_module(obj.name)
-            dev = remote.ext_dev(0)
+            f, dev = stack.enter_context(_loaded(mod, tmp_path, "qconv_strided"))
             arrays = [stack.enter_context(nd.array(a, dev)) for a in packed]
             out = stack.enter_context(nd.array(layout.empty_output(), dev))
             f(*arrays, out)
