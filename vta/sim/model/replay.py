@@ -359,6 +359,33 @@ def _core(n, unit, pops, pushes, cost, finish, client, addr, row_bytes, stride, 
     finish_end = -1
     done = 0
     while done < n:
+        if fetch_buffer > 0:
+            # buffered fetch: dispatch each instruction as soon as its cycle is known (its beats
+            # have arrived and its queue slot's older instruction has an end), unless a request is
+            # pending (fetch makes the request first). A dispatch changes nothing but fetch and
+            # the candidate of a queue head's unit, which starts after the dispatch, so handling it
+            # early keeps the events' order (a request it enables comes after it as well).
+            while f_next < fr:
+                if fr < n and fr + fm - fetch_buffer - 1 < f_next:
+                    break  # fetch's next event is a request
+                i = f_next
+                d = next_dispatch if next_dispatch > fready[i] else fready[i]
+                blocked_from[i] = d
+                if qpos[i] >= queue_depth:  # a full queue blocks dispatch, not reading
+                    older = queue[qbase[unit[i]] + qpos[i] - queue_depth]
+                    if end[older] < 0:
+                        break
+                    if end[older] + qfree > d:
+                        stall[0] += end[older] + qfree - d
+                        d = end[older] + qfree
+                dispatch[i] = d
+                if qpos[i] == heads[unit[i]]:  # its unit's head: the unit can start it
+                    dirty |= 1 << unit[i]
+                retired[0] += 1
+                next_dispatch = d + 1
+                f_next += 1
+                if f_next == n:  # fetch is busy from launch to its last dispatch, unless blocked
+                    busy[0] = d + 1 - stall[0]
         # --- fetch's next event
         f_time = -1
         f_req = False
@@ -372,8 +399,6 @@ def _core(n, unit, pops, pushes, cost, finish, client, addr, row_bytes, stride, 
                     if f_time < 0:
                         f_time = 0
                     f_req = True
-            if not f_req and f_next < fr:
-                f_time = next_dispatch if next_dispatch > fready[f_next] else fready[f_next]
         elif f_next < n:
             f_time = fetch_free if burst_left == 0 else next_dispatch
             f_req = burst_left == 0
