@@ -796,12 +796,18 @@ def _decode(words, fields, elem, params, cols):
             cols[r, i] = 0
         c = params[0]
         if op == 2 or op == 4:
-            b = 14 if op == 2 else 18
-            nu = _field(words, i, fields, b + 1) - _field(words, i, fields, b)
+            # constant field numbers (a variable index into the field tuple is slow when compiled)
+            if op == 2:
+                nu = _field(words, i, fields, 15) - _field(words, i, fields, 14)
+                loops = _field(words, i, fields, 16) * _field(words, i, fields, 17)
+                k = 1
+            else:
+                nu = _field(words, i, fields, 19) - _field(words, i, fields, 18)
+                loops = _field(words, i, fields, 20) * _field(words, i, fields, 21)
+                k = 7 if _field(words, i, fields, 22) != 0 else 4
             if nu < 0:
                 nu = 0
-            nu = _field(words, i, fields, b + 2) * _field(words, i, fields, b + 3) * nu
-            k = 1 if op == 2 else (7 if _field(words, i, fields, 22) != 0 else 4)
+            nu = loops * nu
             c = params[k] if nu == 0 else params[k + 1] * nu + params[k + 2]
         elif op == 0 or op == 1:
             x = _field(words, i, fields, 8)
