@@ -286,33 +286,57 @@ def _core(n, unit, pops, pushes, cost, finish, client, addr, row_bytes, stride, 
     and recomputed only after an event that can change it: a start or retirement in that unit, a
     push on a channel it pops, the dispatch of its queue head.
     """
-    # queues
-    qlen = np.zeros(3, np.int64)
-    net = np.zeros(4, np.int64)  # pushed minus popped, per channel
+    # queues (the set-up passes count in scalars: an array entry updated at every instruction
+    # waits for its previous store when compiled)
+    q0 = 0
+    q1 = 0
+    net0 = 0  # pushed minus popped, per channel
+    net1 = 0
+    net2 = 0
+    net3 = 0
     for i in range(n):
-        qlen[unit[i]] += 1
+        u = unit[i]
+        if u == 0:
+            q0 += 1
+        elif u == 1:
+            q1 += 1
         start[i] = -1
         end[i] = -1
         dispatch[i] = -1
         pu = pushes[i]
         po = pops[i]
-        net[0] += (pu & 1) - (po & 1)
-        net[1] += ((pu >> 1) & 1) - ((po >> 1) & 1)
-        net[2] += ((pu >> 2) & 1) - ((po >> 2) & 1)
-        net[3] += (pu >> 3) - (po >> 3)
+        net0 += (pu & 1) - (po & 1)
+        net1 += ((pu >> 1) & 1) - ((po >> 1) & 1)
+        net2 += ((pu >> 2) & 1) - ((po >> 2) & 1)
+        net3 += (pu >> 3) - (po >> 3)
+    qlen = np.zeros(3, np.int64)
+    qlen[0] = q0
+    qlen[1] = q1
+    qlen[2] = n - q0 - q1
     qbase = np.zeros(3, np.int64)
-    qbase[1] = qlen[0]
-    qbase[2] = qlen[0] + qlen[1]
+    qbase[1] = q0
+    qbase[2] = q0 + q1
     queue = work[:n]
     qpos = work[n:2 * n]
     fready = work[2 * n:3 * n]  # buffered fetch: the cycle each instruction can be dispatched
     push_t = work[3 * n:7 * n + 4].reshape(4, n + 1)  # entries below push_cnt are read only
-    fill = qbase.copy()
+    f0 = 0
+    f1 = q0
+    f2 = q0 + q1
     for i in range(n):
         u = unit[i]
-        qpos[i] = fill[u] - qbase[u]
-        queue[fill[u]] = i
-        fill[u] += 1
+        if u == 0:
+            qpos[i] = f0
+            queue[f0] = i
+            f0 += 1
+        elif u == 1:
+            qpos[i] = f1 - q0
+            queue[f1] = i
+            f1 += 1
+        else:
+            qpos[i] = f2 - q0 - q1
+            queue[f2] = i
+            f2 += 1
     heads = np.zeros(3, np.int64)
     free = np.zeros(3, np.int64)
     push_cnt = np.zeros(4, np.int64)
@@ -654,8 +678,10 @@ def _core(n, unit, pops, pushes, cost, finish, client, addr, row_bytes, stride, 
         counters[5 + k] = stall[k]
         counters[9 + k] = retired[k]
     counters[13] = nbursts
-    for k in range(4):
-        counters[14 + k] = net[k]
+    counters[14] = net0
+    counters[15] = net1
+    counters[16] = net2
+    counters[17] = net3
     return 0
 
 
