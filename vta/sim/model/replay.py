@@ -29,7 +29,11 @@ done: ``hw/vta_insn_seq.sv``).
 The loop keeps each unit's next start between events and recomputes it only after an event that
 can change it (a start or retirement in the unit, a push on a channel it pops, the dispatch of its
 queue head), and requests a load's bursts in a run while its next request stays the earliest event;
-the events and their order are those of a loop that recomputes everything at every event.
+the events and their order are those of a loop that recomputes everything at every event. With the
+buffered fetch, an instruction is dispatched as soon as its cycle is known (its beats have arrived,
+the older instruction whose queue entry it takes has an end) unless a fetch request is pending,
+rather than as an event at that cycle: a dispatch changes only fetch and the candidate of the unit
+whose queue head it is, which starts after it, so the other events keep their order.
 
 Fetch follows the RTL named by :mod:`vta.sim.model.costs`: without ``FETCH_BUFFER_INSNS`` it reads
 a burst, dispatches it and only then requests the next one; with it (a buffered fetch) a burst is
