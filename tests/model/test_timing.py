@@ -209,3 +209,39 @@ def test_dram_bandwidth_and_outstanding(env):
     # the next one issued the cycle after the last beat of the one before
     one = time_stream(with_dram(env, DRAM_LATENCY=30, DRAM_MAX_OUTSTANDING=1), w, [0] * 4, ADDR)
     assert one["load_busy_cycles"] == 8 * (29 + 16) + 1 + 5 - 1
+
+
+
+@pytest.mark.parametrize("with_stores", [False, True])
+def test_full_compute_queue_dispatches_when_a_slot_frees(env, with_stores):
+    # 600 GEMMs of 40 micro-ops (42 cycles each), each optionally followed by a store no-op, then
+    # FINISH: GEMM k runs from 5 + 42k to 5 + 42(k + 1). Fetch (instruction i readable from 4 + 2i)
+    # runs ahead until the compute queue holds 512 instructions; then an instruction is dispatched
+    # in the cycle the one 512 places before it in its queue retires (and after the previous
+    # dispatch): the recurrence below, with every instruction's end taken from the replay.
+    depth, n = 512, 600
+    store = isa.MemInsn(opcode=isa.OPCODE_STORE, memory_type=isa.MEM_OUT)
+    insns = []
+    for _ in range(n):
+        insns += [s.gemm(40)] + ([store] if with_stores else [])
+    insns.append(isa.FinishInsn())
+    counters, arr = _replay(env, s.words(insns, env), [0, 0, 0, 0], ADDR, mc.DEFAULT_TIMING)
+    step = 2 if with_stores else 1
+    dispatch, start, end = arr["dispatch"].tolist(), arr["start"].tolist(), arr["end"].tolist()
+    for k in range(n):
+        assert (start[step * k], end[step * k]) == (5 + 42 * k, 5 + 42 * (k + 1))
+    queues = {"compute": [], "store": []}
+    want = []
+    for i, insn in enumerate(insns):
+        q = queues["store" if insn is store else "compute"]
+        d = 4 + 2 * i if i == 0 else max(want[-1] + 1, 4 + 2 * i)
+        if len(q) >= depth:
+            d = max(d, end[q[-depth]])
+        q.append(i)
+        want.append(d)
+    assert dispatch == want
+    assert dispatch[step * (n - 1)] == end[step * (n - 1 - depth)] == 5 + 42 * (n - depth)  # a full queue
+    if with_stores:
+        assert all(start[2 * k + 1] == dispatch[2 * k + 1] + 1 for k in range(n))
+    assert counters["cycle_count"] == 5 + 42 * n + 1
+    assert counters["compute_retired"] == n + 1

@@ -29,7 +29,11 @@ done: ``hw/vta_insn_seq.sv``).
 The loop keeps each unit's next start between events and recomputes it only after an event that
 can change it (a start or retirement in the unit, a push on a channel it pops, the dispatch of its
 queue head), and requests a load's bursts in a run while its next request stays the earliest event;
-the events and their order are those of a loop that recomputes everything at every event.
+the events and their order are those of a loop that recomputes everything at every event. With the
+buffered fetch, an instruction is dispatched as soon as its cycle is known (its beats have arrived,
+the older instruction whose queue entry it takes has an end) unless a fetch request is pending,
+rather than as an event at that cycle: a dispatch changes only fetch and the candidate of the unit
+whose queue head it is, which starts after it, so the other events keep their order.
 
 Fetch follows the RTL named by :mod:`vta.sim.model.costs`: without ``FETCH_BUFFER_INSNS`` it reads
 a burst, dispatches it and only then requests the next one; with it (a buffered fetch) a burst is
@@ -286,33 +290,57 @@ def _core(n, unit, pops, pushes, cost, finish, client, addr, row_bytes, stride, 
     and recomputed only after an event that can change it: a start or retirement in that unit, a
     push on a channel it pops, the dispatch of its queue head.
     """
-    # queues
-    qlen = np.zeros(3, np.int64)
-    net = np.zeros(4, np.int64)  # pushed minus popped, per channel
+    # queues (the set-up passes count in scalars: an array entry updated at every instruction
+    # waits for its previous store when compiled)
+    q0 = 0
+    q1 = 0
+    net0 = 0  # pushed minus popped, per channel
+    net1 = 0
+    net2 = 0
+    net3 = 0
     for i in range(n):
-        qlen[unit[i]] += 1
+        u = unit[i]
+        if u == 0:
+            q0 += 1
+        elif u == 1:
+            q1 += 1
         start[i] = -1
         end[i] = -1
         dispatch[i] = -1
         pu = pushes[i]
         po = pops[i]
-        net[0] += (pu & 1) - (po & 1)
-        net[1] += ((pu >> 1) & 1) - ((po >> 1) & 1)
-        net[2] += ((pu >> 2) & 1) - ((po >> 2) & 1)
-        net[3] += (pu >> 3) - (po >> 3)
+        net0 += (pu & 1) - (po & 1)
+        net1 += ((pu >> 1) & 1) - ((po >> 1) & 1)
+        net2 += ((pu >> 2) & 1) - ((po >> 2) & 1)
+        net3 += (pu >> 3) - (po >> 3)
+    qlen = np.zeros(3, np.int64)
+    qlen[0] = q0
+    qlen[1] = q1
+    qlen[2] = n - q0 - q1
     qbase = np.zeros(3, np.int64)
-    qbase[1] = qlen[0]
-    qbase[2] = qlen[0] + qlen[1]
+    qbase[1] = q0
+    qbase[2] = q0 + q1
     queue = work[:n]
     qpos = work[n:2 * n]
     fready = work[2 * n:3 * n]  # buffered fetch: the cycle each instruction can be dispatched
     push_t = work[3 * n:7 * n + 4].reshape(4, n + 1)  # entries below push_cnt are read only
-    fill = qbase.copy()
+    f0 = 0
+    f1 = q0
+    f2 = q0 + q1
     for i in range(n):
         u = unit[i]
-        qpos[i] = fill[u] - qbase[u]
-        queue[fill[u]] = i
-        fill[u] += 1
+        if u == 0:
+            qpos[i] = f0
+            queue[f0] = i
+            f0 += 1
+        elif u == 1:
+            qpos[i] = f1 - q0
+            queue[f1] = i
+            f1 += 1
+        else:
+            qpos[i] = f2 - q0 - q1
+            queue[f2] = i
+            f2 += 1
     heads = np.zeros(3, np.int64)
     free = np.zeros(3, np.int64)
     push_cnt = np.zeros(4, np.int64)
@@ -359,6 +387,33 @@ def _core(n, unit, pops, pushes, cost, finish, client, addr, row_bytes, stride, 
     finish_end = -1
     done = 0
     while done < n:
+        if fetch_buffer > 0:
+            # buffered fetch: dispatch each instruction as soon as its cycle is known (its beats
+            # have arrived and its queue slot's older instruction has an end), unless a request is
+            # pending (fetch makes the request first). A dispatch changes nothing but fetch and
+            # the candidate of a queue head's unit, which starts after the dispatch, so handling it
+            # early keeps the events' order (a request it enables comes after it as well).
+            while f_next < fr:
+                if fr < n and fr + fm - fetch_buffer - 1 < f_next:
+                    break  # fetch's next event is a request
+                i = f_next
+                d = next_dispatch if next_dispatch > fready[i] else fready[i]
+                blocked_from[i] = d
+                if qpos[i] >= queue_depth:  # a full queue blocks dispatch, not reading
+                    older = queue[qbase[unit[i]] + qpos[i] - queue_depth]
+                    if end[older] < 0:
+                        break
+                    if end[older] + qfree > d:
+                        stall[0] += end[older] + qfree - d
+                        d = end[older] + qfree
+                dispatch[i] = d
+                if qpos[i] == heads[unit[i]]:  # its unit's head: the unit can start it
+                    dirty |= 1 << unit[i]
+                retired[0] += 1
+                next_dispatch = d + 1
+                f_next += 1
+                if f_next == n:  # fetch is busy from launch to its last dispatch, unless blocked
+                    busy[0] = d + 1 - stall[0]
         # --- fetch's next event
         f_time = -1
         f_req = False
@@ -372,8 +427,6 @@ def _core(n, unit, pops, pushes, cost, finish, client, addr, row_bytes, stride, 
                     if f_time < 0:
                         f_time = 0
                     f_req = True
-            if not f_req and f_next < fr:
-                f_time = next_dispatch if next_dispatch > fready[f_next] else fready[f_next]
         elif f_next < n:
             f_time = fetch_free if burst_left == 0 else next_dispatch
             f_req = burst_left == 0
@@ -629,8 +682,10 @@ def _core(n, unit, pops, pushes, cost, finish, client, addr, row_bytes, stride, 
         counters[5 + k] = stall[k]
         counters[9 + k] = retired[k]
     counters[13] = nbursts
-    for k in range(4):
-        counters[14 + k] = net[k]
+    counters[14] = net0
+    counters[15] = net1
+    counters[16] = net2
+    counters[17] = net3
     return 0
 
 
@@ -771,12 +826,18 @@ def _decode(words, fields, elem, params, cols):
             cols[r, i] = 0
         c = params[0]
         if op == 2 or op == 4:
-            b = 14 if op == 2 else 18
-            nu = _field(words, i, fields, b + 1) - _field(words, i, fields, b)
+            # constant field numbers (a variable index into the field tuple is slow when compiled)
+            if op == 2:
+                nu = _field(words, i, fields, 15) - _field(words, i, fields, 14)
+                loops = _field(words, i, fields, 16) * _field(words, i, fields, 17)
+                k = 1
+            else:
+                nu = _field(words, i, fields, 19) - _field(words, i, fields, 18)
+                loops = _field(words, i, fields, 20) * _field(words, i, fields, 21)
+                k = 7 if _field(words, i, fields, 22) != 0 else 4
             if nu < 0:
                 nu = 0
-            nu = _field(words, i, fields, b + 2) * _field(words, i, fields, b + 3) * nu
-            k = 1 if op == 2 else (7 if _field(words, i, fields, 22) != 0 else 4)
+            nu = loops * nu
             c = params[k] if nu == 0 else params[k + 1] * nu + params[k + 2]
         elif op == 0 or op == 1:
             x = _field(words, i, fields, 8)
