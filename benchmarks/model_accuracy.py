@@ -81,21 +81,16 @@ class Speed:
         return tsim.stats()["cycle_count"]
 
 
-class Tee(Device):
-    """Runs every stream on tsim, then on the model; records both cycle counts."""
+class TeeBase(Device):
+    """A device that hands every stream to tsim, the cycle model and the timing-only model
+    (subclasses say how in ``run``); statistics are the model's, clearing and resetting reach all
+    three. ``benchmarks/model_accuracy_tsim.py`` shares it."""
 
     name = "tee"
 
-    def __init__(self, tsim: TSim, model: CycleModel, timing: CycleModel, speed: Speed):
+    def __init__(self, tsim: TSim, model: CycleModel, timing: CycleModel):
         super().__init__(tsim.env, tsim.dram)
-        self.tsim, self.model, self.timing, self.speed = tsim, model, timing, speed
-        self.pairs: list[tuple[int, int]] = []
-
-    def run(self, insn_phys_addr: int, insn_count: int, wait_cycles: int = 0) -> int:
-        t = self.speed.tsim(self.tsim, insn_phys_addr, insn_count, wait_cycles)
-        m = self.speed.run(self.model, self.timing, insn_phys_addr, insn_count)
-        self.pairs.append((t, m))
-        return 0
+        self.tsim, self.model, self.timing = tsim, model, timing
 
     def stats(self) -> dict:
         return self.model.stats()
@@ -107,6 +102,21 @@ class Tee(Device):
     def reset(self) -> None:
         for dev in (self.tsim, self.model, self.timing):
             dev.reset()
+
+
+class Tee(TeeBase):
+    """Runs every stream on tsim, then on the model; records both cycle counts."""
+
+    def __init__(self, tsim: TSim, model: CycleModel, timing: CycleModel, speed: Speed):
+        super().__init__(tsim, model, timing)
+        self.speed = speed
+        self.pairs: list[tuple[int, int]] = []
+
+    def run(self, insn_phys_addr: int, insn_count: int, wait_cycles: int = 0) -> int:
+        t = self.speed.tsim(self.tsim, insn_phys_addr, insn_count, wait_cycles)
+        m = self.speed.run(self.model, self.timing, insn_phys_addr, insn_count)
+        self.pairs.append((t, m))
+        return 0
 
 
 def compare(tsim: TSim, model: CycleModel, timing: CycleModel, speed: Speed, addr: int, count: int) -> tuple[int, int]:

@@ -50,12 +50,12 @@ sys.path.insert(0, str(_REPO / "benchmarks"))
 
 
 from fsim_throughput import conv_stream, gemm_stream_tiled
+from model_accuracy import TeeBase
 from tests.e2e import gemm_program
 from vta.demo import build_demo_pack
 from vta.dram import DRAM
 from vta.env import Environment, load_config
 from vta.errors import ScheduleError
-from vta.sim.device import Device
 from vta.sim.model import CycleModel
 from vta.sim.tsim import TSim, library
 from vta.testing.programs import random_program
@@ -107,30 +107,16 @@ class Pair:
         self.runs += 1
 
 
-class Tee(Device):
+class Tee(TeeBase):
     """Sends every stream to tsim, the model and the timing-only model, and adds them to :attr:`pair`."""
 
-    name = "tee"
-
     def __init__(self, tsim: TSim, model: CycleModel, timing: CycleModel):
-        super().__init__(tsim.env, tsim.dram)
-        self.tsim, self.model, self.timing = tsim, model, timing
+        super().__init__(tsim, model, timing)
         self.pair = Pair()
 
     def run(self, insn_phys_addr: int, insn_count: int, wait_cycles: int = 0) -> int:
         self.pair.add(self.tsim, self.model, self.timing, insn_phys_addr, insn_count)
         return 0
-
-    def stats(self) -> dict:
-        return self.model.stats()
-
-    def clear_stats(self) -> None:
-        for dev in (self.tsim, self.model, self.timing):
-            dev.clear_stats()
-
-    def reset(self) -> None:
-        for dev in (self.tsim, self.model, self.timing):
-            dev.reset()
 
 
 def line(name: str, p: Pair, rows: list) -> None:
