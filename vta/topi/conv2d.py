@@ -219,9 +219,9 @@ def schedule_conv2d_packed(outs: Any, tiling: Conv2DTiling | None = None) -> Sch
     ------
     ScheduleError
         If the graph is not a packed convolution with element-wise stages after it, a tile
-        exceeds its extent, the virtual threads
-        do not divide the tiles, or the tiling overflows an on-chip buffer (the message names the
-        buffer and by how much).
+        exceeds its extent, the virtual threads do not divide the tiles, a spatial tile reads
+        only padding (:func:`check_windows`), or the tiling overflows an on-chip buffer (the
+        message names the buffer and by how much).
     """
     env = get_env()
     graph = classify(outs, CONV2D_TAG, "schedule_conv2d_packed")
@@ -339,8 +339,26 @@ def _crop(stage, axis: int) -> StringImm:
 
 def _check_tiling(wl: Conv2DWorkload, t: Conv2DTiling, what: str = "schedule_conv2d_packed") -> None:
     """Every tile may be ragged (not dividing its extent, see the module docstring) but not
-    larger than the extent; virtual threads divide the tile counts."""
+    larger than the extent; virtual threads divide the tile counts; no spatial tile reads only
+    padding."""
     check_tiling(t, wl.out_height, wl.out_width, wl.co_blocks, wl.ci_blocks, what, ragged_co=True, ragged_ci=True)
+    check_windows(wl, t, what)
+
+
+def check_windows(wl: Conv2DWorkload, t: Conv2DTiling, what: str) -> None:
+    """Refuse a tiling with a spatial tile whose input window lies wholly in the padding.
+
+    Raises
+    ------
+    ScheduleError
+        If such a tile exists (:meth:`~vta.topi.tiling.Conv2DWorkload.padding_only_tile`): its
+        input load would move no pixel, which no LOAD instruction expresses. The message names
+        the tile and suggests larger tiles.
+    """
+    empty = wl.padding_only_tile(t.tile_h, t.tile_w)
+    if empty:
+        raise ScheduleError(f"{what}: {t!r}: {empty}; choose a larger or differently aligned tile_h/tile_w, "
+                            f"or let the tiling be chosen")
 
 
 def check_tiling(t: Conv2DTiling, out_height: int, out_width: int, co_blocks: int, ci_blocks: int,
@@ -405,6 +423,7 @@ def choose_ragged_conv2d_tiling(env: Any, wl: Conv2DWorkload) -> Conv2DTiling:
     ------
     ScheduleError
         If not even a 1 x 1 tiling of one channel block fits (the buffer and excess named).
+        Also if a spatial tile reads only padding even with the whole output in one tile.
     """
     oh, ow = wl.out_height, wl.out_width
     padded = any(p > 0 for p in wl.pads)
@@ -413,7 +432,7 @@ def choose_ragged_conv2d_tiling(env: Any, wl: Conv2DWorkload) -> Conv2DTiling:
     best, best_key = None, None
     for th, tw, tco, tci, ocn, hn in product(range(1, oh + 1), range(1, ow + 1), co_divs, ci_divs, (1, 2), (1, 2)):
         h_tiles, w_tiles = _ceil_div(oh, th), _ceil_div(ow, tw)
-        if ocn * hn > 2 or (wl.co_blocks // tco) % ocn or h_tiles % hn:
+        if ocn * hn > 2 or (wl.co_blocks // tco) % ocn or h_tiles % hn or wl.padding_only_tile(th, tw):
             continue
         t = Conv2DTiling(th, tw, tco, tci, ocn, hn)
         if not fits(env, conv2d_footprint(wl, t)):
@@ -430,5 +449,6 @@ def choose_ragged_conv2d_tiling(env: Any, wl: Conv2DWorkload) -> Conv2DTiling:
             best, best_key = t, key
     if best is None:
         check_fits(env, conv2d_footprint(wl, Conv2DTiling(1, 1, 1, 1)), "conv2d_packed")
+        check_windows(wl, Conv2DTiling(oh, ow, 1, 1), "conv2d_packed")
         raise ScheduleError(f"conv2d_packed: no tiling of {wl!r} fits this configuration")
     return best

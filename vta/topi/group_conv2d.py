@@ -25,6 +25,7 @@ from .conv2d import (
     _padding,
     _pair,
     check_tiling,
+    check_windows,
     dilated_extent,
     epilogue_workload,
     schedule_conv_tiles,
@@ -153,8 +154,8 @@ def schedule_group_conv2d_packed(outs: Any, tiling: Conv2DTiling | None = None) 
     ------
     ScheduleError
         If the graph is not a packed grouped convolution with element-wise stages after it, a
-        tile exceeds its extent, ``tile_co`` does not divide the output blocks of one group, or the
-        tiling overflows an on-chip buffer.
+        tile exceeds its extent, ``tile_co`` does not divide the output blocks of one group, a
+        spatial tile reads only padding, or the tiling overflows an on-chip buffer.
     """
     env = get_env()
     graph = classify(outs, GROUP_CONV2D_TAG, "schedule_group_conv2d_packed")
@@ -166,5 +167,6 @@ def schedule_group_conv2d_packed(outs: Any, tiling: Conv2DTiling | None = None) 
     # tile_ci may be ragged (the weights past a group's last input block are zero-filled)
     check_tiling(tiling, wl.out_height, wl.out_width, wl.co_blocks, wl.ci_blocks, "schedule_group_conv2d_packed",
                  ragged_ci=True)
+    check_windows(wl, tiling, "schedule_group_conv2d_packed")
     check_fits(env, conv2d_footprint(wl, tiling), f"schedule_group_conv2d_packed with {tiling!r}")
     return schedule_conv_tiles(graph, tiling)

@@ -89,6 +89,31 @@ class Conv2DWorkload:
         in_h = tile_h if self.subsampled_rows else (tile_h - 1) * self.stride[0] + self.kh
         return in_h, (tile_w - 1) * self.stride[1] + self.kw
 
+    def padding_only_tile(self, tile_h: int, tile_w: int) -> str | None:
+        """Which spatial tile of ``tile_h`` x ``tile_w`` output pixels reads no input pixel at all
+        (its window lies wholly in the padding), described for a message; ``None`` if none does.
+
+        Such a tile's input load would move zero rows or columns, which no LOAD instruction can
+        express. Tiles start every ``tile_h`` rows (``tile_w`` columns); windows move down with
+        the tile, so only the first and the last tile along each axis need checking. Padding
+        wider than the kernel's reach (e.g. a 1x1 kernel with padding 1) and small tiles make
+        them; so does padding wider than the input and the stride's reach together (then even
+        the whole axis in one tile reads only padding).
+        """
+        top, left, _, _ = self.pads
+        for axis, tile, out, size, stride, k, pad in (("row", tile_h, self.out_height, self.height, self.stride[0],
+                                                       self.kh, top),
+                                                      ("column", tile_w, self.out_width, self.width, self.stride[1],
+                                                       self.kw, left)):
+            last = -(-out // tile) * tile - tile            # the first output pixel of the last tile
+            if last * stride - pad >= size:
+                return (f"the {axis} tile of output {axis}s {last}..{min(last + tile, out) - 1} reads only "
+                        f"padding (its window starts at input {axis} {last * stride - pad} of {size})")
+            if (tile - 1) * stride - pad + k - 1 < 0:
+                return (f"the {axis} tile of output {axis}s 0..{tile - 1} reads only padding (its window ends "
+                        f"above input {axis} 0)")
+        return None
+
     @property
     def pads(self) -> tuple:
         """``(top, left, bottom, right)``."""
@@ -218,11 +243,12 @@ def _fits(env: Environment, fp: dict) -> bool:
 
 def conv2d_candidates(env: Environment, wl: Conv2DWorkload):
     """Every tiling of ``wl`` that fits ``env``'s buffers: split factors dividing their axes and
-    at most two virtual threads dividing the outer output-channel or row tiles."""
+    at most two virtual threads dividing the outer output-channel or row tiles, no spatial tile
+    reading only padding (:meth:`Conv2DWorkload.padding_only_tile`)."""
     oh, ow = wl.out_height, wl.out_width
     for th, tw, tco, tci, ocn, hn in product(_divisors(oh), _divisors(ow), _divisors(wl.co_blocks),
                                              _divisors(wl.ci_blocks), (1, 2), (1, 2)):
-        if ocn * hn > 2 or (wl.co_blocks // tco) % ocn or (oh // th) % hn:
+        if ocn * hn > 2 or (wl.co_blocks // tco) % ocn or (oh // th) % hn or wl.padding_only_tile(th, tw):
             continue
         t = Conv2DTiling(th, tw, tco, tci, ocn, hn)
         if _fits(env, conv2d_footprint(wl, t)):
@@ -324,6 +350,7 @@ def choose_conv2d_tiling(env: Environment, wl: Conv2DWorkload) -> Conv2DTiling:
     ScheduleError
         If not even the smallest tiling (1 x 1 pixels, one block of each channel, one thread) fits;
         the message names the overflowing buffer and by how much.
+        Also if some spatial tile reads only padding even with the whole output in one tile.
     """
     best, best_cost = None, None
     for t in conv2d_candidates(env, wl):
@@ -332,6 +359,9 @@ def choose_conv2d_tiling(env: Environment, wl: Conv2DWorkload) -> Conv2DTiling:
             best, best_cost = t, key
     if best is None:
         check_fits(env, conv2d_footprint(wl, Conv2DTiling(1, 1, 1, 1)), "conv2d_packed")
+        empty = wl.padding_only_tile(wl.out_height, wl.out_width)
+        if empty:
+            raise ScheduleError(f"conv2d_packed: {wl!r}: {empty}, even with the whole output in one tile")
         raise ScheduleError(f"conv2d_packed: no tiling of {wl!r} fits this configuration")
     return best
 
