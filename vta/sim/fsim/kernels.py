@@ -734,7 +734,11 @@ def _unpack_py(to, frm, width):
 
 def _load_py(uop_dst, uop_src, uop_wgt, inp_f, wgt_f, acc_f, dram, dram_s8, dram_s32, starts, ends, f, cfg, counts):
     """One LOAD with ``x_size > 0`` (fields decoded in ``f``; the buffers as flat arrays of
-    lanes); False (nothing done) to defer it."""
+    lanes); False (nothing done) to defer it.
+
+    INP and WGT elements narrower than 8 bits are unpacked and sign-extended (:func:`_unpack_py`),
+    as :func:`vta.sim.fsim.units.unpack_signed` does.
+    """
     mt, sram, dbase, ys, xs, stride = f[_M], f[_M + 1], f[_M + 2], f[_M + 3], f[_M + 4], f[_M + 5]
     yp0, yp1, xp0, xp1 = f[_M + 6], f[_M + 7], f[_M + 8], f[_M + 9]
     batch, blk_in, blk_out = cfg[0], cfg[1], cfg[2]
@@ -816,14 +820,16 @@ def _load_py(uop_dst, uop_src, uop_wgt, inp_f, wgt_f, acc_f, dram, dram_s8, dram
 #: magnitude, so any order gives the exact result).
 _COMPILED = ("_stretch", "_batch", "_field", "_decode", "_in_dram", "_prepass", "_token_step", "_suspect",
              "_same_gemm", "_zero", "_copy", "_offsets", "_add_rows", "_dot_sum", "_wrap_add", "_dot_add", "_gemm_nest",
-             "_gemm_batch", "_gemm_run", "_gemm", "_alu", "_alu_imm", "_alu_rows", "_store", "_load", "_pack", "_unpack")
+             "_gemm_batch", "_gemm_run", "_gemm", "_alu", "_alu_imm", "_alu_rows", "_store", "_load", "_pack",
+             "_unpack")
 _FASTMATH = ("_add_rows", "_dot_sum", "_dot_add", "_gemm_nest")
 #: Those that allocate (the others run without reference counting: see :func:`_stretch_py`).
 _ALLOCATING = ("_offsets", "_gemm_batch", "_batch")
 #: Per-instruction helpers inlined into their callers by numba (a call boundary costs a
 #: reference-count update per array argument, more than a small instruction's work).
-_INLINED = ("_field", "_decode", "_token_step", "_suspect", "_gemm", "_alu", "_alu_imm", "_alu_rows", "_store", "_load", "_wrap_add", "_dot_sum",
-            "_dot_add", "_zero", "_copy", "_in_dram", "_add_rows", "_pack", "_unpack")
+_INLINED = ("_field", "_decode", "_token_step", "_suspect", "_gemm", "_alu", "_alu_imm", "_alu_rows", "_store",
+            "_load", "_wrap_add", "_dot_sum", "_dot_add", "_zero", "_copy", "_in_dram", "_add_rows", "_pack",
+            "_unpack")
 
 
 def _accepts_nrt_option(njit) -> bool:
