@@ -102,7 +102,8 @@ class JitEngine:
             uf["dst_idx"].lo, uf["dst_idx"].width, uf["src_idx"].lo, uf["src_idx"].width,
             uf["wgt_idx"].lo, uf["wgt_idx"].width,
             int(widths_ok), int(env.ACC_WIDTH == 32), BIG_GEMM_MACS,
-            BATCH_MIN_MACS if batch_gemms else -1, env.INP_WIDTH, env.WGT_WIDTH, env.OUT_WIDTH,
+            BATCH_MIN_MACS if batch_gemms else -1,
+            env.INP_WIDTH, env.WGT_WIDTH, env.OUT_WIDTH,  # element bits (slots 18..20)
         ], dtype=np.int64)
         #: Per memory type (UOP, WGT, INP, ACC, OUT, ACC_8BIT): buffer depth and element bytes
         #: (OUT: the accumulator a STORE reads and the bytes it writes).
