@@ -9,7 +9,8 @@ process in brackets (steadier on a busy machine), and the rates. Streams:
   a compact one (3,873 instructions, long GEMMs) and one shaped like upstream's (about 13,600
   instructions: per-K-chunk loads, short GEMMs, a store per output row);
 * a convolution-like stream of 261,002 small instructions (928,000 GEMM and 464,000 ALU
-  uop-iterations).
+  uop-iterations), on the configuration in use and on the shipped ``narrow`` one (4-bit inputs,
+  weights and outputs, packed two to a byte in DRAM).
 
 GEMM results are checked against NumPy, so the figures are for correct execution.
 
@@ -32,7 +33,7 @@ import numpy as np
 
 from vta import isa
 from vta.dram import DRAM
-from vta.env import get_env
+from vta.env import Environment, data_dir, get_env, load_config
 from vta.sim.fsim import FunctionalSimulator, jit
 from vta.testing.programs import ProgramBuilder
 
@@ -54,6 +55,12 @@ BEFORE = {
     "conv": {"jit": 0.042, "numpy": 0.588},
 }
 BEFORE_WHAT = "this benchmark at the start of issue 12 item 6 (2026-11-25), idle machine"
+#: The narrow line's figures before the compiled loop unpacked and packed sub-byte elements
+#: itself (it handed every sub-byte LOAD and STORE to the NumPy path), full-size stream:
+#: median wall-clock seconds, with the load average of the shared machine they were measured on.
+BEFORE_NARROW = {"jit": 2.056, "numpy": 17.0}
+BEFORE_NARROW_WHAT = ("main at d5f2906 (2026-11-26), run interleaved with the change: jit the median of 3 runs "
+                      "of 5, numpy of 3 (its code is unchanged); load average 2.5-3.0 on 2 cores")
 
 
 def gemm_stream(env, dram, size: int):
@@ -185,6 +192,8 @@ def main(argv=None) -> None:
                     help="fsim engines to run (jit needs numba; 'both' runs numpy alone without it)")
     ap.add_argument("--no-batch-gemms", action="store_true",
                     help="do not run lined-up GEMMs as one BLAS product")
+    ap.add_argument("--only", choices=("gemm", "conv"), default=None,
+                    help="run only the GEMM streams or only the instruction-heavy ones")
     args = ap.parse_args(argv)
     if args.repeat is None:
         args.repeat = 1 if args.quick else 3
@@ -197,7 +206,8 @@ def main(argv=None) -> None:
           f"{args.repeat} runs (after a warm-up run on the compiled engine), wall clock [CPU time of this process]")
     with DRAM(1 << 31) as dram:
         devs = {e: FunctionalSimulator(env, dram, engine=e, batch_gemms=not args.no_batch_gemms) for e in engines}
-        for label, make in (("GEMM stream", gemm_stream), ("upstream-shaped GEMM stream", gemm_stream_tiled)):
+        gemms = (("GEMM stream", gemm_stream), ("upstream-shaped GEMM stream", gemm_stream_tiled))
+        for label, make in gemms if args.only != "conv" else ():
             prog, (c_addr, expect) = make(env, dram, size)
             addr, count = prog.build()
             lines, ok = [], True
@@ -216,23 +226,40 @@ def main(argv=None) -> None:
             up_sec, up_what = UPSTREAM["GEMM"]
             print(f"  upstream C++ fsim -O2 (stored, not run here): {up_sec:.3f} s for the 1024^3 GEMM ({up_what})")
             prog.close()
-        prog = conv_stream(env, dram, groups)
-        addr, count = prog.build()
-        print(f"instruction-heavy stream: {count} instructions ({groups} groups)")
-        for name, dev in devs.items():
-            sec, cpu, st = timed(dev, addr, count, args.repeat, warm=name == "jit")
-            print(f"  {name:5s}: {sec:.3f} s [{cpu:.3f} s], "
-                  f"{count / sec / 1e3:.0f} [{count / cpu / 1e3:.0f}] k insn/s, "
-                  f"{st['gemm_counter']} GEMM and {st['alu_counter']} ALU uop-iterations")
-        up_sec, up_what = UPSTREAM["conv"]
-        print(f"  upstream C++ fsim -O2 (stored, not run here): {up_sec:.3f} s for {up_what}, "
-              f"{261_002 / up_sec / 1e3:.0f} k insn/s")
-        if not args.quick:
-            print(f"  before (stored, not run here: {BEFORE_WHAT}): "
-                  + ", ".join(f"{name} {BEFORE['conv'][name]:.3f} s" for name in devs))
-        prog.close()
+        if args.only != "gemm":
+            count = conv_figures(env, dram, devs, groups, args.repeat, "instruction-heavy stream")
+            up_sec, up_what = UPSTREAM["conv"]
+            print(f"  upstream C++ fsim -O2 (stored, not run here): {up_sec:.3f} s for {up_what}, "
+                  f"{261_002 / up_sec / 1e3:.0f} k insn/s")
+            if not args.quick:
+                print(f"  before (stored, not run here: {BEFORE_WHAT}): "
+                      + ", ".join(f"{name} {BEFORE['conv'][name]:.3f} s" for name in devs))
+            with Environment(load_config(data_dir("configs") / "narrow.json")) as narrow:
+                ndevs = {e: FunctionalSimulator(narrow, dram, engine=e, batch_gemms=not args.no_batch_gemms)
+                         for e in engines}
+                conv_figures(narrow, dram, ndevs, groups, args.repeat, "instruction-heavy stream on narrow.json")
+                if not args.quick and BEFORE_NARROW_WHAT:
+                    print(f"  before (stored, not run here: {BEFORE_NARROW_WHAT}): "
+                          + ", ".join(f"{name} {BEFORE_NARROW[name]:.3f} s" for name in ndevs))
+                for dev in ndevs.values():
+                    dev.close()
         for dev in devs.values():
             dev.close()
+
+
+def conv_figures(env, dram, devs, groups, repeat, label) -> int:
+    """Time the convolution-like stream on each simulator of ``devs`` (engine -> simulator) and
+    print one line per engine; return the stream's instruction count."""
+    prog = conv_stream(env, dram, groups)
+    addr, count = prog.build()
+    print(f"{label}: {count} instructions ({groups} groups)")
+    for name, dev in devs.items():
+        sec, cpu, st = timed(dev, addr, count, repeat, warm=name == "jit")
+        print(f"  {name:5s}: {sec:.3f} s [{cpu:.3f} s], "
+              f"{count / sec / 1e3:.0f} [{count / cpu / 1e3:.0f}] k insn/s, "
+              f"{st['gemm_counter']} GEMM and {st['alu_counter']} ALU uop-iterations")
+    prog.close()
+    return count
 
 
 if __name__ == "__main__":

@@ -32,6 +32,7 @@ FIGURES: dict[str, tuple[tuple[str, ...], bool]] = {
                             r"^GEMM stream 256\^3: .*\(verified against NumPy\)$",
                             r"^upstream-shaped GEMM stream 256\^3: .*\(verified against NumPy\)$",
                             r"^  (jit  |numpy): .* M uop-iter/s", r"^instruction-heavy stream: \d+ instructions",
+                            r"^instruction-heavy stream on narrow\.json: \d+ instructions",
                             r"^  (jit  |numpy): .* k insn/s, \d+ GEMM and \d+ ALU uop-iterations$",
                             r"^  upstream C\+\+ fsim -O2 \(stored, not run here\): .* k insn/s$"), False),
     "resnet18_build.py": ((r"^configuration vta_config\.json: BATCH=1", r"^layer +tiling +build cold",

@@ -12,10 +12,14 @@ would otherwise cost more than a small instruction's work (see :func:`kernels._s
 
 The compiled loop handles the common case and *defers* everything else: when an instruction
 would fail a check (an index or address out of range, an invalid field), is an enormous GEMM,
-or uses an element width the loop does not implement (sub-byte loads and stores, accumulators
-narrower than 32 bits), the loop stops and returns its position. The simulator then executes
-that instruction through the NumPy functions -- which raise the precise error when there is
-one -- and resumes the loop after it. Both paths therefore always agree.
+or uses an element width the loop does not implement (accumulators narrower than 32 bits), the
+loop stops and returns its position. The simulator then executes that instruction through the
+NumPy functions -- which raise the precise error when there is one -- and resumes the loop
+after it. Both paths therefore always agree.
+
+Sub-byte inputs, weights and outputs (1, 2 or 4 bits, several elements to a byte, the first in
+the lowest bits) are unpacked with sign extension on LOAD and packed on STORE inside the loop,
+like :func:`vta.sim.fsim.units.unpack_signed` and :func:`~vta.sim.fsim.units.pack_low_bits`.
 
 Runs of consecutive GEMMs that differ only in their micro-op (the inner loops of a blocked
 matrix product) are executed inside the loop as BLAS products over gathered float32 operands
@@ -90,14 +94,16 @@ class JitEngine:
         self.kernel = _compile()
         lay = isa.layout(env)
         uf = {f.name: f for f in lay.uop}
-        narrow_ok = env.INP_WIDTH == 8 and env.WGT_WIDTH == 8
+        # element widths the loop packs and unpacks (1, 2, 4 or 8 bits: every encodable one)
+        widths_ok = all(w in (1, 2, 4, 8) for w in (env.INP_WIDTH, env.WGT_WIDTH, env.OUT_WIDTH))
         self.cfg = np.array([
             env.BATCH, env.BLOCK_IN, env.BLOCK_OUT,
             env.INP_ELEM_BYTES, env.WGT_ELEM_BYTES, env.ACC_ELEM_BYTES, env.OUT_ELEM_BYTES, env.ACC_8BIT_ELEM_BYTES,
             uf["dst_idx"].lo, uf["dst_idx"].width, uf["src_idx"].lo, uf["src_idx"].width,
             uf["wgt_idx"].lo, uf["wgt_idx"].width,
-            int(narrow_ok), int(env.ACC_WIDTH == 32), BIG_GEMM_MACS,
+            int(widths_ok), int(env.ACC_WIDTH == 32), BIG_GEMM_MACS,
             BATCH_MIN_MACS if batch_gemms else -1,
+            env.INP_WIDTH, env.WGT_WIDTH, env.OUT_WIDTH,  # element bits (slots 18..20)
         ], dtype=np.int64)
         #: Per memory type (UOP, WGT, INP, ACC, OUT, ACC_8BIT): buffer depth and element bytes
         #: (OUT: the accumulator a STORE reads and the bytes it writes).
@@ -109,6 +115,8 @@ class JitEngine:
         self.batch_gemms = bool(batch_gemms)
         #: Runs of GEMMs executed as BLAS products during the last :meth:`run` (a diagnostic).
         self.batched_runs = 0
+        #: Instructions the last :meth:`run` handed to the NumPy path (a diagnostic).
+        self.deferred = 0
 
         fields = [lay.header[0]] + [lay.field("mem", k) for k in kernels.MEM_COLUMNS] \
             + [lay.field("gemm", k) for k in kernels.GEMM_COLUMNS] \
@@ -187,6 +195,7 @@ class JitEngine:
             for key, value in zip(COUNT_KEYS, values):
                 sim._stats[key] += value
             self.batched_runs = values[-1]
+            self.deferred = len(deferred)
             count_numpy(sim._stats, program, np.asarray(deferred, dtype=np.int64), sim.env)
 
 

@@ -678,31 +678,67 @@ def _alu_rows_py(aop, a, b):
 
 def _store_py(acc_f, dram, starts, ends, f, cfg, counts):
     """One STORE with ``x_size > 0`` (fields decoded in ``f``; ``acc_f``: the accumulator as one
-    flat array of lanes); False (nothing done) to defer it."""
+    flat array of lanes); False (nothing done) to defer it.
+
+    Keeps the low ``OUT_WIDTH`` bits of each lane; below 8 bits, lanes are packed several to a
+    byte (:func:`_pack_py`), as :func:`vta.sim.fsim.units.pack_low_bits` does.
+    """
     mt, sram, dbase, ys, xs, stride = f[_M], f[_M + 1], f[_M + 2], f[_M + 3], f[_M + 4], f[_M + 5]
-    e_out = cfg[6]
+    e_out, width = cfg[6], cfg[20]
     lanes = cfg[0] * cfg[2]
     if mt != 4 or f[_M + 6] != 0 or f[_M + 7] != 0 or f[_M + 8] != 0 or f[_M + 9] != 0 or cfg[14] == 0:
         return False
-    if (sram + xs * ys) * lanes > acc_f.shape[0] or e_out != lanes:
+    if (sram + xs * ys) * lanes > acc_f.shape[0] or e_out * 8 != lanes * width:
         return False
     if ys > 0 and not _in_dram(dbase * e_out, (dbase + (ys - 1) * stride + xs) * e_out, starts, ends):
         return False
-    cnt = xs * lanes
+    cnt, nbytes = xs * lanes, xs * e_out
     for y in range(ys):  # each row: xs accumulator rows, contiguous in SRAM and DRAM
         src = (sram + y * xs) * lanes
         addr = (dbase + y * stride) * e_out
-        to, frm = dram[addr:addr + cnt], acc_f[src:src + cnt]
-        for q in range(cnt):
-            to[q] = np.uint8(frm[q] & 0xFF)
+        to, frm = dram[addr:addr + nbytes], acc_f[src:src + cnt]
+        if width == 8:
+            for q in range(cnt):
+                to[q] = np.uint8(frm[q] & 0xFF)
+        else:
+            _pack(to, frm, width)
     counts[4] += xs * ys * e_out
     counts[8] += 1
     return True
 
 
+def _pack_py(to, frm, width):
+    """The low ``width`` bits (1, 2 or 4) of the int32 lanes ``frm`` packed into the bytes ``to``,
+    ``8 // width`` lanes a byte, the first in the lowest bits."""
+    per = 8 // width
+    mask = (1 << width) - 1
+    for q in range(to.shape[0]):
+        byte = np.int64(0)
+        for k in range(per):
+            byte |= (np.int64(frm[q * per + k]) & mask) << (k * width)
+        to[q] = np.uint8(byte)
+
+
+def _unpack_py(to, frm, width):
+    """The bytes ``frm`` split into signed ``width``-bit values (1, 2 or 4 bits; ``8 // width`` a
+    byte, the first in the lowest bits) written to the float32 lanes ``to``: the inverse of
+    :func:`_pack_py`, as :func:`vta.sim.fsim.units.unpack_signed` does."""
+    per = 8 // width
+    top = 64 - width
+    for q in range(frm.shape[0]):
+        byte = np.int64(frm[q])
+        for k in range(per):
+            # the value's top bit moved to bit 63, then an arithmetic shift back: sign extension
+            to[q * per + k] = (byte << (top - k * width)) >> top
+
+
 def _load_py(uop_dst, uop_src, uop_wgt, inp_f, wgt_f, acc_f, dram, dram_s8, dram_s32, starts, ends, f, cfg, counts):
     """One LOAD with ``x_size > 0`` (fields decoded in ``f``; the buffers as flat arrays of
-    lanes); False (nothing done) to defer it."""
+    lanes); False (nothing done) to defer it.
+
+    INP and WGT elements narrower than 8 bits are unpacked and sign-extended (:func:`_unpack_py`),
+    as :func:`vta.sim.fsim.units.unpack_signed` does.
+    """
     mt, sram, dbase, ys, xs, stride = f[_M], f[_M + 1], f[_M + 2], f[_M + 3], f[_M + 4], f[_M + 5]
     yp0, yp1, xp0, xp1 = f[_M + 6], f[_M + 7], f[_M + 8], f[_M + 9]
     batch, blk_in, blk_out = cfg[0], cfg[1], cfg[2]
@@ -751,7 +787,8 @@ def _load_py(uop_dst, uop_src, uop_wgt, inp_f, wgt_f, acc_f, dram, dram_s8, dram
         return True
     # one row of the padded rectangle at a time: pads zeroed, data copied as a contiguous run
     # of x_size elements (one SRAM element = ``per`` lanes)
-    cnt = xs * per
+    cnt, nbytes = xs * per, xs * elem
+    width = cfg[19] if mt == 1 else cfg[18]  # element bits of WGT / INP (ACC: unused)
     for yy in range(h_):
         row = (sram + yy * w_) * per
         y = yy - yp0
@@ -765,10 +802,12 @@ def _load_py(uop_dst, uop_src, uop_wgt, inp_f, wgt_f, acc_f, dram, dram_s8, dram
         # (copies between slice views with a range index: LLVM vectorises these)
         dst = row + xp0 * per
         addr = (dbase + y * stride) * elem
-        if mt == 1:
-            _copy(wgt_f[dst:dst + cnt], dram_s8[addr:addr + cnt])
-        elif mt == 2:
-            _copy(inp_f[dst:dst + cnt], dram_s8[addr:addr + cnt])
+        if mt == 1 or mt == 2:
+            to = wgt_f[dst:dst + cnt] if mt == 1 else inp_f[dst:dst + cnt]
+            if width == 8:
+                _copy(to, dram_s8[addr:addr + cnt])
+            else:  # sub-byte elements: ``nbytes`` packed bytes hold the row's ``cnt`` lanes
+                _unpack(to, dram[addr:addr + nbytes], width)
         elif mt == 3:
             _copy(acc_f[dst:dst + cnt], dram_s32[addr >> 2:(addr >> 2) + cnt])
         else:
@@ -781,14 +820,16 @@ def _load_py(uop_dst, uop_src, uop_wgt, inp_f, wgt_f, acc_f, dram, dram_s8, dram
 #: magnitude, so any order gives the exact result).
 _COMPILED = ("_stretch", "_batch", "_field", "_decode", "_in_dram", "_prepass", "_token_step", "_suspect",
              "_same_gemm", "_zero", "_copy", "_offsets", "_add_rows", "_dot_sum", "_wrap_add", "_dot_add", "_gemm_nest",
-             "_gemm_batch", "_gemm_run", "_gemm", "_alu", "_alu_imm", "_alu_rows", "_store", "_load")
+             "_gemm_batch", "_gemm_run", "_gemm", "_alu", "_alu_imm", "_alu_rows", "_store", "_load", "_pack",
+             "_unpack")
 _FASTMATH = ("_add_rows", "_dot_sum", "_dot_add", "_gemm_nest")
 #: Those that allocate (the others run without reference counting: see :func:`_stretch_py`).
 _ALLOCATING = ("_offsets", "_gemm_batch", "_batch")
 #: Per-instruction helpers inlined into their callers by numba (a call boundary costs a
 #: reference-count update per array argument, more than a small instruction's work).
-_INLINED = ("_field", "_decode", "_token_step", "_suspect", "_gemm", "_alu", "_alu_imm", "_alu_rows", "_store", "_load", "_wrap_add", "_dot_sum",
-            "_dot_add", "_zero", "_copy", "_in_dram", "_add_rows")
+_INLINED = ("_field", "_decode", "_token_step", "_suspect", "_gemm", "_alu", "_alu_imm", "_alu_rows", "_store",
+            "_load", "_wrap_add", "_dot_sum", "_dot_add", "_zero", "_copy", "_in_dram", "_add_rows", "_pack",
+            "_unpack")
 
 
 def _accepts_nrt_option(njit) -> bool:
