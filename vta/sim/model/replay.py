@@ -1249,10 +1249,12 @@ class Scratch:
         """The constants of :func:`_timing_run` for ``env`` and ``timing`` (offsets ``_C_*``), or None
         when the cost rules have no closed form (:func:`_cost_params`); kept while the owner's
         configuration, timing and fetch stay."""
-        key = (env, timing, mc.compute_cycles, mc.store_cycles, int(getattr(mc, "FETCH_BUFFER_INSNS", 0)))
         c = self._packed
-        if c is not None and all(x is y for x, y in zip(c[:4], key[:4])) and c[4] == key[4]:
+        fetch_buffer = getattr(mc, "FETCH_BUFFER_INSNS", 0)
+        if (c is not None and c[0] is env and c[1] is timing and c[2] is mc.compute_cycles
+                and c[3] is mc.store_cycles and c[4] == fetch_buffer):
             return c[5]
+        key = (env, timing, mc.compute_cycles, mc.store_cycles, int(fetch_buffer))
         fields, elem, params = self.constants(env, timing)
         value = None
         if params is not None:

@@ -125,6 +125,8 @@ class CycleModel(FunctionalSimulator):
         # statistics when they are read (the hardware counters, then fsim's of replay.COUNT_KEYS)
         self._io = (np.zeros(rp.IO_SIZE, np.int64), np.zeros(rp.IO_SIZE, np.int64))
         self._io_last = None
+        self._live: list | None = None  # the live allocations the checks last saw, and as an array
+        self._allocs = None
         self._acc = np.zeros(len(HW_STAT_KEYS) + len(rp.COUNT_KEYS), np.int64)
         self._last_run: dict | None = {}
         self._probe = False
@@ -230,41 +232,46 @@ class CycleModel(FunctionalSimulator):
         if consts is None:
             return self._run_checked_in_python(words, insn_phys_addr, n)
         lent = self.tokens
-        if any(lent):  # the checks with outstanding tokens, the slow way (the errors fsim raises)
+        check = not any(lent)
+        if not check:  # the checks with outstanding tokens, the slow way (the errors fsim raises)
             lent = self._check_stream(words, list(lent))
         io = self._io[0] if self._io_last is not self._io[0] else self._io[1]
-        io[rp.IO_TOKENS:rp.IO_TOKENS + 4] = lent
-        io[rp.IO_CHECK] = not any(lent)
-        io[rp.IO_ADDR] = insn_phys_addr
+        io[:6] = (lent[0], lent[1], lent[2], lent[3], check, insn_phys_addr)  # IO_TOKENS, IO_CHECK, IO_ADDR
         flat = self._scratch.flat_for(n)
-        allocs = np.array(list(self.dram.allocations()) or [(0, 0)], np.int64)
-        allocs[:, 1] += allocs[:, 0]
-        rp._TIMING_RUN(words, consts, allocs, flat, io, self._acc)
-        if io[rp.IO_STATUS] == 1:  # invalid, or its tokens do not let it run in stream order
+        live = list(self.dram.allocations())
+        if live != self._live:  # (the allocations as start and end, remade when they change)
+            self._live = live
+            self._allocs = np.array(live or [(0, 0)], np.int64)
+            self._allocs[:, 1] += self._allocs[:, 0]
+        rp._TIMING_RUN(words, consts, self._allocs, flat, io, self._acc)
+        out = io.tolist()
+        if out[rp.IO_STATUS] == 1:  # invalid, or its tokens do not let it run in stream order
             self._check_stream(words, [0, 0, 0, 0])
             io[rp.IO_CHECK] = 0
-            rp._TIMING_RUN(words, consts, allocs, flat, io, self._acc)
-        if io[rp.IO_STATUS] == 2:  # (unreachable for a stream fsim accepts)
-            i = int(io[rp.IO_BAD]) - 1
+            rp._TIMING_RUN(words, consts, self._allocs, flat, io, self._acc)
+            out = io.tolist()
+        if out[rp.IO_STATUS] == 2:  # (unreachable for a stream fsim accepts)
+            i = out[rp.IO_BAD] - 1
             raise InvalidInstructionError(f"instruction {i}: a token flag names a channel its stage does not have", i)
-        k = int(io[rp.IO_SUSPECTS])
+        k = out[rp.IO_SUSPECTS]
         if k:
             start = (len(rp._ROWS) + len(rp._OUTS) + 10) * n + 4
             confirm_suspects(self.env, words, flat[start:start + k].tolist(), self.dram)
-        if io[rp.IO_RC] < 0:
-            raise DeadlockError(f"timing model: no unit can start after {-1 - int(io[rp.IO_RC])} of {n} instructions; "
+        if out[rp.IO_RC] < 0:
+            raise DeadlockError(f"timing model: no unit can start after {-1 - out[rp.IO_RC]} of {n} instructions; "
                                 "the stream was accepted by fsim", None)
-        if not io[rp.IO_COMMITTED]:  # (suspects that passed)
+        if not out[rp.IO_COMMITTED]:  # (suspects that passed)
             nhw = len(HW_STAT_KEYS)
             self._acc[:nhw] += io[rp.IO_COUNTERS:rp.IO_COUNTERS + nhw]
             self._acc[nhw:] += io[rp.IO_COUNTS:rp.IO_COUNTS + len(rp.COUNT_KEYS)]
         self._io_last = io
         self._last_run = None
-        held = [a - b for a, b in zip(self.tokens, lent)]
         if self.debug_flags & DEBUG_DUMP_INSN:
             self._fast_timed = (words.copy(), list(lent))
-        net = io[rp.IO_COUNTERS + 14:rp.IO_COUNTERS + 18].tolist()
-        return [t + d for t, d in zip(lent, net)], held
+        t = self.tokens
+        net = rp.IO_COUNTERS + 14
+        return ([lent[0] + out[net], lent[1] + out[net + 1], lent[2] + out[net + 2], lent[3] + out[net + 3]],
+                [t[0] - lent[0], t[1] - lent[1], t[2] - lent[2], t[3] - lent[3]])
 
     def _check_stream(self, words: np.ndarray, lent: list[int]) -> list[int]:
         """fsim's checks of validity and token flow, the slow way (its errors); the tokens lent."""
