@@ -800,83 +800,14 @@ def _field(words, i, fields, k):
 
 def _decode(words, fields, elem, params, cols):
     """Fill ``cols`` (rows :data:`_ROWS`) from the raw words, as :func:`prepare` does; return 0, or
-    1 + i if instruction i sets a token flag of a channel its stage does not have."""
-    n = words.shape[0]
-    for i in range(n):
-        op = _field(words, i, fields, 0)
-        pp = _field(words, i, fields, 1)
-        pn = _field(words, i, fields, 2)
-        up = _field(words, i, fields, 3)
-        un = _field(words, i, fields, 4)
-        mt = _field(words, i, fields, 5)
-        if op == 1:
-            u = 2
-        elif op == 0 and (mt == 1 or mt == 2):
-            u = 0
-        else:
-            u = 1
-        if (u == 0 and (pp != 0 or up != 0)) or (u == 2 and (pn != 0 or un != 0)):
-            return 1 + i
-        comp = 1 if u == 1 else 0
-        load = 1 if u == 0 else 0
-        store = 1 if u == 2 else 0
-        cols[0, i] = u
-        cols[1, i] = (comp * pp) | (load * pn) << 1 | (comp * pn) << 2 | (store * pp) << 3
-        cols[2, i] = (load * un) | (comp * up) << 1 | (store * up) << 2 | (comp * un) << 3
-        cols[4, i] = 1 if op == 3 else 0
-        for r in range(5, 15):
-            cols[r, i] = 0
-        c = params[0]
-        if op == 2 or op == 4:
-            # constant field numbers (a variable index into the field tuple is slow when compiled)
-            if op == 2:
-                nu = _field(words, i, fields, 15) - _field(words, i, fields, 14)
-                loops = _field(words, i, fields, 16) * _field(words, i, fields, 17)
-                k = 1
-            else:
-                nu = _field(words, i, fields, 19) - _field(words, i, fields, 18)
-                loops = _field(words, i, fields, 20) * _field(words, i, fields, 21)
-                k = 7 if _field(words, i, fields, 22) != 0 else 4
-            if nu < 0:
-                nu = 0
-            nu = loops * nu
-            c = params[k] if nu == 0 else params[k + 1] * nu + params[k + 2]
-        elif op == 0 or op == 1:
-            x = _field(words, i, fields, 8)
-            if x > 0:
-                y = _field(words, i, fields, 7)
-                base = _field(words, i, fields, 6)
-                xstride = _field(words, i, fields, 9)
-                if op == 1:
-                    c = params[10] + y * (params[11] + x * params[12])
-                    if params[13] != 0:
-                        ob = params[14]
-                        blocks = 0
-                        for r in range(y):
-                            lo = (base + r * xstride) * ob
-                            blocks += (lo + x * ob - 1) // 128 - lo // 128 + 1
-                        c += params[13] * blocks
-                else:
-                    e = elem[mt]
-                    c = -1
-                    if mt == 0:
-                        cols[5, i] = 1
-                    elif mt == 2:
-                        cols[5, i] = 2
-                    elif mt == 1:
-                        cols[5, i] = 3
-                    else:
-                        cols[5, i] = 4
-                    cols[6, i] = (base * e) & 0xFFFFFFFF
-                    cols[7, i] = x * e
-                    cols[8, i] = xstride * e
-                    cols[9, i] = y
-                    cols[10, i] = _field(words, i, fields, 12)
-                    cols[11, i] = _field(words, i, fields, 13)
-                    cols[12, i] = _field(words, i, fields, 10)
-                    cols[13, i] = _field(words, i, fields, 11)
-                    cols[14, i] = x
-        cols[3, i] = c
+    1 + i if instruction i sets a token flag of a channel its stage does not have. The rows of a
+    LOAD's transfer (``client`` .. ``xs``) are written for the LOADs with data only (the loop
+    reads them for those only; the other entries keep what they held). (:func:`_scan` without
+    its checks.)"""
+    io = np.zeros(IO_SIZE, np.int64)
+    if _scan(words, fields, elem, params, cols, np.zeros(12, np.int64), np.zeros((1, 2), np.int64),
+             np.zeros(0, np.int64), io, False, False) == 2:
+        return io[IO_BAD]
     return 0
 
 
@@ -995,15 +926,15 @@ def _suspect_row(op, mt, base, dbase, ys, xs, stride, yp0, yp1, xp0, xp1, chk, a
     return bad
 
 
-def _scan(words, fields, elem, params, cols, chk, allocs, sus, io):
-    """The passes before the replay: fsim's checks (with ``io[IO_CHECK]``: the stream is valid and
-    its tokens ``io[IO_TOKENS:+4]`` let it run in stream order; always: the suspects, written to
-    ``sus``) and fsim's counters, then the decode of :func:`_decode`. Returns the status of
-    :func:`_timing_run` (it stops at the first instruction that makes it non-zero).
+def _scan(words, fields, elem, params, cols, chk, allocs, sus, io, check, suspects):
+    """One pass over the raw words before the replay: fsim's checks (with ``check``: the stream is
+    valid and its tokens ``io[IO_TOKENS:+4]`` let it run in stream order; with ``suspects``: the
+    suspects, written to ``sus``); always the decode into ``cols`` (see :func:`_decode`) and fsim's counters (to
+    ``io[IO_COUNTS:]``). Returns the status of :func:`_timing_run` (it stops at the first
+    instruction that makes it non-zero).
 
-    (Fields are read here only: numba keeps the field table in registers when the constant field
-    numbers reach :func:`_field` directly.)"""
-    check = io[IO_CHECK] != 0
+    (Every field is read in this loop: numba keeps the field table in registers when a constant
+    field number reaches :func:`_field` directly, not through another inlined function.)"""
     l2g = io[IO_TOKENS]
     g2l = io[IO_TOKENS + 1]
     s2g = io[IO_TOKENS + 2]
@@ -1024,57 +955,111 @@ def _scan(words, fields, elem, params, cols, chk, allocs, sus, io):
     n_nop = 0
     for i in range(words.shape[0]):
         op = _field(words, i, fields, 0)
+        pp = _field(words, i, fields, 1)
+        pn = _field(words, i, fields, 2)
+        up = _field(words, i, fields, 3)
+        un = _field(words, i, fields, 4)
         mt = _field(words, i, fields, 5)
         if check:
-            l2g, g2l, s2g, g2s, ok = _token_row(op, _field(words, i, fields, 1), _field(words, i, fields, 2),
-                                                _field(words, i, fields, 3), _field(words, i, fields, 4), mt,
-                                                _field(words, i, fields, 24), l2g, g2l, s2g, g2s)
+            l2g, g2l, s2g, g2s, ok = _token_row(op, pp, pn, up, un, mt, _field(words, i, fields, 24), l2g, g2l,
+                                                s2g, g2s)
             if not ok:
                 return 1
-        if op <= 1:
-            xs = _field(words, i, fields, 8)
-            ys = _field(words, i, fields, 7)
-            if xs == 0:
-                n_nop += 1
-                continue
-            if mt <= 5 and _suspect_row(op, mt, _field(words, i, fields, 23), _field(words, i, fields, 6), ys, xs,
-                                        _field(words, i, fields, 9), _field(words, i, fields, 10),
-                                        _field(words, i, fields, 11), _field(words, i, fields, 12),
-                                        _field(words, i, fields, 13), chk, allocs):
-                sus[found] = i
-                found += 1
-            if op == 0:
-                n_load += 1
-                if mt == 0:
-                    b_uop += xs * ys
-                elif mt == 1:
-                    b_wgt += xs * ys
-                elif mt == 2:
-                    b_inp += xs * ys
-                elif mt == 3 or mt == 5:  # ACC_8BIT counts the 32-bit footprint, like upstream
-                    b_acc += xs * ys
-            else:
-                n_store += 1
-                b_out += xs * ys
-        elif op == 2:
-            n_gemm += 1
-            if _field(words, i, fields, 25) == 0:
+        # the decode
+        if op == 1:
+            u = 2
+        elif op == 0 and (mt == 1 or mt == 2):
+            u = 0
+        else:
+            u = 1
+        if (u == 0 and (pp != 0 or up != 0)) or (u == 2 and (pn != 0 or un != 0)):
+            io[IO_BAD] = 1 + i
+            return 2
+        comp = 1 if u == 1 else 0
+        load = 1 if u == 0 else 0
+        store = 1 if u == 2 else 0
+        cols[0, i] = u
+        cols[1, i] = (comp * pp) | (load * pn) << 1 | (comp * pn) << 2 | (store * pp) << 3
+        cols[2, i] = (load * un) | (comp * up) << 1 | (store * up) << 2 | (comp * un) << 3
+        cols[4, i] = 1 if op == 3 else 0
+        c = params[0]
+        if op == 2 or op == 4:
+            # constant field numbers (a variable index into the field tuple is slow when compiled)
+            if op == 2:
                 nu = _field(words, i, fields, 15) - _field(words, i, fields, 14)
-                if nu > 0:
-                    n_gemm_it += _field(words, i, fields, 16) * _field(words, i, fields, 17) * nu
-        elif op == 4:
-            n_alu += 1
-            nu = _field(words, i, fields, 19) - _field(words, i, fields, 18)
-            if nu > 0:
-                n_alu_it += _field(words, i, fields, 20) * _field(words, i, fields, 21) * nu
+                loops = _field(words, i, fields, 16) * _field(words, i, fields, 17)
+                k = 1
+            else:
+                nu = _field(words, i, fields, 19) - _field(words, i, fields, 18)
+                loops = _field(words, i, fields, 20) * _field(words, i, fields, 21)
+                k = 7 if _field(words, i, fields, 22) != 0 else 4
+            if nu < 0:
+                nu = 0
+            nu = loops * nu
+            c = params[k] if nu == 0 else params[k + 1] * nu + params[k + 2]
+            if op == 2:  # fsim's counters: micro-op iterations (of non-reset GEMMs)
+                n_gemm += 1
+                if _field(words, i, fields, 25) == 0:
+                    n_gemm_it += nu
+            else:
+                n_alu += 1
+                n_alu_it += nu
+        elif op == 0 or op == 1:
+            x = _field(words, i, fields, 8)
+            if x > 0:
+                y = _field(words, i, fields, 7)
+                base = _field(words, i, fields, 6)
+                xstride = _field(words, i, fields, 9)
+                if suspects and mt <= 5 and _suspect_row(op, mt, _field(words, i, fields, 23), base, y, x, xstride,
+                                                      _field(words, i, fields, 10), _field(words, i, fields, 11),
+                                                      _field(words, i, fields, 12), _field(words, i, fields, 13),
+                                                      chk, allocs):
+                    sus[found] = i
+                    found += 1
+                if op == 1:
+                    n_store += 1
+                    b_out += x * y
+                    c = params[10] + y * (params[11] + x * params[12])
+                    if params[13] != 0:
+                        ob = params[14]
+                        blocks = 0
+                        for r in range(y):
+                            lo = (base + r * xstride) * ob
+                            blocks += (lo + x * ob - 1) // 128 - lo // 128 + 1
+                        c += params[13] * blocks
+                else:
+                    n_load += 1
+                    e = elem[mt]
+                    c = -1
+                    if mt == 0:
+                        cols[5, i] = 1
+                        b_uop += x * y
+                    elif mt == 2:
+                        cols[5, i] = 2
+                        b_inp += x * y
+                    elif mt == 1:
+                        cols[5, i] = 3
+                        b_wgt += x * y
+                    else:
+                        cols[5, i] = 4
+                        if mt == 3 or mt == 5:  # ACC_8BIT counts the 32-bit footprint, like upstream
+                            b_acc += x * y
+                    cols[6, i] = (base * e) & 0xFFFFFFFF
+                    cols[7, i] = x * e
+                    cols[8, i] = xstride * e
+                    cols[9, i] = y
+                    cols[10, i] = _field(words, i, fields, 12)
+                    cols[11, i] = _field(words, i, fields, 13)
+                    cols[12, i] = _field(words, i, fields, 10)
+                    cols[13, i] = _field(words, i, fields, 11)
+                    cols[14, i] = x
+            else:
+                n_nop += 1
         elif op == 3:
             n_finish += 1
+        cols[3, i] = c
     if check and n_finish == 0:
         return 1
-    bad = _decode(words, fields, elem, params, cols)
-    if bad != 0:
-        io[IO_BAD] = bad
-        return 2
     c = IO_COUNTS
     io[c] = b_inp * chk[8]
     io[c + 1] = b_wgt * chk[7]
@@ -1116,7 +1101,7 @@ def _timing_run(words, consts, allocs, flat, io, acc):
     fields = _fixed_tuple(consts[:_C_ELEM], _C_ELEM)
     io[IO_COMMITTED] = 0
     status = _scan(words, fields, consts[_C_ELEM:_C_PARAMS], consts[_C_PARAMS:_C_CHECK], cols,
-                   consts[_C_CHECK:_C_TIMING], allocs, flat[need:need + n], io)
+                   consts[_C_CHECK:_C_TIMING], allocs, flat[need:need + n], io, io[IO_CHECK] != 0, True)
     io[IO_STATUS] = status
     if status != 0:
         return
@@ -1177,8 +1162,8 @@ def compiled():
     for name in _INLINED:
         jit(name, inline="always")
     _COMPILED = jit("_core")
-    _DECODE = jit("_decode")
     jit("_scan")
+    _DECODE = jit("_decode")
     _DRIVE = jit("_drive")
     _TIMING_RUN = jit("_timing_run")
     return _COMPILED
