@@ -895,11 +895,14 @@ def _token_row(op, pp, pn, up, un, mt, aop, l2g, g2l, s2g, g2s):
     return l2g, g2l, s2g, g2s, ok
 
 
-def _inside(start, end, allocs):
+def _inside(start, end, allocs, hit):
     """Whether the bytes ``[start, end)`` lie inside one allocation of ``allocs`` (k x 2: start and
-    end of each, sorted by start)."""
+    end of each, sorted by start, disjoint), and the allocation that holds them (else ``hit``):
+    ``hit`` is tried first (consecutive transfers mostly use one buffer)."""
     if end <= start:
-        return True
+        return True, hit
+    if allocs[hit, 0] <= start and end <= allocs[hit, 1]:
+        return True, hit
     lo = 0
     hi = allocs.shape[0]  # the last allocation starting at or before ``start``
     while lo < hi:
@@ -909,21 +912,25 @@ def _inside(start, end, allocs):
         else:
             hi = mid
     k = lo - 1
-    return k >= 0 and end <= allocs[k, 1] and allocs[k, 0] <= start
+    if k >= 0 and end <= allocs[k, 1] and allocs[k, 0] <= start:
+        return True, k
+    return False, hit
 
 
-def _suspect_row(op, mt, base, dbase, ys, xs, stride, yp0, yp1, xp0, xp1, chk, allocs):
+def _suspect_row(op, mt, base, dbase, ys, xs, stride, yp0, yp1, xp0, xp1, chk, allocs, hit):
     """Whether a LOAD or STORE (opcode ``op``, its memory fields) with ``x_size > 0`` and a valid
     memory type fails a check on its fields alone: memory type, padding, SRAM rectangle (depths
-    ``chk[0:6]``), DRAM rows (element bytes ``chk[6:12]``) inside one allocation of ``allocs``."""
+    ``chk[0:6]``), DRAM rows (element bytes ``chk[6:12]``) inside one allocation of ``allocs``
+    (``hit``: see :func:`_inside`); and the allocation to try first next time."""
     if op == 0:
         bad = mt == 4 or base + (yp0 + ys + yp1) * (xp0 + xs + xp1) > chk[mt]
     else:
         bad = mt != 4 or (yp0 | yp1 | xp0 | xp1) != 0 or base + xs * ys > chk[3]
     if not bad and ys > 0:
         e = chk[6 + mt] if op == 0 else chk[10]
-        bad = not _inside(dbase * e, (dbase + (ys - 1) * stride + xs) * e, allocs)
-    return bad
+        ok, hit = _inside(dbase * e, (dbase + (ys - 1) * stride + xs) * e, allocs, hit)
+        bad = not ok
+    return bad, hit
 
 
 def _scan(words, fields, elem, params, cols, chk, allocs, sus, io, check, suspects):
@@ -940,6 +947,7 @@ def _scan(words, fields, elem, params, cols, chk, allocs, sus, io, check, suspec
     s2g = io[IO_TOKENS + 2]
     g2s = io[IO_TOKENS + 3]
     found = 0
+    hit = 0  # the allocation the last transfer was in
     b_inp = 0  # elements moved (bytes after the loop)
     b_wgt = 0
     b_acc = 0
@@ -1010,12 +1018,13 @@ def _scan(words, fields, elem, params, cols, chk, allocs, sus, io, check, suspec
                 y = _field(words, i, fields, 7)
                 base = _field(words, i, fields, 6)
                 xstride = _field(words, i, fields, 9)
-                if suspects and mt <= 5 and _suspect_row(op, mt, _field(words, i, fields, 23), base, y, x, xstride,
-                                                      _field(words, i, fields, 10), _field(words, i, fields, 11),
-                                                      _field(words, i, fields, 12), _field(words, i, fields, 13),
-                                                      chk, allocs):
-                    sus[found] = i
-                    found += 1
+                if suspects and mt <= 5:
+                    bad, hit = _suspect_row(op, mt, _field(words, i, fields, 23), base, y, x, xstride,
+                                            _field(words, i, fields, 10), _field(words, i, fields, 11),
+                                            _field(words, i, fields, 12), _field(words, i, fields, 13), chk, allocs, hit)
+                    if bad:
+                        sus[found] = i
+                        found += 1
                 if op == 1:
                     n_store += 1
                     b_out += x * y
