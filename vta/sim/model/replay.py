@@ -5,7 +5,10 @@ With numba, one compiled call (:func:`_drive`) decodes the raw words (:func:`_de
 arrays as :func:`prepare`) and runs the loop (the same function, unchanged), with a device's work
 arrays reused from run to run (:class:`Scratch`); without numba (or with ``engine="python"``),
 :func:`prepare` decodes with NumPy and the loop runs as plain Python. Both paths give the same
-cycles. The loop processes events in time order:
+cycles. A timing-only run of :class:`~vta.sim.model.CycleModel` is one compiled call as well
+(:func:`_timing_run`): a pass over the raw words makes fsim's checks before execution, counts
+fsim's statistics and decodes (:func:`_scan`), then the loop runs. The loop processes events in
+time order:
 
 * fetch: bursts of up to 8 instructions read over the memory channel, then one dispatch per
   cycle into the load, compute and store queues (a full queue blocks dispatch);

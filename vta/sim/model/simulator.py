@@ -27,7 +27,10 @@ instruction and byte counters and the same tokens left, while executing nothing 
 DRAM keep their contents, so outputs are not computed). It applies fsim's checks made before
 execution (encoding, token flow, deadlock, token overflow, LOAD/STORE SRAM and DRAM ranges) with
 the same errors; what fsim finds only while executing (GEMM/ALU SRAM indices out of range, read
-from the micro-ops) goes undetected.
+from the micro-ops) goes undetected. With numba a timing-only run is one compiled call that checks,
+counts and times the stream (:func:`vta.sim.model.replay._timing_run`); the rare streams it cannot
+settle alone (a failed check, tokens outstanding, a stream that only runs out of stream order) are
+checked the slow way first, so the errors stay fsim's.
 
 The run ends when FINISH retires (as in the RTL, FINISH does not wait for the load and store
 units; well-formed streams make it pop their last tokens). Statistics are fsim's plus tsim's
