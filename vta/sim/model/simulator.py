@@ -28,9 +28,9 @@ DRAM keep their contents, so outputs are not computed). It applies fsim's checks
 execution (encoding, token flow, deadlock, token overflow, LOAD/STORE SRAM and DRAM ranges) with
 the same errors; what fsim finds only while executing (GEMM/ALU SRAM indices out of range, read
 from the micro-ops) goes undetected. With numba a timing-only run is one compiled call that checks,
-counts and times the stream (:func:`vta.sim.model.replay._timing_run`); the rare streams it cannot
-settle alone (a failed check, tokens outstanding, a stream that only runs out of stream order) are
-checked the slow way first, so the errors stay fsim's.
+counts and times the stream (:func:`vta.sim.model.replay._timing_run`); what it cannot settle
+alone (a suspect LOAD/STORE, an invalid stream, tokens outstanding, a stream that runs only out of
+stream order) is checked the slow way, so the errors stay fsim's.
 
 The run ends when FINISH retires (as in the RTL, FINISH does not wait for the load and store
 units; well-formed streams make it pop their last tokens). Statistics are fsim's plus tsim's
