@@ -77,6 +77,10 @@ QUEUE_FREE = 2
 QUEUE_FREE_BUFFERED = 0
 #: Beat intervals kept per load for its pad writer (more are merged into the last one).
 PAD_INTERVALS = 256
+#: Entries of :func:`_core`'s small state in its work space: those set at the start of a run, then
+#: the pad writers' intervals and the memory channel's ring of the last bursts (at most 1024).
+_STATE_SET = 64
+_STATE = _STATE_SET + 4 * PAD_INTERVALS + 1024
 #: The LOAD's timing rules: its first request ``LOAD_REQUEST`` cycles after its start, its pad
 #: writer from ``start + PAD_START``, its retirement ``LOAD_RETIRE`` cycles after its last write.
 LOAD_REQUEST = 2
@@ -287,7 +291,7 @@ def _core(n, unit, pops, pushes, cost, finish, client, addr, row_bytes, stride, 
     ``bursts`` (n x 3): per fetch burst its first instruction, request cycle and first dispatch
     cycle; ``counters``: cycle_count, then busy, stall, retired (4 each, fetch load compute store),
     then the number of fetch bursts, then the net tokens the stream pushes on each channel (4);
-    ``work``: at least ``7 * n + 4`` integers of scratch space.
+    ``work``: at least ``7 * n + 4 + _STATE`` integers of scratch space.
 
     Each unit's next start (the cycle its queue head can start, or none) is kept between events
     and recomputed only after an event that can change it: a start or retirement in that unit, a
@@ -316,11 +320,15 @@ def _core(n, unit, pops, pushes, cost, finish, client, addr, row_bytes, stride, 
         net1 += ((pu >> 1) & 1) - ((po >> 1) & 1)
         net2 += ((pu >> 2) & 1) - ((po >> 2) & 1)
         net3 += (pu >> 3) - (po >> 3)
-    qlen = np.zeros(3, np.int64)
+    # the loop's small state lives in ``work`` (no allocation per run); every entry but the
+    # intervals and the ring is set here (those are read only below what has been written)
+    st = work[7 * n + 4:7 * n + 4 + _STATE]
+    st[:_STATE_SET] = 0
+    qlen = st[0:3]
     qlen[0] = q0
     qlen[1] = q1
     qlen[2] = n - q0 - q1
-    qbase = np.zeros(3, np.int64)
+    qbase = st[3:6]
     qbase[1] = q0
     qbase[2] = q0 + q1
     queue = work[:n]
@@ -344,37 +352,41 @@ def _core(n, unit, pops, pushes, cost, finish, client, addr, row_bytes, stride, 
             qpos[i] = f2 - q0 - q1
             queue[f2] = i
             f2 += 1
-    heads = np.zeros(3, np.int64)
-    free = np.zeros(3, np.int64)
-    push_cnt = np.zeros(4, np.int64)
-    popped = np.zeros(4, np.int64)
-    busy = np.zeros(4, np.int64)
-    stall = np.zeros(4, np.int64)
-    retired = np.zeros(4, np.int64)
-    consumer = np.array(_CONSUMER, np.int64)
+    heads = st[6:9]
+    free = st[9:12]
+    push_cnt = st[12:16]
+    popped = st[16:20]
+    busy = st[20:24]
+    stall = st[24:28]
+    retired = st[28:32]
+    consumer = st[32:36]
+    for c in range(4):
+        consumer[c] = _CONSUMER[c]
     # per unit: the cycle its head can start (-1: it cannot yet) and the cycles it waits for tokens
-    cand_t = np.full(3, -1, np.int64)
-    cand_w = np.zeros(3, np.int64)
+    cand_t = st[36:39]
+    cand_t[:] = -1
+    cand_w = st[39:42]
     dirty = 7  # the units whose candidate is to be recomputed (bit mask)
     # memory channel
     # (fetch's first request is made before the slot model's cycle 0)
     # next free request cycle, next free beat cycle, bursts issued, credit, cycle of the credit
-    ch = np.zeros(5, np.int64)
+    ch = st[42:47]
     ch[0] = -(1 << 40)
     ch[1] = -(1 << 40)
     ch[3] = CREDIT_CAP
     ch[4] = -(1 << 40)
-    ring = np.zeros(max(max_outstanding, 1), np.int64)  # last-beat cycle of the recent bursts
+    ring = st[_STATE_SET + 4 * PAD_INTERVALS:_STATE]  # last-beat cycle of the recent bursts
     # loads in flight in the load (0) and compute (1) units
-    ld_insn = np.full(2, -1, np.int64)
-    ld_req = np.zeros(2, np.int64)     # cycle of its next request
-    ld_row = np.zeros(2, np.int64)     # row of the next burst
-    ld_off = np.zeros(2, np.int64)     # byte offset of the next burst in its row
-    ld_first = np.zeros(2, np.int64)   # first beat returned (memory cycle), -1 none yet
-    ld_last = np.zeros(2, np.int64)
+    ld_insn = st[47:49]
+    ld_insn[:] = -1
+    ld_req = st[49:51]     # cycle of its next request
+    ld_row = st[51:53]     # row of the next burst
+    ld_off = st[53:55]     # byte offset of the next burst in its row
+    ld_first = st[55:57]   # first beat returned (memory cycle), -1 none yet
+    ld_last = st[57:59]
     # the cycles its beats reach the unit, as intervals (for the pad writer; merged when full)
-    ld_iv = np.zeros((2, PAD_INTERVALS, 2), np.int64)
-    ld_niv = np.zeros(2, np.int64)
+    ld_iv = st[_STATE_SET:_STATE_SET + 4 * PAD_INTERVALS].reshape((2, PAD_INTERVALS, 2))
+    ld_niv = st[59:61]
     # fetch
     f_next = 0
     burst_left = 0
@@ -1105,7 +1117,7 @@ def _timing_run(words, consts, allocs, flat, io, acc):
     a = nr * n
     b = a + no * n
     c = b + 3 * n
-    need = c + 7 * n + 4
+    need = c + 7 * n + 4 + _STATE
     cols = flat[:a].reshape((nr, n))
     outs = flat[a:b].reshape((no, n))
     bursts = flat[b:c].reshape((n, 3))
@@ -1128,6 +1140,11 @@ def _timing_run(words, consts, allocs, flat, io, acc):
             acc[k] += io[IO_COUNTERS + k]
             acc[13 + k] += io[IO_COUNTS + k]
         io[IO_COMMITTED] = 1
+
+
+def suspects_at(n: int) -> int:
+    """Where :func:`_timing_run` writes the suspects of a stream of ``n`` instructions in its work space."""
+    return (len(_ROWS) + len(_OUTS) + 3 + 7) * n + 4 + _STATE
 
 
 def _fixed_tuple(a, n):
@@ -1213,7 +1230,7 @@ class Scratch:
             return self._views[1]
         a, b = len(_ROWS) * n, len(_OUTS) * n
         c = a + b + 3 * max(n, 1)
-        need = c + 7 * n + 4
+        need = c + 7 * n + 4 + _STATE
         if self.flat.size < need:
             self.flat = np.empty(max(need, 2 * self.flat.size), np.int64)
         f = self.flat
@@ -1236,7 +1253,7 @@ class Scratch:
     def flat_for(self, n: int) -> np.ndarray:
         """The work space of :func:`_timing_run` for a stream of ``n`` instructions: the arrays of
         :meth:`take` (at the same places), then ``n`` slots for the suspects."""
-        need = (len(_ROWS) + len(_OUTS) + 3 + 7 + 1) * n + 4
+        need = suspects_at(n) + n
         if self.flat.size < need:
             self.flat = np.empty(max(need, 2 * self.flat.size), np.int64)
             self._views = (-1, None)

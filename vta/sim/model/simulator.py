@@ -258,7 +258,7 @@ class CycleModel(FunctionalSimulator):
             raise InvalidInstructionError(f"instruction {i}: a token flag names a channel its stage does not have", i)
         k = out[rp.IO_SUSPECTS]
         if k:
-            start = (len(rp._ROWS) + len(rp._OUTS) + 10) * n + 4
+            start = rp.suspects_at(n)
             confirm_suspects(self.env, words, flat[start:start + k].tolist(), self.dram)
         if out[rp.IO_RC] < 0:
             raise DeadlockError(f"timing model: no unit can start after {-1 - out[rp.IO_RC]} of {n} instructions; "
