@@ -193,3 +193,22 @@ def test_suspects_at_the_edges_of_buffers_and_allocations(any_env, dram):
     assert got == [i for i, w in enumerate(want) if w]
     assert got == fsim
     assert 0 < len(got) < len(want)
+
+
+def test_the_debug_dump_is_the_full_models(env, dram, capsys):
+    """DEBUG_DUMP_INSN on the timing-only run prints what the full model prints (timed order, tokens)."""
+    from vta.sim.debug import DEBUG_DUMP_INSN
+
+    texts = {}
+    for functional in (True, False):
+        with CycleModel(env, dram, functional=functional) as dev:
+            dev.set_debug_mode(DEBUG_DUMP_INSN)
+            for seed in range(3):
+                p = random_program(env, dram, seed, length=12)
+                try:
+                    dev.run(p.insn_addr, p.insn_count)
+                finally:
+                    p.close()
+        texts[functional] = capsys.readouterr().out
+    assert texts[False] == texts[True]
+    assert texts[True].count("INSTRUCTION") > 30
