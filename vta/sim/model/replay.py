@@ -5,7 +5,10 @@ With numba, one compiled call (:func:`_drive`) decodes the raw words (:func:`_de
 arrays as :func:`prepare`) and runs the loop (the same function, unchanged), with a device's work
 arrays reused from run to run (:class:`Scratch`); without numba (or with ``engine="python"``),
 :func:`prepare` decodes with NumPy and the loop runs as plain Python. Both paths give the same
-cycles. The loop processes events in time order:
+cycles. A timing-only run of :class:`~vta.sim.model.CycleModel` is one compiled call as well
+(:func:`_timing_run`): a pass over the raw words makes fsim's checks before execution, counts
+fsim's statistics and decodes (:func:`_scan`), then the loop runs. The loop processes events in
+time order:
 
 * fetch: bursts of up to 8 instructions read over the memory channel, then one dispatch per
   cycle into the load, compute and store queues (a full queue blocks dispatch);
@@ -74,6 +77,10 @@ QUEUE_FREE = 2
 QUEUE_FREE_BUFFERED = 0
 #: Beat intervals kept per load for its pad writer (more are merged into the last one).
 PAD_INTERVALS = 256
+#: Entries of :func:`_core`'s small state in its work space: those set at the start of a run, then
+#: the pad writers' intervals and the memory channel's ring of the last bursts (at most 1024).
+_STATE_SET = 64
+_STATE = _STATE_SET + 4 * PAD_INTERVALS + 1024
 #: The LOAD's timing rules: its first request ``LOAD_REQUEST`` cycles after its start, its pad
 #: writer from ``start + PAD_START``, its retirement ``LOAD_RETIRE`` cycles after its last write.
 LOAD_REQUEST = 2
@@ -284,7 +291,7 @@ def _core(n, unit, pops, pushes, cost, finish, client, addr, row_bytes, stride, 
     ``bursts`` (n x 3): per fetch burst its first instruction, request cycle and first dispatch
     cycle; ``counters``: cycle_count, then busy, stall, retired (4 each, fetch load compute store),
     then the number of fetch bursts, then the net tokens the stream pushes on each channel (4);
-    ``work``: at least ``7 * n + 4`` integers of scratch space.
+    ``work``: at least ``7 * n + 4 + _STATE`` integers of scratch space.
 
     Each unit's next start (the cycle its queue head can start, or none) is kept between events
     and recomputed only after an event that can change it: a start or retirement in that unit, a
@@ -313,11 +320,15 @@ def _core(n, unit, pops, pushes, cost, finish, client, addr, row_bytes, stride, 
         net1 += ((pu >> 1) & 1) - ((po >> 1) & 1)
         net2 += ((pu >> 2) & 1) - ((po >> 2) & 1)
         net3 += (pu >> 3) - (po >> 3)
-    qlen = np.zeros(3, np.int64)
+    # the loop's small state lives in ``work`` (no allocation per run); every entry but the
+    # intervals and the ring is set here (those are read only below what has been written)
+    st = work[7 * n + 4:7 * n + 4 + _STATE]
+    st[:_STATE_SET] = 0
+    qlen = st[0:3]
     qlen[0] = q0
     qlen[1] = q1
     qlen[2] = n - q0 - q1
-    qbase = np.zeros(3, np.int64)
+    qbase = st[3:6]
     qbase[1] = q0
     qbase[2] = q0 + q1
     queue = work[:n]
@@ -341,37 +352,41 @@ def _core(n, unit, pops, pushes, cost, finish, client, addr, row_bytes, stride, 
             qpos[i] = f2 - q0 - q1
             queue[f2] = i
             f2 += 1
-    heads = np.zeros(3, np.int64)
-    free = np.zeros(3, np.int64)
-    push_cnt = np.zeros(4, np.int64)
-    popped = np.zeros(4, np.int64)
-    busy = np.zeros(4, np.int64)
-    stall = np.zeros(4, np.int64)
-    retired = np.zeros(4, np.int64)
-    consumer = np.array(_CONSUMER, np.int64)
+    heads = st[6:9]
+    free = st[9:12]
+    push_cnt = st[12:16]
+    popped = st[16:20]
+    busy = st[20:24]
+    stall = st[24:28]
+    retired = st[28:32]
+    consumer = st[32:36]
+    for c in range(4):
+        consumer[c] = _CONSUMER[c]
     # per unit: the cycle its head can start (-1: it cannot yet) and the cycles it waits for tokens
-    cand_t = np.full(3, -1, np.int64)
-    cand_w = np.zeros(3, np.int64)
+    cand_t = st[36:39]
+    cand_t[:] = -1
+    cand_w = st[39:42]
     dirty = 7  # the units whose candidate is to be recomputed (bit mask)
     # memory channel
     # (fetch's first request is made before the slot model's cycle 0)
     # next free request cycle, next free beat cycle, bursts issued, credit, cycle of the credit
-    ch = np.zeros(5, np.int64)
+    ch = st[42:47]
     ch[0] = -(1 << 40)
     ch[1] = -(1 << 40)
     ch[3] = CREDIT_CAP
     ch[4] = -(1 << 40)
-    ring = np.zeros(max(max_outstanding, 1), np.int64)  # last-beat cycle of the recent bursts
+    ring = st[_STATE_SET + 4 * PAD_INTERVALS:_STATE]  # last-beat cycle of the recent bursts
     # loads in flight in the load (0) and compute (1) units
-    ld_insn = np.full(2, -1, np.int64)
-    ld_req = np.zeros(2, np.int64)     # cycle of its next request
-    ld_row = np.zeros(2, np.int64)     # row of the next burst
-    ld_off = np.zeros(2, np.int64)     # byte offset of the next burst in its row
-    ld_first = np.zeros(2, np.int64)   # first beat returned (memory cycle), -1 none yet
-    ld_last = np.zeros(2, np.int64)
+    ld_insn = st[47:49]
+    ld_insn[:] = -1
+    ld_req = st[49:51]     # cycle of its next request
+    ld_row = st[51:53]     # row of the next burst
+    ld_off = st[53:55]     # byte offset of the next burst in its row
+    ld_first = st[55:57]   # first beat returned (memory cycle), -1 none yet
+    ld_last = st[57:59]
     # the cycles its beats reach the unit, as intervals (for the pad writer; merged when full)
-    ld_iv = np.zeros((2, PAD_INTERVALS, 2), np.int64)
-    ld_niv = np.zeros(2, np.int64)
+    ld_iv = st[_STATE_SET:_STATE_SET + 4 * PAD_INTERVALS].reshape((2, PAD_INTERVALS, 2))
+    ld_niv = st[59:61]
     # fetch
     f_next = 0
     burst_left = 0
@@ -703,7 +718,9 @@ _FIELDS = (("header", "opcode"), ("header", "pop_prev_dep"), ("header", "pop_nex
            ("mem", "memory_type"), ("mem", "dram_base"), ("mem", "y_size"), ("mem", "x_size"), ("mem", "x_stride"),
            ("mem", "y_pad_0"), ("mem", "y_pad_1"), ("mem", "x_pad_0"), ("mem", "x_pad_1"),
            ("gemm", "uop_bgn"), ("gemm", "uop_end"), ("gemm", "iter_out"), ("gemm", "iter_in"),
-           ("alu", "uop_bgn"), ("alu", "uop_end"), ("alu", "iter_out"), ("alu", "iter_in"), ("alu", "use_imm"))
+           ("alu", "uop_bgn"), ("alu", "uop_end"), ("alu", "iter_out"), ("alu", "iter_in"), ("alu", "use_imm"),
+           # read by the checks and counters of the timing-only pass (:func:`_scan`) only
+           ("mem", "sram_base"), ("alu", "alu_opcode"), ("gemm", "reset_reg"))
 #: The arrays of :func:`prepare`, as the rows of :func:`_decode`'s output, in :func:`_core`'s order.
 _ROWS = ("unit", "pops", "pushes", "cost", "finish", "client", "addr", "row_bytes", "stride", "rows",
          "xp0", "xp1", "yp0", "yp1", "xs")
@@ -798,83 +815,14 @@ def _field(words, i, fields, k):
 
 def _decode(words, fields, elem, params, cols):
     """Fill ``cols`` (rows :data:`_ROWS`) from the raw words, as :func:`prepare` does; return 0, or
-    1 + i if instruction i sets a token flag of a channel its stage does not have."""
-    n = words.shape[0]
-    for i in range(n):
-        op = _field(words, i, fields, 0)
-        pp = _field(words, i, fields, 1)
-        pn = _field(words, i, fields, 2)
-        up = _field(words, i, fields, 3)
-        un = _field(words, i, fields, 4)
-        mt = _field(words, i, fields, 5)
-        if op == 1:
-            u = 2
-        elif op == 0 and (mt == 1 or mt == 2):
-            u = 0
-        else:
-            u = 1
-        if (u == 0 and (pp != 0 or up != 0)) or (u == 2 and (pn != 0 or un != 0)):
-            return 1 + i
-        comp = 1 if u == 1 else 0
-        load = 1 if u == 0 else 0
-        store = 1 if u == 2 else 0
-        cols[0, i] = u
-        cols[1, i] = (comp * pp) | (load * pn) << 1 | (comp * pn) << 2 | (store * pp) << 3
-        cols[2, i] = (load * un) | (comp * up) << 1 | (store * up) << 2 | (comp * un) << 3
-        cols[4, i] = 1 if op == 3 else 0
-        for r in range(5, 15):
-            cols[r, i] = 0
-        c = params[0]
-        if op == 2 or op == 4:
-            # constant field numbers (a variable index into the field tuple is slow when compiled)
-            if op == 2:
-                nu = _field(words, i, fields, 15) - _field(words, i, fields, 14)
-                loops = _field(words, i, fields, 16) * _field(words, i, fields, 17)
-                k = 1
-            else:
-                nu = _field(words, i, fields, 19) - _field(words, i, fields, 18)
-                loops = _field(words, i, fields, 20) * _field(words, i, fields, 21)
-                k = 7 if _field(words, i, fields, 22) != 0 else 4
-            if nu < 0:
-                nu = 0
-            nu = loops * nu
-            c = params[k] if nu == 0 else params[k + 1] * nu + params[k + 2]
-        elif op == 0 or op == 1:
-            x = _field(words, i, fields, 8)
-            if x > 0:
-                y = _field(words, i, fields, 7)
-                base = _field(words, i, fields, 6)
-                xstride = _field(words, i, fields, 9)
-                if op == 1:
-                    c = params[10] + y * (params[11] + x * params[12])
-                    if params[13] != 0:
-                        ob = params[14]
-                        blocks = 0
-                        for r in range(y):
-                            lo = (base + r * xstride) * ob
-                            blocks += (lo + x * ob - 1) // 128 - lo // 128 + 1
-                        c += params[13] * blocks
-                else:
-                    e = elem[mt]
-                    c = -1
-                    if mt == 0:
-                        cols[5, i] = 1
-                    elif mt == 2:
-                        cols[5, i] = 2
-                    elif mt == 1:
-                        cols[5, i] = 3
-                    else:
-                        cols[5, i] = 4
-                    cols[6, i] = (base * e) & 0xFFFFFFFF
-                    cols[7, i] = x * e
-                    cols[8, i] = xstride * e
-                    cols[9, i] = y
-                    cols[10, i] = _field(words, i, fields, 12)
-                    cols[11, i] = _field(words, i, fields, 13)
-                    cols[12, i] = _field(words, i, fields, 10)
-                    cols[13, i] = _field(words, i, fields, 11)
-                    cols[14, i] = x
-        cols[3, i] = c
+    1 + i if instruction i sets a token flag of a channel its stage does not have. The rows of a
+    LOAD's transfer (``client`` .. ``xs``) are written for the LOADs with data only (the loop
+    reads them for those only; the other entries keep what they held). (:func:`_scan` without
+    its checks.)"""
+    io = np.zeros(IO_SIZE, np.int64)
+    if _scan(words, fields, elem, params, cols, np.zeros(12, np.int64), np.zeros((1, 2), np.int64),
+             np.zeros(0, np.int64), io, False, False) == 2:
+        return io[IO_BAD]
     return 0
 
 
@@ -893,18 +841,332 @@ def _drive(words, fields, elem, params, cols, tokens, insn_addr, queue_depth, fe
                  bursts, counters, work)
 
 
+# ----------------------------------------------------------------------------- the timing-only run
+# A timing-only run (``CycleModel(..., functional=False)``) goes through one compiled call,
+# :func:`_timing_run`: a pass over the raw words (:func:`_scan`) makes fsim's checks before
+# execution, counts fsim's statistics and decodes the stream, then :func:`_core` replays it. The
+# checks are those of fsim's compiled pre-pass (``vta.sim.fsim.kernels._token_step`` and
+# ``_suspect``: the stream is valid and runs in stream order; the LOAD and STORE rows whose fields
+# alone fail a check), written again here so that numba's cache of this file depends on this file
+# only; the caller confirms suspects and checks an invalid stream the slow way, with fsim's errors.
+
+#: Offsets in the constants array of :func:`_timing_run` (:meth:`Scratch.packed`): the field table
+#: (word, shift, mask per field of :data:`_FIELDS`), the element bytes per memory type code (8),
+#: the cost constants (:func:`_cost_params`), the checks' SRAM depth and element bytes per memory
+#: type code 0..5 (6 each; code 4 is OUT: the accumulator a STORE reads and the bytes it writes),
+#: then queue depth, fetch latency, fetch buffer, DRAM latency, bytes per cycle, outstanding reads.
+_C_ELEM = 3 * len(_FIELDS)
+_C_PARAMS = _C_ELEM + 8
+_C_CHECK = _C_PARAMS + 15
+_C_TIMING = _C_CHECK + 12
+_C_SIZE = _C_TIMING + 6
+#: Slots of the in/out array of :func:`_timing_run`: in: the tokens lent (4), whether to check the
+#: stream's validity and token flow in stream order, the stream's address; out: the status (0
+#: timed; 1 invalid or not runnable in stream order: check the slow way; 2 a token flag on a missing
+#: channel, instruction ``[IO_BAD] - 1``), the number of suspects, :func:`_core`'s code, whether the
+#: counters were added to the accumulators, :func:`_core`'s 18 counters and fsim's 13 counters.
+IO_TOKENS, IO_CHECK, IO_ADDR, IO_STATUS, IO_BAD, IO_SUSPECTS, IO_RC, IO_COMMITTED = 0, 4, 5, 6, 7, 8, 9, 10
+IO_COUNTERS = 16
+IO_COUNTS = IO_COUNTERS + _NCOUNTERS
+IO_SIZE = IO_COUNTS + 13
+#: fsim's counters of :func:`_scan`, in its order (``STAT_KEYS`` then ``INSN_KEYS``).
+COUNT_KEYS = ("inp_load_nbytes", "wgt_load_nbytes", "acc_load_nbytes", "uop_load_nbytes", "out_store_nbytes",
+              "gemm_counter", "alu_counter", "insn_load", "insn_store", "insn_gemm", "insn_alu", "insn_finish",
+              "insn_nop")
+
+
+def _token_row(op, pp, pn, up, un, mt, aop, l2g, g2l, s2g, g2s):
+    """fsim's in-order check of one instruction (opcode, token flags, memory type, ALU opcode):
+    the token counts after it and whether it is valid there (valid opcode, memory type, ALU opcode
+    and token flags; no channel below 0 or above 255)."""
+    if op > 4:
+        return l2g, g2l, s2g, g2s, False
+    stage = 2
+    if op <= 1:
+        if mt > 5:
+            return l2g, g2l, s2g, g2s, False
+        if op == 1:
+            stage = 3
+        elif mt == 1 or mt == 2:
+            stage = 1
+    elif op == 4 and aop > 4:
+        return l2g, g2l, s2g, g2s, False
+    if stage == 1:
+        if pp != 0 or up != 0:
+            return l2g, g2l, s2g, g2s, False
+        g2l -= pn
+        l2g += un
+    elif stage == 2:
+        l2g -= pp
+        s2g -= pn
+        g2l += up
+        g2s += un
+    else:
+        if pn != 0 or un != 0:
+            return l2g, g2l, s2g, g2s, False
+        g2s -= pp
+        s2g += up
+    ok = min(l2g, g2l, s2g, g2s) >= 0 and max(l2g, g2l, s2g, g2s) <= 255
+    return l2g, g2l, s2g, g2s, ok
+
+
+def _inside(start, end, allocs, hit):
+    """Whether the bytes ``[start, end)`` lie inside one allocation of ``allocs`` (k x 2: start and
+    end of each, sorted by start, disjoint), and the allocation that holds them (else ``hit``):
+    ``hit`` is tried first (consecutive transfers mostly use one buffer)."""
+    if end <= start:
+        return True, hit
+    if allocs[hit, 0] <= start and end <= allocs[hit, 1]:
+        return True, hit
+    lo = 0
+    hi = allocs.shape[0]  # the last allocation starting at or before ``start``
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if allocs[mid, 0] <= start:
+            lo = mid + 1
+        else:
+            hi = mid
+    k = lo - 1
+    if k >= 0 and end <= allocs[k, 1] and allocs[k, 0] <= start:
+        return True, k
+    return False, hit
+
+
+def _suspect_row(op, mt, base, dbase, ys, xs, stride, yp0, yp1, xp0, xp1, chk, allocs, hit):
+    """Whether a LOAD or STORE (opcode ``op``, its memory fields) with ``x_size > 0`` and a valid
+    memory type fails a check on its fields alone: memory type, padding, SRAM rectangle (depths
+    ``chk[0:6]``), DRAM rows (element bytes ``chk[6:12]``) inside one allocation of ``allocs``
+    (``hit``: see :func:`_inside`); and the allocation to try first next time."""
+    if op == 0:
+        bad = mt == 4 or base + (yp0 + ys + yp1) * (xp0 + xs + xp1) > chk[mt]
+    else:
+        bad = mt != 4 or (yp0 | yp1 | xp0 | xp1) != 0 or base + xs * ys > chk[3]
+    if not bad and ys > 0:
+        e = chk[6 + mt] if op == 0 else chk[10]
+        ok, hit = _inside(dbase * e, (dbase + (ys - 1) * stride + xs) * e, allocs, hit)
+        bad = not ok
+    return bad, hit
+
+
+def _scan(words, fields, elem, params, cols, chk, allocs, sus, io, check, suspects):
+    """One pass over the raw words before the replay: fsim's checks (with ``check``: the stream is
+    valid and its tokens ``io[IO_TOKENS:+4]`` let it run in stream order; with ``suspects``: the
+    suspects, written to ``sus``); always the decode into ``cols`` (see :func:`_decode`) and fsim's counters (to
+    ``io[IO_COUNTS:]``). Returns the status of :func:`_timing_run` (it stops at the first
+    instruction that makes it non-zero).
+
+    (Every field is read in this loop: numba keeps the field table in registers when a constant
+    field number reaches :func:`_field` directly, not through another inlined function.)"""
+    l2g = io[IO_TOKENS]
+    g2l = io[IO_TOKENS + 1]
+    s2g = io[IO_TOKENS + 2]
+    g2s = io[IO_TOKENS + 3]
+    found = 0
+    hit = 0  # the allocation the last transfer was in
+    b_inp = 0  # elements moved (bytes after the loop)
+    b_wgt = 0
+    b_acc = 0
+    b_uop = 0
+    b_out = 0
+    n_gemm_it = 0
+    n_alu_it = 0
+    n_load = 0
+    n_store = 0
+    n_gemm = 0
+    n_alu = 0
+    n_finish = 0
+    n_nop = 0
+    for i in range(words.shape[0]):
+        op = _field(words, i, fields, 0)
+        pp = _field(words, i, fields, 1)
+        pn = _field(words, i, fields, 2)
+        up = _field(words, i, fields, 3)
+        un = _field(words, i, fields, 4)
+        mt = _field(words, i, fields, 5)
+        if check:
+            l2g, g2l, s2g, g2s, ok = _token_row(op, pp, pn, up, un, mt, _field(words, i, fields, 24), l2g, g2l,
+                                                s2g, g2s)
+            if not ok:
+                return 1
+        # the decode
+        if op == 1:
+            u = 2
+        elif op == 0 and (mt == 1 or mt == 2):
+            u = 0
+        else:
+            u = 1
+        if (u == 0 and (pp != 0 or up != 0)) or (u == 2 and (pn != 0 or un != 0)):
+            io[IO_BAD] = 1 + i
+            return 2
+        comp = 1 if u == 1 else 0
+        load = 1 if u == 0 else 0
+        store = 1 if u == 2 else 0
+        cols[0, i] = u
+        cols[1, i] = (comp * pp) | (load * pn) << 1 | (comp * pn) << 2 | (store * pp) << 3
+        cols[2, i] = (load * un) | (comp * up) << 1 | (store * up) << 2 | (comp * un) << 3
+        cols[4, i] = 1 if op == 3 else 0
+        c = params[0]
+        if op == 2 or op == 4:
+            # constant field numbers (a variable index into the field tuple is slow when compiled)
+            if op == 2:
+                nu = _field(words, i, fields, 15) - _field(words, i, fields, 14)
+                loops = _field(words, i, fields, 16) * _field(words, i, fields, 17)
+                k = 1
+            else:
+                nu = _field(words, i, fields, 19) - _field(words, i, fields, 18)
+                loops = _field(words, i, fields, 20) * _field(words, i, fields, 21)
+                k = 7 if _field(words, i, fields, 22) != 0 else 4
+            if nu < 0:
+                nu = 0
+            nu = loops * nu
+            c = params[k] if nu == 0 else params[k + 1] * nu + params[k + 2]
+            if op == 2:  # fsim's counters: micro-op iterations (of non-reset GEMMs)
+                n_gemm += 1
+                if _field(words, i, fields, 25) == 0:
+                    n_gemm_it += nu
+            else:
+                n_alu += 1
+                n_alu_it += nu
+        elif op == 0 or op == 1:
+            x = _field(words, i, fields, 8)
+            if x > 0:
+                y = _field(words, i, fields, 7)
+                base = _field(words, i, fields, 6)
+                xstride = _field(words, i, fields, 9)
+                if suspects and mt <= 5:
+                    bad, hit = _suspect_row(op, mt, _field(words, i, fields, 23), base, y, x, xstride,
+                                            _field(words, i, fields, 10), _field(words, i, fields, 11),
+                                            _field(words, i, fields, 12), _field(words, i, fields, 13), chk, allocs, hit)
+                    if bad:
+                        sus[found] = i
+                        found += 1
+                if op == 1:
+                    n_store += 1
+                    b_out += x * y
+                    c = params[10] + y * (params[11] + x * params[12])
+                    if params[13] != 0:
+                        ob = params[14]
+                        blocks = 0
+                        for r in range(y):
+                            lo = (base + r * xstride) * ob
+                            blocks += (lo + x * ob - 1) // 128 - lo // 128 + 1
+                        c += params[13] * blocks
+                else:
+                    n_load += 1
+                    e = elem[mt]
+                    c = -1
+                    if mt == 0:
+                        cols[5, i] = 1
+                        b_uop += x * y
+                    elif mt == 2:
+                        cols[5, i] = 2
+                        b_inp += x * y
+                    elif mt == 1:
+                        cols[5, i] = 3
+                        b_wgt += x * y
+                    else:
+                        cols[5, i] = 4
+                        if mt == 3 or mt == 5:  # ACC_8BIT counts the 32-bit footprint, like upstream
+                            b_acc += x * y
+                    cols[6, i] = (base * e) & 0xFFFFFFFF
+                    cols[7, i] = x * e
+                    cols[8, i] = xstride * e
+                    cols[9, i] = y
+                    cols[10, i] = _field(words, i, fields, 12)
+                    cols[11, i] = _field(words, i, fields, 13)
+                    cols[12, i] = _field(words, i, fields, 10)
+                    cols[13, i] = _field(words, i, fields, 11)
+                    cols[14, i] = x
+            else:
+                n_nop += 1
+        elif op == 3:
+            n_finish += 1
+        cols[3, i] = c
+    if check and n_finish == 0:
+        return 1
+    c = IO_COUNTS
+    io[c] = b_inp * chk[8]
+    io[c + 1] = b_wgt * chk[7]
+    io[c + 2] = b_acc * chk[9]
+    io[c + 3] = b_uop * chk[6]
+    io[c + 4] = b_out * chk[10]
+    io[c + 5] = n_gemm_it
+    io[c + 6] = n_alu_it
+    io[c + 7] = n_load
+    io[c + 8] = n_store
+    io[c + 9] = n_gemm
+    io[c + 10] = n_alu
+    io[c + 11] = n_finish
+    io[c + 12] = n_nop
+    io[IO_SUSPECTS] = found
+    return 0
+
+
+def _timing_run(words, consts, allocs, flat, io, acc):
+    """Check, count, decode and replay one stream (see the comment above :data:`_C_ELEM`).
+
+    ``consts``: :meth:`Scratch.packed`; ``allocs``: the live allocations (k x 2, start and end);
+    ``flat``: the work space of :meth:`Scratch.flat_for` (the per-instruction arrays at the places
+    :meth:`Scratch.take` gives them, then the suspects); ``io``: the slots ``IO_*``; ``acc``: the
+    counters of clean runs (timed, no suspect) are added to it, the 13 hardware counters of
+    :data:`_COUNTER_KEYS` then fsim's of :data:`COUNT_KEYS`.
+    """
+    n = words.shape[0]
+    nr = len(_ROWS)
+    no = len(_OUTS)
+    a = nr * n
+    b = a + no * n
+    c = b + 3 * n
+    need = c + 7 * n + 4 + _STATE
+    cols = flat[:a].reshape((nr, n))
+    outs = flat[a:b].reshape((no, n))
+    bursts = flat[b:c].reshape((n, 3))
+    work = flat[c:need]
+    fields = _fixed_tuple(consts[:_C_ELEM], _C_ELEM)
+    io[IO_COMMITTED] = 0
+    status = _scan(words, fields, consts[_C_ELEM:_C_PARAMS], consts[_C_PARAMS:_C_CHECK], cols,
+                   consts[_C_CHECK:_C_TIMING], allocs, flat[need:need + n], io, io[IO_CHECK] != 0, True)
+    io[IO_STATUS] = status
+    if status != 0:
+        return
+    t = _C_TIMING
+    rc = _core(n, cols[0], cols[1], cols[2], cols[3], cols[4], cols[5], cols[6], cols[7], cols[8], cols[9],
+               cols[10], cols[11], cols[12], cols[13], cols[14], io[IO_TOKENS:IO_TOKENS + 4], io[IO_ADDR], consts[t],
+               consts[t + 1], consts[t + 2], consts[t + 3], consts[t + 4], consts[t + 5], outs[0], outs[1], outs[2],
+               outs[3], outs[4], bursts, io[IO_COUNTERS:IO_COUNTS], work)
+    io[IO_RC] = rc
+    if rc == 0 and io[IO_SUSPECTS] == 0:
+        for k in range(13):
+            acc[k] += io[IO_COUNTERS + k]
+            acc[13 + k] += io[IO_COUNTS + k]
+        io[IO_COMMITTED] = 1
+
+
+def suspects_at(n: int) -> int:
+    """Where :func:`_timing_run` writes the suspects of a stream of ``n`` instructions in its work space."""
+    return (len(_ROWS) + len(_OUTS) + 3 + 7) * n + 4 + _STATE
+
+
+def _fixed_tuple(a, n):
+    """The first ``n`` entries of ``a`` as a tuple (numba's ``to_fixed_tuple`` when compiled)."""
+    return tuple(a[:n].tolist())
+
+
 _TABLES: dict = {}
 
 
 _COMPILED = None
 _DRIVE = None
 _DECODE = None  # the compiled _decode (for tests)
+_TIMING_RUN = None
 _ENGINE_FAILED = False
+#: Helpers numba inlines into their callers (IR inlining: about 1.5 times faster for the loop).
+_INLINED = ("_field", "_pad_end", "_serve", "_fetch_burst", "_token_row", "_inside", "_suspect_row")
 
 
 def compiled():
-    """The numba-compiled :func:`_core` (and :func:`_pad_end`), or None without numba."""
-    global _COMPILED, _DRIVE, _DECODE, _ENGINE_FAILED
+    """The numba-compiled :func:`_core` (and the other compiled entries), or None without numba."""
+    global _COMPILED, _DRIVE, _DECODE, _TIMING_RUN, _ENGINE_FAILED
     if _COMPILED is not None or _ENGINE_FAILED:
         return _COMPILED
     if os.environ.get("VTA_MODEL_ENGINE", "") == "python":
@@ -912,25 +1174,28 @@ def compiled():
     try:
         os.environ.setdefault("NUMBA_CACHE_DIR", str(cache_dir("numba")))
         import numba
+        from numba.np.unsafe.ndarray import to_fixed_tuple
     except ImportError:
         _ENGINE_FAILED = True
         return None
-    g = dict(_core.__globals__)
-    # the helpers are inlined into the loop (numba's IR inlining: about 1.5 times faster), and
-    # integer division skips the zero check (no divisor of the loop can be zero)
-    for name, fn in (("_pad_end", _pad_end), ("_serve", _serve), ("_fetch_burst", _fetch_burst)):
-        g[name] = numba.njit(cache=True, error_model="numpy", inline="always")(fn)
-    core = type(_core)(_core.__code__, g, _core.__name__)
-    _COMPILED = numba.njit(cache=True, error_model="numpy")(core)
-    g2 = dict(_drive.__globals__)
-    g2["_core"] = _COMPILED
-    g3 = dict(_decode.__globals__)
-    g3["_field"] = numba.njit(cache=True, error_model="numpy", inline="always")(_field)
-    _DECODE = numba.njit(cache=True, error_model="numpy")(type(_decode)(_decode.__code__, g3, _decode.__name__))
-    g2["_decode"] = _DECODE
-    _DRIVE = numba.njit(cache=True, error_model="numpy")(type(_drive)(_drive.__code__, g2, _drive.__name__))
-    return _COMPILED
+    # every function is remade with one namespace holding the compiled helpers; integer division
+    # skips the zero check (no divisor of these functions can be zero)
+    g = dict(globals())
+    g["_fixed_tuple"] = to_fixed_tuple
 
+    def jit(name, **opts):
+        fn = globals()[name]
+        g[name] = numba.njit(cache=True, error_model="numpy", **opts)(type(fn)(fn.__code__, g, fn.__name__))
+        return g[name]
+
+    for name in _INLINED:
+        jit(name, inline="always")
+    _COMPILED = jit("_core")
+    jit("_scan")
+    _DECODE = jit("_decode")
+    _DRIVE = jit("_drive")
+    _TIMING_RUN = jit("_timing_run")
+    return _COMPILED
 
 UNITS = ("fetch", "load", "compute", "store")
 #: The hardware counters in :func:`_core`'s order.
@@ -956,6 +1221,7 @@ class Scratch:
         self.counters = np.empty(_NCOUNTERS, np.int64)
         self._views: tuple = (-1, None)
         self._constants: tuple = (None,)
+        self._packed: tuple | None = None
 
     def take(self, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """``cols``, ``outs``, ``bursts`` and the loop's ``work`` space for a stream of ``n`` instructions
@@ -964,7 +1230,7 @@ class Scratch:
             return self._views[1]
         a, b = len(_ROWS) * n, len(_OUTS) * n
         c = a + b + 3 * max(n, 1)
-        need = c + 7 * n + 4
+        need = c + 7 * n + 4 + _STATE
         if self.flat.size < need:
             self.flat = np.empty(max(need, 2 * self.flat.size), np.int64)
         f = self.flat
@@ -982,6 +1248,41 @@ class Scratch:
             return c[4]
         value = _tables(env) + (_cost_params(env, timing),)
         self._constants = key + (value,)
+        return value
+
+    def flat_for(self, n: int) -> np.ndarray:
+        """The work space of :func:`_timing_run` for a stream of ``n`` instructions: the arrays of
+        :meth:`take` (at the same places), then ``n`` slots for the suspects."""
+        need = suspects_at(n) + n
+        if self.flat.size < need:
+            self.flat = np.empty(max(need, 2 * self.flat.size), np.int64)
+            self._views = (-1, None)
+        return self.flat
+
+    def packed(self, env: Environment, timing: mc.Timing) -> np.ndarray | None:
+        """The constants of :func:`_timing_run` for ``env`` and ``timing`` (offsets ``_C_*``), or None
+        when the cost rules have no closed form (:func:`_cost_params`); kept while the owner's
+        configuration, timing and fetch stay."""
+        c = self._packed
+        fetch_buffer = getattr(mc, "FETCH_BUFFER_INSNS", 0)
+        if (c is not None and c[0] is env and c[1] is timing and c[2] is mc.compute_cycles
+                and c[3] is mc.store_cycles and c[4] == fetch_buffer):
+            return c[5]
+        key = (env, timing, mc.compute_cycles, mc.store_cycles, int(fetch_buffer))
+        fields, elem, params = self.constants(env, timing)
+        value = None
+        if params is not None:
+            # depths and element bytes per memory type code 0..5 (4: a STORE's OUT)
+            depths = (env.UOP_BUFF_DEPTH, env.WGT_BUFF_DEPTH, env.INP_BUFF_DEPTH, env.ACC_BUFF_DEPTH,
+                      env.ACC_BUFF_DEPTH, env.ACC_BUFF_DEPTH)
+            elems = tuple(env.elem_bytes(code) for code in (isa.MEM_UOP, isa.MEM_WGT, isa.MEM_INP, isa.MEM_ACC))
+            elems += (env.OUT_ELEM_BYTES, env.elem_bytes(isa.MEM_ACC_8BIT))
+            lat, bpc, outst = env.dram_timing
+            value = np.array(fields + tuple(elem.tolist()) + tuple(params.tolist()) + depths + elems
+                             + (QUEUE_DEPTH, int(timing.fetch_latency), key[4], int(lat), int(bpc), int(outst)),
+                             np.int64)
+            assert value.size == _C_SIZE
+        self._packed = key + (value,)
         return value
 
 

@@ -27,7 +27,10 @@ instruction and byte counters and the same tokens left, while executing nothing 
 DRAM keep their contents, so outputs are not computed). It applies fsim's checks made before
 execution (encoding, token flow, deadlock, token overflow, LOAD/STORE SRAM and DRAM ranges) with
 the same errors; what fsim finds only while executing (GEMM/ALU SRAM indices out of range, read
-from the micro-ops) goes undetected.
+from the micro-ops) goes undetected. With numba a timing-only run is one compiled call that checks,
+counts and times the stream (:func:`vta.sim.model.replay._timing_run`); what it cannot settle
+alone (a suspect LOAD/STORE, an invalid stream, tokens outstanding, a stream that runs only out of
+stream order) is checked the slow way, so the errors stay fsim's.
 
 The run ends when FINISH retires (as in the RTL, FINISH does not wait for the load and store
 units; well-formed streams make it pop their last tokens). Statistics are fsim's plus tsim's
@@ -57,11 +60,12 @@ import numpy as np
 from ... import isa
 from ...dram import DRAM
 from ...env import Environment
-from ...errors import DeadlockError, SimulationError
+from ...errors import DeadlockError, InvalidInstructionError, SimulationError
 from ..debug import DEBUG_DUMP_INSN, dump_executed
 from ..fsim.sched import schedule
 from ..fsim.simulator import FunctionalSimulator, _Columns, _count, _Program, check_fields, confirm_suspects, lent_tokens
 from . import costs as mc
+from . import replay as rp
 from .costs import Timing
 from .replay import Scratch, replay
 
@@ -73,8 +77,6 @@ HW_STAT_KEYS = (("cycle_count",) + tuple(f"{u}_busy_cycles" for u in UNITS)
                 + tuple(f"{u}_stall_cycles" for u in UNITS) + tuple(f"{u}_retired" for u in UNITS))
 #: Entries of each instruction queue.
 QUEUE_DEPTH = 512
-#: Instructions of timing-only runs kept for fsim's counters before they are counted.
-_UNCOUNTED_INSNS = 1 << 20
 _STAGES = (isa.STAGE_LOAD, isa.STAGE_COMPUTE, isa.STAGE_STORE)
 
 
@@ -117,17 +119,34 @@ class CycleModel(FunctionalSimulator):
         #: Whether runs execute the stream (False: timing only, see the module docstring).
         self.functional = bool(functional)
         self.timing = Timing() if timing is None else timing
-        self._uncounted: list = []  # timing-only runs whose fsim counters are still to be added
-        self._uncounted_insns = 0
         self._timed = None
         self._executed_words = None  # the words fsim executed in the current run (read before it ran)
         self._scratch = Scratch()  # the replay's work arrays, reused run after run
         self._hw = dict.fromkeys(HW_STAT_KEYS, 0)
-        #: Counters of the last run only (``cycle_count`` and per-unit figures).
-        self.last_run: dict = {}
+        # the compiled timing-only run (replay._timing_run): its in/out slots (two, used in turn: the
+        # last successful run's stay readable) and the counters of its clean runs, added to the
+        # statistics when they are read (the hardware counters, then fsim's of replay.COUNT_KEYS)
+        self._io = (np.zeros(rp.IO_SIZE, np.int64), np.zeros(rp.IO_SIZE, np.int64))
+        self._io_last = None
+        self._live: list | None = None  # the live allocations the checks last saw, and as an array
+        self._allocs = None
+        self._acc = np.zeros(len(HW_STAT_KEYS) + len(rp.COUNT_KEYS), np.int64)
+        self._last_run: dict | None = {}
         self._probe = False
         #: The timing events of the last run while the probe is on (see :meth:`set_probe`).
         self.probe_events: list | None = None
+
+    @property
+    def last_run(self) -> dict:
+        """Counters of the last successful run only (``cycle_count`` and per-unit figures)."""
+        if self._last_run is None:
+            self._last_run = dict(zip(HW_STAT_KEYS, self._io_last[rp.IO_COUNTERS:rp.IO_COUNTERS + len(HW_STAT_KEYS)]
+                                      .tolist()))
+        return self._last_run
+
+    @last_run.setter
+    def last_run(self, value: dict) -> None:
+        self._last_run = value
 
     def set_probe(self, enable: bool) -> None:
         """Record the timing events of every run in :attr:`probe_events` (for the profiler).
@@ -154,6 +173,16 @@ class CycleModel(FunctionalSimulator):
         TokenOverflowError
             Exactly as :meth:`vta.sim.fsim.FunctionalSimulator.run`; a failed run adds no cycles.
         """
+        if not self.functional:
+            self._timed = None
+            result = super().run(insn_phys_addr, insn_count, wait_cycles)
+            if self._timed is None:  # timed by the compiled run (the counters are in self._acc)
+                if self.debug_flags & DEBUG_DUMP_INSN:
+                    words, tokens = self._fast_timed
+                    start = self._scratch.take(words.shape[0])[1][0].tolist()
+                    dump_executed(self.env, words, sorted(range(len(start)), key=lambda i: (start[i], i)), tokens)
+                return result
+            return self._finish_run(result)
         outstanding = list(self.tokens)
         self._functional_order = None
         self._timed = None
@@ -169,6 +198,10 @@ class CycleModel(FunctionalSimulator):
             if any(outstanding):  # the tokens the stream was lent (device contract)
                 tokens = lent_tokens(_Program(_Columns(words, self.env), words, self.env).flow, outstanding)
             self._time(words, tokens, insn_phys_addr)
+        return self._finish_run(result)
+
+    def _finish_run(self, result: int) -> int:
+        """Add the last run's hardware counters (timed by :meth:`_time`) and make its debug dump."""
         words, tokens, arrays = self._timed
         for key, value in self.last_run.items():
             self._hw[key] += value
@@ -195,7 +228,68 @@ class CycleModel(FunctionalSimulator):
         if n == 0:
             raise DeadlockError("the stream has 0 instructions, so FINISH never executes and the run never ends")
         self.dram.check(insn_phys_addr, 16 * n, "instruction stream")
-        words = self.dram.data[insn_phys_addr:insn_phys_addr + 16 * n].copy().view("<i8").reshape(n, 2)
+        data = self.dram.data[insn_phys_addr:insn_phys_addr + 16 * n]
+        words = (data if insn_phys_addr % 8 == 0 else data.copy()).view("<i8").reshape(n, 2)
+        fast = self._jit is not None and not self._probe and rp.compiled() is not None
+        consts = self._scratch.packed(self.env, self.timing) if fast else None
+        if consts is None:
+            return self._run_checked_in_python(words, insn_phys_addr, n)
+        lent = self.tokens
+        check = not any(lent)
+        if not check:  # the checks with outstanding tokens, the slow way (the errors fsim raises)
+            lent = self._check_stream(words, list(lent))
+        io = self._io[0] if self._io_last is not self._io[0] else self._io[1]
+        io[:6] = (lent[0], lent[1], lent[2], lent[3], check, insn_phys_addr)  # IO_TOKENS, IO_CHECK, IO_ADDR
+        flat = self._scratch.flat_for(n)
+        live = list(self.dram.allocations())
+        if live != self._live:  # (the allocations as start and end, remade when they change)
+            self._live = live
+            self._allocs = np.array(live or [(0, 0)], np.int64)
+            self._allocs[:, 1] += self._allocs[:, 0]
+        rp._TIMING_RUN(words, consts, self._allocs, flat, io, self._acc)
+        out = io.tolist()
+        if out[rp.IO_STATUS] == 1:  # invalid, or its tokens do not let it run in stream order
+            self._check_stream(words, [0, 0, 0, 0])
+            io[rp.IO_CHECK] = 0
+            rp._TIMING_RUN(words, consts, self._allocs, flat, io, self._acc)
+            out = io.tolist()
+        if out[rp.IO_STATUS] == 2:  # (unreachable for a stream fsim accepts)
+            i = out[rp.IO_BAD] - 1
+            raise InvalidInstructionError(f"instruction {i}: a token flag names a channel its stage does not have", i)
+        k = out[rp.IO_SUSPECTS]
+        if k:
+            start = rp.suspects_at(n)
+            confirm_suspects(self.env, words, flat[start:start + k].tolist(), self.dram)
+        if out[rp.IO_RC] < 0:
+            raise DeadlockError(f"timing model: no unit can start after {-1 - out[rp.IO_RC]} of {n} instructions; "
+                                "the stream was accepted by fsim", None)
+        if not out[rp.IO_COMMITTED]:  # (suspects that passed)
+            nhw = len(HW_STAT_KEYS)
+            self._acc[:nhw] += io[rp.IO_COUNTERS:rp.IO_COUNTERS + nhw]
+            self._acc[nhw:] += io[rp.IO_COUNTS:rp.IO_COUNTS + len(rp.COUNT_KEYS)]
+        self._io_last = io
+        self._last_run = None
+        if self.debug_flags & DEBUG_DUMP_INSN:
+            self._fast_timed = (words.copy(), list(lent))
+        t = self.tokens
+        net = rp.IO_COUNTERS + 14
+        return ([lent[0] + out[net], lent[1] + out[net + 1], lent[2] + out[net + 2], lent[3] + out[net + 3]],
+                [t[0] - lent[0], t[1] - lent[1], t[2] - lent[2], t[3] - lent[3]])
+
+    def _check_stream(self, words: np.ndarray, lent: list[int]) -> list[int]:
+        """fsim's checks of validity and token flow, the slow way (its errors); the tokens lent."""
+        program = _Program(_Columns(words, self.env), words, self.env)
+        program.validate()
+        schedule(program.flow, list(lent))
+        if any(lent):
+            lent = lent_tokens(program.flow, lent)
+            schedule(program.flow, list(lent))
+        return lent
+
+    def _run_checked_in_python(self, words: np.ndarray, insn_phys_addr: int, n: int) -> tuple[list[int], list[int]]:
+        """The timing-only run without the compiled pass (no numba, cost rules without a closed form,
+        the probe on): fsim's checks, then :meth:`_time`."""
+        words = words.copy()
         lent = list(self.tokens)
         program = None
         if any(lent) or self._jit is None or not self._jit.runs_as_written(words, list(lent)):
@@ -214,19 +308,8 @@ class CycleModel(FunctionalSimulator):
         held = [a - b for a, b in zip(self.tokens, lent)]
         self._run_tokens = list(self.tokens)
         arrays = self._time(words, lent, insn_phys_addr)
-        self._uncounted.append(words)  # fsim's counters, added when asked for (see stats)
-        self._uncounted_insns += n
-        if self._uncounted_insns > _UNCOUNTED_INSNS:
-            self._count_uncounted()
+        _count(self._stats, program or _Program(_Columns(words, self.env), words, self.env), np.arange(n), self.env)
         return [t + d for t, d in zip(lent, arrays["tokens"])], held
-
-    def _count_uncounted(self) -> None:
-        """Add fsim's counters (instructions, bytes, uop-iterations) of the timing-only runs."""
-        for words in self._uncounted:
-            _count(self._stats, _Program(_Columns(words, self.env), words, self.env), np.arange(words.shape[0]),
-                   self.env)
-        self._uncounted = []
-        self._uncounted_insns = 0
 
     def _dump_executed(self, program: _Program, done: np.ndarray) -> None:
         # The functional run prints nothing itself; a successful run prints in timed order.
@@ -241,7 +324,13 @@ class CycleModel(FunctionalSimulator):
         dict
             ``STAT_KEYS`` first, then fsim's keys, then :data:`HW_STAT_KEYS`.
         """
-        self._count_uncounted()
+        if self._acc.any():  # the counters of compiled timing-only runs
+            values = self._acc.tolist()
+            for key, value in zip(HW_STAT_KEYS, values):
+                self._hw[key] += value
+            for key, value in zip(rp.COUNT_KEYS, values[len(HW_STAT_KEYS):]):
+                self._stats[key] += value
+            self._acc[:] = 0
         out = super().stats()
         out.update(self._hw)
         return out
@@ -249,8 +338,7 @@ class CycleModel(FunctionalSimulator):
     def clear_stats(self) -> None:
         """Zero every counter, the cycle counters included."""
         super().clear_stats()
-        self._uncounted = []
-        self._uncounted_insns = 0
+        self._acc[:] = 0
         for key in self._hw:
             self._hw[key] = 0
 
