@@ -237,7 +237,7 @@ class CycleModel(FunctionalSimulator):
         lent = self.tokens
         check = not any(lent)
         if not check:  # the checks with outstanding tokens, the slow way (the errors fsim raises)
-            lent = self._check_stream(words, list(lent))
+            _, lent = self._check_stream(words, list(lent))
         io = self._io[0] if self._io_last is not self._io[0] else self._io[1]
         io[:6] = (lent[0], lent[1], lent[2], lent[3], check, insn_phys_addr)  # IO_TOKENS, IO_CHECK, IO_ADDR
         flat = self._scratch.flat_for(n)
@@ -276,15 +276,16 @@ class CycleModel(FunctionalSimulator):
         return ([lent[0] + out[net], lent[1] + out[net + 1], lent[2] + out[net + 2], lent[3] + out[net + 3]],
                 [t[0] - lent[0], t[1] - lent[1], t[2] - lent[2], t[3] - lent[3]])
 
-    def _check_stream(self, words: np.ndarray, lent: list[int]) -> list[int]:
-        """fsim's checks of validity and token flow, the slow way (its errors); the tokens lent."""
+    def _check_stream(self, words: np.ndarray, lent: list[int]) -> tuple[_Program, list[int]]:
+        """fsim's checks of validity and token flow, the slow way (its errors): the decoded program
+        and the tokens lent."""
         program = _Program(_Columns(words, self.env), words, self.env)
         program.validate()
         schedule(program.flow, list(lent))
         if any(lent):
             lent = lent_tokens(program.flow, lent)
             schedule(program.flow, list(lent))
-        return lent
+        return program, lent
 
     def _run_checked_in_python(self, words: np.ndarray, insn_phys_addr: int, n: int) -> tuple[list[int], list[int]]:
         """The timing-only run without the compiled pass (no numba, cost rules without a closed form,
@@ -294,12 +295,7 @@ class CycleModel(FunctionalSimulator):
         program = None
         if any(lent) or self._jit is None or not self._jit.runs_as_written(words, list(lent)):
             # the checks fsim makes before executing, the slow way (the errors it raises)
-            program = _Program(_Columns(words, self.env), words, self.env)
-            program.validate()
-            schedule(program.flow, list(lent))
-            if any(lent):
-                lent = lent_tokens(program.flow, lent)
-                schedule(program.flow, list(lent))
+            program, lent = self._check_stream(words, lent)
         if self._jit is not None:
             confirm_suspects(self.env, words, self._jit.field_suspects(words, self.dram), self.dram)
         else:
