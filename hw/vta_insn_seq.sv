@@ -128,20 +128,25 @@ module vta_insn_seq import vta_pkg::*; #(
   end
   assign index_o = insn_index_o;
 
-  // The instruction is popped from its queue only when it retires: the head stays in place.
-  // An immediate assertion on the clock edge (the values it reads are those before the edge, as
-  // a concurrent one would sample them): a concurrent assertion makes Verilator keep a sampled
-  // copy of the whole queue storage, copied on every evaluation, which halved tsim's speed.
+  // Checks. Each is a same-cycle implication over the values before the clock edge (what a
+  // concurrent assertion samples), written as an immediate assertion on the clock edge; the
+  // labelled assertions run only in an edge where one of the checks fails, so a simulator
+  // evaluates the checks once, together, and copies no sampled values. A concurrent assertion on
+  // the queue head would make Verilator keep a sampled copy of the whole queue storage.
+  //   HeadHeld: the instruction is popped from its queue only when it retires, so the head stays
+  //             in place while it executes.
+  logic head_held_ok, pop_with_token_ok, done_or_err_ok;
+  assign head_held_ok      = (state_q != SeqExec) || (q_valid_i && q_data_i == {index_q, insn_q});
+  assign pop_with_token_ok = (tok_pop_o & ~tok_avail_i) == '0;
+  assign done_or_err_ok    = !((take || state_q == SeqExec) && done_i && err_i);
   always_ff @(posedge clk_i) begin
-    if (rst_ni && state_q == SeqExec) begin
-      HeadHeld: assert (q_valid_i && q_data_i == {index_q, insn_q})
+    if (rst_ni && !(head_held_ok && pop_with_token_ok && done_or_err_ok)) begin
+      HeadHeld: assert (head_held_ok)
         else $error("vta_insn_seq: the queue head changed under the running instruction");
+      PopWithToken: assert (pop_with_token_ok)
+        else $error("vta_insn_seq: token popped from an empty channel");
+      DoneOrErr: assert (done_or_err_ok)
+        else $error("vta_insn_seq: the unit reports both done and error");
     end
   end
-  PopWithToken: assert property (@(posedge clk_i) disable iff (!rst_ni)
-      (tok_pop_o & ~tok_avail_i) == '0)
-    else $error("vta_insn_seq: token popped from an empty channel");
-  DoneOrErr: assert property (@(posedge clk_i) disable iff (!rst_ni)
-      (take || state_q == SeqExec) |-> !(done_i && err_i))
-    else $error("vta_insn_seq: the unit reports both done and error");
 endmodule : vta_insn_seq

@@ -242,7 +242,12 @@ module vta_vcr import vta_pkg::*; (
   assign insn_count_o  = val_q;
   assign watchdog_o    = wdog_q;
 
-  LaunchNeedsIdle: assert property (@(posedge clk_i) disable iff (!rst_ni)
-      launch |-> !running_q && !halted_q)
-    else $error("vta_vcr: launch while running");
+  // an immediate assertion on the clock edge over the values before it (what a concurrent one
+  // samples), run only in an edge where the check fails (see vta_insn_seq)
+  always_ff @(posedge clk_i) begin
+    if (rst_ni && launch && (running_q || halted_q)) begin
+      LaunchNeedsIdle: assert (!launch || (!running_q && !halted_q))
+        else $error("vta_vcr: launch while running");
+    end
+  end
 endmodule : vta_vcr
