@@ -48,8 +48,8 @@ module vta_insn_seq import vta_pkg::*; #(
 
   typedef enum logic [1:0] {SeqIdle, SeqExec, SeqHalted} seq_state_e;
   seq_state_e           state_q, state_d;
-  logic [INSN_BITS-1:0] insn_q, insn_d, insn;
-  logic [31:0]          index_q, index_d;
+  logic [INSN_BITS-1:0] insn_q, insn;
+  logic [31:0]          index_q;
 
   logic [INSN_BITS-1:0] head;
   logic [31:0]          head_index;
@@ -66,8 +66,6 @@ module vta_insn_seq import vta_pkg::*; #(
 
   always_comb begin
     state_d    = state_q;
-    insn_d     = insn_q;
-    index_d    = index_q;
     tok_pop_o  = '0;
     tok_push_o = '0;
     q_ready_o  = 1'b0;
@@ -76,11 +74,7 @@ module vta_insn_seq import vta_pkg::*; #(
     err_o      = 1'b0;
     unique case (state_q)
       SeqIdle, SeqExec: begin
-        if (take) begin
-          tok_pop_o = head_pops;
-          insn_d    = head;
-          index_d   = head_index;
-        end
+        if (take) tok_pop_o = head_pops;
         if (take || state_q == SeqExec) begin
           if (err_i) begin
             err_o   = 1'b1;
@@ -104,12 +98,21 @@ module vta_insn_seq import vta_pkg::*; #(
   always_ff @(posedge clk_i or negedge rst_ni) begin
     if (!rst_ni) begin
       state_q <= SeqIdle;
-      insn_q  <= '0;
-      index_q <= '0;
     end else begin
       state_q <= state_d;
-      insn_q  <= insn_d;
-      index_q <= index_d;
+    end
+  end
+
+  // The kept copy of the instruction and its index: loaded only when an instruction is taken
+  // (an enabled register, so a simulator copies the 160 bits once per instruction, not every
+  // cycle).
+  always_ff @(posedge clk_i or negedge rst_ni) begin
+    if (!rst_ni) begin
+      insn_q  <= '0;
+      index_q <= '0;
+    end else if (take) begin
+      insn_q  <= head;
+      index_q <= head_index;
     end
   end
 
