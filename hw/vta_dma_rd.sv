@@ -289,18 +289,34 @@ module vta_dma_rd import vta_pkg::*; (
   // assertion samples), as immediate assertions on the clock edge that run only in an edge where
   // one of the checks fails (a simulator evaluates the checks once, together, and copies no
   // sampled values; see vta_insn_seq).
-  logic start_ok, data_ok;
+  // ReqHeld looks one edge back: a request not accepted at an edge (req_held_q; its address and
+  // length are kept only then) is offered again, unchanged, at the next one.
+  logic        req_held_q;
+  logic [31:0] held_addr_q;
+  logic [7:0]  held_len_q;
+  always_ff @(posedge clk_i or negedge rst_ni) begin
+    if (!rst_ni) req_held_q <= 1'b0;
+    else         req_held_q <= req_valid_o && !req_ready_i;
+  end
+  always_ff @(posedge clk_i) begin
+    if (req_valid_o && !req_ready_i) begin
+      held_addr_q <= req_addr_o;
+      held_len_q  <= req_len_o;
+    end
+  end
+
+  logic start_ok, data_ok, req_ok;
   assign start_ok = !start_i || !busy_o;
   assign data_ok  = !rsp_valid_i || dt_active_q;
+  assign req_ok   = !req_held_q || (req_valid_o && req_addr_o == held_addr_q && req_len_o == held_len_q);
   always_ff @(posedge clk_i) begin
-    if (rst_ni && !(start_ok && data_ok)) begin
+    if (rst_ni && !(start_ok && data_ok && req_ok)) begin
       StartWhenIdle: assert (start_ok)
         else $error("vta_dma_rd: start while busy");
       NoStrayData: assert (data_ok)
         else $error("vta_dma_rd: read data with no transfer in progress");
+      ReqHeld: assert (req_ok)
+        else $error("vta_dma_rd: request dropped before it was accepted");
     end
   end
-  ReqHeld: assert property (@(posedge clk_i) disable iff (!rst_ni)
-      req_valid_o && !req_ready_i |=> req_valid_o && $stable(req_addr_o) && $stable(req_len_o))
-    else $error("vta_dma_rd: request dropped before it was accepted");
 endmodule : vta_dma_rd
