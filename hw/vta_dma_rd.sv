@@ -262,7 +262,9 @@ module vta_dma_rd import vta_pkg::*; (
       pd_r_q        <= '0;
       pd_c_q        <= '0;
       pd_row_idx_q  <= '0;
-    end else begin
+    end else if (start_i || busy_o) begin
+      // An idle engine does not move until start_i (every next state equals the state), so the
+      // registers are enabled only then and a simulator does not copy them every cycle.
       rq_state_q    <= rq_state_d;
       rq_row_addr_q <= rq_row_addr_d;
       rq_addr_q     <= rq_addr_d;

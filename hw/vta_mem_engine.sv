@@ -100,9 +100,12 @@ module vta_mem_engine import vta_pkg::*; #(
       rsp_data_q  <= '0;
     end else begin
       rsp_valid_q <= rsp_valid_d;
-      rsp_id_q    <= rsp_id_d;
-      rsp_last_q  <= rsp_last_d;
-      rsp_data_q  <= rsp_data_d;
+      // id, last and data are read only with rsp_valid_q: kept only for a beat
+      if (rsp_valid_d) begin
+        rsp_id_q   <= rsp_id_d;
+        rsp_last_q <= rsp_last_d;
+        rsp_data_q <= rsp_data_d;
+      end
     end
   end
 

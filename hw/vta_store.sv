@@ -241,7 +241,10 @@ module vta_store import vta_pkg::*; (
       blen_q      <= '0;
       sub_q       <= '0;
       acks_q      <= '0;
-    end else begin
+    end else if (start || exec) begin
+      // Outside the execution of a store (and its start) nothing moves: every next state equals
+      // the state (no burst, element or ack is outstanding, WalkOnlyInExec and AckExpected), so
+      // the registers are enabled only then and a simulator does not copy them every cycle.
       aw_active_q <= aw_active_d;
       rows_q      <= rows_d;
       row_addr_q  <= row_addr_d;
