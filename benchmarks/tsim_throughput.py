@@ -68,6 +68,41 @@ immediate assertions on the clock edge (0.5% fewer: the sampled copies go, but t
 checks cost more than the concurrent ones did), and GCC
 profile-guided optimisation (+10-17% when applied by hand, but an instrumented build, a
 profiling run and a second build would double the 25-30 s clean build).
+
+A fourth pass (2026-11-26, main at 6130762; callgrind on one C11 run as above): 4,654
+instructions per simulated cycle before, 4,220 after (-9.3%; the GEMM-heavy program -9.0%). A
+build with Verilator's ``--no-assert`` showed the checks cost 726 of the 4,654. Kept: (1) every
+same-cycle concurrent assertion is a labelled immediate assertion on the clock edge, behind one
+test of all the module's checks, so the labelled assertions (and Verilator's ``assertOnGet``
+call) run only on a failing edge and no sampled copies are kept; ReqHeld and WriteHeldWhenFull
+look one edge back through registers of their own (the evaluation's sampling went from 229 to 80
+instructions a cycle; only ReadWhenEmpty stays concurrent, since the assertion test edits its
+text); (2) registers that rarely change are enabled registers: the sequencers' instruction copy
+(loaded when taken), the VCR's host-written and error registers, the store's and the two read
+engines' registers outside their work, the memory engine's response data; the VCR decodes its
+register map only for a read; (3) an SRAM write of a whole row (the GEMM results, padding) stores
+it at once, other writes test the lanes in groups of eight (a 64-bit beat into a 32-lane weight
+row: 12 tests, not 32); (4) ``--expand-limit`` set to the words of an accumulator row
+(:func:`vta.sim.tsim.library.expand_limit`, 16 here), so the copy of the 2048-bit weight row
+into its read register is a loop the compiler vectorises (-93 a cycle); (5) the take-cycle
+checks (skip, range checks, the padded-area multiplies) inside ``if (decode)`` (-54; Verilator's
+DFG turns most such conditions back into masks, so the multiplies still run). Tried and dropped:
+``--no-assert-case`` (the unique-case checks; within the noise), reading the SRAMs through a
+registered address (Verilator then copies the row in the combinational code; +0.3%),
+``-fno-dfg`` (+18%), ``--expand-limit`` 8 or 4 (+12%, +8%: the accumulator rows become loops).
+Per CPU second, interleaved in one process under a load average of about 4 (15 runs each):
+C11 1.52 M before, 1.68 M after; the GEMM-heavy program 1.78 M and 1.99 M. Where the 4,220 go:
+the GEMM about 750 (GCC extracts and sign-extends every operand byte from 32-bit words: about
+3 instructions per multiply-add), the combinational control about 1,900, the clocked processes
+about 1,200, the checks about 590 of all these (a ``--no-assert`` build: 3,634; the largest
+part, about 180, is HeadHeld's compare of the 160-bit queue heads in every executing cycle, then
+the FIFOs' ReadWhenEmpty, about 125), the evaluation's bookkeeping 80 and the memory DPI 60.
+Before the pass tsim ran C11 at 2.1 M cycles per CPU second on a quiet machine (about 9.8 G
+instructions a second), so 3 M needs about 3,300 instructions a cycle: a GEMM on operands stored
+as byte arrays (a vectorised dot product, about 150 instead of 750), the units' fields decoded
+once into narrow registers rather than from the 128-bit instruction every cycle, and a cheaper
+HeadHeld (for instance with the units reading the queue head, which stays in place, instead of
+a copy) are the levers left.
 """
 
 from __future__ import annotations
