@@ -90,8 +90,11 @@ DFG turns most such conditions back into masks, so the multiplies still run). Tr
 ``--no-assert-case`` (the unique-case checks; within the noise), reading the SRAMs through a
 registered address (Verilator then copies the row in the combinational code; +0.3%),
 ``-fno-dfg`` (+18%), ``--expand-limit`` 8 or 4 (+12%, +8%: the accumulator rows become loops).
-Per CPU second, interleaved in one process under a load average of about 4 (15 runs each):
-C11 1.52 M before, 1.68 M after; the GEMM-heavy program 1.78 M and 1.99 M. Where the 4,220 go:
+Per CPU second, medians of runs interleaved in one process (the library of main at 6130762
+and this one): C11 2.04 M before and 2.26 M after over 25 runs each at a load average of 2, 1.52 M
+and 1.68 M over 15 at a load average of 4; the GEMM-heavy program 2.28 M and 2.55 M, 1.78 M and
+1.99 M. The clean build took 19 s (27 s with nothing cached) at a load average of 2. Where the
+4,220 go:
 the GEMM about 750 (GCC extracts and sign-extends every operand byte from 32-bit words: about
 3 instructions per multiply-add), the combinational control about 1,900, the clocked processes
 about 1,200, the checks about 590 of all these (a ``--no-assert`` build: 3,634; the largest
