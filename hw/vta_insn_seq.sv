@@ -138,14 +138,20 @@ module vta_insn_seq import vta_pkg::*; #(
   // the queue head would make Verilator keep a sampled copy of the whole queue storage.
   //   HeadHeld: the instruction is popped from its queue only when it retires, so the head stays
   //             in place while it executes.
-  logic head_held_ok, pop_with_token_ok, done_or_err_ok;
-  assign head_held_ok      = (state_q != SeqExec) || (q_valid_i && q_data_i == {index_q, insn_q});
+  logic pop_with_token_ok, done_or_err_ok;
   assign pop_with_token_ok = (tok_pop_o & ~tok_avail_i) == '0;
   assign done_or_err_ok    = !((take || state_q == SeqExec) && done_i && err_i);
+  // HeadHeld compares the 160-bit queue head only in the cycles of an executing instruction
   always_ff @(posedge clk_i) begin
-    if (rst_ni && !(head_held_ok && pop_with_token_ok && done_or_err_ok)) begin
-      HeadHeld: assert (head_held_ok)
-        else $error("vta_insn_seq: the queue head changed under the running instruction");
+    if (rst_ni && state_q == SeqExec) begin
+      if (!(q_valid_i && q_data_i == {index_q, insn_q})) begin
+        HeadHeld: assert (q_valid_i && q_data_i == {index_q, insn_q})
+          else $error("vta_insn_seq: the queue head changed under the running instruction");
+      end
+    end
+  end
+  always_ff @(posedge clk_i) begin
+    if (rst_ni && !(pop_with_token_ok && done_or_err_ok)) begin
       PopWithToken: assert (pop_with_token_ok)
         else $error("vta_insn_seq: token popped from an empty channel");
       DoneOrErr: assert (done_or_err_ok)
