@@ -70,14 +70,15 @@ profile-guided optimisation (+10-17% when applied by hand, but an instrumented b
 profiling run and a second build would double the 25-30 s clean build).
 
 A fourth pass (2026-11-26, main at 6130762; callgrind on one C11 run as above): 4,654
-instructions per simulated cycle before, 4,220 after (-9.3%; the GEMM-heavy program -9.0%). A
+instructions per simulated cycle before, 4,194 after (-9.9%; the GEMM-heavy program -9.9%). A
 build with Verilator's ``--no-assert`` showed the checks cost 726 of the 4,654. Kept: (1) every
 same-cycle concurrent assertion is a labelled immediate assertion on the clock edge, behind one
 test of all the module's checks, so the labelled assertions (and Verilator's ``assertOnGet``
 call) run only on a failing edge and no sampled copies are kept; ReqHeld and WriteHeldWhenFull
 look one edge back through registers of their own (the evaluation's sampling went from 229 to 80
 instructions a cycle; only ReadWhenEmpty stays concurrent, since the assertion test edits its
-text); (2) registers that rarely change are enabled registers: the sequencers' instruction copy
+text: written like the others it saves another 29), and HeadHeld compares the queue head only
+while an instruction executes (-26); (2) registers that rarely change are enabled registers: the sequencers' instruction copy
 (loaded when taken), the VCR's host-written and error registers, the store's and the two read
 engines' registers outside their work, the memory engine's response data; the VCR decodes its
 register map only for a read; (3) an SRAM write of a whole row (the GEMM results, padding) stores
@@ -93,9 +94,8 @@ registered address (Verilator then copies the row in the combinational code; +0.
 Per CPU second, medians of runs interleaved in one process (the library of main at 6130762
 and this one): C11 2.04 M before and 2.26 M after over 25 runs each at a load average of 2, 1.52 M
 and 1.68 M over 15 at a load average of 4; the GEMM-heavy program 2.28 M and 2.55 M, 1.78 M and
-1.99 M. The clean build took 19 s (27 s with nothing cached) at a load average of 2. Where the
-4,220 go:
-the GEMM about 750 (GCC extracts and sign-extends every operand byte from 32-bit words: about
+1.99 M (at 4,220 a cycle, before the HeadHeld change). The clean build took 19 s (27 s with
+nothing cached) at a load average of 2. Where the 4,220 went: the GEMM about 750 (GCC extracts and sign-extends every operand byte from 32-bit words: about
 3 instructions per multiply-add), the combinational control about 1,900, the clocked processes
 about 1,200, the checks about 590 of all these (a ``--no-assert`` build: 3,634; the largest
 part, about 180, is HeadHeld's compare of the 160-bit queue heads in every executing cycle, then
