@@ -94,8 +94,10 @@ registered address (Verilator then copies the row in the combinational code; +0.
 Per CPU second, medians of runs interleaved in one process (the library of main at 6130762
 and this one): C11 2.04 M before and 2.26 M after over 25 runs each at a load average of 2, 1.52 M
 and 1.68 M over 15 at a load average of 4; the GEMM-heavy program 2.28 M and 2.55 M, 1.78 M and
-1.99 M (at 4,220 a cycle, before the HeadHeld change). The clean build took 19 s (27 s with
-nothing cached) at a load average of 2. Where the 4,220 went: the GEMM about 750 (GCC extracts and sign-extends every operand byte from 32-bit words: about
+1.99 M (at 4,220 a cycle, before the HeadHeld change); with the final tree, at a load average
+below 1 but with runs of one library varying twofold, C11 1.30 M and 1.54 M (25 runs), 1.56 M and
+1.70 M (31 runs; the fastest runs 2.08 M and 2.33 M), the GEMM-heavy program 1.70 M and 2.00 M,
+1.46 M and 1.79 M. The clean build took 19 s (27 s with nothing cached) at a load average of 2. Where the 4,220 went: the GEMM about 750 (GCC extracts and sign-extends every operand byte from 32-bit words: about
 3 instructions per multiply-add), the combinational control about 1,900, the clocked processes
 about 1,200, the checks about 590 of all these (a ``--no-assert`` build: 3,634; the largest
 part, about 180, is HeadHeld's compare of the 160-bit queue heads in every executing cycle, then
