@@ -68,6 +68,46 @@ immediate assertions on the clock edge (0.5% fewer: the sampled copies go, but t
 checks cost more than the concurrent ones did), and GCC
 profile-guided optimisation (+10-17% when applied by hand, but an instrumented build, a
 profiling run and a second build would double the 25-30 s clean build).
+
+A fourth pass (2026-11-26, main at 6130762; callgrind on one C11 run as above): 4,654
+instructions per simulated cycle before, 4,194 after (-9.9%; the GEMM-heavy program -9.9%). A
+build with Verilator's ``--no-assert`` showed the checks cost 726 of the 4,654. Kept: (1) every
+same-cycle concurrent assertion is a labelled immediate assertion on the clock edge, behind one
+test of all the module's checks, so the labelled assertions (and Verilator's ``assertOnGet``
+call) run only on a failing edge and no sampled copies are kept; ReqHeld and WriteHeldWhenFull
+look one edge back through registers of their own (the evaluation's sampling went from 229 to 80
+instructions a cycle; only ReadWhenEmpty stays concurrent, since the assertion test edits its
+text: written like the others it saves another 29), and HeadHeld compares the queue head only
+while an instruction executes (-26); (2) registers that rarely change are enabled registers: the sequencers' instruction copy
+(loaded when taken), the VCR's host-written and error registers, the store's and the two read
+engines' registers outside their work, the memory engine's response data; the VCR decodes its
+register map only for a read; (3) an SRAM write of a whole row (the GEMM results, padding) stores
+it at once, other writes test the lanes in groups of eight (a 64-bit beat into a 32-lane weight
+row: 12 tests, not 32); (4) ``--expand-limit`` set to the words of an accumulator row
+(:func:`vta.sim.tsim.library.expand_limit`, 16 here), so the copy of the 2048-bit weight row
+into its read register is a loop the compiler vectorises (-93 a cycle); (5) the take-cycle
+checks (skip, range checks, the padded-area multiplies) inside ``if (decode)`` (-54; Verilator's
+DFG turns most such conditions back into masks, so the multiplies still run). Tried and dropped:
+``--no-assert-case`` (the unique-case checks; within the noise), reading the SRAMs through a
+registered address (Verilator then copies the row in the combinational code; +0.3%),
+``-fno-dfg`` (+18%), ``--expand-limit`` 8 or 4 (+12%, +8%: the accumulator rows become loops).
+Per CPU second, medians of runs interleaved in one process (the library of main at 6130762
+and this one): C11 2.04 M before and 2.26 M after over 25 runs each at a load average of 2, 1.52 M
+and 1.68 M over 15 at a load average of 4; the GEMM-heavy program 2.28 M and 2.55 M, 1.78 M and
+1.99 M (at 4,220 a cycle, before the HeadHeld change); with the final tree, at a load average
+below 1 but with runs of one library varying twofold, C11 1.30 M and 1.54 M (25 runs), 1.56 M and
+1.70 M (31 runs; the fastest runs 2.08 M and 2.33 M), the GEMM-heavy program 1.70 M and 2.00 M,
+1.46 M and 1.79 M. The clean build took 19 s (27 s with nothing cached) at a load average of 2. Where the 4,220 went: the GEMM about 750 (GCC extracts and sign-extends every operand byte from 32-bit words: about
+3 instructions per multiply-add), the combinational control about 1,900, the clocked processes
+about 1,200, the checks about 590 of all these (a ``--no-assert`` build: 3,634; the largest
+part, about 180, is HeadHeld's compare of the 160-bit queue heads in every executing cycle, then
+the FIFOs' ReadWhenEmpty, about 125), the evaluation's bookkeeping 80 and the memory DPI 60.
+Before the pass tsim ran C11 at 2.1 M cycles per CPU second on a quiet machine (about 9.8 G
+instructions a second), so 3 M needs about 3,300 instructions a cycle: a GEMM on operands stored
+as byte arrays (a vectorised dot product, about 150 instead of 750), the units' fields decoded
+once into narrow registers rather than from the 128-bit instruction every cycle, and a cheaper
+HeadHeld (for instance with the units reading the queue head, which stays in place, instead of
+a copy) are the levers left.
 """
 
 from __future__ import annotations
@@ -240,7 +280,8 @@ def build_seconds(env, repeats: int) -> tuple[float, float]:
                 os.environ["VTA_CACHE_DIR"] = tmp  # an empty cache, run-time objects included
                 for times, sub in ((cold, "first"), (warm, "second")):
                     t0 = time.perf_counter()
-                    library.build_sources(library.sources(), hwgen.sv_package(env), cache=Path(tmp) / sub)
+                    library.build_sources(library.sources(), hwgen.sv_package(env), cache=Path(tmp) / sub,
+                                          expand=library.expand_limit(env))
                     times.append(time.perf_counter() - t0)
     finally:
         if saved is None:

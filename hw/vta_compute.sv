@@ -132,7 +132,6 @@ module vta_compute import vta_pkg::*; (
   logic            issue, s0_err;
   logic            empty_loop;
 
-  assign empty_loop = (iter_out == '0) || (iter_in == '0) || (uop_end <= UopW'(uop_bgn));
   assign s0_err = gen_active_q && (32'(u_q) >= UOP_BUFF_DEPTH);
 
   // pipeline registers
@@ -264,6 +263,7 @@ module vta_compute import vta_pkg::*; (
     .start_i        (dma_start),
     .insn_i         (insn),
     .elem_log_i     (elem_log),
+    .check_i        (decode && is_load),
     .sram_end_o     (area_end),
     .busy_o         (dma_busy),
     .req_valid_o    (dreq_valid),
@@ -348,11 +348,20 @@ module vta_compute import vta_pkg::*; (
   assign is_load = (32'(opcode) == OPCODE_LOAD);
   assign in_load = exec && is_load;
   assign in_exec = exec && !is_load;
-  assign skip    = is_load ? (x_size == '0) : !((is_gemm || is_alu) && !empty_loop);
   assign done    = (decode && skip)
                 || (in_load && !dma_busy)
                 || (in_exec && !gen_active_q && s1_valid_q && !s1_err && !halt_i);
-  assign ld_err  = decode && is_load && !skip && (area_end > 48'(load_depth));
+  // the checks of the cycle the instruction is taken, evaluated only in that cycle
+  always_comb begin
+    empty_loop = 1'b0;
+    skip       = 1'b0;
+    ld_err     = 1'b0;
+    if (decode) begin
+      empty_loop = (iter_out == '0) || (iter_in == '0) || (uop_end <= UopW'(uop_bgn));
+      skip   = is_load ? (x_size == '0) : !((is_gemm || is_alu) && !empty_loop);
+      ld_err = is_load && !skip && (area_end > 48'(load_depth));
+    end
+  end
   assign fail    = ld_err || (in_exec && (s0_err || s1_err));
   assign dma_start = start && is_load;
   assign gen_start = start && !is_load;
@@ -450,13 +459,22 @@ module vta_compute import vta_pkg::*; (
   logic unused;
   assign unused = ^{wr_idx_hi, uop[31:0]};
 
-  IssueOnlyInExec: assert property (@(posedge clk_i) disable iff (!rst_ni)
-      issue |-> in_exec)
-    else $error("vta_compute: uop issued outside GEMM / ALU");
-  LoadWritesOnlyInLoad: assert property (@(posedge clk_i) disable iff (!rst_ni)
-      wr_valid |-> in_load)
-    else $error("vta_compute: load data outside a load");
-  NoWriteConflict: assert property (@(posedge clk_i) disable iff (!rst_ni)
-      s2_valid_q |-> !in_load)
-    else $error("vta_compute: acc write port conflict");
+  // Checks: same-cycle implications over the values before the clock edge (what a concurrent
+  // assertion samples), as immediate assertions on the clock edge that run only in an edge where
+  // one of the checks fails (a simulator evaluates the checks once, together, and copies no
+  // sampled values; see vta_insn_seq).
+  logic issue_ok, load_write_ok, write_port_ok;
+  assign issue_ok      = !issue || in_exec;
+  assign load_write_ok = !wr_valid || in_load;
+  assign write_port_ok = !s2_valid_q || !in_load;
+  always_ff @(posedge clk_i) begin
+    if (rst_ni && !(issue_ok && load_write_ok && write_port_ok)) begin
+      IssueOnlyInExec: assert (issue_ok)
+        else $error("vta_compute: uop issued outside GEMM / ALU");
+      LoadWritesOnlyInLoad: assert (load_write_ok)
+        else $error("vta_compute: load data outside a load");
+      NoWriteConflict: assert (write_port_ok)
+        else $error("vta_compute: acc write port conflict");
+    end
+  end
 endmodule : vta_compute

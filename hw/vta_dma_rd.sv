@@ -9,14 +9,17 @@
 //   pad write:  wr_pad_o = 1, wr_idx_o = element to zero (only in cycles without data).
 // Element (yy, xx) of the padded rectangle goes to sram_base + yy*W + xx, W = x_pad_0 + x_size
 // + x_pad_1; sram_end_o = sram_base + W*H is the end of the padded rectangle, which the caller
-// checks against its buffer before start_i. The caller holds the inputs stable until !busy_o.
+// checks against its buffer before start_i: it is computed only in the cycles of check_i (the
+// caller's decode of the instruction) and is 0 in the others, so a simulator does not multiply
+// out the padded area every cycle. The caller holds the inputs stable until !busy_o.
 module vta_dma_rd import vta_pkg::*; (
   input  logic        clk_i,
   input  logic        rst_ni,
   input  logic        start_i,         // insn_i has x_size != 0 and fits its buffer
   input  logic [INSN_BITS-1:0] insn_i,
   input  logic [4:0]  elem_log_i,      // log2 of the DRAM element bytes, >= 2
-  output logic [47:0] sram_end_o,      // end of the padded rectangle in the buffer
+  input  logic        check_i,         // the caller checks sram_end_o in this cycle
+  output logic [47:0] sram_end_o,      // end of the padded rectangle in the buffer (check_i)
   output logic        busy_o,
   // read requests and responses
   output logic        req_valid_o,
@@ -61,9 +64,14 @@ module vta_dma_rd import vta_pkg::*; (
   assign row_bytes  = 32'(x_size) << elem_log_i;
   assign narrow     = (elem_log_i < 5'd3);
   assign sub_last   = narrow ? 16'd0 : 16'((32'd1 << (elem_log_i - 5'd3)) - 32'd1);
-  assign sram_end_o = 48'(sram_base)
-                    + (48'(x_pad_0) + 48'(x_size) + 48'(x_pad_1))
-                    * (48'(y_pad_0) + 48'(y_size) + 48'(y_pad_1));
+  always_comb begin
+    sram_end_o = '0;
+    if (check_i) begin
+      sram_end_o = 48'(sram_base)
+                 + (48'(x_pad_0) + 48'(x_size) + 48'(x_pad_1))
+                 * (48'(y_pad_0) + 48'(y_size) + 48'(y_pad_1));
+    end
+  end
 
   function automatic logic [31:0] row_beats(logic [2:0] addr_lo, logic [31:0] nbytes);
     return ({29'd0, addr_lo} + nbytes + 32'd7) >> 3;
@@ -254,7 +262,9 @@ module vta_dma_rd import vta_pkg::*; (
       pd_r_q        <= '0;
       pd_c_q        <= '0;
       pd_row_idx_q  <= '0;
-    end else begin
+    end else if (start_i || busy_o) begin
+      // An idle engine does not move until start_i (every next state equals the state), so the
+      // registers are enabled only then and a simulator does not copy them every cycle.
       rq_state_q    <= rq_state_d;
       rq_row_addr_q <= rq_row_addr_d;
       rq_addr_q     <= rq_addr_d;
@@ -277,11 +287,38 @@ module vta_dma_rd import vta_pkg::*; (
   logic unused;
   assign unused = ^insn_i;
 
-  StartWhenIdle: assert property (@(posedge clk_i) disable iff (!rst_ni) start_i |-> !busy_o)
-    else $error("vta_dma_rd: start while busy");
-  NoStrayData: assert property (@(posedge clk_i) disable iff (!rst_ni) rsp_valid_i |-> dt_active_q)
-    else $error("vta_dma_rd: read data with no transfer in progress");
-  ReqHeld: assert property (@(posedge clk_i) disable iff (!rst_ni)
-      req_valid_o && !req_ready_i |=> req_valid_o && $stable(req_addr_o) && $stable(req_len_o))
-    else $error("vta_dma_rd: request dropped before it was accepted");
+  // Checks: same-cycle implications over the values before the clock edge (what a concurrent
+  // assertion samples), as immediate assertions on the clock edge that run only in an edge where
+  // one of the checks fails (a simulator evaluates the checks once, together, and copies no
+  // sampled values; see vta_insn_seq).
+  // ReqHeld looks one edge back: a request not accepted at an edge (req_held_q; its address and
+  // length are kept only then) is offered again, unchanged, at the next one.
+  logic        req_held_q;
+  logic [31:0] held_addr_q;
+  logic [7:0]  held_len_q;
+  always_ff @(posedge clk_i or negedge rst_ni) begin
+    if (!rst_ni) req_held_q <= 1'b0;
+    else         req_held_q <= req_valid_o && !req_ready_i;
+  end
+  always_ff @(posedge clk_i) begin
+    if (req_valid_o && !req_ready_i) begin
+      held_addr_q <= req_addr_o;
+      held_len_q  <= req_len_o;
+    end
+  end
+
+  logic start_ok, data_ok, req_ok;
+  assign start_ok = !start_i || !busy_o;
+  assign data_ok  = !rsp_valid_i || dt_active_q;
+  assign req_ok   = !req_held_q || (req_valid_o && req_addr_o == held_addr_q && req_len_o == held_len_q);
+  always_ff @(posedge clk_i) begin
+    if (rst_ni && !(start_ok && data_ok && req_ok)) begin
+      StartWhenIdle: assert (start_ok)
+        else $error("vta_dma_rd: start while busy");
+      NoStrayData: assert (data_ok)
+        else $error("vta_dma_rd: read data with no transfer in progress");
+      ReqHeld: assert (req_ok)
+        else $error("vta_dma_rd: request dropped before it was accepted");
+    end
+  end
 endmodule : vta_dma_rd

@@ -229,13 +229,22 @@ module vta_fetch import vta_pkg::*; (
   assign index_o    = index_q;
   assign dispatch_o = dispatching;
 
-  NoStrayBeat: assert property (@(posedge clk_i) disable iff (!rst_ni)
-      rsp_valid_i && state_q == FeRun |-> fly_q != '0)
-    else $error("vta_fetch: instruction beat outside a burst");
-  BufferBound: assert property (@(posedge clk_i) disable iff (!rst_ni)
-      32'(cnt_q) + 32'(fly_q) <= 32'(BufInsns))
-    else $error("vta_fetch: instruction buffer overrun");
-  AlignedStart: assert property (@(posedge clk_i) disable iff (!rst_ni)
-      launch_i && state_q == FeIdle |-> insn_addr_i[3:0] == 4'd0)
-    else $error("vta_fetch: instruction address not 16-byte aligned");
+  // Checks: same-cycle implications over the values before the clock edge (what a concurrent
+  // assertion samples), as immediate assertions on the clock edge that run only in an edge where
+  // one of the checks fails (a simulator evaluates the checks once, together, and copies no
+  // sampled values; see vta_insn_seq).
+  logic beat_ok, buffer_ok, aligned_ok;
+  assign beat_ok    = !(rsp_valid_i && state_q == FeRun) || fly_q != '0;
+  assign buffer_ok  = 32'(cnt_q) + 32'(fly_q) <= 32'(BufInsns);
+  assign aligned_ok = !(launch_i && state_q == FeIdle) || insn_addr_i[3:0] == 4'd0;
+  always_ff @(posedge clk_i) begin
+    if (rst_ni && !(beat_ok && buffer_ok && aligned_ok)) begin
+      NoStrayBeat: assert (beat_ok)
+        else $error("vta_fetch: instruction beat outside a burst");
+      BufferBound: assert (buffer_ok)
+        else $error("vta_fetch: instruction buffer overrun");
+      AlignedStart: assert (aligned_ok)
+        else $error("vta_fetch: instruction address not 16-byte aligned");
+    end
+  end
 endmodule : vta_fetch

@@ -65,9 +65,19 @@ module vta_fifo #(
 
   // Writes follow valid/ready: a writer held off by a full FIFO keeps offering its entry until
   // it is taken (nothing is dropped: push needs wready). A reader never pops an empty FIFO.
-  WriteHeldWhenFull: assert property (@(posedge clk_i) disable iff (!rst_ni)
-                                      wvalid_i && !wready_o |=> wvalid_i)
-    else $error("vta_fifo: a write offered to a full FIFO was withdrawn before it was taken");
+  // WriteHeldWhenFull looks one edge back (write_held_q): an immediate assertion on the clock
+  // edge, run only in an edge where the check fails, so a simulator keeps no sampled copies.
+  logic write_held_q;
+  always_ff @(posedge clk_i or negedge rst_ni) begin
+    if (!rst_ni) write_held_q <= 1'b0;
+    else         write_held_q <= wvalid_i && !wready_o;
+  end
+  always_ff @(posedge clk_i) begin
+    if (rst_ni && write_held_q && !wvalid_i) begin
+      WriteHeldWhenFull: assert (!write_held_q || wvalid_i)
+        else $error("vta_fifo: a write offered to a full FIFO was withdrawn before it was taken");
+    end
+  end
   ReadWhenEmpty: assert property (@(posedge clk_i) disable iff (!rst_ni) rready_i |-> rvalid_o)
     else $error("vta_fifo: pop from an empty FIFO");
 endmodule : vta_fifo

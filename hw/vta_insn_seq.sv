@@ -48,8 +48,8 @@ module vta_insn_seq import vta_pkg::*; #(
 
   typedef enum logic [1:0] {SeqIdle, SeqExec, SeqHalted} seq_state_e;
   seq_state_e           state_q, state_d;
-  logic [INSN_BITS-1:0] insn_q, insn_d, insn;
-  logic [31:0]          index_q, index_d;
+  logic [INSN_BITS-1:0] insn_q, insn;
+  logic [31:0]          index_q;
 
   logic [INSN_BITS-1:0] head;
   logic [31:0]          head_index;
@@ -66,8 +66,6 @@ module vta_insn_seq import vta_pkg::*; #(
 
   always_comb begin
     state_d    = state_q;
-    insn_d     = insn_q;
-    index_d    = index_q;
     tok_pop_o  = '0;
     tok_push_o = '0;
     q_ready_o  = 1'b0;
@@ -76,11 +74,7 @@ module vta_insn_seq import vta_pkg::*; #(
     err_o      = 1'b0;
     unique case (state_q)
       SeqIdle, SeqExec: begin
-        if (take) begin
-          tok_pop_o = head_pops;
-          insn_d    = head;
-          index_d   = head_index;
-        end
+        if (take) tok_pop_o = head_pops;
         if (take || state_q == SeqExec) begin
           if (err_i) begin
             err_o   = 1'b1;
@@ -104,12 +98,21 @@ module vta_insn_seq import vta_pkg::*; #(
   always_ff @(posedge clk_i or negedge rst_ni) begin
     if (!rst_ni) begin
       state_q <= SeqIdle;
-      insn_q  <= '0;
-      index_q <= '0;
     end else begin
       state_q <= state_d;
-      insn_q  <= insn_d;
-      index_q <= index_d;
+    end
+  end
+
+  // The kept copy of the instruction and its index: loaded only when an instruction is taken
+  // (an enabled register, so a simulator copies the 160 bits once per instruction, not every
+  // cycle).
+  always_ff @(posedge clk_i or negedge rst_ni) begin
+    if (!rst_ni) begin
+      insn_q  <= '0;
+      index_q <= '0;
+    end else if (take) begin
+      insn_q  <= head;
+      index_q <= head_index;
     end
   end
 
@@ -128,20 +131,31 @@ module vta_insn_seq import vta_pkg::*; #(
   end
   assign index_o = insn_index_o;
 
-  // The instruction is popped from its queue only when it retires: the head stays in place.
-  // An immediate assertion on the clock edge (the values it reads are those before the edge, as
-  // a concurrent one would sample them): a concurrent assertion makes Verilator keep a sampled
-  // copy of the whole queue storage, copied on every evaluation, which halved tsim's speed.
+  // Checks. Each is a same-cycle implication over the values before the clock edge (what a
+  // concurrent assertion samples), written as an immediate assertion on the clock edge; the
+  // labelled assertions run only in an edge where one of the checks fails, so a simulator
+  // evaluates the checks once, together, and copies no sampled values. A concurrent assertion on
+  // the queue head would make Verilator keep a sampled copy of the whole queue storage.
+  //   HeadHeld: the instruction is popped from its queue only when it retires, so the head stays
+  //             in place while it executes.
+  logic pop_with_token_ok, done_or_err_ok;
+  assign pop_with_token_ok = (tok_pop_o & ~tok_avail_i) == '0;
+  assign done_or_err_ok    = !((take || state_q == SeqExec) && done_i && err_i);
+  // HeadHeld compares the 160-bit queue head only in the cycles of an executing instruction
   always_ff @(posedge clk_i) begin
     if (rst_ni && state_q == SeqExec) begin
-      HeadHeld: assert (q_valid_i && q_data_i == {index_q, insn_q})
-        else $error("vta_insn_seq: the queue head changed under the running instruction");
+      if (!(q_valid_i && q_data_i == {index_q, insn_q})) begin
+        HeadHeld: assert (q_valid_i && q_data_i == {index_q, insn_q})
+          else $error("vta_insn_seq: the queue head changed under the running instruction");
+      end
     end
   end
-  PopWithToken: assert property (@(posedge clk_i) disable iff (!rst_ni)
-      (tok_pop_o & ~tok_avail_i) == '0)
-    else $error("vta_insn_seq: token popped from an empty channel");
-  DoneOrErr: assert property (@(posedge clk_i) disable iff (!rst_ni)
-      (take || state_q == SeqExec) |-> !(done_i && err_i))
-    else $error("vta_insn_seq: the unit reports both done and error");
+  always_ff @(posedge clk_i) begin
+    if (rst_ni && !(pop_with_token_ok && done_or_err_ok)) begin
+      PopWithToken: assert (pop_with_token_ok)
+        else $error("vta_insn_seq: token popped from an empty channel");
+      DoneOrErr: assert (done_or_err_ok)
+        else $error("vta_insn_seq: the unit reports both done and error");
+    end
+  end
 endmodule : vta_insn_seq

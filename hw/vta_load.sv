@@ -54,7 +54,6 @@ module vta_load import vta_pkg::*; (
   logic [31:0] depth;
 
   assign is_wgt    = (32'(insn[MEM_MEMORY_TYPE_LO +: 3]) == MEM_WGT);
-  assign x_zero    = (insn[MEM_X_SIZE_LO +: 16] == '0);
   assign elem_log  = is_wgt ? 5'($clog2(WGT_ELEM_BYTES)) : 5'($clog2(INP_ELEM_BYTES));
   assign depth     = is_wgt ? 32'(WGT_BUFF_DEPTH) : 32'(INP_BUFF_DEPTH);
 
@@ -64,7 +63,15 @@ module vta_load import vta_pkg::*; (
   logic       decode, exec, done, fail, dma_start, dma_busy;
   logic [1:0] tok_pop, tok_push;
   assign done = (decode && x_zero) || (exec && !dma_busy);
-  assign fail = decode && !x_zero && (area_end > 48'(depth));
+  // the checks of the cycle the instruction is taken, evaluated only in that cycle
+  always_comb begin
+    x_zero = 1'b0;
+    fail   = 1'b0;
+    if (decode) begin
+      x_zero = (insn[MEM_X_SIZE_LO +: 16] == '0);
+      fail   = !x_zero && (area_end > 48'(depth));
+    end
+  end
 
   vta_insn_seq #(.UsePrevDep(1'b0), .UseNextDep(1'b1)) u_seq (
     .clk_i,
@@ -110,6 +117,7 @@ module vta_load import vta_pkg::*; (
     .start_i        (dma_start),
     .insn_i         (insn),
     .elem_log_i     (elem_log),
+    .check_i        (decode),
     .sram_end_o     (area_end),
     .busy_o         (dma_busy),
     .req_valid_o    (dreq_valid),
@@ -142,10 +150,19 @@ module vta_load import vta_pkg::*; (
   logic unused;
   assign unused = ^{wr_half, tok_pop[0], tok_push[0], insn};
 
-  OnlyInpWgt: assert property (@(posedge clk_i) disable iff (!rst_ni)
-      decode |-> (32'(insn[MEM_MEMORY_TYPE_LO +: 3]) == MEM_INP || is_wgt))
-    else $error("vta_load: instruction of another unit in the load queue");
-  WrInRange: assert property (@(posedge clk_i) disable iff (!rst_ni)
-      wr_valid |-> wr_idx < depth)
-    else $error("vta_load: scratchpad write out of range");
+  // Checks: same-cycle implications over the values before the clock edge (what a concurrent
+  // assertion samples), as immediate assertions on the clock edge that run only in an edge where
+  // one of the checks fails (a simulator evaluates the checks once, together, and copies no
+  // sampled values; see vta_insn_seq).
+  logic only_inp_wgt_ok, wr_in_range_ok;
+  assign only_inp_wgt_ok = !decode || (32'(insn[MEM_MEMORY_TYPE_LO +: 3]) == MEM_INP || is_wgt);
+  assign wr_in_range_ok  = !wr_valid || wr_idx < depth;
+  always_ff @(posedge clk_i) begin
+    if (rst_ni && !(only_inp_wgt_ok && wr_in_range_ok)) begin
+      OnlyInpWgt: assert (only_inp_wgt_ok)
+        else $error("vta_load: instruction of another unit in the load queue");
+      WrInRange: assert (wr_in_range_ok)
+        else $error("vta_load: scratchpad write out of range");
+    end
+  end
 endmodule : vta_load

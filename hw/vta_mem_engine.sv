@@ -100,9 +100,12 @@ module vta_mem_engine import vta_pkg::*; #(
       rsp_data_q  <= '0;
     end else begin
       rsp_valid_q <= rsp_valid_d;
-      rsp_id_q    <= rsp_id_d;
-      rsp_last_q  <= rsp_last_d;
-      rsp_data_q  <= rsp_data_d;
+      // id, last and data are read only with rsp_valid_q: kept only for a beat
+      if (rsp_valid_d) begin
+        rsp_id_q   <= rsp_id_d;
+        rsp_last_q <= rsp_last_d;
+        rsp_data_q <= rsp_data_d;
+      end
     end
   end
 
@@ -152,21 +155,31 @@ module vta_mem_engine import vta_pkg::*; #(
   assign beat_o = rsp_valid_q || (mem_wr_valid_o && mem_wr_ready_i);
 
   // ------------------------------------------------------------------ checks
-  RdIdKnown: assert property (@(posedge clk_i) disable iff (!rst_ni)
-      mem_rd_valid_i |-> (mem_rd_id_i < 8'(NumRd)))
-    else $error("vta_mem_engine: read response with unknown id %0d", mem_rd_id_i);
-  RdReqAligned: assert property (@(posedge clk_i) disable iff (!rst_ni)
-      mem_rd_req_valid_o |-> (mem_rd_req_addr_o[2:0] == 3'd0))
-    else $error("vta_mem_engine: unaligned read address");
-  RdReqNoCross: assert property (@(posedge clk_i) disable iff (!rst_ni)
-      mem_rd_req_valid_o |-> ({1'b0, mem_rd_req_addr_o[6:3]} + {1'b0, mem_rd_req_len_o[3:0]} < 5'd16)
-        && (mem_rd_req_len_o < 8'(MAX_BURST_BEATS)))
-    else $error("vta_mem_engine: read burst crosses a %0d-byte boundary", BURST_BOUNDARY_BYTES);
-  WrReqNoCross: assert property (@(posedge clk_i) disable iff (!rst_ni)
-      mem_wr_req_valid_o |-> ({1'b0, mem_wr_req_addr_o[6:3]} + {1'b0, mem_wr_req_len_o[3:0]} < 5'd16)
-        && (mem_wr_req_len_o < 8'(MAX_BURST_BEATS)) && (mem_wr_req_addr_o[2:0] == 3'd0))
-    else $error("vta_mem_engine: bad write burst");
-  AckOnlyForSentBurst: assert property (@(posedge clk_i) disable iff (!rst_ni)
-      mem_wr_ack_i |-> (wr_acks_q != '0))
-    else $error("vta_mem_engine: write ack without a completed burst");
+  // same-cycle implications over the values before the clock edge (what a concurrent assertion
+  // samples), as immediate assertions on the clock edge that run only in an edge where one of the
+  // checks fails (a simulator evaluates the checks once, together, and copies no sampled values)
+  logic rd_id_ok, rd_aligned_ok, rd_cross_ok, wr_cross_ok, ack_ok;
+  assign rd_id_ok      = !mem_rd_valid_i || (mem_rd_id_i < 8'(NumRd));
+  assign rd_aligned_ok = !mem_rd_req_valid_o || (mem_rd_req_addr_o[2:0] == 3'd0);
+  assign rd_cross_ok   = !mem_rd_req_valid_o
+                      || (({1'b0, mem_rd_req_addr_o[6:3]} + {1'b0, mem_rd_req_len_o[3:0]} < 5'd16)
+                          && (mem_rd_req_len_o < 8'(MAX_BURST_BEATS)));
+  assign wr_cross_ok   = !mem_wr_req_valid_o
+                      || (({1'b0, mem_wr_req_addr_o[6:3]} + {1'b0, mem_wr_req_len_o[3:0]} < 5'd16)
+                          && (mem_wr_req_len_o < 8'(MAX_BURST_BEATS)) && (mem_wr_req_addr_o[2:0] == 3'd0));
+  assign ack_ok        = !mem_wr_ack_i || (wr_acks_q != '0);
+  always_ff @(posedge clk_i) begin
+    if (rst_ni && !(rd_id_ok && rd_aligned_ok && rd_cross_ok && wr_cross_ok && ack_ok)) begin
+      RdIdKnown: assert (rd_id_ok)
+        else $error("vta_mem_engine: read response with unknown id %0d", mem_rd_id_i);
+      RdReqAligned: assert (rd_aligned_ok)
+        else $error("vta_mem_engine: unaligned read address");
+      RdReqNoCross: assert (rd_cross_ok)
+        else $error("vta_mem_engine: read burst crosses a %0d-byte boundary", BURST_BOUNDARY_BYTES);
+      WrReqNoCross: assert (wr_cross_ok)
+        else $error("vta_mem_engine: bad write burst");
+      AckOnlyForSentBurst: assert (ack_ok)
+        else $error("vta_mem_engine: write ack without a completed burst");
+    end
+  end
 endmodule : vta_mem_engine

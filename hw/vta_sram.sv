@@ -19,6 +19,11 @@ module vta_sram #(
   output logic [NumRd-1:0][Width-1:0]  rdata_o
 );
   localparam int unsigned LaneW = Width / Lanes;
+  // A write of a whole row stores it at once; the lanes of any other write are tested in groups
+  // of GroupLanes: a write of one lane of a wide row (the load unit's 64-bit beats into the
+  // 32-lane weight rows) tests the groups and then the lanes of one group, not every lane.
+  localparam int unsigned GroupLanes = (Lanes > 8) ? 8 : Lanes;
+  localparam int unsigned Groups = Lanes / GroupLanes;
 
   logic [Width-1:0] mem_q [Depth];
   logic [NumRd-1:0][Width-1:0] rdata_q;
@@ -36,9 +41,15 @@ module vta_sram #(
   // Waiver: mem_q is written and read by this process only, writes before reads (see above).
   /* verilator lint_off BLKSEQ */
   always_ff @(posedge clk_i) begin
-    if (we_i) begin
-      for (int unsigned l = 0; l < Lanes; l++) begin
-        if (wmask_i[l]) mem_q[waddr_i][l*LaneW +: LaneW] = wdata_i[l*LaneW +: LaneW];
+    if (we_i && wmask_i == '1) begin
+      mem_q[waddr_i] = wdata_i;  // a whole row (the compute unit's results, zero padding)
+    end else if (we_i) begin
+      for (int unsigned g = 0; g < Groups; g++) begin
+        if (wmask_i[g*GroupLanes +: GroupLanes] != '0) begin
+          for (int unsigned l = g * GroupLanes; l < (g + 1) * GroupLanes; l++) begin
+            if (wmask_i[l]) mem_q[waddr_i][l*LaneW +: LaneW] = wdata_i[l*LaneW +: LaneW];
+          end
+        end
       end
     end
     for (int unsigned r = 0; r < NumRd; r++) begin
@@ -51,5 +62,6 @@ module vta_sram #(
 
   initial begin
     if (Width % Lanes != 0) $fatal(1, "vta_sram: Width %0d is not a multiple of Lanes %0d", Width, Lanes);
+    if (Lanes % GroupLanes != 0) $fatal(1, "vta_sram: Lanes %0d is not a multiple of 8", Lanes);
   end
 endmodule : vta_sram

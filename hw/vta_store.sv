@@ -63,7 +63,6 @@ module vta_store import vta_pkg::*; (
   assign y_size    = insn[MEM_Y_SIZE_LO +: 16];
   assign x_size    = insn[MEM_X_SIZE_LO +: 16];
   assign x_stride  = insn[MEM_X_STRIDE_LO +: 16];
-  assign area_end  = 48'(sram_base) + 48'(x_size) * 48'(y_size);
 
   // ------------------------------------------------------------------ burst walk
   logic        aw_active_q, aw_active_d; // bursts left to request
@@ -107,11 +106,21 @@ module vta_store import vta_pkg::*; (
   // burst acknowledged.
   logic       decode, exec, start, done, fail, empty, drained;
   logic [1:0] tok_pop, tok_push;
-  assign empty    = (x_size == '0) || (y_size == '0);
   assign drained  = !aw_active_q && (rd_left_q == '0) && !inflight_q && (cnt_q == '0) && !open_q
                  && (acks_q == '0);
   assign done     = (decode && empty) || (exec && drained);
-  assign fail     = decode && !empty && (area_end > 48'(ACC_BUFF_DEPTH));
+  // the checks of the cycle the instruction is taken, evaluated only in that cycle (area_end is
+  // 0 in the others)
+  always_comb begin
+    empty    = 1'b0;
+    area_end = '0;
+    fail     = 1'b0;
+    if (decode) begin
+      empty    = (x_size == '0) || (y_size == '0);
+      area_end = 48'(sram_base) + 48'(x_size) * 48'(y_size);
+      fail     = !empty && (area_end > 48'(ACC_BUFF_DEPTH));
+    end
+  end
 
   vta_insn_seq #(.UsePrevDep(1'b1), .UseNextDep(1'b0)) u_seq (
     .clk_i,
@@ -232,7 +241,10 @@ module vta_store import vta_pkg::*; (
       blen_q      <= '0;
       sub_q       <= '0;
       acks_q      <= '0;
-    end else begin
+    end else if (start || exec) begin
+      // Outside the execution of a store (and its start) nothing moves: every next state equals
+      // the state (no burst, element or ack is outstanding, WalkOnlyInExec and AckExpected), so
+      // the registers are enabled only then and a simulator does not copy them every cycle.
       aw_active_q <= aw_active_d;
       rows_q      <= rows_d;
       row_addr_q  <= row_addr_d;
@@ -266,16 +278,25 @@ module vta_store import vta_pkg::*; (
   logic unused;
   assign unused = ^{tok_pop[1], tok_push[1], insn};
 
-  SourceInRange: assert property (@(posedge clk_i) disable iff (!rst_ni)
-      acc_re_o |-> src_q < ACC_BUFF_DEPTH)
-    else $error("vta_store: acc read out of range");
-  BufferBound: assert property (@(posedge clk_i) disable iff (!rst_ni)
-      32'(cnt_q) + 32'(inflight_q) <= 32'(BufElems))
-    else $error("vta_store: element buffer overrun");
-  AckExpected: assert property (@(posedge clk_i) disable iff (!rst_ni)
-      wr_ack_i |-> acks_q != '0)
-    else $error("vta_store: write ack without an outstanding burst");
-  WalkOnlyInExec: assert property (@(posedge clk_i) disable iff (!rst_ni)
-      (aw_active_q || open_q || cnt_q != '0) |-> exec)
-    else $error("vta_store: row walk outside the execution of a store");
+  // Checks: same-cycle implications over the values before the clock edge (what a concurrent
+  // assertion samples), as immediate assertions on the clock edge that run only in an edge where
+  // one of the checks fails (a simulator evaluates the checks once, together, and copies no
+  // sampled values; see vta_insn_seq).
+  logic source_ok, buffer_ok, ack_ok, walk_ok;
+  assign source_ok = !acc_re_o || src_q < ACC_BUFF_DEPTH;
+  assign buffer_ok = 32'(cnt_q) + 32'(inflight_q) <= 32'(BufElems);
+  assign ack_ok    = !wr_ack_i || acks_q != '0;
+  assign walk_ok   = !(aw_active_q || open_q || cnt_q != '0) || exec;
+  always_ff @(posedge clk_i) begin
+    if (rst_ni && !(source_ok && buffer_ok && ack_ok && walk_ok)) begin
+      SourceInRange: assert (source_ok)
+        else $error("vta_store: acc read out of range");
+      BufferBound: assert (buffer_ok)
+        else $error("vta_store: element buffer overrun");
+      AckExpected: assert (ack_ok)
+        else $error("vta_store: write ack without an outstanding burst");
+      WalkOnlyInExec: assert (walk_ok)
+        else $error("vta_store: row walk outside the execution of a store");
+    end
+  end
 endmodule : vta_store

@@ -1,0 +1,71 @@
+"""The RTL's checks written as immediate assertions behind one guard still fire, and the build's
+expansion limit follows the accumulator row.
+
+Most checks of ``hw/`` are labelled immediate assertions on the clock edge that run only in an
+edge where one of the module's checks fails (a cheaper form of a same-cycle concurrent
+assertion). A copy of ``hw/`` whose store check AckExpected is made to fail at the first write
+acknowledgement must stop a run with that assertion's label and message; the copy is built into
+a temporary cache.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+
+import pytest
+
+from tests.conftest import make_env
+from tests.e2e import gemm_program
+from tests.hw.hwsim import needs_verilator
+from vta.dram import DRAM
+from vta.errors import HardwareAssertionError
+
+_SOUND = "assign ack_ok    = !wr_ack_i || acks_q != '0;"
+_BROKEN = "assign ack_ok    = !wr_ack_i;"
+_CONFIGS = ("vta_config.json", "batch2.json", "block32.json", "narrow.json")
+
+
+@pytest.mark.parametrize("config", _CONFIGS)
+def test_expand_limit_covers_an_accumulator_row(config):
+    from vta.sim.tsim import library
+
+    env = make_env(config)
+    words = env.ACC_ELEM_BYTES // 4  # 32-bit words of an accumulator row
+    assert library.expand_limit(env) == max(16, words)
+
+
+def test_expand_limit_must_be_positive():
+    from vta.sim.tsim import library
+
+    with pytest.raises(ValueError, match="positive"):
+        library.build_sources([], "", expand=0)
+
+
+@needs_verilator[0]
+@needs_verilator[1]
+def test_guarded_check_fires(tmp_path):
+    from vta.sim.tsim import TSim, hwgen, library
+
+    hw = tmp_path / "hw"
+    shutil.copytree(library._hw_dir(), hw)
+    store = hw / "vta_store.sv"
+    text = store.read_text()
+    assert text.count(_SOUND) == 1, "the AckExpected check changed; update this test"
+    store.write_text(text.replace(_SOUND, _BROKEN))
+    env = make_env()
+    sv = sorted(hw.glob("*.sv")) + sorted((hw / "sim").glob("*.sv"))
+    lib = library.build_sources(sv, hwgen.sv_package(env), cache=tmp_path / "cache",
+                                expand=library.expand_limit(env))
+    with env, DRAM(1 << 26) as dram, TSim(env, dram, library=lib) as dev:
+        prog = gemm_program.build(env, dram, m=2, k=2)
+        try:
+            with pytest.raises(HardwareAssertionError) as info:
+                dev.run(prog.insn_addr, prog.insn_count)
+        finally:
+            prog.free(dram)
+    msg = str(info.value)
+    assert "RTL assertion failed" in msg
+    assert "AckExpected" in msg
+    assert "vta_store: write ack without an outstanding burst" in msg
+    assert re.search(r"vta_store\.sv:\d+", msg)
