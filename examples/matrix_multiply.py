@@ -1,7 +1,8 @@
 """Matrix multiply on VTA's GEMM core (upstream ``matrix_multiply.py``).
 
 A (1 x 256) int8 row times a (256 x 256) int8 weight matrix, accumulated in int32 and cast
-back to int8. New compared with ``get_started.py``:
+back to int8 (on the default configuration; the element types and tile sizes come from the
+configuration, e.g. int4 on ``configs/narrow.json``). New compared with ``get_started.py``:
 
 * inputs go to the input and weight SRAMs (``inp_scope``, ``wgt_scope``), the product to the
   accumulator SRAM;
