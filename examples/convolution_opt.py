@@ -2,6 +2,9 @@
 
 One ResNet-18 layer: a 14 x 14 feature map with 256 channels convolved with 256 3 x 3 filters,
 padding 1, stride 1, in int8 with int32 accumulation, then ``>> 8`` and a clip to [0, 127].
+(These are the numbers of the default configuration: the element types, the shift and the clip
+follow the configuration's input width, e.g. int4, ``>> 4`` and [0, 7] on
+``configs/narrow.json``, and the tile factors follow its BLOCK.)
 New compared with ``matrix_multiply_opt.py``:
 
 * the input is zero-padded by a ``topi.nn.pad`` stage placed in the input SRAM: the DMA engine
@@ -13,6 +16,8 @@ New compared with ``matrix_multiply_opt.py``:
 * the shift and the clip run on the vector ALU in the accumulator SRAM.
 
 Run with ``python examples/convolution_opt.py``; exits with status 1 on a wrong result.
+The layer has batch 1, so it needs a configuration with BATCH = 1; on another one (such as
+``configs/batch2.json``) the script says so and exits with status 2.
 """
 
 import sys
@@ -24,7 +29,7 @@ from vta.tvm import te, rpc
 from vta.tvm.contrib import utils
 import vta
 from vta.tvm import topi
-from vta.testing import simulator
+from vta.testing import dtypes, simulator
 
 
 def main() -> int:
@@ -32,17 +37,28 @@ def main() -> int:
     if env.TARGET not in ("sim", "tsim", "model"):
         print(f"this example runs on the simulators only (TARGET is {env.TARGET!r})")
         return 2
-    remote = rpc.LocalSession()
-    dev = remote.ext_dev(0)
-
     # ---- the layer (ResNet-18, 14 x 14 x 256 -> 256).
     batch_size, height, width = 1, 14, 14
     in_channels, out_channels = 256, 256
     kernel_h = kernel_w = 3
     pad_h = pad_w = 1
     stride_h = stride_w = 1
-    assert batch_size % env.BATCH == 0, "this layer has batch 1: use a configuration with BATCH = 1"
-    assert in_channels % env.BLOCK_IN == 0 and out_channels % env.BLOCK_OUT == 0
+    # The layer must split evenly into the GEMM core's tiles of BATCH x BLOCK_IN inputs.
+    if batch_size % env.BATCH != 0:
+        print(f"this layer has batch {batch_size}, which does not split into tiles of BATCH = {env.BATCH}: "
+              "use a configuration with BATCH = 1 (LOG_BATCH = 0), such as the default "
+              "configs/vta_config.json, configs/narrow.json or configs/block32.json")
+        return 2
+    # The schedule below also cuts the output channels into blocks of 128.
+    if in_channels % env.BLOCK_IN != 0 or 128 % env.BLOCK_OUT != 0:
+        print(f"this layer's {in_channels} input channels and its blocks of 128 output channels do not split "
+              f"into tiles of BLOCK_IN = {env.BLOCK_IN} and BLOCK_OUT = {env.BLOCK_OUT}: "
+              "use a configuration whose BLOCK divides 128, such as the shipped ones in configs/")
+        return 2
+
+    # In simulation the "remote" device is this process; on a board it is an RPC server.
+    remote = rpc.LocalSession()
+    dev = remote.ext_dev(0)
 
     data_shape = (batch_size // env.BATCH, in_channels // env.BLOCK_IN, height, width, env.BATCH, env.BLOCK_IN)
     kernel_shape = (out_channels // env.BLOCK_OUT, in_channels // env.BLOCK_IN, kernel_h, kernel_w,
@@ -69,7 +85,7 @@ def main() -> int:
             * kernel_buf[co, ic, dy, dx, ci, ic_tns].astype(env.acc_dtype),
             axis=[ic, dy, dx, ic_tns]),
         name="res_conv")
-    res_shr = te.compute(output_shape, lambda *i: res_conv(*i) >> 8, name="res_shr")
+    res_shr = te.compute(output_shape, lambda *i: res_conv(*i) >> env.INP_WIDTH, name="res_shr")
     inp_max = (1 << (env.INP_WIDTH - 1)) - 1
     res_max = te.compute(output_shape, lambda *i: te.max(res_shr(*i), 0), "res_max")
     res_min = te.compute(output_shape, lambda *i: te.min(res_max(*i), inp_max), "res_min")
@@ -81,8 +97,10 @@ def main() -> int:
 
     # ---- tiling: 8 output-channel blocks x 7 rows x 14 columns per output tile.
     b_block = 1 // env.BATCH
-    oc_block = 128 // env.BLOCK_OUT
-    ic_block = 16 // env.BLOCK_IN
+    oc_block = 128 // env.BLOCK_OUT     # 128 output channels per block
+    # 16 input channels per reduction step, but at least one whole tile when a tile holds more
+    # (BLOCK_IN = 32 on configs/block32.json).
+    ic_block = max(1, 16 // env.BLOCK_IN)
     h_block = 7
     w_block = 14
     b, oc, y, x, b_tns, oc_tns = s[res].op.axis
@@ -130,16 +148,18 @@ def main() -> int:
     f = remote.load_module("conv2d.o")
 
     # ---- data in NCHW / OIHW, packed into the blocked layouts.
+    # Random values over the whole range of each input type (int8, or int4 on a narrow
+    # configuration; NumPy carries int4 values in int8 and tvm.nd.array packs them).
     rng = np.random.default_rng(0)
-    data_np = rng.integers(-128, 128, size=(batch_size, in_channels, height, width)).astype(data.dtype)
-    kernel_np = rng.integers(-128, 128, size=(out_channels, in_channels, kernel_h, kernel_w)).astype(kernel.dtype)
+    data_np = dtypes.random_ints(rng, data.dtype, (batch_size, in_channels, height, width))
+    kernel_np = dtypes.random_ints(rng, kernel.dtype, (out_channels, in_channels, kernel_h, kernel_w))
     data_packed = data_np.reshape(batch_size // env.BATCH, env.BATCH, in_channels // env.BLOCK_IN, env.BLOCK_IN,
                                   height, width).transpose((0, 2, 4, 5, 1, 3))
     kernel_packed = kernel_np.reshape(out_channels // env.BLOCK_OUT, env.BLOCK_OUT, in_channels // env.BLOCK_IN,
                                       env.BLOCK_IN, kernel_h, kernel_w).transpose((0, 2, 4, 5, 1, 3))
-    data_nd = tvm.nd.array(data_packed, dev)
-    kernel_nd = tvm.nd.array(kernel_packed, dev)
-    res_nd = tvm.nd.array(np.zeros(output_shape).astype(res.dtype), dev)
+    data_nd = tvm.nd.array(data_packed, dev, dtype=data.dtype)
+    kernel_nd = tvm.nd.array(kernel_packed, dev, dtype=kernel.dtype)
+    res_nd = tvm.nd.empty(output_shape, res.dtype, dev)
 
     simulator.clear_stats()
     f(data_nd, kernel_nd, res_nd)
@@ -148,7 +168,8 @@ def main() -> int:
     # ---- check against the NumPy convolution.
     res_ref = topi.testing.conv2d_nchw_python(data_np.astype(env.acc_dtype), kernel_np.astype(env.acc_dtype),
                                               (stride_h, stride_w), (pad_h, pad_w)).astype(env.acc_dtype)
-    res_ref = np.clip(res_ref >> env.INP_WIDTH, 0, inp_max).astype(res.dtype)
+    res_ref = np.clip(res_ref >> env.INP_WIDTH, 0, inp_max)
+    res_ref = dtypes.wrap(res_ref, res.dtype)        # the final cast (after the clip every value fits)
     res_ref = res_ref.reshape(batch_size // env.BATCH, env.BATCH, out_channels // env.BLOCK_OUT, env.BLOCK_OUT,
                               fout_height, fout_width).transpose((0, 2, 4, 5, 1, 3))
     ok = np.array_equal(res_nd.numpy(), res_ref)

@@ -1,7 +1,8 @@
 """Matrix multiply on VTA's GEMM core (upstream ``matrix_multiply.py``).
 
 A (1 x 256) int8 row times a (256 x 256) int8 weight matrix, accumulated in int32 and cast
-back to int8. New compared with ``get_started.py``:
+back to int8 (on the default configuration; the element types and tile sizes come from the
+configuration, e.g. int4 on ``configs/narrow.json``). New compared with ``get_started.py``:
 
 * inputs go to the input and weight SRAMs (``inp_scope``, ``wgt_scope``), the product to the
   accumulator SRAM;
@@ -21,7 +22,7 @@ from vta import tvm
 from vta.tvm import te, rpc
 from vta.tvm.contrib import utils
 import vta
-from vta.testing import simulator
+from vta.testing import dtypes, simulator
 
 
 def main() -> int:
@@ -77,21 +78,23 @@ def main() -> int:
     f = remote.load_module("gemm.o")
 
     # ---- data: plain matrices, packed into tiles.
+    # Random values over the whole range of each input type (int8, or int4 on a narrow
+    # configuration; NumPy carries int4 values in int8 and tvm.nd.array packs them).
     rng = np.random.default_rng(0)
-    A_orig = rng.integers(-128, 128, size=(o * env.BATCH, n * env.BLOCK_IN)).astype(A.dtype)
-    B_orig = rng.integers(-128, 128, size=(m * env.BLOCK_OUT, n * env.BLOCK_IN)).astype(B.dtype)
+    A_orig = dtypes.random_ints(rng, A.dtype, (o * env.BATCH, n * env.BLOCK_IN))
+    B_orig = dtypes.random_ints(rng, B.dtype, (m * env.BLOCK_OUT, n * env.BLOCK_IN))
     A_packed = A_orig.reshape(o, env.BATCH, n, env.BLOCK_IN).transpose((0, 2, 1, 3))
     B_packed = B_orig.reshape(m, env.BLOCK_OUT, n, env.BLOCK_IN).transpose((0, 2, 1, 3))
-    A_nd = tvm.nd.array(A_packed, dev)
-    B_nd = tvm.nd.array(B_packed, dev)
-    C_nd = tvm.nd.array(np.zeros((o, m, env.BATCH, env.BLOCK_OUT), dtype=C.dtype), dev)
+    A_nd = tvm.nd.array(A_packed, dev, dtype=A.dtype)
+    B_nd = tvm.nd.array(B_packed, dev, dtype=B.dtype)
+    C_nd = tvm.nd.empty((o, m, env.BATCH, env.BLOCK_OUT), C.dtype, dev)
 
     simulator.clear_stats()
     f(A_nd, B_nd, C_nd)
     stats = simulator.stats()
 
-    # ---- check: the int32 product, wrapped to int8 by the cast.
-    C_ref = np.dot(A_orig.astype(env.acc_dtype), B_orig.T.astype(env.acc_dtype)).astype(C.dtype)
+    # ---- check: the int32 product, wrapped to C's type by the cast (the low OUT_WIDTH bits).
+    C_ref = dtypes.wrap(np.dot(A_orig.astype(env.acc_dtype), B_orig.T.astype(env.acc_dtype)), C.dtype)
     C_ref = C_ref.reshape(o, env.BATCH, m, env.BLOCK_OUT).transpose((0, 2, 1, 3))
     ok = np.array_equal(C_nd.numpy(), C_ref)
     print("Execution statistics:")

@@ -1,8 +1,10 @@
 """Blocked GEMM: a 1024 x 1024 layer on VTA (upstream ``optimize/matrix_multiply_opt.py``).
 
 A (1 x 1024) int8 activation times a (1024 x 1024) int8 weight matrix, accumulated in int32,
-then requantised on the ALU: shift right by 8, clip to [0, 127], cast to int8. The operands do
-not fit in SRAM at once, so the schedule tiles the computation:
+then requantised on the ALU: shift right by 8, clip to [0, 127], cast to int8. (These are the
+numbers of the default configuration: the element types, the shift and the clip follow the
+configuration's input width, e.g. int4, >> 4 and [0, 7] on ``configs/narrow.json``.) The
+operands do not fit in SRAM at once, so the schedule tiles the computation:
 
 * the output channels are split into blocks of 256 (``oc_out``); every accumulator-side stage
   (GEMM, shift, max, min) is computed per block (``compute_at`` the block loop);
@@ -12,6 +14,8 @@ not fit in SRAM at once, so the schedule tiles the computation:
 * the result is stored one tile at a time (the DMA pragma on ``s[res].op.axis[2]``).
 
 Run with ``python examples/matrix_multiply_opt.py``; exits with status 1 on a wrong result.
+The layer has batch 1, so it needs a configuration with BATCH = 1; on another one (such as
+``configs/batch2.json``) the script says so and exits with status 2.
 """
 
 import sys
@@ -22,7 +26,7 @@ from vta import tvm
 from vta.tvm import te, rpc
 from vta.tvm.contrib import utils
 import vta
-from vta.testing import simulator
+from vta.testing import dtypes, simulator
 
 
 def main() -> int:
@@ -30,12 +34,23 @@ def main() -> int:
     if env.TARGET not in ("sim", "tsim", "model"):
         print(f"this example runs on the simulators only (TARGET is {env.TARGET!r})")
         return 2
-    remote = rpc.LocalSession()
-    dev = remote.ext_dev(0)
-
     # ---- the layer: batch 1, 1024 input and 1024 output channels, in tiles.
     batch_size, in_channels, out_channels = 1, 1024, 1024
-    assert batch_size % env.BATCH == 0 and in_channels % env.BLOCK_IN == 0 and out_channels % env.BLOCK_OUT == 0
+    # The layer must split evenly into the GEMM core's tiles of BATCH x BLOCK_IN inputs.
+    if batch_size % env.BATCH != 0:
+        print(f"this layer has batch {batch_size}, which does not split into tiles of BATCH = {env.BATCH}: "
+              "use a configuration with BATCH = 1 (LOG_BATCH = 0), such as the default "
+              "configs/vta_config.json, configs/narrow.json or configs/block32.json")
+        return 2
+    if in_channels % env.BLOCK_IN != 0 or out_channels % env.BLOCK_OUT != 0:
+        print(f"this layer has {in_channels} input and {out_channels} output channels, which do not split "
+              f"into tiles of BLOCK_IN = {env.BLOCK_IN} and BLOCK_OUT = {env.BLOCK_OUT}: "
+              "use a configuration whose BLOCK divides 1024")
+        return 2
+
+    # In simulation the "remote" device is this process; on a board it is an RPC server.
+    remote = rpc.LocalSession()
+    dev = remote.ext_dev(0)
     data_shape = (batch_size // env.BATCH, in_channels // env.BLOCK_IN, env.BATCH, env.BLOCK_IN)
     weight_shape = (out_channels // env.BLOCK_OUT, in_channels // env.BLOCK_IN, env.BLOCK_OUT, env.BLOCK_IN)
     output_shape = (batch_size // env.BATCH, out_channels // env.BLOCK_OUT, env.BATCH, env.BLOCK_OUT)
@@ -107,17 +122,19 @@ def main() -> int:
     f = remote.load_module("gemm.o")
 
     # ---- data: plain matrices, packed into tiles.
+    # Random values over the whole range of each input type (int8, or int4 on a narrow
+    # configuration; NumPy carries int4 values in int8 and tvm.nd.array packs them).
     rng = np.random.default_rng(0)
-    data_np = rng.integers(-128, 128, size=(batch_size, in_channels)).astype(data.dtype)
-    weight_np = rng.integers(-128, 128, size=(out_channels, in_channels)).astype(weight.dtype)
+    data_np = dtypes.random_ints(rng, data.dtype, (batch_size, in_channels))
+    weight_np = dtypes.random_ints(rng, weight.dtype, (out_channels, in_channels))
     data_packed = data_np.reshape(
         batch_size // env.BATCH, env.BATCH, in_channels // env.BLOCK_IN, env.BLOCK_IN).transpose((0, 2, 1, 3))
     weight_packed = weight_np.reshape(
         out_channels // env.BLOCK_OUT, env.BLOCK_OUT, in_channels // env.BLOCK_IN, env.BLOCK_IN
     ).transpose((0, 2, 1, 3))
-    data_nd = tvm.nd.array(data_packed, dev)
-    weight_nd = tvm.nd.array(weight_packed, dev)
-    res_nd = tvm.nd.array(np.zeros(output_shape, dtype=res.dtype), dev)
+    data_nd = tvm.nd.array(data_packed, dev, dtype=data.dtype)
+    weight_nd = tvm.nd.array(weight_packed, dev, dtype=weight.dtype)
+    res_nd = tvm.nd.empty(output_shape, res.dtype, dev)
 
     simulator.clear_stats()
     f(data_nd, weight_nd, res_nd)
@@ -125,7 +142,8 @@ def main() -> int:
 
     # ---- check: the same requantisation in NumPy.
     res_ref = np.dot(data_np.astype(env.acc_dtype), weight_np.T.astype(env.acc_dtype))
-    res_ref = np.clip(res_ref >> env.INP_WIDTH, 0, (1 << (env.INP_WIDTH - 1)) - 1).astype(res.dtype)
+    res_ref = np.clip(res_ref >> env.INP_WIDTH, 0, (1 << (env.INP_WIDTH - 1)) - 1)
+    res_ref = dtypes.wrap(res_ref, res.dtype)        # the final cast (after the clip every value fits)
     res_ref = res_ref.reshape(
         batch_size // env.BATCH, env.BATCH, out_channels // env.BLOCK_OUT, env.BLOCK_OUT).transpose((0, 2, 1, 3))
     ok = np.array_equal(res_nd.numpy(), res_ref)

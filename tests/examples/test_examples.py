@@ -5,6 +5,11 @@ print PASSED (the script compared the accelerator's result with NumPy), and prin
 simulator statistics that upstream's rendered tutorials print (reference tvm-vta-software.md
 sections 3 and 7.4). The IR the scripts print is deterministic: identical under two different
 hash seeds and equal to the text checked in under ``expected/``.
+
+The four tutorials also run on every other configuration shipped in ``configs/`` (selected
+with ``VTA_CONFIG``): there they must print PASSED too, or, where the tutorial's fixed layer
+cannot be cut into the configuration's tiles, refuse at the start with a message that says
+why (exit status 2). The default configuration's runs are the ones above.
 """
 
 from __future__ import annotations
@@ -36,9 +41,12 @@ UPSTREAM_STATS = {
 }
 
 
-def run_script(name: str, tmp_path: Path, hash_seed: str = "0") -> subprocess.CompletedProcess:
-    """Run ``examples/<name>`` in a fresh interpreter with the default configuration."""
+def run_script(name: str, tmp_path: Path, hash_seed: str = "0",
+               config: Path | None = None) -> subprocess.CompletedProcess:
+    """Run ``examples/<name>`` in a fresh interpreter with ``config`` (default: the default one)."""
     env = {k: v for k, v in os.environ.items() if k != "VTA_CONFIG"}
+    if config is not None:
+        env["VTA_CONFIG"] = str(config)
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT)] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
     env["PYTHONHASHSEED"] = hash_seed
     env["TMPDIR"] = str(tmp_path)
@@ -90,3 +98,41 @@ def test_printed_ir_is_stable(name, expected, tmp_path):
     assert runs[0] == (EXPECTED / expected).read_text(), (
         f"the IR printed by examples/{name} differs from tests/examples/expected/{expected}"
     )
+
+
+CONFIGS = ROOT / "configs"
+DEFAULT_CONFIG = "vta_config.json"
+
+#: The shipped configurations other than the default, each with the tutorials it cannot run and
+#: the start of the refusal they print. Every tutorial not listed must print PASSED.
+OTHER_CONFIGS = {
+    "narrow.json": {},    # 4-bit inputs and weights
+    "batch2.json": {      # BATCH = 2: the batch-1 layers of the optimised tutorials do not tile
+        "matrix_multiply_opt.py": "this layer has batch 1, which does not split into tiles of BATCH = 2",
+        "convolution_opt.py": "this layer has batch 1, which does not split into tiles of BATCH = 2",
+    },
+    "block32.json": {},   # 32 x 32 GEMM core
+}
+
+
+def test_every_shipped_configuration_is_covered():
+    shipped = {p.name for p in CONFIGS.glob("*.json")}
+    assert shipped == {DEFAULT_CONFIG, *OTHER_CONFIGS}, "a configuration was added or removed: update OTHER_CONFIGS"
+
+
+@pytest.mark.parametrize("config", list(OTHER_CONFIGS))
+@pytest.mark.parametrize("name", list(UPSTREAM_STATS))
+def test_example_on_other_configuration(name, config, tmp_path):
+    refusal = OTHER_CONFIGS[config].get(name)
+    proc = run_script(name, tmp_path, config=CONFIGS / config)
+    output = f"{proc.stdout[-2000:]}\n{proc.stderr[-4000:]}"
+    if refusal is None:
+        assert proc.returncode == 0, f"examples/{name} on {config} exited with {proc.returncode}:\n{output}"
+        assert re.search(r": PASSED$", proc.stdout, flags=re.M), output
+    else:
+        # A clear refusal before any work: status 2, the reason and the configurations that work.
+        assert proc.returncode == 2, output
+        assert proc.stdout.startswith(refusal), output
+        assert "use a configuration with BATCH = 1" in proc.stdout, output
+        assert "Traceback" not in proc.stderr, output
+    assert not list(tmp_path.iterdir()), "the script left files behind"

@@ -4,6 +4,8 @@
 session suited to the configuration's ``TARGET`` (reference tvm-vta-software.md 8.1).
 :mod:`vta.testing.simulator` reads and clears the statistics of the device the runtime uses;
 :func:`trace` switches the profiler's tracing on for it (:mod:`vta.testing.trace`).
+:mod:`vta.testing.dtypes` gives host data for the configured element types (``int4`` included):
+value ranges, random values and the wrap-around of a narrowing store.
 """
 
 from __future__ import annotations
