@@ -44,7 +44,7 @@ from ..errors import FrontendError
 from .onnx_importer import QUANTIZE_HINT, Importer
 from .onnx_ops import SUPPORTED_OPS
 
-__all__ = ["from_onnx", "load_model", "SUPPORTED_OPSETS", "QUANTIZE_HINT"]
+__all__ = ["from_onnx", "load_model", "set_input_shapes", "SUPPORTED_OPSETS", "QUANTIZE_HINT"]
 
 #: Default-domain opsets the importer accepts.
 SUPPORTED_OPSETS = range(13, 22)
@@ -102,6 +102,34 @@ def load_model(model: Any):
     if not proto.graph.node:
         raise FrontendError(f"{where} has no nodes (an empty or truncated graph)")
     return proto
+
+
+def set_input_shapes(proto, shapes: Mapping[str, Sequence[int]]):
+    """A copy of ``proto`` whose inputs named in ``shapes`` have those static shapes (the inferred
+    shapes of inner tensors are dropped, to be inferred again).
+
+    Raises
+    ------
+    FrontendError
+        If a name is not an input of the model or a dimension is not positive.
+    """
+    import onnx
+
+    out = onnx.ModelProto()
+    out.CopyFrom(proto)
+    names = [i.name for i in out.graph.input]
+    for name, want in shapes.items():
+        if name not in names:
+            raise FrontendError(f"shape given for {name!r}, which is not an input of the model (inputs: {names!r})")
+        want = tuple(int(d) for d in want)
+        if any(d <= 0 for d in want):
+            raise FrontendError(f"input {name!r}: dimensions must be positive, got {want!r}")
+        shape = next(i for i in out.graph.input if i.name == name).type.tensor_type.shape
+        shape.ClearField("dim")
+        for d in want:
+            shape.dim.add().dim_value = d
+    del out.graph.value_info[:]
+    return out
 
 
 def _opset(proto) -> int:
