@@ -2,11 +2,13 @@
 
 Commands::
 
-    python -m vta run [MODEL.onnx|digits] [--input x.npy] [--target sim|tsim|model] [--config FILE] [--batch N]
+    python -m vta run [MODEL.onnx|digits|zoo:NAME] [--input x.npy] [--target sim|tsim|model] [--config FILE]
+                      [--batch N] [--shape NAME=1,3,224,224] [--compare]
+    python -m vta quantize MODEL.onnx --out q.onnx [--calibration DIR|--random N] [--shape NAME=1,3,224,224]
     python -m vta run PACK [--seed N] [--trace] [--json] [--target sim|tsim]
     python -m vta disasm PACK
     python -m vta demo [--config PATH] [--seed N] [--save-pack DIR] [--json] [--target sim|tsim]
-    python -m vta profile PACK|MODEL.onnx --out DIR [--target tsim|model|sim] [--window N] [--no-plots]
+    python -m vta profile PACK|MODEL.onnx|digits|zoo:NAME --out DIR [--target tsim|model|sim] [--window N] [--no-plots]
 
     python -m vta regress [--config FILE ...] [--baseline PATH] [--update-baseline] [--programs N] [--junit FILE]
     python -m vta sweep SPEC [--out DIR] [--scheduler ADDRESS] [--workers N] [--confirm-tsim]
@@ -127,7 +129,50 @@ def _report(pack: Pack, result: tuple[dict, dict, list], as_json: bool, out: Tex
 
 
 def _is_model(arg: Path | None) -> bool:
-    return arg is None or str(arg) == "digits" or arg.suffix.lower() == ".onnx"
+    return arg is None or str(arg) == "digits" or str(arg).startswith("zoo:") or arg.suffix.lower() == ".onnx"
+
+
+def model_path(arg: Path | str) -> Path:
+    """A model argument as a file: ``digits`` (the bundled model), ``zoo:NAME`` (a zoo model,
+    fetched and quantized once, :mod:`vta.models.zoo`) or a ``.onnx`` path.
+
+    Raises
+    ------
+    ModelFetchError
+        If a zoo model cannot be fetched.
+    """
+    text = str(arg)
+    if text == "digits":
+        from .models import digits_model_path
+
+        return Path(digits_model_path())
+    if text.startswith("zoo:"):
+        from .models import zoo
+
+        return zoo.resolve(text)
+    return Path(arg)
+
+
+def parse_shapes(items: Sequence[str] | None) -> dict[str, tuple[int, ...]]:
+    """``--shape name=1,3,224,224`` options as ``{name: shape}``.
+
+    Raises
+    ------
+    VTAError
+        If an option is not ``NAME=D1,D2,...`` with positive integer dimensions.
+    """
+    shapes: dict[str, tuple[int, ...]] = {}
+    for item in items or ():
+        name, sep, dims = item.partition("=")
+        try:
+            shape = tuple(int(d) for d in dims.split(","))
+        except ValueError:
+            shape = ()
+        if not sep or not name or not shape or any(d <= 0 for d in shape):
+            raise VTAError(f"--shape {item!r}: expected NAME=D1,D2,... with positive integers, "
+                           f"e.g. --shape x=1,3,224,224")
+        shapes[name] = shape
+    return shapes
 
 
 def _cmd_run_model(args, out: TextIO) -> int:
@@ -141,7 +186,7 @@ def _cmd_run_model(args, out: TextIO) -> int:
     if args.batch is not None and args.batch < 1:
         raise VTAError(f"--batch must be positive, got {args.batch!r}")
     env = Environment({**load_config(args.config), **({"TARGET": args.target} if args.target else {})})
-    if args.pack is None or str(args.pack) == "digits":
+    if args.pack is None or (str(args.pack) == "digits" and not args.compare):
         if args.input is not None:
             raise VTAError("--input applies to a model file; the digits model runs on its own test images")
         res = runner.run_digits(env, out, batch=args.batch or 1, limit=args.limit)
@@ -156,18 +201,21 @@ def _cmd_run_model(args, out: TextIO) -> int:
                   f"{'n/a' if ort is None else f'{ort:.4f}'})\n")
         built.close()
         return 0
+    path = model_path(args.pack)
     sys.stderr.write(f"importing and building {args.pack} for {env.TARGET} ...\n")
-    built = runner.build(args.pack, env, batch=args.batch)
+    built = runner.build(path, env, batch=args.batch, shape=parse_shapes(args.shape))
     try:
         if args.input is not None:
             x = np.load(args.input)
             if args.batch is None and x.shape != built.input_shape and x.shape == built.input_shape[1:]:
                 x = x[None]
+            if len(built.inputs) > 1:
+                raise VTAError(f"--input feeds one input; the model has {len(built.inputs)}")
+            x = {built.input_name: x}
         else:
-            rng = np.random.default_rng(0)
-            x = rng.standard_normal(built.input_shape).astype(np.float32) if built.input_dtype.startswith("float") \
-                else rng.integers(0, 100, built.input_shape).astype(built.input_dtype)
-            out.write(f"(no --input: a random {built.input_dtype} input of shape {built.input_shape}, seed 0)\n")
+            x = built.random_inputs(0)
+            for name, shape, dtype in built.inputs:
+                out.write(f"(no --input: a random {dtype} input {name!r} of shape {shape}, seed 0)\n")
         sys.stderr.write(f"built in {built.build_s:.2f} s; running on {env.TARGET} ...\n")
         try:
             outputs = runner.run(built, x)
@@ -176,11 +224,10 @@ def _cmd_run_model(args, out: TextIO) -> int:
         out.write(f"{args.pack} on {env.TARGET} ({env.BITSTREAM}); built in {built.build_s:.2f} s\n")
         for i, y in enumerate(outputs):
             out.write(f"output {i}: {y.dtype}{list(y.shape)}\n")
-            if y.ndim == 2 and y.shape[1] >= 2:
-                out.write(runner.format_top5(y) + "\n")
-            else:
-                out.write(np.array2string(y.reshape(-1)[:16], precision=4) + (" ...\n" if y.size > 16 else "\n"))
+            out.write(runner.format_output(y) + "\n")
         out.write(runner.format_layers(built) + "\n")
+        if args.compare:
+            out.write(runner.format_comparison(outputs, runner.onnxruntime_outputs(path, x)) + "\n")
     finally:
         built.close()
     return 0
@@ -189,6 +236,8 @@ def _cmd_run_model(args, out: TextIO) -> int:
 def _cmd_run(args, out: TextIO) -> int:
     if _is_model(args.pack):
         return _cmd_run_model(args, out)
+    if args.compare or args.shape:
+        raise VTAError("--compare and --shape apply to ONNX models, not to program packs")
     for flag in ("input", "config", "batch"):
         if getattr(args, flag) is not None:
             raise VTAError(f"--{flag} applies to ONNX models (MODEL.onnx), not to program packs")
@@ -221,9 +270,30 @@ def _cmd_demo(args, out: TextIO) -> int:
 
 def _cmd_profile(args, out: TextIO) -> int:
     from . import models  # noqa: F401  (registers the whole-model profiler)
+    from .models import profile as model_profile
     from .profile.session import run_profile
 
-    return run_profile(args.source, args.target, args.out, window=args.window, plots=not args.no_plots, out=out)
+    source = model_path(args.source) if _is_model(args.source) else args.source
+    code = run_profile(source, args.target, args.out, window=args.window, plots=not args.no_plots, out=out)
+    table = model_profile.last_node_table()
+    if table and _is_model(args.source):
+        out.write("every node, CPU and accelerator side by side (one run):\n" + table + "\n")
+    return code
+
+
+def _cmd_quantize(args, out: TextIO) -> int:
+    """``quantize MODEL.onnx --out q.onnx``: onnxruntime's pre-processing and quantize_static."""
+    from .models.quantize import quantize_file
+
+    if args.calibration is not None and args.random is not None:
+        raise VTAError("give --calibration DIR or --random N, not both")
+    if args.random is not None and args.random < 1:
+        raise VTAError(f"--random must be a positive count, got {args.random!r}")
+    done = quantize_file(model_path(args.model), args.out, calibration_dir=args.calibration,
+                         random=args.random if args.random is not None else (None if args.calibration else 8),
+                         shapes=parse_shapes(args.shape))
+    out.write(f"wrote {args.out}: {done}\n")
+    return 0
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -231,9 +301,13 @@ def _parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     run = sub.add_parser("run", help="run an int8 ONNX model (default: the bundled digits model) or a program pack")
-    run.add_argument("pack", type=Path, nargs="?", default=None, metavar="MODEL.onnx|digits|PACK",
-                     help="an int8 ONNX model, 'digits' (the default: the bundled digits classifier on its "
-                          "test images), or a program pack directory")
+    run.add_argument("pack", type=Path, nargs="?", default=None, metavar="MODEL.onnx|digits|zoo:NAME|PACK",
+                     help="an ONNX model, 'digits' (the default: the bundled digits classifier on its "
+                          "test images), a zoo model (zoo:ch_ppocr_cls, ...), or a program pack directory")
+    run.add_argument("--shape", action="append", default=None, metavar="NAME=D1,D2,...",
+                     help="static shape of a model input with dynamic dimensions (repeatable)")
+    run.add_argument("--compare", action="store_true",
+                     help="also run onnxruntime on the same model and inputs and compare every output")
     run.add_argument("--input", type=Path, default=None, help="model input as a .npy file (default: random)")
     run.add_argument("--config", type=Path, default=None,
                      help="configuration file for a model (default: $VTA_CONFIG, else the shipped default)")
@@ -264,13 +338,27 @@ def _parser() -> argparse.ArgumentParser:
     demo.set_defaults(func=_cmd_demo)
 
     prof = sub.add_parser("profile", help="trace a pack or model: Perfetto trace, per-layer reports, plots")
-    prof.add_argument("source", type=Path, metavar="PACK|MODEL.onnx", help="pack directory or model file")
+    prof.add_argument("source", type=Path, metavar="PACK|MODEL.onnx|digits|zoo:NAME",
+                      help="pack directory, model file, 'digits' or a zoo model")
     prof.add_argument("--out", type=Path, required=True, metavar="DIR", help="directory for the outputs")
     prof.add_argument("--target", choices=("tsim", "model", "sim"), default="model",
                       help="tsim (RTL), model (cycle model, default) or sim (fsim: program order, no time)")
     prof.add_argument("--window", type=int, default=256, help="cycles per memory-traffic sample (default 256)")
     prof.add_argument("--no-plots", action="store_true", help="skip the matplotlib plots")
     prof.set_defaults(func=_cmd_profile)
+
+    quant = sub.add_parser("quantize", help="quantize a float ONNX model with onnxruntime (QDQ, uint8 activations, "
+                                            "int8 per-channel weights)")
+    quant.add_argument("model", type=Path, metavar="MODEL.onnx|zoo:NAME", help="the float model")
+    quant.add_argument("--out", type=Path, required=True, metavar="Q.onnx", help="where the quantized model goes")
+    quant.add_argument("--calibration", type=Path, default=None, metavar="DIR",
+                       help="a directory of .npy calibration inputs (one file per sample; NAME.npy files or "
+                            "NAME_*.npy for several inputs)")
+    quant.add_argument("--random", type=int, default=None, metavar="N",
+                       help="calibrate on N seeded random inputs (default: 8 when no --calibration)")
+    quant.add_argument("--shape", action="append", default=None, metavar="NAME=D1,D2,...",
+                       help="static shape of a model input with dynamic dimensions (repeatable)")
+    quant.set_defaults(func=_cmd_quantize)
 
     from .dse import cli as dse_cli  # regress and sweep: the hardware designer's tools
 

@@ -12,7 +12,15 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["profile_model", "random_input"]
+__all__ = ["profile_model", "random_input", "last_node_table"]
+
+_last_table: list[str] = []
+
+
+def last_node_table() -> str | None:
+    """The node table (CPU and accelerator nodes, with the accelerator's share of MACs and wall
+    time) of the last :func:`profile_model` run in this process, or None."""
+    return _last_table[-1] if _last_table else None
 
 
 def random_input(shape: tuple, dtype: str, seed: int = 0) -> np.ndarray:
@@ -44,10 +52,11 @@ def profile_model(path: str | Path, target: str, window: int = 256):
     env = Environment({**base.cfg_dict, "TARGET": target})
     built = runner.build(Path(path), env)
     try:
-        x = random_input(tuple(built.input_shape), built.input_dtype)
+        x = {name: random_input(tuple(shape), dtype) for name, shape, dtype in built.inputs}
         with env, trace(env=env, window=window) as rec:
             built.module.layer_scope = rec.layer
             runner.run(built, x)
+        _last_table[:] = [runner.format_layers(built)]
         return rec.timeline
     finally:
         built.close()

@@ -13,7 +13,7 @@ from typing import Iterable, Mapping
 
 import numpy as np
 
-__all__ = ["quantize", "ArrayCalibrationReader"]
+__all__ = ["quantize", "quantize_file", "ArrayCalibrationReader"]
 
 _TYPES = ("int8", "uint8")
 
@@ -153,3 +153,89 @@ def quantize(model, calibration_data, per_channel: bool = True, quant_format: st
                         weight_type=qtype[weight_type], calibrate_method=methods[calibrate_method],
                         extra_options=dict(extra_options or {}))
         return onnx.load(str(dst))
+
+
+def _calibration_from_dir(directory: Path, inputs: list[tuple[str, tuple]]) -> list[dict[str, np.ndarray]]:
+    """Calibration feeds from ``.npy`` files: any name for a single-input model (one sample per
+    file; a missing batch axis is added), ``NAME_*.npy`` per input otherwise (matched by suffix)."""
+    from ..errors import FrontendError
+
+    if not directory.is_dir():
+        raise FrontendError(f"--calibration {str(directory)!r} is not a directory of .npy files")
+    files = sorted(directory.glob("*.npy"))
+    if not files:
+        raise FrontendError(f"--calibration {str(directory)!r} holds no .npy file")
+
+    def fit(arr: np.ndarray, shape: tuple) -> np.ndarray:
+        return arr[None] if len(shape) == arr.ndim + 1 else arr
+
+    if len(inputs) == 1:
+        name, shape = inputs[0]
+        return [{name: fit(np.load(f), shape)} for f in files]
+    groups: dict[str, dict[str, np.ndarray]] = {}
+    for name, shape in inputs:
+        for f in files:
+            if f.stem.startswith(name + "_"):
+                groups.setdefault(f.stem[len(name) + 1:], {})[name] = fit(np.load(f), shape)
+    feeds = [g for _, g in sorted(groups.items()) if len(g) == len(inputs)]
+    if not feeds:
+        raise FrontendError(f"--calibration {str(directory)!r}: no complete sample; name the files "
+                            f"INPUT_k.npy for inputs {[n for n, _ in inputs]!r}")
+    return feeds
+
+
+def quantize_file(model: str | Path, out: str | Path, calibration_dir: str | Path | None = None,
+                  random: int | None = None, shapes: Mapping[str, tuple] | None = None, seed: int = 0) -> str:
+    """``python -m vta quantize``: fix input shapes, pre-process and quantize a float model file
+    (QDQ, uint8 activations, int8 per-channel weights) and write it to ``out``.
+
+    The file is written whole or not at all (a temporary file renamed into place).
+
+    Returns
+    -------
+    str
+        A one-line description of what was done.
+
+    Raises
+    ------
+    FrontendError
+        If the model cannot be read, an input dimension is left dynamic with ``random``, or the
+        calibration directory does not fit the model.
+    """
+    import onnx
+
+    from ..errors import FrontendError
+    from ..frontend.onnx import load_model, set_input_shapes
+    from .zoo import random_feeds
+
+    proto = load_model(model)
+    if shapes:
+        proto = set_input_shapes(proto, dict(shapes))
+    inits = {t.name for t in proto.graph.initializer}
+    inputs = []
+    for inp in proto.graph.input:
+        if inp.name in inits:
+            continue
+        dims = tuple(d.dim_value if d.HasField("dim_value") else -1 for d in inp.type.tensor_type.shape.dim)
+        inputs.append((inp.name, dims))
+    if calibration_dir is not None:
+        feeds = _calibration_from_dir(Path(calibration_dir), inputs)
+        what = f"{len(feeds)} samples from {calibration_dir}"
+    else:
+        for name, dims in inputs:
+            if any(d <= 0 for d in dims):
+                k = next(i for i, d in enumerate(dims) if d <= 0)
+                raise FrontendError(f"input {name!r} has a dynamic dimension {k}; give its shape, e.g. "
+                                    f"--shape {name}={','.join(str(d if d > 0 else 1) for d in dims)}")
+        feeds = random_feeds(proto, int(random or 8), seed)
+        what = f"{len(feeds)} seeded random samples"
+    q = quantize(proto, feeds, preprocess=True)
+    out = Path(out)
+    tmp = out.with_name(out.name + ".part")
+    try:
+        onnx.save(q, str(tmp))
+        tmp.replace(out)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+    return f"QDQ, uint8 activations, int8 per-channel weights, calibrated on {what}"

@@ -15,7 +15,8 @@ from typing import Any, Iterable, TextIO
 
 import numpy as np
 
-__all__ = ["BuiltModel", "build", "run", "run_digits", "format_layers", "format_top5", "LayerRow"]
+__all__ = ["BuiltModel", "build", "run", "run_digits", "format_layers", "format_top5", "LayerRow",
+           "accelerator_share", "compare_outputs", "format_comparison", "format_output", "onnxruntime_outputs"]
 
 
 @dataclass
@@ -27,6 +28,7 @@ class LayerRow:
     device: str
     shape: tuple
     time_s: float = 0.0
+    macs: int = 0
     cycles: int = 0
     gemm: int = 0
     alu: int = 0
@@ -44,12 +46,20 @@ class BuiltModel:
     build_s: float
     layers: dict[str, LayerRow] = field(default_factory=dict)
     runs: int = 0
+    inputs: list = field(default_factory=list)   # (name, shape, dtype) of every input
+    shapes: dict | None = None                    # the input shapes given to the importer
+
+    def random_inputs(self, seed: int = 0) -> dict[str, np.ndarray]:
+        """Seeded inputs: standard normal floats, small non-negative integers."""
+        rng = np.random.default_rng(seed)
+        return {name: (rng.standard_normal(shape).astype(dtype) if np.dtype(dtype).kind == "f"
+                       else rng.integers(0, 100, shape).astype(dtype)) for name, shape, dtype in self.inputs}
 
     def close(self) -> None:
         self.module.close()
 
 
-def build(model: Any, env, batch: int | None = None) -> BuiltModel:
+def build(model: Any, env, batch: int | None = None, shape: dict | None = None) -> BuiltModel:
     """Import ``model`` (path or ModelProto) and compile it for ``env``.
 
     Parameters
@@ -59,6 +69,8 @@ def build(model: Any, env, batch: int | None = None) -> BuiltModel:
         The configuration (its TARGET picks the simulator).
     batch : int, optional
         Batch size to run with (replaces the model's batch dimension).
+    shape : dict, optional
+        Static shapes of inputs with dynamic dimensions (``{name: shape}``, as ``from_onnx``).
 
     Raises
     ------
@@ -73,43 +85,56 @@ def build(model: Any, env, batch: int | None = None) -> BuiltModel:
 
     t0 = time.perf_counter()
     proto = load_model(model)
-    shape = None
+    shape = dict(shape or {})
     if batch is not None:
         inits = {t.name for t in proto.graph.initializer}
         inp = next(i for i in proto.graph.input if i.name not in inits)
-        dims = [d.dim_value for d in inp.type.tensor_type.shape.dim]
-        shape = {inp.name: (batch, *dims[1:])}
+        dims = list(shape.get(inp.name) or [d.dim_value for d in inp.type.tensor_type.shape.dim])
+        shape[inp.name] = (batch, *dims[1:])
     with env:
-        graph, params = from_onnx(proto, shape=shape)
+        graph, params = from_onnx(proto, shape=shape or None)
         graph_json, lib, cparams = compile_graph(graph, params, env=env)
         module = GraphModule(graph_json, lib)
         module.set_input(**cparams)
     x = graph.inputs[0]
-    return BuiltModel(module, x.name, x.type.shape, x.type.dtype, env, time.perf_counter() - t0)
+    return BuiltModel(module, x.name, x.type.shape, x.type.dtype, env, time.perf_counter() - t0,
+                      inputs=[(v.name, v.type.shape, v.type.dtype) for v in graph.inputs], shapes=shape or None)
 
 
-def run(built: BuiltModel, x: np.ndarray) -> list[np.ndarray]:
+def run(built: BuiltModel, x: Any) -> list[np.ndarray]:
     """Run one batch; accumulate the per-layer records; return the outputs.
+
+    ``x`` is the array of a single-input model, or ``{input name: array}``.
 
     Raises
     ------
     ValueError
-        If ``x`` does not have the model's input shape.
+        If an input is missing or does not have the model's input shape.
     SimulationError
         If the device reports an error.
     """
-    x = np.asarray(x)
-    if tuple(x.shape) != tuple(built.input_shape):
-        raise ValueError(f"input {built.input_name!r} must have shape {built.input_shape}, got {x.shape}")
+    feeds = dict(x) if isinstance(x, dict) else {built.input_name: x}
+    for name, shape, dtype in built.inputs:
+        if name not in feeds:
+            raise ValueError(f"no value for input {name!r} (inputs: {[i[0] for i in built.inputs]})")
+        arr = np.asarray(feeds[name])
+        if tuple(arr.shape) != tuple(shape):
+            raise ValueError(f"input {name!r} must have shape {tuple(shape)}, got {arr.shape}")
+        feeds[name] = arr.astype(dtype)
     m = built.module
     with built.env:
-        m.set_input(built.input_name, x.astype(built.input_dtype))
+        m.set_input(**feeds)
         m.run()
         outs = [m.get_output(i) for i in range(m.get_num_outputs())]
+    from ..graph.debug_executor import node_macs
+
+    macs = {n["name"]: int(n["attrs"]["macs"]) for n in getattr(m, "_nodes", [])
+            if str(n.get("attrs", {}).get("macs", "")).isdigit()}
     for r in m.node_records():
         row = built.layers.get(r.name)
         if row is None:
             row = built.layers[r.name] = LayerRow(r.name, r.op, r.device, tuple(r.shape))
+            row.macs = macs.get(r.name, node_macs(r.op, r.inputs, r.shape))
         row.time_s += r.time_s
         row.cycles += int(r.stats.get("cycle_count", 0))
         row.gemm += int(r.stats.get("gemm_counter", 0))
@@ -170,6 +195,7 @@ def format_layers(built: BuiltModel) -> str:
     total_ms = 1e3 * sum(r.time_s for r in rows) / runs
     vta_ms = 1e3 * sum(r.time_s for r in rows if r.device == "vta") / runs
     lines.append("-" * len(head))
+    lines.append(accelerator_share_line(rows))
     if has_cycles:
         total = sum(r.cycles for r in rows) // runs
         lines.append(f"total: {total} cycles on the accelerator per run ({built.env.TARGET}); "
@@ -179,6 +205,28 @@ def format_layers(built: BuiltModel) -> str:
         lines.append(f"total: {gemm} GEMM ops per run; cycles: n/a on {built.env.TARGET} (fsim has no time; "
                      f"use --target model or tsim); {total_ms:.2f} ms wall per run")
     return "\n".join(lines)
+
+
+def accelerator_share(rows) -> tuple[float, float]:
+    """(share of the MACs, share of the wall time) of the accelerator nodes among ``rows``."""
+    macs = sum(r.macs for r in rows)
+    wall = sum(r.time_s for r in rows)
+    vta_macs = sum(r.macs for r in rows if r.device == "vta")
+    vta_wall = sum(r.time_s for r in rows if r.device == "vta")
+    return (vta_macs / macs if macs else 0.0), (vta_wall / wall if wall else 0.0)
+
+
+def accelerator_share_line(rows) -> str:
+    """One line: the accelerator's share of the MACs and of the wall time."""
+    rows = list(rows)
+    mac_share, wall_share = accelerator_share(rows)
+    macs = sum(r.macs for r in rows)
+    cpu_ops = sorted({r.op for r in rows if r.device != "vta" and r.macs})
+    text = (f"accelerator: {100 * mac_share:.1f}% of {macs:,} MACs, {100 * wall_share:.1f}% of the wall time "
+            f"({sum(r.device == 'vta' for r in rows)} of {len(rows)} nodes)")
+    if cpu_ops:
+        text += f"; MACs on the CPU in: {', '.join(cpu_ops)}"
+    return text
 
 
 def format_top5(output: np.ndarray) -> str:
@@ -191,3 +239,72 @@ def format_top5(output: np.ndarray) -> str:
         cells = ", ".join(f"{int(c)} ({row[c]:.4g})" for c in order)
         lines.append(f"  image {i}: top-5 classes {cells}")
     return "\n".join(lines)
+
+
+def compare_outputs(ours: list[np.ndarray], theirs: list[np.ndarray]) -> list[dict]:
+    """Per output: shape, share of equal elements, largest absolute difference, cosine similarity."""
+    rows = []
+    for i, (a, b) in enumerate(zip(ours, theirs, strict=True)):
+        a64, b64 = np.asarray(a, np.float64).ravel(), np.asarray(b, np.float64).ravel()
+        if a64.shape != b64.shape:
+            rows.append({"index": i, "shape": tuple(np.shape(a)), "ort_shape": tuple(np.shape(b)), "equal": 0.0,
+                         "max_diff": float("inf"), "cosine": 0.0})
+            continue
+        norm = np.linalg.norm(a64) * np.linalg.norm(b64)
+        cosine = float(a64 @ b64 / norm) if norm > 0 else (1.0 if np.array_equal(a64, b64) else 0.0)
+        rows.append({"index": i, "shape": tuple(np.shape(a)), "ort_shape": tuple(np.shape(b)),
+                     "equal": float(np.mean(a64 == b64)) if a64.size else 1.0,
+                     "max_diff": float(np.abs(a64 - b64).max(initial=0.0)), "cosine": cosine})
+    return rows
+
+
+def _is_classifier(y: np.ndarray) -> bool:
+    return y.ndim == 2 and 2 <= y.shape[1] <= 100000
+
+
+def format_output(y: np.ndarray) -> str:
+    """A classifier output's top-5 per row; a summary of any other output (boxes, maps, sequences)."""
+    if _is_classifier(y):
+        return format_top5(y)
+    y64 = np.asarray(y, np.float64)
+    text = (f"  {y.dtype}{list(y.shape)}: min {y64.min(initial=np.inf):.4g}, max {y64.max(initial=-np.inf):.4g}, "
+            f"mean {y64.mean() if y64.size else 0.0:.4g}")
+    if y.ndim == 3 and y.shape[-1] >= 2:  # a sequence of class scores: the arg-max per step
+        steps = np.argmax(y64[0], axis=-1)
+        text += f"; arg-max per step of row 0: {steps[:24].tolist()}{' ...' if steps.size > 24 else ''}"
+    return text
+
+
+def format_comparison(ours: list[np.ndarray], theirs: list[np.ndarray]) -> str:
+    """The ``--compare`` table: each output against onnxruntime's (and both top-5 for classifiers)."""
+    lines = ["comparison with onnxruntime on the same model and inputs:"]
+    for row, a, b in zip(compare_outputs(ours, theirs), ours, theirs, strict=True):
+        if row["shape"] != row["ort_shape"]:
+            lines.append(f"  output {row['index']}: shape {row['shape']} here, {row['ort_shape']} in onnxruntime")
+            continue
+        lines.append(f"  output {row['index']} {list(row['shape'])}: {100 * row['equal']:.2f}% equal, largest difference "
+                     f"{row['max_diff']:.4g}, cosine similarity {row['cosine']:.6f}")
+        if _is_classifier(np.asarray(a)):
+            lines.append("  onnxruntime's top-5:")
+            lines.append(format_top5(b))
+    return "\n".join(lines)
+
+
+def onnxruntime_outputs(model: Any, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
+    """onnxruntime's outputs of ``model`` (a path or ModelProto) on ``feeds`` (the oracle of ``--compare``).
+
+    Raises
+    ------
+    FrontendError
+        If onnxruntime refuses the model or the inputs (its message is quoted).
+    """
+    import onnxruntime as ort
+
+    from ..errors import FrontendError
+
+    data = model.SerializeToString() if hasattr(model, "SerializeToString") else str(model)
+    try:
+        session = ort.InferenceSession(data, providers=["CPUExecutionProvider"])
+        return [np.asarray(y) for y in session.run(None, feeds)]
+    except Exception as exc:  # noqa: BLE001 - onnxruntime raises its own unexported exception types
+        raise FrontendError(f"onnxruntime fails on the model: {str(exc).strip()[:400]}") from exc
