@@ -210,3 +210,27 @@ def test_cli_quantize_then_run_compare(tmp_path):
     assert cos >= 0.99
     assert main(["run", str(dst), "--shape", "x=1,3"], io.StringIO()) == 2   # rank contradicts the model
     assert main(["run", str(dst), "--shape", "oops"], io.StringIO()) == 2
+
+
+def test_opset_converters_pick_the_implementation_of_the_model_opset():
+    """ReduceMean's axes: an attribute up to opset 17, an input from 18 (``_impl_v13``/``_impl_v18``)."""
+    from vta.frontend.onnx_qdq import ReduceMean
+
+    assert ReduceMean.get_converter(13) is ReduceMean._impl_v13
+    assert ReduceMean.get_converter(17) is ReduceMean._impl_v13
+    assert ReduceMean.get_converter(21) is ReduceMean._impl_v18
+    assert ReduceMean.get_converter(12) is None
+    rng = np.random.default_rng(4)
+    for opset in (13, 18):
+        axes_in = ["c", "axes"] if opset >= 18 else ["c"]
+        attrs = {} if opset >= 18 else {"axes": [2, 3]}
+        nodes = [helper.make_node("Conv", ["x", "w"], ["c"], name="conv", kernel_shape=[1, 1]),
+                 helper.make_node("ReduceMean", axes_in, ["y"], name="mean", keepdims=1, **attrs)]
+        inits = {"w": rand_w(rng, 8, 4, 1, 1)}
+        if opset >= 18:
+            inits["axes"] = np.array([2, 3], np.int64)
+        m = make_model(nodes, [("x", (1, 4, 4, 4))], [("y", (1, 8, 1, 1))], inits, opset=opset)
+        q = quantize(m, rng.standard_normal((4, 4, 4, 4)).astype(np.float32))
+        g, _ = from_onnx(q)
+        ops = [n.op for n in g.nodes]
+        assert "onnx.region" not in ops and {"qnn.global_avg_pool2d", "nn.global_avg_pool2d"} & set(ops), opset

@@ -32,7 +32,7 @@ from ..graph import GraphBuilder, Node, Value
 from ..graph.infer import normalise_attrs
 from ..graph.ir import DTYPES
 
-__all__ = ["Importer", "Const", "Tensor", "Dequant", "Pending", "QUANTIZE_HINT"]
+__all__ = ["Importer", "Const", "Tensor", "Dequant", "Pending", "QUANTIZE_HINT", "OpsetConverter"]
 
 #: What a user with a float model should do.
 QUANTIZE_HINT = ("quantize it first with onnxruntime's static quantizer, e.g. "
@@ -69,6 +69,22 @@ class Pending:
     attrs: dict = field(default_factory=dict)
     lo: float | None = None    # fused activation bounds in the real domain
     hi: float | None = None
+
+
+class OpsetConverter:
+    """A converter for an operator whose meaning changed between opsets (TVM's ``_impl_vN``).
+
+    Subclasses define ``_impl_v<N>(importer, node, name, inputs)`` methods, one per opset where
+    the operator changed; the importer uses the one with the largest ``N`` not above the
+    model's opset. A table entry may be such a class or a plain function (any opset).
+    """
+
+    @classmethod
+    def get_converter(cls, opset: int):
+        """The ``_impl_vN`` for ``opset``, or None when the model's opset is older than all."""
+        versions = sorted(int(k[len("_impl_v"):]) for k in dir(cls) if k.startswith("_impl_v"))
+        usable = [v for v in versions if v <= opset]
+        return getattr(cls, f"_impl_v{usable[-1]}") if usable else None
 
 
 def _attrs(node) -> dict[str, Any]:
@@ -175,6 +191,8 @@ class Importer:
         leaves the node to onnxruntime: no converter, the converter declines the pattern, or the
         result would be a float computation (float operators belong to onnxruntime)."""
         conv = self.ops.get((node.domain or "", node.op_type))
+        if isinstance(conv, type) and issubclass(conv, OpsetConverter):
+            conv = conv.get_converter(self.opset)
         if conv is None:
             return None, ""
         ins = [self._get(i) for i in node.input]

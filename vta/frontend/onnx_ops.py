@@ -1,11 +1,19 @@
-"""The table of ONNX operators the importer converts: ``(domain, op_type) -> converter``."""
+"""The table of ONNX operators the importer converts: ``(domain, op_type) -> converter``.
+
+A converter is a function ``(importer, node, name, input entries) -> output entry`` used at every
+opset, or a :class:`~vta.frontend.onnx_importer.OpsetConverter` subclass whose ``_impl_vN``
+methods cover the opsets where the operator's meaning changed (models older than opset 13 are
+converted to 13 first). A converter that raises ``FrontendError`` (``importer.fail``) declines the
+node, which then runs on onnxruntime; so does one whose result is only a float computation.
+Operators missing here run on onnxruntime too.
+"""
 
 from __future__ import annotations
 
 from typing import Callable
 
 from .onnx_qdq import (_add, _avgpool, _binary_float, _cast, _clip, _concat, _constant, _conv, _dequantize_linear,
-                       _flatten, _gap, _gemm, _identity, _matmul, _maxpool, _quantize_linear, _reduce_mean,
+                       _flatten, _gap, _gemm, _identity, _matmul, _maxpool, _quantize_linear, ReduceMean,
                        _relu, _reshape, _softmax, _squeeze_like, _transpose)
 from .onnx_qop import (_conv_integer, _matmul_integer, _qgemm, _qlinear_add, _qlinear_avgpool, _qlinear_concat,
                        _qlinear_conv, _qlinear_gap, _qlinear_matmul)
@@ -13,7 +21,7 @@ from .onnx_qop import (_conv_integer, _matmul_integer, _qgemm, _qlinear_add, _ql
 __all__ = ["SUPPORTED_OPS"]
 
 #: (domain, op_type) -> converter.
-SUPPORTED_OPS: dict[tuple[str, str], Callable] = {
+SUPPORTED_OPS: dict[tuple[str, str], Callable | type] = {
     ("", "QuantizeLinear"): _quantize_linear,
     ("", "DequantizeLinear"): _dequantize_linear,
     ("", "Conv"): _conv,
@@ -27,7 +35,7 @@ SUPPORTED_OPS: dict[tuple[str, str], Callable] = {
     ("", "MaxPool"): _maxpool,
     ("", "AveragePool"): _avgpool,
     ("", "GlobalAveragePool"): _gap,
-    ("", "ReduceMean"): _reduce_mean,
+    ("", "ReduceMean"): ReduceMean,
     ("", "Flatten"): _flatten,
     ("", "Reshape"): _reshape,
     ("", "Squeeze"): _squeeze_like(False),

@@ -11,7 +11,8 @@ from typing import Callable
 import numpy as np
 
 from ..graph import Value
-from .onnx_importer import _QRANGE, Const, Dequant, Importer, Pending, Tensor, _attrs, _hint, _per, _scalar
+from .onnx_importer import (_QRANGE, Const, Dequant, Importer, OpsetConverter, Pending, Tensor, _attrs, _hint, _per,
+                            _scalar)
 
 __all__: list[str] = []
 
@@ -251,12 +252,25 @@ def _gap(im: Importer, node, name, ins):
     return Tensor(im.b.nn.global_avg_pool2d(im.as_float(x), name=im.unique(name)))
 
 
-def _reduce_mean(im: Importer, node, name, ins):
+class ReduceMean(OpsetConverter):
+    """ReduceMean over the spatial axes (a global average pool): ``axes`` is an attribute up to
+    opset 17 and an optional input from opset 18 (where no axes reduces all of them, unless
+    ``noop_with_empty_axes``)."""
+
+    @staticmethod
+    def _impl_v13(im: Importer, node, name, ins):
+        return _reduce_mean(im, node, name, ins[0], _attrs(node).get("axes"))
+
+    @staticmethod
+    def _impl_v18(im: Importer, node, name, ins):
+        axes = im.const_data(ins[1], name, "axes").tolist() if len(ins) > 1 and ins[1] is not None else None
+        if axes is None and _attrs(node).get("noop_with_empty_axes", 0):
+            raise im.fail(name, "ReduceMean without axes and noop_with_empty_axes=1 is an identity; not converted")
+        return _reduce_mean(im, node, name, ins[0], axes)
+
+
+def _reduce_mean(im: Importer, node, name, x, axes):
     a = _attrs(node)
-    x = ins[0]
-    axes = a.get("axes")
-    if len(ins) > 1 and ins[1] is not None:
-        axes = im.const_data(ins[1], name, "axes").tolist()
     shape = _shape_of(x) if not isinstance(x, Pending) else im.as_float(x).type.shape
     if axes is None or len(shape) != 4 or sorted(int(v) % 4 for v in axes) != [2, 3]:
         raise im.fail(name, f"ReduceMean over axes {axes} of a rank-{len(shape)} tensor; only the spatial axes "
