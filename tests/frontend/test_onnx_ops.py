@@ -171,7 +171,7 @@ def test_softmax_runs_on_onnxruntime():
     from .oracle import run_graph
 
     g, _ = from_onnx(q)
-    assert any(n.op == "onnx.region" and n.attrs["ops"] == ("Softmax",) for n in g.nodes)
+    assert any(n.op == "onnx.region" and "Softmax" in n.attrs["ops"] for n in g.nodes)
     feed = _feed(rng, (1, 64))
     ours, theirs = run_graph(g, feed)[0], ort_run(q, feed)[0]
     assert np.argmax(ours) == np.argmax(theirs)
