@@ -1,7 +1,8 @@
 """The model zoo end to end: published float models, quantized by onnxruntime, run here.
 
-Run: ``python benchmarks/zoo.py [NAME ...] [--runs N] [--no-model] [--json FILE]``
-(default: every model of :data:`vta.models.zoo.ZOO`).
+Run: ``python benchmarks/zoo.py [NAME ...] [--runs N] [--no-model] [--json FILE] [--quick]``
+(default: every model of :data:`vta.models.zoo.ZOO`; ``--quick``: the text-direction classifier,
+one timed run).
 
 Per model (the wheel fetched once into the cache, quantized with a seeded calibration set and
 cached, see :mod:`vta.models.zoo`), printed:
@@ -89,7 +90,10 @@ def main(argv=None) -> int:
     p.add_argument("--runs", type=int, default=3, help="timed fsim runs per model (median)")
     p.add_argument("--no-model", action="store_true", help="skip the cycle-model run")
     p.add_argument("--json", type=Path, default=None, help="also write the figures as JSON")
+    p.add_argument("--quick", action="store_true", help="the smallest model only, one timed run")
     args = p.parse_args(argv)
+    if args.quick:
+        args.names, args.runs = args.names or ["ch_ppocr_cls"], 1
     warnings.simplefilter("ignore")
     results = []
     for name in args.names or list(zoo.ZOO):

@@ -68,6 +68,8 @@ FIGURES: dict[str, tuple[tuple[str, ...], bool]] = {
                          False),
     "network.py": ((r"^conv/dense nodes: .*of the GEMM bound", r"^outputs identical across levels: fsim=True, model=True$"),
                    False),
+    "zoo.py": ((r"^ch_ppocr_cls: (import\+build .* on the accelerator|skipped)",
+                r"^  (cycle model: [\d,]+ cycles; outputs identical to fsim: True|worst cosine)|skipped"), False),
     "resnet_layers.py": ((r"^ResNet-18 layers, fused qnn conv2d .*, model,", r"^before = measured reference \(",
                           r"^C10 +1 +[\d,]+ +[\d,]+ +[\d,]+ +[\d,]+ +\d+\.\d% +\d+\.\d%.* ok$", r"^C11 +3 ",
                           r"^weighted total \(1xC10\+3xC11\): bound [\d,]+ cycles, now .*% of the GEMM bound; before",
