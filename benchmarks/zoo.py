@@ -39,10 +39,9 @@ from vta.models import runner, zoo  # noqa: E402
 
 
 def bench(name: str, runs: int, cycle_model: bool) -> dict:
-    import onnx
 
     path = zoo.quantized_model(name)
-    feeds = zoo.random_feeds(onnx.load(str(path)), 1, seed=21)[0]
+    feeds = zoo.sample_feeds(name, 1, seed=21)[0]
     base = get_env().cfg_dict
     env = Environment({**base, "TARGET": "sim"})
     built = runner.build(path, env)

