@@ -234,3 +234,25 @@ def test_opset_converters_pick_the_implementation_of_the_model_opset():
         g, _ = from_onnx(q)
         ops = [n.op for n in g.nodes]
         assert "onnx.region" not in ops and {"qnn.global_avg_pool2d", "nn.global_avg_pool2d"} & set(ops), opset
+
+
+def test_debug_executor_shows_cpu_regions_and_accelerator_nodes(silu_net):
+    from vta.env import get_env
+    from vta.graph import build
+    from vta.runtime import ext_dev
+
+    x = np.random.default_rng(2).standard_normal((1, 3, 16, 16)).astype(np.float32)
+    graph, params = from_onnx(silu_net)
+    with get_env():
+        factory = build(graph, params)
+        debug = factory["debug_create"]("default", ext_dev(0))
+        report = debug.profile(x=x)
+    ops = {(n.device, n.op) for n in report.nodes}
+    assert ("cpu", "onnx.region") in ops and any(d == "vta" for d, _ in ops)
+    region = next(n for n in report.nodes if n.op == "onnx.region")
+    assert region.reason.startswith("onnxruntime runs ONNX operators")
+    mac_share, wall_share = report.accelerator_share
+    vta_macs = sum(n.macs for n in report.nodes if n.device == "vta")
+    assert 0 < vta_macs and mac_share == vta_macs / report.total_macs
+    assert 0.0 <= wall_share <= 1.0
+    assert report.table().splitlines()[0].startswith("accelerator: ")

@@ -7,10 +7,12 @@ operator node:
 =============  ===========================================================================
 node           the node's name (the source layer for fused accelerator operators)
 op             the source operator (``qnn.conv2d``, ``nn.max_pool2d``, ...)
-device         ``vta`` or ``cpu``, with the placement reason of CPU nodes
+device         ``vta`` or ``cpu`` (host kernels and onnxruntime regions side by side), with the
+               placement reason of CPU nodes
 shapes         input shapes -> output shape, as the executor holds them (packed on VTA)
 macs           multiply-accumulates of conv2d/dense nodes: the node's ``macs`` attribute when
-               the graph JSON has one, else computed from the shapes as executed (channels
+               the graph JSON has one (an onnxruntime region's Conv/Gemm/MatMul MACs), else
+               computed from the shapes as executed (channels
                padded to the block count, so a 3-channel stem counts 16 channels)
 insns          accelerator instructions (LOAD, GEMM, ALU, STORE, ...) of the node
 cycles         device cycles (``cycle_count``; tsim and the cycle model; fsim has no time)
@@ -19,7 +21,8 @@ gemm_bound %   ``macs / (BATCH * BLOCK_IN * BLOCK_OUT) / cycles``: how close to 
 seconds        wall time of the node (host time for CPU nodes)
 =============  ===========================================================================
 
-The figures come from the per-node records the graph executor keeps
+The table's first line gives the accelerator's share of the MACs and of the node wall time
+(:attr:`DebugReport.accelerator_share`). The figures come from the per-node records the graph executor keeps
 (:meth:`vta.graph.executor.GraphModule.node_records`: the node, its wall time ``time_s`` and
 the delta of ``vta.testing.simulator.stats()`` around it); this module adds what the graph
 JSON says.
@@ -123,6 +126,15 @@ class DebugReport:
         return sum(n.macs for n in self.nodes)
 
     @property
+    def accelerator_share(self) -> tuple[float, float]:
+        """(share of the MACs, share of the node wall time) of the accelerator nodes (0 when none)."""
+        macs = sum(n.macs for n in self.nodes)
+        wall = sum(n.seconds for n in self.nodes)
+        vta_macs = sum(n.macs for n in self.nodes if n.device != "cpu")
+        vta_wall = sum(n.seconds for n in self.nodes if n.device != "cpu")
+        return (vta_macs / macs if macs else 0.0), (vta_wall / wall if wall else 0.0)
+
+    @property
     def total_instructions(self) -> int:
         """Accelerator instructions of the run."""
         return sum(n.instructions for n in self.nodes)
@@ -151,7 +163,10 @@ class DebugReport:
                              for i, (v, w) in enumerate(zip(r, widths, strict=True))).rstrip()
 
         sep = "  ".join("-" * w for w in widths)
-        return "\n".join([line(head), sep, *(line(r) for r in rows[:-1]), sep, line(rows[-1])])
+        mac_share, wall_share = self.accelerator_share
+        share = (f"accelerator: {100 * mac_share:.1f}% of the MACs, {100 * wall_share:.1f}% of the node wall time "
+                 f"({sum(n.device != 'cpu' for n in self.nodes)} of {len(self.nodes)} nodes)")
+        return "\n".join([share, line(head), sep, *(line(r) for r in rows[:-1]), sep, line(rows[-1])])
 
     def __str__(self) -> str:
         return self.table()
