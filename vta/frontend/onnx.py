@@ -1,7 +1,8 @@
-"""Import an int8 ONNX model (as onnxruntime's quantizer writes it) into a :class:`vta.graph.Graph`.
+"""Import an ONNX model into a :class:`vta.graph.Graph`: quantized operators for the accelerator,
+everything else for onnxruntime.
 
-Two forms are accepted, both with per-tensor or per-channel weight scales and int8 or uint8
-activations with zero points (opsets 13 to 21; unused opset domains are ignored):
+The quantized forms onnxruntime's quantizer writes are converted to integer operators, with
+per-tensor or per-channel weight scales and int8 or uint8 activations with zero points:
 
 * **QDQ**: QuantizeLinear/DequantizeLinear pairs around float operators (Conv, Gemm, MatMul,
   Add, Relu, Clip, MaxPool, AveragePool, GlobalAveragePool, ReduceMean, Flatten, Reshape,
@@ -13,8 +14,12 @@ activations with zero points (opsets 13 to 21; unused opset domains are ignored)
   QLinearGlobalAveragePool, QLinearConcat, QGemm (``com.microsoft``), ConvInteger and
   MatMulInteger.
 
-Softmax and other float operators become float nodes (run on the host CPU). The translation of
-each operator lives in :mod:`vta.frontend.onnx_qdq` and :mod:`vta.frontend.onnx_qop` (the table in
+Every other operator, and every pattern a converter declines, runs on the CPU through
+onnxruntime: maximal regions of such nodes are cut out of the model as ONNX sub-models and
+become ``onnx.region`` nodes (:mod:`vta.frontend.onnx_partition`, :mod:`vta.graph.onnx_region`).
+Any opset the installed onnx knows is accepted; models older than opset 13 are converted with
+``onnx.version_converter`` (logged on the ``vta.frontend`` logger). The translation of each
+operator lives in :mod:`vta.frontend.onnx_qdq` and :mod:`vta.frontend.onnx_qop` (the table in
 :mod:`vta.frontend.onnx_ops`, the visitor in :mod:`vta.frontend.onnx_importer`); this module loads
 and checks the model.
 
@@ -245,12 +250,13 @@ def _input_shapes(proto, shape: Any) -> dict[str, tuple[int, ...]]:
 
 
 def from_onnx(model: Any, shape: Mapping[str, Sequence[int]] | Sequence[int] | None = None):
-    """Import an int8 ONNX model.
+    """Import an ONNX model (quantized operators for the accelerator, the rest for onnxruntime).
 
     Parameters
     ----------
     model : str, pathlib.Path, bytes or onnx.ModelProto
-        The quantized model (QDQ or QOperator form, as ``onnxruntime.quantization`` writes it).
+        The model: quantized (QDQ or QOperator form, as ``onnxruntime.quantization`` writes it)
+        for the accelerator to take part; a float model runs wholly on onnxruntime.
     shape : dict or tuple, optional
         Shapes of inputs whose dimensions are dynamic: ``{input name: shape}``, or one tuple for
         a single-input model. Fixed dimensions must agree, except the batch (first) dimension,
@@ -264,10 +270,11 @@ def from_onnx(model: Any, shape: Mapping[str, Sequence[int]] | Sequence[int] | N
     Raises
     ------
     FrontendError
-        If the file is malformed or truncated (with the onnx checker's finding), the opset is not
-        13..21, the model is a float model (quantize it with :func:`vta.models.quantize`), an
-        input shape is dynamic and not given, or a node uses an operator or a pattern the
-        importer does not support (the message names the node, the operator and the opset).
+        If the file is malformed or truncated (with the onnx checker's finding), the opset is
+        unknown to the installed onnx or cannot be converted, an input dimension is dynamic and
+        not given (naming the input and the dimension), onnxruntime refuses the model (quoting
+        onnxruntime), or an operator is run neither by the importer nor by onnxruntime (naming
+        the node and the operator).
     """
     proto = load_model(model)
     proto, opset = _convert_opset(proto, _opset(proto))
