@@ -72,7 +72,7 @@ def load_model(model: Any):
     ------
     FrontendError
         If the file is missing, cannot be parsed (truncated or not ONNX), declares an ai.onnx
-        opset outside 13..21, or fails the onnx checker (the checker's finding is quoted).
+        opset the installed onnx does not know, or fails the onnx checker (the checker's finding is quoted).
     """
     import onnx
     from google.protobuf.message import DecodeError
