@@ -256,3 +256,15 @@ def test_debug_executor_shows_cpu_regions_and_accelerator_nodes(silu_net):
     assert 0 < vta_macs and mac_share == vta_macs / report.total_macs
     assert 0.0 <= wall_share <= 1.0
     assert report.table().splitlines()[0].startswith("accelerator: ")
+
+
+def test_cli_profile_takes_the_names_run_takes(tmp_path):
+    import io
+
+    from vta.__main__ import main
+
+    out = io.StringIO()
+    assert main(["profile", "digits", "--out", str(tmp_path / "p"), "--no-plots", "--target", "model"], out) == 0
+    text = out.getvalue()
+    assert "every node, CPU and accelerator side by side" in text and "accelerator: " in text
+    assert main(["profile", "zoo:no_such_model", "--out", str(tmp_path / "q")], io.StringIO()) == 2
