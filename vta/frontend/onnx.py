@@ -244,7 +244,8 @@ def _input_shapes(proto, shape: Any) -> dict[str, tuple[int, ...]]:
                 label = d.dim_param or "?"
                 raise FrontendError(
                     f"input {inp.name!r} has a dynamic dimension {k} ({label!r}); pass its shape, e.g. "
-                    f"from_onnx(model, shape={{{inp.name!r}: (1, ...)}})")
+                    f"from_onnx(model, shape={{{inp.name!r}: (1, ...)}}), or --shape {inp.name}=1,... on the "
+                    f"command line")
         out[inp.name] = tuple(fixed)
     return out
 
