@@ -85,7 +85,7 @@ ZOO: dict[str, ZooModel] = {m.name: m for m in (
 
 
 def _entry(name: str) -> ZooModel:
-    model = ZOO.get(name[len(PREFIX):] if name.startswith(PREFIX) else name)
+    model = ZOO.get(name.removeprefix(PREFIX))
     if model is None:
         raise ModelFetchError(f"no zoo model {name!r}; the zoo has: {', '.join(sorted(ZOO))}")
     return model
