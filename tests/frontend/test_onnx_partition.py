@@ -118,8 +118,23 @@ def test_multiple_inputs_and_outputs_and_integer_inputs():
     assert [n.attrs["index"] for n in g.nodes] == [0, 1]   # one region, two output nodes
     rng = np.random.default_rng(0)
     feeds = {"x": rng.standard_normal((2, 4)).astype(np.float32), "k": rng.integers(-5, 5, (2, 4)).astype(np.int32)}
-    for ours, theirs in zip(evaluate(g, feeds), ort_run(model, feeds), strict=True):
+    want = ort_run(model, feeds)
+    for ours, theirs in zip(evaluate(g, feeds), want, strict=True):
         np.testing.assert_array_equal(ours, theirs)
+    from vta.env import get_env
+    from vta.graph import compile as compile_graph
+    from vta.graph.executor import GraphModule
+
+    with get_env() as env:
+        js, lib, params = compile_graph(g, env=env)
+        with GraphModule(js, lib) as m:
+            m.set_input(**params)
+            for _ in range(2):   # the session and its outputs are reused, not stale
+                m.run(**feeds)
+                for i, theirs in enumerate(want):
+                    np.testing.assert_array_equal(m.get_output(i), theirs)
+                feeds = {"x": feeds["x"] + 1.0, "k": feeds["k"]}
+                want = ort_run(model, feeds)
 
 
 def test_old_opset_is_converted_saying_so(caplog):
