@@ -18,6 +18,11 @@ Every ONNX tensor is tracked as one of four *entries* while the nodes are visite
 Operators that do not change values (MaxPool, Flatten, Reshape, Transpose, Relu/Clip as a
 clamp) are applied to the integers under a Dequant, so ``Q(MaxPool(DQ(q)))`` with the same
 scale is a max pool of ``q`` and nothing else.
+
+A node without a converter, one whose converter declines it (raises ``FrontendError``), and
+one whose result would only be a float computation go to onnxruntime instead: they join the
+open region of :class:`~vta.frontend.onnx_partition.RegionBuilder` (nodes left behind by a
+declining converter are dropped at the end, as nothing reads them).
 """
 
 from __future__ import annotations
