@@ -2,7 +2,8 @@
 
 :data:`OPS` maps every operator name to an :class:`OpDef`: its default attributes, the number of
 inputs it takes, and the function computing the output :class:`~vta.graph.ir.TensorType` from
-the input values and the attributes. Errors name the node and, when two tensors disagree, both.
+the input values and the attributes (the fused accelerator operators' definitions are part of
+their registration in :mod:`vta.graph.accel_ops`; :func:`op_def` finds either). Errors name the node and, when two tensors disagree, both.
 Layout strings: ``"NCHW"``/``"NC"`` (plain) and ``"NCHW{b}n{c}c"``/``"NC{b}n{c}c"`` (packed in
 batch blocks of ``b`` and channel blocks of ``c``, batch and channels padded to multiples of ``b``
 and ``c``).
@@ -20,7 +21,8 @@ import numpy as np
 from ..errors import GraphError, UnsupportedOperatorError
 from .ir import TensorType, Value
 
-__all__ = ["OPS", "OpDef", "infer_type", "normalise_attrs", "packed_shape", "parse_layout", "pool_output_size"]
+__all__ = ["OPS", "OpDef", "infer_type", "infer_vta_conv2d", "infer_vta_dense", "infer_vta_pool", "infer_vta_same",
+           "known_ops", "normalise_attrs", "op_def", "packed_shape", "parse_layout", "pool_output_size"]
 
 INT8_TYPES = ("int8", "uint8")
 INT_TYPES = ("int8", "uint8", "int16", "int32", "int64")
@@ -493,7 +495,7 @@ def _check_input(node, op, x: Value, attrs, logical: tuple[int, ...]) -> None:
         raise _err(node, op, f"input {_fmt(x)} does not match the spec's {list(logical)} in layout {layout!r}")
 
 
-def _vta_conv2d(node, op, ins, attrs):
+def infer_vta_conv2d(node, op, ins, attrs):
     spec = _spec(node, op, attrs)
     x = ins[0]
     run = spec.folded() if getattr(spec, "fold_width", False) else spec  # the input of a folded conv is folded
@@ -509,7 +511,7 @@ def _vta_conv2d(node, op, ins, attrs):
     return out
 
 
-def _vta_dense(node, op, ins, attrs):
+def infer_vta_dense(node, op, ins, attrs):
     spec = _spec(node, op, attrs)
     _check_input(node, op, ins[0], attrs, (spec.batch, spec.in_features))
     out = _vta_out(node, op, attrs, (spec.batch, spec.out_features))
@@ -519,7 +521,7 @@ def _vta_dense(node, op, ins, attrs):
     return out
 
 
-def _vta_same(node, op, ins, attrs):
+def infer_vta_same(node, op, ins, attrs):
     spec = _spec(node, op, attrs)
     logical = (spec.batch, spec.channels, spec.height, spec.width)
     for v in ins:
@@ -529,7 +531,7 @@ def _vta_same(node, op, ins, attrs):
     return _vta_out(node, op, attrs, logical)
 
 
-def _vta_pool(node, op, ins, attrs):
+def infer_vta_pool(node, op, ins, attrs):
     spec = _spec(node, op, attrs)
     _check_input(node, op, ins[0], attrs, (spec.batch, spec.channels, spec.height, spec.width))
     t = _pool(node, op, ins, attrs).with_(dtype="int8")
@@ -584,16 +586,26 @@ OPS: dict[str, OpDef] = {
     # a first layer's input with the kernel's columns folded into the channels (host)
     "vta.fold_width": OpDef({"kernel_w": None, "stride_w": 1, "padding": (0, 0, 0, 0), "zero_point": 0}, 1,
                             _fold_width),
-    # fused accelerator operators (made by the passes); attrs carry Q's spec
-    "vta.conv2d": OpDef({"spec": None, "layout": "NCHW", "out_scale": None, "out_zero_point": None,
-                         "out_axis": None, "channels": None}, (3, 4), _vta_conv2d),
-    "vta.dense": OpDef({"spec": None, "layout": "NC", "out_scale": None, "out_zero_point": None,
-                        "out_axis": None, "channels": None}, (3, 4), _vta_dense),
-    "vta.add": OpDef({"spec": None, "layout": "NCHW", "out_scale": None, "out_zero_point": None,
-                      "out_axis": None, "channels": None}, 2, _vta_same),
-    "vta.max_pool2d": OpDef({**_POOL, "spec": None, "out_scale": None, "out_zero_point": None,
-                             "out_axis": None, "channels": None}, 1, _vta_pool),
 }
+
+
+def op_def(op: str) -> OpDef | None:
+    """The definition of ``op``: :data:`OPS`, or the registration of an accelerator operator
+    (:data:`vta.graph.accel_ops.ACCEL_OPS`); None when unknown."""
+    d = OPS.get(op)
+    if d is None:
+        from .accel_ops import ACCEL_OPS  # the registry imports this module's inference functions
+
+        a = ACCEL_OPS.get(op)
+        d = None if a is None else a.opdef
+    return d
+
+
+def known_ops() -> list[str]:
+    """Every operator of the IR, sorted (the accelerator operators included)."""
+    from .accel_ops import ACCEL_OPS
+
+    return sorted({*OPS, *ACCEL_OPS})
 
 
 def normalise_attrs(op: str, attrs: Mapping[str, Any] | None, node: str = "?") -> dict[str, Any]:
@@ -606,11 +618,11 @@ def normalise_attrs(op: str, attrs: Mapping[str, Any] | None, node: str = "?") -
     GraphError
         If an attribute is not one the operator knows.
     """
-    d = OPS.get(op)
+    d = op_def(op)
     if d is None:
         raise UnsupportedOperatorError(
             f"node {node!r}: operator {op!r} is not supported by the graph layer (neither the accelerator nor "
-            f"the host runs it); known operators: {', '.join(sorted(OPS))}")
+            f"the host runs it); known operators: {', '.join(known_ops())}")
     attrs = dict(attrs or {})
     unknown = sorted(set(attrs) - set(d.defaults))
     if unknown:
@@ -640,7 +652,7 @@ def infer_type(op: str, inputs: Sequence[Value], attrs: Mapping[str, Any], node:
         If the number of inputs is wrong, or shapes/dtypes disagree (naming both tensors), or an
         attribute is invalid.
     """
-    d = OPS.get(op)
+    d = op_def(op)
     if d is None:
         normalise_attrs(op, attrs, node)  # raises the specific error
     arity = d.arity

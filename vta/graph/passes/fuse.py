@@ -26,14 +26,18 @@ import numpy as np
 
 from ...env import Environment, get_env
 from ...errors import GraphError
+from ..accel_match import Chain, Matcher
+from ..accel_ops import ACCEL_OPS, AccelOp
 from ..ir import Graph, Node, Value
 from ._rewrite import Rewriter
 from .accumulator_bits import worst_accumulator_bits
-from .support import Chain, Matcher, match_add, match_core, match_max_pool
 
-__all__ = ["FuseAccelerator", "chain_plans", "fold_clip"]
+__all__ = ["FUSED_KINDS", "FuseAccelerator", "chain_plans", "fold_clip"]
 
-_ACCEL_OPS = ("vta.conv2d", "vta.dense", "vta.add", "vta.max_pool2d")
+#: The accelerator operator that each graph operator may start a chain of.
+_BY_SOURCE: dict[str, AccelOp] = {src: op for op in ACCEL_OPS.values() for src in op.sources}
+#: The accelerator operator of each chain kind.
+_BY_KIND: dict[str, AccelOp] = {op.kind: op for op in ACCEL_OPS.values()}
 
 
 def _dtype_range(dtype: str) -> tuple[int, int]:
@@ -67,18 +71,14 @@ def chain_plans(graph: Graph, env: Environment,
     for node in graph.nodes:
         if node.name in claimed:
             continue
-        if node.op in ("qnn.conv2d", "qnn.dense"):
-            chain, reason = match_core(m, node, claimed)
-            if chain is not None:
-                reason = _spec_problem(chain) or _padding_problem(chain, env, pad_limit) or reason
-                if reason != "supported":
-                    chain = None
-        elif node.op == "qnn.add":
-            chain, reason = match_add(m, node)
-        elif node.op == "nn.max_pool2d":
-            chain, reason = match_max_pool(m, node)
-        else:
+        op = _BY_SOURCE.get(node.op)
+        if op is None:
             continue
+        chain, reason = op.match(m, node, claimed)
+        if chain is not None and op.gemm:
+            reason = _spec_problem(chain) or _padding_problem(chain, env, pad_limit) or reason
+            if reason != "supported":
+                chain = None
         if chain is None:
             reasons[node.name] = reason
             continue
@@ -173,7 +173,7 @@ class FuseAccelerator:
                 continue
             out = self._fuse(rw, chain)
             rw.subst[node.name] = out
-            self._accel_values.update(n.name for n in rw.nodes[-3:] if n.op in _ACCEL_OPS)
+            self._accel_values.update(n.name for n in rw.nodes[-3:] if n.op in ACCEL_OPS)
         return rw.finish()
 
     # ------------------------------------------------------------------ helpers
@@ -225,11 +225,7 @@ class FuseAccelerator:
         return folded_blocks < spec.kernel_w
 
     def _fuse(self, rw: Rewriter, chain: Chain) -> Value:
-        if chain.kind in ("conv2d", "dense"):
-            return self._fuse_core(rw, chain)
-        if chain.kind == "add":
-            return self._fuse_add(rw, chain)
-        return self._fuse_pool(rw, chain)
+        return FUSED_KINDS[chain.kind](self, rw, chain)
 
     def _fuse_core(self, rw: Rewriter, c: Chain) -> Value:
         from ...topi.qnn import QConv2DSpec, QDenseSpec
@@ -282,7 +278,6 @@ class FuseAccelerator:
             strides = core.attrs["strides"]
             strides = (strides, strides) if isinstance(strides, int) else tuple(int(s) for s in strides)
             spec = QConv2DSpec(xs[0], xs[1], w.shape[0], xs[2], xs[3], w.shape[2], w.shape[3], strides, pad, **common)
-            op = "vta.conv2d"
             if self._should_fold(spec, x):
                 spec = dataclasses.replace(spec, fold_width=True)
                 x = rw.emit("vta.fold_width", [x], dict(kernel_w=spec.kernel_w, stride_w=spec.strides[1],
@@ -290,15 +285,15 @@ class FuseAccelerator:
                             rw.fresh(f"{core.name}_fold"))
         else:
             spec = QDenseSpec(xs[0], xs[1], w.shape[0], **common)
-            op = "vta.dense"
+        accel = _BY_KIND[c.kind]
         wv = rw.const(rw.fresh(f"{core.name}.weight"), w.astype(np.int8))
         bv = rw.const(rw.fresh(f"{core.name}.bias"), bias.astype(np.int32))
         inputs = [x, wv, bv] + ([residual_val] if residual_val is not None else [])
-        attrs = dict(spec=spec, layout="NCHW" if op == "vta.conv2d" else "NC", out_scale=tuple(out_scale)
+        attrs = dict(spec=spec, layout=accel.layout, out_scale=tuple(out_scale)
                      if out_scale.size > 1 else float(out_scale[0]), out_zero_point=z_out + doff,
-                     out_axis=None, channels=int(w.shape[0]))
+                     out_axis=None, channels=int(w.shape[0]), macs=accel.macs(spec))
         rw.names.discard(core.name)
-        out = rw.emit(op, inputs, attrs, core.name)
+        out = rw.emit(accel.name, inputs, attrs, core.name)
         return self._finish(rw, out, out_dtype, c.last)
 
     def _fuse_add(self, rw: Rewriter, c: Chain) -> Value:
@@ -319,7 +314,7 @@ class FuseAccelerator:
         attrs = dict(spec=spec, layout="NCHW", out_scale=float(out_scale[0]),
                      out_zero_point=int(a["output_zero_point"]) + doff, out_axis=None, channels=ch)
         rw.names.discard(add.name)
-        out = rw.emit("vta.add", [va, vb], attrs, add.name)
+        out = rw.emit(_BY_KIND[c.kind].name, [va, vb], attrs, add.name)
         return self._finish(rw, out, out_dtype, c.last)
 
     def _fuse_pool(self, rw: Rewriter, c: Chain) -> Value:
@@ -335,5 +330,10 @@ class FuseAccelerator:
         attrs = dict(spec=spec, layout="NCHW", pool_size=spec.pool_size, strides=spec.strides,
                      padding=spec.padding, out_scale=t.scale, out_zero_point=zp, out_axis=t.axis, channels=ch)
         rw.names.discard(pool.name)
-        out = rw.emit("vta.max_pool2d", [x], attrs, pool.name)
+        out = rw.emit(_BY_KIND[c.kind].name, [x], attrs, pool.name)
         return self._finish(rw, out, pool.output_type.dtype, c.last)
+
+
+#: How :class:`FuseAccelerator` fuses a chain of each kind (``AccelOp.kind``).
+FUSED_KINDS = {"conv2d": FuseAccelerator._fuse_core, "dense": FuseAccelerator._fuse_core,
+               "add": FuseAccelerator._fuse_add, "max_pool2d": FuseAccelerator._fuse_pool}

@@ -12,13 +12,9 @@ from __future__ import annotations
 
 from ...env import Environment, get_env
 from ...errors import UnsupportedOperatorError
+from ..accel_ops import ACCEL_OPS, round_up
 from ..host import KERNELS
 from ..ir import Graph
-from .pack_layout import ACTIVATION_INPUTS
-from .pad_channels import round_up
-
-#: The operators that run on the accelerator.
-ACCELERATOR_OPS = tuple(ACTIVATION_INPUTS)
 
 __all__ = ["PlaceDevices", "cpu_reason"]
 
@@ -72,7 +68,7 @@ class PlaceDevices:
         env = self.env or get_env()
         nodes = []
         for node in graph.nodes:
-            if node.op in ACCELERATOR_OPS:
+            if node.op in ACCEL_OPS:
                 device, reason = "vta", self._vta_reason(node, graph, env)
             elif node.op in KERNELS:
                 device = "cpu"
@@ -92,7 +88,7 @@ class PlaceDevices:
             f = spec.folded()
             notes.append(f"kernel width folded into the channels ({spec.in_channels}x{spec.kernel_w} = "
                          f"{f.in_channels} channels padded to {round_up(f.in_channels, env.BLOCK_IN)})")
-        elif node.op == "vta.conv2d" and producer is not None and producer.op == "layout_transform":
+        elif ACCEL_OPS[node.op].kind == "conv2d" and producer is not None and producer.op == "layout_transform":
             logical = producer.inputs[0].type.shape[1]
             padded = round_up(logical, env.BLOCK_IN)
             if padded > logical:

@@ -1,7 +1,8 @@
 """What the accelerator can run: pattern matching of fusable chains, with the reason when not.
 
-Shared by :mod:`.fuse` (which fuses what matches) and :mod:`.place` (which records why a node
-stayed on the CPU). A chain is ``qnn.conv2d``/``qnn.dense`` -> optional ``nn.bias_add`` ->
+Each accelerator operator's registration (:mod:`vta.graph.accel_ops`) names its matcher, called
+as ``match(matcher, node, claimed)``; the fusion pass fuses what matches and the placement pass
+records why a node stayed on the CPU. A chain is ``qnn.conv2d``/``qnn.dense`` -> optional ``nn.bias_add`` ->
 ``qnn.requantize`` -> optional ``qnn.add`` (the residual) -> ``nn.relu``/``clip`` ...; every
 intermediate value must have exactly one reader and not be a graph output.
 """
@@ -12,8 +13,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ...env import Environment
-from ..ir import PARAM, Graph, Node, Value
+from ..env import Environment
+from .ir import PARAM, Graph, Node, Value
 
 __all__ = ["INT8", "Chain", "Matcher", "match_add", "match_core", "match_max_pool"]
 
@@ -139,8 +140,9 @@ def _can_absorb_add(m: Matcher, add: Node, v: Value) -> bool:
     return not (lhs is not None and lhs.op == "qnn.requantize" and m.sole_reader(lhs.output) is add)
 
 
-def match_add(m: Matcher, node: Node) -> tuple[Chain | None, str]:
+def match_add(m: Matcher, node: Node, claimed: set[str]) -> tuple[Chain | None, str]:
     """Match a standalone ``qnn.add`` (+ relu/clip) of two NCHW int8/uint8 tensors of one shape."""
+    del claimed  # an add starts no chain another one could take
     a, b = node.inputs
     if a.type.shape != b.type.shape or a.type.ndim != 4:
         return None, "only adds of two NCHW tensors of the same shape run on the accelerator"
@@ -157,8 +159,9 @@ def match_add(m: Matcher, node: Node) -> tuple[Chain | None, str]:
     return chain, "supported"
 
 
-def match_max_pool(m: Matcher, node: Node) -> tuple[Chain | None, str]:
+def match_max_pool(m: Matcher, node: Node, claimed: set[str]) -> tuple[Chain | None, str]:
     """Match an ``nn.max_pool2d`` of an int8/uint8 NCHW tensor with padding smaller than the pool."""
+    del claimed
     (x,) = node.inputs
     a = node.attrs
     if x.type.dtype not in INT8:
@@ -174,8 +177,8 @@ def match_max_pool(m: Matcher, node: Node) -> tuple[Chain | None, str]:
     reason = m._batch_ok(x.type.shape[0])
     if reason:
         return None, reason
-    from ...topi.qnn import MaxPoolSpec
-    from ...topi.qnn import maxpool_unsupported_reason
+    from ..topi.qnn import MaxPoolSpec
+    from ..topi.qnn import maxpool_unsupported_reason
 
     n, c, h, w = x.type.shape
     reason = maxpool_unsupported_reason(MaxPoolSpec(n, c, h, w, (ph, pw), _pair(a["strides"]), pad), m.env)
