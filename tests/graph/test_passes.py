@@ -81,11 +81,12 @@ def test_dense_head_pads_features_and_leaves_pooling_and_softmax_on_the_cpu(env)
 def test_unsupported_convolutions_stay_on_the_cpu_with_the_reason(env):
     b = GraphBuilder()
     x = b.input("x", (1, 16, 8, 8), "int8", scale=0.1)
-    a = b.qnn.conv2d(x, b.const("w", np.ones((16, 8, 3, 3), np.int8), scale=0.1), groups=2, name="grouped")
+    a = b.qnn.conv2d(x, b.const("w", np.ones((16, 16, 3, 3), np.int8), scale=0.1), padding=(2, 2, 2, 2),
+                     dilation=2, name="dilated")
     y = b.qnn.requantize(a, output_scale=1.0, name="rq")
     g = optimize(b.finish(y), env)
-    node = g.node("grouped")
-    assert node.op == "qnn.conv2d" and node.attrs["device"] == "cpu" and node.attrs["reason"] == "groups=2 not supported"
+    node = g.node("dilated")
+    assert node.op == "qnn.conv2d" and node.attrs["device"] == "cpu" and node.attrs["reason"] == "dilation=(2, 2) not supported"
 
 
 def test_an_operator_nothing_runs_is_named(env):

@@ -96,8 +96,6 @@ def match_core(m: Matcher, node: Node, claimed: set[str]) -> tuple[Chain | None,
     if not ((w.type.dtype == "int8" and zw == 0) or (w.type.dtype == "uint8" and zw == 128)):
         return None, f"kernel zero point {zw} for {w.type.dtype} weights not supported (symmetric weights needed)"
     if node.op == "qnn.conv2d":
-        if int(a["groups"]) != 1:
-            return None, f"groups={a['groups']} not supported"
         if _pair(a["dilation"]) != (1, 1):
             return None, f"dilation={tuple(_pair(a['dilation']))} not supported"
     reason = m._batch_ok(x.type.shape[0])

@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 
 from ..env import Environment
+from ..errors import GraphError
 from .accel_match import match_add, match_core, match_max_pool
 from .infer import _POOL, OpDef, infer_vta_conv2d, infer_vta_dense, infer_vta_pool, infer_vta_same
 
@@ -74,6 +75,10 @@ def _pad_gemm(spec: Any, consts: Mapping[str, np.ndarray], env: Environment) -> 
     pin, pout = (cin if folds else round_up(cin, env.BLOCK_IN)), round_up(cout, env.BLOCK_OUT)
     if (pin, pout) == (cin, cout):
         return spec, {}
+    groups = getattr(spec, "groups", 1)
+    if groups > 1:
+        raise GraphError(f"a grouped convolution ({groups} groups) of {cin}->{cout} channels must come in whole "
+                         f"blocks of {env.BLOCK_IN}/{env.BLOCK_OUT} (vta.topi.qnn_group)")
     w = _pad_axis(_pad_axis(consts["weight"], 0, pout), 1, pin)
     b = _pad_axis(consts["bias"], 0, pout)
     sizes = dict(in_channels=pin, out_channels=pout) if conv else dict(in_features=pin, out_features=pout)

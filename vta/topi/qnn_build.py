@@ -67,6 +67,7 @@ from ..tir import nodes as n
 from ._traverse import LOAD_TAG
 from .conv2d import conv2d_packed, schedule_conv2d_packed
 from .dense import dense_packed, schedule_dense_packed
+from .group_conv2d import group_conv2d_packed, schedule_group_conv2d_packed
 from .epilogue import BROADCAST_TAG, ELEMWISE_TAG
 from .qnn_layout import ArgLayout, ArgSpec, clamp_vectors
 from .qnn_requant import (
@@ -544,13 +545,20 @@ def declare_qconv2d(spec, env: Environment) -> tuple[Tensor, list]:
     cob = _ceil_div(spec.out_channels, env.BLOCK_OUT)
     oh, ow = spec.out_height, spec.out_width
     data = placeholder((nb, cib, spec.height, spec.width, env.BATCH, env.BLOCK_IN), name="data", dtype=env.inp_dtype)
-    weight = placeholder((cob, cib, spec.kernel_h, spec.kernel_w, env.BLOCK_OUT, env.BLOCK_IN), name="weight",
+    g = spec.groups
+    if g > 1 and (cib % g or cob % g or spec.in_channels % env.BLOCK_IN or spec.out_channels % env.BLOCK_OUT):
+        raise ScheduleError(f"declare_qconv2d: groups={g} must split {spec.in_channels} input and "
+                            f"{spec.out_channels} output channels into whole blocks of {env.BLOCK_IN}/{env.BLOCK_OUT}")
+    weight = placeholder((cob, cib // g, spec.kernel_h, spec.kernel_w, env.BLOCK_OUT, env.BLOCK_IN), name="weight",
                          dtype=env.wgt_dtype)
     border = spec.input_zero_point != 0 and any(spec.padding)
     bias_shape = (1, cob, oh, ow, env.BATCH, env.BLOCK_OUT) if border else (1, cob, 1, 1, env.BATCH, env.BLOCK_OUT)
     bias = placeholder(bias_shape, name="bias", dtype=env.acc_dtype)
     pairs = [("data", data), ("weight", weight), ("bias", bias)]
-    conv = conv2d_packed(data, weight, spec.strides, spec.padding, env.acc_dtype)
+    if g > 1:
+        conv = group_conv2d_packed(data, weight, spec.strides, spec.padding, (1, 1), g, env.acc_dtype)
+    else:
+        conv = conv2d_packed(data, weight, spec.strides, spec.padding, env.acc_dtype)
     out = _epilogue(conv, spec, bias, (1, cob, 1, 1, env.BATCH, env.BLOCK_OUT), _ints(conv.shape), env, pairs,
                     const_shape=(1, 1, 1, 1, env.BATCH, env.BLOCK_OUT))
     pairs.append(("out", out))
@@ -633,7 +641,8 @@ def build_qconv2d(spec, name: str, env: Environment | None = None, tiling=None):
         If no tiling of the layer fits the configuration's buffers, or the configuration is not
         8-bit (inputs, weights) with 32-bit accumulators.
     """
-    return _compile("conv2d", declare_qconv2d, schedule_conv2d_packed, spec, name, env, "build_qconv2d", tiling)
+    schedule = schedule_group_conv2d_packed if spec.groups > 1 else schedule_conv2d_packed
+    return _compile("conv2d", declare_qconv2d, schedule, spec, name, env, "build_qconv2d", tiling)
 
 
 def build_qdense(spec, name: str, env: Environment | None = None, tiling=None):

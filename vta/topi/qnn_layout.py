@@ -221,9 +221,9 @@ class ArgLayout:
         elif role == "weight":
             w = np.asarray(array)
             if self.kind == "conv2d":
-                if w.shape != (s.out_channels, s.in_channels, s.kernel_h, s.kernel_w):
-                    raise ValueError(f"conv2d: weight shape {w.shape!r} is not "
-                                     f"{(s.out_channels, s.in_channels, s.kernel_h, s.kernel_w)!r}")
+                want = (s.out_channels, s.in_channels // getattr(s, "groups", 1), s.kernel_h, s.kernel_w)
+                if w.shape != want:
+                    raise ValueError(f"conv2d: weight shape {w.shape!r} is not {want!r}")
                 if self.folds:
                     w = self._fold_weight(w)
                 w = _pad_axes(w, {0: _ceil(w.shape[0], self.block_out), 1: _ceil(w.shape[1], self.block_in)})

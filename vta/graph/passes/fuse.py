@@ -27,7 +27,8 @@ import numpy as np
 from ...env import Environment, get_env
 from ...errors import GraphError
 from ..accel_match import Chain, Matcher
-from ..accel_ops import ACCEL_OPS, AccelOp
+from ...topi.qnn_group import accel_grouping, expand_group_weight
+from ..accel_ops import ACCEL_OPS, AccelOp, _pad_axis, _pad_requant
 from ..ir import Graph, Node, Value
 from ._rewrite import Rewriter
 from .accumulator_bits import worst_accumulator_bits
@@ -55,6 +56,12 @@ def fold_clip(activations: list[Node], dtype: str) -> tuple[int, int]:
             lo = max(lo, int(np.ceil(act.attrs["a_min"])))
             hi = min(hi, int(np.floor(act.attrs["a_max"])))
     return lo, max(lo, hi)
+
+
+def _core_macs(core: Node) -> int:
+    """Multiply-accumulates of a ``qnn.conv2d``/``qnn.dense`` node (its logical sizes)."""
+    w = core.inputs[1].type.shape
+    return int(core.output_type.size * int(np.prod(w[1:])))
 
 
 def _scale(v) -> np.ndarray:
@@ -151,7 +158,8 @@ class FuseAccelerator:
         self.env = env
         self.requant_mode = requant_mode
         self.pad_limit = pad_limit
-        #: Why each matchable node of the last graph was not fused (node name -> reason).
+        #: Why each matchable node of the last graph was not fused, and how a grouped convolution
+        #: runs (node name -> reason or note).
         self.reasons: dict[str, str] = {}
 
     def __call__(self, graph: Graph) -> Graph:
@@ -277,8 +285,22 @@ class FuseAccelerator:
             pad = pad if len(pad) == 4 else (pad[0], pad[1], pad[0], pad[1])
             strides = core.attrs["strides"]
             strides = (strides, strides) if isinstance(strides, int) else tuple(int(s) for s in strides)
-            spec = QConv2DSpec(xs[0], xs[1], w.shape[0], xs[2], xs[3], w.shape[2], w.shape[3], strides, pad, **common)
-            if self._should_fold(spec, x):
+            groups = int(core.attrs["groups"])
+            cin = xs[1]
+            if groups > 1:
+                # whole channel blocks per accelerator group, block-diagonal weights (vta.topi.qnn_group)
+                env = self.env or get_env()
+                grouping = accel_grouping(cin, w.shape[0], groups, env.BLOCK_IN, env.BLOCK_OUT)
+                w = expand_group_weight(w, groups, grouping)
+                ratio = (w.shape[0] * w.shape[1]) / (core.output_type.shape[1] * core.inputs[1].type.shape[1])
+                self.reasons[core.name] = (f"{groups} groups run as {grouping.groups} group(s) of whole channel "
+                                           f"blocks with block-diagonal weights ({ratio:.1f}x the layer's MACs)")
+                cin, groups = grouping.in_channels, grouping.groups
+                bias = _pad_axis(bias, 0, w.shape[0])
+                common["requant"] = _pad_requant(requant, w.shape[0])
+            spec = QConv2DSpec(xs[0], cin, w.shape[0], xs[2], xs[3], w.shape[2], w.shape[3], strides, pad, **common,
+                               groups=groups)
+            if groups == 1 and self._should_fold(spec, x):
                 spec = dataclasses.replace(spec, fold_width=True)
                 x = rw.emit("vta.fold_width", [x], dict(kernel_w=spec.kernel_w, stride_w=spec.strides[1],
                                                         padding=spec.padding, zero_point=zx),
@@ -291,7 +313,7 @@ class FuseAccelerator:
         inputs = [x, wv, bv] + ([residual_val] if residual_val is not None else [])
         attrs = dict(spec=spec, layout=accel.layout, out_scale=tuple(out_scale)
                      if out_scale.size > 1 else float(out_scale[0]), out_zero_point=z_out + doff,
-                     out_axis=None, channels=int(w.shape[0]), macs=accel.macs(spec))
+                     out_axis=None, channels=int(core.output_type.shape[1]), macs=_core_macs(core))
         rw.names.discard(core.name)
         out = rw.emit(accel.name, inputs, attrs, core.name)
         return self._finish(rw, out, out_dtype, c.last)

@@ -54,8 +54,8 @@ class PlaceDevices:
     env : Environment, optional
         The configuration; the current one by default.
     reasons : dict, optional
-        Reasons found earlier for nodes left on the CPU (by node name); the pipeline passes the
-        fusion pass's findings.
+        Reasons found earlier for nodes left on the CPU, and notes on how a fused node runs (by
+        node name); the pipeline passes the fusion pass's findings.
     """
 
     name = "PlaceDevices"
@@ -69,7 +69,7 @@ class PlaceDevices:
         nodes = []
         for node in graph.nodes:
             if node.op in ACCEL_OPS:
-                device, reason = "vta", self._vta_reason(node, graph, env)
+                device, reason = "vta", self._vta_reason(node, graph, env, self.reasons.get(node.name))
             elif node.op in KERNELS:
                 device = "cpu"
                 reason = self.reasons.get(node.name) or cpu_reason(node.op, node.output_type.dtype)
@@ -80,7 +80,7 @@ class PlaceDevices:
         return graph.replace(nodes=nodes)
 
     @staticmethod
-    def _vta_reason(node, graph: Graph, env: Environment) -> str:
+    def _vta_reason(node, graph: Graph, env: Environment, fused_note: str | None) -> str:
         notes = []
         spec = node.attrs["spec"]
         producer = graph.producer(node.inputs[0])
@@ -95,4 +95,4 @@ class PlaceDevices:
                 notes.append(f"{logical} input channels padded to {padded} ({padded / logical:.1f}x the MACs of the layer)")
         if spec.batch % env.BATCH:
             notes.append(f"batch {spec.batch} padded to {round_up(spec.batch, env.BATCH)} (BATCH={env.BATCH})")
-        return "; ".join(["supported"] + notes)
+        return "; ".join(["supported"] + notes + ([fused_note] if fused_note else []))
