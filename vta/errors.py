@@ -125,3 +125,8 @@ class FrontendError(VTAError, ValueError):
         self.node = node
         self.op_type = op_type
 
+
+
+class ModelFetchError(VTAError, RuntimeError):
+    """A model of the zoo cannot be fetched: the package registry cannot be reached, the wheel
+    does not hold the model, or pip failed; the message quotes the package and pip's finding."""

@@ -21,21 +21,23 @@ def _digits():
     return onnx.load(str(digits_model_path()))
 
 
-def test_unknown_operator_names_node_operator_and_opset():
+def test_operator_neither_side_runs_names_node_and_operator():
     m = _digits()
     node = next(n for n in m.graph.node if n.op_type == "Flatten")
-    node.op_type = "Erf"  # valid ONNX, not supported by the importer
+    node.op_type, node.domain = "NoSuchOp", "org.example"  # no schema, no onnxruntime kernel
     del node.attribute[:]
-    with pytest.raises(FrontendError, match=r"node 'flatten'.*'Erf'.*opset 13") as info:
+    m.opset_import.append(helper.make_opsetid("org.example", 1))
+    with pytest.raises(FrontendError, match=r"node 'flatten'.*'NoSuchOp'.*'org.example'.*neither") as info:
         from_onnx(m)
-    assert info.value.node == "flatten" and info.value.op_type == "Erf"
+    assert info.value.node == "flatten" and info.value.op_type == "NoSuchOp"
 
 
-def test_float_model_points_to_the_quantize_helper():
-    rng = np.random.default_rng(0)
-    m = make_model([helper.make_node("Conv", ["x", "w"], ["y"], name="conv", kernel_shape=[1, 1])],
-                   [("x", (1, 4, 4, 4))], [("y", (1, 4, 4, 4))], {"w": rand_w(rng, 4, 4, 1, 1)})
-    with pytest.raises(FrontendError, match=r"float model.*vta\.models\.quantize"):
+def test_model_onnxruntime_refuses_quotes_onnxruntime():
+    m = _digits()
+    node = next(n for n in m.graph.node if n.op_type == "Flatten")
+    node.op_type = "Erf"  # valid ONNX, but QGemm then gets a rank-4 input: onnxruntime refuses
+    del node.attribute[:]
+    with pytest.raises(FrontendError, match=r"onnxruntime refuses the model.*QGemm"):
         from_onnx(m)
 
 
@@ -77,10 +79,10 @@ def test_checker_finding_is_quoted():
         from_onnx(m)
 
 
-def test_unsupported_opset():
+def test_opset_newer_than_onnx_knows():
     m = _digits()
-    m.opset_import[0].version = 11
-    with pytest.raises(FrontendError, match=r"opset 11.*13 to 21"):
+    m.opset_import[0].version = 999
+    with pytest.raises(FrontendError, match=r"opset 999.*knows opsets 1 to"):
         from_onnx(m)
 
 
@@ -91,8 +93,8 @@ def test_unused_opset_domains_are_tolerated():
     assert graph.outputs[0].type.shape == (1, 10)
 
 
-def test_non_float_or_int8_input_type_is_refused():
+def test_input_type_onnxruntime_refuses():
     m = _digits()
     m.graph.input[0].type.tensor_type.elem_type = TensorProto.DOUBLE
-    with pytest.raises(FrontendError):
+    with pytest.raises(FrontendError, match="onnxruntime refuses"):
         from_onnx(m)

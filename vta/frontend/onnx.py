@@ -36,6 +36,7 @@ top-5).
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
@@ -44,10 +45,13 @@ from ..errors import FrontendError
 from .onnx_importer import QUANTIZE_HINT, Importer
 from .onnx_ops import SUPPORTED_OPS
 
-__all__ = ["from_onnx", "load_model", "SUPPORTED_OPSETS", "QUANTIZE_HINT"]
+__all__ = ["from_onnx", "load_model", "set_input_shapes", "SUPPORTED_OPSETS", "QUANTIZE_HINT"]
 
-#: Default-domain opsets the importer accepts.
+#: Default-domain opsets the converters are written for; older models are converted to the first
+#: (``onnx.version_converter``), newer ones are taken as they are (any opset the installed onnx knows).
 SUPPORTED_OPSETS = range(13, 22)
+
+_log = logging.getLogger("vta.frontend")
 
 
 #: Operators that mark a model as quantized.
@@ -89,9 +93,10 @@ def load_model(model: Any):
                 t.data_location == onnx.TensorProto.EXTERNAL for t in proto.graph.initializer):
             onnx.load_external_data_for_model(proto, str(Path(model).resolve().parent))
     opset = _opset(proto)
-    if opset not in SUPPORTED_OPSETS:
-        raise FrontendError(f"{where} uses ai.onnx opset {opset}; supported: {SUPPORTED_OPSETS.start} to "
-                            f"{SUPPORTED_OPSETS.stop - 1} (convert it with onnx.version_converter.convert_version)")
+    newest = onnx.defs.onnx_opset_version()
+    if not 1 <= opset <= newest:
+        raise FrontendError(f"{where} uses ai.onnx opset {opset}; the installed onnx {onnx.__version__} knows "
+                            f"opsets 1 to {newest} (a newer onnx may know it)")
     try:
         onnx.checker.check_model(proto)
     except onnx.checker.ValidationError as exc:
@@ -104,6 +109,34 @@ def load_model(model: Any):
     return proto
 
 
+def set_input_shapes(proto, shapes: Mapping[str, Sequence[int]]):
+    """A copy of ``proto`` whose inputs named in ``shapes`` have those static shapes (the inferred
+    shapes of inner tensors are dropped, to be inferred again).
+
+    Raises
+    ------
+    FrontendError
+        If a name is not an input of the model or a dimension is not positive.
+    """
+    import onnx
+
+    out = onnx.ModelProto()
+    out.CopyFrom(proto)
+    names = [i.name for i in out.graph.input]
+    for name, want in shapes.items():
+        if name not in names:
+            raise FrontendError(f"shape given for {name!r}, which is not an input of the model (inputs: {names!r})")
+        want = tuple(int(d) for d in want)
+        if any(d <= 0 for d in want):
+            raise FrontendError(f"input {name!r}: dimensions must be positive, got {want!r}")
+        shape = next(i for i in out.graph.input if i.name == name).type.tensor_type.shape
+        shape.ClearField("dim")
+        for d in want:
+            shape.dim.add().dim_value = d
+    del out.graph.value_info[:]
+    return out
+
+
 def _opset(proto) -> int:
     for imp in proto.opset_import:
         if imp.domain in ("", "ai.onnx"):
@@ -112,12 +145,55 @@ def _opset(proto) -> int:
 
 
 def _check_quantized(proto) -> None:
+    """Say (in the log) when a model has no quantized operator: onnxruntime will run all of it."""
     ops = {n.op_type for n in proto.graph.node}
     if ops & _QUANT_OPS:
         return
-    heavy = [n for n in proto.graph.node if n.op_type in ("Conv", "Gemm", "MatMul")]
-    what = f"its {heavy[0].op_type} node {heavy[0].name!r} has float weights" if heavy else "it has no quantized operator"
-    raise FrontendError(f"the model is a float model ({what}); the accelerator runs int8 models: {QUANTIZE_HINT}")
+    _log.warning("the model has no quantized operator, so onnxruntime runs all of it on the CPU; to use the "
+                 "accelerator, %s", QUANTIZE_HINT)
+
+
+def _convert_opset(proto, opset: int):
+    """``proto`` converted to the first opset the converters know, when it is older (saying so)."""
+    if opset >= SUPPORTED_OPSETS.start:
+        return proto, opset
+    import onnx
+
+    target = SUPPORTED_OPSETS.start
+    _log.warning("the model uses ai.onnx opset %d; converting it to opset %d with onnx.version_converter",
+                 opset, target)
+    try:
+        converted = onnx.version_converter.convert_version(proto, target)
+    except Exception as exc:  # noqa: BLE001 - the converter raises RuntimeError/ValueError/its C++ errors
+        raise FrontendError(f"the model uses ai.onnx opset {opset} and onnx.version_converter cannot convert it to "
+                            f"opset {target}: {str(exc).strip()[:400]}") from exc
+    return converted, target
+
+
+def _check_onnxruntime(proto) -> None:
+    """Refuse a model onnxruntime itself refuses, quoting onnxruntime (and naming a node whose
+    operator no schema knows)."""
+    import onnx
+
+    from ..errors import UnsupportedOperatorError
+    from ..graph.onnx_region import make_session
+
+    try:
+        make_session(proto.SerializeToString())
+    except UnsupportedOperatorError as exc:
+        domains = {i.domain for i in proto.opset_import}
+        local = {(f.domain, f.name) for f in proto.functions}
+        for node in proto.graph.node:
+            domain = node.domain or ""
+            if (domain, node.op_type) in local or (domain not in ("", "ai.onnx") and domain in domains
+                                                     and domain.startswith("com.microsoft")):
+                continue
+            if not onnx.defs.has(node.op_type, domain):
+                raise FrontendError(
+                    f"node {node.name!r}: operator {node.op_type!r} of domain {domain or 'ai.onnx'!r} is run neither "
+                    f"by the importer nor by onnxruntime ({str(exc).split(': ', 1)[-1][:300]})",
+                    node=node.name, op_type=node.op_type) from exc
+        raise FrontendError(f"onnxruntime refuses the model: {str(exc).split(': ', 1)[-1]}") from exc
 
 
 def _input_shapes(proto, shape: Any) -> dict[str, tuple[int, ...]]:
@@ -194,8 +270,9 @@ def from_onnx(model: Any, shape: Mapping[str, Sequence[int]] | Sequence[int] | N
         importer does not support (the message names the node, the operator and the opset).
     """
     proto = load_model(model)
-    opset = _opset(proto)
+    proto, opset = _convert_opset(proto, _opset(proto))
     _check_quantized(proto)
     shapes = _input_shapes(proto, shape)
-    graph = Importer(proto, opset, shapes, SUPPORTED_OPS).run()
+    _check_onnxruntime(proto)
+    graph = Importer(set_input_shapes(proto, shapes), opset, shapes, SUPPORTED_OPS).run()
     return graph, dict(graph.params)

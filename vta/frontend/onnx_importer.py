@@ -30,6 +30,7 @@ import numpy as np
 from ..errors import FrontendError, GraphError
 from ..graph import GraphBuilder, Node, Value
 from ..graph.infer import normalise_attrs
+from ..graph.ir import DTYPES
 
 __all__ = ["Importer", "Const", "Tensor", "Dequant", "Pending", "QUANTIZE_HINT"]
 
@@ -128,37 +129,36 @@ class Importer:
         """
         from onnx import helper, numpy_helper
 
+        from .onnx_partition import RegionBuilder
+
         for t in self.proto.graph.initializer:
             self.env[t.name] = Const(numpy_helper.to_array(t), t.name)
         for inp in self.proto.graph.input:
             if inp.name in self.env:
                 continue
             elem = inp.type.tensor_type.elem_type
-            dtype = str(helper.tensor_dtype_to_np_dtype(elem))
-            if dtype not in ("float32", "int8", "uint8"):
-                raise FrontendError(f"input {inp.name!r} has element type {dtype}; accepted: float32, int8, uint8")
+            dtype = str(np.dtype(helper.tensor_dtype_to_np_dtype(elem)))
+            if dtype not in DTYPES:
+                raise FrontendError(f"input {inp.name!r} has element type {dtype}; accepted: {', '.join(DTYPES)}")
             self.env[inp.name] = Tensor(self.b.input(inp.name, self.shapes[inp.name], dtype))
+        self.regions = regions = RegionBuilder(self)
         for index, node in enumerate(self.proto.graph.node):
             self._node = node
             name = node.name or f"{node.op_type}_{index}"
-            conv = self.ops.get((node.domain or "", node.op_type))
-            if conv is None:
-                domain = node.domain or "ai.onnx"
-                version = next((i.version for i in self.proto.opset_import if (i.domain or "ai.onnx") == domain), "?")
-                raise FrontendError(
-                    f"node {name!r}: operator {node.op_type!r} of domain {domain!r} (opset {version}) is not "
-                    f"supported by the ONNX importer; supported: {', '.join(sorted(o for _, o in self.ops))}",
-                    node=name, op_type=node.op_type)
-            try:
-                outs = conv(self, node, name, [self._get(i) for i in node.input])
-            except GraphError as exc:
-                raise FrontendError(f"node {name!r} ({node.op_type}, opset {self.opset}): {exc}",
-                                    node=name, op_type=node.op_type) from exc
-            if not isinstance(outs, (list, tuple)):
-                outs = [outs]
+            from_region = regions.reads_open(node)
+            if from_region and not regions.takes_back(from_region):
+                regions.add(index, "")  # float or shape tensors of the region: onnxruntime goes on
+                continue
+            if from_region:
+                regions.close()   # int8/uint8 tensors: back to the integer path
+            outs, reason = self._convert(node, name)
+            if outs is None:
+                regions.add(index, reason)
+                continue
             for out_name, entry in zip(node.output, outs):
                 if out_name:
                     self.env[out_name] = entry
+        regions.close()
         self._node = None
         outputs = []
         for out in self.proto.graph.output:
@@ -168,7 +168,26 @@ class Importer:
             if isinstance(entry, Const):
                 raise FrontendError(f"graph output {out.name!r} is a constant; nothing to run")
             outputs.append(self.as_float(entry) if not (isinstance(entry, Tensor)) else entry.value)
-        return self.b.finish(outputs)
+        return _live(self.b.finish(outputs))
+
+    def _convert(self, node, name: str):
+        """``(output entries, "")`` of a node the importer converts, or ``(None, reason)`` when it
+        leaves the node to onnxruntime: no converter, the converter declines the pattern, or the
+        result would be a float computation (float operators belong to onnxruntime)."""
+        conv = self.ops.get((node.domain or "", node.op_type))
+        if conv is None:
+            return None, ""
+        ins = [self._get(i) for i in node.input]
+        try:
+            outs = conv(self, node, name, ins)
+        except (FrontendError, GraphError) as exc:
+            return None, f"{node.op_type} {name!r}: {str(exc).split(': ', 1)[-1]}"
+        if not isinstance(outs, (list, tuple)):
+            outs = [outs]
+        for entry in outs:
+            if isinstance(entry, Tensor) and entry.value.type.is_float and not any(entry is e for e in ins):
+                return None, ""
+        return outs, ""
 
     def _get(self, name: str):
         if not name:
@@ -429,3 +448,14 @@ class Importer:
 
 def _hint() -> str:
     return QUANTIZE_HINT
+
+
+def _live(graph):
+    """``graph`` without the nodes no output depends on (left by converters that declined)."""
+    live: set[str] = {v.name for v in graph.outputs}
+    keep = []
+    for node in reversed(graph.nodes):
+        if node.name in live:
+            keep.append(node)
+            live.update(v.name for v in node.inputs)
+    return graph.replace(nodes=reversed(keep))

@@ -112,6 +112,7 @@ class GraphModule:
         self._fresh_on_host: set[int] = set()
         self._funcs: dict[int, Any] = {}
         self._records: list[NodeRecord] = []
+        self._host_attrs: dict[int, dict] = {}
         self._on_vta: set[int] = set()
         #: None, or a function of a node name returning a context manager entered around that
         #: node's accelerator call (the profiler labels the device's runs with it).
@@ -291,7 +292,9 @@ class GraphModule:
                     rec.stats = _stats_delta(before, stats())
                 self._host.pop(i, None)
             else:
-                host_attrs = json.loads(a.get("host_attrs", "{}"))
+                host_attrs = self._host_attrs.get(i)
+                if host_attrs is None:  # decoded once: a region's attributes hold its whole sub-model
+                    host_attrs = self._host_attrs[i] = json.loads(a.get("host_attrs", "{}"))
                 t0 = time.perf_counter()
                 result = run_kernel(a.get("host_kernel", a.get("op")), host_attrs, [self._host_value(j) for j in ins])
                 rec.time_s = time.perf_counter() - t0

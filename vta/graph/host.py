@@ -20,6 +20,7 @@ import numpy as np
 
 from ..errors import GraphError, UnsupportedOperatorError
 from .infer import parse_layout, pool_output_size
+from .onnx_region import run_region
 
 __all__ = ["KERNELS", "conv2d_nchw", "dtype_range", "evaluate", "layout_pack", "layout_unpack", "requantize", "run_kernel"]
 
@@ -432,6 +433,7 @@ KERNELS: dict[str, Kernel] = {
     "vta.to_int8": _offset(-128, "int8"),
     "vta.to_uint8": _offset(128, "uint8"),
     "vta.fold_width": _fold_width,
+    "onnx.region": run_region,
 }
 
 

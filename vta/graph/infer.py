@@ -548,6 +548,15 @@ _QPOOL = {"input_scale": None, "input_zero_point": 0, "output_scale": None, "out
 _QADD = {"lhs_scale": None, "lhs_zero_point": 0, "rhs_scale": None, "rhs_zero_point": 0,
          "output_scale": None, "output_zero_point": 0, "out_dtype": None}
 
+def _region(node, op, ins, attrs):
+    if attrs.get("shape") is None or attrs.get("dtype") is None:
+        raise _err(node, op, "needs the shape and dtype of its output")
+    return TensorType(tuple(attrs["shape"]), attrs["dtype"])
+
+
+_REGION = {"model": None, "inputs": (), "outputs": (), "index": 0, "shape": None, "dtype": None, "ops": (),
+           "macs": 0, "reason": ""}
+
 #: Every operator of the graph IR.
 OPS: dict[str, OpDef] = {
     "qnn.quantize": OpDef({"scale": None, "zero_point": 0, "out_dtype": "int8", "axis": None}, 1, _quantize),
@@ -586,6 +595,8 @@ OPS: dict[str, OpDef] = {
     # a first layer's input with the kernel's columns folded into the channels (host)
     "vta.fold_width": OpDef({"kernel_w": None, "stride_w": 1, "padding": (0, 0, 0, 0), "zero_point": 0}, 1,
                             _fold_width),
+    # a region of an ONNX model run by onnxruntime (vta.graph.onnx_region); its type is given
+    "onnx.region": OpDef(dict(_REGION), None, _region),
 }
 
 

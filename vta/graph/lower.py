@@ -181,7 +181,8 @@ def lower(graph: Graph, params: Mapping[str, np.ndarray] | None = None, env: Env
         if v.name in w.entry:
             return w.entry[v.name]
         if v.kind == PARAM:
-            out_params[v.name] = np.ascontiguousarray(graph.params[v.name])
+            data = graph.params[v.name]
+            out_params[v.name] = np.ascontiguousarray(data).reshape(data.shape)  # keeps a 0-d constant 0-d
             return w.null(v.name, v.type.shape, v.type.dtype)
         raise GraphError(f"value {v.name!r} is used before it is computed")
 
@@ -203,6 +204,8 @@ def lower(graph: Graph, params: Mapping[str, np.ndarray] | None = None, env: Env
             inputs = [source(v) for v in node.inputs]
             attrs = {"func_name": HOST_FUNC, "num_inputs": str(len(inputs)), "host_kernel": node.op,
                      "host_attrs": host_attrs_json(node), **common}
+            if node.attrs.get("macs"):  # an onnxruntime region's multiply-accumulates, for the reports
+                attrs["macs"] = str(int(node.attrs["macs"]))
         w.op(node.name, inputs, attrs, node.output_type.shape, node.output_type.dtype)
     heads = []
     for v in graph.outputs:

@@ -7,6 +7,7 @@ the rewriting of the graph are all onnxruntime's (``onnxruntime.quantization.qua
 from __future__ import annotations
 
 import tempfile
+import warnings
 from pathlib import Path
 from typing import Iterable, Mapping
 
@@ -138,7 +139,14 @@ def quantize(model, calibration_data, per_channel: bool = True, quant_format: st
             from onnxruntime.quantization.shape_inference import quant_pre_process
 
             pre = Path(tmp) / "pre.onnx"
-            quant_pre_process(str(src), str(pre))
+            try:
+                quant_pre_process(str(src), str(pre))
+            except Exception as exc:  # noqa: BLE001 - onnxruntime's symbolic shape inference asserts
+                # on some graphs (e.g. a Concat of shape values on axis 1); onnx's own shape
+                # inference still runs with it skipped, so say so and go on without it.
+                warnings.warn(f"onnxruntime's symbolic shape inference failed ({type(exc).__name__}: {exc}); "
+                              "pre-processing with onnx's shape inference only", RuntimeWarning, stacklevel=2)
+                quant_pre_process(str(src), str(pre), skip_symbolic_shape=True)
             src = pre
         quantize_static(str(src), str(dst), reader, quant_format=formats[quant_format],
                         per_channel=per_channel, activation_type=qtype[activation_type],

@@ -72,7 +72,8 @@ class PlaceDevices:
                 device, reason = "vta", self._vta_reason(node, graph, env, self.reasons.get(node.name))
             elif node.op in KERNELS:
                 device = "cpu"
-                reason = self.reasons.get(node.name) or cpu_reason(node.op, node.output_type.dtype)
+                reason = (self.reasons.get(node.name) or node.attrs.get("reason")
+                          or cpu_reason(node.op, node.output_type.dtype))
             else:
                 raise UnsupportedOperatorError(
                     f"node {node.name!r}: operator {node.op!r} runs neither on the accelerator nor on the host")

