@@ -49,6 +49,16 @@ def _add_graph(rng):
     return b.finish(b.qnn.add(x, y, output_scale=0.1, output_zero_point=0, name="core"))
 
 
+def _mul_graph(rng):
+    del rng
+    b = GraphBuilder()
+    x = b.input("x", (1, 20, 4, 4), "uint8", scale=0.05, zero_point=130)
+    y = b.input("y", (1, 20, 4, 4), "int8", scale=0.07, zero_point=-1)
+    return b.finish(b.op("qnn.mul", [x, y], dict(lhs_scale=0.05, lhs_zero_point=130, rhs_scale=0.07,
+                                                rhs_zero_point=-1, output_scale=0.1, output_zero_point=3),
+                         "core"))
+
+
 def _max_pool_graph(rng):
     del rng
     b = GraphBuilder()
@@ -57,7 +67,8 @@ def _max_pool_graph(rng):
 
 
 #: A small graph per registered kind whose node ``core`` becomes that accelerator operator.
-GRAPHS = {"conv2d": _conv_graph, "dense": _dense_graph, "add": _add_graph, "max_pool2d": _max_pool_graph}
+GRAPHS = {"conv2d": _conv_graph, "dense": _dense_graph, "add": _add_graph, "multiply": _mul_graph,
+          "max_pool2d": _max_pool_graph}
 
 
 def test_every_registered_kind_has_a_fusion_and_a_test_graph():

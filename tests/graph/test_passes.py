@@ -104,3 +104,20 @@ def test_pad_limit_keeps_an_expensive_first_layer_on_the_cpu(env):
     assert conv1.attrs["reason"] == ("channels 3->16 padded to 16->16 would cost 5.3x the MACs "
                                      "(more than pad_limit=2): on the CPU")
     assert g.node("conv2").attrs["device"] == "vta"
+
+
+def test_per_channel_multipliers_on_both_sides_of_a_half_stay_on_the_cpu(env):
+    b = GraphBuilder()
+    x = b.input("x", (1, 16, 4, 4), "int8", scale=1.0)
+    w = np.full((16, 16, 3, 3), 100, np.int8)          # |acc| up to 255 * 14400: past 2**15
+    scales = np.where(np.arange(16) < 8, 0.8, 0.001)    # M = 0.8 and 0.001 in one layer
+    a = b.qnn.conv2d(x, b.const("w", w, scale=scales, axis=0), name="conv")
+    g = optimize(b.finish(b.qnn.requantize(a, output_scale=1.0, name="rq")), env)
+    node = g.node("conv")
+    assert node.attrs["device"] == "cpu" and "both sides of 1/2" in node.attrs["reason"]
+    scales = np.where(np.arange(16) < 8, 0.0008, 0.001)  # both below 1/2: on the accelerator
+    b = GraphBuilder()
+    x = b.input("x", (1, 16, 4, 4), "int8", scale=1.0)
+    a = b.qnn.conv2d(x, b.const("w", w, scale=scales, axis=0), name="conv")
+    g = optimize(b.finish(b.qnn.requantize(a, output_scale=1.0, name="rq")), env)
+    assert g.node("conv").attrs["device"] == "vta"

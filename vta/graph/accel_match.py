@@ -16,7 +16,7 @@ import numpy as np
 from ..env import Environment
 from .ir import PARAM, Graph, Node, Value
 
-__all__ = ["INT8", "Chain", "Matcher", "match_add", "match_core", "match_max_pool"]
+__all__ = ["INT8", "Chain", "Matcher", "match_add", "match_core", "match_max_pool", "match_mul"]
 
 INT8 = ("int8", "uint8")
 
@@ -155,6 +155,22 @@ def match_add(m: Matcher, node: Node, claimed: set[str]) -> tuple[Chain | None, 
     chain.activations = m.activations(node.output)
     chain.nodes.extend(chain.activations)
     return chain, "supported"
+
+
+def match_mul(m: Matcher, node: Node, claimed: set[str]) -> tuple[Chain | None, str]:
+    """Match a ``qnn.mul`` (+ relu/clip) of two NCHW int8/uint8 tensors of one shape."""
+    chain, reason = match_add(m, node, claimed)
+    if chain is None:
+        return None, reason.replace("adds", "products").replace("an add", "a product")
+    from ..topi.qnn_mul import mul_requant
+
+    a = node.attrs
+    try:
+        mul_requant(float(np.ravel(a["lhs_scale"])[0] * np.ravel(a["rhs_scale"])[0] / np.ravel(a["output_scale"])[0]))
+    except ValueError as exc:
+        return None, f"requantization not representable: {exc}"
+    chain.kind = "multiply"
+    return chain, reason
 
 
 def match_max_pool(m: Matcher, node: Node, claimed: set[str]) -> tuple[Chain | None, str]:

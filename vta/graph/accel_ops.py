@@ -34,7 +34,7 @@ import numpy as np
 
 from ..env import Environment
 from ..errors import GraphError
-from .accel_match import match_add, match_core, match_max_pool
+from .accel_match import match_add, match_core, match_max_pool, match_mul
 from .infer import _POOL, OpDef, infer_vta_conv2d, infer_vta_dense, infer_vta_pool, infer_vta_same
 
 __all__ = ["ACCEL_OPS", "ACTIVATION_ROLES", "AccelOp", "accel_op", "round_up"]
@@ -106,6 +106,11 @@ def _build_qdense(spec, name, env):
 def _build_qadd(spec, name, env):
     from ..topi.qnn import build_qadd
     return build_qadd(spec, name, env=env)
+
+
+def _build_qmul(spec, name, env):
+    from ..topi.qnn_mul import build_qmul
+    return build_qmul(spec, name, env=env)
 
 
 def _build_maxpool(spec, name, env):
@@ -180,6 +185,9 @@ def _entries() -> dict[str, AccelOp]:
                 OpDef({"spec": None, "layout": "NC", **_OUT}, (3, 4), infer_vta_dense)),
         AccelOp("vta.add", "add", ("qnn.add",), match_add, False, ("lhs", "rhs"), "NCHW", _pad_elementwise,
                 _build_qadd, _no_macs, OpDef({"spec": None, "layout": "NCHW", **_OUT}, 2, infer_vta_same)),
+        AccelOp("vta.multiply", "multiply", ("qnn.mul",), match_mul, False, ("lhs", "rhs"), "NCHW",
+                _pad_elementwise, _build_qmul, _no_macs, OpDef({"spec": None, "layout": "NCHW", **_OUT}, 2,
+                                                               infer_vta_same)),
         AccelOp("vta.max_pool2d", "max_pool2d", ("nn.max_pool2d",), match_max_pool, False, ("data",), "NCHW",
                 _pad_elementwise, _build_maxpool, _no_macs,
                 OpDef({**_POOL, "spec": None, **_OUT}, 1, infer_vta_pool)),

@@ -568,6 +568,8 @@ OPS: dict[str, OpDef] = {
                              "output_zero_point": 0, "out_dtype": "int8", "axis": 1, "acc_bits": None}, 1,
                             _requantize),
     "qnn.add": OpDef(dict(_QADD), 2, _qnn_add),
+    # the quantized product (s_out * (y - z_out) = s_lhs * (a - z_lhs) * s_rhs * (b - z_rhs))
+    "qnn.mul": OpDef(dict(_QADD), 2, _qnn_add),
     "clip": OpDef({"a_min": None, "a_max": None}, 1, _clip),
     "nn.relu": OpDef({}, 1, _same),
     "nn.max_pool2d": OpDef(dict(_POOL), 1, _pool),

@@ -68,8 +68,8 @@ def _scale(v) -> np.ndarray:
     return np.asarray(v, dtype=np.float64).reshape(-1)
 
 
-def chain_plans(graph: Graph, env: Environment,
-                pad_limit: float | None = None) -> tuple[dict[str, Chain], dict[str, str]]:
+def chain_plans(graph: Graph, env: Environment, pad_limit: float | None = None,
+                requant_mode: str = "fixed") -> tuple[dict[str, Chain], dict[str, str]]:
     """The chains to fuse (by the name of their last node) and, for every node left out, why."""
     m = Matcher(graph, env)
     plans: dict[str, Chain] = {}
@@ -83,7 +83,7 @@ def chain_plans(graph: Graph, env: Environment,
             continue
         chain, reason = op.match(m, node, claimed)
         if chain is not None and op.gemm:
-            reason = _spec_problem(chain) or _padding_problem(chain, env, pad_limit) or reason
+            reason = _spec_problem(chain, requant_mode) or _padding_problem(chain, env, pad_limit) or reason
             if reason != "supported":
                 chain = None
         if chain is None:
@@ -111,16 +111,21 @@ def _padding_problem(chain: Chain, env: Environment, pad_limit: float | None) ->
     return None
 
 
-def _spec_problem(chain: Chain) -> str | None:
-    """A reason the multipliers cannot be represented (Q's Requant), or None."""
+def _spec_problem(chain: Chain, requant_mode: str = "fixed") -> str | None:
+    """A reason the multipliers cannot be represented (Q's Requant) or run by one ALU program,
+    or None."""
     try:
-        _requant_scales(chain)
+        rq = _requant_scales(chain, requant_mode)
     except ValueError as exc:
         return f"requantization not representable: {exc}"
+    live = {int(s) for s, m in zip(rq.shift.tolist(), rq.multiplier.tolist(), strict=True) if m}
+    if rq.per_channel and rq.needs_clamp() and min(live) <= 15 < max(live):
+        return ("per-channel requantization multipliers on both sides of 1/2 with an accumulator that may pass "
+                "2**15 (one ALU program cannot clamp some channels and not others): on the CPU")
     return None
 
 
-def _requant_scales(chain: Chain):
+def _requant_scales(chain: Chain, requant_mode: str = "fixed"):
     from ...topi.qnn import Requant
 
     rq = chain.requant
@@ -132,7 +137,8 @@ def _requant_scales(chain: Chain):
         mine = "lhs" if chain.add.inputs[0] == rq.output else "rhs"
         if int(a[f"{mine}_zero_point"]) != int(rq.attrs["output_zero_point"]):
             raise ValueError("the add's zero point of the layer's result differs from the requantize's")
-    return Requant.from_scale(_scale(rq.attrs["input_scale"]) / _scale(rq.attrs["output_scale"]))
+    return Requant.from_scale(_scale(rq.attrs["input_scale"]) / _scale(rq.attrs["output_scale"]), mode=requant_mode,
+                              acc_bits=rq.attrs.get("acc_bits"))
 
 
 class FuseAccelerator:
@@ -164,7 +170,7 @@ class FuseAccelerator:
 
     def __call__(self, graph: Graph) -> Graph:
         env = self.env or get_env()
-        plans, reasons = chain_plans(graph, env, self.pad_limit)
+        plans, reasons = chain_plans(graph, env, self.pad_limit, self.requant_mode)
         self.reasons.clear()
         self.reasons.update(reasons)
         absorbed = {n.name for c in plans.values() for n in c.nodes[:-1]}
@@ -339,6 +345,28 @@ class FuseAccelerator:
         out = rw.emit(_BY_KIND[c.kind].name, [va, vb], attrs, add.name)
         return self._finish(rw, out, out_dtype, c.last)
 
+    def _fuse_mul(self, rw: Rewriter, c: Chain) -> Value:
+        from ...topi.qnn_mul import QMulSpec, mul_requant
+
+        node = c.core
+        a = node.attrs
+        va, da = self._to_int8(rw, node.inputs[0])
+        vb, db = self._to_int8(rw, node.inputs[1])
+        out_scale = float(_scale(a["output_scale"])[0])
+        out_dtype = node.output_type.dtype
+        doff = -128 if out_dtype == "uint8" else 0
+        lo, hi = fold_clip(c.activations, out_dtype)
+        n, ch, h, w = va.type.shape
+        rq = mul_requant(float(_scale(a["lhs_scale"])[0] * _scale(a["rhs_scale"])[0] / out_scale),
+                         self.requant_mode)
+        spec = QMulSpec(n, ch, h, w, int(a["lhs_zero_point"]) + da, int(a["rhs_zero_point"]) + db, rq,
+                        int(a["output_zero_point"]) + doff, (lo + doff, hi + doff))
+        attrs = dict(spec=spec, layout="NCHW", out_scale=out_scale, out_zero_point=int(a["output_zero_point"]) + doff,
+                     out_axis=None, channels=ch)
+        rw.names.discard(node.name)
+        out = rw.emit(_BY_KIND[c.kind].name, [va, vb], attrs, node.name)
+        return self._finish(rw, out, out_dtype, c.last)
+
     def _fuse_pool(self, rw: Rewriter, c: Chain) -> Value:
         from ...topi.qnn import MaxPoolSpec
 
@@ -358,4 +386,5 @@ class FuseAccelerator:
 
 #: How :class:`FuseAccelerator` fuses a chain of each kind (``AccelOp.kind``).
 FUSED_KINDS = {"conv2d": FuseAccelerator._fuse_core, "dense": FuseAccelerator._fuse_core,
-               "add": FuseAccelerator._fuse_add, "max_pool2d": FuseAccelerator._fuse_pool}
+               "add": FuseAccelerator._fuse_add, "multiply": FuseAccelerator._fuse_mul,
+               "max_pool2d": FuseAccelerator._fuse_pool}
