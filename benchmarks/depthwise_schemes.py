@@ -183,7 +183,7 @@ def main(argv: list[str] | None = None) -> int:
     bad = 0
     with tempfile.TemporaryDirectory(prefix="vta_depthwise_") as tmpdir:
         for name in layers:
-            cin, cout, groups, hw, k, stride = LAYERS[name]
+            _, cout, groups, hw, k, stride = LAYERS[name]
             row = {}
             for scheme in ("blocks", "per-group", "dense"):
                 stats, ok = run(name, scheme, env, Path(tmpdir))
@@ -194,7 +194,7 @@ def main(argv: list[str] | None = None) -> int:
             oh = (hw + 2 * (k // 2) - k) // stride + 1
             # two ALU micro-ops per output pixel, tap and block, plus the same requantisation epilogue
             alu = (2 * oh * oh * _round_up(cout, env.BLOCK_OUT) // env.BLOCK_OUT * k * k + epilogue
-                   if cin == groups == cout else None)
+                   if groups == cout == LAYERS[name][0] else None)
             cells = "".join(f"{c:>10,}{'  ' if ok else ' !'}" for c, ok in row.values())
             best = min(row, key=lambda sch: row[sch][0])
             print(f"{name:<24}{cells}{(f'{alu:,}' if alu else '-'):>12}  {best}")

@@ -110,7 +110,7 @@ def test_every_pass_handles_the_registered_operator(name, env):
 def test_every_registered_operator_lowers(name, env):
     op = ACCEL_OPS[name]
     low = lower(GRAPHS[op.kind](np.random.default_rng(4)), env=env)
-    assert '"op": "%s"' % name in low.graph_json
+    assert f'"op": "{name}"' in low.graph_json
     assert low.lib is not None
 
 

@@ -52,7 +52,7 @@ def test_product_of_different_shapes_stays_on_the_cpu_with_the_reason(env):
 
 
 def _qdq_mul_model(shape_a, shape_b, sa=0.21, za=133, sb=1 / 255, zb=0, sy=0.11, zy=120):
-    onnx = pytest.importorskip("onnx")
+    pytest.importorskip("onnx")
     from onnx import TensorProto, helper, numpy_helper
 
     inits = [numpy_helper.from_array(np.array(v, dt), n) for v, dt, n in (

@@ -106,18 +106,20 @@ def test_pad_limit_keeps_an_expensive_first_layer_on_the_cpu(env):
     assert g.node("conv2").attrs["device"] == "vta"
 
 
-def test_per_channel_multipliers_on_both_sides_of_a_half_stay_on_the_cpu(env):
+
+@pytest.mark.native
+def test_per_channel_multipliers_on_both_sides_of_a_half_run_on_the_accelerator(env):
+    from .oracle import conv_int, requant, worst_bits
+    from .test_e2e_fsim import run_graph
+
     b = GraphBuilder()
     x = b.input("x", (1, 16, 4, 4), "int8", scale=1.0)
-    w = np.full((16, 16, 3, 3), 100, np.int8)          # |acc| up to 255 * 14400: past 2**15
+    w = np.random.default_rng(2).integers(-100, 101, (16, 16, 3, 3)).astype(np.int8)  # |acc| past 2**15
     scales = np.where(np.arange(16) < 8, 0.8, 0.001)    # M = 0.8 and 0.001 in one layer
     a = b.qnn.conv2d(x, b.const("w", w, scale=scales, axis=0), name="conv")
-    g = optimize(b.finish(b.qnn.requantize(a, output_scale=1.0, name="rq")), env)
-    node = g.node("conv")
-    assert node.attrs["device"] == "cpu" and "both sides of 1/2" in node.attrs["reason"]
-    scales = np.where(np.arange(16) < 8, 0.0008, 0.001)  # both below 1/2: on the accelerator
-    b = GraphBuilder()
-    x = b.input("x", (1, 16, 4, 4), "int8", scale=1.0)
-    a = b.qnn.conv2d(x, b.const("w", w, scale=scales, axis=0), name="conv")
-    g = optimize(b.finish(b.qnn.requantize(a, output_scale=1.0, name="rq")), env)
-    assert g.node("conv").attrs["device"] == "vta"
+    g = b.finish(b.qnn.requantize(a, output_scale=1.0, name="rq"))
+    assert optimize(g, env).node("conv").attrs["device"] == "vta"
+    xv = np.random.default_rng(3).integers(-128, 128, (1, 16, 4, 4)).astype(np.int8)
+    got = run_graph(g, {"x": xv}, env).get_output(0)
+    want = requant(conv_int(xv, w, 0, 1, (0, 0, 0, 0)), scales, 0, -128, 127, acc_bits=worst_bits(w, np.zeros(16)))
+    np.testing.assert_array_equal(got, want)

@@ -69,12 +69,13 @@ from .conv2d import conv2d_packed, schedule_conv2d_packed
 from .dense import dense_packed, schedule_dense_packed
 from .group_conv2d import group_conv2d_packed, schedule_group_conv2d_packed
 from .epilogue import BROADCAST_TAG, ELEMWISE_TAG
-from .qnn_layout import ArgLayout, ArgSpec, clamp_vectors
+from .qnn_layout import MIXED_ROLES, ArgLayout, ArgSpec, clamp_vectors
 from .qnn_requant import (
     DIRECT_CLAMP,
     MAX_ROUND_SHIFT,
     MULTIPLIER_SPLIT,
     PRODUCT_SHIFT,
+    mixed_shift_form,
     saturating_clamp,
     sum_fraction_bits,
 )
@@ -450,6 +451,7 @@ def _epilogue(acc: Tensor, spec, bias: Tensor | None, vec_shape: tuple, residual
     last = spec.residual is None and inter is None
     plan = clamp_vectors(spec)  # per-channel clamp bounds (then one multiply), shared with ArgLayout
     clamp_t = None
+    rq_main = spec.requant
     if plan is not None:
         rq = spec.requant
         s1, _ = rq.split_shifts(z_out if last else 0, bounded=True)
@@ -458,8 +460,17 @@ def _epilogue(acc: Tensor, spec, bias: Tensor | None, vec_shape: tuple, residual
         clamp_t = tuple(placeholder(vec_shape, name=r, dtype=env.acc_dtype) for r in ("clamp_lo", "clamp_hi"))
         placeholders.extend(zip(("clamp_lo", "clamp_hi"), clamp_t))
     else:
-        use_m, use_s = _vector_kinds(spec.requant)
-        m_roles = ("multiplier", "multiplier_lo")[:len(spec.requant.alu_multipliers())]
+        mixed = mixed_shift_form(spec.requant)
+        if mixed is not None:
+            # shifts on both sides of 15: clamp and pre-shift per channel, then one split product
+            rq_main = mixed[0]
+            mixed_t = [placeholder(vec_shape, name=r, dtype=env.acc_dtype) for r in MIXED_ROLES]
+            placeholders.extend(zip(MIXED_ROLES, mixed_t))
+            ch.tensor("min", mixed_t[1])
+            ch.tensor("max", mixed_t[0])
+            ch.tensor("shr", mixed_t[2])   # a negative shift: left
+        use_m, use_s = _vector_kinds(rq_main)
+        m_roles = ("multiplier", "multiplier_lo")[:len(rq_main.alu_multipliers())]
     mult_t = shift_t = None
     if use_m:
         mult_t = tuple(placeholder(vec_shape, name=r, dtype=env.acc_dtype) for r in m_roles)
@@ -473,7 +484,7 @@ def _epilogue(acc: Tensor, spec, bias: Tensor | None, vec_shape: tuple, residual
         saturate = (inter.clip[0] - inter.zero_point, inter.clip[1] - inter.zero_point)
     else:
         saturate = None  # a residual is added before the clip
-    z_left = ch.requant(spec.requant, mult_t, shift_t, post_add=z_out if last else 0, saturate=saturate,
+    z_left = ch.requant(rq_main, mult_t, shift_t, post_add=z_out if last else 0, saturate=saturate,
                         clamp=None if plan is None else (clamp_t, plan[2]))
     if inter is not None:
         # clip(y + z, lo, hi) - z == clip(y, lo - z, hi - z): the int8 output of the operator itself.

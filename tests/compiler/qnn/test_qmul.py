@@ -42,7 +42,7 @@ def test_qmul_equals_the_integer_oracle(qenv, tmp_path, scale, za, zb, zo, clip)
 
 
 def test_qmul_within_one_of_onnxruntime():
-    onnx = pytest.importorskip("onnx")
+    pytest.importorskip("onnx")
     ort = pytest.importorskip("onnxruntime")
     from onnx import TensorProto, helper, numpy_helper
 

@@ -68,8 +68,8 @@ def _scale(v) -> np.ndarray:
     return np.asarray(v, dtype=np.float64).reshape(-1)
 
 
-def chain_plans(graph: Graph, env: Environment, pad_limit: float | None = None,
-                requant_mode: str = "fixed") -> tuple[dict[str, Chain], dict[str, str]]:
+def chain_plans(graph: Graph, env: Environment,
+                pad_limit: float | None = None) -> tuple[dict[str, Chain], dict[str, str]]:
     """The chains to fuse (by the name of their last node) and, for every node left out, why."""
     m = Matcher(graph, env)
     plans: dict[str, Chain] = {}
@@ -83,7 +83,7 @@ def chain_plans(graph: Graph, env: Environment, pad_limit: float | None = None,
             continue
         chain, reason = op.match(m, node, claimed)
         if chain is not None and op.gemm:
-            reason = _spec_problem(chain, requant_mode) or _padding_problem(chain, env, pad_limit) or reason
+            reason = _spec_problem(chain) or _padding_problem(chain, env, pad_limit) or reason
             if reason != "supported":
                 chain = None
         if chain is None:
@@ -111,21 +111,16 @@ def _padding_problem(chain: Chain, env: Environment, pad_limit: float | None) ->
     return None
 
 
-def _spec_problem(chain: Chain, requant_mode: str = "fixed") -> str | None:
-    """A reason the multipliers cannot be represented (Q's Requant) or run by one ALU program,
-    or None."""
+def _spec_problem(chain: Chain) -> str | None:
+    """A reason the multipliers cannot be represented (Q's Requant), or None."""
     try:
-        rq = _requant_scales(chain, requant_mode)
+        _requant_scales(chain)
     except ValueError as exc:
         return f"requantization not representable: {exc}"
-    live = {int(s) for s, m in zip(rq.shift.tolist(), rq.multiplier.tolist(), strict=True) if m}
-    if rq.per_channel and rq.needs_clamp() and min(live) <= 15 < max(live):
-        return ("per-channel requantization multipliers on both sides of 1/2 with an accumulator that may pass "
-                "2**15 (one ALU program cannot clamp some channels and not others): on the CPU")
     return None
 
 
-def _requant_scales(chain: Chain, requant_mode: str = "fixed"):
+def _requant_scales(chain: Chain):
     from ...topi.qnn import Requant
 
     rq = chain.requant
@@ -137,8 +132,7 @@ def _requant_scales(chain: Chain, requant_mode: str = "fixed"):
         mine = "lhs" if chain.add.inputs[0] == rq.output else "rhs"
         if int(a[f"{mine}_zero_point"]) != int(rq.attrs["output_zero_point"]):
             raise ValueError("the add's zero point of the layer's result differs from the requantize's")
-    return Requant.from_scale(_scale(rq.attrs["input_scale"]) / _scale(rq.attrs["output_scale"]), mode=requant_mode,
-                              acc_bits=rq.attrs.get("acc_bits"))
+    return Requant.from_scale(_scale(rq.attrs["input_scale"]) / _scale(rq.attrs["output_scale"]))
 
 
 class FuseAccelerator:
@@ -170,7 +164,7 @@ class FuseAccelerator:
 
     def __call__(self, graph: Graph) -> Graph:
         env = self.env or get_env()
-        plans, reasons = chain_plans(graph, env, self.pad_limit, self.requant_mode)
+        plans, reasons = chain_plans(graph, env, self.pad_limit)
         self.reasons.clear()
         self.reasons.update(reasons)
         absorbed = {n.name for c in plans.values() for n in c.nodes[:-1]}
