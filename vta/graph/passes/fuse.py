@@ -2,9 +2,12 @@
 
 ``qnn.conv2d``/``qnn.dense`` + ``nn.bias_add`` + ``qnn.requantize`` [+ ``qnn.add`` residual]
 [+ ``nn.relu``/``clip``] becomes ``vta.conv2d``/``vta.dense`` carrying a Q spec
-(:class:`vta.topi.qnn.QConv2DSpec`); a standalone ``qnn.add`` becomes ``vta.add``, an 8-bit
-``nn.max_pool2d`` ``vta.max_pool2d``. On the way:
+(:class:`vta.topi.qnn.QConv2DSpec`); a standalone ``qnn.add`` becomes ``vta.add``, a ``qnn.mul``
+``vta.multiply``, an 8-bit ``nn.max_pool2d`` ``vta.max_pool2d`` (the registrations of
+:mod:`vta.graph.accel_ops` say which graph operator starts which chain). On the way:
 
+* a grouped or depthwise convolution gets groups of whole channel blocks with block-diagonal
+  weights (:mod:`vta.topi.qnn_group`; zero groups fill the last block, its reason says so);
 * ``-z_in * sum(w)`` is folded into the bias (padded pixels take ``z_in``, so the whole kernel
   sum is right at the borders too);
 * uint8 tensors are moved to the int8 domain of the accelerator (``v - 128``, zero point - 128)

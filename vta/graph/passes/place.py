@@ -1,9 +1,10 @@
 """PlaceDevices: every node gets a ``device`` ("vta" or "cpu") and the ``reason`` for it.
 
-Fused ``vta.*`` operators run on the accelerator ("supported", plus what padding costs when the
-channels are far from the blocks); everything else runs on the CPU with the reason it is not
-on the accelerator: the matcher's finding for convolutions, dense layers, adds and pools that
-were not fused (kept by :class:`~vta.graph.passes.fuse.FuseAccelerator` in the ``reasons`` it
+Fused ``vta.*`` operators (:data:`vta.graph.accel_ops.ACCEL_OPS`) run on the accelerator
+("supported", plus what padding costs when the channels are far from the blocks, and how a
+grouped convolution runs); everything else runs on the CPU with the reason it is not
+on the accelerator: the matcher's finding for convolutions, dense layers, adds, products and
+pools that were not fused (kept by :class:`~vta.graph.passes.fuse.FuseAccelerator` in the ``reasons`` it
 reports), or what the operator is (a float operator, a layout conversion at a region border).
 An operator with no host kernel and no accelerator form raises.
 """
