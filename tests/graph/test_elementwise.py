@@ -42,14 +42,30 @@ def test_quantized_product_on_the_accelerator(env, relu):
     assert [n.op for n in optimize(g, env).nodes].count("vta.multiply") == 1
 
 
-def test_product_of_different_shapes_stays_on_the_cpu_with_the_reason(env):
+def test_product_with_a_per_channel_gate_on_the_accelerator_and_other_shapes_on_the_cpu(env):
+    rng = np.random.default_rng(9)
+    for gate_first in (False, True):
+        b = GraphBuilder()
+        x = b.input("a", (1, 20, 4, 5), "int8", scale=0.1, zero_point=2)
+        y = b.input("b", (1, 20, 1, 1), "uint8", scale=1 / 255, zero_point=0)
+        ins = [y, x] if gate_first else [x, y]
+        attrs = dict(lhs_scale=ins[0].type.scale, lhs_zero_point=ins[0].type.zero_point,
+                     rhs_scale=ins[1].type.scale, rhs_zero_point=ins[1].type.zero_point, output_scale=0.08,
+                     output_zero_point=-4, out_dtype="int8")
+        g = b.finish(b.op("qnn.mul", ins, attrs, "mul"))
+        av = rng.integers(-128, 128, (1, 20, 4, 5)).astype(np.int8)
+        bv = rng.integers(0, 256, (1, 20, 1, 1)).astype(np.uint8)
+        m = run_graph(g, {"a": av, "b": bv}, env)
+        p = (av.astype(np.int64) - 2) * bv.astype(np.int64)
+        want = np.clip(fixed_point(p, 0.1 / 255 / 0.08, acc_bits=17) - 4, -128, 127)
+        np.testing.assert_array_equal(m.get_output(0), want)
+        assert {r.name: r for r in m.node_records()}["mul"].device == "vta"
     b = GraphBuilder()
     x = b.input("a", (1, 16, 4, 4), "int8", scale=0.1, zero_point=0)
-    y = b.input("b", (1, 16, 1, 1), "int8", scale=0.1, zero_point=0)
+    y = b.input("b", (1, 1, 4, 4), "int8", scale=0.1, zero_point=0)
     g = optimize(b.finish(b.op("qnn.mul", [x, y], dict(lhs_scale=0.1, rhs_scale=0.1, output_scale=0.1), "mul")), env)
     node = g.node("mul")
     assert node.attrs["device"] == "cpu" and "products of two NCHW tensors of the same shape" in node.attrs["reason"]
-
 
 def _qdq_mul_model(shape_a, shape_b, sa=0.21, za=133, sb=1 / 255, zb=0, sy=0.11, zy=120):
     pytest.importorskip("onnx")
@@ -71,7 +87,7 @@ def _qdq_mul_model(shape_a, shape_b, sa=0.21, za=133, sb=1 / 255, zb=0, sy=0.11,
     return model
 
 
-@pytest.mark.parametrize("shape_b,device", [([1, 32, 6, 6], "vta"), ([1, 32, 1, 1], "cpu")])
+@pytest.mark.parametrize("shape_b,device", [([1, 32, 6, 6], "vta"), ([1, 32, 1, 1], "vta"), ([1, 1, 6, 6], "cpu")])
 def test_qdq_mul_imported_and_within_one_of_onnxruntime(env, shape_b, device):
     ort = pytest.importorskip("onnxruntime")
     from vta.frontend import from_onnx

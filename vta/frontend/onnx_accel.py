@@ -1,8 +1,8 @@
 """Converters of ONNX operators the accelerator runs between quantized tensors.
 
 ``Mul`` of two dequantized tensors (per-tensor scales) followed by a QuantizeLinear becomes
-``qnn.mul`` (:func:`emit_mul`; the accelerator's ``vta.multiply`` when the shapes agree, the
-exact integer host kernel otherwise); any other ``Mul`` is a float product, which the importer
+``qnn.mul`` (:func:`emit_mul`; the accelerator's ``vta.multiply`` when the shapes agree or one
+operand is a per-channel gate, the exact integer host kernel otherwise); any other ``Mul`` is a float product, which the importer
 leaves to onnxruntime.
 """
 

@@ -158,8 +158,20 @@ def match_add(m: Matcher, node: Node, claimed: set[str]) -> tuple[Chain | None, 
 
 
 def match_mul(m: Matcher, node: Node, claimed: set[str]) -> tuple[Chain | None, str]:
-    """Match a ``qnn.mul`` (+ relu/clip) of two NCHW int8/uint8 tensors of one shape."""
-    chain, reason = match_add(m, node, claimed)
+    """Match a ``qnn.mul`` (+ relu/clip) of two NCHW int8/uint8 tensors of one shape, or of a
+    tensor and a ``(N, C, 1, 1)`` one broadcast over its pixels (either operand)."""
+    a, b = node.inputs
+    sa, sb = a.type.shape, b.type.shape
+    if len(sa) == len(sb) == 4 and sa != sb and (sa[:2] == sb[:2]) and (sb[2:] == (1, 1) or sa[2:] == (1, 1)) \
+            and node.output_type.shape in (sa, sb):
+        if a.type.dtype not in INT8 or b.type.dtype not in INT8 or node.output_type.dtype not in INT8:
+            return None, "operands must be int8 or uint8"
+        chain = Chain("multiply", [node], node, add=node)
+        chain.activations = m.activations(node.output)
+        chain.nodes.extend(chain.activations)
+        reason = "supported"
+    else:
+        chain, reason = match_add(m, node, claimed)
     if chain is None:
         return None, reason.replace("adds", "products").replace("an add", "a product")
     from ..topi.qnn_mul import mul_requant

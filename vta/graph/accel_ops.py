@@ -35,7 +35,7 @@ import numpy as np
 from ..env import Environment
 from ..errors import GraphError
 from .accel_match import match_add, match_core, match_max_pool, match_mul
-from .infer import _POOL, OpDef, infer_vta_conv2d, infer_vta_dense, infer_vta_pool, infer_vta_same
+from .infer import _POOL, OpDef, infer_vta_conv2d, infer_vta_dense, infer_vta_multiply, infer_vta_pool, infer_vta_same
 
 __all__ = ["ACCEL_OPS", "ACTIVATION_ROLES", "AccelOp", "accel_op", "round_up"]
 
@@ -187,7 +187,7 @@ def _entries() -> dict[str, AccelOp]:
                 _build_qadd, _no_macs, OpDef({"spec": None, "layout": "NCHW", **_OUT}, 2, infer_vta_same)),
         AccelOp("vta.multiply", "multiply", ("qnn.mul",), match_mul, False, ("lhs", "rhs"), "NCHW",
                 _pad_elementwise, _build_qmul, _no_macs, OpDef({"spec": None, "layout": "NCHW", **_OUT}, 2,
-                                                               infer_vta_same)),
+                                                               infer_vta_multiply)),
         AccelOp("vta.max_pool2d", "max_pool2d", ("nn.max_pool2d",), match_max_pool, False, ("data",), "NCHW",
                 _pad_elementwise, _build_maxpool, _no_macs,
                 OpDef({**_POOL, "spec": None, **_OUT}, 1, infer_vta_pool)),

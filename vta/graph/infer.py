@@ -21,7 +21,8 @@ import numpy as np
 from ..errors import GraphError, UnsupportedOperatorError
 from .ir import TensorType, Value
 
-__all__ = ["OPS", "OpDef", "infer_type", "infer_vta_conv2d", "infer_vta_dense", "infer_vta_pool", "infer_vta_same",
+__all__ = ["OPS", "OpDef", "infer_type", "infer_vta_conv2d", "infer_vta_dense", "infer_vta_multiply", "infer_vta_pool",
+           "infer_vta_same",
            "known_ops", "normalise_attrs", "op_def", "packed_shape", "parse_layout", "pool_output_size"]
 
 INT8_TYPES = ("int8", "uint8")
@@ -528,6 +529,14 @@ def infer_vta_same(node, op, ins, attrs):
         _check_input(node, op, v, attrs, logical)
     if ins[0].type.shape != ins[-1].type.shape:
         raise _err(node, op, f"inputs {_fmt(ins[0])} and {_fmt(ins[-1])} have different shapes")
+    return _vta_out(node, op, attrs, logical)
+
+
+def infer_vta_multiply(node, op, ins, attrs):
+    spec = _spec(node, op, attrs)
+    logical = (spec.batch, spec.channels, spec.height, spec.width)
+    _check_input(node, op, ins[0], attrs, logical)
+    _check_input(node, op, ins[1], attrs, (spec.batch, spec.channels, 1, 1) if spec.rhs_broadcast else logical)
     return _vta_out(node, op, attrs, logical)
 
 

@@ -20,7 +20,7 @@ import numpy as np
 from ..env import Environment, get_env
 from ..te import compute, placeholder
 from ._traverse import LOAD_TAG
-from .epilogue import ELEMWISE_TAG
+from .epilogue import BROADCAST_TAG, ELEMWISE_TAG
 from .qnn_build import _arg_specs, _build, _Chain, _ceil_div, _check_env, _ewise_schedule, _finish, _row_tile, \
     _stages_below
 from .qnn_layout import ArgLayout
@@ -41,7 +41,8 @@ def mul_requant(scale: float, mode: str = "fixed") -> Requant:
 @dataclass(frozen=True)
 class QMulSpec:
     """``clip(requant((a - lhs_zero_point) * (b - rhs_zero_point)) + output_zero_point)`` of two
-    int8 NCHW tensors of one shape.
+    int8 NCHW tensors of one shape, or (``rhs_broadcast``) of ``a`` and a ``(N, C, 1, 1)`` tensor
+    ``b`` broadcast over the pixels (a squeeze-and-excitation gate).
 
     Raises
     ------
@@ -59,6 +60,7 @@ class QMulSpec:
     requant: Requant
     output_zero_point: int = 0
     clip: tuple = INT8_RANGE
+    rhs_broadcast: bool = False
 
     def __post_init__(self):
         for name in ("batch", "channels", "height", "width"):
@@ -73,6 +75,10 @@ class QMulSpec:
     @property
     def out_shape(self) -> tuple:
         return (self.batch, self.channels, self.height, self.width)
+
+    @property
+    def rhs_shape(self) -> tuple:
+        return (self.batch, self.channels, 1, 1) if self.rhs_broadcast else self.out_shape
 
 
 def mul_np(a, lhs_zero_point: int, b, rhs_zero_point: int, rq: Requant, out_zero_point: int = 0,
@@ -102,16 +108,23 @@ def build_qmul(spec: QMulSpec, name: str, env: Environment | None = None):
         cb = _ceil_div(spec.channels, env.BLOCK_OUT)
         shape = (nb, cb, spec.height, spec.width, env.BATCH, env.BLOCK_OUT)
         a = placeholder(shape, name="lhs", dtype=env.inp_dtype)
-        b = placeholder(shape, name="rhs", dtype=env.inp_dtype)
+        bshape = (nb, cb, 1, 1, env.BATCH, env.BLOCK_OUT) if spec.rhs_broadcast else shape
+        b = placeholder(bshape, name="rhs", dtype=env.inp_dtype)
         terms = []
         for t, z, prefix in ((a, spec.lhs_zero_point, "lhs"), (b, spec.rhs_zero_point, "rhs")):
-            loaded = compute(shape, lambda *i, t=t: t(*i).astype(env.acc_dtype), name=f"{prefix}_load", tag=LOAD_TAG)
+            loaded = compute(t.shape, lambda *i, t=t: t(*i).astype(env.acc_dtype), name=f"{prefix}_load",
+                             tag=LOAD_TAG)
             ch = _Chain(loaded, prefix)
             if z:
                 ch.imm("add", -int(z))
             terms.append(ch.x)
         ta, tb = terms
-        ch = _Chain(compute(shape, lambda *i: ta(*i) * tb(*i), name="qmul_prod", tag=ELEMWISE_TAG), "qmul")
+        if spec.rhs_broadcast:
+            prod = compute(shape, lambda n0, c0, i, j, n1, c1: ta(n0, c0, i, j, n1, c1) * tb(n0, c0, 0, 0, n1, c1),
+                           name="qmul_prod", tag=BROADCAST_TAG)
+        else:
+            prod = compute(shape, lambda *i: ta(*i) * tb(*i), name="qmul_prod", tag=ELEMWISE_TAG)
+        ch = _Chain(prod, "qmul")
         z_left = ch.requant(spec.requant, None, None, post_add=spec.output_zero_point, bounded=True,
                             saturate=spec.clip)
         out = _finish(ch, z_left, spec.clip, env)

@@ -67,3 +67,16 @@ def test_qmul_within_one_of_onnxruntime():
     got = mul_np(a, za, b, zb, mul_requant(np.float32(sa) * np.float32(sb) / np.float32(sy)), zy, 0, 255)
     d = np.abs(got.astype(np.int64) - ref)
     assert d.max() <= 1 and (d == 0).mean() > 0.99
+
+
+def test_qmul_broadcasts_a_per_channel_gate(env, tmp_path):
+    rng = np.random.default_rng(12)
+    rq = mul_requant(0.2 * (1 / 255) / 0.15)
+    spec = QMulSpec(env.BATCH, 40, 6, 5, -3, -128, rq, 7, (-128, 127), rhs_broadcast=True)
+    a = rng.integers(-128, 128, spec.out_shape).astype(np.int8)
+    b = rng.integers(-128, 128, spec.rhs_shape).astype(np.int8)
+    mod, layout = build_qmul(spec, "qmul_bcast")
+    out, _ = run_op(mod, layout, layout.pack_args(lhs=a, rhs=b), tmp_path)
+    want = _want(a, -3, np.broadcast_to(b, a.shape), -128, rq, 7, (-128, 127))
+    np.testing.assert_array_equal(layout.unpack(out), want)
+    np.testing.assert_array_equal(mul_np(a, -3, b, -128, rq, 7), want)

@@ -347,8 +347,12 @@ class FuseAccelerator:
 
         node = c.core
         a = node.attrs
-        va, da = self._to_int8(rw, node.inputs[0])
-        vb, db = self._to_int8(rw, node.inputs[1])
+        sides = ("lhs", "rhs")
+        if node.inputs[0].type.shape != node.output_type.shape:
+            sides = ("rhs", "lhs")   # the broadcast operand is the function's rhs
+        first, second = (node.inputs[0], node.inputs[1]) if sides[0] == "lhs" else (node.inputs[1], node.inputs[0])
+        va, da = self._to_int8(rw, first)
+        vb, db = self._to_int8(rw, second)
         out_scale = float(_scale(a["output_scale"])[0])
         out_dtype = node.output_type.dtype
         doff = -128 if out_dtype == "uint8" else 0
@@ -356,8 +360,9 @@ class FuseAccelerator:
         n, ch, h, w = va.type.shape
         rq = mul_requant(float(_scale(a["lhs_scale"])[0] * _scale(a["rhs_scale"])[0] / out_scale),
                          self.requant_mode)
-        spec = QMulSpec(n, ch, h, w, int(a["lhs_zero_point"]) + da, int(a["rhs_zero_point"]) + db, rq,
-                        int(a["output_zero_point"]) + doff, (lo + doff, hi + doff))
+        spec = QMulSpec(n, ch, h, w, int(a[f"{sides[0]}_zero_point"]) + da, int(a[f"{sides[1]}_zero_point"]) + db,
+                        rq, int(a["output_zero_point"]) + doff, (lo + doff, hi + doff),
+                        rhs_broadcast=vb.type.shape != va.type.shape)
         attrs = dict(spec=spec, layout="NCHW", out_scale=out_scale, out_zero_point=int(a["output_zero_point"]) + doff,
                      out_axis=None, channels=ch)
         rw.names.discard(node.name)
