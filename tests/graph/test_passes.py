@@ -81,11 +81,12 @@ def test_dense_head_pads_features_and_leaves_pooling_and_softmax_on_the_cpu(env)
 def test_unsupported_convolutions_stay_on_the_cpu_with_the_reason(env):
     b = GraphBuilder()
     x = b.input("x", (1, 16, 8, 8), "int8", scale=0.1)
-    a = b.qnn.conv2d(x, b.const("w", np.ones((16, 8, 3, 3), np.int8), scale=0.1), groups=2, name="grouped")
+    a = b.qnn.conv2d(x, b.const("w", np.ones((16, 16, 3, 3), np.int8), scale=0.1), padding=(2, 2, 2, 2),
+                     dilation=2, name="dilated")
     y = b.qnn.requantize(a, output_scale=1.0, name="rq")
     g = optimize(b.finish(y), env)
-    node = g.node("grouped")
-    assert node.op == "qnn.conv2d" and node.attrs["device"] == "cpu" and node.attrs["reason"] == "groups=2 not supported"
+    node = g.node("dilated")
+    assert node.op == "qnn.conv2d" and node.attrs["device"] == "cpu" and node.attrs["reason"] == "dilation=(2, 2) not supported"
 
 
 def test_an_operator_nothing_runs_is_named(env):
@@ -103,3 +104,22 @@ def test_pad_limit_keeps_an_expensive_first_layer_on_the_cpu(env):
     assert conv1.attrs["reason"] == ("channels 3->16 padded to 16->16 would cost 5.3x the MACs "
                                      "(more than pad_limit=2): on the CPU")
     assert g.node("conv2").attrs["device"] == "vta"
+
+
+
+@pytest.mark.native
+def test_per_channel_multipliers_on_both_sides_of_a_half_run_on_the_accelerator(env):
+    from .oracle import conv_int, requant, worst_bits
+    from .test_e2e_fsim import run_graph
+
+    b = GraphBuilder()
+    x = b.input("x", (1, 16, 4, 4), "int8", scale=1.0)
+    w = np.random.default_rng(2).integers(-100, 101, (16, 16, 3, 3)).astype(np.int8)  # |acc| past 2**15
+    scales = np.where(np.arange(16) < 8, 0.8, 0.001)    # M = 0.8 and 0.001 in one layer
+    a = b.qnn.conv2d(x, b.const("w", w, scale=scales, axis=0), name="conv")
+    g = b.finish(b.qnn.requantize(a, output_scale=1.0, name="rq"))
+    assert optimize(g, env).node("conv").attrs["device"] == "vta"
+    xv = np.random.default_rng(3).integers(-128, 128, (1, 16, 4, 4)).astype(np.int8)
+    got = run_graph(g, {"x": xv}, env).get_output(0)
+    want = requant(conv_int(xv, w, 0, 1, (0, 0, 0, 0)), scales, 0, -128, 127, acc_bits=worst_bits(w, np.zeros(16)))
+    np.testing.assert_array_equal(got, want)

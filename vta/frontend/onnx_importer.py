@@ -67,7 +67,7 @@ class Dequant:
 
 @dataclass
 class Pending:
-    kind: str                  # conv, dense, add, avgpool, gap, concat
+    kind: str                  # conv, dense, add, mul, avgpool, gap, concat
     node: Any                  # the ONNX NodeProto
     name: str
     inputs: list
@@ -328,6 +328,10 @@ class Importer:
             y = b.qnn.add(a, c, output_scale=s_y, output_zero_point=z_y, lhs_scale=_per(sa),
                           lhs_zero_point=int(_per(za)), rhs_scale=_per(sc), rhs_zero_point=int(_per(zc)),
                           out_dtype=dtype, name=self.unique(p.name))
+        elif p.kind == "mul":
+            from .onnx_accel import emit_mul
+
+            y = emit_mul(self, p, s_y, z_y, dtype)
         elif p.kind in ("avgpool", "gap"):
             x, sx, zx = self.as_quant(p.inputs[0], p.name, "the input")
             if not _scalar(sx):
@@ -450,6 +454,10 @@ class Importer:
                                  name=self.unique(f"{p.name}/dequantize"))
         elif p.kind == "add":
             y = b.add(self.as_float(p.inputs[0]), self.as_float(p.inputs[1]), name=self.unique(p.name))
+        elif p.kind == "mul":
+            from .onnx_accel import finish_mul_float
+
+            y = finish_mul_float(self, p)
         elif p.kind == "gap":
             y = b.nn.global_avg_pool2d(self.as_float(p.inputs[0]), name=self.unique(p.name))
             if not p.attrs.get("keepdims", True):

@@ -15,6 +15,7 @@ from typing import Callable
 from .onnx_qdq import (_add, _avgpool, _binary_float, _cast, _clip, _concat, _constant, _conv, _dequantize_linear,
                        _flatten, _gap, _gemm, _identity, _matmul, _maxpool, _quantize_linear, ReduceMean,
                        _relu, _reshape, _softmax, _squeeze_like, _transpose)
+from .onnx_accel import _mul
 from .onnx_qop import (_conv_integer, _matmul_integer, _qgemm, _qlinear_add, _qlinear_avgpool, _qlinear_concat,
                        _qlinear_conv, _qlinear_gap, _qlinear_matmul)
 
@@ -29,7 +30,7 @@ SUPPORTED_OPS: dict[tuple[str, str], Callable | type] = {
     ("", "MatMul"): _matmul,
     ("", "Add"): _add,
     ("", "Sub"): _binary_float("subtract"),
-    ("", "Mul"): _binary_float("multiply"),
+    ("", "Mul"): _mul,
     ("", "Relu"): _relu,
     ("", "Clip"): _clip,
     ("", "MaxPool"): _maxpool,

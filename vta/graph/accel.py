@@ -1,8 +1,8 @@
 """Accelerator nodes -> compiled functions: Q's builders, one function per distinct operator.
 
-:class:`AcceleratorBuilder` compiles each ``vta.*`` node with :func:`vta.topi.qnn.build_qconv2d`
-(and ``build_qdense``, ``build_qadd``, ``build_maxpool``); nodes with equal specs share one
-function. Distinct operators are built in parallel worker processes (``VTA_BUILD_JOBS``,
+:class:`AcceleratorBuilder` compiles each ``vta.*`` node with the builder of its registration
+(:attr:`vta.graph.accel_ops.AccelOp.build`: :func:`vta.topi.qnn.build_qconv2d`, ...); nodes with
+equal specs share one function. Distinct operators are built in parallel worker processes (``VTA_BUILD_JOBS``,
 default: the CPU count, at most 4) and remembered in the cache directory (:mod:`vta.cache`,
 ``graph_ops``), keyed by the operator, its spec, the configuration, the function name and a
 hash of the compiler's sources, so a rebuilt network only compiles what changed.
@@ -28,13 +28,10 @@ import numpy as np
 from ..cache import cache_dir, content_key
 from ..env import Environment
 from ..errors import GraphError
+from .accel_ops import ACCEL_OPS, ACTIVATION_ROLES
 from .ir import Node, Value
 
-__all__ = ["BUILDERS", "AcceleratorBuilder", "CompiledOp", "node_arguments"]
-
-#: The Q builder of each accelerator operator (names in :mod:`vta.topi.qnn`).
-BUILDERS = {"vta.conv2d": "build_qconv2d", "vta.dense": "build_qdense", "vta.add": "build_qadd",
-            "vta.max_pool2d": "build_maxpool"}
+__all__ = ["AcceleratorBuilder", "CompiledOp", "node_arguments"]
 
 
 @dataclass
@@ -64,9 +61,9 @@ def _build_job(op: str, spec: Any, name: str, cfg: dict) -> tuple[str, Any]:
     """Build one operator (in a worker process): ``(C source, ArgLayout)``; the object file lands
     in the shared codegen cache."""
     from ..env import Environment as Env
-    from ..topi import qnn
+    from .accel_ops import ACCEL_OPS
 
-    result = getattr(qnn, BUILDERS[op])(spec, name, env=Env(cfg))
+    result = ACCEL_OPS[op].build(spec, name, Env(cfg))
     if result is None:
         return "", None
     mod, layout = result
@@ -202,10 +199,8 @@ class AcceleratorBuilder:
         ScheduleError, BuildError
             From the builders.
         """
-        from ..topi import qnn
-
-        builder_name = BUILDERS.get(node.op)
-        if builder_name is None:
+        accel = ACCEL_OPS.get(node.op)
+        if accel is None:
             raise GraphError(f"node {node.name!r}: {node.op!r} is not an accelerator operator")
         spec = node.attrs["spec"]
         key = (node.op, spec)
@@ -218,7 +213,7 @@ class AcceleratorBuilder:
         if cached is not None:
             self.cache_hits += 1
             return self._finish(key, name, *cached)
-        result = getattr(qnn, builder_name)(spec, name, env=self.env)
+        result = accel.build(spec, name, self.env)
         if result is None:
             raise GraphError(f"node {node.name!r} ({node.op}): the accelerator cannot run {spec!r}")
         mod, layout = result
@@ -270,18 +265,15 @@ def node_arguments(node: Node, layout: Any, params: dict[str, np.ndarray]) -> li
     GraphError
         If a role has no source in the node or a packed shape disagrees with the graph.
     """
-    ins = node.inputs
-    weight = bias = None
-    if node.op in ("vta.conv2d", "vta.dense"):
-        weight = params[ins[1].name]
-        bias = params[ins[2].name]
+    roles = ACCEL_OPS[node.op].roles
     sources: dict[str, Value] = {}
-    if node.op in ("vta.conv2d", "vta.dense", "vta.max_pool2d"):
-        sources["data"] = ins[0]
-        if len(ins) > 3:
-            sources["residual"] = ins[3]
-    elif node.op == "vta.add":
-        sources["lhs"], sources["rhs"] = ins[0], ins[1]
+    consts: dict[str, np.ndarray] = {}
+    for role, v in zip(roles, node.inputs, strict=False):  # a residual is optional
+        if role in ACTIVATION_ROLES:
+            sources[role] = v
+        else:
+            consts[role] = params[v.name]
+    weight, bias = consts.get("weight"), consts.get("bias")
     out: list[tuple[str, Any]] = []
     for a in layout.args:
         if a.role == "out":

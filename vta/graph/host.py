@@ -127,6 +127,18 @@ def _qnn_add(attrs, ins):
     return add_np(operands, int(attrs["output_zero_point"]), lo, hi).astype(dtype)
 
 
+def _qnn_mul(attrs, ins):
+    """The quantized product as the accelerator computes it (:func:`vta.topi.qnn_mul.mul_np`):
+    the exact centred product requantised once in fixed point."""
+    from ..topi.qnn_mul import mul_np, mul_requant
+
+    a, b = ins
+    dtype, lo, hi = _out_range(attrs, str(a.dtype))
+    scale = float(_vec(attrs["lhs_scale"])[0] * _vec(attrs["rhs_scale"])[0] / _vec(attrs["output_scale"])[0])
+    return mul_np(a, int(attrs["lhs_zero_point"]), b, int(attrs["rhs_zero_point"]), mul_requant(scale),
+                  int(attrs["output_zero_point"]), lo, hi).astype(dtype)
+
+
 def _offset(delta: int, dtype: str) -> Kernel:
     def kernel(attrs, ins):
         (x,) = ins
@@ -411,6 +423,7 @@ KERNELS: dict[str, Kernel] = {
     "nn.bias_add": _bias_add,
     "qnn.requantize": _requantize,
     "qnn.add": _qnn_add,
+    "qnn.mul": _qnn_mul,
     "clip": _clip,
     "nn.relu": _relu,
     "nn.max_pool2d": _max_pool,

@@ -2,7 +2,8 @@
 
 :data:`OPS` maps every operator name to an :class:`OpDef`: its default attributes, the number of
 inputs it takes, and the function computing the output :class:`~vta.graph.ir.TensorType` from
-the input values and the attributes. Errors name the node and, when two tensors disagree, both.
+the input values and the attributes (the fused accelerator operators' definitions are part of
+their registration in :mod:`vta.graph.accel_ops`; :func:`op_def` finds either). Errors name the node and, when two tensors disagree, both.
 Layout strings: ``"NCHW"``/``"NC"`` (plain) and ``"NCHW{b}n{c}c"``/``"NC{b}n{c}c"`` (packed in
 batch blocks of ``b`` and channel blocks of ``c``, batch and channels padded to multiples of ``b``
 and ``c``).
@@ -20,7 +21,9 @@ import numpy as np
 from ..errors import GraphError, UnsupportedOperatorError
 from .ir import TensorType, Value
 
-__all__ = ["OPS", "OpDef", "infer_type", "normalise_attrs", "packed_shape", "parse_layout", "pool_output_size"]
+__all__ = ["OPS", "OpDef", "infer_type", "infer_vta_conv2d", "infer_vta_dense", "infer_vta_multiply", "infer_vta_pool",
+           "infer_vta_same",
+           "known_ops", "normalise_attrs", "op_def", "packed_shape", "parse_layout", "pool_output_size"]
 
 INT8_TYPES = ("int8", "uint8")
 INT_TYPES = ("int8", "uint8", "int16", "int32", "int64")
@@ -493,7 +496,7 @@ def _check_input(node, op, x: Value, attrs, logical: tuple[int, ...]) -> None:
         raise _err(node, op, f"input {_fmt(x)} does not match the spec's {list(logical)} in layout {layout!r}")
 
 
-def _vta_conv2d(node, op, ins, attrs):
+def infer_vta_conv2d(node, op, ins, attrs):
     spec = _spec(node, op, attrs)
     x = ins[0]
     run = spec.folded() if getattr(spec, "fold_width", False) else spec  # the input of a folded conv is folded
@@ -509,7 +512,7 @@ def _vta_conv2d(node, op, ins, attrs):
     return out
 
 
-def _vta_dense(node, op, ins, attrs):
+def infer_vta_dense(node, op, ins, attrs):
     spec = _spec(node, op, attrs)
     _check_input(node, op, ins[0], attrs, (spec.batch, spec.in_features))
     out = _vta_out(node, op, attrs, (spec.batch, spec.out_features))
@@ -519,7 +522,7 @@ def _vta_dense(node, op, ins, attrs):
     return out
 
 
-def _vta_same(node, op, ins, attrs):
+def infer_vta_same(node, op, ins, attrs):
     spec = _spec(node, op, attrs)
     logical = (spec.batch, spec.channels, spec.height, spec.width)
     for v in ins:
@@ -529,7 +532,15 @@ def _vta_same(node, op, ins, attrs):
     return _vta_out(node, op, attrs, logical)
 
 
-def _vta_pool(node, op, ins, attrs):
+def infer_vta_multiply(node, op, ins, attrs):
+    spec = _spec(node, op, attrs)
+    logical = (spec.batch, spec.channels, spec.height, spec.width)
+    _check_input(node, op, ins[0], attrs, logical)
+    _check_input(node, op, ins[1], attrs, (spec.batch, spec.channels, 1, 1) if spec.rhs_broadcast else logical)
+    return _vta_out(node, op, attrs, logical)
+
+
+def infer_vta_pool(node, op, ins, attrs):
     spec = _spec(node, op, attrs)
     _check_input(node, op, ins[0], attrs, (spec.batch, spec.channels, spec.height, spec.width))
     t = _pool(node, op, ins, attrs).with_(dtype="int8")
@@ -566,6 +577,8 @@ OPS: dict[str, OpDef] = {
                              "output_zero_point": 0, "out_dtype": "int8", "axis": 1, "acc_bits": None}, 1,
                             _requantize),
     "qnn.add": OpDef(dict(_QADD), 2, _qnn_add),
+    # the quantized product (s_out * (y - z_out) = s_lhs * (a - z_lhs) * s_rhs * (b - z_rhs))
+    "qnn.mul": OpDef(dict(_QADD), 2, _qnn_add),
     "clip": OpDef({"a_min": None, "a_max": None}, 1, _clip),
     "nn.relu": OpDef({}, 1, _same),
     "nn.max_pool2d": OpDef(dict(_POOL), 1, _pool),
@@ -595,16 +608,26 @@ OPS: dict[str, OpDef] = {
                             _fold_width),
     # a region of an ONNX model run by onnxruntime (vta.graph.onnx_region); its type is given
     "onnx.region": OpDef(dict(_REGION), None, _region),
-    # fused accelerator operators (made by the passes); attrs carry Q's spec
-    "vta.conv2d": OpDef({"spec": None, "layout": "NCHW", "out_scale": None, "out_zero_point": None,
-                         "out_axis": None, "channels": None}, (3, 4), _vta_conv2d),
-    "vta.dense": OpDef({"spec": None, "layout": "NC", "out_scale": None, "out_zero_point": None,
-                        "out_axis": None, "channels": None}, (3, 4), _vta_dense),
-    "vta.add": OpDef({"spec": None, "layout": "NCHW", "out_scale": None, "out_zero_point": None,
-                      "out_axis": None, "channels": None}, 2, _vta_same),
-    "vta.max_pool2d": OpDef({**_POOL, "spec": None, "out_scale": None, "out_zero_point": None,
-                             "out_axis": None, "channels": None}, 1, _vta_pool),
 }
+
+
+def op_def(op: str) -> OpDef | None:
+    """The definition of ``op``: :data:`OPS`, or the registration of an accelerator operator
+    (:data:`vta.graph.accel_ops.ACCEL_OPS`); None when unknown."""
+    d = OPS.get(op)
+    if d is None:
+        from .accel_ops import ACCEL_OPS  # the registry imports this module's inference functions
+
+        a = ACCEL_OPS.get(op)
+        d = None if a is None else a.opdef
+    return d
+
+
+def known_ops() -> list[str]:
+    """Every operator of the IR, sorted (the accelerator operators included)."""
+    from .accel_ops import ACCEL_OPS
+
+    return sorted({*OPS, *ACCEL_OPS})
 
 
 def normalise_attrs(op: str, attrs: Mapping[str, Any] | None, node: str = "?") -> dict[str, Any]:
@@ -617,11 +640,11 @@ def normalise_attrs(op: str, attrs: Mapping[str, Any] | None, node: str = "?") -
     GraphError
         If an attribute is not one the operator knows.
     """
-    d = OPS.get(op)
+    d = op_def(op)
     if d is None:
         raise UnsupportedOperatorError(
             f"node {node!r}: operator {op!r} is not supported by the graph layer (neither the accelerator nor "
-            f"the host runs it); known operators: {', '.join(sorted(OPS))}")
+            f"the host runs it); known operators: {', '.join(known_ops())}")
     attrs = dict(attrs or {})
     unknown = sorted(set(attrs) - set(d.defaults))
     if unknown:
@@ -651,7 +674,7 @@ def infer_type(op: str, inputs: Sequence[Value], attrs: Mapping[str, Any], node:
         If the number of inputs is wrong, or shapes/dtypes disagree (naming both tensors), or an
         attribute is invalid.
     """
-    d = OPS.get(op)
+    d = op_def(op)
     if d is None:
         normalise_attrs(op, attrs, node)  # raises the specific error
     arity = d.arity

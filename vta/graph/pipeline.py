@@ -44,7 +44,8 @@ def graph_passes(env: Environment, requant_mode: str = "fixed", pad_limit: float
     return [
         FoldConstants(),                   # nodes of constants only -> constants (e.g. quantized weights)
         AnnotateAccumulatorBits(),         # each layer's requantize gets its worst accumulator bound
-        fuse,                              # conv/dense+bias+requantize[+add][+relu/clip], add, max_pool -> vta.*;
+        fuse,                              # conv (grouped too)/dense+bias+requantize[+add][+relu/clip], add, mul,
+                                           #   max_pool -> vta.* (one registration each: accel_ops.py);
                                            #   -z_in*sum(w) into the bias; uint8 -> int8 domain at region borders
         PadChannels(env),                  # channels up to BLOCK_IN/BLOCK_OUT: zero weights, logical count kept
         PackLayout(env),                   # NCHWnc inside accelerator regions, layout_transform at their borders

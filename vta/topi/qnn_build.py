@@ -67,13 +67,15 @@ from ..tir import nodes as n
 from ._traverse import LOAD_TAG
 from .conv2d import conv2d_packed, schedule_conv2d_packed
 from .dense import dense_packed, schedule_dense_packed
+from .group_conv2d import group_conv2d_packed, schedule_group_conv2d_packed
 from .epilogue import BROADCAST_TAG, ELEMWISE_TAG
-from .qnn_layout import ArgLayout, ArgSpec, clamp_vectors
+from .qnn_layout import MIXED_ROLES, ArgLayout, ArgSpec, clamp_vectors
 from .qnn_requant import (
     DIRECT_CLAMP,
     MAX_ROUND_SHIFT,
     MULTIPLIER_SPLIT,
     PRODUCT_SHIFT,
+    mixed_shift_form,
     saturating_clamp,
     sum_fraction_bits,
 )
@@ -449,6 +451,7 @@ def _epilogue(acc: Tensor, spec, bias: Tensor | None, vec_shape: tuple, residual
     last = spec.residual is None and inter is None
     plan = clamp_vectors(spec)  # per-channel clamp bounds (then one multiply), shared with ArgLayout
     clamp_t = None
+    rq_main = spec.requant
     if plan is not None:
         rq = spec.requant
         s1, _ = rq.split_shifts(z_out if last else 0, bounded=True)
@@ -457,8 +460,17 @@ def _epilogue(acc: Tensor, spec, bias: Tensor | None, vec_shape: tuple, residual
         clamp_t = tuple(placeholder(vec_shape, name=r, dtype=env.acc_dtype) for r in ("clamp_lo", "clamp_hi"))
         placeholders.extend(zip(("clamp_lo", "clamp_hi"), clamp_t))
     else:
-        use_m, use_s = _vector_kinds(spec.requant)
-        m_roles = ("multiplier", "multiplier_lo")[:len(spec.requant.alu_multipliers())]
+        mixed = mixed_shift_form(spec.requant)
+        if mixed is not None:
+            # shifts on both sides of 15: clamp and pre-shift per channel, then one split product
+            rq_main = mixed[0]
+            mixed_t = [placeholder(vec_shape, name=r, dtype=env.acc_dtype) for r in MIXED_ROLES]
+            placeholders.extend(zip(MIXED_ROLES, mixed_t))
+            ch.tensor("min", mixed_t[1])
+            ch.tensor("max", mixed_t[0])
+            ch.tensor("shr", mixed_t[2])   # a negative shift: left
+        use_m, use_s = _vector_kinds(rq_main)
+        m_roles = ("multiplier", "multiplier_lo")[:len(rq_main.alu_multipliers())]
     mult_t = shift_t = None
     if use_m:
         mult_t = tuple(placeholder(vec_shape, name=r, dtype=env.acc_dtype) for r in m_roles)
@@ -472,7 +484,7 @@ def _epilogue(acc: Tensor, spec, bias: Tensor | None, vec_shape: tuple, residual
         saturate = (inter.clip[0] - inter.zero_point, inter.clip[1] - inter.zero_point)
     else:
         saturate = None  # a residual is added before the clip
-    z_left = ch.requant(spec.requant, mult_t, shift_t, post_add=z_out if last else 0, saturate=saturate,
+    z_left = ch.requant(rq_main, mult_t, shift_t, post_add=z_out if last else 0, saturate=saturate,
                         clamp=None if plan is None else (clamp_t, plan[2]))
     if inter is not None:
         # clip(y + z, lo, hi) - z == clip(y, lo - z, hi - z): the int8 output of the operator itself.
@@ -544,13 +556,20 @@ def declare_qconv2d(spec, env: Environment) -> tuple[Tensor, list]:
     cob = _ceil_div(spec.out_channels, env.BLOCK_OUT)
     oh, ow = spec.out_height, spec.out_width
     data = placeholder((nb, cib, spec.height, spec.width, env.BATCH, env.BLOCK_IN), name="data", dtype=env.inp_dtype)
-    weight = placeholder((cob, cib, spec.kernel_h, spec.kernel_w, env.BLOCK_OUT, env.BLOCK_IN), name="weight",
+    g = spec.groups
+    if g > 1 and (cib % g or cob % g or spec.in_channels % env.BLOCK_IN or spec.out_channels % env.BLOCK_OUT):
+        raise ScheduleError(f"declare_qconv2d: groups={g} must split {spec.in_channels} input and "
+                            f"{spec.out_channels} output channels into whole blocks of {env.BLOCK_IN}/{env.BLOCK_OUT}")
+    weight = placeholder((cob, cib // g, spec.kernel_h, spec.kernel_w, env.BLOCK_OUT, env.BLOCK_IN), name="weight",
                          dtype=env.wgt_dtype)
     border = spec.input_zero_point != 0 and any(spec.padding)
     bias_shape = (1, cob, oh, ow, env.BATCH, env.BLOCK_OUT) if border else (1, cob, 1, 1, env.BATCH, env.BLOCK_OUT)
     bias = placeholder(bias_shape, name="bias", dtype=env.acc_dtype)
     pairs = [("data", data), ("weight", weight), ("bias", bias)]
-    conv = conv2d_packed(data, weight, spec.strides, spec.padding, env.acc_dtype)
+    if g > 1:
+        conv = group_conv2d_packed(data, weight, spec.strides, spec.padding, (1, 1), g, env.acc_dtype)
+    else:
+        conv = conv2d_packed(data, weight, spec.strides, spec.padding, env.acc_dtype)
     out = _epilogue(conv, spec, bias, (1, cob, 1, 1, env.BATCH, env.BLOCK_OUT), _ints(conv.shape), env, pairs,
                     const_shape=(1, 1, 1, 1, env.BATCH, env.BLOCK_OUT))
     pairs.append(("out", out))
@@ -633,7 +652,8 @@ def build_qconv2d(spec, name: str, env: Environment | None = None, tiling=None):
         If no tiling of the layer fits the configuration's buffers, or the configuration is not
         8-bit (inputs, weights) with 32-bit accumulators.
     """
-    return _compile("conv2d", declare_qconv2d, schedule_conv2d_packed, spec, name, env, "build_qconv2d", tiling)
+    schedule = schedule_group_conv2d_packed if spec.groups > 1 else schedule_conv2d_packed
+    return _compile("conv2d", declare_qconv2d, schedule, spec, name, env, "build_qconv2d", tiling)
 
 
 def build_qdense(spec, name: str, env: Environment | None = None, tiling=None):

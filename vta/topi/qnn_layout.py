@@ -25,14 +25,17 @@ from typing import Any
 import numpy as np
 
 from ..env import Environment
+from .qnn_requant import mixed_shift_form
 
-__all__ = ["PARAM_ROLES", "ArgLayout", "ArgSpec", "border_correction", "clamp_vectors"]
+__all__ = ["MIXED_ROLES", "PARAM_ROLES", "ArgLayout", "ArgSpec", "border_correction", "clamp_vectors"]
 
 #: Roles whose arrays are model constants (packed once, at compile time).
-PARAM_ROLES = ("weight", "bias", "multiplier", "multiplier_lo", "shift", "clamp_lo", "clamp_hi", "mask")
+#: The per-channel clamp bounds and left shifts of :func:`~vta.topi.qnn_requant.mixed_shift_form`.
+MIXED_ROLES = ("mixed_lo", "mixed_hi", "mixed_shl")
+PARAM_ROLES = ("weight", "bias", "multiplier", "multiplier_lo", "shift", "clamp_lo", "clamp_hi", *MIXED_ROLES, "mask")
 
 #: Roles packed from the spec alone (no array from the caller).
-_SPEC_ROLES = ("multiplier", "multiplier_lo", "shift", "clamp_lo", "clamp_hi")
+_SPEC_ROLES = ("multiplier", "multiplier_lo", "shift", "clamp_lo", "clamp_hi", *MIXED_ROLES)
 
 
 def clamp_vectors(spec: Any) -> tuple[np.ndarray, np.ndarray, bool] | None:
@@ -221,9 +224,9 @@ class ArgLayout:
         elif role == "weight":
             w = np.asarray(array)
             if self.kind == "conv2d":
-                if w.shape != (s.out_channels, s.in_channels, s.kernel_h, s.kernel_w):
-                    raise ValueError(f"conv2d: weight shape {w.shape!r} is not "
-                                     f"{(s.out_channels, s.in_channels, s.kernel_h, s.kernel_w)!r}")
+                want = (s.out_channels, s.in_channels // getattr(s, "groups", 1), s.kernel_h, s.kernel_w)
+                if w.shape != want:
+                    raise ValueError(f"conv2d: weight shape {w.shape!r} is not {want!r}")
                 if self.folds:
                     w = self._fold_weight(w)
                 w = _pad_axes(w, {0: _ceil(w.shape[0], self.block_out), 1: _ceil(w.shape[1], self.block_in)})
@@ -239,8 +242,14 @@ class ArgLayout:
             # the vectors the ALU multiplies by (m, or its high and low bytes), the shifts after it,
             # and the clamp bounds of the clamped form (then m whole and the shifts of one multiply)
             plan = clamp_vectors(s) if self.kind in ("conv2d", "dense") else None
-            if role == "shift":
-                vec = s.requant.split_shifts(self.post_add, bounded=plan is not None)[0]
+            mixed = mixed_shift_form(s.requant) if plan is None and self.kind in ("conv2d", "dense") else None
+            rq = s.requant if mixed is None else mixed[0]
+            if role in MIXED_ROLES:
+                if mixed is None:
+                    raise KeyError(f"{self.kind}: role {role!r} without multipliers on both sides of 1/2")
+                vec = {"mixed_lo": mixed[1], "mixed_hi": mixed[2], "mixed_shl": -mixed[3]}[role]
+            elif role == "shift":
+                vec = rq.split_shifts(self.post_add, bounded=plan is not None)[0]
             elif role in ("clamp_lo", "clamp_hi"):
                 if plan is None:
                     raise KeyError(f"{self.kind}: role {role!r} without a clamped requantisation")
@@ -248,7 +257,7 @@ class ArgLayout:
             elif plan is not None:
                 vec = s.requant.multiplier
             else:
-                vec = s.requant.alu_multipliers()[0 if role == "multiplier" else 1]
+                vec = rq.alu_multipliers()[0 if role == "multiplier" else 1]
             out = self._broadcast_vector(np.asarray(vec, dtype=np.int64), a.shape)
         elif role == "mask":
             out = np.ones(a.shape, dtype=np.int8)

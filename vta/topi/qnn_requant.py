@@ -8,13 +8,13 @@ docstring of :mod:`vta.topi.qnn`.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 
 __all__ = ["FIXED_BITS", "INT8_RANGE", "MAX_ROUND_SHIFT", "MODES", "MULTIPLIER_BITS", "MULTIPLIER_SPLIT", "PRODUCT_SHIFT", "Requant",
-           "accumulator_bits", "add_np", "channel_clamp", "requantize_np", "round_sum_np", "saturating_clamp", "scaled_np",
+           "accumulator_bits", "add_np", "channel_clamp", "mixed_shift_form", "requantize_np", "round_sum_np", "saturating_clamp", "scaled_np",
            "sum_fraction_bits"]
 
 #: The int8 range every accelerator result is clipped to.
@@ -293,6 +293,30 @@ def saturating_clamp(rq: Requant, lo: int, hi: int, single_multiply: bool = True
     if not (-limit <= x_lo * m - slack and x_hi * m + slack < limit):
         return None
     return x_lo, x_hi
+
+
+def mixed_shift_form(rq: Requant) -> tuple[Requant, np.ndarray, np.ndarray, np.ndarray] | None:
+    """One ALU program for a per-channel ``fixed`` requant whose live shifts lie on both sides of
+    15 with an operand that may pass ``2**15`` (the channels with a shift ``s <= 15`` clamp it,
+    the others do not): ``(rq2, lo, hi, shl)``. Clamping channel ``c`` to ``[lo[c], hi[c]]``
+    (``+-DIRECT_CLAMP`` where ``s <= 15``, the int32 range elsewhere), shifting it left by
+    ``shl[c] = 16 - s`` (0 elsewhere) and requantising with ``rq2`` (the same multipliers, shift
+    ``max(s, 16)``, any int32 operand) gives exactly ``rq``'s values:
+    ``floor((x m + 2**(s-1)) / 2**s) = floor((x 2**(16-s) m + 2**15) / 2**16)``, and
+    ``|x| <= 2**15 - 1`` keeps the shifted operand below ``2**30``. None when ``rq`` is not such
+    a requant."""
+    if rq.mode != "fixed" or not rq.per_channel or rq.pre_shift or not rq.needs_clamp():
+        return None
+    live = rq._live_shifts()
+    if not int(live.min()) <= PRODUCT_SHIFT < int(live.max()):
+        return None
+    s = rq.shift.astype(np.int64)
+    small = (s <= PRODUCT_SHIFT) & (rq.multiplier != 0)
+    lo = np.where(small, -DIRECT_CLAMP, -(1 << 31))
+    hi = np.where(small, DIRECT_CLAMP, (1 << 31) - 1)
+    shl = np.where(small, PRODUCT_SHIFT + 1 - s, 0)
+    rq2 = replace(rq, shift=np.where(small, PRODUCT_SHIFT + 1, s).astype(np.int32), acc_bits=None)
+    return rq2, lo, hi, shl
 
 
 def channel_clamp(rq: Requant, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray, bool] | None:

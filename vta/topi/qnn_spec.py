@@ -87,7 +87,10 @@ class QConv2DSpec:
     take ``input_zero_point`` (int8 domain). The bias (int32, one per output channel) already
     holds ``-input_zero_point * sum(w)`` (folded by the caller). ``fold_width`` (opt-in, for
     first layers with few input channels) runs :meth:`folded` instead; the packed data argument
-    then has the folded shape and must be packed with ``ArgLayout.pack("data", x)``.
+    then has the folded shape and must be packed with ``ArgLayout.pack("data", x)``. ``groups``:
+    a grouped convolution (weight ``(out_channels, in_channels / groups, KH, KW)``); the
+    accelerator runs it when every group holds whole channel blocks (a depthwise layer is given
+    to it as groups of one block with a block-diagonal weight, :mod:`vta.topi.qnn_group`).
 
     Raises
     ------
@@ -113,9 +116,17 @@ class QConv2DSpec:
     residual: ResidualSpec | None = None
     intermediate: IntermediateSpec | None = None
     fold_width: bool = False
+    groups: int = 1
 
     def __post_init__(self):
         what = "QConv2DSpec"
+        g = int(self.groups)
+        if g <= 0 or self.in_channels % g or self.out_channels % g:
+            raise ValueError(f"{what}: groups={self.groups!r} must be positive and divide the {self.in_channels} "
+                             f"input and {self.out_channels} output channels")
+        if g > 1 and self.fold_width:
+            raise ValueError(f"{what}: a grouped convolution (groups={g}) cannot fold its kernel width")
+        object.__setattr__(self, "groups", g)
         for name in ("batch", "in_channels", "out_channels", "height", "width", "kernel_h", "kernel_w"):
             if int(getattr(self, name)) <= 0:
                 raise ValueError(f"{what}: {name} must be positive, got {getattr(self, name)!r}")
@@ -168,7 +179,7 @@ class QConv2DSpec:
 
     @property
     def macs(self) -> int:
-        return (self.batch * self.out_channels * self.out_height * self.out_width * self.in_channels
+        return (self.batch * self.out_channels * self.out_height * self.out_width * (self.in_channels // self.groups)
                 * self.kernel_h * self.kernel_w)
 
 

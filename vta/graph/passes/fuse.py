@@ -2,9 +2,12 @@
 
 ``qnn.conv2d``/``qnn.dense`` + ``nn.bias_add`` + ``qnn.requantize`` [+ ``qnn.add`` residual]
 [+ ``nn.relu``/``clip``] becomes ``vta.conv2d``/``vta.dense`` carrying a Q spec
-(:class:`vta.topi.qnn.QConv2DSpec`); a standalone ``qnn.add`` becomes ``vta.add``, an 8-bit
-``nn.max_pool2d`` ``vta.max_pool2d``. On the way:
+(:class:`vta.topi.qnn.QConv2DSpec`); a standalone ``qnn.add`` becomes ``vta.add``, a ``qnn.mul``
+``vta.multiply``, an 8-bit ``nn.max_pool2d`` ``vta.max_pool2d`` (the registrations of
+:mod:`vta.graph.accel_ops` say which graph operator starts which chain). On the way:
 
+* a grouped or depthwise convolution gets groups of whole channel blocks with block-diagonal
+  weights (:mod:`vta.topi.qnn_group`; zero groups fill the last block, its reason says so);
 * ``-z_in * sum(w)`` is folded into the bias (padded pixels take ``z_in``, so the whole kernel
   sum is right at the borders too);
 * uint8 tensors are moved to the int8 domain of the accelerator (``v - 128``, zero point - 128)
@@ -26,14 +29,19 @@ import numpy as np
 
 from ...env import Environment, get_env
 from ...errors import GraphError
+from ..accel_match import Chain, Matcher
+from ...topi.qnn_group import accel_grouping, expand_group_weight
+from ..accel_ops import ACCEL_OPS, AccelOp, _pad_axis, _pad_requant
 from ..ir import Graph, Node, Value
 from ._rewrite import Rewriter
 from .accumulator_bits import worst_accumulator_bits
-from .support import Chain, Matcher, match_add, match_core, match_max_pool
 
-__all__ = ["FuseAccelerator", "chain_plans", "fold_clip"]
+__all__ = ["FUSED_KINDS", "FuseAccelerator", "chain_plans", "fold_clip"]
 
-_ACCEL_OPS = ("vta.conv2d", "vta.dense", "vta.add", "vta.max_pool2d")
+#: The accelerator operator that each graph operator may start a chain of.
+_BY_SOURCE: dict[str, AccelOp] = {src: op for op in ACCEL_OPS.values() for src in op.sources}
+#: The accelerator operator of each chain kind.
+_BY_KIND: dict[str, AccelOp] = {op.kind: op for op in ACCEL_OPS.values()}
 
 
 def _dtype_range(dtype: str) -> tuple[int, int]:
@@ -53,6 +61,12 @@ def fold_clip(activations: list[Node], dtype: str) -> tuple[int, int]:
     return lo, max(lo, hi)
 
 
+def _core_macs(core: Node) -> int:
+    """Multiply-accumulates of a ``qnn.conv2d``/``qnn.dense`` node (its logical sizes)."""
+    w = core.inputs[1].type.shape
+    return int(core.output_type.size * int(np.prod(w[1:])))
+
+
 def _scale(v) -> np.ndarray:
     return np.asarray(v, dtype=np.float64).reshape(-1)
 
@@ -67,18 +81,14 @@ def chain_plans(graph: Graph, env: Environment,
     for node in graph.nodes:
         if node.name in claimed:
             continue
-        if node.op in ("qnn.conv2d", "qnn.dense"):
-            chain, reason = match_core(m, node, claimed)
-            if chain is not None:
-                reason = _spec_problem(chain) or _padding_problem(chain, env, pad_limit) or reason
-                if reason != "supported":
-                    chain = None
-        elif node.op == "qnn.add":
-            chain, reason = match_add(m, node)
-        elif node.op == "nn.max_pool2d":
-            chain, reason = match_max_pool(m, node)
-        else:
+        op = _BY_SOURCE.get(node.op)
+        if op is None:
             continue
+        chain, reason = op.match(m, node, claimed)
+        if chain is not None and op.gemm:
+            reason = _spec_problem(chain) or _padding_problem(chain, env, pad_limit) or reason
+            if reason != "supported":
+                chain = None
         if chain is None:
             reasons[node.name] = reason
             continue
@@ -151,7 +161,8 @@ class FuseAccelerator:
         self.env = env
         self.requant_mode = requant_mode
         self.pad_limit = pad_limit
-        #: Why each matchable node of the last graph was not fused (node name -> reason).
+        #: Why each matchable node of the last graph was not fused, and how a grouped convolution
+        #: runs (node name -> reason or note).
         self.reasons: dict[str, str] = {}
 
     def __call__(self, graph: Graph) -> Graph:
@@ -173,7 +184,7 @@ class FuseAccelerator:
                 continue
             out = self._fuse(rw, chain)
             rw.subst[node.name] = out
-            self._accel_values.update(n.name for n in rw.nodes[-3:] if n.op in _ACCEL_OPS)
+            self._accel_values.update(n.name for n in rw.nodes[-3:] if n.op in ACCEL_OPS)
         return rw.finish()
 
     # ------------------------------------------------------------------ helpers
@@ -225,11 +236,7 @@ class FuseAccelerator:
         return folded_blocks < spec.kernel_w
 
     def _fuse(self, rw: Rewriter, chain: Chain) -> Value:
-        if chain.kind in ("conv2d", "dense"):
-            return self._fuse_core(rw, chain)
-        if chain.kind == "add":
-            return self._fuse_add(rw, chain)
-        return self._fuse_pool(rw, chain)
+        return FUSED_KINDS[chain.kind](self, rw, chain)
 
     def _fuse_core(self, rw: Rewriter, c: Chain) -> Value:
         from ...topi.qnn import QConv2DSpec, QDenseSpec
@@ -281,24 +288,37 @@ class FuseAccelerator:
             pad = pad if len(pad) == 4 else (pad[0], pad[1], pad[0], pad[1])
             strides = core.attrs["strides"]
             strides = (strides, strides) if isinstance(strides, int) else tuple(int(s) for s in strides)
-            spec = QConv2DSpec(xs[0], xs[1], w.shape[0], xs[2], xs[3], w.shape[2], w.shape[3], strides, pad, **common)
-            op = "vta.conv2d"
-            if self._should_fold(spec, x):
+            groups = int(core.attrs["groups"])
+            cin = xs[1]
+            if groups > 1:
+                # whole channel blocks per accelerator group, block-diagonal weights (vta.topi.qnn_group)
+                env = self.env or get_env()
+                grouping = accel_grouping(cin, w.shape[0], groups, env.BLOCK_IN, env.BLOCK_OUT)
+                w = expand_group_weight(w, groups, grouping)
+                ratio = (w.shape[0] * w.shape[1]) / (core.output_type.shape[1] * core.inputs[1].type.shape[1])
+                self.reasons[core.name] = (f"{groups} groups run as {grouping.groups} group(s) of whole channel "
+                                           f"blocks with block-diagonal weights ({ratio:.1f}x the layer's MACs)")
+                cin, groups = grouping.in_channels, grouping.groups
+                bias = _pad_axis(bias, 0, w.shape[0])
+                common["requant"] = _pad_requant(requant, w.shape[0])
+            spec = QConv2DSpec(xs[0], cin, w.shape[0], xs[2], xs[3], w.shape[2], w.shape[3], strides, pad, **common,
+                               groups=groups)
+            if groups == 1 and self._should_fold(spec, x):
                 spec = dataclasses.replace(spec, fold_width=True)
                 x = rw.emit("vta.fold_width", [x], dict(kernel_w=spec.kernel_w, stride_w=spec.strides[1],
                                                         padding=spec.padding, zero_point=zx),
                             rw.fresh(f"{core.name}_fold"))
         else:
             spec = QDenseSpec(xs[0], xs[1], w.shape[0], **common)
-            op = "vta.dense"
+        accel = _BY_KIND[c.kind]
         wv = rw.const(rw.fresh(f"{core.name}.weight"), w.astype(np.int8))
         bv = rw.const(rw.fresh(f"{core.name}.bias"), bias.astype(np.int32))
         inputs = [x, wv, bv] + ([residual_val] if residual_val is not None else [])
-        attrs = dict(spec=spec, layout="NCHW" if op == "vta.conv2d" else "NC", out_scale=tuple(out_scale)
+        attrs = dict(spec=spec, layout=accel.layout, out_scale=tuple(out_scale)
                      if out_scale.size > 1 else float(out_scale[0]), out_zero_point=z_out + doff,
-                     out_axis=None, channels=int(w.shape[0]))
+                     out_axis=None, channels=int(core.output_type.shape[1]), macs=_core_macs(core))
         rw.names.discard(core.name)
-        out = rw.emit(op, inputs, attrs, core.name)
+        out = rw.emit(accel.name, inputs, attrs, core.name)
         return self._finish(rw, out, out_dtype, c.last)
 
     def _fuse_add(self, rw: Rewriter, c: Chain) -> Value:
@@ -319,7 +339,34 @@ class FuseAccelerator:
         attrs = dict(spec=spec, layout="NCHW", out_scale=float(out_scale[0]),
                      out_zero_point=int(a["output_zero_point"]) + doff, out_axis=None, channels=ch)
         rw.names.discard(add.name)
-        out = rw.emit("vta.add", [va, vb], attrs, add.name)
+        out = rw.emit(_BY_KIND[c.kind].name, [va, vb], attrs, add.name)
+        return self._finish(rw, out, out_dtype, c.last)
+
+    def _fuse_mul(self, rw: Rewriter, c: Chain) -> Value:
+        from ...topi.qnn_mul import QMulSpec, mul_requant
+
+        node = c.core
+        a = node.attrs
+        sides = ("lhs", "rhs")
+        if node.inputs[0].type.shape != node.output_type.shape:
+            sides = ("rhs", "lhs")   # the broadcast operand is the function's rhs
+        first, second = (node.inputs[0], node.inputs[1]) if sides[0] == "lhs" else (node.inputs[1], node.inputs[0])
+        va, da = self._to_int8(rw, first)
+        vb, db = self._to_int8(rw, second)
+        out_scale = float(_scale(a["output_scale"])[0])
+        out_dtype = node.output_type.dtype
+        doff = -128 if out_dtype == "uint8" else 0
+        lo, hi = fold_clip(c.activations, out_dtype)
+        n, ch, h, w = va.type.shape
+        rq = mul_requant(float(_scale(a["lhs_scale"])[0] * _scale(a["rhs_scale"])[0] / out_scale),
+                         self.requant_mode)
+        spec = QMulSpec(n, ch, h, w, int(a[f"{sides[0]}_zero_point"]) + da, int(a[f"{sides[1]}_zero_point"]) + db,
+                        rq, int(a["output_zero_point"]) + doff, (lo + doff, hi + doff),
+                        rhs_broadcast=vb.type.shape != va.type.shape)
+        attrs = dict(spec=spec, layout="NCHW", out_scale=out_scale, out_zero_point=int(a["output_zero_point"]) + doff,
+                     out_axis=None, channels=ch)
+        rw.names.discard(node.name)
+        out = rw.emit(_BY_KIND[c.kind].name, [va, vb], attrs, node.name)
         return self._finish(rw, out, out_dtype, c.last)
 
     def _fuse_pool(self, rw: Rewriter, c: Chain) -> Value:
@@ -335,5 +382,11 @@ class FuseAccelerator:
         attrs = dict(spec=spec, layout="NCHW", pool_size=spec.pool_size, strides=spec.strides,
                      padding=spec.padding, out_scale=t.scale, out_zero_point=zp, out_axis=t.axis, channels=ch)
         rw.names.discard(pool.name)
-        out = rw.emit("vta.max_pool2d", [x], attrs, pool.name)
+        out = rw.emit(_BY_KIND[c.kind].name, [x], attrs, pool.name)
         return self._finish(rw, out, pool.output_type.dtype, c.last)
+
+
+#: How :class:`FuseAccelerator` fuses a chain of each kind (``AccelOp.kind``).
+FUSED_KINDS = {"conv2d": FuseAccelerator._fuse_core, "dense": FuseAccelerator._fuse_core,
+               "add": FuseAccelerator._fuse_add, "multiply": FuseAccelerator._fuse_mul,
+               "max_pool2d": FuseAccelerator._fuse_pool}

@@ -12,14 +12,12 @@ This is what upstream's ``graph_pack`` did for Relay, minus its reliance on star
 from __future__ import annotations
 
 from ...env import Environment, get_env
+from ..accel_ops import ACCEL_OPS
 from ..infer import parse_layout
 from ..ir import Graph, Node, Value
 from ._rewrite import Rewriter
 
-__all__ = ["ACTIVATION_INPUTS", "PackLayout"]
-
-#: For each accelerator operator, the positions of its activation inputs (the rest are constants).
-ACTIVATION_INPUTS = {"vta.conv2d": (0, 3), "vta.dense": (0, 3), "vta.add": (0, 1), "vta.max_pool2d": (0,)}
+__all__ = ["PackLayout"]
 
 
 class PackLayout:
@@ -67,12 +65,13 @@ class PackLayout:
             return packed_in[v.name]
 
         for node in graph.nodes:
-            acts = ACTIVATION_INPUTS.get(node.op)
-            if acts is None:
+            op = ACCEL_OPS.get(node.op)
+            if op is None:
                 inputs = [plain(v) for v in node.inputs]
                 _emit_same(rw, node, inputs)
                 continue
-            layout = f"NC{b}n{c}c" if node.op == "vta.dense" else f"NCHW{b}n{c}c"
+            acts = op.activation_inputs
+            layout = f"{op.layout}{b}n{c}c"
             inputs = [packed(v, layout) if i in acts else rw.map(v) for i, v in enumerate(node.inputs)]
             channels = node.attrs.get("channels")
             if channels is None:

@@ -1,43 +1,21 @@
 """PadChannels: channel counts of accelerator operators up to the configuration's blocks.
 
-Every ``vta.*`` spec gets its input channels rounded up to BLOCK_IN and its output channels to
-BLOCK_OUT; the weights get zero rows/columns, the bias zeros, per-channel multipliers zeros (the
-padded output channels hold the clipped zero point and are cropped at the region's exit). The
-node keeps the logical channel count in its ``channels`` attribute.
+Every ``vta.*`` spec gets its channels padded as its registration says
+(:attr:`vta.graph.accel_ops.AccelOp.pad`): a GEMM core its input channels rounded up to
+BLOCK_IN and its output channels to BLOCK_OUT (zero weight rows/columns, zero bias, per-channel
+multipliers zero: the padded output channels hold the clipped zero point and are cropped at the
+region's exit), an element-wise operator its channels. The node keeps the logical channel
+count in its ``channels`` attribute.
 """
 
 from __future__ import annotations
 
-import dataclasses
-
-import numpy as np
-
 from ...env import Environment, get_env
-from ..ir import Graph
+from ..accel_ops import ACCEL_OPS, round_up
+from ..ir import PARAM, Graph
 from ._rewrite import Rewriter
 
 __all__ = ["PadChannels", "round_up"]
-
-
-def round_up(n: int, block: int) -> int:
-    """``n`` rounded up to a multiple of ``block``."""
-    return -(-int(n) // block) * block
-
-
-def _pad_axis(a: np.ndarray, axis: int, size: int, value: int = 0) -> np.ndarray:
-    extra = size - a.shape[axis]
-    if not extra:
-        return a
-    widths = [(0, 0)] * a.ndim
-    widths[axis] = (0, extra)
-    return np.pad(a, widths, constant_values=value)
-
-
-def _pad_requant(rq, channels: int):
-    if not rq.per_channel or rq.channels == channels:
-        return rq
-    return dataclasses.replace(rq, multiplier=_pad_axis(rq.multiplier, 0, channels, 0),
-                               shift=_pad_axis(rq.shift, 0, channels, 1))
 
 
 class PadChannels:
@@ -56,32 +34,22 @@ class PadChannels:
 
     def __call__(self, graph: Graph) -> Graph:
         env = self.env or get_env()
-        bi, bo = env.BLOCK_IN, env.BLOCK_OUT
         rw = Rewriter(graph)
         for node in graph.nodes:
-            spec = node.attrs.get("spec")
-            if node.op not in ("vta.conv2d", "vta.dense"):
-                if node.op in ("vta.add", "vta.max_pool2d") and spec.channels % bi:
-                    attrs = dict(node.attrs, spec=dataclasses.replace(spec, channels=round_up(spec.channels, bi)))
-                    rw.emit(node.op, [rw.map(v) for v in node.inputs], attrs, node.name)
-                else:
-                    rw.keep(node)
-                continue
-            conv = node.op == "vta.conv2d"
-            cin = spec.in_channels if conv else spec.in_features
-            cout = spec.out_channels if conv else spec.out_features
-            folds = conv and getattr(spec, "fold_width", False)
-            # a folded convolution's channels are C * KW after folding; the packing pads those
-            pin, pout = (cin if folds else round_up(cin, bi)), round_up(cout, bo)
-            if (pin, pout) == (cin, cout):
+            op = ACCEL_OPS.get(node.op)
+            if op is None:
                 rw.keep(node)
                 continue
-            x, w, b, *rest = [rw.map(v) for v in node.inputs]
-            wdata = _pad_axis(_pad_axis(rw.params[w.name], 0, pout), 1, pin)
-            bdata = _pad_axis(rw.params[b.name], 0, pout)
-            wv = rw.const(w.name, wdata, like=w.type)
-            bv = rw.const(b.name, bdata, like=b.type)
-            sizes = dict(in_channels=pin, out_channels=pout) if conv else dict(in_features=pin, out_features=pout)
-            new_spec = dataclasses.replace(spec, requant=_pad_requant(spec.requant, pout), **sizes)
-            rw.emit(node.op, [x, wv, bv, *rest], dict(node.attrs, spec=new_spec), node.name)
+            inputs = [rw.map(v) for v in node.inputs]
+            consts = {op.roles[i]: rw.params[v.name] for i, v in enumerate(inputs) if v.kind == PARAM}
+            spec = node.attrs["spec"]
+            new_spec, padded = op.pad(spec, consts, env)
+            if new_spec is spec:
+                rw.keep(node)
+                continue
+            for i, v in enumerate(inputs):
+                data = padded.get(op.roles[i]) if v.kind == PARAM else None
+                if data is not None:
+                    inputs[i] = rw.const(v.name, data, like=v.type)
+            rw.emit(node.op, inputs, dict(node.attrs, spec=new_spec), node.name)
         return rw.finish()

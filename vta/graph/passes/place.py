@@ -1,9 +1,10 @@
 """PlaceDevices: every node gets a ``device`` ("vta" or "cpu") and the ``reason`` for it.
 
-Fused ``vta.*`` operators run on the accelerator ("supported", plus what padding costs when the
-channels are far from the blocks); everything else runs on the CPU with the reason it is not
-on the accelerator: the matcher's finding for convolutions, dense layers, adds and pools that
-were not fused (kept by :class:`~vta.graph.passes.fuse.FuseAccelerator` in the ``reasons`` it
+Fused ``vta.*`` operators (:data:`vta.graph.accel_ops.ACCEL_OPS`) run on the accelerator
+("supported", plus what padding costs when the channels are far from the blocks, and how a
+grouped convolution runs); everything else runs on the CPU with the reason it is not
+on the accelerator: the matcher's finding for convolutions, dense layers, adds, products and
+pools that were not fused (kept by :class:`~vta.graph.passes.fuse.FuseAccelerator` in the ``reasons`` it
 reports), or what the operator is (a float operator, a layout conversion at a region border).
 An operator with no host kernel and no accelerator form raises.
 """
@@ -12,13 +13,9 @@ from __future__ import annotations
 
 from ...env import Environment, get_env
 from ...errors import UnsupportedOperatorError
+from ..accel_ops import ACCEL_OPS, round_up
 from ..host import KERNELS
 from ..ir import Graph
-from .pack_layout import ACTIVATION_INPUTS
-from .pad_channels import round_up
-
-#: The operators that run on the accelerator.
-ACCELERATOR_OPS = tuple(ACTIVATION_INPUTS)
 
 __all__ = ["PlaceDevices", "cpu_reason"]
 
@@ -58,8 +55,8 @@ class PlaceDevices:
     env : Environment, optional
         The configuration; the current one by default.
     reasons : dict, optional
-        Reasons found earlier for nodes left on the CPU (by node name); the pipeline passes the
-        fusion pass's findings.
+        Reasons found earlier for nodes left on the CPU, and notes on how a fused node runs (by
+        node name); the pipeline passes the fusion pass's findings.
     """
 
     name = "PlaceDevices"
@@ -72,8 +69,8 @@ class PlaceDevices:
         env = self.env or get_env()
         nodes = []
         for node in graph.nodes:
-            if node.op in ACCELERATOR_OPS:
-                device, reason = "vta", self._vta_reason(node, graph, env)
+            if node.op in ACCEL_OPS:
+                device, reason = "vta", self._vta_reason(node, graph, env, self.reasons.get(node.name))
             elif node.op in KERNELS:
                 device = "cpu"
                 reason = (self.reasons.get(node.name) or node.attrs.get("reason")
@@ -85,7 +82,7 @@ class PlaceDevices:
         return graph.replace(nodes=nodes)
 
     @staticmethod
-    def _vta_reason(node, graph: Graph, env: Environment) -> str:
+    def _vta_reason(node, graph: Graph, env: Environment, fused_note: str | None) -> str:
         notes = []
         spec = node.attrs["spec"]
         producer = graph.producer(node.inputs[0])
@@ -93,11 +90,11 @@ class PlaceDevices:
             f = spec.folded()
             notes.append(f"kernel width folded into the channels ({spec.in_channels}x{spec.kernel_w} = "
                          f"{f.in_channels} channels padded to {round_up(f.in_channels, env.BLOCK_IN)})")
-        elif node.op == "vta.conv2d" and producer is not None and producer.op == "layout_transform":
+        elif ACCEL_OPS[node.op].kind == "conv2d" and producer is not None and producer.op == "layout_transform":
             logical = producer.inputs[0].type.shape[1]
             padded = round_up(logical, env.BLOCK_IN)
             if padded > logical:
                 notes.append(f"{logical} input channels padded to {padded} ({padded / logical:.1f}x the MACs of the layer)")
         if spec.batch % env.BATCH:
             notes.append(f"batch {spec.batch} padded to {round_up(spec.batch, env.BATCH)} (BATCH={env.BATCH})")
-        return "; ".join(["supported"] + notes)
+        return "; ".join(["supported"] + notes + ([fused_note] if fused_note else []))

@@ -1,7 +1,8 @@
 """What the accelerator can run: pattern matching of fusable chains, with the reason when not.
 
-Shared by :mod:`.fuse` (which fuses what matches) and :mod:`.place` (which records why a node
-stayed on the CPU). A chain is ``qnn.conv2d``/``qnn.dense`` -> optional ``nn.bias_add`` ->
+Each accelerator operator's registration (:mod:`vta.graph.accel_ops`) names its matcher, called
+as ``match(matcher, node, claimed)``; the fusion pass fuses what matches and the placement pass
+records why a node stayed on the CPU. A chain is ``qnn.conv2d``/``qnn.dense`` -> optional ``nn.bias_add`` ->
 ``qnn.requantize`` -> optional ``qnn.add`` (the residual) -> ``nn.relu``/``clip`` ...; every
 intermediate value must have exactly one reader and not be a graph output.
 """
@@ -12,10 +13,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ...env import Environment
-from ..ir import PARAM, Graph, Node, Value
+from ..env import Environment
+from .ir import PARAM, Graph, Node, Value
 
-__all__ = ["INT8", "Chain", "Matcher", "match_add", "match_core", "match_max_pool"]
+__all__ = ["INT8", "Chain", "Matcher", "match_add", "match_core", "match_max_pool", "match_mul"]
 
 INT8 = ("int8", "uint8")
 
@@ -95,8 +96,6 @@ def match_core(m: Matcher, node: Node, claimed: set[str]) -> tuple[Chain | None,
     if not ((w.type.dtype == "int8" and zw == 0) or (w.type.dtype == "uint8" and zw == 128)):
         return None, f"kernel zero point {zw} for {w.type.dtype} weights not supported (symmetric weights needed)"
     if node.op == "qnn.conv2d":
-        if int(a["groups"]) != 1:
-            return None, f"groups={a['groups']} not supported"
         if _pair(a["dilation"]) != (1, 1):
             return None, f"dilation={tuple(_pair(a['dilation']))} not supported"
     reason = m._batch_ok(x.type.shape[0])
@@ -139,8 +138,9 @@ def _can_absorb_add(m: Matcher, add: Node, v: Value) -> bool:
     return not (lhs is not None and lhs.op == "qnn.requantize" and m.sole_reader(lhs.output) is add)
 
 
-def match_add(m: Matcher, node: Node) -> tuple[Chain | None, str]:
+def match_add(m: Matcher, node: Node, claimed: set[str]) -> tuple[Chain | None, str]:
     """Match a standalone ``qnn.add`` (+ relu/clip) of two NCHW int8/uint8 tensors of one shape."""
+    del claimed  # an add starts no chain another one could take
     a, b = node.inputs
     if a.type.shape != b.type.shape or a.type.ndim != 4:
         return None, "only adds of two NCHW tensors of the same shape run on the accelerator"
@@ -157,8 +157,37 @@ def match_add(m: Matcher, node: Node) -> tuple[Chain | None, str]:
     return chain, "supported"
 
 
-def match_max_pool(m: Matcher, node: Node) -> tuple[Chain | None, str]:
+def match_mul(m: Matcher, node: Node, claimed: set[str]) -> tuple[Chain | None, str]:
+    """Match a ``qnn.mul`` (+ relu/clip) of two NCHW int8/uint8 tensors of one shape, or of a
+    tensor and a ``(N, C, 1, 1)`` one broadcast over its pixels (either operand)."""
+    a, b = node.inputs
+    sa, sb = a.type.shape, b.type.shape
+    if len(sa) == len(sb) == 4 and sa != sb and (sa[:2] == sb[:2]) and (sb[2:] == (1, 1) or sa[2:] == (1, 1)) \
+            and node.output_type.shape in (sa, sb):
+        if a.type.dtype not in INT8 or b.type.dtype not in INT8 or node.output_type.dtype not in INT8:
+            return None, "operands must be int8 or uint8"
+        chain = Chain("multiply", [node], node, add=node)
+        chain.activations = m.activations(node.output)
+        chain.nodes.extend(chain.activations)
+        reason = "supported"
+    else:
+        chain, reason = match_add(m, node, claimed)
+    if chain is None:
+        return None, reason.replace("adds", "products").replace("an add", "a product")
+    from ..topi.qnn_mul import mul_requant
+
+    a = node.attrs
+    try:
+        mul_requant(float(np.ravel(a["lhs_scale"])[0] * np.ravel(a["rhs_scale"])[0] / np.ravel(a["output_scale"])[0]))
+    except ValueError as exc:
+        return None, f"requantization not representable: {exc}"
+    chain.kind = "multiply"
+    return chain, reason
+
+
+def match_max_pool(m: Matcher, node: Node, claimed: set[str]) -> tuple[Chain | None, str]:
     """Match an ``nn.max_pool2d`` of an int8/uint8 NCHW tensor with padding smaller than the pool."""
+    del claimed
     (x,) = node.inputs
     a = node.attrs
     if x.type.dtype not in INT8:
@@ -174,8 +203,8 @@ def match_max_pool(m: Matcher, node: Node) -> tuple[Chain | None, str]:
     reason = m._batch_ok(x.type.shape[0])
     if reason:
         return None, reason
-    from ...topi.qnn import MaxPoolSpec
-    from ...topi.qnn import maxpool_unsupported_reason
+    from ..topi.qnn import MaxPoolSpec
+    from ..topi.qnn import maxpool_unsupported_reason
 
     n, c, h, w = x.type.shape
     reason = maxpool_unsupported_reason(MaxPoolSpec(n, c, h, w, (ph, pw), _pair(a["strides"]), pad), m.env)

@@ -1,0 +1,71 @@
+"""Multiply-accumulates per node and the share of them on the accelerator.
+
+An accelerator node counts the MACs of the layer it fused (its ``macs`` attribute, set by the
+fusion pass from the logical sizes, so channel padding does not inflate it; else its
+registration's :attr:`~vta.graph.accel_ops.AccelOp.macs` of the spec). A CPU node counts its
+``macs`` attribute when it has one (e.g. a region run by another runtime), else the MACs of a
+convolution or dense operator computed from its shapes.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .accel_ops import ACCEL_OPS
+from .ir import Graph, Node
+
+__all__ = ["mac_share", "node_macs"]
+
+#: Graph operators whose MACs are computed from their shapes when they run on the CPU.
+_CONV = ("qnn.conv2d", "nn.conv2d")
+_DENSE = ("qnn.dense", "nn.dense")
+
+
+def node_macs(node: Node) -> int:
+    """The multiply-accumulates of one node (0 for operators without any)."""
+    macs = node.attrs.get("macs")
+    if macs is not None:
+        return int(macs)
+    op = ACCEL_OPS.get(node.op)
+    if op is not None:
+        return int(op.macs(node.attrs["spec"]))
+    if node.op in _CONV:
+        w = node.inputs[1].type.shape
+        return node.output_type.size * w[1] * w[2] * w[3]
+    if node.op in _DENSE:
+        return node.output_type.size * node.inputs[1].type.shape[1]
+    return 0
+
+
+def mac_share(graph: Any) -> dict[str, Any]:
+    """The MACs on the accelerator and on the CPU of a placed graph.
+
+    Parameters
+    ----------
+    graph : Graph or LoweredGraph
+        A graph after the pass pipeline (:func:`vta.graph.optimize`), every node with its
+        ``device``, or what :func:`vta.graph.lower` returns.
+
+    Returns
+    -------
+    dict
+        ``vta_macs`` and ``cpu_macs`` (int), ``share`` (float: ``vta_macs`` over the total, 0.0
+        when the graph has no MACs).
+
+    Raises
+    ------
+    TypeError
+        If ``graph`` is neither a Graph nor a lowered graph.
+    """
+    graph = getattr(graph, "graph", graph)
+    if not isinstance(graph, Graph):
+        raise TypeError(f"mac_share needs a Graph or a LoweredGraph, got {type(graph).__name__!r}")
+    vta = cpu = 0
+    for node in graph.nodes:
+        m = node_macs(node)
+        if node.attrs.get("device", "vta" if node.op in ACCEL_OPS else "cpu") == "vta":
+            vta += m
+        else:
+            cpu += m
+    total = vta + cpu
+    return {"vta_macs": vta, "cpu_macs": cpu, "share": vta / total if total else 0.0}
