@@ -43,8 +43,8 @@ a burst, dispatches it and only then requests the next one; with it (a buffered 
 requested as soon as the buffer has room and each instruction is dispatched once its beats have
 arrived.
 
-The compiled loop is cached by numba under :func:`vta.cache.cache_dir` ``("numba")`` (the first
-use after an edit compiles for some seconds); ``VTA_MODEL_ENGINE=python`` forces the plain loop.
+The compiled loop is cached on disk (:mod:`vta.sim.numba_cache`; the first use after an edit
+compiles for some seconds); ``VTA_MODEL_ENGINE=python`` forces the plain loop.
 """
 
 from __future__ import annotations
@@ -54,9 +54,10 @@ import os
 import numpy as np
 
 from ... import isa
-from ...cache import cache_dir
 from ...env import Environment
 from ...errors import DeadlockError, InvalidInstructionError
+from ..numba_cache import compile_into
+from ..rules import suspect, token_step
 from ..stream import Columns, Program
 from . import costs as mc
 
@@ -845,10 +846,9 @@ def _drive(words, fields, elem, params, cols, tokens, insn_addr, queue_depth, fe
 # A timing-only run (``CycleModel(..., functional=False)``) goes through one compiled call,
 # :func:`_timing_run`: a pass over the raw words (:func:`_scan`) makes fsim's checks before
 # execution, counts fsim's statistics and decodes the stream, then :func:`_core` replays it. The
-# checks are those of fsim's compiled pre-pass (``vta.sim.fsim.kernels._token_step`` and
-# ``_suspect``: the stream is valid and runs in stream order; the LOAD and STORE rows whose fields
-# alone fail a check), written again here so that numba's cache of this file depends on this file
-# only; the caller confirms suspects and checks an invalid stream the slow way, with fsim's errors.
+# checks are the rules fsim's compiled pre-pass applies too (:mod:`vta.sim.rules`: the stream is
+# valid and runs in stream order; the LOAD and STORE rows whose fields alone fail a check); the
+# caller confirms suspects and checks an invalid stream the slow way, with fsim's errors.
 
 #: Offsets in the constants array of :func:`_timing_run` (:meth:`Scratch.packed`): the field table
 #: (word, shift, mask per field of :data:`_FIELDS`), the element bytes per memory type code (8),
@@ -875,79 +875,6 @@ COUNT_KEYS = ("inp_load_nbytes", "wgt_load_nbytes", "acc_load_nbytes", "uop_load
               "insn_nop")
 
 
-def _token_row(op, pp, pn, up, un, mt, aop, l2g, g2l, s2g, g2s):
-    """fsim's in-order check of one instruction (opcode, token flags, memory type, ALU opcode):
-    the token counts after it and whether it is valid there (valid opcode, memory type, ALU opcode
-    and token flags; no channel below 0 or above 255)."""
-    if op > 4:
-        return l2g, g2l, s2g, g2s, False
-    stage = 2
-    if op <= 1:
-        if mt > 5:
-            return l2g, g2l, s2g, g2s, False
-        if op == 1:
-            stage = 3
-        elif mt == 1 or mt == 2:
-            stage = 1
-    elif op == 4 and aop > 4:
-        return l2g, g2l, s2g, g2s, False
-    if stage == 1:
-        if pp != 0 or up != 0:
-            return l2g, g2l, s2g, g2s, False
-        g2l -= pn
-        l2g += un
-    elif stage == 2:
-        l2g -= pp
-        s2g -= pn
-        g2l += up
-        g2s += un
-    else:
-        if pn != 0 or un != 0:
-            return l2g, g2l, s2g, g2s, False
-        g2s -= pp
-        s2g += up
-    ok = min(l2g, g2l, s2g, g2s) >= 0 and max(l2g, g2l, s2g, g2s) <= 255
-    return l2g, g2l, s2g, g2s, ok
-
-
-def _inside(start, end, allocs, hit):
-    """Whether the bytes ``[start, end)`` lie inside one allocation of ``allocs`` (k x 2: start and
-    end of each, sorted by start, disjoint), and the allocation that holds them (else ``hit``):
-    ``hit`` is tried first (consecutive transfers mostly use one buffer)."""
-    if end <= start:
-        return True, hit
-    if allocs[hit, 0] <= start and end <= allocs[hit, 1]:
-        return True, hit
-    lo = 0
-    hi = allocs.shape[0]  # the last allocation starting at or before ``start``
-    while lo < hi:
-        mid = (lo + hi) >> 1
-        if allocs[mid, 0] <= start:
-            lo = mid + 1
-        else:
-            hi = mid
-    k = lo - 1
-    if k >= 0 and end <= allocs[k, 1] and allocs[k, 0] <= start:
-        return True, k
-    return False, hit
-
-
-def _suspect_row(op, mt, base, dbase, ys, xs, stride, yp0, yp1, xp0, xp1, chk, allocs, hit):
-    """Whether a LOAD or STORE (opcode ``op``, its memory fields) with ``x_size > 0`` and a valid
-    memory type fails a check on its fields alone: memory type, padding, SRAM rectangle (depths
-    ``chk[0:6]``), DRAM rows (element bytes ``chk[6:12]``) inside one allocation of ``allocs``
-    (``hit``: see :func:`_inside`); and the allocation to try first next time."""
-    if op == 0:
-        bad = mt == 4 or base + (yp0 + ys + yp1) * (xp0 + xs + xp1) > chk[mt]
-    else:
-        bad = mt != 4 or (yp0 | yp1 | xp0 | xp1) != 0 or base + xs * ys > chk[3]
-    if not bad and ys > 0:
-        e = chk[6 + mt] if op == 0 else chk[10]
-        ok, hit = _inside(dbase * e, (dbase + (ys - 1) * stride + xs) * e, allocs, hit)
-        bad = not ok
-    return bad, hit
-
-
 def _scan(words, fields, elem, params, cols, chk, allocs, sus, io, check, suspects):
     """One pass over the raw words before the replay: fsim's checks (with ``check``: the stream is
     valid and its tokens ``io[IO_TOKENS:+4]`` let it run in stream order; with ``suspects``: the
@@ -963,6 +890,8 @@ def _scan(words, fields, elem, params, cols, chk, allocs, sus, io, check, suspec
     g2s = io[IO_TOKENS + 3]
     found = 0
     hit = 0  # the allocation the last transfer was in
+    depths = chk[0:6]
+    elems = chk[6:12]
     b_inp = 0  # elements moved (bytes after the loop)
     b_wgt = 0
     b_acc = 0
@@ -984,7 +913,7 @@ def _scan(words, fields, elem, params, cols, chk, allocs, sus, io, check, suspec
         un = _field(words, i, fields, 4)
         mt = _field(words, i, fields, 5)
         if check:
-            l2g, g2l, s2g, g2s, ok = _token_row(op, pp, pn, up, un, mt, _field(words, i, fields, 24), l2g, g2l,
+            l2g, g2l, s2g, g2s, ok = token_step(op, pp, pn, up, un, mt, _field(words, i, fields, 24), l2g, g2l,
                                                 s2g, g2s)
             if not ok:
                 return 1
@@ -1034,9 +963,10 @@ def _scan(words, fields, elem, params, cols, chk, allocs, sus, io, check, suspec
                 base = _field(words, i, fields, 6)
                 xstride = _field(words, i, fields, 9)
                 if suspects and mt <= 5:
-                    bad, hit = _suspect_row(op, mt, _field(words, i, fields, 23), base, y, x, xstride,
-                                            _field(words, i, fields, 10), _field(words, i, fields, 11),
-                                            _field(words, i, fields, 12), _field(words, i, fields, 13), chk, allocs, hit)
+                    bad, hit = suspect(op, mt, _field(words, i, fields, 23), base, y, x, xstride,
+                                       _field(words, i, fields, 10), _field(words, i, fields, 11),
+                                       _field(words, i, fields, 12), _field(words, i, fields, 13), depths, elems, allocs,
+                                       hit)
                     if bad:
                         sus[found] = i
                         found += 1
@@ -1161,7 +1091,7 @@ _DECODE = None  # the compiled _decode (for tests)
 _TIMING_RUN = None
 _ENGINE_FAILED = False
 #: Helpers numba inlines into their callers (IR inlining: about 1.5 times faster for the loop).
-_INLINED = ("_field", "_pad_end", "_serve", "_fetch_burst", "_token_row", "_inside", "_suspect_row")
+_INLINED = ("_field", "_pad_end", "_serve", "_fetch_burst", "token_step", "suspect")
 
 
 def compiled():
@@ -1172,7 +1102,6 @@ def compiled():
     if os.environ.get("VTA_MODEL_ENGINE", "") == "python":
         return None
     try:
-        os.environ.setdefault("NUMBA_CACHE_DIR", str(cache_dir("numba")))
         import numba
         from numba.np.unsafe.ndarray import to_fixed_tuple
     except ImportError:
@@ -1183,19 +1112,13 @@ def compiled():
     g = dict(globals())
     g["_fixed_tuple"] = to_fixed_tuple
 
-    def jit(name, **opts):
-        fn = globals()[name]
-        g[name] = numba.njit(cache=True, error_model="numpy", **opts)(type(fn)(fn.__code__, g, fn.__name__))
-        return g[name]
+    def options(name):
+        return {"error_model": "numpy", "inline": "always"} if name in _INLINED else {"error_model": "numpy"}
 
-    for name in _INLINED:
-        jit(name, inline="always")
-    _COMPILED = jit("_core")
-    jit("_scan")
-    _DECODE = jit("_decode")
-    _DRIVE = jit("_drive")
-    _TIMING_RUN = jit("_timing_run")
+    compile_into(g, _INLINED + ("_core", "_scan", "_decode", "_drive", "_timing_run"), numba.njit, options)
+    _COMPILED, _DECODE, _DRIVE, _TIMING_RUN = g["_core"], g["_decode"], g["_drive"], g["_timing_run"]
     return _COMPILED
+
 
 UNITS = ("fetch", "load", "compute", "store")
 #: The hardware counters in :func:`_core`'s order.
