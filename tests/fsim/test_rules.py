@@ -115,7 +115,7 @@ def test_cache_path_is_keyed_by_every_compiled_source(tmp_path, monkeypatch):
 
 def test_real_sources_exist():
     assert all(p.is_file() for p in numba_cache.SOURCES)
-    assert {p.name for p in numba_cache.SOURCES} == {"rules.py", "kernels.py", "replay.py"}
+    assert {p.name for p in numba_cache.SOURCES} == {"rules.py", "kernels.py", "replay.py", "loop.py"}
 
 
 @pytest.mark.parametrize("name", ["_stretch", "_prepass", "_token_step", "_suspect", "_dot"])

@@ -27,7 +27,8 @@ __all__ = ["SOURCES", "cache_path", "compile_into"]
 
 _HERE = Path(__file__).resolve().parent
 #: Every source file whose functions numba compiles for the simulators.
-SOURCES = (_HERE / "rules.py", _HERE / "fsim" / "kernels.py", _HERE / "model" / "replay.py")
+SOURCES = (_HERE / "rules.py", _HERE / "fsim" / "kernels.py", _HERE / "model" / "replay.py",
+           _HERE / "model" / "loop.py")
 _PATH: list = []
 
 
