@@ -20,6 +20,7 @@ table) and ``data`` (anything else the program touches).
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import re
@@ -178,7 +179,7 @@ def _check_layout(regions: list[Region], insn_addr: int, insn_count: int) -> Non
     if dup:
         raise PackError(f"regions.json: region names {dup!r} appear more than once")
     ordered = sorted(regions, key=lambda r: r.addr)
-    for a, b in zip(ordered, ordered[1:]):
+    for a, b in itertools.pairwise(ordered):
         if b.addr < a.end:
             raise PackError(f"regions.json: regions {a.name!r} (0x{a.addr:x}..0x{a.end:x}) and {b.name!r} "
                             f"(at 0x{b.addr:x}) share DRAM pages")

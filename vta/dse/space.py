@@ -108,7 +108,7 @@ class Space:
 
     def _point(self, values) -> dict:
         cfg = dict(self.base)
-        cfg.update(zip(self.parameters, (int(v) for v in values)))
+        cfg.update(zip(self.parameters, (int(v) for v in values), strict=True))
         return cfg
 
     def grid(self) -> list[dict]:
@@ -133,7 +133,7 @@ class Space:
         out = []
         for flat in sorted(int(p) for p in picks):
             idx = np.unravel_index(flat, sizes)
-            out.append(self._point([vals[i] for vals, i in zip(self.parameters.values(), idx)]))
+            out.append(self._point([vals[i] for vals, i in zip(self.parameters.values(), idx, strict=True)]))
         return out
 
 
