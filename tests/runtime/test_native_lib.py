@@ -108,7 +108,10 @@ def test_on_load_hooks_run_for_loaded_and_new_libraries(env, monkeypatch):
         calls.append((lib.key, hook_env))
 
     assert on_load(hook) is hook
-    assert (runtime_library(env).key, env) in calls
+    # (a library already loaded for another TARGET of the same core is reported with the
+    # environment it was loaded with: the key depends on the core, not on the target)
+    key = runtime_library(env).key
+    assert any(k == key and e.BITSTREAM == env.BITSTREAM for k, e in calls), calls
     n = len(calls)
     on_load(hook)  # a second registration is ignored
     assert len(calls) == n

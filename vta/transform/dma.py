@@ -298,7 +298,7 @@ class _DMA(StmtExprMutator):
                 raise ScheduleError(f"{what}: padding condition {cond!r} is not a conjunction of bounds on the loops")
             if guard is not None:
                 bounds = _merge_bounds(bounds, detect_clip_bound(guard, loop_vars), guard, what)
-            for i, lp in enumerate(loops):
+            for i in range(len(loops)):
                 lo, hi = bounds[2 * i], bounds[2 * i + 1]
                 if lo is not None:
                     pad_before[i] = simplify(n.Max(lo, n.IntImm(0)))
