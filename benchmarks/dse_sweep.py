@@ -60,7 +60,9 @@ def main() -> None:
                  "LOG_ACC_BUFF_SIZE": [17]}
         args.workers, args.workloads = [1], ["resnet18.C10"]
     configs = list(Space(space).grid())
-    print(f"{len(configs) * len(args.workloads)} points ({len(configs)} configurations x {len(args.workloads)} workloads)")
+    print(
+        f"{len(configs) * len(args.workloads)} points ({len(configs)} configurations x {len(args.workloads)} workloads)"
+    )
     print(f"{'workers':>7} {'points':>6} {'ok':>4} {'failed':>6} {'wall s':>8} {'points/s':>8} {'ok pts/s':>8}  level")
     for n in args.workers:
         for level in args.levels:

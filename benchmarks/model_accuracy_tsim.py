@@ -125,9 +125,12 @@ def line(name: str, p: Pair, rows: list) -> None:
     timing = p.tsim_s / p.timing_s if p.timing_s else float("inf")
     rows.append((abs(err), speed, timing))
     differs = "" if p.timing == p.model else f"  TIMING-ONLY DIFFERS ({p.timing} cycles)"
-    print(f"  {name:<30} tsim {p.tsim:>10}  model {p.model:>10}  error {100 * err:+6.2f} %  tsim {1e3 * p.tsim_s:9.3f} ms  "
-          f"model {1e3 * p.model_s:8.3f} ms speed x{speed:<4.0f}  timing-only {1e3 * p.timing_s:7.3f} ms x{timing:.0f}"
-          f"{differs}", flush=True)
+    print(
+        f"  {name:<30} tsim {p.tsim:>10}  model {p.model:>10}  error {100 * err:+6.2f} %  tsim {1e3 * p.tsim_s:9.3f} ms  "
+        f"model {1e3 * p.model_s:8.3f} ms speed x{speed:<4.0f}  timing-only {1e3 * p.timing_s:7.3f} ms x{timing:.0f}"
+        f"{differs}",
+        flush=True,
+    )
 
 
 def programs(env: Environment, dram: DRAM, tsim: TSim, model, quick: bool, rows: list, repeat: int) -> None:

@@ -339,8 +339,10 @@ def main() -> None:
               f"({'within' if abs(per_uop - 1) <= 0.05 else 'OUTSIDE'} 5% of one uop per cycle)")
     if not args.skip_build:
         cold, warm = build_seconds(env, args.build_repeats)
-        print(f"clean RTL build: median {warm:.1f} s with Verilator's run-time objects cached, {cold:.1f} s "
-              f"with nothing cached ({args.build_repeats} build(s) each, temporary caches; before {b['build_s']:.0f} s)")
+        print(
+            f"clean RTL build: median {warm:.1f} s with Verilator's run-time objects cached, {cold:.1f} s "
+            f"with nothing cached ({args.build_repeats} build(s) each, temporary caches; before {b['build_s']:.0f} s)"
+        )
 
 
 if __name__ == "__main__":
