@@ -131,7 +131,8 @@ class _Inject(StmtExprMutator):
             want = sorted(expect["out"])
             if got != want:
                 raise ScheduleError(
-                    f"{what}: the init loops must cover one accumulator tile ({want!r} as (extent, stride)), got {got!r}"
+                    f"{what}: the init loops must cover one accumulator tile ({want!r} as (extent, stride)), "
+                    f"got {got!r}"
                 )
             return
         roles = {
@@ -150,7 +151,8 @@ class _Inject(StmtExprMutator):
             if role is None:
                 raise ScheduleError(
                     f"{what}: loop {lp.loop_var.name!r} (extent {ext}, strides out/inp/wgt {sig[1]!r}) is not a loop "
-                    "of one GEMM tile; put the pragma on the tensor batch axis of a (batch, out channel, reduction) tile"
+                    "of one GEMM tile; put the pragma on the tensor batch axis of a (batch, out channel, "
+                    "reduction) tile"
                 )
             seen.add(role)
         if seen != needed:

@@ -141,7 +141,8 @@ class _VTInjector(StmtExprMutator):
     def visit_Var(self, op):
         if id(op) in self.remap:
             raise ScheduleError(
-                f"buffer {op.name!r} of a virtual thread is used directly; only loads, stores and access pointers can be rebased"
+                f"buffer {op.name!r} of a virtual thread is used directly; only loads, stores and access "
+                "pointers can be rebased"
             )
         if id(op) in self.touched:
             self.visit_touched = True

@@ -398,7 +398,8 @@ class _Rewriter(StmtExprMutator):
             return op
         if entry[1]:
             raise ScheduleError(
-                f"buffer {op.name!r} is used directly (not through a load, store or access pointer) after being merged at an offset"
+                f"buffer {op.name!r} is used directly (not through a load, store or access pointer) after being "
+                "merged at an offset"
             )
         return entry[0]
 
