@@ -130,6 +130,15 @@ def test_compiler_failure_is_a_build_error_with_stderr(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["broken.c"]  # no partial outputs
 
 
+def test_compile_object_refuses_an_output_path_as_its_name(tmp_path):
+    src = tmp_path / "ok.c"
+    src.write_text("int answer(void) { return 42; }\n")
+    with pytest.raises(TypeError, match="output="):
+        compile_object(src, tmp_path / "ok.o")
+    assert compile_object(src, output=tmp_path / "ok.o").is_file()
+    assert compile_object(src.read_text(), "answer").name.startswith("answer-")
+
+
 def test_missing_compiler_is_a_build_error(tmp_path, monkeypatch):
     monkeypatch.setenv("CC", "no-such-compiler-vta")
     with pytest.raises(BuildError, match="'no-such-compiler-vta' not found"):
