@@ -72,7 +72,7 @@ def compute(shape: Sequence[Any], fcompute: Callable[..., Any], name: str = "com
                 f"compute {name!r}: fcompute takes {len(names)} arguments {names!r} but the shape has "
                 f"{len(dims)} dimensions; use one argument per dimension or *i"
             )
-    axis = [IterVar(n.Range(n.IntImm(0), d), n.Var(nm), DATA_PAR) for nm, d in zip(names, dims)]
+    axis = [IterVar(n.Range(n.IntImm(0), d), n.Var(nm), DATA_PAR) for nm, d in zip(names, dims, strict=True)]
     body = fcompute(*[iv.var for iv in axis])
     if isinstance(body, IterVar):
         body = body.var
@@ -108,7 +108,9 @@ def reduce_axis(dom: Any, name: str = "rv") -> IterVar:
         rng = dom
     elif isinstance(dom, (tuple, list)) and len(dom) == 2:
         lo, hi = n.convert(dom[0]), n.convert(dom[1])
-        rng = n.Range(lo, n.IntImm(hi.value - lo.value) if isinstance(lo, n.IntImm) and isinstance(hi, n.IntImm) else hi - lo)
+        rng = n.Range(
+            lo, n.IntImm(hi.value - lo.value) if isinstance(lo, n.IntImm) and isinstance(hi, n.IntImm) else hi - lo
+        )
     else:
         rng = n.Range(n.IntImm(0), n.convert(dom))
     if isinstance(rng.extent, n.IntImm) and rng.extent.value <= 0:
