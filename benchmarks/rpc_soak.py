@@ -90,6 +90,73 @@ def client(k: int, quota: int, args, port: int, obj: Path, counter: Counter, dea
     rng = np.random.default_rng(k)
     n = 0
     secret = None if args.no_secret else SECRET
+
+    def one(sess) -> None:
+        """One session: link the module, then whole cycles until the quota or the session length."""
+        state: dict = {}
+
+        def step(fn) -> bool:
+            nonlocal n
+            if n >= quota or time.monotonic() >= deadline:
+                return False
+            n += 1
+            try:
+                fn()
+            except Exception as exc:  # any failure of the request or of its check
+                counter.add(False, f"client {k}: {exc!r}")
+                return False
+            counter.add(True)
+            return True
+
+        def upload() -> None:
+            state["blob"] = rng.integers(0, 256, size=int(rng.integers(1, 64 << 10)), dtype=np.uint8).tobytes()
+            sess.upload(state["blob"], target=f"blob{k}.bin")
+
+        def download() -> None:
+            if sess.download(f"blob{k}.bin") != state["blob"]:
+                raise AssertionError("downloaded file differs from the upload")
+
+        def load() -> None:
+            state["mod"] = sess.load_module(obj.name + ".so")
+
+        def function() -> None:
+            state["axpy"] = state["mod"].get_function("axpy")
+
+        def alloc(name: str, value: np.ndarray):
+            def go() -> None:
+                state[name] = sess.alloc_array(value.shape, "int32", sess.ext_dev(0))
+            return go
+
+        def copy(name: str, value: np.ndarray):
+            def go() -> None:
+                state[name].copyfrom(value)
+            return go
+
+        def run() -> None:
+            if state["axpy"](state["x"], state["y"], 3) != x.size:
+                raise AssertionError("axpy returned a wrong size")
+
+        def fetch() -> None:
+            np.testing.assert_array_equal(state["y"].numpy(), y + 3 * x)
+
+        def free(name: str):
+            def go() -> None:
+                state.pop(name).close()
+            return go
+
+        ok = step(lambda: sess.upload(obj)) and step(lambda: sess.load_module(obj.name))  # links the .so
+        cycles = 0
+        while ok and cycles < args.cycles_per_session:
+            size = int(rng.integers(1, 4096))
+            x = rng.integers(-1000, 1000, size=size, dtype=np.int32)
+            y = rng.integers(-1000, 1000, size=size, dtype=np.int32)
+            for fn in (upload, download, load, function, alloc("x", x), copy("x", x), alloc("y", y),
+                       copy("y", y), run, fetch, free("x"), free("y")):
+                ok = step(fn)
+                if not ok:
+                    break
+            cycles += 1
+
     while n < quota and time.monotonic() < deadline:
         try:
             sess = rpc.connect("127.0.0.1", port, timeout=120, secret=secret, cafile=tls_ca)
@@ -98,69 +165,7 @@ def client(k: int, quota: int, args, port: int, obj: Path, counter: Counter, dea
             n += 1
             continue
         with sess:
-            state: dict = {}
-
-            def step(fn) -> bool:
-                nonlocal n
-                if n >= quota or time.monotonic() >= deadline:
-                    return False
-                n += 1
-                try:
-                    fn()
-                except Exception as exc:  # any failure of the request or of its check
-                    counter.add(False, f"client {k}: {exc!r}")
-                    return False
-                counter.add(True)
-                return True
-
-            def upload() -> None:
-                state["blob"] = rng.integers(0, 256, size=int(rng.integers(1, 64 << 10)), dtype=np.uint8).tobytes()
-                sess.upload(state["blob"], target=f"blob{k}.bin")
-
-            def download() -> None:
-                if sess.download(f"blob{k}.bin") != state["blob"]:
-                    raise AssertionError("downloaded file differs from the upload")
-
-            def load() -> None:
-                state["mod"] = sess.load_module(obj.name + ".so")
-
-            def function() -> None:
-                state["axpy"] = state["mod"].get_function("axpy")
-
-            def alloc(name: str, value: np.ndarray):
-                def go() -> None:
-                    state[name] = sess.alloc_array(value.shape, "int32", sess.ext_dev(0))
-                return go
-
-            def copy(name: str, value: np.ndarray):
-                def go() -> None:
-                    state[name].copyfrom(value)
-                return go
-
-            def run() -> None:
-                if state["axpy"](state["x"], state["y"], 3) != x.size:
-                    raise AssertionError("axpy returned a wrong size")
-
-            def fetch() -> None:
-                np.testing.assert_array_equal(state["y"].numpy(), y + 3 * x)
-
-            def free(name: str):
-                def go() -> None:
-                    state.pop(name).close()
-                return go
-
-            ok = step(lambda: sess.upload(obj)) and step(lambda: sess.load_module(obj.name))  # links the .so
-            cycles = 0
-            while ok and cycles < args.cycles_per_session:
-                size = int(rng.integers(1, 4096))
-                x = rng.integers(-1000, 1000, size=size, dtype=np.int32)
-                y = rng.integers(-1000, 1000, size=size, dtype=np.int32)
-                for fn in (upload, download, load, function, alloc("x", x), copy("x", x), alloc("y", y),
-                           copy("y", y), run, fetch, free("x"), free("y")):
-                    ok = step(fn)
-                    if not ok:
-                        break
-                cycles += 1
+            one(sess)
 
 
 def self_signed(directory: Path) -> tuple[Path, Path]:

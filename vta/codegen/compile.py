@@ -12,6 +12,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
+from .. import atomic
 from ..cache import cache_dir, content_key
 from ..errors import BuildError
 
@@ -83,8 +84,7 @@ def compile_object(source: str, name: str = "module") -> Path:
                 f"the C compiler failed on the generated source of {name!r} (exit {proc.returncode}):\n"
                 f"{proc.stderr.strip()}"
             )
-        # Publish atomically so a concurrent build never sees a half-written object.
-        staged = out_dir / f".{obj.name}.{os.getpid()}"
-        shutil.copyfile(tmp_obj, staged)
-        os.replace(staged, obj)
+        # Publish atomically so a concurrent build (or the next run after a crash) never sees a
+        # half-written object.
+        atomic.copy_file(tmp_obj, obj)
     return obj

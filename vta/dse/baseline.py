@@ -21,6 +21,8 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .. import atomic
+
 __all__ = ["FORMAT_VERSION", "Baseline", "BaselineError", "Verdict", "compare", "load", "save"]
 
 FORMAT_VERSION = 1
@@ -111,7 +113,7 @@ def save(path: str | Path, baseline: Baseline) -> Path:
            "model_cycles": dict(sorted(baseline.model_cycles.items()))}
     if baseline.model_waivers:
         doc["model_waivers"] = dict(sorted(baseline.model_waivers.items()))
-    path.write_text(json.dumps(doc, indent=1) + "\n")
+    atomic.write_text(path, json.dumps(doc, indent=1) + "\n")
     return path
 
 
