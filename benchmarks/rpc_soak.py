@@ -13,7 +13,8 @@ It prints requests per second, the server's resident memory (VmRSS) and open fil
 when idle before the run, after a warm-up of ``--warmup`` requests, and idle after the run, and
 the number of failed requests. Goals: RSS growth from warm-up to the end under 5 %, the same
 number of descriptors idle before and after, and 0 failures. The run stops by itself after
-``--requests`` requests or ``--max-seconds``, whichever comes first.
+``--requests`` requests or ``--max-seconds``, whichever comes first; ``--quick`` is a smoke run
+of 480 requests.
 """
 
 from __future__ import annotations
@@ -213,7 +214,10 @@ def main() -> int:
     p.add_argument("--max-seconds", type=float, default=1200.0, help="stop after this long (default 20 min)")
     p.add_argument("--no-secret", action="store_true", help="plain frames (no secret) instead of authenticated ones")
     p.add_argument("--tls", action="store_true", help="serve over TLS too")
+    p.add_argument("--quick", action="store_true", help="480 requests after 48 (a smoke run)")
     args = p.parse_args()
+    if args.quick:
+        args.requests, args.warmup, args.chunks = 480, 48, 2
 
     with tempfile.TemporaryDirectory(prefix="vta-soak-") as tmp:
         tmpdir = Path(tmp)
