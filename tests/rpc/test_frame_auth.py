@@ -240,3 +240,21 @@ def test_receiver_refuses_a_tag_made_with_the_wrong_key():
         a.sendall(_frame({"op": "ping"}, [b"x"], FrameMAC(b"k" * 32)))
         with pytest.raises(FrameAuthError, match="frame 0 failed authentication"):
             recv_frame(b, 1 << 20, FrameMAC(b"j" * 32))
+
+
+def test_authenticated_frame_layout_is_the_documented_one():
+    import hashlib
+    import hmac
+    import json
+    import struct
+
+    key = bytes(range(32))
+    mac = FrameMAC(key)
+    _frame({"op": "first"}, (), mac)  # frame 0
+    raw = _frame({"k": 1}, [b"zz", b"y"], mac)  # frame 1
+    magic, hlen, plen = struct.unpack_from("<4sIQ", raw)
+    assert (magic, plen) == (b"VTA\x02", 3) and len(raw) == 16 + hlen + plen + 32
+    assert json.loads(raw[16:16 + hlen]) == {"k": 1, "payloads": [2, 1]}
+    assert raw[16 + hlen:16 + hlen + plen] == b"zzy"
+    expected = hmac.new(key, struct.pack("<Q", 1) + raw[:-32], hashlib.sha256).digest()
+    assert raw[-32:] == expected and mac.seq == 2
