@@ -26,7 +26,7 @@ import tempfile
 from pathlib import Path
 from typing import IO, Iterator
 
-__all__ = ["CRASH_ENV", "crash_point", "fsync_dir", "publish", "atomic_writer", "write_bytes", "write_text",
+__all__ = ["CRASH_ENV", "crash_point", "fsync_file", "fsync_dir", "publish", "atomic_writer", "write_bytes", "write_text",
            "copy_file"]
 
 #: Environment variable that arms :func:`crash_point` (crash tests only).
@@ -57,6 +57,21 @@ def crash_point(name: str) -> None:
         os.kill(os.getpid(), signal.SIGKILL)
 
 
+def fsync_file(path: str | os.PathLike) -> None:
+    """``fsync`` a finished file.
+
+    Raises
+    ------
+    OSError
+        If the file cannot be opened or synced.
+    """
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 def fsync_dir(path: str | os.PathLike) -> None:
     """``fsync`` a directory so a rename inside it survives a power loss (best effort)."""
     try:
@@ -83,11 +98,7 @@ def publish(tmp: str | os.PathLike, dest: str | os.PathLike, durable: bool = Tru
         If the file cannot be synced or renamed.
     """
     if durable:
-        fd = os.open(tmp, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        fsync_file(tmp)
     crash_point("atomic.before_replace")
     os.replace(tmp, dest)
     if durable:
