@@ -66,18 +66,19 @@ def test_secret_is_required_before_any_request(sessions):
 
 
 def test_replayed_proof_is_useless(sessions):
-    """Each connection gets a new nonce, so a proof seen on the wire cannot be reused."""
+    """Each connection gets a new server nonce, so a proof seen on the wire cannot be reused."""
+    nc = bytes(range(32))
     with Server("127.0.0.1", 0, workdir=sessions, secret="k").start() as srv:
         with socket.create_connection((srv.host, srv.port), timeout=30) as s:
-            send_frame(s, {"id": 0, "op": "auth", "args": {}})
+            send_frame(s, {"id": 0, "op": "auth", "args": {"nonce": nc.hex()}})
             nonce1 = bytes.fromhex(recv_frame(s, 4096)[0]["result"]["nonce"])
-            send_frame(s, {"id": 0, "op": "auth", "args": {"proof": proof("k", nonce1)}})
+            send_frame(s, {"id": 0, "op": "auth", "args": {"proof": proof("k", nonce1, nc)}})
             assert recv_frame(s, 4096)[0]["ok"] is True
         with socket.create_connection((srv.host, srv.port), timeout=30) as s:
-            send_frame(s, {"id": 0, "op": "auth", "args": {}})
+            send_frame(s, {"id": 0, "op": "auth", "args": {"nonce": nc.hex()}})  # the same client nonce
             nonce2 = bytes.fromhex(recv_frame(s, 4096)[0]["result"]["nonce"])
             assert nonce2 != nonce1
-            send_frame(s, {"id": 0, "op": "auth", "args": {"proof": proof("k", nonce1)}})
+            send_frame(s, {"id": 0, "op": "auth", "args": {"proof": proof("k", nonce1, nc)}})
             assert recv_frame(s, 4096)[0]["ok"] is False
 
 

@@ -21,6 +21,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .. import atomic
 from ..env import CONFIG_KEYS, check_keys
 from ..errors import ConfigError
 
@@ -120,7 +121,7 @@ def save(path: str | Path, baseline: Baseline) -> Path:
            "model_cycles": dict(sorted(baseline.model_cycles.items()))}
     if baseline.model_waivers:
         doc["model_waivers"] = dict(sorted(baseline.model_waivers.items()))
-    path.write_text(json.dumps(doc, indent=1) + "\n")
+    atomic.write_text(path, json.dumps(doc, indent=1) + "\n")
     return path
 
 

@@ -15,6 +15,7 @@ import json
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
+from .. import atomic
 from ..env import INT_KEYS
 
 __all__ = [
@@ -43,7 +44,7 @@ def write_csv(rows: Iterable[dict], path: str | Path, columns: Sequence[str] = T
         If the file cannot be written.
     """
     path = Path(path)
-    with open(path, "w", newline="") as handle:
+    with atomic.atomic_writer(path, "w", newline="") as handle:
         writer = csv.DictWriter(handle, fieldnames=list(columns), extrasaction="ignore")
         writer.writeheader()
         for row in rows:
@@ -66,7 +67,7 @@ def write_jsonl(rows: Iterable[dict], path: str | Path) -> Path:
         If the file cannot be written.
     """
     path = Path(path)
-    with open(path, "w") as handle:
+    with atomic.atomic_writer(path, "w") as handle:
         for row in rows:
             handle.write(json.dumps(row, sort_keys=True) + "\n")
     return path

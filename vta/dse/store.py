@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from pathlib import Path
 
+from .. import atomic
 from ..cache import cache_dir
 
 __all__ = ["ResultStore"]
@@ -67,14 +67,7 @@ class ResultStore:
             return False
         path = self._path(str(row.get("key", "")))
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".row-", dir=path.parent)
-        try:
-            with os.fdopen(fd, "w") as handle:
-                json.dump(row, handle, sort_keys=True)
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        atomic.write_text(path, json.dumps(row, sort_keys=True))  # synced and renamed: never a torn row
         return True
 
     def __contains__(self, key: str) -> bool:

@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import atomic
 from ..cache import cache_dir, content_key
 from ..env import Environment
 from ..errors import GraphError
@@ -138,9 +139,7 @@ class AcceleratorBuilder:
     def _store(self, path: Path, source: str, layout: Any) -> None:
         if not self.use_cache:
             return
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_bytes(pickle.dumps((source, layout)))
-        os.replace(tmp, path)
+        atomic.write_bytes(path, pickle.dumps((source, layout)))
 
     def _finish(self, key: tuple, name: str, source: str, layout: Any) -> CompiledOp:
         from ..codegen.compile import compile_object

@@ -9,8 +9,10 @@ and the array is created on the server; it comes back as a :class:`RemoteNDArray
 from __future__ import annotations
 
 import itertools
+import logging
 import os
 import socket
+import ssl
 import threading
 from typing import Any
 
@@ -22,9 +24,11 @@ from ..runtime.capture import Capture, CaptureViews
 from . import _runtime
 from .auth import SECRET_ENV, AuthError, client_handshake
 from .local import read_upload
-from .protocol import decode_value, encode_value, recv_frame, send_frame
+from .protocol import FrameError, FrameMAC, decode_value, encode_value, recv_frame, send_frame
 
 __all__ = ["connect", "ClientSession", "RemoteNDArray", "RemoteModule", "RemoteFunction"]
+
+log = logging.getLogger(__name__)
 
 #: Largest reply a client accepts (the server is trusted more than its clients are).
 CLIENT_MAX_PAYLOAD = 1 << 34
@@ -251,8 +255,10 @@ class ClientSession:
     Create it with :func:`connect`. Methods are thread-safe (one request at a time).
     """
 
-    def __init__(self, sock: socket.socket, max_payload: int = CLIENT_MAX_PAYLOAD):
+    def __init__(self, sock: socket.socket, max_payload: int = CLIENT_MAX_PAYLOAD,
+                 macs: tuple[FrameMAC, FrameMAC] | None = None):
         self._sock = sock
+        self._send_mac, self._recv_mac = macs if macs is not None else (None, None)
         self._lock = threading.Lock()
         self._ids = itertools.count(1)
         self._max_payload = max_payload
@@ -290,13 +296,19 @@ class ClientSession:
         with self._lock:
             req_id = next(self._ids)
             try:
-                send_frame(self._sock, {"id": req_id, "op": op, "args": enc}, payloads)
-                header, out = recv_frame(self._sock, self._max_payload)
+                send_frame(self._sock, {"id": req_id, "op": op, "args": enc}, payloads, mac=self._send_mac)
+                header, out = recv_frame(self._sock, self._max_payload, self._recv_mac)
+            except FrameError as exc:
+                self._drop()
+                log.warning("RPC connection closed: the reply to %r: %s", op, exc)
+                raise RPCError(f"the reply to {op!r} was refused and the connection closed: {exc}") from exc
             except OSError as exc:
                 self._drop()
                 raise RPCError(f"the connection to the RPC server failed during {op!r}: {exc}") from exc
         if not header.get("ok"):
             err = header.get("error") or {}
+            if err.get("type") in ("FrameAuthError", "FrameError") and header.get("id") is None:
+                self._drop()  # the server could not follow the stream and closed the connection
             e = RPCError(f"remote {err.get('type', 'error')} in {op!r}: {err.get('message', '')}")
             e.remote_type = err.get("type")
             raise e
@@ -400,7 +412,30 @@ class ClientSession:
         self.close()
 
 
-def connect(host: str, port: int, timeout: float | None = None, secret: str | None = None) -> ClientSession:
+def _client_tls_context(tls: bool | ssl.SSLContext | None, cafile: str | os.PathLike | None) -> ssl.SSLContext | None:
+    if isinstance(tls, ssl.SSLContext):
+        if cafile is not None:
+            raise ValueError("give either an ssl.SSLContext as tls or a cafile, not both")
+        return tls
+    if tls is None:
+        tls = cafile is not None
+    if not isinstance(tls, bool):
+        raise ValueError(f"tls must be None, a bool or an ssl.SSLContext, got {tls!r}")
+    if not tls:
+        if cafile is not None:
+            raise ValueError(f"cafile {str(cafile)!r} was given with tls=False")
+        return None
+    try:  # verifies the certificate and the host name
+        ctx = ssl.create_default_context(cafile=None if cafile is None else os.fspath(cafile))
+    except (OSError, ssl.SSLError) as exc:
+        raise RPCError(f"cannot read the CA certificates {str(cafile)!r}: {exc}; give a PEM file") from exc
+    ctx.minimum_version = ssl.TLSVersion.TLSv1_2
+    return ctx
+
+
+def connect(host: str, port: int, timeout: float | None = None, secret: str | None = None,
+            tls: bool | ssl.SSLContext | None = None, cafile: str | os.PathLike | None = None,
+            server_hostname: str | None = None) -> ClientSession:
     """Open a session with an RPC server.
 
     Parameters
@@ -411,27 +446,47 @@ def connect(host: str, port: int, timeout: float | None = None, secret: str | No
         Seconds to wait for the connection and for each reply (default: no limit).
     secret : str, optional
         The server's shared secret (default: the ``VTA_RPC_SECRET`` environment variable); a
-        server bound beyond loopback refuses clients that cannot prove it.
+        server bound beyond loopback refuses clients that cannot prove it. With a secret every
+        frame after the handshake is authenticated in both directions.
+    tls : bool or ssl.SSLContext, optional
+        Connect over TLS (a server started with ``--tls-cert``). True verifies the server's
+        certificate against ``cafile`` (or the system's CA certificates) and its host name; an
+        :class:`ssl.SSLContext` is used as given. Default: TLS when ``cafile`` is given.
+    cafile : path-like, optional
+        PEM file of the certificate authorities (or the self-signed certificate) to trust.
+    server_hostname : str, optional
+        Name the server's certificate must carry (default: ``host``).
 
     Raises
     ------
     RPCError
-        If the server cannot be reached.
+        If the server cannot be reached, or the TLS handshake fails (an unverified certificate,
+        a host name the certificate does not carry).
     vta.rpc.auth.AuthError
         If the server refuses the secret, or a secret is given to a server that has none.
+    ValueError
+        If the TLS arguments contradict each other.
     """
     secret = secret if secret is not None else (os.environ.get(SECRET_ENV) or None)
+    ctx = _client_tls_context(tls, cafile)
     try:
         sock = socket.create_connection((host, port), timeout=timeout)
     except OSError as exc:
         raise RPCError(f"cannot connect to the RPC server at {host}:{port}: {exc}") from exc
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    if ctx is not None:
+        try:
+            sock = ctx.wrap_socket(sock, server_hostname=server_hostname or host)
+        except (ssl.SSLError, ssl.CertificateError, OSError) as exc:
+            sock.close()
+            raise RPCError(f"the TLS handshake with {host}:{port} failed: {exc}") from exc
+    macs = None
     if secret is not None:
         try:
-            client_handshake(sock, secret)
+            macs = client_handshake(sock, secret)
         except (RPCError, OSError) as exc:
             sock.close()
             if isinstance(exc, AuthError):
                 raise
             raise RPCError(f"the shared-secret handshake with {host}:{port} failed: {exc}") from exc
-    return ClientSession(sock)
+    return ClientSession(sock, macs=macs)

@@ -8,6 +8,23 @@ A frame is::
     header  hlen bytes of UTF-8 JSON (an object)
     payload plen bytes, split as the header's "payloads" list of lengths says
 
+On a connection whose handshake derived a session key (:mod:`vta.rpc.auth`), every frame after
+the handshake is an *authenticated frame* instead::
+
+    magic   4 bytes   b"VTA\x02"
+    hlen    u32 LE
+    plen    u64 LE
+    header  hlen bytes
+    payload plen bytes
+    tag     32 bytes  HMAC-SHA256(key, seq || magic || hlen || plen || header || payload)
+
+where ``key`` is the key of the frame's direction (client to server or server to client) and
+``seq`` is the frame's sequence number in that direction as u64 LE: 0 for the first frame after
+the handshake, then 1, 2, ... The sequence number is not sent; each side counts. So a frame that
+is altered, sent twice, sent out of order, dropped (the next one fails) or taken from another
+connection fails its tag, and the receiver closes the connection. The tag is checked before the
+header is parsed.
+
 Values inside a header are plain JSON scalars and lists, or single-key tagged objects:
 ``{"bytes": i}`` (payload ``i``), ``{"ndarray": i, "dtype": "<i4", "shape": [..]}`` (a NumPy
 array of a numeric dtype), ``{"dict": {...}}``, ``{"handle": h, "kind": "array" |
@@ -18,6 +35,8 @@ evaluated.
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import json
 import math
 import socket
@@ -28,11 +47,16 @@ import numpy as np
 
 from ..errors import RPCError
 
-__all__ = ["MAGIC", "send_frame", "recv_frame", "encode_value", "decode_value", "FrameError",
-           "ConnectionClosed", "MAX_HEADER"]
+__all__ = ["MAGIC", "MAGIC_AUTH", "TAG_BYTES", "FrameMAC", "send_frame", "recv_frame", "encode_value",
+           "decode_value", "FrameError", "FrameAuthError", "ConnectionClosed", "MAX_HEADER"]
 
 MAGIC = b"VTA\x01"
+#: Magic of an authenticated frame (one that ends with a tag).
+MAGIC_AUTH = b"VTA\x02"
+#: Bytes of an authenticated frame's tag (HMAC-SHA256).
+TAG_BYTES = 32
 _PREFIX = struct.Struct("<4sIQ")
+_SEQ = struct.Struct("<Q")
 #: Largest JSON header accepted (1 MiB).
 MAX_HEADER = 1 << 20
 _ARRAY_KINDS = "biuf"
@@ -57,6 +81,43 @@ class FrameError(RPCError):
         self.fatal = fatal
 
 
+class FrameAuthError(FrameError):
+    """An authenticated frame failed its check (altered, replayed, reordered or injected).
+
+    Always fatal: the connection is closed.
+    """
+
+    def __init__(self, message: str):
+        super().__init__(message, fatal=True)
+
+
+class FrameMAC:
+    """The key and sequence counter that authenticate the frames of one direction.
+
+    Parameters
+    ----------
+    key : bytes
+        The direction's key (32 bytes from :func:`vta.rpc.auth.derive_keys`).
+
+    Attributes
+    ----------
+    seq : int
+        Sequence number of the next frame (counts frames sent, or frames accepted).
+    """
+
+    def __init__(self, key: bytes):
+        if not isinstance(key, bytes) or len(key) < 16:
+            raise ValueError(f"a frame key must be at least 16 bytes, got {key!r}")
+        self._key = key
+        self.seq = 0
+
+    def start(self) -> "hmac.HMAC":
+        """A fresh HMAC already fed with the current sequence number."""
+        mac = hmac.new(self._key, digestmod=hashlib.sha256)
+        mac.update(_SEQ.pack(self.seq))
+        return mac
+
+
 def _recv_exact(sock: socket.socket, n: int, what: str, at_start: bool = False) -> bytearray:
     buf = bytearray(n)
     view = memoryview(buf)
@@ -72,8 +133,8 @@ def _recv_exact(sock: socket.socket, n: int, what: str, at_start: bool = False) 
     return buf
 
 
-def send_frame(sock: socket.socket, header: dict, payloads: list | tuple = ()) -> None:
-    """Send one frame.
+def send_frame(sock: socket.socket, header: dict, payloads: list | tuple = (), mac: FrameMAC | None = None) -> None:
+    """Send one frame (an authenticated one when ``mac`` is given, which then counts it).
 
     Raises
     ------
@@ -84,29 +145,53 @@ def send_frame(sock: socket.socket, header: dict, payloads: list | tuple = ()) -
     header["payloads"] = [memoryview(p).nbytes for p in payloads]
     text = json.dumps(header, allow_nan=True).encode()
     total = sum(header["payloads"])
-    sock.sendall(_PREFIX.pack(MAGIC, len(text), total) + text)
+    head = _PREFIX.pack(MAGIC if mac is None else MAGIC_AUTH, len(text), total) + text
+    if mac is None:
+        sock.sendall(head)
+        for p in payloads:
+            sock.sendall(p)
+        return
+    tag = mac.start()
+    tag.update(head)
+    for p in payloads:
+        tag.update(p)
+    mac.seq += 1
+    if total <= 1 << 16:  # small frames go out in one write
+        sock.sendall(b"".join([head, *(bytes(p) for p in payloads), tag.digest()]))
+        return
+    sock.sendall(head)
     for p in payloads:
         sock.sendall(p)
+    sock.sendall(tag.digest())
 
 
-def recv_frame(sock: socket.socket, max_payload: int) -> tuple[dict, list[memoryview]]:
+def recv_frame(sock: socket.socket, max_payload: int, mac: FrameMAC | None = None) -> tuple[dict, list[memoryview]]:
     """Receive one frame; the payloads are views of one buffer that belongs to the caller.
 
     Parameters
     ----------
     max_payload : int
         Largest total payload accepted; a larger declared size is a fatal :class:`FrameError`.
+    mac : FrameMAC, optional
+        Expect an authenticated frame with this direction's key and next sequence number (which
+        is counted when the tag holds).
 
     Raises
     ------
     ConnectionClosed
         If the peer closed the connection.
+    FrameAuthError
+        If ``mac`` is given and the frame is not an authenticated frame or its tag is wrong.
     FrameError
         If the frame is malformed (``fatal`` tells whether the stream is lost).
     """
     prefix = _recv_exact(sock, _PREFIX.size, "prefix", at_start=True)
     magic, hlen, plen = _PREFIX.unpack(prefix)
-    if magic != MAGIC:
+    expected = MAGIC if mac is None else MAGIC_AUTH
+    if magic != expected:
+        if mac is not None:
+            raise FrameAuthError(f"frame {mac.seq} has magic {bytes(magic)!r}, not that of an authenticated frame "
+                                 f"({MAGIC_AUTH!r})")
         raise FrameError(f"bad frame magic {bytes(magic)!r} (expected {MAGIC!r})", fatal=True)
     if hlen > MAX_HEADER:
         raise FrameError(f"frame header of {hlen} bytes exceeds the limit of {MAX_HEADER}", fatal=True)
@@ -114,6 +199,16 @@ def recv_frame(sock: socket.socket, max_payload: int) -> tuple[dict, list[memory
         raise FrameError(f"frame payload of {plen} bytes exceeds the limit of {max_payload}", fatal=True)
     text = _recv_exact(sock, hlen, "header")
     payload = _recv_exact(sock, plen, "payload") if plen else bytearray()
+    if mac is not None:
+        tag = _recv_exact(sock, TAG_BYTES, "tag")
+        check = mac.start()
+        check.update(prefix)
+        check.update(text)
+        check.update(payload)
+        if not hmac.compare_digest(check.digest(), bytes(tag)):
+            raise FrameAuthError(f"frame {mac.seq} failed authentication (altered, replayed, reordered, or sent "
+                                 "by another connection)")
+        mac.seq += 1
     try:
         header = json.loads(text.decode())
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:

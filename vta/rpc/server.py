@@ -10,9 +10,12 @@ Loading a library runs its code: a client that can upload and load a module can 
 the server's user can. So the server binds the loopback interface unless told otherwise, and a
 server bound to any other address requires a shared secret (``--secret`` or the
 ``VTA_RPC_SECRET`` environment variable; one is generated and printed when neither is given)
-that each client proves before its first request (:mod:`vta.rpc.auth`). The secret is what
-stands between the network and code execution: give it only to clients you trust, and put the
-server behind TLS or an SSH tunnel when the network is not yours. Each connection gets its own
+that each client proves before its first request (:mod:`vta.rpc.auth`); the handshake derives
+session keys that then authenticate every frame in both directions, so a request cannot be
+altered, replayed, reordered or injected on the way. The secret is what stands between the
+network and code execution: give it only to clients you trust. Frames are authenticated, not
+encrypted: for confidentiality give the server a certificate (``--tls-cert``/``--tls-key``) and
+every connection runs over TLS (:mod:`ssl`). Each connection gets its own
 work directory (removed when it ends), uploads are confined to it and bounded in size, idle
 connections are closed after ``idle_timeout`` seconds, and at most ``max_sessions``
 connections are served at once.
@@ -25,6 +28,7 @@ import ipaddress
 import logging
 import os
 import socket
+import ssl
 import sys
 import threading
 from typing import Sequence
@@ -32,7 +36,7 @@ from typing import Sequence
 from ..errors import RPCError
 from .auth import SECRET_ENV, AuthError, new_secret, server_handshake
 from .handler import SessionHandler
-from .protocol import MAX_HEADER, ConnectionClosed, FrameError, recv_frame, send_frame
+from .protocol import MAX_HEADER, ConnectionClosed, FrameAuthError, FrameError, FrameMAC, recv_frame, send_frame
 from .workspace import DEFAULT_MAX_UPLOAD
 
 __all__ = ["Server", "main", "is_loopback"]
@@ -51,6 +55,21 @@ def is_loopback(host: str) -> bool:
         return ipaddress.ip_address(host.split("%")[0]).is_loopback
     except ValueError:
         return False
+
+
+def _server_tls_context(cert, key) -> ssl.SSLContext | None:
+    if cert is None:
+        if key is not None:
+            raise ValueError(f"tls_key {str(key)!r} was given without tls_cert")
+        return None
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.minimum_version = ssl.TLSVersion.TLSv1_2
+    try:
+        ctx.load_cert_chain(os.fspath(cert), None if key is None else os.fspath(key))
+    except (OSError, ssl.SSLError) as exc:
+        raise RPCError(f"cannot load the TLS certificate {str(cert)!r} and key {str(key)!r}: {exc}; give a PEM "
+                       "certificate and the PEM private key that belongs to it") from exc
+    return ctx
 
 
 class Server:
@@ -76,24 +95,33 @@ class Server:
         None waits forever.
     max_sessions : int
         Connections served at once; further ones get an error reply and are closed.
+    tls_cert, tls_key : path-like, optional
+        A PEM certificate (chain) and its private key: every connection then runs over TLS
+        (1.2 or later). ``tls_key`` may be omitted when the certificate file holds the key.
 
     Raises
     ------
     OSError
         If the address cannot be bound.
     ValueError
-        If ``secret`` is empty, ``idle_timeout`` is not positive or ``max_sessions`` < 1.
+        If ``secret`` is empty, ``idle_timeout`` is not positive, ``max_sessions`` < 1, or
+        ``tls_key`` is given without ``tls_cert``.
+    vta.errors.RPCError
+        If the certificate or key cannot be read or do not match.
     """
 
     def __init__(self, host: str = "127.0.0.1", port: int = 9091, workdir: str | os.PathLike | None = None,
                  max_upload: int = DEFAULT_MAX_UPLOAD, secret: str | None = None,
-                 idle_timeout: float | None = 300.0, max_sessions: int = 64):
+                 idle_timeout: float | None = 300.0, max_sessions: int = 64,
+                 tls_cert: str | os.PathLike | None = None, tls_key: str | os.PathLike | None = None):
         if secret is not None and (not isinstance(secret, str) or not secret):
             raise ValueError(f"secret must be a non-empty str or None, got {secret!r}")
         if idle_timeout is not None and not idle_timeout > 0:
             raise ValueError(f"idle_timeout must be a positive number of seconds or None, got {idle_timeout!r}")
         if int(max_sessions) < 1:
             raise ValueError(f"max_sessions must be at least 1, got {max_sessions!r}")
+        #: The TLS context every connection is wrapped in, or None (plain TCP).
+        self.tls = _server_tls_context(tls_cert, tls_key)
         self.workdir = workdir
         self.max_upload = int(max_upload)
         self.idle_timeout = idle_timeout
@@ -160,24 +188,39 @@ class Server:
         conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         session = None
         max_payload = self.max_upload + MAX_HEADER
+        recv_mac: FrameMAC | None = None
+        send_mac: FrameMAC | None = None
+        raw = conn
         try:
+            if self.tls is not None:
+                conn.settimeout(HANDSHAKE_TIMEOUT)
+                conn = self.tls.wrap_socket(conn, server_side=True)
+                with self._lock:
+                    self._conns.discard(raw)
+                    self._conns.add(conn)
             if self.secret is not None:
                 conn.settimeout(HANDSHAKE_TIMEOUT)
-                server_handshake(conn, self.secret)
+                recv_mac, send_mac = server_handshake(conn, self.secret)
             conn.settimeout(self.idle_timeout)
             session = SessionHandler(self.workdir, self.max_upload)
             while True:
                 try:
-                    header, payloads = recv_frame(conn, max_payload)
+                    header, payloads = recv_frame(conn, max_payload, recv_mac)
                 except ConnectionClosed:
                     return
                 except FrameError as exc:
-                    send_frame(conn, {"id": None, "ok": False, "error": {"type": "FrameError", "message": str(exc)}})
+                    kind = "FrameAuthError" if isinstance(exc, FrameAuthError) else "FrameError"
+                    if exc.fatal:
+                        log.warning("connection from %s closed: %s", peer, exc)
+                    send_frame(conn, {"id": None, "ok": False, "error": {"type": kind, "message": str(exc)}},
+                               mac=send_mac)
                     if exc.fatal:
                         return
                     continue
                 reply, out = session.handle(header, payloads)
-                send_frame(conn, reply, out)
+                send_frame(conn, reply, out, mac=send_mac)
+        except ssl.SSLError as exc:
+            log.warning("connection from %s refused: TLS handshake failed: %s", peer, exc)
         except (AuthError, RPCError) as exc:  # failed handshake: no session was opened
             log.warning("connection from %s refused: %s", peer, exc)
         except OSError as exc:  # the client went away or stayed silent too long; end this session only
@@ -187,8 +230,10 @@ class Server:
                 session.close()
             with self._lock:
                 self._conns.discard(conn)
+                self._conns.discard(raw)
                 self.sessions_served += 1
             conn.close()
+            raw.close()
 
     # ------------------------------------------------------------------ lifetime
     def close(self) -> None:
@@ -239,17 +284,21 @@ def main(argv: Sequence[str] | None = None) -> int:
                         "when binding beyond loopback without one)")
     p.add_argument("--idle-timeout", type=float, default=300.0, help="seconds before a silent client is dropped")
     p.add_argument("--max-sessions", type=int, default=64, help="connections served at once (default 64)")
+    p.add_argument("--tls-cert", default=None, help="PEM certificate (chain): serve every connection over TLS")
+    p.add_argument("--tls-key", default=None, help="PEM private key of --tls-cert (default: read from that file)")
     args = p.parse_args(argv)
     try:
         server = Server(args.host, args.port, args.workdir, args.max_upload, secret=args.secret or None,
-                        idle_timeout=args.idle_timeout, max_sessions=args.max_sessions)
+                        idle_timeout=args.idle_timeout, max_sessions=args.max_sessions,
+                        tls_cert=args.tls_cert, tls_key=args.tls_key)
     except OSError as exc:
         sys.stderr.write(f"vta.rpc.server: error: cannot listen on {args.host}:{args.port}: {exc.strerror}\n")
         return 2
-    except ValueError as exc:
+    except (ValueError, RPCError) as exc:
         sys.stderr.write(f"vta.rpc.server: error: {exc}\n")
         return 2
-    print(f"vta.rpc.server listening on {server.host}:{server.port}", flush=True)
+    tls = " (TLS)" if server.tls is not None else ""
+    print(f"vta.rpc.server listening on {server.host}:{server.port}{tls}", flush=True)
     if server.secret is not None and not args.secret:
         print(f"shared secret (give it to clients as {SECRET_ENV} or connect(..., secret=...)): {server.secret}",
               flush=True)

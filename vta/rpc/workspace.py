@@ -8,6 +8,7 @@ import tempfile
 import weakref
 from pathlib import Path
 
+from .. import atomic
 from ..errors import RPCError
 
 __all__ = ["Workspace", "DEFAULT_MAX_UPLOAD", "check_name"]
@@ -94,16 +95,10 @@ class Workspace:
         path = self.file(name)
         if len(data) > self.max_upload:
             raise RPCError(f"upload {name!r} of {len(data)} bytes exceeds the limit of {self.max_upload} bytes")
-        # Write beside the target and rename, so a failed write never leaves a partial file
-        # under the requested name (and a library being loaded is never half-replaced).
-        fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=".part", dir=self.path)
-        try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(bytes(data))
-            os.replace(tmp, path)
-        finally:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
+        # Written beside the target and renamed, so a failed write or a crash never leaves a
+        # partial file under the requested name (a library is never half-replaced). Not synced:
+        # the directory does not outlive the session.
+        atomic.write_bytes(path, data, durable=False)
 
     def download(self, name: str) -> bytes:
         """Read file ``name``.

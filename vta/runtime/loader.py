@@ -19,6 +19,7 @@ import threading
 from pathlib import Path
 from typing import Callable
 
+from ..atomic import publish
 from ..env import get_env
 from ..errors import BuildError, ModuleLoadError, TVMError
 from . import elf
@@ -368,7 +369,7 @@ def _write_tar(files: list[Path], out: Path) -> None:
         with tarfile.open(tmp, "w") as tar:
             for f in files:
                 tar.add(f, arcname=f.name)
-        os.replace(tmp, out)
+        publish(tmp, out)
     finally:
         Path(tmp).unlink(missing_ok=True)
 

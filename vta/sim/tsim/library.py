@@ -20,6 +20,7 @@ import tempfile
 from pathlib import Path
 from typing import Sequence
 
+from ...atomic import fsync_file
 from ...cache import cache_dir, content_key
 from ...env import Environment, data_dir
 from ...errors import BuildError, ModuleLoadError
@@ -261,6 +262,7 @@ def build_sources(sv_files: Sequence[Path], package: str, *, trace: str | None =
             raise BuildError(f"Verilator build of {TOP_MODULE} failed (exit code {proc.returncode}):\n{tail}")
         _keep_runtime(tmp / "obj", runtime)
         shutil.rmtree(tmp / "obj")
+        fsync_file(out)  # the entry is published whole, by renaming its directory
         try:
             os.rename(tmp, entry)
         except OSError:

@@ -15,6 +15,7 @@ import re
 from pathlib import Path
 from typing import Any, Callable
 
+from ... import atomic
 from ...cache import cache_dir
 
 __all__ = ["memoize", "Cache"]
@@ -70,10 +71,7 @@ class Cache:
         """Write the results to the pickle file (only if something new was computed)."""
         if not self.dirty:
             return
-        tmp = self.path.with_suffix(".tmp")
-        with open(tmp, "wb") as fh:
-            pickle.dump(self.cache, fh)
-        tmp.replace(self.path)
+        atomic.write_bytes(self.path, pickle.dumps(self.cache))
         self.dirty = False
 
 
