@@ -1,7 +1,7 @@
 """Kill builds, exports, sweeps and uploads at random points and count what was lost.
 
 Run ``python scripts/crash_soak.py`` (``--trials N`` per scenario, default 10; ``--seed``). For
-each scenario of :mod:`vta.testing.crash` it makes one clean run, then N trials in fresh
+each scenario of :mod:`vta.crash` it makes one clean run, then N trials in fresh
 directories: half are killed with ``SIGKILL`` from outside at a uniformly random moment of the
 clean run's duration, half kill themselves at a random crash point of :mod:`vta.atomic`
 (``atomic.partial``, ``atomic.before_replace`` or ``atomic.after_replace``, at its 1st to 4th
@@ -25,7 +25,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from vta.testing import crash  # noqa: E402
+from vta import crash  # noqa: E402
 
 
 def main() -> int:

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from vta import atomic
-from vta.testing import crash
+from vta import crash
 
 ROOT = Path(__file__).resolve().parents[2]
 OLD, NEW = b"old contents\n" * 1000, b"NEW CONTENTS\n" * 3000

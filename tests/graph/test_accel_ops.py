@@ -13,7 +13,8 @@ import pytest
 import vta.graph
 from vta.graph import GraphBuilder, optimize
 from vta.graph.accel_ops import ACCEL_OPS
-from vta.graph.infer import OPS, op_def
+from vta.graph.infer import OPS
+from vta.graph.opdefs import op_def
 from vta.graph.lower import lower
 from vta.graph.passes.fuse import FUSED_KINDS
 

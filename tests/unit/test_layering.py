@@ -25,6 +25,7 @@ LAYERS = (
     "isa",        # instruction and micro-op layouts
     "dram",       # the DRAM arena
     "cache",      # the cache directory
+    "atomic",     # crash-safe file writes (temp file, fsync, rename)
     "sim",        # the device contract and the three simulation levels
     "pack",       # program packs (run on any device)
     "profile",    # traces, per-layer reports and plots of runs on tsim, the cycle model, fsim
@@ -46,6 +47,7 @@ LAYERS = (
     "frontend",   # model import
     "models",     # the ResNet-18 builder, the quantize helper, the bundled digits model
     "demo",       # the hand-written demo program
+    "crash",      # kill-and-recover scenarios over builds, exports, sweeps and RPC uploads
     "tvm",        # TVM-name compatibility namespace
     "vta",        # the package's __init__
     "__main__",   # the command line

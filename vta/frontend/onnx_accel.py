@@ -10,19 +10,19 @@ from __future__ import annotations
 
 import numpy as np
 
-from .onnx_importer import Dequant, Importer, Pending, Tensor, _scalar
+from .onnx_entries import Dequant, Pending, Tensor, _scalar
 
 __all__ = ["emit_mul"]
 
 
-def _mul(im: Importer, node, name, ins):
+def _mul(im, node, name, ins):
     a, c = ins
     if all(isinstance(e, Dequant) and isinstance(e.src, Tensor) and _scalar(e.scale) for e in ins):
         return Pending("mul", node, name, [a, c])
     return Tensor(im.b.op("multiply", [im.as_float(a), im.as_float(c)], {}, im.unique(name)))
 
 
-def emit_mul(im: Importer, p: Pending, s_y: float, z_y: int, dtype: str):
+def emit_mul(im, p: Pending, s_y: float, z_y: int, dtype: str):
     """The ``qnn.mul`` of pending product ``p`` quantized to ``s_y``, ``z_y``, ``dtype``."""
     (a, sa, za), (c, sc, zc) = (im.as_quant(e, p.name, "an input") for e in p.inputs)
     attrs = dict(lhs_scale=float(np.ravel(sa)[0]), lhs_zero_point=int(np.ravel(za)[0]), rhs_scale=float(np.ravel(sc)[0]),
@@ -30,6 +30,6 @@ def emit_mul(im: Importer, p: Pending, s_y: float, z_y: int, dtype: str):
     return im.b.op("qnn.mul", [a, c], attrs, im.unique(p.name))
 
 
-def finish_mul_float(im: Importer, p: Pending):
+def finish_mul_float(im, p: Pending):
     """The float product of pending ``p`` that no QuantizeLinear consumes."""
     return im.b.op("multiply", [im.as_float(p.inputs[0]), im.as_float(p.inputs[1])], {}, im.unique(p.name))

@@ -27,15 +27,15 @@ declining converter are dropped at the end, as nothing reads them).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from ..errors import FrontendError, GraphError
 from ..graph import GraphBuilder, Node, Value
-from ..graph.infer import normalise_attrs
+from ..graph.opdefs import normalise_attrs
 from ..graph.ir import DTYPES
+from .onnx_entries import Const, Dequant, Pending, Tensor, _scalar
 
 __all__ = ["Importer", "Const", "Tensor", "Dequant", "Pending", "QUANTIZE_HINT", "OpsetConverter"]
 
@@ -44,36 +44,6 @@ QUANTIZE_HINT = ("quantize it first with onnxruntime's static quantizer, e.g. "
                  "vta.models.quantize(model, calibration_data) (QDQ, per-channel int8 weights)")
 
 _QRANGE = {"int8": (-128, 127), "uint8": (0, 255), "int32": (-(2 ** 31), 2 ** 31 - 1)}
-
-
-@dataclass(frozen=True)
-class Const:
-    data: np.ndarray
-    name: str
-
-
-@dataclass(frozen=True)
-class Tensor:
-    value: Value
-
-
-@dataclass(frozen=True)
-class Dequant:
-    src: Const | Tensor
-    scale: np.ndarray          # float32, shape () or (C,)
-    zero_point: np.ndarray     # int, same shape as scale
-    axis: int | None
-
-
-@dataclass
-class Pending:
-    kind: str                  # conv, dense, add, mul, avgpool, gap, concat
-    node: Any                  # the ONNX NodeProto
-    name: str
-    inputs: list
-    attrs: dict = field(default_factory=dict)
-    lo: float | None = None    # fused activation bounds in the real domain
-    hi: float | None = None
 
 
 class OpsetConverter:
@@ -100,10 +70,6 @@ def _attrs(node) -> dict[str, Any]:
         v = helper.get_attribute_value(a)
         out[a.name] = v.decode() if isinstance(v, bytes) else v
     return out
-
-
-def _scalar(a: np.ndarray) -> bool:
-    return np.size(a) == 1
 
 
 def _per(a: np.ndarray) -> Any:

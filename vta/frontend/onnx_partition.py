@@ -27,6 +27,7 @@ from ..errors import FrontendError, GraphError, UnsupportedOperatorError
 from ..graph import Node
 from ..graph.ir import DTYPES, TensorType
 from ..graph.onnx_region import ATTRS, OP, encode_model, make_session
+from .onnx_entries import Const, Tensor
 
 __all__ = ["RegionBuilder", "TypeOracle", "region_macs"]
 
@@ -301,12 +302,8 @@ def _copy(node):
 
 
 def _const(name: str, data: np.ndarray):
-    from .onnx_importer import Const
-
     return Const(data, name)
 
 
 def _tensor(value):
-    from .onnx_importer import Tensor
-
     return Tensor(value)

@@ -14,7 +14,7 @@ field               read by
 ``roles``           PackLayout (activation inputs), lowering (which input feeds which argument)
 ``build``           lowering: compiles the spec (:mod:`vta.topi.qnn`)
 ``macs``            :func:`vta.graph.mac_share`, reports: multiply-accumulates of the spec
-``opdef``           shape inference (:func:`vta.graph.infer.infer_type`)
+``opdef``           shape inference (:func:`vta.graph.opdefs.infer_type`)
 ==================  ==========================================================================
 
 Adding an accelerator operator is one entry of :data:`ACCEL_OPS` (plus its matcher, its

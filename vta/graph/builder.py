@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import GraphError
-from .infer import infer_type, normalise_attrs
+from .opdefs import infer_type, normalise_attrs
 from .ir import INPUT, PARAM, Graph, Node, TensorType, Value
 
 __all__ = ["GraphBuilder"]

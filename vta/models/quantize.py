@@ -13,7 +13,7 @@ from typing import Iterable, Mapping
 
 import numpy as np
 
-__all__ = ["quantize", "quantize_file", "ArrayCalibrationReader"]
+__all__ = ["quantize", "quantize_file", "random_feeds", "ArrayCalibrationReader"]
 
 _TYPES = ("int8", "uint8")
 
@@ -206,7 +206,6 @@ def quantize_file(model: str | Path, out: str | Path, calibration_dir: str | Pat
 
     from ..errors import FrontendError
     from ..frontend.onnx import load_model, set_input_shapes
-    from .zoo import random_feeds
 
     proto = load_model(model)
     if shapes:
@@ -239,3 +238,37 @@ def quantize_file(model: str | Path, out: str | Path, calibration_dir: str | Pat
         if tmp.exists():
             tmp.unlink()
     return f"QDQ, uint8 activations, int8 per-channel weights, calibrated on {what}"
+
+
+def random_feeds(proto, count: int, seed: int = 0) -> list[dict[str, np.ndarray]]:
+    """``count`` seeded feeds for every input of ``proto`` (floats uniform in [-1, 1], the range
+    of a normalised image; integers over a small range), with the inputs' static shapes.
+
+    Raises
+    ------
+    ValueError
+        If an input has a dimension that is not fixed.
+    """
+    from onnx import helper
+
+    rng = np.random.default_rng(seed)
+    inits = {t.name for t in proto.graph.initializer}
+    specs = []
+    for inp in proto.graph.input:
+        if inp.name in inits:
+            continue
+        tt = inp.type.tensor_type
+        dims = [d.dim_value if d.HasField("dim_value") else 0 for d in tt.shape.dim]
+        if any(d <= 0 for d in dims):
+            raise ValueError(f"input {inp.name!r} has dynamic dimensions {dims}; fix its shape first")
+        specs.append((inp.name, tuple(dims), np.dtype(helper.tensor_dtype_to_np_dtype(tt.elem_type))))
+    feeds = []
+    for _ in range(count):
+        feed = {}
+        for name, dims, dtype in specs:
+            if np.issubdtype(dtype, np.floating):
+                feed[name] = rng.uniform(-1.0, 1.0, dims).astype(dtype)
+            else:
+                feed[name] = rng.integers(0, 16, dims).astype(dtype)
+        feeds.append(feed)
+    return feeds

@@ -22,6 +22,7 @@ import numpy as np
 
 from ..cache import cache_dir, content_key
 from ..errors import ModelFetchError
+from .quantize import quantize, random_feeds
 
 __all__ = ["ZOO", "ZooModel", "fetch", "float_model", "quantized_model", "calibration_data", "resolve",
            "random_feeds", "sample_feeds", "text_image"]
@@ -162,40 +163,6 @@ def float_model(name: str):
     return set_input_shapes(proto, {first: model.shape})
 
 
-def random_feeds(proto, count: int, seed: int = 0) -> list[dict[str, np.ndarray]]:
-    """``count`` seeded feeds for every input of ``proto`` (floats uniform in [-1, 1], the range
-    of a normalised image; integers over a small range), with the inputs' static shapes.
-
-    Raises
-    ------
-    ValueError
-        If an input has a dimension that is not fixed.
-    """
-    from onnx import helper
-
-    rng = np.random.default_rng(seed)
-    inits = {t.name for t in proto.graph.initializer}
-    specs = []
-    for inp in proto.graph.input:
-        if inp.name in inits:
-            continue
-        tt = inp.type.tensor_type
-        dims = [d.dim_value if d.HasField("dim_value") else 0 for d in tt.shape.dim]
-        if any(d <= 0 for d in dims):
-            raise ValueError(f"input {inp.name!r} has dynamic dimensions {dims}; fix its shape first")
-        specs.append((inp.name, tuple(dims), np.dtype(helper.tensor_dtype_to_np_dtype(tt.elem_type))))
-    feeds = []
-    for _ in range(count):
-        feed = {}
-        for name, dims, dtype in specs:
-            if np.issubdtype(dtype, np.floating):
-                feed[name] = rng.uniform(-1.0, 1.0, dims).astype(dtype)
-            else:
-                feed[name] = rng.integers(0, 16, dims).astype(dtype)
-        feeds.append(feed)
-    return feeds
-
-
 def text_image(rng, shape: tuple[int, ...], norm: str) -> np.ndarray:
     """A synthetic page of ``shape`` (N, 3, H, W): rows of words of random dark glyphs on white,
     normalised as the OCR models' pre-processing does (``"imagenet"`` mean and deviation, or
@@ -262,7 +229,6 @@ def quantized_model(name: str, calibration: int = 4, seed: int = 0) -> Path:
     import onnx
     import onnxruntime
 
-    from .quantize import quantize
 
     model = _entry(name)
     src = fetch(model.name)

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from ..infer import infer_type
+from ..opdefs import infer_type
 from ..ir import PARAM, Graph, Node, TensorType, Value
 
 __all__ = ["Rewriter"]

@@ -8,7 +8,7 @@ A *scenario* is a small job that writes what the project publishes:
 ``upload``  a file uploaded twice over RPC (the second time with new contents) to an in-process
             server
 
-``python -m vta.testing.crash SCENARIO DIR`` runs one in ``DIR`` (its cache is ``DIR/cache``) and
+``python -m vta.crash SCENARIO DIR`` runs one in ``DIR`` (its cache is ``DIR/cache``) and
 writes ``DIR/result.json``, a digest of what the job computed (outputs of the built module, the
 sweep rows, the downloaded file). :func:`trial` runs a scenario once killed (by a crash point,
 see :mod:`vta.atomic`, or by ``SIGKILL`` from outside after a delay), checks what the killed
@@ -43,7 +43,7 @@ _VOLATILE = {"seconds"}
 
 # ----------------------------------------------------------------------------- the jobs
 def _vadd(env):
-    from .. import build, te
+    from . import build, te
 
     shape = (1, 4, env.BATCH, env.BLOCK_OUT)
     a = te.placeholder(shape, name="A", dtype=env.acc_dtype)
@@ -63,7 +63,7 @@ def _vadd(env):
 
 
 def _run_vadd(mod, env, shape) -> str:
-    from .. import runtime
+    from . import runtime
 
     rng = np.random.default_rng(7)
     x = rng.integers(-50, 50, size=shape).astype(env.acc_dtype)
@@ -75,8 +75,8 @@ def _run_vadd(mod, env, shape) -> str:
 
 
 def _job_build(d: Path) -> dict:
-    from ..env import get_env
-    from ..runtime.native_lib import runtime_library
+    from .env import get_env
+    from .runtime.native_lib import runtime_library
 
     env = get_env()
     runtime_library(env)
@@ -85,8 +85,8 @@ def _job_build(d: Path) -> dict:
 
 
 def _job_export(d: Path) -> dict:
-    from ..env import get_env
-    from ..runtime import load_module
+    from .env import get_env
+    from .runtime import load_module
 
     env = get_env()
     mod, shape = _vadd(env)
@@ -101,11 +101,11 @@ _SWEEP_SPEC = {"parameters": {"LOG_BLOCK": [4, 5], "LOG_ACC_BUFF_SIZE": [16, 17]
 
 
 def _job_sweep(d: Path) -> dict:
-    from ..dse.evaluate import release_devices
-    from ..dse.results import read_jsonl
-    from ..dse.space import load_spec
-    from ..dse.store import ResultStore
-    from ..dse.sweep import run_sweep
+    from .dse.evaluate import release_devices
+    from .dse.results import read_jsonl
+    from .dse.space import load_spec
+    from .dse.store import ResultStore
+    from .dse.sweep import run_sweep
 
     try:
         run_sweep(load_spec(_SWEEP_SPEC), d / "out", store=ResultStore(d / "store"), workers=0, plot=False)
@@ -116,8 +116,8 @@ def _job_sweep(d: Path) -> dict:
 
 
 def _job_upload(d: Path) -> dict:
-    from .. import rpc
-    from ..rpc.server import Server
+    from . import rpc
+    from .rpc.server import Server
 
     sessions = d / "sessions"
     sessions.mkdir(exist_ok=True)
@@ -149,7 +149,7 @@ def run_scenario(name: str, directory: str | os.PathLike) -> dict:
 
 # ----------------------------------------------------------------------------- the trials
 def _child(name: str, d: Path, crash_at: str | None) -> subprocess.Popen:
-    from ..cache import cache_dir
+    from .cache import cache_dir
 
     numba = d / "cache" / "numba"  # numba's own cache (written by numba) is shared: compiling it is slow
     if not numba.exists():
@@ -161,7 +161,7 @@ def _child(name: str, d: Path, crash_at: str | None) -> subprocess.Popen:
         env["VTA_CRASH_AT"] = crash_at
     root = Path(__file__).resolve().parents[2]
     env["PYTHONPATH"] = str(root) + os.pathsep + env.get("PYTHONPATH", "")
-    return subprocess.Popen([sys.executable, "-m", "vta.testing.crash", name, str(d)], env=env,
+    return subprocess.Popen([sys.executable, "-m", "vta.crash", name, str(d)], env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
 
 
@@ -314,5 +314,5 @@ def trial(name: str, d: Path, clean: tuple[dict, dict[str, str], float], *, cras
 
 if __name__ == "__main__":
     if len(sys.argv) != 3 or sys.argv[1] not in SCENARIOS:
-        sys.exit(f"usage: python -m vta.testing.crash {{{','.join(SCENARIOS)}}} DIR")
+        sys.exit(f"usage: python -m vta.crash {{{','.join(SCENARIOS)}}} DIR")
     run_scenario(sys.argv[1], sys.argv[2])
