@@ -19,7 +19,7 @@ from . import target
 from .errors import ConfigError
 
 __all__ = ["Environment", "get_env", "load_config", "default_config_path", "data_dir", "DevContext",
-           "DRAM_KEYS", "DRAM_PRESETS"]
+           "DRAM_KEYS", "DRAM_PRESETS", "OPTION_KEYS"]
 
 #: Keys a configuration file must provide, and the range each integer key accepts.
 INT_KEYS: dict[str, tuple[int, int]] = {
@@ -54,6 +54,14 @@ DRAM_KEYS: dict[str, tuple[int, int]] = {
 DRAM_PRESETS: dict[str, dict[str, int]] = {
     "ideal": {"DRAM_LATENCY": 1, "DRAM_BYTES_PER_CYCLE": 8, "DRAM_MAX_OUTSTANDING": 0},
     "ddr4": {"DRAM_LATENCY": 90, "DRAM_BYTES_PER_CYCLE": 19, "DRAM_MAX_OUTSTANDING": 8},
+}
+#: Optional hardware options (booleans, false when absent): each adds to the core and changes its RTL,
+#: its generated C header and what the compiler emits; with every option off the instruction
+#: streams and cycle counts are those of the upstream-compatible core. The value is the suffix the
+#: option adds to ``BITSTREAM`` (the name of a build) when it is on.
+#: ``ALU_REQUANT``: the ALU opcode REQ (5), a one-micro-op fixed-point requantisation.
+OPTION_KEYS: dict[str, str] = {
+    "ALU_REQUANT": "rq",
 }
 #: Targets that this project can execute; any other string is accepted but cannot run programs.
 RUNNABLE_TARGETS = ("sim", "tsim", "model")
@@ -278,6 +286,7 @@ class Environment:
                 raise ConfigError(f"VTA config key {key!r} = {val!r} is outside the accepted range {lo}..{hi}")
 
         self._derive_dram()
+        self._derive_options()
         self.TARGET: str = cfg["TARGET"]
         self.HW_VER: str = cfg["HW_VER"]
         for key in INT_KEYS:
@@ -360,8 +369,29 @@ class Environment:
         self.BITSTREAM = (
             f"{self.BATCH}x{self.BLOCK}_i{self.INP_WIDTH}w{self.WGT_WIDTH}a{self.ACC_WIDTH}_"
             f"{self.LOG_UOP_BUFF_SIZE}_{self.LOG_INP_BUFF_SIZE}_{self.LOG_WGT_BUFF_SIZE}_{self.LOG_ACC_BUFF_SIZE}"
+            + "".join(f"_{suffix}" for key, suffix in OPTION_KEYS.items() if getattr(self, key))
         )
         self.MODEL = f"{self.TARGET}_{self.BITSTREAM}"
+
+    def _derive_options(self) -> None:
+        """Set each key of :data:`OPTION_KEYS` (a bool, False when the file lacks it)."""
+        cfg = self.cfg_dict
+        for key in OPTION_KEYS:
+            val = cfg.get(key, False)
+            if not isinstance(val, bool):
+                raise ConfigError(f"VTA config key {key!r} must be true or false, got {val!r}")
+            setattr(self, key, val)
+
+    @property
+    def options(self) -> tuple[str, ...]:
+        """The hardware options this configuration has (keys of :data:`OPTION_KEYS` set true)."""
+        return tuple(key for key in OPTION_KEYS if getattr(self, key))
+
+    def option_refusal(self, key: str, what: str) -> str:
+        """The message every level gives when ``what`` (an instruction, an operation) needs the
+        hardware option ``key`` and this configuration lacks it."""
+        return (f"{what} needs the hardware option {key!r}, which this configuration ({self.BITSTREAM}) lacks; "
+                f"set \"{key}\": true in the configuration file (configs/extended.json has every option)")
 
     def _derive_dram(self) -> None:
         """Set ``DRAM`` (the preset's name) and the ``DRAM_*`` figures from the optional keys."""
