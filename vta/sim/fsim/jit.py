@@ -134,7 +134,7 @@ class JitEngine:
             The token counts after the run when the stream is valid and its ``tokens`` let it
             run in stream order (None means "check the slow way": the stream may be invalid,
             out of order or deadlocked); and the LOAD and STORE rows whose fields alone fail
-            a check: the candidates :func:`vta.sim.fsim.simulator.confirm_suspects` confirms
+            a check: the candidates :func:`vta.sim.stream.confirm_suspects` confirms
             one by one.
         """
         starts, ends = _allocations(dram)

@@ -392,7 +392,7 @@ def _prepass_py(words, table, depths, elems, starts, ends, tokens, out):
       g2s) and a sixth slot; on return the sixth slot is 1 and the first four are the counts
       after the run if so, else it is 0 (and the counts mean nothing).
     * The LOAD and STORE rows (``x_size > 0``) whose fields alone put them out of range: the
-      compiled form of the whole-column checks of :func:`vta.sim.fsim.simulator.check_fields`
+      compiled form of the whole-column checks of :func:`vta.sim.stream.check_fields`
       (memory types, padding, the SRAM rectangle -- ``depths`` per memory type -- and the DRAM
       rows -- ``elems``: bytes per element per memory type, the OUT slot for stores -- inside
       one live allocation). Writes their indices, in stream order, to ``out``; returns how many.

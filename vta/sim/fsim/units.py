@@ -129,7 +129,7 @@ def check_mem(env: Environment, dram: DRAM, index: int, f: dict, opcode: int) ->
     """The checks of a LOAD or STORE with ``x_size > 0`` that depend on its fields alone.
 
     :func:`load` and :func:`store` make them before touching anything, and
-    :func:`vta.sim.fsim.check_stream` makes them for a whole stream before it runs, so the
+    :func:`vta.sim.stream.check_stream` makes them for a whole stream before it runs, so the
     errors and their messages are the same either way.
 
     Raises

@@ -57,7 +57,7 @@ from ... import isa
 from ...cache import cache_dir
 from ...env import Environment
 from ...errors import DeadlockError, InvalidInstructionError
-from ..fsim.simulator import _Columns, _Program
+from ..stream import Columns, Program
 from . import costs as mc
 
 __all__ = ["prepare", "replay", "compiled"]
@@ -105,7 +105,7 @@ def prepare(env: Environment, words: np.ndarray, timing: mc.Timing) -> dict:
         If a token flag names a channel its stage does not have.
     """
     n = words.shape[0]
-    prog = _Program(_Columns(words, env), words, env)
+    prog = Program(words, env)
     flow = prog.flow  # stages and token flags (raises for a flag on a missing channel)
     stage = np.asarray(flow.stage, dtype=np.int64)
     unit = np.zeros(n, np.int64)
@@ -125,7 +125,7 @@ def prepare(env: Environment, words: np.ndarray, timing: mc.Timing) -> dict:
         sel = np.nonzero(opcode == op)[0]
         if sel.size == 0:
             continue
-        c = getattr(_Columns(words[sel], env), kind)  # the rows of this format only
+        c = getattr(Columns(words[sel], env), kind)  # the rows of this format only
         uops = (c["iter_out"].astype(np.int64) * c["iter_in"].astype(np.int64)
                 * np.maximum(c["uop_end"].astype(np.int64) - c["uop_bgn"].astype(np.int64), 0))
         imm = c["use_imm"].astype(np.int64) if op == isa.OPCODE_ALU else np.ones(sel.size, np.int64)
@@ -139,7 +139,7 @@ def prepare(env: Environment, words: np.ndarray, timing: mc.Timing) -> dict:
     xp0, xp1, yp0, yp1, xs = z.copy(), z.copy(), z.copy(), z.copy(), z
     sel = np.nonzero((opcode == isa.OPCODE_LOAD) | (opcode == isa.OPCODE_STORE))[0]
     if sel.size:
-        mem = _Columns(words[sel], env).mem
+        mem = Columns(words[sel], env).mem
         x_size = mem["x_size"].astype(np.int64)
         mtype = mem["memory_type"].astype(np.int64)
         elem = np.zeros(sel.size, np.int64)
