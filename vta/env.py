@@ -203,6 +203,7 @@ class DevContext:
     ALU_OPCODE_ADD = 2
     ALU_OPCODE_SHR = 3
     ALU_OPCODE_MUL = 4
+    ALU_OPCODE_REQ = 5  # the hardware option ALU_REQUANT
     QID_LOAD_INP = 1
     QID_LOAD_WGT = 1
     QID_LOAD_OUT = 2
