@@ -156,7 +156,7 @@ class Oracle:
         for o in range(i.iter_out):
             for n in range(i.iter_in):
                 for u in range(i.uop_bgn, i.uop_end):
-                    base = dict(zip(("dst", "src", "wgt"), self.uop[u]))
+                    base = dict(zip(("dst", "src", "wgt"), self.uop[u], strict=True))
                     yield tuple(base[r] + o * getattr(i, f"{r}_factor_out") + n * getattr(i, f"{r}_factor_in")
                                 for r in roles)
 
@@ -170,7 +170,7 @@ class Oracle:
             for b in range(e.BATCH):
                 x = self.inp[s][b]
                 for j in range(e.BLOCK_OUT):
-                    dot = sum(p * q for p, q in zip(x, self.wgt[w][j]))
+                    dot = sum(p * q for p, q in zip(x, self.wgt[w][j], strict=True))
                     self.acc[d][b][j] = self._wrap(self.acc[d][b][j] + dot)
 
     def alu(self, i) -> None:

@@ -137,7 +137,7 @@ def pareto_front(records: Sequence[dict], objectives: Sequence[str] = _OBJECTIVE
             if j == i:
                 continue
             b = [records[j][o] for o in objectives]
-            if all(y <= x for x, y in zip(a, b)) and any(y < x for x, y in zip(a, b)):
+            if all(y <= x for x, y in zip(a, b, strict=True)) and any(y < x for x, y in zip(a, b, strict=True)):
                 dominated = True
                 break
         if not dominated:
@@ -165,7 +165,7 @@ def plot_pareto(records: Sequence[dict], path: str | Path, title: str = "VTA des
     front = set(pareto_front(complete))
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.5), sharey=True)
     for ax, (key, label, scale) in zip(axes, (("mac_count", "MAC units (BATCH x BLOCK_IN x BLOCK_OUT)", 1),
-                                              ("sram_bits", "on-chip SRAM (KiB)", 8 * 1024))):
+                                              ("sram_bits", "on-chip SRAM (KiB)", 8 * 1024)), strict=True):
         xs = [r[key] / scale for r in complete]
         ys = [r["cycles"] for r in complete]
         ax.scatter(xs, ys, s=18, c="#8fa3bf", label="configuration")

@@ -182,7 +182,7 @@ class ProgramBuilder:
                 push, pop = _STAGE_CHANGE[(a, b)]
                 flags[k - 1][push] = 1
                 flags[k][pop] = 1
-        self.insns = [isa.replace(insn, **deps) if deps else insn for insn, deps in zip(steps, flags)]
+        self.insns = [isa.replace(insn, **deps) if deps else insn for insn, deps in zip(steps, flags, strict=True)]
 
     def build(self) -> tuple[int, int]:
         """Write the instruction stream to a new DRAM buffer; return ``(address, count)``.

@@ -149,7 +149,7 @@ class _ALU(StmtExprMutator):
             if c is None:
                 raise ScheduleError(f"{what}: the {side} index {expr!r} is not linear in the loops")
             out = []
-            for v, x in zip(loop_vars, c[:-1]):
+            for v, x in zip(loop_vars, c[:-1], strict=True):
                 xi = as_const_int(x)
                 if xi is None:
                     raise ScheduleError(f"{what}: the {side} stride of loop {v.name!r} is not constant ({x!r})")
@@ -221,7 +221,7 @@ class _ALU(StmtExprMutator):
         if env.BATCH > 1 and (extents[-2] != env.BATCH or dcoef[-2] != env.BLOCK_OUT or scoef[-2] != env.BLOCK_OUT):
             raise ScheduleError(f"{what}: the second innermost loop must walk the {env.BATCH} batch rows with stride {env.BLOCK_OUT}")
         tiles = []
-        for lp, e, d, s in zip(loops[:-lanes], extents[:-lanes], dcoef[:-lanes], scoef[:-lanes]):
+        for lp, e, d, s in zip(loops[:-lanes], extents[:-lanes], dcoef[:-lanes], scoef[:-lanes], strict=True):
             if d % block or s % block:
                 raise ScheduleError(f"{what}: loop {lp.loop_var.name!r} strides ({d}, {s}) are not whole tiles of {block}")
             tiles.append([e, d // block, s // block])
@@ -243,10 +243,10 @@ class _ALU(StmtExprMutator):
         if host:
             hvars = [n.Var(f"alu_h{k}") for k in range(len(host))]
             d_idx, s_idx = dst_idx, src_idx
-            for v, (_, d, s_) in zip(hvars, host):
+            for v, (_, d, s_) in zip(hvars, host, strict=True):
                 d_idx, s_idx = d_idx + v * d, s_idx + v * s_
             push = uop_push(1, 0, d_idx, s_idx, 0, opcode, use_imm, imm)
-            for v, (e, _, _) in reversed(list(zip(hvars, host))):
+            for v, (e, _, _) in reversed(list(zip(hvars, host, strict=True))):
                 push = n.For(v, n.IntImm(0), n.IntImm(e), n.ForKind.SERIAL, push)
         stmts = [n.Evaluate(call_extern("int32", "VTAUopLoopBegin", e, d, s_, 0)) for e, d, s_ in hw]
         stmts.append(push)

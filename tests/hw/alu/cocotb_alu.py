@@ -72,7 +72,7 @@ async def tensor_operand_every_op(dut):
             else:
                 b = rng.integers(-(1 << (w - 1)), 1 << (w - 1), tb.lanes)
             got = await tb.apply(op, a, b=b)
-            want = [oracle(op, int(x), int(y), w) for x, y in zip(a, b)]
+            want = [oracle(op, int(x), int(y), w) for x, y in zip(a, b, strict=True)]
             assert got.tolist() == want, f"op {op}: a={a.tolist()} b={b.tolist()}"
 
 
