@@ -26,7 +26,8 @@ Printed figures:
 
 With ``--vs FILE`` the model (and tsim) also run on a second configuration and the cycles of the
 four stages are printed side by side; its outputs must be identical too (the hardware options
-keep the arithmetic bit for bit). The outputs of fsim, the model and tsim must be identical (the same instructions on the same
+keep the arithmetic bit for bit).
+The outputs of fsim, the model and tsim must be identical (the same instructions on the same
 semantics); the script says so and exits with status 1 if they are not.
 ``--quick`` uses a 32x32 input (the same layers, small feature maps) for a fast smoke run.
 """

@@ -225,7 +225,8 @@ def main(argv: list[str] | None = None) -> int:
           f"BATCH={env.BATCH} BLOCK_IN={env.BLOCK_IN} BLOCK_OUT={env.BLOCK_OUT}")
     print(f"before = measured reference ({BEFORE_DATE}); now = this run")
     print(f"{'layer':<6}{'x':>3}{'MACs':>13}{'bound':>11}{'before':>11}{'now':>11}{'before%':>9}{'now%':>8}"
-          f"{'busy%':>7}{'ceil%':>7}{'alu/gemm':>9}  check" + (f"{'vs':>11}{'vs%':>8}{'ceil%':>7}  check" if vs_env else ""))
+          f"{'busy%':>7}{'ceil%':>7}{'alu/gemm':>9}  check"
+          + (f"{'vs':>11}{'vs%':>8}{'ceil%':>7}  check" if vs_env else ""))
     if vs_env:
         print(f"vs = {args.vs} (options: {', '.join(vs_env.options) or 'none'})")
     tot = {"bound": 0, "now": 0, "before": 0, "bound_b": 0, "busy": 0, "vs": 0, "vs_busy": 0}
