@@ -14,10 +14,15 @@ process in brackets (steadier on a busy machine), and the rates. Streams:
 
 GEMM results are checked against NumPy, so the figures are for correct execution.
 
-Upstream's C++ functional simulator is not built here (it needs TVM's runtime headers), so its
-times are printed as stored figures, labelled with how and when they were measured
-(:data:`UPSTREAM`), never as a ratio to a time of this run. Likewise this benchmark's figures at
-the start of the instruction-heavy work (:data:`BEFORE`), printed beside this run's in full runs.
+Upstream's C++ functional simulator is not built here. With ``--upstream BINARY`` (the peer
+that ``build.sh`` of the upstream-fsim peer directory builds from a tvm-vta snapshot; default
+configuration only), every stream is also written as a dump -- the arena before the run and
+after this run's fsim, in the peer's format -- and the peer runs it in the same run, on the same
+instructions and DRAM: both median times, the ratio and whether the peer's arena after the run
+equals ours (the whole arena is compared) are printed. Without it, upstream's times are printed
+as stored figures, labelled with how and when they were measured (:data:`UPSTREAM`), never as a
+ratio to a time of this run. Likewise this benchmark's figures at the start of the
+instruction-heavy work (:data:`BEFORE`), printed beside this run's in full runs.
 
 fsim runs its batched GEMM products with BLAS limited to one thread (like the upstream
 simulator, which uses one core), whatever ``OPENBLAS_NUM_THREADS`` says.
@@ -26,8 +31,12 @@ simulator, which uses one core), whatever ``OPENBLAS_NUM_THREADS`` says.
 from __future__ import annotations
 
 import argparse
+import json
 import statistics
+import subprocess
+import tempfile
 import time
+from pathlib import Path
 
 import numpy as np
 
@@ -184,6 +193,59 @@ def timed(dev, addr, count, repeat, warm=True):
     return statistics.median(wall), statistics.median(cpu), dev.stats()
 
 
+#: Magic number of the peer's dump format ("VTADUMP1", little endian).
+DUMP_MAGIC = 0x31504D5544415456
+#: Physical address of the first byte of the peer's image (its allocator's first page).
+DUMP_BASE = 4096
+
+
+def arena_image(dram) -> np.ndarray:
+    """A copy of the arena from :data:`DUMP_BASE` to the end of the highest live allocation."""
+    top = max((a + n for a, n in dram.allocations()), default=DUMP_BASE)
+    return dram.data[DUMP_BASE:max(top, DUMP_BASE)].copy()
+
+
+def write_dump(path: Path, addr: int, count: int, before: np.ndarray, after: np.ndarray) -> None:
+    """The peer's dump: header, the arena before the run, and the whole arena after ours as the
+    region the peer compares."""
+    header = np.array([DUMP_MAGIC, addr, count, before.size, DUMP_BASE, after.size], dtype="<u8")
+    with open(path, "wb") as f:
+        f.write(header.tobytes())
+        f.write(before.tobytes())
+        f.write(after.tobytes())
+
+
+class Upstream:
+    """Runs the upstream peer binary on dumps of this run's streams and prints the comparison."""
+
+    def __init__(self, binary: str, repeat: int):
+        self.binary = str(Path(binary).resolve())
+        self.repeat = max(3, repeat)
+        self.tmp = tempfile.TemporaryDirectory(prefix="vta_upstream_")
+        self.ratios: dict[str, float] = {}
+
+    def compare(self, label: str, dram, addr: int, count: int, before: np.ndarray, ours_s: float) -> None:
+        """Dump the stream (``before``: the arena before our run; after: as it is now), run the
+        peer on it and print its median time, ours, the ratio and whether the outputs agree."""
+        path = Path(self.tmp.name) / "stream.dump"
+        write_dump(path, addr, count, before, arena_image(dram))
+        proc = subprocess.run([self.binary, str(path), str(self.repeat)], capture_output=True, text=True,
+                              timeout=3600, check=False)
+        lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
+        if proc.returncode not in (0, 1) or not lines:
+            print(f"  upstream C++ fsim: FAILED (exit {proc.returncode}): {proc.stderr.strip()[:300]}")
+            return
+        res = json.loads(lines[-1])
+        up = res["median_s"]
+        agree = "outputs agree (whole arena)" if res["output_matches_project"] else "OUTPUTS DIFFER"
+        self.ratios[label] = up / ours_s
+        print(f"  upstream C++ fsim, run now: {up:.3f} s (median of {self.repeat}; min {res['min_s']:.3f} s), "
+              f"ours {ours_s:.3f} s: ours x{up / ours_s:.2f} faster; {agree}")
+
+    def close(self) -> None:
+        self.tmp.cleanup()
+
+
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="smaller streams (a smoke run)")
@@ -194,6 +256,9 @@ def main(argv=None) -> None:
                     help="do not run lined-up GEMMs as one BLAS product")
     ap.add_argument("--only", choices=("gemm", "conv"), default=None,
                     help="run only the GEMM streams or only the instruction-heavy ones")
+    ap.add_argument("--upstream", metavar="BINARY", default=None,
+                    help="also run upstream's C++ fsim (the peer binary built by the upstream-fsim peer's build.sh) "
+                         "on every stream of the default configuration, in this run")
     args = ap.parse_args(argv)
     if args.repeat is None:
         args.repeat = 1 if args.quick else 3
@@ -204,16 +269,22 @@ def main(argv=None) -> None:
         engines = ["numpy"]
     print(f"engines: {', '.join(engines)}; GEMM runs batched: {not args.no_batch_gemms}; figures are medians of "
           f"{args.repeat} runs (after a warm-up run on the compiled engine), wall clock [CPU time of this process]")
+    upstream = Upstream(args.upstream, args.repeat) if args.upstream else None
+    if upstream is not None and env.BITSTREAM != Environment(load_config(data_dir("configs") / "vta_config.json")).BITSTREAM:
+        print("--upstream: the peer is built for the default configuration; not run on this one")
+        upstream = None
     with DRAM(1 << 31) as dram:
         devs = {e: FunctionalSimulator(env, dram, engine=e, batch_gemms=not args.no_batch_gemms) for e in engines}
         gemms = (("GEMM stream", gemm_stream), ("upstream-shaped GEMM stream", gemm_stream_tiled))
         for label, make in gemms if args.only != "conv" else ():
             prog, (c_addr, expect) = make(env, dram, size)
             addr, count = prog.build()
-            lines, ok = [], True
+            lines, ok, ours = [], True, {}
             for name, dev in devs.items():
                 dram.write(c_addr, bytes(expect.size))
+                before = arena_image(dram) if upstream is not None and name == engines[0] else None
                 sec, cpu, st = timed(dev, addr, count, args.repeat)
+                ours[name] = (sec, before)
                 ok &= np.array_equal(dram.copy_out(c_addr, expect.shape, np.int8), expect)
                 iters = st["gemm_counter"]
                 macs = iters * env.BATCH * env.BLOCK_IN * env.BLOCK_OUT
@@ -223,14 +294,19 @@ def main(argv=None) -> None:
             print(f"{label} {size}^3: {count} instructions, {iters} GEMM uop-iterations "
                   f"({'verified against NumPy' if ok else 'MISMATCH against NumPy'})")
             print("\n".join(lines))
-            up_sec, up_what = UPSTREAM["GEMM"]
-            print(f"  upstream C++ fsim -O2 (stored, not run here): {up_sec:.3f} s for the 1024^3 GEMM ({up_what})")
+            if upstream is not None:  # (the arena now holds the result of the last engine's run)
+                sec, before = ours[engines[0]]
+                upstream.compare(label, dram, addr, count, before, sec)
+            else:
+                up_sec, up_what = UPSTREAM["GEMM"]
+                print(f"  upstream C++ fsim -O2 (stored, not run here): {up_sec:.3f} s for the 1024^3 GEMM ({up_what})")
             prog.close()
         if args.only != "gemm":
-            count = conv_figures(env, dram, devs, groups, args.repeat, "instruction-heavy stream")
-            up_sec, up_what = UPSTREAM["conv"]
-            print(f"  upstream C++ fsim -O2 (stored, not run here): {up_sec:.3f} s for {up_what}, "
-                  f"{261_002 / up_sec / 1e3:.0f} k insn/s")
+            count = conv_figures(env, dram, devs, groups, args.repeat, "instruction-heavy stream", upstream)
+            if upstream is None:
+                up_sec, up_what = UPSTREAM["conv"]
+                print(f"  upstream C++ fsim -O2 (stored, not run here): {up_sec:.3f} s for {up_what}, "
+                      f"{261_002 / up_sec / 1e3:.0f} k insn/s")
             if not args.quick:
                 print(f"  before (stored, not run here: {BEFORE_WHAT}): "
                       + ", ".join(f"{name} {BEFORE['conv'][name]:.3f} s" for name in devs))
@@ -245,19 +321,27 @@ def main(argv=None) -> None:
                     dev.close()
         for dev in devs.values():
             dev.close()
+    if upstream is not None:
+        print("upstream comparison (ours x faster, goals: >= 4 on both GEMM streams, >= 3 on the conv-like one): "
+              + ", ".join(f"{k} x{v:.2f}" for k, v in upstream.ratios.items()))
+        upstream.close()
 
 
-def conv_figures(env, dram, devs, groups, repeat, label) -> int:
+def conv_figures(env, dram, devs, groups, repeat, label, upstream=None) -> int:
     """Time the convolution-like stream on each simulator of ``devs`` (engine -> simulator) and
-    print one line per engine; return the stream's instruction count."""
+    print one line per engine (and the upstream peer's, with ``upstream``, after the first
+    engine's); return the stream's instruction count."""
     prog = conv_stream(env, dram, groups)
     addr, count = prog.build()
     print(f"{label}: {count} instructions ({groups} groups)")
-    for name, dev in devs.items():
+    for k, (name, dev) in enumerate(devs.items()):
+        before = arena_image(dram) if upstream is not None and k == 0 else None
         sec, cpu, st = timed(dev, addr, count, repeat, warm=name == "jit")
         print(f"  {name:5s}: {sec:.3f} s [{cpu:.3f} s], "
               f"{count / sec / 1e3:.0f} [{count / cpu / 1e3:.0f}] k insn/s, "
               f"{st['gemm_counter']} GEMM and {st['alu_counter']} ALU uop-iterations")
+        if before is not None:
+            upstream.compare("conv-like", dram, addr, count, before, sec)
     prog.close()
     return count
 

@@ -18,6 +18,8 @@ Printed figures:
 * the cycle model (``TARGET=model``): total device cycles, the per-layer table of the debug
   executor (node, operator, device, shapes, MACs, instructions, cycles, % of the GEMM bound,
   wall time) and the network's share of the GEMM bound;
+* the peak resident memory of the process (build, fsim and the cycle model; tsim too with ``--tsim``)
+  and of its largest child process (the C compiler during the build);
 * with ``--tsim``: tsim cycles (Verilated RTL; slow: minutes for 224x224), against upstream's
   7.73 M cycles for ResNet-18 on its Chisel tsim with ideal memory. Upstream offloaded only the
   four residual stages (its graph packing started after the max pool and stopped at the average
@@ -228,7 +230,19 @@ def main(argv: list[str] | None = None) -> int:
     ref = outputs["fsim"]
     same = {k: bool(np.array_equal(v, ref)) for k, v in outputs.items()}
     print("\noutputs identical across levels: " + ", ".join(f"{k}={v}" for k, v in same.items()))
+    own, child = peak_rss()
+    print(f"peak resident memory: {own / 2**20:,.0f} MiB this process, {child / 2**20:,.0f} MiB the largest child "
+          "process (the C compiler of the build); goal: under 1 GiB")
     return 0 if all(same.values()) else 1
+
+
+def peak_rss() -> tuple[int, int]:
+    """The peak resident set size so far of this process and of its largest finished child
+    process, in bytes (Linux reports KiB)."""
+    import resource
+
+    return (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
+            resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024)
 
 
 def _nodes(lib) -> list[dict]:

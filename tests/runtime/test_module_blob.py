@@ -214,3 +214,18 @@ def test_blob_shorter_than_its_length_prefix(tmp_path):
     src.write_text(blob_c_source(b"\x05\x00"))  # not even a whole length prefix
     with pytest.raises(ModuleLoadError, match="length prefix"):
         load_module(compile_shared([src], tmp_path / "short.so"))
+
+
+def test_blob_c_source_compiles_to_the_exact_bytes(tmp_path):
+    """Every byte value, and escapes followed by digits, survive the C source exactly."""
+    import ctypes
+
+    from vta.runtime.blob import BLOB_SYMBOL
+
+    data = bytes(range(256)) * 3 + b"\x00123\x0789\xff0" + bytes(61)
+    src = tmp_path / "devc.c"
+    src.write_text(blob_c_source(data))
+    so = compile_shared([src], tmp_path / "devc.so")
+    lib = ctypes.CDLL(str(so))
+    got = ctypes.string_at(ctypes.addressof(ctypes.c_ubyte.in_dll(lib, BLOB_SYMBOL)), len(data))
+    assert got == data

@@ -140,7 +140,8 @@ ARENA_HEADROOM = 256 << 20
 def arena_exhausted() -> bool:
     """Whether this process's DRAM arena has too little room left for another configuration.
 
-    The runtimes of about thirty configurations fill the 2 GiB arena; the rows a full sweep
+    A configuration's runtime releases its staging buffers when its last module closes
+    (:func:`vta.runtime.native_lib.release_runtime`), so this is a guard; the rows a full sweep
     worker cannot run are run again on a fresh cluster (see :mod:`vta.dse.engine`).
     """
     from ..dram import global_dram

@@ -422,12 +422,22 @@ class LibraryModule(Module):
         # functions keep it alive); never at interpreter exit, when nothing gains from it.
         self._unload = weakref.finalize(self, _dlclose, cdll._handle)
         self._unload.atexit = False
+        # the last open module of a configuration releases its runtime's buffers (native_lib)
+        self._release = None
+        if hasattr(runtime, "retain"):
+            runtime.retain()
+            self._release = weakref.finalize(self, runtime.release)
+            self._release.atexit = False
 
     def close(self) -> None:
-        """Close the module and unload its library (``dlclose``); see :meth:`Module.close`."""
+        """Close the module and unload its library (``dlclose``); see :meth:`Module.close`. When
+        it was the last open module linked against its configuration's runtime, that runtime's
+        buffers are released (:func:`vta.runtime.native_lib.release_runtime`)."""
         super().close()
         self.cdll = None
         self._unload()
+        if self._release is not None:
+            self._release()
 
     def __repr__(self) -> str:
         return f"Module(type_key='library', path={self.path.name!r})"

@@ -35,8 +35,9 @@ from .elf import read_dynamic_info
 from .packed import PackedFunc, call_from_native, handles, set_pending_exception
 
 __all__ = [
-    "NativeLibrary", "runtime_library", "on_load", "loaded_libraries", "global_runtime", "LOAD_MODE",
-    "NATIVE_DIR", "INCLUDE_DIR", "C_FLAGS", "OBJECT_FLAGS", "c_compiler", "compile_shared", "compile_object",
+    "NativeLibrary", "runtime_library", "on_load", "loaded_libraries", "global_runtime", "release_runtime",
+    "LOAD_MODE", "NATIVE_DIR", "INCLUDE_DIR", "C_FLAGS", "OBJECT_FLAGS", "c_compiler", "compile_shared",
+    "compile_object",
 ]
 
 #: Directory of the runtime's C sources.
@@ -251,6 +252,8 @@ class NativeLibrary:
         self._set_last_error.restype = None
         self._set_last_error.argtypes = [ctypes.c_char_p]
         self._install_callbacks()
+        #: Library modules linked against this runtime that are open (:meth:`retain`).
+        self.modules = 0
 
     def __repr__(self) -> str:
         return f"NativeLibrary({self.path.name!r})"
@@ -297,6 +300,26 @@ class NativeLibrary:
             except OSError as exc:
                 raise TVMError(f"cannot make {self.path.name!r} global: {exc}") from exc
             _global = self
+
+    def retain(self) -> None:
+        """Count one more open library module linked against this runtime."""
+        with _lock:
+            self.modules += 1
+
+    def release(self) -> None:
+        """Count one library module less; with the last one, :func:`release_runtime`."""
+        with _lock:
+            self.modules = max(self.modules - 1, 0)
+            if self.modules:
+                return
+        release_runtime(self)
+
+    def staging_buffers(self) -> int:
+        """How many of the runtime's two staging buffers (32 MiB each) are allocated in the arena."""
+        fn = self.cdll.VTABridgeStagingBuffers
+        fn.restype = ctypes.c_uint32
+        fn.argtypes = []
+        return int(fn())
 
     def symbol_address(self, name: str) -> int:
         """Address of an exported symbol.
@@ -349,6 +372,29 @@ class NativeLibrary:
         setter.restype = None
         setter.argtypes = [GetFuncFromEnvCallback, FuncCallCallback]
         setter(*self._callbacks)
+
+
+def release_runtime(lib: NativeLibrary) -> None:
+    """Release what a configuration's runtime holds: its queue's buffers and its two staging
+    buffers in the DRAM arena (64 MiB; allocated again on next use), and forget it, so that the
+    next :func:`runtime_library` of the configuration loads it afresh (the same loaded file). A
+    runtime in the global symbol scope stays known. Called when the last library module linked
+    against it closes (:meth:`NativeLibrary.release`), so one process can go through any number
+    of configurations.
+    """
+    with _lock:
+        if lib.modules:
+            return
+        fn = lib.cdll.VTABridgeRelease
+        fn.restype = None
+        fn.argtypes = []
+        fn()
+        if lib is _global:
+            return
+        for env in [e for e, known in _by_env.items() if known is lib]:
+            del _by_env[env]
+        if _by_key.get(lib.key) is lib:
+            del _by_key[lib.key]
 
 
 def global_runtime() -> NativeLibrary | None:

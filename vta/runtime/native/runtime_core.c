@@ -274,6 +274,28 @@ void VTARuntimeShutdown(void) {
    * kernels are owned by the uop handles of host code and live as long as the process. */
 }
 
+void VTABridgeRelease(void) {
+  VTARTQueue* q = &vta_rt_queue;
+  VTARuntimeShutdown();
+  if (!q->installed) return;
+  char err[VTA_RT_ERROR_BYTES / 2];
+  /* Give the staging buffers back to the arena; vta_rt_ready allocates them again on next use. */
+  if (q->insn_phys != 0) {
+    err[0] = '\0';
+    q->free_fn(q->insn_phys, err, (uint32_t)sizeof(err));
+    q->insn_phys = 0;
+  }
+  if (q->uop_phys != 0) {
+    err[0] = '\0';
+    q->free_fn(q->uop_phys, err, (uint32_t)sizeof(err));
+    q->uop_phys = 0;
+  }
+}
+
+uint32_t VTABridgeStagingBuffers(void) {
+  return (vta_rt_queue.insn_phys != 0) + (vta_rt_queue.uop_phys != 0);
+}
+
 int VTASynchronize(VTACommandHandle cmd, uint32_t wait_cycles) {
   if (!check_cmd(cmd, "VTASynchronize")) return vta_rt_report();
   return vta_rt_synchronize(wait_cycles);

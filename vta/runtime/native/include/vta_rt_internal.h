@@ -58,6 +58,11 @@ int VTABridgeInstall(uint64_t arena_base, uint64_t arena_size, VTABridgeAllocFn 
 /* Exported for tests: lower the staging-buffer limit (bytes) to exercise the automatic
  * synchronisation; 0 restores VTA_RT_MAX_XFER. Returns the limit in force. */
 uint32_t VTABridgeSetXferLimit(uint32_t nbytes);
+/* Exported for the Python side: when the last module of this configuration closes, shut the
+ * queue down (VTARuntimeShutdown) and give the two staging buffers back to the arena. */
+void VTABridgeRelease(void);
+/* Exported for tests: how many of the two staging buffers are allocated in the arena. */
+uint32_t VTABridgeStagingBuffers(void);
 /* Exported for tests and tools: the message of the failure the queue is holding, or NULL. */
 const char* VTABridgePendingError(void);
 
