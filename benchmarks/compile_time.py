@@ -1,6 +1,7 @@
 """Compile time of vta.build on the matrix-multiply tutorial (median of 5; the bar is < 1 s).
 
-Run: ``python benchmarks/compile_time.py [--runs 5]`` (``--quick``: one run of each). Each run declares and schedules the tutorial afresh
+Run: ``python benchmarks/compile_time.py [--runs 5]`` (``--quick``: one run of each). Each run declares and
+schedules the tutorial afresh
 (so no lowering is shared) and measures ``vta.build`` alone: lowering through the phase 0..3
 pipeline, C emission and the object-file step. The C compiler's output is cached by content; the
 figures are given both with a cold cache (every run invokes ``cc``, via a fresh

@@ -9,7 +9,8 @@ The space is a grid of 108 configurations (LOG_BATCH 0..1, LOG_BLOCK 4..5, three
 and accumulator buffer sizes each) times the workloads (default: the two 1x1 ResNet-18 layers),
 216 points. Every run starts with an empty result cache in a temporary directory, so every point
 is evaluated; compiler and RTL caches are warm after the first run. Printed per worker count:
-points, how many ran (the rest are infeasible or failed), the wall time of the sweep and, cluster start-up (and the fresh clusters that points left over by workers whose
+points, how many ran (the rest are infeasible or failed), the wall time of the sweep and, cluster start-up (and the
+fresh clusters that points left over by workers whose
 DRAM arena filled up need) included. Each worker count runs once per level, side by side: ``model``
 (the cycle model, fsim's execution included) and ``model-timing`` (the timing-only cycle model:
 the same cycles, no outputs; ``python -m vta sweep --timing-only``). The machine is shared: read
@@ -60,7 +61,9 @@ def main() -> None:
                  "LOG_ACC_BUFF_SIZE": [17]}
         args.workers, args.workloads = [1], ["resnet18.C10"]
     configs = list(Space(space).grid())
-    print(f"{len(configs) * len(args.workloads)} points ({len(configs)} configurations x {len(args.workloads)} workloads)")
+    print(
+        f"{len(configs) * len(args.workloads)} points ({len(configs)} configurations x {len(args.workloads)} workloads)"
+    )
     print(f"{'workers':>7} {'points':>6} {'ok':>4} {'failed':>6} {'wall s':>8} {'points/s':>8} {'ok pts/s':>8}  level")
     for n in args.workers:
         for level in args.levels:

@@ -234,9 +234,11 @@ def main() -> int:
           f"{speed.insns / speed.tsim_wall:,.0f} instructions/s")
     print(f"model speed (whole run, with fsim's execution): {speed.cycles / speed.wall:,.0f} simulated cycles/s, "
           f"{speed.insns / speed.wall:,.0f} instructions/s, x{speed.tsim_wall / speed.wall:.1f} tsim's")
-    print(f"model speed (timing only, functional=False): {speed.cycles / speed.timing_wall:,.0f} simulated cycles/s, "
-          f"{speed.insns / speed.timing_wall:,.0f} instructions/s, x{speed.tsim_wall / speed.timing_wall:.1f} tsim's"
-          + (f"; CYCLES DIFFER from the model's on {speed.timing_mismatches} streams" if speed.timing_mismatches else ""))
+    print(
+        f"model speed (timing only, functional=False): {speed.cycles / speed.timing_wall:,.0f} simulated cycles/s, "
+        f"{speed.insns / speed.timing_wall:,.0f} instructions/s, x{speed.tsim_wall / speed.timing_wall:.1f} tsim's"
+        + (f"; CYCLES DIFFER from the model's on {speed.timing_mismatches} streams" if speed.timing_mismatches else "")
+    )
     return 0
 
 

@@ -10,7 +10,7 @@ For every shipped configuration (``configs/*.json``; ``--config`` picks some) an
 each stream runs on tsim, on the cycle model and on the timing-only cycle model, and one line
 is printed per stream::
 
-    <stream>  tsim <cycles>  model <cycles>  error <+x.xx> %  tsim <ms>  model <ms> speed x<ratio>  timing-only <ms> x<ratio>
+    <stream> tsim <cycles> model <cycles> error <+x.xx> % tsim <ms> model <ms> speed x<ratio> timing-only <ms> x<ratio>
 
 ``model`` is the whole :meth:`CycleModel.run`: fsim's functional execution plus the timing
 replay; ``timing-only`` is ``CycleModel(..., functional=False).run`` (fsim's checks and the
@@ -125,9 +125,13 @@ def line(name: str, p: Pair, rows: list) -> None:
     timing = p.tsim_s / p.timing_s if p.timing_s else float("inf")
     rows.append((abs(err), speed, timing))
     differs = "" if p.timing == p.model else f"  TIMING-ONLY DIFFERS ({p.timing} cycles)"
-    print(f"  {name:<30} tsim {p.tsim:>10}  model {p.model:>10}  error {100 * err:+6.2f} %  tsim {1e3 * p.tsim_s:9.3f} ms  "
-          f"model {1e3 * p.model_s:8.3f} ms speed x{speed:<4.0f}  timing-only {1e3 * p.timing_s:7.3f} ms x{timing:.0f}"
-          f"{differs}", flush=True)
+    print(
+        f"  {name:<30} tsim {p.tsim:>10}  model {p.model:>10}  error {100 * err:+6.2f} %  "
+        f"tsim {1e3 * p.tsim_s:9.3f} ms  "
+        f"model {1e3 * p.model_s:8.3f} ms speed x{speed:<4.0f}  timing-only {1e3 * p.timing_s:7.3f} ms x{timing:.0f}"
+        f"{differs}",
+        flush=True,
+    )
 
 
 def programs(env: Environment, dram: DRAM, tsim: TSim, model, quick: bool, rows: list, repeat: int) -> None:

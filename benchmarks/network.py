@@ -162,7 +162,9 @@ def main(argv: list[str] | None = None) -> int:
             os.environ["VTA_CACHE_DIR"] = str(Path(tmp) / "cache")
         try:
             with _env(args.config, "sim") as env:
-                print(f"configuration: {env.TARGET} BATCH={env.BATCH} BLOCK_IN={env.BLOCK_IN} BLOCK_OUT={env.BLOCK_OUT}")
+                print(
+                    f"configuration: {env.TARGET} BATCH={env.BATCH} BLOCK_IN={env.BLOCK_IN} BLOCK_OUT={env.BLOCK_OUT}"
+                )
                 start = time.perf_counter()
                 lib = build(graph)
                 build_s = time.perf_counter() - start

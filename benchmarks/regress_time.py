@@ -28,13 +28,24 @@ def one_run(extra: list[str]) -> tuple[int, float, dict]:
         junit = Path(tmp) / "regress.xml"
         env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
         t0 = time.perf_counter()
-        proc = subprocess.run([sys.executable, "-m", "vta", "regress", "--junit", str(junit), *extra], cwd=REPO, env=env,
-                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, check=False)
+        proc = subprocess.run(
+            [sys.executable, "-m", "vta", "regress", "--junit", str(junit), *extra],
+            cwd=REPO,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            check=False,
+        )
         wall = time.perf_counter() - t0
         stages = {}
         if junit.exists():
             for suite in ET.parse(junit).getroot().iter("testsuite"):
-                stages[suite.get("name")] = (float(suite.get("time")), int(suite.get("tests")), int(suite.get("failures")))
+                stages[suite.get("name")] = (
+                    float(suite.get("time")),
+                    int(suite.get("tests")),
+                    int(suite.get("failures")),
+                )
     tail = "\n".join(proc.stdout.splitlines()[-4:])
     print(tail)
     return proc.returncode, wall, stages
@@ -49,8 +60,15 @@ def main() -> None:
     args = ap.parse_args()
     if args.quick:
         args.runs = 1
-        args.extra = ["--stages", "differential", "--programs", "2", "--config", str(REPO / "configs" / "vta_config.json"),
-                      *args.extra]
+        args.extra = [
+            "--stages",
+            "differential",
+            "--programs",
+            "2",
+            "--config",
+            str(REPO / "configs" / "vta_config.json"),
+            *args.extra,
+        ]
     for k in range(args.runs):
         code, wall, stages = one_run(args.extra)
         print(f"run {k + 1}: exit {code}, {wall:.1f} s wall")

@@ -118,7 +118,8 @@ def main() -> None:
     with make_env(ns.config) as env:
         print(f"configuration {ns.config}: BATCH={env.BATCH} BLOCK={env.BLOCK_IN}x{env.BLOCK_OUT}; "
               f"median of {ns.runs}")
-        header = f"{'layer':<9} {'tiling':<24} {'build cold':>11} {'build warm':>11} {'fsim run':>10} {'GEMMs':>9} {'ns/GEMM':>8}  ok"
+        header = (f"{'layer':<9} {'tiling':<24} {'build cold':>11} {'build warm':>11} {'fsim run':>10} "
+                  f"{'GEMMs':>9} {'ns/GEMM':>8}  ok")
         print(header)
         print("-" * len(header))
         worst = 0.0

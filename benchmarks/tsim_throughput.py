@@ -52,7 +52,8 @@ access is open). After it: about 4,750 instructions per cycle (-12%), and tsim a
 faster per CPU second (medians of runs interleaved in one process, at load averages of 3 to 5:
 C11 1.37 M before and 1.71 M after over 12 runs, 1.31 M and 1.59 M over 15 in a second
 session; the GEMM-heavy program 1.50 M and 1.99 M over 9). The clean build takes about 20 s
-(21 s of compiler CPU time) when the two cores are free, 32 s under a load average of 4. Where the 4,750 go now, still flat: the GEMM's 256 multiply-adds about 790
+(21 s of compiler CPU time) when the two cores are free, 32 s under a load average of 4. Where the 4,750 go now,
+still flat: the GEMM's 256 multiply-adds about 790
 (17%; GCC vectorises them with 32-bit multiplies, most of the rest is extracting the bytes of
 the packed operand rows), the clocked processes about 1,600 (34%: above all the three
 sequencers' and the compute unit's decoding of their 128-bit instruction registers every
@@ -78,7 +79,8 @@ call) run only on a failing edge and no sampled copies are kept; ReqHeld and Wri
 look one edge back through registers of their own (the evaluation's sampling went from 229 to 80
 instructions a cycle; only ReadWhenEmpty stays concurrent, since the assertion test edits its
 text: written like the others it saves another 29), and HeadHeld compares the queue head only
-while an instruction executes (-26); (2) registers that rarely change are enabled registers: the sequencers' instruction copy
+while an instruction executes (-26); (2) registers that rarely change are enabled registers: the sequencers'
+instruction copy
 (loaded when taken), the VCR's host-written and error registers, the store's and the two read
 engines' registers outside their work, the memory engine's response data; the VCR decodes its
 register map only for a read; (3) an SRAM write of a whole row (the GEMM results, padding) stores
@@ -97,7 +99,8 @@ and 1.68 M over 15 at a load average of 4; the GEMM-heavy program 2.28 M and 2.5
 1.99 M (at 4,220 a cycle, before the HeadHeld change); with the final tree, at a load average
 below 1 but with runs of one library varying twofold, C11 1.30 M and 1.54 M (25 runs), 1.56 M and
 1.70 M (31 runs; the fastest runs 2.08 M and 2.33 M), the GEMM-heavy program 1.70 M and 2.00 M,
-1.46 M and 1.79 M. The clean build took 19 s (27 s with nothing cached) at a load average of 2. Where the 4,220 went: the GEMM about 750 (GCC extracts and sign-extends every operand byte from 32-bit words: about
+1.46 M and 1.79 M. The clean build took 19 s (27 s with nothing cached) at a load average of 2. Where the 4,220
+went: the GEMM about 750 (GCC extracts and sign-extends every operand byte from 32-bit words: about
 3 instructions per multiply-add), the combinational control about 1,900, the clocked processes
 about 1,200, the checks about 590 of all these (a ``--no-assert`` build: 3,634; the largest
 part, about 180, is HeadHeld's compare of the 160-bit queue heads in every executing cycle, then
@@ -339,8 +342,10 @@ def main() -> None:
               f"({'within' if abs(per_uop - 1) <= 0.05 else 'OUTSIDE'} 5% of one uop per cycle)")
     if not args.skip_build:
         cold, warm = build_seconds(env, args.build_repeats)
-        print(f"clean RTL build: median {warm:.1f} s with Verilator's run-time objects cached, {cold:.1f} s "
-              f"with nothing cached ({args.build_repeats} build(s) each, temporary caches; before {b['build_s']:.0f} s)")
+        print(
+            f"clean RTL build: median {warm:.1f} s with Verilator's run-time objects cached, {cold:.1f} s "
+            f"with nothing cached ({args.build_repeats} build(s) each, temporary caches; before {b['build_s']:.0f} s)"
+        )
 
 
 if __name__ == "__main__":

@@ -16,8 +16,8 @@ from .graph import factory as _graph_factory  # noqa: F401,E402  (registers runt
 from .rpc_client import program_fpga, reconfig_runtime
 
 __version__ = "0.1.0"
-__all__ = ["Environment", "get_env", "VTAError", "nd", "rpc", "runtime", "te", "testing", "tir", "top", "lower", "build",
-           "build_config", "program_fpga", "reconfig_runtime", "__version__"]
+__all__ = ["Environment", "get_env", "VTAError", "nd", "rpc", "runtime", "te", "testing", "tir", "top", "lower",
+           "build", "build_config", "program_fpga", "reconfig_runtime", "__version__"]
 
 
 def __getattr__(name: str):

@@ -91,7 +91,9 @@ def build_config(debug_flag: int = 0, **kwargs: Any) -> Iterator[BuildConfig]:
     """
     unknown = sorted(set(kwargs) - set(IGNORED_OPTIONS))
     if unknown:
-        raise TypeError(f"build_config got unknown option(s) {unknown!r}; accepted: debug_flag, {', '.join(IGNORED_OPTIONS)}")
+        raise TypeError(
+            f"build_config got unknown option(s) {unknown!r}; accepted: debug_flag, {', '.join(IGNORED_OPTIONS)}"
+        )
     if isinstance(debug_flag, bool) or not isinstance(debug_flag, int) or debug_flag < 0:
         raise ValueError(f"debug_flag must be a non-negative int (e.g. env.DEBUG_DUMP_INSN), got {debug_flag!r}")
     cfg = BuildConfig(debug_flag=debug_flag)

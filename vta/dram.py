@@ -54,7 +54,8 @@ class DRAM:
     def __init__(self, capacity: int = DEFAULT_CAPACITY):
         if capacity <= PAGE_BYTES or capacity % PAGE_BYTES or capacity > MAX_CAPACITY:
             raise ValueError(
-                f"DRAM capacity {capacity!r} must be a multiple of {PAGE_BYTES} above one page and at most {MAX_CAPACITY}"
+                f"DRAM capacity {capacity!r} must be a multiple of {PAGE_BYTES} above one page and at most "
+                f"{MAX_CAPACITY}"
             )
         self.capacity = capacity
         self._map = mmap.mmap(-1, capacity, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)

@@ -386,7 +386,8 @@ class Environment:
         }
         for key, val in derived.items():
             if key in cfg and cfg[key] != val:
-                raise ConfigError(f"VTA config key {key!r} = {cfg[key]!r} contradicts the value {val} derived from the other keys")
+                raise ConfigError(f"VTA config key {key!r} = {cfg[key]!r} contradicts the value {val} derived "
+                                  "from the other keys")
             cfg[key] = val
 
         self.INP_WIDTH = 1 << self.LOG_INP_WIDTH
@@ -423,7 +424,8 @@ class Environment:
 
         self.LOG_UOP_BUFF_DEPTH = self.LOG_UOP_BUFF_SIZE - 2  # 4-byte micro-ops
         self.LOG_INP_BUFF_DEPTH = self.LOG_INP_BUFF_SIZE - self.LOG_BATCH - self.LOG_BLOCK_IN - self.LOG_INP_WIDTH + 3
-        self.LOG_WGT_BUFF_DEPTH = self.LOG_WGT_BUFF_SIZE - self.LOG_BLOCK_OUT - self.LOG_BLOCK_IN - self.LOG_WGT_WIDTH + 3
+        self.LOG_WGT_BUFF_DEPTH = (self.LOG_WGT_BUFF_SIZE - self.LOG_BLOCK_OUT - self.LOG_BLOCK_IN
+                                   - self.LOG_WGT_WIDTH + 3)
         self.LOG_ACC_BUFF_DEPTH = self.LOG_ACC_BUFF_SIZE - self.LOG_BATCH - self.LOG_BLOCK_OUT - self.LOG_ACC_WIDTH + 3
         self.LOG_OUT_BUFF_DEPTH = self.LOG_OUT_BUFF_SIZE - self.LOG_BATCH - self.LOG_BLOCK_OUT - self.LOG_OUT_WIDTH + 3
         for name, size_key in (
@@ -505,12 +507,14 @@ class Environment:
 
     def _check_encodable(self) -> None:
         """Apply the rules of ISA reference section 2.8; raise ConfigError naming the broken one."""
-        u, i, w, a = (self.LOG_UOP_BUFF_DEPTH, self.LOG_INP_BUFF_DEPTH, self.LOG_WGT_BUFF_DEPTH, self.LOG_ACC_BUFF_DEPTH)
+        u, i, w, a = (self.LOG_UOP_BUFF_DEPTH, self.LOG_INP_BUFF_DEPTH, self.LOG_WGT_BUFF_DEPTH,
+                      self.LOG_ACC_BUFF_DEPTH)
         src = max(a, i)
         if 37 + 2 * u > 64:
             raise ConfigError(
                 f"LOG_UOP_BUFF_SIZE = {self.LOG_UOP_BUFF_SIZE} gives a uop index of {u} bits; the GEMM/ALU "
-                f"header needs 37 + 2*{u} = {37 + 2 * u} bits but one 64-bit word holds 64 (accepted: LOG_UOP_BUFF_SIZE <= 15)"
+                f"header needs 37 + 2*{u} = {37 + 2 * u} bits but one 64-bit word holds 64 "
+                "(accepted: LOG_UOP_BUFF_SIZE <= 15)"
             )
         if a + src + w > UOP_WIDTH:
             raise ConfigError(
@@ -603,7 +607,8 @@ class Environment:
         ValueError
             If ``memory_type`` is not one of 0..5.
         """
-        table = (4, self.WGT_ELEM_BYTES, self.INP_ELEM_BYTES, self.ACC_ELEM_BYTES, self.OUT_ELEM_BYTES, self.ACC_8BIT_ELEM_BYTES)
+        table = (4, self.WGT_ELEM_BYTES, self.INP_ELEM_BYTES, self.ACC_ELEM_BYTES, self.OUT_ELEM_BYTES,
+                 self.ACC_8BIT_ELEM_BYTES)
         if not 0 <= memory_type < len(table):
             raise ValueError(f"memory type {memory_type!r} is not one of 0 (UOP) .. 5 (ACC_8BIT)")
         return table[memory_type]

@@ -243,7 +243,8 @@ class Pack:
             if name not in by_name:
                 raise PackError(f"dram.bin: image given for unknown region {name!r}")
             if len(data) != by_name[name].size:
-                raise PackError(f"dram.bin: region {name!r} has {len(data)} bytes of image but size {by_name[name].size}")
+                raise PackError(f"dram.bin: region {name!r} has {len(data)} bytes of image but size "
+                                f"{by_name[name].size}")
         lacking = [r.name for r in self.regions if r.name not in self.image]
         if lacking:
             raise PackError(f"dram.bin: no image for regions {lacking!r}")

@@ -70,9 +70,14 @@ def test_keys_separate_configurations_workloads_and_levels():
 
 def test_area_proxy():
     env = Environment(shipped_config("batch2.json"))
-    assert area(env) == {"mac_count": 2 * 16 * 16,
-                         "sram_bits": 8 * sum(1 << env.__dict__[k] for k in ("LOG_UOP_BUFF_SIZE", "LOG_INP_BUFF_SIZE",
-                                                                              "LOG_WGT_BUFF_SIZE", "LOG_ACC_BUFF_SIZE"))}
+    assert area(env) == {
+        "mac_count": 2 * 16 * 16,
+        "sram_bits": 8
+        * sum(
+            1 << env.__dict__[k]
+            for k in ("LOG_UOP_BUFF_SIZE", "LOG_INP_BUFF_SIZE", "LOG_WGT_BUFF_SIZE", "LOG_ACC_BUFF_SIZE")
+        ),
+    }
 
 
 def test_workload_registry_and_hook():

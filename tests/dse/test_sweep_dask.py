@@ -11,12 +11,12 @@ import pytest
 
 distributed = pytest.importorskip("distributed")
 
-from vta.__main__ import main
-from vta.dse.engine import local_cluster, run_points
-from vta.dse.evaluate import Point, evaluate, release_devices
-from vta.dse.results import read_jsonl
-from vta.dse.space import Space
-from vta.dse.store import ResultStore
+from vta.__main__ import main  # noqa: E402
+from vta.dse.engine import local_cluster, run_points  # noqa: E402
+from vta.dse.evaluate import Point, evaluate, release_devices  # noqa: E402
+from vta.dse.results import read_jsonl  # noqa: E402
+from vta.dse.space import Space  # noqa: E402
+from vta.dse.store import ResultStore  # noqa: E402
 
 #: Fields that depend on the run, not on the design point.
 _VOLATILE = {"seconds"}

@@ -56,12 +56,29 @@ def _check_vadd_stream(env, insns, arrays):
     assert len(insns) == 8
     ld_a, ld_b, ld_uop, alu, st, nop_ld, nop_cmp, fin = insns
     for ld, base, sram in ((ld_a, a, 0), (ld_b, b, 64)):
-        assert (ld.opcode, ld.memory_type, ld.sram_base, ld.dram_base) == (isa.OPCODE_LOAD, isa.MEM_ACC, sram, base // acc)
+        assert (ld.opcode, ld.memory_type, ld.sram_base, ld.dram_base) == (
+            isa.OPCODE_LOAD,
+            isa.MEM_ACC,
+            sram,
+            base // acc,
+        )
         assert (ld.x_size, ld.y_size, ld.x_stride) == (64, 1, 64)
     assert (ld_uop.opcode, ld_uop.memory_type, ld_uop.x_size) == (isa.OPCODE_LOAD, isa.MEM_UOP, 1)
     assert isinstance(alu, isa.AluInsn) and alu.alu_opcode == isa.ALU_ADD and not alu.use_imm
-    assert (alu.uop_end - alu.uop_bgn, alu.iter_out, alu.iter_in, alu.dst_factor_in, alu.src_factor_in) == (1, 1, 64, 1, 1)
-    assert (st.opcode, st.memory_type, st.sram_base, st.dram_base, st.x_size) == (isa.OPCODE_STORE, isa.MEM_OUT, 0, c // out, 64)
+    assert (alu.uop_end - alu.uop_bgn, alu.iter_out, alu.iter_in, alu.dst_factor_in, alu.src_factor_in) == (
+        1,
+        1,
+        64,
+        1,
+        1,
+    )
+    assert (st.opcode, st.memory_type, st.sram_base, st.dram_base, st.x_size) == (
+        isa.OPCODE_STORE,
+        isa.MEM_OUT,
+        0,
+        c // out,
+        64,
+    )
     flags = [(i.pop_prev_dep, i.pop_next_dep, i.push_prev_dep, i.push_next_dep) for i in insns]
     assert flags == [(0, 0, 0, 0), (0, 0, 0, 0), (0, 0, 0, 0), (0, 0, 0, 1), (1, 0, 1, 0),
                      (0, 0, 0, 1), (1, 1, 0, 0), (0, 0, 0, 0)]

@@ -72,7 +72,9 @@ def test_example_runs_and_matches_upstream(name, tmp_path):
     if not (EXAMPLES / name).is_file():
         pytest.skip(f"examples/{name} has not landed yet")
     proc = run_script(name, tmp_path)
-    assert proc.returncode == 0, f"examples/{name} exited with {proc.returncode}:\n{proc.stdout[-2000:]}\n{proc.stderr[-4000:]}"
+    assert proc.returncode == 0, (
+        f"examples/{name} exited with {proc.returncode}:\n{proc.stdout[-2000:]}\n{proc.stderr[-4000:]}"
+    )
     assert re.search(r": PASSED$", proc.stdout, flags=re.M), proc.stdout[-2000:]
     stats = printed_stats(proc.stdout)
     assert {k: stats.get(k) for k in UPSTREAM_STATS[name]} == UPSTREAM_STATS[name]

@@ -77,7 +77,10 @@ def run_graph(graph, feeds: dict) -> list[np.ndarray]:
         elif op == "qnn.dequantize":
             x = ins[0]
             ax = a.get("axis") or 1
-            y = ((x.astype(np.float64) - _per(a["zero_point"], x.ndim, ax)) * _per(a["scale"], x.ndim, ax).astype(np.float32)).astype(np.float32)
+            y = (
+                (x.astype(np.float64) - _per(a["zero_point"], x.ndim, ax))
+                * _per(a["scale"], x.ndim, ax).astype(np.float32)
+            ).astype(np.float32)
         elif op == "qnn.conv2d":
             x = ins[0].astype(np.float64) - a["input_zero_point"]
             w = ins[1].astype(np.float64) - a["kernel_zero_point"]
@@ -85,12 +88,17 @@ def run_graph(graph, feeds: dict) -> list[np.ndarray]:
         elif op == "nn.conv2d":
             y = _conv(ins[0], ins[1], a["strides"], a["padding"], a["dilation"], a["groups"]).astype(t.dtype)
         elif op == "qnn.dense":
-            y = ((ins[0].astype(np.float64) - a["input_zero_point"]) @ (ins[1].astype(np.float64) - a["kernel_zero_point"]).T).astype(np.int64)
+            y = (
+                (ins[0].astype(np.float64) - a["input_zero_point"])
+                @ (ins[1].astype(np.float64) - a["kernel_zero_point"]).T
+            ).astype(np.int64)
         elif op == "nn.bias_add":
             y = ins[0] + _per(ins[1], ins[0].ndim, a["axis"]).astype(ins[0].dtype)
         elif op == "qnn.requantize":
             x = ins[0].astype(np.float64) - a["input_zero_point"]
-            m = (_per(a["input_scale"], x.ndim, a["axis"]) / _per(a["output_scale"], x.ndim, a["axis"])).astype(np.float32)
+            m = (_per(a["input_scale"], x.ndim, a["axis"]) / _per(a["output_scale"], x.ndim, a["axis"])).astype(
+                np.float32
+            )
             lo, hi = _RANGE[t.dtype]
             y = np.clip(np.rint(x.astype(np.float32) * m) + a["output_zero_point"], lo, hi).astype(t.dtype)
         elif op == "qnn.add":

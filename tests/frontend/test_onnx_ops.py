@@ -215,8 +215,10 @@ def test_conv_integer_and_matmul_integer():
     rng = np.random.default_rng(13)
     w = rng.integers(-100, 100, (8, 4, 3, 3)).astype(np.int8)
     b = rng.integers(0, 255, (32, 6)).astype(np.uint8)
-    nodes = [helper.make_node("ConvInteger", ["x", "w", "xz"], ["acc"], name="convi", kernel_shape=[3, 3], pads=[1] * 4),
-             helper.make_node("MatMulInteger", ["a", "b", "az", "bz"], ["mm"], name="mmi")]
+    nodes = [
+        helper.make_node("ConvInteger", ["x", "w", "xz"], ["acc"], name="convi", kernel_shape=[3, 3], pads=[1] * 4),
+        helper.make_node("MatMulInteger", ["a", "b", "az", "bz"], ["mm"], name="mmi"),
+    ]
     graph = helper.make_graph(nodes, "ints",
                               [helper.make_tensor_value_info("x", TensorProto.UINT8, [1, 4, 6, 6]),
                                helper.make_tensor_value_info("a", TensorProto.UINT8, [2, 32])],
@@ -236,6 +238,9 @@ def test_conv_integer_and_matmul_integer():
     from .oracle import run_graph
 
     g, _ = from_onnx(model)
-    feeds = {"x": rng.integers(0, 255, (1, 4, 6, 6)).astype(np.uint8), "a": rng.integers(0, 255, (2, 32)).astype(np.uint8)}
+    feeds = {
+        "x": rng.integers(0, 255, (1, 4, 6, 6)).astype(np.uint8),
+        "a": rng.integers(0, 255, (2, 32)).astype(np.uint8),
+    }
     for ours, theirs in zip(run_graph(g, feeds), ort_run(model, feeds), strict=True):
         np.testing.assert_array_equal(ours.astype(np.int64), theirs.astype(np.int64))

@@ -92,8 +92,11 @@ def test_load_past_sram_depth(env, dram, sim):
         p.load(isa.MEM_INP, env.INP_BUFF_DEPTH - 4, src, 1, 2, pads=(0, 0, 1, 2))
         p.finish()
 
-    with pytest.raises(SRAMIndexError, match=rf"instruction 0 \(LOAD INP\): sram_base={env.INP_BUFF_DEPTH - 4} "
-                                             rf"\+ padded size 5x1 = {env.INP_BUFF_DEPTH + 1}.*depth {env.INP_BUFF_DEPTH}"):
+    with pytest.raises(
+        SRAMIndexError,
+        match=rf"instruction 0 \(LOAD INP\): sram_base={env.INP_BUFF_DEPTH - 4} "
+        rf"\+ padded size 5x1 = {env.INP_BUFF_DEPTH + 1}.*depth {env.INP_BUFF_DEPTH}",
+    ):
         _run(sim, env, dram, build)
 
 

@@ -49,7 +49,9 @@ def test_sram_persists_across_runs(env, dram, sim):
         p2.finish(pop_next_dep=1)
         sim.run(*p1.build())
         sim.run(*p2.build())
-        assert dram.read(out, env.OUT_ELEM_BYTES) == np.arange(16, dtype="<i4").repeat(env.BATCH).astype(np.int8).tobytes()
+        assert (
+            dram.read(out, env.OUT_ELEM_BYTES) == np.arange(16, dtype="<i4").repeat(env.BATCH).astype(np.int8).tobytes()
+        )
         sim.reset()
         sim.run(*p2.build())
         assert dram.read(out, env.OUT_ELEM_BYTES) == bytes(env.OUT_ELEM_BYTES)

@@ -154,12 +154,18 @@ def _pack_nchw_bias(b, env):
 def run_dense(env, remote, target, batch, in_feat, out_feat, seed=0):
     """Dense then shift 8 and clip, as ``test_benchmark_topi_dense.py``; returns ``(result, oracle, stats)``."""
     rng = np.random.default_rng(seed)
-    a_np = rng.integers(-(1 << (env.INP_WIDTH - 1)), 1 << (env.INP_WIDTH - 1), size=(batch, in_feat)).astype(env.inp_dtype)
-    w_np = rng.integers(-(1 << (env.WGT_WIDTH - 1)), 1 << (env.WGT_WIDTH - 1), size=(out_feat, in_feat)).astype(env.wgt_dtype)
+    a_np = rng.integers(-(1 << (env.INP_WIDTH - 1)), 1 << (env.INP_WIDTH - 1), size=(batch, in_feat)).astype(
+        env.inp_dtype
+    )
+    w_np = rng.integers(-(1 << (env.WGT_WIDTH - 1)), 1 << (env.WGT_WIDTH - 1), size=(out_feat, in_feat)).astype(
+        env.wgt_dtype
+    )
     acc = a_np.astype(np.int64) @ w_np.astype(np.int64).T
     want = oracles.epilogue(acc, 8, None, env.OUT_WIDTH)
     if "vta" in target.keys:
-        data_np = a_np.reshape(batch // env.BATCH, env.BATCH, in_feat // env.BLOCK_IN, env.BLOCK_IN).transpose((0, 2, 1, 3))
+        data_np = a_np.reshape(batch // env.BATCH, env.BATCH, in_feat // env.BLOCK_IN, env.BLOCK_IN).transpose(
+            (0, 2, 1, 3)
+        )
         kernel_np = w_np.reshape(out_feat // env.BLOCK_OUT, env.BLOCK_OUT, in_feat // env.BLOCK_IN,
                                  env.BLOCK_IN).transpose((0, 2, 1, 3))
         fcompute, fschedule = vta.top.dense_packed, vta.top.schedule_dense_packed

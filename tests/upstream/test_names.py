@@ -34,9 +34,16 @@ def test_topi_forwards_packed_helpers_and_names_missing_ones():
         _ = topi.no_such_operator
 
 
-@pytest.mark.parametrize("padding, want", [
-    ((1, 1), (1, 1, 1, 1)), ((2, 0), (2, 0, 2, 0)), (3, (3, 3, 3, 3)), ((1,), (1, 1, 1, 1)), ((0, 1, 2, 3), (0, 1, 2, 3)),
-])
+@pytest.mark.parametrize(
+    "padding, want",
+    [
+        ((1, 1), (1, 1, 1, 1)),
+        ((2, 0), (2, 0, 2, 0)),
+        (3, (3, 3, 3, 3)),
+        ((1,), (1, 1, 1, 1)),
+        ((0, 1, 2, 3), (0, 1, 2, 3)),
+    ],
+)
 def test_relay_get_pad_tuple2d(padding, want):
     assert relay.nn.get_pad_tuple2d(padding) == want
 

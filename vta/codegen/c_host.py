@@ -244,7 +244,8 @@ class _Emitter:
         op, args = e.op, e.args
         if op == "tir.call_extern":
             if not args or not isinstance(args[0], n.StringImm):
-                raise CodegenError(f"tir.call_extern needs the function name as a StringImm first argument, got {args[:1]!r}")
+                raise CodegenError("tir.call_extern needs the function name as a StringImm first argument, "
+                                   f"got {args[:1]!r}")
             return f"{args[0].value}({', '.join(self.expr(a) for a in args[1:])})"
         if op == "tir.vta.command_handle":
             self.uses_cmd = True
@@ -340,7 +341,8 @@ class _Emitter:
 
     def s_AssertStmt(self, s: n.AssertStmt, ind: int, out: list[str]) -> None:
         pad = "  " * ind
-        out.append(f"{pad}if (!({self.expr(s.condition)})) {{ vta_gen_fail(\"%s\", {c_string(s.message)}); {self.fail_return()} }}")
+        out.append(f"{pad}if (!({self.expr(s.condition)})) {{ "
+                   f"vta_gen_fail(\"%s\", {c_string(s.message)}); {self.fail_return()} }}")
         self.stmt(s.body, ind, out)
 
     def s_Allocate(self, s: n.Allocate, ind: int, out: list[str]) -> None:
@@ -456,8 +458,10 @@ def emit_c(func: n.PrimFunc, name: str, device_type: int = EXT_DEV) -> str:
         not emit (an SRAM allocation, a surviving ``tvm_access_ptr``, a uop kernel capturing
         more than one int32, a non-constant argument shape ...).
     """
-    if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z_]\w*", name) or name in _C_KEYWORDS or name.startswith("__"):
-        raise CodegenError(f"function name {name!r} is not usable as a C symbol; use letters, digits and '_' (not starting with a digit or '__')")
+    if (not isinstance(name, str) or not re.fullmatch(r"[A-Za-z_]\w*", name) or name in _C_KEYWORDS
+            or name.startswith("__")):
+        raise CodegenError(f"function name {name!r} is not usable as a C symbol; use letters, digits and '_' "
+                           "(not starting with a digit or '__')")
     if device_type not in (EXT_DEV, CPU):
         raise CodegenError(f"device_type must be {EXT_DEV} (ext_dev) or {CPU} (cpu), got {device_type!r}")
     em = _Emitter(name, host_memory=device_type == CPU)

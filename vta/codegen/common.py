@@ -35,7 +35,8 @@ def ctype(dtype: str) -> str:
         return "float"
     if dtype == "float64":
         return "double"
-    raise CodegenError(f"the C host backend has no type for dtype {dtype!r}; accepted: int*, uint*, float32, float64, bool, handle")
+    raise CodegenError(f"the C host backend has no type for dtype {dtype!r}; accepted: int*, uint*, float32, "
+                       "float64, bool, handle")
 
 
 def c_string(text: str) -> str:

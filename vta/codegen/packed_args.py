@@ -51,7 +51,8 @@ static int vta_gen_check_array(TVMValue* args, int* type_codes, int i, const cha
     }
   }
   if (t->byte_offset != 0)
-    return vta_gen_fail("argument %d (%s) must have byte_offset 0, got %llu", i, label, (unsigned long long)t->byte_offset);
+    return vta_gen_fail("argument %d (%s) must have byte_offset 0, got %llu", i, label,
+                        (unsigned long long)t->byte_offset);
   if (t->device.device_type != dev_type)
     return vta_gen_fail("argument %d (%s) must live on %s (device type %d), got device type %d", i, label,
                         dev_type == @EXT_DEV@ ? "ext_dev" : "cpu", dev_type, (int)t->device.device_type);
@@ -110,7 +111,8 @@ def arg_checks(em, func: n.PrimFunc, name: str, device_type: int = EXT_DEV) -> l
         dims = []
         for d, extent in enumerate(buf.shape):
             if not isinstance(extent, n.IntImm):
-                raise CodegenError(f"argument {label!r} of {name!r} has a non-constant extent {extent!r} in dimension {d}; only constant shapes are supported")
+                raise CodegenError(f"argument {label!r} of {name!r} has a non-constant extent {extent!r} in "
+                                   f"dimension {d}; only constant shapes are supported")
             dims.append(extent.value)
         shape_txt = "(" + ", ".join(str(d) for d in dims) + ")"
         # Compact strides only (or none); the helper skips dimensions of extent 1.
@@ -125,8 +127,9 @@ def arg_checks(em, func: n.PrimFunc, name: str, device_type: int = EXT_DEV) -> l
         out.append(f"  static const int64_t vta_gen_strides{i}[] = {{{', '.join(str(s) for s in strides) or '0'}}};")
         out.append(f"  void* {data};")
         out.append(
-            f"  if (vta_gen_check_array(args, type_codes, {i}, {c_string(label)}, {len(dims)}, {code}, {bits}, {lanes}, "
-            f"{c_string(buf.dtype)}, vta_gen_shape{i}, {c_string(shape_txt)}, vta_gen_strides{i}, {first}, {int(device_type)}, &{data}) != 0) "
+            f"  if (vta_gen_check_array(args, type_codes, {i}, {c_string(label)}, {len(dims)}, {code}, {bits}, "
+            f"{lanes}, {c_string(buf.dtype)}, vta_gen_shape{i}, {c_string(shape_txt)}, vta_gen_strides{i}, {first}, "
+            f"{int(device_type)}, &{data}) != 0) "
             f"return -1;"
         )
     return out

@@ -36,7 +36,8 @@ from ..env import INT_KEYS, OPTION_KEYS, Environment
 from ..errors import ConfigError, ScheduleError, VTAError
 from . import workloads as wl
 
-__all__ = ["ARENA_HEADROOM", "LEVELS", "ROW_FIGURES", "Point", "area", "arena_exhausted", "code_version", "evaluate", "point_key", "release_devices"]
+__all__ = ["ARENA_HEADROOM", "LEVELS", "ROW_FIGURES", "Point", "area", "arena_exhausted", "code_version", "evaluate",
+           "point_key", "release_devices"]
 
 #: Levels a point can be evaluated on.
 LEVELS = ("model", "model-timing", "tsim")
@@ -219,7 +220,8 @@ def evaluate(point: Point) -> dict:
         return row
     except Exception as exc:  # a sweep records a failed point and goes on; the row says what happened
         where = traceback.extract_tb(exc.__traceback__)[-1]
-        row.update(status="error", reason=f"{type(exc).__name__}: {exc} (at {Path(where.filename).name}:{where.lineno})")
+        row.update(status="error",
+                   reason=f"{type(exc).__name__}: {exc} (at {Path(where.filename).name}:{where.lineno})")
         return row
     cycles = int(stats.get("cycle_count", 0))
     moved = sum(int(stats.get(k, 0)) for k in ("inp_load_nbytes", "wgt_load_nbytes", "acc_load_nbytes",
@@ -232,6 +234,7 @@ def evaluate(point: Point) -> dict:
                gemm_counter=int(stats.get("gemm_counter", 0)), alu_counter=int(stats.get("alu_counter", 0)))
     row["utilisation"] = row["macs_per_cycle"] / row["mac_count"]
     # a timing-only run computes no outputs
-    row["output_digest"] = "" if point.level == "model-timing" else hashlib.sha256(stats.get("outputs", b"")).hexdigest()[:16]
+    row["output_digest"] = ("" if point.level == "model-timing"
+                            else hashlib.sha256(stats.get("outputs", b"")).hexdigest()[:16])
     row["seconds"] = round(time.perf_counter() - start, 4)
     return row

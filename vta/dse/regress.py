@@ -158,11 +158,12 @@ def run(opts: Options, log: TextIO | None = None) -> Outcome:
             _log(log, "cocotb unit tests ...")
             outcome.checks.extend(_cocotb(opts))
         if "differential" in opts.stages:
-            for k, (path, env) in enumerate(envs):
+            for path, env in envs:
                 n = opts.programs if opts.programs is not None else (
                     DEFAULT_PROGRAMS if path.name == "vta_config.json" else OTHER_PROGRAMS)
                 _log(log, f"differential {path.name}: {n} random programs, fsim against tsim ...")
-                outcome.checks.append(_timed("differential", path.name, lambda env=env, n=n: _differential(env, n, opts)))
+                outcome.checks.append(_timed("differential", path.name,
+                                             lambda env=env, n=n: _differential(env, n, opts)))
         if "workloads" in opts.stages:
             for path, env in envs:
                 _log(log, f"workloads {path.name} on tsim and the model ...")
@@ -195,8 +196,8 @@ def _cocotb(opts: Options) -> list[Check]:
         proc = subprocess.run(cmd, cwd=opts.tests_dir.parents[1], env=env, stdout=subprocess.PIPE,
                               stderr=subprocess.STDOUT, text=True, check=False)
         if not xml.exists():
-            return [Check("cocotb", "tests/hw", "error", f"pytest exited with {proc.returncode} and wrote no "
-                                                         f"results:\n{proc.stdout[-3000:]}", time.perf_counter() - start)]
+            message = f"pytest exited with {proc.returncode} and wrote no results:\n{proc.stdout[-3000:]}"
+            return [Check("cocotb", "tests/hw", "error", message, time.perf_counter() - start)]
         checks = _junit_checks(xml)
     if not checks:
         return [Check("cocotb", "tests/hw", "error", f"pytest ran no cocotb test:\n{proc.stdout[-2000:]}")]

@@ -64,17 +64,19 @@ def format_table(checks: list[Check], rows: list[WorkloadRow]) -> str:
         lines.append("")
         head2 = ("config", "workload", "baseline", "tsim", "change", "model", "model err", "verdict")
         body2 = [(r.config, r.workload, _fmt(r.baseline), _fmt(r.tsim_cycles), r.change or "-", _fmt(r.model_cycles),
-                  ("-" if r.model_error is None else f"{100 * r.model_error:+.2f}%") + (" (waived)" if "waived" in r.notes
-                                                                                       else ""),
+                  ("-" if r.model_error is None else f"{100 * r.model_error:+.2f}%")
+                  + (" (waived)" if "waived" in r.notes else ""),
                   r.verdict) for r in rows]
         w2 = [max(len(r[i]) for r in [head2, *body2]) for i in range(len(head2))]
         right = {2, 3, 4, 5, 6}
         for r in [head2, *body2]:
-            lines.append("  ".join(v.rjust(w) if i in right else v.ljust(w) for i, (v, w) in enumerate(zip(r, w2, strict=True))))
+            lines.append("  ".join(v.rjust(w) if i in right else v.ljust(w)
+                                   for i, (v, w) in enumerate(zip(r, w2, strict=True))))
     bad = [c for c in checks if c.status in ("fail", "error")]
     lines.append("")
-    lines.append(f"{'FAIL' if bad else 'PASS'}: {len(checks)} checks, {sum(c.status == 'pass' for c in checks)} passed, "
-                 f"{sum(c.status == 'fail' for c in checks)} failed, {sum(c.status == 'error' for c in checks)} errors, "
+    count = {s: sum(c.status == s for c in checks) for s in ("pass", "fail", "error")}
+    lines.append(f"{'FAIL' if bad else 'PASS'}: {len(checks)} checks, {count['pass']} passed, "
+                 f"{count['fail']} failed, {count['error']} errors, "
                  f"{sum(c.status == 'skip' for c in checks)} skipped")
     for c in bad:
         lines.append(f"  {c.status.upper()} {c.stage} {c.name}: {c.message.splitlines()[0] if c.message else ''}")

@@ -128,7 +128,8 @@ def config_totals(rows: Iterable[dict]) -> list[dict]:
 
 def pareto_front(records: Sequence[dict], objectives: Sequence[str] = _OBJECTIVES) -> list[int]:
     """Indices of the complete records no other complete record dominates (all objectives minimised)."""
-    live = [i for i, r in enumerate(records) if r.get("complete", True) and all(r.get(o) is not None for o in objectives)]
+    live = [i for i, r in enumerate(records)
+            if r.get("complete", True) and all(r.get(o) is not None for o in objectives)]
     front = []
     for i in live:
         a = [records[i][o] for o in objectives]

@@ -73,7 +73,8 @@ def points_of(spec: Spec, level: str = "model") -> list[Point]:
 
 def run_sweep(spec: Spec, out_dir: str | Path, *, store: ResultStore | None = None, scheduler: str | None = None,
               workers: int | None = None, client=None, progress: bool = False, confirm_tsim: bool = False,
-              plot: bool = True, on_row: Callable[[dict], None] | None = None, timing_only: bool = False) -> SweepReport:
+              plot: bool = True, on_row: Callable[[dict], None] | None = None,
+              timing_only: bool = False) -> SweepReport:
     """Run ``spec`` on the model, write the tables and the plot, optionally confirm the front on tsim.
 
     With ``timing_only`` the points run on the timing-only model (level ``model-timing``: the
@@ -111,7 +112,8 @@ def run_sweep(spec: Spec, out_dir: str | Path, *, store: ResultStore | None = No
         for m, t in zip(model_rows, report.tsim.rows, strict=True):
             rec = {k: m[k] for k in INT_KEYS}
             rec.update(workload=m["workload"], model_cycles=m["cycles"], tsim_cycles=t.get("cycles"),
-                       error_percent=(100.0 * (m["cycles"] - t["cycles"]) / t["cycles"]) if t.get("cycles") else float("nan"),
+                       error_percent=((100.0 * (m["cycles"] - t["cycles"]) / t["cycles"]) if t.get("cycles")
+                                      else float("nan")),
                        outputs_equal=(m.get("output_digest") == t.get("output_digest")) if m.get("output_digest")
                        else None)
             report.confirm.append(rec)

@@ -288,7 +288,8 @@ def _run_conv(w: Workload, env: Environment, device: Device) -> dict:
         data = te.placeholder((1, ci // env.BLOCK_IN, h, h, env.BATCH, env.BLOCK_IN), name="data", dtype=env.inp_dtype)
         kernel = te.placeholder((co // env.BLOCK_OUT, ci // env.BLOCK_IN, k, k, env.BLOCK_OUT, env.BLOCK_IN),
                                 name="kernel", dtype=env.wgt_dtype)
-        bias = te.placeholder((1, co // env.BLOCK_OUT, 1, 1, env.BATCH, env.BLOCK_OUT), name="bias", dtype=env.acc_dtype)
+        bias = te.placeholder((1, co // env.BLOCK_OUT, 1, 1, env.BATCH, env.BLOCK_OUT), name="bias",
+                              dtype=env.acc_dtype)
         res = topi.requantize(topi.conv2d_packed(data, kernel, s, p, env.acc_dtype), bias)
         sched = topi.schedule_conv2d_packed(res)
         return _run_compiled(env, device, sched, [data, kernel, bias, res], np.random.default_rng(0))

@@ -23,8 +23,8 @@ from .chrome import write_chrome
 from .events import Timeline
 from .recorder import ProfileError, Recorder
 
-__all__ = ["register_model_loader", "register_model_runner", "load_model", "profile_packs", "write_outputs", "progress_bar",
-           "PROFILE_TARGETS"]
+__all__ = ["register_model_loader", "register_model_runner", "load_model", "profile_packs", "write_outputs",
+           "progress_bar", "PROFILE_TARGETS"]
 
 #: Levels ``profile`` can run: the cycle model and tsim have time, fsim gives program order.
 PROFILE_TARGETS = ("tsim", "model", "sim")

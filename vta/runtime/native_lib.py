@@ -192,7 +192,12 @@ def compile_object(source: str | os.PathLike, name: str | None = None, *, output
     BuildError
         If the compiler is missing, the file cannot be read, or the compiler rejects the source
         (the message holds its diagnostics). Nothing is left half-written.
+    TypeError
+        If ``name`` is not a plain label (an output path passed positionally).
     """
+    if name is not None and (not isinstance(name, str) or not name or "/" in name):
+        raise TypeError(f"compile_object: name {name!r} must be a label without '/' (pass the object file to "
+                        "write as output=)")
     cc = c_compiler()
     if isinstance(source, str):
         text, name = source, name or "module"

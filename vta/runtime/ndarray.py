@@ -301,7 +301,8 @@ class NDArray:
                 step *= dim
             strides = [int(dl.strides[i]) for i in range(dl.ndim)]
             if strides != expected[::-1]:
-                raise TVMError(f"DLTensor argument has non-compact strides {strides}; only compact tensors are supported")
+                raise TVMError(f"DLTensor argument has non-compact strides {strides}; only compact tensors are "
+                               "supported")
         dev_type, dev_id = int(dl.device.device_type), int(dl.device.device_id)
         nbytes = _data_nbytes(shape, *_resolve_dtype(dtype))
         data = (dl.data or 0) + int(dl.byte_offset)

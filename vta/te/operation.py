@@ -108,7 +108,9 @@ def reduce_axis(dom: Any, name: str = "rv") -> IterVar:
         rng = dom
     elif isinstance(dom, (tuple, list)) and len(dom) == 2:
         lo, hi = n.convert(dom[0]), n.convert(dom[1])
-        rng = n.Range(lo, n.IntImm(hi.value - lo.value) if isinstance(lo, n.IntImm) and isinstance(hi, n.IntImm) else hi - lo)
+        rng = n.Range(
+            lo, n.IntImm(hi.value - lo.value) if isinstance(lo, n.IntImm) and isinstance(hi, n.IntImm) else hi - lo
+        )
     else:
         rng = n.Range(n.IntImm(0), n.convert(dom))
     if isinstance(rng.extent, n.IntImm) and rng.extent.value <= 0:

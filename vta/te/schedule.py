@@ -282,7 +282,9 @@ class Stage:
         self._check_compute("pragma")
         iv = self._own(var, "pragma")
         if not isinstance(pragma_type, str) or not pragma_type:
-            raise self._fail(f"pragma on axis {iv.var.name!r}: the name must be a non-empty string, got {pragma_type!r}")
+            raise self._fail(
+                f"pragma on axis {iv.var.name!r}: the name must be a non-empty string, got {pragma_type!r}"
+            )
         value = n.convert(1 if pragma_value is None else pragma_value)
         self._attr(iv).pragmas.append((pragma_type, value))
         return self

@@ -263,6 +263,8 @@ class Tensor:
         return self(*indices)
 
     def __repr__(self) -> str:
-        return f"Tensor({self.name}, shape={[int(s) if isinstance(s, n.IntImm) else s for s in self.shape]}, {self.dtype})"
+        return (
+            f"Tensor({self.name}, shape={[int(s) if isinstance(s, n.IntImm) else s for s in self.shape]}, {self.dtype})"
+        )
 
     __hash__ = object.__hash__

@@ -43,7 +43,9 @@ def _region_extent(stage, tiv, root_iv, value: n.PrimExpr, region_vars: list, ra
     coefs = detect_linear_equation(value, region_vars)
     if coefs is None or any(as_const_int(c) is None for c in coefs[:-1]):
         raise _fail(stage, tiv, f"axis {root_iv.var.name!r} is not an affine function of the tensorized loops")
-    terms = sorted((as_const_int(c), ranges[v]) for v, c in zip(region_vars, coefs[:-1], strict=True) if as_const_int(c) != 0)
+    terms = sorted(
+        (as_const_int(c), ranges[v]) for v, c in zip(region_vars, coefs[:-1], strict=True) if as_const_int(c) != 0
+    )
     expect = 1
     for c, ext in terms:
         if c != expect:
@@ -68,7 +70,9 @@ def _match(ours: n.PrimExpr, theirs: n.PrimExpr, pairs: list) -> bool:
         return (ours.op == theirs.op and len(ours.args) == len(theirs.args)
                 and all(_match(a, b, pairs) for a, b in zip(ours.args, theirs.args, strict=True)))
     if isinstance(ours, n.Select):
-        return all(_match(getattr(ours, f), getattr(theirs, f), pairs) for f in ("condition", "true_value", "false_value"))
+        return all(
+            _match(getattr(ours, f), getattr(theirs, f), pairs) for f in ("condition", "true_value", "false_value")
+        )
     return False
 
 
@@ -113,7 +117,9 @@ def make_tensorize(builder, stage, tloc: int) -> n.Stmt:
             raise _fail(stage, tiv, f"axis {iv.var.name!r} inside the tensorized region has a pragma or thread binding")
         for s in builder.sch.stages:
             if s.attach_type == "scope" and s.attach_stage is stage and s.attach_ivar is iv:
-                raise _fail(stage, tiv, f"stage {s.op.name!r} is computed at axis {iv.var.name!r} inside the tensorized region")
+                raise _fail(
+                    stage, tiv, f"stage {s.op.name!r} is computed at axis {iv.var.name!r} inside the tensorized region"
+                )
     if b.conditions:
         raise _fail(stage, tiv, "a split of this stage does not divide its axis evenly; tensorize needs exact tiles")
     region_vars = [b.leaf_value[iv] for iv in region if isinstance(b.leaf_value[iv], n.Var)]
@@ -125,7 +131,9 @@ def make_tensorize(builder, stage, tloc: int) -> n.Stmt:
 
     def map_axes(ours, theirs, kind):
         if len(ours) < len(theirs):
-            raise _fail(stage, tiv, f"the stage has {len(ours)} {kind} axes, the intrinsic {intrin.name!r} needs {len(theirs)}")
+            raise _fail(
+                stage, tiv, f"the stage has {len(ours)} {kind} axes, the intrinsic {intrin.name!r} needs {len(theirs)}"
+            )
         lead = len(ours) - len(theirs)
         got = []
         for k, iv in enumerate(ours):
@@ -154,7 +162,9 @@ def make_tensorize(builder, stage, tloc: int) -> n.Stmt:
         if isinstance(ours, Reduce) else _match(ours, theirs, pairs)
     )
     if not same:
-        raise _fail(stage, tiv, f"the stage computes {ours!r}, which does not have the form of intrinsic {intrin.name!r}")
+        raise _fail(
+            stage, tiv, f"the stage computes {ours!r}, which does not have the form of intrinsic {intrin.name!r}"
+        )
 
     # 3. Operand regions.
     zero = {t.var: n.IntImm(0) for t in list(iop.axis) + list(iop.reduce_axis)}
@@ -162,13 +172,17 @@ def make_tensorize(builder, stage, tloc: int) -> n.Stmt:
     for mine, their in pairs:
         t = mine.producer
         if their.producer not in intrin.inputs:
-            raise _fail(stage, tiv, f"intrinsic {intrin.name!r} reads {their.producer.name!r}, which is not one of its inputs")
+            raise _fail(
+                stage, tiv, f"intrinsic {intrin.name!r} reads {their.producer.name!r}, which is not one of its inputs"
+            )
         k = intrin.inputs.index(their.producer)
         idx = [simplify(substitute(e, vmap)) for e in mine.indices]
         mins = [simplify(substitute(e, zero)) for e in idx]
         lead = len(idx) - len(their.indices)
         if lead < 0:
-            raise _fail(stage, tiv, f"tensor {t.name!r} has fewer dimensions than intrinsic input {their.producer.name!r}")
+            raise _fail(
+                stage, tiv, f"tensor {t.name!r} has fewer dimensions than intrinsic input {their.producer.name!r}"
+            )
         for d, e in enumerate(idx):
             rel = simplify(e - mins[d])
             want = their.indices[d - lead] if d >= lead else n.IntImm(0)
@@ -181,11 +195,17 @@ def make_tensorize(builder, stage, tloc: int) -> n.Stmt:
         exts = [1] * lead + [as_const_int(s) for s in their.producer.shape]
         _check_scope(builder, stage, tiv, t, intrin.buffers[k])
         prev = bound.get(k)
-        if prev is not None and (prev[0] is not t or not all(structural_equal(a, c) for a, c in zip(prev[1], mins, strict=True))):
+        if prev is not None and (
+            prev[0] is not t or not all(structural_equal(a, c) for a, c in zip(prev[1], mins, strict=True))
+        ):
             raise _fail(stage, tiv, f"intrinsic input {their.producer.name!r} matches two different regions")
         bound[k] = (t, mins, exts)
     if len(bound) != len(intrin.inputs):
-        raise _fail(stage, tiv, f"the stage reads {len(bound)} tensors; intrinsic {intrin.name!r} has {len(intrin.inputs)} inputs")
+        raise _fail(
+            stage,
+            tiv,
+            f"the stage reads {len(bound)} tensors; intrinsic {intrin.name!r} has {len(intrin.inputs)} inputs",
+        )
     out = op.output(0)
     _check_scope(builder, stage, tiv, out, intrin.buffers[-1])
     out_lead = len(op.axis) - len(iop.axis)

@@ -38,10 +38,10 @@ def _linear_in(expr: n.PrimExpr, ids: set[int]):
     if isinstance(expr, n.Mul):
         for lin, other in ((expr.a, expr.b), (expr.b, expr.a)):
             if not _mentions(other, ids):
-                l = _linear_in(lin, ids)
-                if l is None:
+                part = _linear_in(lin, ids)
+                if part is None:
                     return None
-                return {k: v * other for k, v in l[0].items()}, l[1] * other
+                return {k: v * other for k, v in part[0].items()}, part[1] * other
         return None
     if (isinstance(expr, n.Cast) and n.is_int_dtype(expr.dtype) and n.is_int_dtype(expr.value.dtype)
             and n.dtype_bits(expr.dtype) >= n.dtype_bits(expr.value.dtype)):

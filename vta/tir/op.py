@@ -30,7 +30,9 @@ def _condition(value: Any, what: str) -> n.PrimExpr:
     """A boolean operand: a boolean expression or a Python bool."""
     expr = n.convert(value)
     if expr.dtype != "bool":
-        raise TypeError(f"{what}: expected a boolean expression (a comparison, & |, ~), got {expr!r} of dtype {expr.dtype!r}")
+        raise TypeError(
+            f"{what}: expected a boolean expression (a comparison, & |, ~), got {expr!r} of dtype {expr.dtype!r}"
+        )
     return expr
 
 

@@ -163,7 +163,9 @@ class _Printer:
             self.scoped(indent, f"attr [{self.node_name(s.node)}] \"{s.attr_key}\" = {value}", s.body)
         elif isinstance(s, n.Allocate):
             ext = ", ".join(self.expr(x) for x in s.extents)
-            self.scoped(indent, f"allocate({self.name(s.buffer_var)}, {s.dtype}, [{ext}]), storage_scope = {s.scope}", s.body)
+            self.scoped(
+                indent, f"allocate({self.name(s.buffer_var)}, {s.dtype}, [{ext}]), storage_scope = {s.scope}", s.body
+            )
         elif isinstance(s, n.Store):
             self.emit(indent, f"{self.name(s.buffer_var)}[{self.expr(s.index)}] = {self.expr(s.value)}")
         elif isinstance(s, n.BufferStore):

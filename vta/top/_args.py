@@ -38,7 +38,9 @@ def check_packed_layout(layout: Any, op: str) -> None:
     env = get_env()
     m = re.fullmatch(r"NCHW(\d+)n(\d+)c", str(layout))
     if m is None:
-        raise ValueError(f"{op}: layout {layout!r} is not packed; the accelerator takes NCHW{env.BATCH}n{env.BLOCK_IN}c")
+        raise ValueError(
+            f"{op}: layout {layout!r} is not packed; the accelerator takes NCHW{env.BATCH}n{env.BLOCK_IN}c"
+        )
     if (int(m.group(1)), int(m.group(2))) != (env.BATCH, env.BLOCK_IN):
         raise ValueError(f"{op}: layout {layout!r} does not match this configuration's NCHW{env.BATCH}n{env.BLOCK_IN}c")
 

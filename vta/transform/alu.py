@@ -90,7 +90,9 @@ def _opcode(env: Environment, value: n.PrimExpr, what: str):
     if isinstance(value, n.Call) and value.op == "tir.shift_left":
         k = as_const_int(value.args[1])
         if k is None:
-            raise ScheduleError(f"{what}: a left shift needs a constant amount (it becomes SHR by -k), got {value.args[1]!r}")
+            raise ScheduleError(
+                f"{what}: a left shift needs a constant amount (it becomes SHR by -k), got {value.args[1]!r}"
+            )
         return dev.ALU_OPCODE_SHR, value.args[0], n.IntImm(-k)
     if isinstance(value, n.Load):
         return dev.ALU_OPCODE_SHR, value, n.IntImm(0)
@@ -219,11 +221,15 @@ class _ALU(StmtExprMutator):
                 f"(got extents {extents!r}, destination strides {dcoef!r}, source strides {scoef!r})"
             )
         if env.BATCH > 1 and (extents[-2] != env.BATCH or dcoef[-2] != env.BLOCK_OUT or scoef[-2] != env.BLOCK_OUT):
-            raise ScheduleError(f"{what}: the second innermost loop must walk the {env.BATCH} batch rows with stride {env.BLOCK_OUT}")
+            raise ScheduleError(
+                f"{what}: the second innermost loop must walk the {env.BATCH} batch rows with stride {env.BLOCK_OUT}"
+            )
         tiles = []
         for lp, e, d, s in zip(loops[:-lanes], extents[:-lanes], dcoef[:-lanes], scoef[:-lanes], strict=True):
             if d % block or s % block:
-                raise ScheduleError(f"{what}: loop {lp.loop_var.name!r} strides ({d}, {s}) are not whole tiles of {block}")
+                raise ScheduleError(
+                    f"{what}: loop {lp.loop_var.name!r} strides ({d}, {s}) are not whole tiles of {block}"
+                )
             tiles.append([e, d // block, s // block])
         dst_idx = _tile_index(dbase, block, what)
         src_idx = _tile_index(sbase, block, what)

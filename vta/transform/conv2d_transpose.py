@@ -123,11 +123,16 @@ class _Inject(StmtExprMutator):
         env = self.env
         if reset:
             expect = {"out": [(env.BLOCK_OUT, 1)] + ([(env.BATCH, env.BLOCK_OUT)] if env.BATCH > 1 else [])}
-            got = sorted((as_const_int(lp.extent), c) for lp, c in zip(loops, coefs["out"], strict=True) if as_const_int(lp.extent) != 1)
+            got = sorted(
+                (as_const_int(lp.extent), c)
+                for lp, c in zip(loops, coefs["out"], strict=True)
+                if as_const_int(lp.extent) != 1
+            )
             want = sorted(expect["out"])
             if got != want:
                 raise ScheduleError(
-                    f"{what}: the init loops must cover one accumulator tile ({want!r} as (extent, stride)), got {got!r}"
+                    f"{what}: the init loops must cover one accumulator tile ({want!r} as (extent, stride)), "
+                    f"got {got!r}"
                 )
             return
         roles = {
@@ -146,7 +151,8 @@ class _Inject(StmtExprMutator):
             if role is None:
                 raise ScheduleError(
                     f"{what}: loop {lp.loop_var.name!r} (extent {ext}, strides out/inp/wgt {sig[1]!r}) is not a loop "
-                    "of one GEMM tile; put the pragma on the tensor batch axis of a (batch, out channel, reduction) tile"
+                    "of one GEMM tile; put the pragma on the tensor batch axis of a (batch, out channel, "
+                    "reduction) tile"
                 )
             seen.add(role)
         if seen != needed:
@@ -156,10 +162,20 @@ class _Inject(StmtExprMutator):
         value = body.value
         if not isinstance(value, n.Add):
             raise ScheduleError(f"{what}: expected out = out + inp * wgt, got {type(value).__name__}")
-        acc, term = (value.a, value.b) if _load_of(value.a) is not None and _load_of(value.a).buffer_var is body.buffer_var else (value.b, value.a)
+        acc, term = (
+            (value.a, value.b)
+            if _load_of(value.a) is not None and _load_of(value.a).buffer_var is body.buffer_var
+            else (value.b, value.a)
+        )
         acc_load = _load_of(acc)
-        if acc_load is None or acc_load.buffer_var is not body.buffer_var or not structural_equal(acc_load.index, body.index):
-            raise ScheduleError(f"{what}: expected the accumulator {body.buffer_var.name}[{body.index!r}] on one side of the sum")
+        if (
+            acc_load is None
+            or acc_load.buffer_var is not body.buffer_var
+            or not structural_equal(acc_load.index, body.index)
+        ):
+            raise ScheduleError(
+                f"{what}: expected the accumulator {body.buffer_var.name}[{body.index!r}] on one side of the sum"
+            )
         cond, term = _guarded(term)
         if not isinstance(term, n.Mul):
             raise ScheduleError(f"{what}: expected a product of an input and a weight, got {type(term).__name__}")
@@ -185,11 +201,16 @@ class _Inject(StmtExprMutator):
                  "inp": self._coefs(operands["inp"].index, loop_vars, what),
                  "wgt": self._coefs(operands["wgt"].index, loop_vars, what)}
         self._check_tile(what, loops, coefs, reset=False)
-        push = uop_push(0, 0,
-                        self._ptr(body.buffer_var, self._base(body.index, loop_vars, what, "result")),
-                        self._ptr(operands["inp"].buffer_var, self._base(operands["inp"].index, loop_vars, what, "input")),
-                        self._ptr(operands["wgt"].buffer_var, self._base(operands["wgt"].index, loop_vars, what, "weight")),
-                        0, 0, 0)
+        push = uop_push(
+            0,
+            0,
+            self._ptr(body.buffer_var, self._base(body.index, loop_vars, what, "result")),
+            self._ptr(operands["inp"].buffer_var, self._base(operands["inp"].index, loop_vars, what, "input")),
+            self._ptr(operands["wgt"].buffer_var, self._base(operands["wgt"].index, loop_vars, what, "weight")),
+            0,
+            0,
+            0,
+        )
         return self._scope(push if cond is None else n.IfThenElse(cond, push, None))
 
 

@@ -60,14 +60,18 @@ def _fold(dims: list[tuple[int, int]], elem_block: int, what: str) -> list[tuple
         size *= e
         k -= 1
     if size != elem_block:
-        raise ScheduleError(f"{what}: the inner dimensions span {size} scalars, not a whole number of {elem_block}-scalar tiles")
+        raise ScheduleError(
+            f"{what}: the inner dimensions span {size} scalars, not a whole number of {elem_block}-scalar tiles"
+        )
     groups: list[tuple[int, int]] = [(elem_block, 1)]
     outer = dims[:k]
     i = len(outer)
     while i > 0:
         e, s = outer[i - 1]
         if s % elem_block:
-            raise ScheduleError(f"{what}: a dimension of extent {e} has stride {s}, not a multiple of the {elem_block}-scalar tile")
+            raise ScheduleError(
+                f"{what}: a dimension of extent {e} has stride {s}, not a multiple of the {elem_block}-scalar tile"
+            )
         extent, stride = e, s
         i -= 1
         while i > 0 and outer[i - 1][1] == extent * stride:
@@ -119,7 +123,9 @@ def two_d_pattern(dims: list[tuple[int, int]], offset: n.PrimExpr, elem_block: i
     """
     tile_offset = exact_div(offset, elem_block)
     if tile_offset is None:
-        raise ScheduleError(f"{what}: element offset {offset!r} is not provably a multiple of the {elem_block}-scalar tile")
+        raise ScheduleError(
+            f"{what}: element offset {offset!r} is not provably a multiple of the {elem_block}-scalar tile"
+        )
     groups = _fold(dims, elem_block, what) if allow_fold else _unfolded(dims, elem_block, what)
     outer = [(e, s // elem_block) for e, s in groups[:-1]]  # strides in tiles from here on
     if not outer:
@@ -282,7 +288,9 @@ class _DMA(StmtExprMutator):
             cond, pad, guard = guard, n.IntImm(0), None
         load = value.value if isinstance(value, n.Cast) else value
         if not isinstance(load, n.Load):
-            raise ScheduleError(f"{what}: the stored value must be a load (or a cast of one), got {type(value).__name__}")
+            raise ScheduleError(
+                f"{what}: the stored value must be a load (or a cast of one), got {type(value).__name__}"
+            )
         if pad is not None and as_const_int(pad) != 0:
             raise ScheduleError(f"{what}: padding value must be 0 (VTA fills zeros), got {pad!r}")
         dst_strides, dst_off = _linear(store.index, loop_vars, what)
@@ -298,7 +306,7 @@ class _DMA(StmtExprMutator):
                 raise ScheduleError(f"{what}: padding condition {cond!r} is not a conjunction of bounds on the loops")
             if guard is not None:
                 bounds = _merge_bounds(bounds, detect_clip_bound(guard, loop_vars), guard, what)
-            for i, lp in enumerate(loops):
+            for i in range(len(loops)):
                 lo, hi = bounds[2 * i], bounds[2 * i + 1]
                 if lo is not None:
                     pad_before[i] = simplify(n.Max(lo, n.IntImm(0)))
@@ -307,7 +315,9 @@ class _DMA(StmtExprMutator):
                     pad_after[i] = simplify(n.Max(n.IntImm(extents[i]) - hi - 1, n.IntImm(0)))
                 src_extents[i] = simplify(n.IntImm(extents[i]) - pad_before[i] - pad_after[i])
         if dst_scope == "global":
-            return self._store(what, loops, extents, store, load, src_scope, src_strides, src_off, dst_strides, dst_off, cond)
+            return self._store(
+                what, loops, extents, store, load, src_scope, src_strides, src_off, dst_strides, dst_off, cond
+            )
         return self._load(what, loops, extents, src_extents, store, load, dst_scope, src_scope, src_strides, src_off,
                           dst_strides, dst_off, pad_before, pad_after)
 
@@ -329,7 +339,9 @@ class _DMA(StmtExprMutator):
         if cond is not None:
             raise ScheduleError(f"{what}: a store to DRAM cannot be padded")
         if src_scope != env.acc_scope:
-            raise ScheduleError(f"{what}: a store to DRAM must read {env.acc_scope!r}, but {load.buffer_var.name!r} is in {src_scope!r}")
+            raise ScheduleError(
+                f"{what}: a store to DRAM must read {env.acc_scope!r}, but {load.buffer_var.name!r} is in {src_scope!r}"
+            )
         elem_block = env.BATCH * env.BLOCK_OUT
         bits = n.dtype_bits(store.value.dtype)
         if bits != env.OUT_WIDTH and min(bits, env.OUT_WIDTH) < 8:
@@ -337,14 +349,26 @@ class _DMA(StmtExprMutator):
                 f"{what}: the store writes {env.OUT_WIDTH}-bit elements (OUT_WIDTH) but {store.buffer_var.name!r} "
                 f"holds {store.value.dtype}; cast the result to {env.out_dtype} first")
         self._check_compact(what, extents, src_strides, "source")
-        x, y, stride, offset, host = two_d_pattern(list(zip(extents, dst_strides, strict=True)), dst_off, elem_block, True, what)
+        x, y, stride, offset, host = two_d_pattern(
+            list(zip(extents, dst_strides, strict=True)), dst_off, elem_block, True, what
+        )
         total = 1
         for e in extents:
             total *= e
 
         def call(dram, sram):
-            return call_extern("int32", "VTAStoreBuffer2D", command_handle(), _access_ptr(load.buffer_var, sram, total, 1),
-                               env.dev.MEM_ID_OUT, store.buffer_var, dram, x, y, stride)
+            return call_extern(
+                "int32",
+                "VTAStoreBuffer2D",
+                command_handle(),
+                _access_ptr(load.buffer_var, sram, total, 1),
+                env.dev.MEM_ID_OUT,
+                store.buffer_var,
+                dram,
+                x,
+                y,
+                stride,
+            )
 
         return coproc_scope(self.axis, env.dev.QID_STORE_OUT, _host_loops(call, host, offset, src_off, elem_block))
 
@@ -359,10 +383,14 @@ class _DMA(StmtExprMutator):
             raise ScheduleError(f"{what}: a store to DRAM cannot be padded")
         load = value.value if isinstance(value, n.Cast) else value
         if not isinstance(load, n.Load):
-            raise ScheduleError(f"{what}: the stored value must be a load (or a cast of one), got {type(value).__name__}")
+            raise ScheduleError(
+                f"{what}: the stored value must be a load (or a cast of one), got {type(value).__name__}"
+            )
         src_scope = self.scope_of(load.buffer_var)
         if src_scope != env.acc_scope:
-            raise ScheduleError(f"{what}: a store to DRAM must read {env.acc_scope!r}, but {load.buffer_var.name!r} is in {src_scope!r}")
+            raise ScheduleError(
+                f"{what}: a store to DRAM must read {env.acc_scope!r}, but {load.buffer_var.name!r} is in {src_scope!r}"
+            )
         loop_vars = [lp.loop_var for lp in loops]
         dst_strides, dst_off = _linear(store.index, loop_vars, what)
         src_strides, src_off = _linear(load.index, loop_vars, what)
@@ -389,7 +417,9 @@ class _DMA(StmtExprMutator):
                                     f"multiple of the {elem_block}-scalar tile")
         offset = exact_div(dst_off, elem_block)
         if offset is None:
-            raise ScheduleError(f"{what}: element offset {dst_off!r} is not provably a multiple of the {elem_block}-scalar tile")
+            raise ScheduleError(
+                f"{what}: element offset {dst_off!r} is not provably a multiple of the {elem_block}-scalar tile"
+            )
 
         def ext(i):
             return crop.get(i, n.IntImm(extents[i]))
@@ -499,7 +529,9 @@ class _DMA(StmtExprMutator):
                 host.append((extents[i], src_strides[i] // elem_block, dst_strides[i] // elem_block))
         offset = exact_div(src_off, elem_block)
         if offset is None:
-            raise ScheduleError(f"{what}: element offset {src_off!r} is not provably a multiple of the {elem_block}-scalar tile")
+            raise ScheduleError(
+                f"{what}: element offset {src_off!r} is not provably a multiple of the {elem_block}-scalar tile"
+            )
         if not y_dims:
             zero_pad = (n.IntImm(0), n.IntImm(0))
             return n.IntImm(1), n.IntImm(1), 1, offset, zero_pad, zero_pad, host
@@ -518,7 +550,9 @@ class _DMA(StmtExprMutator):
                 cols *= extents[i]
             x_size, x_pad = n.IntImm(cols), (n.IntImm(0), n.IntImm(0))
         if src_strides[yi] % elem_block:
-            raise ScheduleError(f"{what}: row stride {src_strides[yi]} is not a multiple of the {elem_block}-scalar tile")
+            raise ScheduleError(
+                f"{what}: row stride {src_strides[yi]} is not a multiple of the {elem_block}-scalar tile"
+            )
         limit = (1 << 4) - 1
         pads = [(pad_before[yi], yi), (pad_after[yi], yi)]
         if len(x_dims) == 1:
@@ -537,7 +571,9 @@ class _DMA(StmtExprMutator):
               dst_strides, dst_off, pad_before, pad_after):
         env, dev = self.env, self.env.dev
         if src_scope != "global":
-            raise ScheduleError(f"{what}: copies between on-chip buffers ({src_scope!r} -> {dst_scope!r}) are not supported")
+            raise ScheduleError(
+                f"{what}: copies between on-chip buffers ({src_scope!r} -> {dst_scope!r}) are not supported"
+            )
         bits = n.dtype_bits(load.dtype)
         if dst_scope == env.inp_scope:
             elem_block, mem, qid = env.BATCH * env.BLOCK_IN, dev.MEM_ID_INP, dev.QID_LOAD_INP
@@ -568,15 +604,30 @@ class _DMA(StmtExprMutator):
                 what, loops, extents, src_extents, src_strides, dst_strides, src_off, pad_before, pad_after,
                 elem_block)
         else:
-            x_size, y_size, stride, offset, host = two_d_pattern(list(zip(extents, src_strides, strict=True)), src_off, elem_block,
-                                                                 True, what)
+            x_size, y_size, stride, offset, host = two_d_pattern(
+                list(zip(extents, src_strides, strict=True)), src_off, elem_block, True, what
+            )
         total = 1
         for e in extents:
             total *= e
 
         def call(dram, sram):
-            return call_extern("int32", "VTALoadBuffer2D", command_handle(), load.buffer_var, dram, x_size, y_size, stride,
-                               x_pad[0], y_pad[0], x_pad[1], y_pad[1], _access_ptr(store.buffer_var, sram, total, 2), mem)
+            return call_extern(
+                "int32",
+                "VTALoadBuffer2D",
+                command_handle(),
+                load.buffer_var,
+                dram,
+                x_size,
+                y_size,
+                stride,
+                x_pad[0],
+                y_pad[0],
+                x_pad[1],
+                y_pad[1],
+                _access_ptr(store.buffer_var, sram, total, 2),
+                mem,
+            )
 
         return coproc_scope(self.axis, qid, _host_loops(call, host, offset, dst_off, elem_block))
 

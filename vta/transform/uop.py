@@ -36,7 +36,11 @@ class _Rebase(StmtExprMutator):
 
     def visit_Call(self, op: n.Call):
         if op.op not in _ALLOWED:
-            name = op.args[0].value if op.op == "tir.call_extern" and op.args and isinstance(op.args[0], n.StringImm) else op.op
+            name = (
+                op.args[0].value
+                if op.op == "tir.call_extern" and op.args and isinstance(op.args[0], n.StringImm)
+                else op.op
+            )
             raise ScheduleError(
                 f"a GEMM micro-op kernel may only contain uop pushes, but loop {self.var.name!r} contains a call of "
                 f"{name!r}; tensorize must cover the whole compute body"

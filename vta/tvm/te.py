@@ -4,7 +4,8 @@ Everything upstream VTA code calls is here under its TVM name: ``placeholder``, 
 ``reduce_axis``, ``sum``/``max``/``min`` (reductions, or elementwise with two operands),
 ``thread_axis``, ``create_schedule``, ``if_then_else``, ``all``/``any``, ``abs``, the
 divisions (``div``, ``indexdiv``, ``indexmod``, ``truncdiv``, ``truncmod``, ``floordiv``,
-``floormod``), ``max_value``/``min_value``, ``var``, ``size_var``, ``const`` and ``tag_scope``. Any other name raises an AttributeError naming it.
+``floormod``), ``max_value``/``min_value``, ``var``, ``size_var``, ``const`` and ``tag_scope``. Any other
+name raises an AttributeError naming it.
 """
 
 from __future__ import annotations

@@ -122,8 +122,13 @@ def test_argument_checks(env, tmp_path, bad, message):
 def test_closure_captures_one_int32():
     (a, ab) = arg_buffer("A", (4, 16), "int32")
     i = n.Var("i")
-    body = n.For(i, n.IntImm(0), n.IntImm(4), n.ForKind.SERIAL,
-                 n.AttrStmt(VTA_AXIS, "coproc_uop_scope", n.StringImm("VTAPushGEMMOp"), uop_push(0, 0, i, 0, 0, 0, 0, 0)))
+    body = n.For(
+        i,
+        n.IntImm(0),
+        n.IntImm(4),
+        n.ForKind.SERIAL,
+        n.AttrStmt(VTA_AXIS, "coproc_uop_scope", n.StringImm("VTAPushGEMMOp"), uop_push(0, 0, i, 0, 0, 0, 0, 0)),
+    )
     src = emit_c(n.PrimFunc((a,), body, {a: ab}), "f")
     assert "int32_t i = ((int32_t*)closure)[0];" in src
     assert "int32_t vta_gen_closure[1] = { i };" in src
@@ -133,8 +138,19 @@ def test_closure_captures_one_int32():
 def test_errors():
     (a, ab) = arg_buffer("A", (4, 16), "int32")
     i, j = n.Var("i"), n.Var("j")
-    two = n.For(i, n.IntImm(0), n.IntImm(2), n.ForKind.SERIAL, n.For(j, n.IntImm(0), n.IntImm(2), n.ForKind.SERIAL,
-                n.AttrStmt(VTA_AXIS, "coproc_uop_scope", n.StringImm("VTAPushGEMMOp"), uop_push(0, 0, i, j, 0, 0, 0, 0))))
+    two = n.For(
+        i,
+        n.IntImm(0),
+        n.IntImm(2),
+        n.ForKind.SERIAL,
+        n.For(
+            j,
+            n.IntImm(0),
+            n.IntImm(2),
+            n.ForKind.SERIAL,
+            n.AttrStmt(VTA_AXIS, "coproc_uop_scope", n.StringImm("VTAPushGEMMOp"), uop_push(0, 0, i, j, 0, 0, 0, 0)),
+        ),
+    )
     with pytest.raises(CodegenError, match=r"at most one int32 variable.*\[i: int32, j: int32\]"):
         emit_c(n.PrimFunc((a,), two, {a: ab}), "f")
     sram = n.Allocate(n.Var("buf", "handle"), "int32", (n.IntImm(16),), n.IntImm(1, "bool"), n.Evaluate(n.IntImm(0)),

@@ -24,7 +24,11 @@ def _ev(name, *args):
 def test_lift_uop_scope_above_loop():
     co = n.Var("co")
     push = n.StringImm("VTAPushGEMMOp")
-    body = loop(co, 16, coproc_scope(VTA_AXIS, 2, n.AttrStmt(VTA_AXIS, "coproc_uop_scope", push, uop_push(0, 0, co, 0, 0, 0, 0, 0))))
+    body = loop(
+        co,
+        16,
+        coproc_scope(VTA_AXIS, 2, n.AttrStmt(VTA_AXIS, "coproc_uop_scope", push, uop_push(0, 0, co, 0, 0, 0, 0, 0))),
+    )
     out = lift_attr_scope(func(body), "coproc_uop_scope").body
     assert isinstance(out, n.AttrStmt) and out.attr_key == "coproc_uop_scope" and out.value is push
     assert sequence(out)[:4] == ["coproc_uop_scope=VTAPushGEMMOp", "for co", "coproc_scope=2", "uop_push"]
@@ -100,7 +104,11 @@ def test_coproc_sync_loop_carried_and_epilogue():
 def test_coproc_sync_rejects_interleaved_cpu_and_vta_access_in_a_loop():
     buf = n.Var("buf", "handle")
     i = n.Var("i")
-    ptr = n.Call("handle", "tir.tvm_access_ptr", (n.Call("int32", "tir.type_annotation"), buf, n.IntImm(0), n.IntImm(16), n.IntImm(2)))
+    ptr = n.Call(
+        "handle",
+        "tir.tvm_access_ptr",
+        (n.Call("int32", "tir.type_annotation"), buf, n.IntImm(0), n.IntImm(16), n.IntImm(2)),
+    )
     body = alloc(buf, "int32", 16, "local.acc_buffer", loop(i, 4, n.seq(
         coproc_scope(VTA_AXIS, 2, n.Evaluate(call_extern("int32", "write", ptr))),
         n.Store(n.Var("out", "handle"), n.Load("int32", buf, i), i))))
@@ -118,7 +126,9 @@ def test_lower_device_storage_access_info():
     ko = n.Var("ko")
 
     def ptr(v, off):
-        return n.Call("handle", "tir.tvm_access_ptr", (n.Call("int32", "tir.type_annotation"), v, off, n.IntImm(16), n.IntImm(3)))
+        return n.Call(
+            "handle", "tir.tvm_access_ptr", (n.Call("int32", "tir.type_annotation"), v, off, n.IntImm(16), n.IntImm(3))
+        )
 
     body = alloc(buf, "int32", 64, "local.acc_buffer", alloc(inp, "int8", 64, "local.inp_buffer",
                  n.Evaluate(call_extern("int32", "use", ptr(buf, n.IntImm(32)), ptr(inp, ko * 16 + 32)))))
@@ -136,8 +146,12 @@ def test_lower_device_storage_access_info():
 def test_coproc_sync_before_cpu_code_that_reads_vta_results():
     a, c, d = n.Var("A", "handle"), n.Var("C", "handle"), n.Var("D", "handle")
     i = n.Var("i")
-    load = coproc_scope(VTA_AXIS, 2, n.Evaluate(call_extern("int32", "VTALoadBuffer2D", n.IntImm(0), a, 0, 1, 1, 1, 0, 0, 0, 0, 0, 3)))
-    store = coproc_scope(VTA_AXIS, 3, n.Evaluate(call_extern("int32", "VTAStoreBuffer2D", n.IntImm(0), 0, 4, c, 0, 1, 1, 1)))
+    load = coproc_scope(
+        VTA_AXIS, 2, n.Evaluate(call_extern("int32", "VTALoadBuffer2D", n.IntImm(0), a, 0, 1, 1, 1, 0, 0, 0, 0, 0, 3))
+    )
+    store = coproc_scope(
+        VTA_AXIS, 3, n.Evaluate(call_extern("int32", "VTAStoreBuffer2D", n.IntImm(0), 0, 4, c, 0, 1, 1, 1))
+    )
     # CPU code writing an input before the DMA that reads it needs nothing (VTA runs at the sync) ...
     prepare = loop(i, 4, n.Store(a, n.IntImm(1), i))
     got = sequence(coproc_sync(func(n.seq(prepare, load, store))).body)

@@ -20,7 +20,11 @@ INFO = {ACC: MemoryInfo(512, 512, 2048 * 512)}
 
 
 def _ptr(var, off=0, mask=2):
-    return n.Call("handle", "tir.tvm_access_ptr", (n.Call("int32", "tir.type_annotation"), var, n.IntImm(off), n.IntImm(1024), n.IntImm(mask)))
+    return n.Call(
+        "handle",
+        "tir.tvm_access_ptr",
+        (n.Call("int32", "tir.type_annotation"), var, n.IntImm(off), n.IntImm(1024), n.IntImm(mask)),
+    )
 
 
 def _vadd_flat():
@@ -71,7 +75,9 @@ def test_reuse_after_death():
 def test_capacity_checked():
     a, b = n.Var("a", "handle"), n.Var("b", "handle")
     big = {ACC: MemoryInfo(512, 512, 1024 * 32)}
-    body = alloc(a, "int32", 1024, ACC, alloc(b, "int32", 16, ACC, n.Evaluate(call_extern("int32", "use", _ptr(a), _ptr(b)))))
+    body = alloc(
+        a, "int32", 1024, ACC, alloc(b, "int32", 16, ACC, n.Evaluate(call_extern("int32", "use", _ptr(a), _ptr(b))))
+    )
     with pytest.raises(ScheduleError, match=r"need 4160 bytes of 'local.acc_buffer' but it holds 4096 bytes"):
         storage_rewrite(func(body), big)
 

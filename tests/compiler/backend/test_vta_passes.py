@@ -76,7 +76,9 @@ def test_inject_dma_load_and_store(env):
                        value=lambda x: n.Cast("int8", x))
     out = inject_dma_intrin(env)(func(alloc(buf, "int32", 1024, ACC, n.seq(load, store)), (a, ab), (c, cb))).body
     (ld,) = calls(out, "VTALoadBuffer2D")
-    assert ld.args[2] is ab.data and ints(ld, 2)[:8] == [0, 64, 1, 64, 0, 0, 0, 0] and ints(ld)[-1] == env.dev.MEM_ID_ACC
+    assert (
+        ld.args[2] is ab.data and ints(ld, 2)[:8] == [0, 64, 1, 64, 0, 0, 0, 0] and ints(ld)[-1] == env.dev.MEM_ID_ACC
+    )
     (st,) = calls(out, "VTAStoreBuffer2D")
     assert ints(st)[2] == env.dev.MEM_ID_OUT and st.args[4] is cb.data and ints(st, 4) == [0, 64, 1, 64]
     assert sequence(out) == ["coproc_scope=2", "VTALoadBuffer2D", "/coproc_scope",
@@ -87,7 +89,9 @@ def test_inject_dma_padded_load(env):
     (x, xb) = arg_buffer("x", (3, 5, 1, 16), "int32")
     buf = n.Var("x_buf", "handle")
     i0, i1, i3 = n.Var("i0"), n.Var("i1"), n.Var("i3")
-    val = n.Call("int32", "tir.if_then_else", (i0 >= 2, n.Load("int32", xb.data, (i0 - 2) * 80 + i1 * 16 + i3), n.IntImm(0)))
+    val = n.Call(
+        "int32", "tir.if_then_else", (i0 >= 2, n.Load("int32", xb.data, (i0 - 2) * 80 + i1 * 16 + i3), n.IntImm(0))
+    )
     nest = loop(i0, 5, loop(i1, 5, loop(i3, 16, n.Store(buf, val, i0 * 80 + i1 * 16 + i3))))
     body = alloc(buf, "int32", 400, ACC, n.AttrStmt(i0, "pragma_dma_copy", n.IntImm(1), nest))
     (ld,) = calls(inject_dma_intrin(env)(func(body, (x, xb))).body, "VTALoadBuffer2D")
@@ -109,7 +113,9 @@ def test_inject_dma_errors(env):
     (a, ab) = arg_buffer("A", (64, 16), "int32")
     buf = n.Var("A_buf", "handle")
     strided = _copy_nest(buf, ab.data, (64, 16), lambda i, j: j * 64 + i, lambda i, j: i * 16 + j)
-    with pytest.raises(ScheduleError, match=r"dma_copy of buffer 'A_buf' at axis 'ax': the on-chip destination must be compact"):
+    with pytest.raises(
+        ScheduleError, match=r"dma_copy of buffer 'A_buf' at axis 'ax': the on-chip destination must be compact"
+    ):
         inject_dma_intrin(env)(func(alloc(buf, "int32", 1024, ACC, strided), (a, ab)))
     local = _copy_nest(buf, ab.data, (64, 16), lambda i, j: i * 16 + j, lambda i, j: i * 16 + j)
     with pytest.raises(ScheduleError, match="destination scope 'local' is not a VTA buffer"):
@@ -126,7 +132,9 @@ def _alu_stage(value_fn, dst_off=0, n_tiles=8):
     buf = n.Var("acc", "handle")
     i, j = n.Var("i"), n.Var("j")
     dst = i * 16 + j + dst_off
-    body = n.AttrStmt(i, "pragma_alu", n.IntImm(1), loop(i, n_tiles, loop(j, 16, n.Store(buf, value_fn(buf, i, j), dst))))
+    body = n.AttrStmt(
+        i, "pragma_alu", n.IntImm(1), loop(i, n_tiles, loop(j, 16, n.Store(buf, value_fn(buf, i, j), dst)))
+    )
     return buf, alloc(buf, "int32", 4096, ACC, body)
 
 
@@ -157,7 +165,10 @@ def test_inject_alu_subtract_tiles(env):
     _, sub = _alu_stage(lambda b, i, j: n.Load("int32", b, i * 16 + j + 128) - n.Load("int32", b, i * 16 + j))
     out = inject_alu_intrin(env)(annotate_alu_coproc_scope(env)(func(sub))).body
     mul, add = env.dev.ALU_OPCODE_MUL, env.dev.ALU_OPCODE_ADD
-    assert [ints(c) for c in calls(out, "tir.vta.uop_push")] == [[1, 0, 0, 0, 0, mul, 1, -1], [1, 0, 0, 8, 0, add, 0, 0]]
+    assert [ints(c) for c in calls(out, "tir.vta.uop_push")] == [
+        [1, 0, 0, 0, 0, mul, 1, -1],
+        [1, 0, 0, 8, 0, add, 0, 0],
+    ]
     _, sub = _alu_stage(lambda b, i, j: n.Load("int32", b, i * 16 + j) - n.Load("int32", b, i * 16 + j + 128))
     out = inject_alu_intrin(env)(annotate_alu_coproc_scope(env)(func(sub))).body
     assert [ints(c)[5:] for c in calls(out, "tir.vta.uop_push")] == [[mul, 1, -1], [add, 0, 0], [mul, 1, -1]]
@@ -166,7 +177,10 @@ def test_inject_alu_subtract_tiles(env):
 def test_inject_alu_constant_fill(env):
     _, const = _alu_stage(lambda b, i, j: n.IntImm(3))
     out = inject_alu_intrin(env)(annotate_alu_coproc_scope(env)(func(const))).body
-    assert [ints(c)[5:] for c in calls(out, "tir.vta.uop_push")] == [[env.dev.ALU_OPCODE_MUL, 1, 0], [env.dev.ALU_OPCODE_ADD, 1, 3]]
+    assert [ints(c)[5:] for c in calls(out, "tir.vta.uop_push")] == [
+        [env.dev.ALU_OPCODE_MUL, 1, 0],
+        [env.dev.ALU_OPCODE_ADD, 1, 3],
+    ]
     _, big = _alu_stage(lambda b, i, j: n.IntImm(1 << 20))
     with pytest.raises(ScheduleError, match="does not fit the signed 16-bit ALU immediate"):
         inject_alu_intrin(env)(annotate_alu_coproc_scope(env)(func(big)))
@@ -263,7 +277,12 @@ def test_cpu_access_rewrite():
 
 def test_inject_coproc_sync_pragmas():
     i = n.Var("i")
-    body = n.AttrStmt(i, "pragma_trim_loop", n.IntImm(1), loop(i, 10, coproc_scope(VTA_AXIS, 2, n.Evaluate(call_extern("int32", "g")))))
+    body = n.AttrStmt(
+        i,
+        "pragma_trim_loop",
+        n.IntImm(1),
+        loop(i, 10, coproc_scope(VTA_AXIS, 2, n.Evaluate(call_extern("int32", "g")))),
+    )
     out = inject_coproc_sync()(func(body)).body
     assert out.seq[0].extent.value == 2 and sequence(out)[-1] == "coproc_sync"
 
@@ -287,7 +306,9 @@ def _gemm_region(env, guard=None, ci_stride=16):
     init = n.Store(out, n.IntImm(0), co * 16 + ci)
     body = n.seq(
         loop(co, 2, n.AttrStmt(n.Var("bi"), "pragma_conv2d_transpose_gemm", n.IntImm(1), loop(ci, 16, init))),
-        loop(co, 2, n.AttrStmt(n.Var("bi"), "pragma_conv2d_transpose_gemm", n.IntImm(1), loop(ci, 16, loop(ki, 16, upd)))),
+        loop(
+            co, 2, n.AttrStmt(n.Var("bi"), "pragma_conv2d_transpose_gemm", n.IntImm(1), loop(ci, 16, loop(ki, 16, upd)))
+        ),
     )
     return alloc(out, "int32", 32, ACC, alloc(inp, "int8", 16, INP, alloc(wgt, "int8", 512, WGT, body))), co
 
@@ -318,7 +339,9 @@ def test_inject_dma_padding_depending_on_outer_loop(env):
     buf = n.Var("x_buf", "handle")
     yo, i0, i1, i3 = n.Var("yo"), n.Var("i0"), n.Var("i1"), n.Var("i3")
     row = yo * 2 + i0 - 1  # input row read by window row i0
-    val = n.Call("int32", "tir.if_then_else", (row >= 0, n.Load("int32", xb.data, row * 32 + i1 * 16 + i3), n.IntImm(0)))
+    val = n.Call(
+        "int32", "tir.if_then_else", (row >= 0, n.Load("int32", xb.data, row * 32 + i1 * 16 + i3), n.IntImm(0))
+    )
     nest = loop(i0, 3, loop(i1, 2, loop(i3, 16, n.Store(buf, val, i0 * 32 + i1 * 16 + i3))))
     body = loop(yo, 2, alloc(buf, "int32", 96, ACC, n.AttrStmt(i0, "pragma_dma_copy", n.IntImm(1), nest)))
     (ld,) = calls(inject_dma_intrin(env)(func(body, (x, xb))).body, "VTALoadBuffer2D")

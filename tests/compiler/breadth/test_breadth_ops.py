@@ -21,29 +21,46 @@ from .cases import build_case, build_residual_case
 #: (operator, sizes) run by default: small shapes, each feature at least once.
 FAST = {
     "conv2d_dilated": ("conv2d", {"ci": 32, "co": 32, "h": 9, "w": 9, "k": 3, "p": 2, "d": (2, 2)}),
-    "conv2d_dilated_strided": ("conv2d", {"ci": 16, "co": 32, "h": 11, "w": 8, "k": 3, "p": (1, 2, 0, 1), "s": (2, 1), "d": (3, 2)}),
+    "conv2d_dilated_strided": (
+        "conv2d",
+        {"ci": 16, "co": 32, "h": 11, "w": 8, "k": 3, "p": (1, 2, 0, 1), "s": (2, 1), "d": (3, 2)},
+    ),
     "group_conv2d": ("group_conv2d", {"ci": 64, "co": 64, "h": 8, "w": 8, "k": 3, "p": 1, "g": 2}),
-    "group_conv2d_strided": ("group_conv2d", {"ci": 64, "co": 128, "h": 7, "w": 7, "k": 3, "p": 1, "g": 4, "s": (2, 2)}),
+    "group_conv2d_strided": (
+        "group_conv2d",
+        {"ci": 64, "co": 128, "h": 7, "w": 7, "k": 3, "p": 1, "g": 4, "s": (2, 2)},
+    ),
     "group_conv2d_dilated": ("group_conv2d", {"ci": 32, "co": 32, "h": 8, "w": 8, "k": 3, "p": 2, "g": 2, "d": (2, 2)}),
     "conv2d_transpose_s2": ("conv2d_transpose", {"ci": 32, "co": 16, "h": 4, "w": 4, "k": 4, "p": 1, "s": (2, 2)}),
-    "conv2d_transpose_opad": ("conv2d_transpose", {"ci": 16, "co": 32, "h": 3, "w": 5, "k": 3, "p": 1, "s": (2, 2), "op": (1, 1)}),
+    "conv2d_transpose_opad": (
+        "conv2d_transpose",
+        {"ci": 16, "co": 32, "h": 3, "w": 5, "k": 3, "p": 1, "s": (2, 2), "op": (1, 1)},
+    ),
     "conv2d_transpose_s1": ("conv2d_transpose", {"ci": 16, "co": 16, "h": 5, "w": 5, "k": 3, "p": 1}),
-    "conv2d_transpose_asym": ("conv2d_transpose", {"ci": 16, "co": 16, "h": 4, "w": 3, "k": 3, "p": (0, 2, 1, 0), "s": (3, 2),
-                                                       "op": (2, 1)}),
+    "conv2d_transpose_asym": (
+        "conv2d_transpose",
+        {"ci": 16, "co": 16, "h": 4, "w": 3, "k": 3, "p": (0, 2, 1, 0), "s": (3, 2), "op": (2, 1)},
+    ),
 }
 
 #: Bigger shapes (upstream's benchmark layers, scaled): marked slow.
 SLOW = {
     "conv2d_dilated_big": ("conv2d", {"ci": 64, "co": 64, "h": 28, "w": 28, "k": 3, "p": 2, "d": (2, 2)}),
     "group_conv2d_big": ("group_conv2d", {"ci": 128, "co": 128, "h": 28, "w": 28, "k": 3, "p": 1, "g": 4}),
-    "group_conv2d_mobilenet": ("group_conv2d", {"ci": 256, "co": 256, "h": 14, "w": 14, "k": 3, "p": 1, "g": 16, "s": (2, 2)}),
+    "group_conv2d_mobilenet": (
+        "group_conv2d",
+        {"ci": 256, "co": 256, "h": 14, "w": 14, "k": 3, "p": 1, "g": 16, "s": (2, 2)},
+    ),
     "dcgan_ct2_scaled": ("conv2d_transpose", {"ci": 128, "co": 64, "h": 8, "w": 8, "k": 4, "p": 1, "s": (2, 2)}),
     "dcgan_ct3_scaled": ("conv2d_transpose", {"ci": 64, "co": 32, "h": 16, "w": 16, "k": 4, "p": 1, "s": (2, 2)}),
     # upstream's integration benchmark workloads
     "mobilenet_D1": ("group_conv2d", {"ci": 32, "co": 32, "h": 112, "w": 112, "k": 3, "p": 1, "g": 2}),
     "mobilenet_D8": ("group_conv2d", {"ci": 512, "co": 512, "h": 14, "w": 14, "k": 3, "p": 1, "g": 32, "s": (2, 2)}),
     "mobilenet_D9": ("group_conv2d", {"ci": 1024, "co": 1024, "h": 7, "w": 7, "k": 3, "p": 1, "g": 64}),
-    "dcgan_CT1": ("conv2d_transpose", {"ci": 1024, "co": 512, "h": 4, "w": 4, "k": 4, "p": 1, "s": (2, 2), "shift": 11}),
+    "dcgan_CT1": (
+        "conv2d_transpose",
+        {"ci": 1024, "co": 512, "h": 4, "w": 4, "k": 4, "p": 1, "s": (2, 2), "shift": 11},
+    ),
     "dcgan_CT3": ("conv2d_transpose", {"ci": 256, "co": 128, "h": 16, "w": 16, "k": 4, "p": 1, "s": (2, 2)}),
 }
 
@@ -53,14 +70,31 @@ RAGGED = {
     "conv2d_7x7_tile4": ("conv2d", {"ci": 16, "co": 32, "h": 7, "w": 7, "k": 3, "p": 1}, Conv2DTiling(4, 7, 1, 1)),
     "conv2d_7x7_tile3x5": ("conv2d", {"ci": 16, "co": 32, "h": 7, "w": 7, "k": 3, "p": 1}, Conv2DTiling(3, 5, 1, 1)),
     "conv2d_unpadded": ("conv2d", {"ci": 16, "co": 32, "h": 7, "w": 7, "k": 3, "p": 0}, Conv2DTiling(2, 3, 2, 1)),
-    "conv2d_strided_threads": ("conv2d", {"ci": 32, "co": 32, "h": 13, "w": 11, "k": 3, "p": 1, "s": (2, 2)},
-                               Conv2DTiling(4, 4, 1, 2, 1, 2)),
-    "conv2d_dilated_oc_threads": ("conv2d", {"ci": 32, "co": 32, "h": 10, "w": 10, "k": 3, "p": 2, "d": (2, 2)},
-                                  Conv2DTiling(4, 3, 1, 1, 2, 1)),
-    "group_conv2d_9x9": ("group_conv2d", {"ci": 64, "co": 64, "h": 9, "w": 9, "k": 3, "p": 1, "g": 2}, Conv2DTiling(4, 4, 1, 1)),
-    "conv2d_transpose_13x7": ("conv2d_transpose", {"ci": 16, "co": 16, "h": 4, "w": 3, "k": 3, "p": (0, 2, 1, 0), "s": (3, 2),
-                                                       "op": (2, 1)}, Conv2DTiling(6, 4, 1, 1)),
-    "conv2d_transpose_s1": ("conv2d_transpose", {"ci": 16, "co": 16, "h": 5, "w": 5, "k": 3, "p": 1}, Conv2DTiling(2, 3, 1, 1)),
+    "conv2d_strided_threads": (
+        "conv2d",
+        {"ci": 32, "co": 32, "h": 13, "w": 11, "k": 3, "p": 1, "s": (2, 2)},
+        Conv2DTiling(4, 4, 1, 2, 1, 2),
+    ),
+    "conv2d_dilated_oc_threads": (
+        "conv2d",
+        {"ci": 32, "co": 32, "h": 10, "w": 10, "k": 3, "p": 2, "d": (2, 2)},
+        Conv2DTiling(4, 3, 1, 1, 2, 1),
+    ),
+    "group_conv2d_9x9": (
+        "group_conv2d",
+        {"ci": 64, "co": 64, "h": 9, "w": 9, "k": 3, "p": 1, "g": 2},
+        Conv2DTiling(4, 4, 1, 1),
+    ),
+    "conv2d_transpose_13x7": (
+        "conv2d_transpose",
+        {"ci": 16, "co": 16, "h": 4, "w": 3, "k": 3, "p": (0, 2, 1, 0), "s": (3, 2), "op": (2, 1)},
+        Conv2DTiling(6, 4, 1, 1),
+    ),
+    "conv2d_transpose_s1": (
+        "conv2d_transpose",
+        {"ci": 16, "co": 16, "h": 5, "w": 5, "k": 3, "p": 1},
+        Conv2DTiling(2, 3, 1, 1),
+    ),
 }
 
 CONFIGS = ("vta_config.json", "batch2.json")
@@ -134,7 +168,12 @@ def test_ragged_tiles_of_a_prime_extent(tmp_path):
 def test_ragged_tiles_are_checked():
     with make_env():
         with pytest.raises(ScheduleError, match=r"tile_h=8 must lie in \[1, 7\]"):
-            build_case(make_env(), "conv2d", {"ci": 16, "co": 16, "h": 7, "w": 7, "k": 3, "p": 1}, tiling=Conv2DTiling(8, 7, 1, 1))
+            build_case(
+                make_env(),
+                "conv2d",
+                {"ci": 16, "co": 16, "h": 7, "w": 7, "k": 3, "p": 1},
+                tiling=Conv2DTiling(8, 7, 1, 1),
+            )
         with pytest.raises(ScheduleError, match="virtual threads do not divide"):
             build_case(make_env(), "conv2d", {"ci": 16, "co": 16, "h": 7, "w": 7, "k": 3, "p": 1},
                        tiling=Conv2DTiling(3, 7, 1, 1, 1, 2))

@@ -40,7 +40,9 @@ def test_cropped_columns_store_row_by_row_only_in_the_last_column():
 
 def test_on_chip_stages_carry_no_guards_but_dram_readers_do():
     with make_env() as env:
-        case = build_case(env, "conv2d", {"ci": 16, "co": 32, "h": 7, "w": 7, "k": 3, "p": 0}, tiling=Conv2DTiling(2, 5, 1, 1))
+        case = build_case(
+            env, "conv2d", {"ci": 16, "co": 32, "h": 7, "w": 7, "k": 3, "p": 0}, tiling=Conv2DTiling(2, 5, 1, 1)
+        )
         bounds, _ = infer_bound(case.schedule)
     by_name = {stage.op.name: b for stage, b in bounds.items()}
     for name in ("res_conv", "res_shr", "res_min", "res_max", "kernel.local.wgt_buffer"):

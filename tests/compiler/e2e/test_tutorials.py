@@ -18,7 +18,13 @@ def test_vadd(env, tmp_path):
     assert counters(stats) == {"inp_load_nbytes": 0, "wgt_load_nbytes": 0, "acc_load_nbytes": 8192,
                                "uop_load_nbytes": 4, "out_store_nbytes": 1024, "gemm_counter": 0, "alu_counter": 64}
     # Section 3.1: LOAD-ACC x2, LOAD-UOP, ALU, STORE, NOP-LD, NOP-CMP, FINISH.
-    assert (stats["insn_load"], stats["insn_alu"], stats["insn_store"], stats["insn_nop"], stats["insn_finish"]) == (3, 1, 1, 2, 1)
+    assert (stats["insn_load"], stats["insn_alu"], stats["insn_store"], stats["insn_nop"], stats["insn_finish"]) == (
+        3,
+        1,
+        1,
+        2,
+        1,
+    )
     assert "int my_vadd(" in mod.get_source()
 
 
@@ -29,7 +35,13 @@ def test_matrix_multiply(env, tmp_path):
     assert counters(stats) == {"inp_load_nbytes": 256, "wgt_load_nbytes": 65536, "acc_load_nbytes": 0,
                                "uop_load_nbytes": 8, "out_store_nbytes": 256, "gemm_counter": 256, "alu_counter": 0}
     # Section 3.2: 56 instructions = LOAD-INP 16, LOAD-WGT 16, LOAD-UOP 2, GEMM 17, STORE 1, NOP 3, FINISH 1.
-    assert (stats["insn_load"], stats["insn_gemm"], stats["insn_store"], stats["insn_nop"], stats["insn_finish"]) == (34, 17, 1, 3, 1)
+    assert (stats["insn_load"], stats["insn_gemm"], stats["insn_store"], stats["insn_nop"], stats["insn_finish"]) == (
+        34,
+        17,
+        1,
+        3,
+        1,
+    )
 
 
 def test_blocked_gemm(env, tmp_path):
@@ -41,8 +53,15 @@ def test_blocked_gemm(env, tmp_path):
     # final sync, so a second call runs exactly the same stream (upstream: one extra NOP).
     assert {k: v for k, v in per_call[1].items() if k.startswith("insn")} == \
         {k: v for k, v in stats.items() if k.startswith("insn")}
-    assert counters(stats) == {"inp_load_nbytes": 4096, "wgt_load_nbytes": 1048576, "acc_load_nbytes": 0,
-                               "uop_load_nbytes": 20, "out_store_nbytes": 1024, "gemm_counter": 4096, "alu_counter": 192}
+    assert counters(stats) == {
+        "inp_load_nbytes": 4096,
+        "wgt_load_nbytes": 1048576,
+        "acc_load_nbytes": 0,
+        "uop_load_nbytes": 20,
+        "out_store_nbytes": 1024,
+        "gemm_counter": 4096,
+        "alu_counter": 192,
+    }
     # Section 3.3 (first call): GEMM 20 (4 resets), ALU 12, FINISH 1; LOAD-INP 16 + LOAD-WGT 16 +
     # LOAD-UOP 5. (The number of STOREs depends on whether the store pragma on oc_inn wraps that
     # loop (4 stores of 16 tiles, the frontend's placement) or sits inside it (upstream: 64).)

@@ -33,7 +33,10 @@ def ev(e, env):
 
 
 def points():
-    return [dict(zip(RANGES, values, strict=True)) for values in itertools.product(*[range(lo, lo + ext) for lo, ext in RANGES.values()])]
+    return [
+        dict(zip(RANGES, values, strict=True))
+        for values in itertools.product(*[range(lo, lo + ext) for lo, ext in RANGES.values()])
+    ]
 
 
 def same_meaning(expr, simplified):
@@ -73,9 +76,9 @@ def test_true_division_needs_a_float():
     assert (1.0 / x).a.value == 1.0
     assert (i + 0.5).dtype == "float32"
     with pytest.raises(TypeError, match="ambiguous"):
-        i / 2
+        _ = i / 2
     with pytest.raises(TypeError, match="needs a boolean or integer"):
-        ~x
+        _ = ~x
     with pytest.raises(TypeError, match="shifts need integer"):
         x >> 1
 
@@ -93,7 +96,7 @@ def test_equality_builds_nodes_whose_truth_is_identity():
 
 def test_python_logic_on_expressions_is_refused_with_a_hint():
     with pytest.raises(TypeError, match=r"tir.all / tir.any"):
-        (i > 0) and (i < 3)  # noqa: B015
+        _ = (i > 0) and (i < 3)
     with pytest.raises(TypeError, match="no truth value"):
         if i < 3:
             pass

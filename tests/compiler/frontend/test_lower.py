@@ -120,7 +120,9 @@ def test_blocked_gemm_structure(env):
     # The weight load reads block (oc_out, ic_out): element offset oc_out*1024*256 + ic_out*16*256.
     b_store = [s for s in collect(func.body, n.Store) if s.buffer_var.name == "B_buf"][0]
     src = b_store.value.index
-    assert evaluate(src, **{"i1.outer": 1, "ko.outer": 2, "i0": 0, "i1": 0, "i2": 0, "i3": 0}) == 1024 * 256 + 2 * 16 * 256
+    assert (
+        evaluate(src, **{"i1.outer": 1, "ko.outer": 2, "i0": 0, "i1": 0, "i2": 0, "i3": 0}) == 1024 * 256 + 2 * 16 * 256
+    )
 
 
 def test_blocked_gemm_runs(env):

@@ -94,7 +94,9 @@ def test_tensorize_region_does_not_match(env):
     bo, co, bi, ci = s[c_buf].op.axis
     s[c_buf].iter_var_attrs[bi].tensor_intrin = None
     s[c_buf].tensorize(co, env.gemm)
-    with pytest.raises(ScheduleError, match=r"stage 'C_buf'.*tensorize at axis 'co'.*\[1, 16, 1, 16\].*\[1, 1, 1, 16\]"):
+    with pytest.raises(
+        ScheduleError, match=r"stage 'C_buf'.*tensorize at axis 'co'.*\[1, 16, 1, 16\].*\[1, 1, 1, 16\]"
+    ):
         _lower(wl)
 
 

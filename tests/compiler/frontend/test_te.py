@@ -24,7 +24,9 @@ def run(s, args, inputs):
 
 def loops(func):
     out = {}
-    post_order_visit(func.body, lambda x: out.__setitem__(x.loop_var.name, int(x.extent)) if isinstance(x, n.For) else None)
+    post_order_visit(
+        func.body, lambda x: out.__setitem__(x.loop_var.name, int(x.extent)) if isinstance(x, n.For) else None
+    )
     return out
 
 

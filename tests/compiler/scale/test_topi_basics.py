@@ -180,7 +180,9 @@ def test_schedules_reject_a_missing_epilogue_and_bad_operands(env):
     with pytest.raises(ValueError, match="disagree on the input features"):
         topi.dense_packed(dense_data, te.placeholder((2, 3, 16, 16), name="w", dtype=env.wgt_dtype))
     with pytest.raises(ScheduleError, match="tile_co=3 does not divide"):
-        res = topi.requantize(topi.dense_packed(dense_data, te.placeholder((4, 4, 16, 16), name="w", dtype=env.wgt_dtype)))
+        res = topi.requantize(
+            topi.dense_packed(dense_data, te.placeholder((4, 4, 16, 16), name="w", dtype=env.wgt_dtype))
+        )
         topi.schedule_dense_packed(res, DenseTiling(1, 3, 1))
 
 

@@ -30,8 +30,11 @@ def conv_layer(env, name: str, batch: int, rng):
     w = rng.integers(-128, 128, size=(co, ci, k, k)).astype(np.int8)
     b = rng.integers(-(1 << 14), 1 << 14, size=(co,)).astype(np.int32)
     packed_bias = np.concatenate([topi.pack_bias(b, env.BATCH, env.BLOCK_OUT)] * (batch // env.BATCH))
-    inputs = {"data": topi.pack_nchw(a, env.BATCH, env.BLOCK_IN), "kernel": topi.pack_oihw(w, env.BLOCK_OUT, env.BLOCK_IN),
-              "bias": packed_bias}
+    inputs = {
+        "data": topi.pack_nchw(a, env.BATCH, env.BLOCK_IN),
+        "kernel": topi.pack_oihw(w, env.BLOCK_OUT, env.BLOCK_IN),
+        "bias": packed_bias,
+    }
     acc = topi.conv2d_nchw_python(a, w, s, p)
     expect = np.clip((acc.astype(np.int32) >> 8) + b.reshape(1, -1, 1, 1), 0, 127).astype(np.int8)
     return sched, [data, kernel, bias, res], inputs, expect

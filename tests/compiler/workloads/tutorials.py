@@ -32,7 +32,9 @@ def vadd(env, rng=None, m: int = 64) -> Workload:
     A = te.placeholder(shape, name="A", dtype=env.acc_dtype)
     B = te.placeholder(shape, name="B", dtype=env.acc_dtype)
     A_buf, B_buf = copy_stage(A, "A_buf"), copy_stage(B, "B_buf")
-    C_buf = te.compute(shape, lambda *i: A_buf(*i).astype(env.acc_dtype) + B_buf(*i).astype(env.acc_dtype), name="C_buf")
+    C_buf = te.compute(
+        shape, lambda *i: A_buf(*i).astype(env.acc_dtype) + B_buf(*i).astype(env.acc_dtype), name="C_buf"
+    )
     C = te.compute(shape, lambda *i: C_buf(*i).astype(env.inp_dtype), name="C")
     s = te.create_schedule(C.op)
     schedule_vadd(env, s, A_buf, B_buf, C_buf, C)

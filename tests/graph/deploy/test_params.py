@@ -102,7 +102,9 @@ def test_save_rejects_bad_input():
 
 @pytest.mark.parametrize("cut", [0, 7, 16, 30, 45, 60, 90, 113, 120, len(_hand_blob()) - 1])
 def test_truncated_blob_names_offset(cut):
-    with pytest.raises(ParamFormatError, match=r"truncated.* (needs \d+ bytes but only|remaining bytes can hold).*\(at byte \d+"):
+    with pytest.raises(
+        ParamFormatError, match=r"truncated.* (needs \d+ bytes but only|remaining bytes can hold).*\(at byte \d+"
+    ):
         load_param_dict(_hand_blob()[:cut])
 
 
@@ -116,18 +118,25 @@ def _patched(offset: int, data: bytes) -> bytes:
 W_AT = 50
 
 
-@pytest.mark.parametrize("offset, data, message", [
-    (0, b"\x00", r"list magic is 0x.* expected 0xF7E58D4F05049CB7 \(at byte 0 "),
-    (42, (3).to_bytes(8, "little"), r"names 2 parameters but holds 3 arrays|more than the"),
-    (42, (1).to_bytes(8, "little"), r"names 2 parameters but holds 1 arrays"),
-    (W_AT, b"\x00", rf"magic of array 0 \('w'\) is 0x.*expected 0xDD5E40F096B4A13F \(at byte {W_AT} "),
-    (W_AT + 16, (12).to_bytes(4, "little"), rf"device type 12 .* only CPU \(1\) arrays .*at byte {W_AT + 16} "),
-    (W_AT + 24, (-1).to_bytes(4, "little", signed=True), rf"ndim of array 0 \('w'\) is -1.*at byte {W_AT + 24} "),
-    (W_AT + 28, bytes([4, 16, 1, 0]), rf"DLDataType\(code=4, bits=16, lanes=1\).*at byte {W_AT + 28} "),
-    (W_AT + 28, bytes([0, 8, 4, 0]), r"lanes=4"),
-    (W_AT + 32, (-2).to_bytes(8, "little", signed=True), r"negative dimension"),
-    (W_AT + 48, (7).to_bytes(8, "little"), rf"data size of array 0 \('w'\) is 7 bytes but shape \[2, 3\] of int8 needs 6 \(at byte {W_AT + 48} "),
-])
+@pytest.mark.parametrize(
+    "offset, data, message",
+    [
+        (0, b"\x00", r"list magic is 0x.* expected 0xF7E58D4F05049CB7 \(at byte 0 "),
+        (42, (3).to_bytes(8, "little"), r"names 2 parameters but holds 3 arrays|more than the"),
+        (42, (1).to_bytes(8, "little"), r"names 2 parameters but holds 1 arrays"),
+        (W_AT, b"\x00", rf"magic of array 0 \('w'\) is 0x.*expected 0xDD5E40F096B4A13F \(at byte {W_AT} "),
+        (W_AT + 16, (12).to_bytes(4, "little"), rf"device type 12 .* only CPU \(1\) arrays .*at byte {W_AT + 16} "),
+        (W_AT + 24, (-1).to_bytes(4, "little", signed=True), rf"ndim of array 0 \('w'\) is -1.*at byte {W_AT + 24} "),
+        (W_AT + 28, bytes([4, 16, 1, 0]), rf"DLDataType\(code=4, bits=16, lanes=1\).*at byte {W_AT + 28} "),
+        (W_AT + 28, bytes([0, 8, 4, 0]), r"lanes=4"),
+        (W_AT + 32, (-2).to_bytes(8, "little", signed=True), r"negative dimension"),
+        (
+            W_AT + 48,
+            (7).to_bytes(8, "little"),
+            rf"data size of array 0 \('w'\) is 7 bytes but shape \[2, 3\] of int8 needs 6 \(at byte {W_AT + 48} ",
+        ),
+    ],
+)
 def test_corrupt_blob_names_field_and_offset(offset, data, message):
     with pytest.raises(ParamFormatError, match=message):
         load_param_dict(_patched(offset, data))

@@ -101,7 +101,7 @@ async def dispatches_in_order(dut):
     await tb.run(addr, len(insns))
     assert not tb.errors
     assert [x[1] for x in tb.dispatched] == list(range(len(insns)))
-    for (q, idx, word), insn in zip(tb.dispatched, insns, strict=True):
+    for (q, _, word), insn in zip(tb.dispatched, insns, strict=True):
         assert q == STAGE_QUEUE[isa.stage_of(insn)]
         assert word == int.from_bytes(isa.encode(insn, tb.env), "little")
     assert tb.server.bursts_ok()

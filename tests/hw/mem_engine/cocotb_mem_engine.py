@@ -75,7 +75,7 @@ async def responses_routed_by_id(dut):
     await tb.start()
     rng = random.Random(2)
     sent = []
-    for i in range(40):
+    for _ in range(40):
         await FallingEdge(dut.clk_i)
         valid = int(rng.random() < 0.8)
         rid, data, last = rng.randrange(N), rng.getrandbits(64), rng.randrange(2)

@@ -62,7 +62,7 @@ async def overflow_on_the_256th_token(dut):
     a push and a pop in the same cycle at 255 is no overflow."""
     tb = TB(dut)
     await tb.start()
-    for i in range(255):
+    for _ in range(255):
         counts, err, _ = await tb.step(0b0100, 0)
         assert not err
     assert counts[2] == 255

@@ -215,7 +215,7 @@ def _alu_chain_model(acc, prog, stale: bool):
     for op, use_imm, imm in prog:
         before = None  # (row, old lanes) of the previous uop's write
         for dst, src in CHAIN:
-            def read(row):
+            def read(row, before=before):
                 return before[1] if stale and before is not None and before[0] == row else acc[row]
             a, b = read(dst), read(src)
             old = list(acc[dst])

@@ -238,7 +238,9 @@ class _Inserter(StmtExprMutator):
 
 def _top_level(body: n.Stmt) -> list[n.Stmt]:
     """The statements of the function's top-level sequence (below allocations, lets, attributes)."""
-    while isinstance(body, (n.Allocate, n.LetStmt)) or (isinstance(body, n.AttrStmt) and body.attr_key != "coproc_scope"):
+    while isinstance(body, (n.Allocate, n.LetStmt)) or (
+        isinstance(body, n.AttrStmt) and body.attr_key != "coproc_scope"
+    ):
         body = body.body
     return list(body.seq) if isinstance(body, n.SeqStmt) else [body]
 

@@ -140,7 +140,10 @@ class _VTInjector(StmtExprMutator):
 
     def visit_Var(self, op):
         if id(op) in self.remap:
-            raise ScheduleError(f"buffer {op.name!r} of a virtual thread is used directly; only loads, stores and access pointers can be rebased")
+            raise ScheduleError(
+                f"buffer {op.name!r} of a virtual thread is used directly; only loads, stores and access "
+                "pointers can be rebased"
+            )
         if id(op) in self.touched:
             self.visit_touched = True
         return op
@@ -259,7 +262,9 @@ class _VTInjector(StmtExprMutator):
                 stride = stride * e if as_const_int(stride) != 1 else e
             stride_c = as_const_int(stride)
             if stride_c is None:
-                raise ScheduleError(f"buffer {op.buffer_var.name!r} of a virtual thread needs a constant size, got {op.extents!r}")
+                raise ScheduleError(
+                    f"buffer {op.buffer_var.name!r} of a virtual thread needs a constant size, got {op.extents!r}"
+                )
             extents = [n.IntImm(self.num)] + extents
             self.remap[id(op.buffer_var)] = n.IntImm(stride_c)
         body = self.visit(op.body)

@@ -88,7 +88,12 @@ class _Lifter(StmtExprMutator):
         first = self._take()
         else_case = self.visit(op.else_case)
         second = (self.node, self.value)
-        if first[0] is not None and second[0] is not None and first[0] is second[0] and _value_same(first[1], second[1]):
+        if (
+            first[0] is not None
+            and second[0] is not None
+            and first[0] is second[0]
+            and _value_same(first[1], second[1])
+        ):
             return n.IfThenElse(cond, then_case, else_case)
         if first[0] is not None:
             then_case = n.AttrStmt(first[0], self.key, first[1], then_case)

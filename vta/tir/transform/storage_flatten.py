@@ -115,7 +115,9 @@ class StorageFlatten(StmtExprMutator):
         view, target = node.node
         info = self.info.get(target)
         if info is None:
-            raise ScheduleError(f"tensorize: buffer {target.name!r} is not realized where intrinsic buffer {view.name!r} is bound")
+            raise ScheduleError(
+                f"tensorize: buffer {target.name!r} is not realized where intrinsic buffer {view.name!r} is bound"
+            )
         args = node.value.args
         mins = [self.visit(a) for a in args[0::2]]
         exts = [as_const_int(a) for a in args[1::2]]

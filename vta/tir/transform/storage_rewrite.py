@@ -183,7 +183,11 @@ class _InplaceCheck(StmtExprVisitor):
             self.ok = False
             return
         if op.buffer_var is self.src:
-            if self.store is None or self.store.value.dtype != op.dtype or not structural_equal(self.store.index, op.index):
+            if (
+                self.store is None
+                or self.store.value.dtype != op.dtype
+                or not structural_equal(self.store.index, op.index)
+            ):
                 self.ok = False
                 return
         self.mem_nest += 1
@@ -196,7 +200,9 @@ def _const_bits(alloc: n.Allocate) -> int:
     for e in alloc.extents:
         v = as_const_int(e)
         if v is None:
-            raise ScheduleError(f"on-chip buffer {alloc.buffer_var.name!r} in {alloc.scope!r} needs a constant size, got extent {e!r}")
+            raise ScheduleError(
+                f"on-chip buffer {alloc.buffer_var.name!r} in {alloc.scope!r} needs a constant size, got extent {e!r}"
+            )
         total *= v
     return total
 
@@ -244,8 +250,13 @@ class _Planner:
                             if id(src) in inplace or id(src) not in self.alloc_map:
                                 continue
                             st = self.alloc_map[id(src)]
-                            if (st.scope == alloc.scope and st.attach is self.thread_scope and st.elem_type == alloc.dtype
-                                    and st.nbits == nbits and _inplace_ok(e.stmt, var, src)):
+                            if (
+                                st.scope == alloc.scope
+                                and st.attach is self.thread_scope
+                                and st.elem_type == alloc.dtype
+                                and st.nbits == nbits
+                                and _inplace_ok(e.stmt, var, src)
+                            ):
                                 target = st
                                 inplace.add(id(src))
                                 break
@@ -348,7 +359,9 @@ class _Rewriter(StmtExprMutator):
         new_var, bits, _ = self.remap[id(var)]
         eb = n.dtype_bits(dtype)
         if bits % eb:
-            raise ScheduleError(f"buffer {var.name!r} lands at bit offset {bits}, not a multiple of its {dtype} elements")
+            raise ScheduleError(
+                f"buffer {var.name!r} lands at bit offset {bits}, not a multiple of its {dtype} elements"
+            )
         return new_var, bits // eb
 
     def visit_Allocate(self, op: n.Allocate):
@@ -384,7 +397,10 @@ class _Rewriter(StmtExprMutator):
         if entry is None:
             return op
         if entry[1]:
-            raise ScheduleError(f"buffer {op.name!r} is used directly (not through a load, store or access pointer) after being merged at an offset")
+            raise ScheduleError(
+                f"buffer {op.name!r} is used directly (not through a load, store or access pointer) after being "
+                "merged at an offset"
+            )
         return entry[0]
 
     visit_SizeVar = visit_Var

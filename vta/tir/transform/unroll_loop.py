@@ -23,7 +23,9 @@ class _Unroller(StmtExprMutator):
             return new
         extent = as_const_int(new.extent)
         if extent is None:
-            raise ScheduleError(f"loop {op.loop_var.name!r} is marked unrolled but its extent {new.extent!r} is not constant")
+            raise ScheduleError(
+                f"loop {op.loop_var.name!r} is marked unrolled but its extent {new.extent!r} is not constant"
+            )
         return n.seq(*(substitute(new.body, {new.loop_var: simplify(new.min + i)}) for i in range(extent)))
 
 

@@ -100,7 +100,8 @@ def memoize(key: str, save_at_exit: bool = False) -> Callable[[Callable[..., Any
         @functools.wraps(func)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
             if kwargs:
-                raise TypeError(f"memoized function {func.__name__!r} takes positional arguments only, got {sorted(kwargs)!r}")
+                raise TypeError(f"memoized function {func.__name__!r} takes positional arguments only, "
+                                f"got {sorted(kwargs)!r}")
             if args not in cache.cache:
                 cache.cache[args] = func(*args)
                 cache.dirty = True

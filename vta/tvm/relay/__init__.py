@@ -61,7 +61,8 @@ def build(ir_mod: Any, target: Any = None, target_host: Any = None, executor: An
     if not isinstance(ir_mod, Graph):
         raise TypeError(f"relay.build takes a vta.graph.Graph (from relay.frontend.from_onnx or GraphBuilder), "
                         f"got {type(ir_mod).__name__}")
-    for name, value in (("executor", executor), ("runtime", runtime), ("workspace_memory_pools", workspace_memory_pools)):
+    for name, value in (("executor", executor), ("runtime", runtime),
+                        ("workspace_memory_pools", workspace_memory_pools)):
         if value is not None:
             raise ValueError(f"relay.build: {name}={value!r} is not supported; the graph executor is the only one")
     return _graph_build(ir_mod, params, target=_target(target), mod_name=mod_name)

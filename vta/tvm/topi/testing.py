@@ -22,7 +22,8 @@ def _pair(v: Any) -> tuple[int, int]:
     return int(a), int(b)
 
 
-def _conv_one_group(a: np.ndarray, w: np.ndarray, stride: tuple[int, int], sides: tuple[int, int, int, int]) -> np.ndarray:
+def _conv_one_group(a: np.ndarray, w: np.ndarray, stride: tuple[int, int],
+                    sides: tuple[int, int, int, int]) -> np.ndarray:
     top, left, bottom, right = sides
     sh, sw = stride
     ap = np.pad(a, ((0, 0), (0, 0), (top, bottom), (left, right)))
@@ -55,7 +56,8 @@ def conv2d_nchw_python(a_np: np.ndarray, w_np: np.ndarray, stride: Any, padding:
     n, c = a_np.shape[:2]
     f, per_in = w_np.shape[:2]
     if groups < 1 or c % groups or f % groups or c // groups != per_in:
-        raise ValueError(f"conv2d_nchw_python: data {a_np.shape} and kernel {w_np.shape} do not split into {groups} groups")
+        raise ValueError(f"conv2d_nchw_python: data {a_np.shape} and kernel {w_np.shape} do not split into "
+                         f"{groups} groups")
     sides = get_pad_tuple(padding, w_np.shape[2:])
     per_out = f // groups
     parts = [
