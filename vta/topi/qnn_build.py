@@ -82,7 +82,8 @@ from .qnn_requant import (
 #: The TIR call of an ALU REQ (``InjectALUIntrin`` lowers it; option ``ALU_REQUANT``).
 REQUANT_OP = "tir.vta.requant"
 
-__all__ = ["REQUANT_OP", "build_qadd", "build_qconv2d", "build_qdense", "declare_qconv2d", "declare_qdense", "qconv2d_workload"]
+__all__ = ["REQUANT_OP", "build_qadd", "build_qconv2d", "build_qdense", "declare_qconv2d", "declare_qdense",
+           "qconv2d_workload"]
 
 
 def _ceil_div(x: int, b: int) -> int:

@@ -117,7 +117,8 @@ async def requant_op(dut):
         b[0] = 0x7FFF | (63 << 16)
         got = await tb.apply(REQ, a, b=b)
         if tb.env.ALU_REQUANT:  # (the lane is ACC_WIDTH = 32 bits wide there)
-            want = [req_oracle(int(x), int(y) & 0xFFFF_FFFF, tb.env.OUT_WIDTH) for x, y in zip(a, b)]
+            want = [req_oracle(int(x), int(y) & 0xFFFF_FFFF, tb.env.OUT_WIDTH)
+                    for x, y in zip(a, b, strict=True)]
         else:
             want = [int(x) for x in a]
         assert got.tolist() == want, f"trial {trial}: a={a.tolist()} b={b.tolist()}"
