@@ -20,14 +20,15 @@ from . import target
 from .errors import ConfigError
 
 __all__ = ["Environment", "get_env", "load_config", "default_config_path", "data_dir", "DevContext",
-           "CONFIG_KEYS", "ConfigKey", "DRAM_KEYS", "DRAM_PRESETS", "check_keys"]
+           "CONFIG_KEYS", "ConfigKey", "DRAM_KEYS", "DRAM_PRESETS", "OPTION_KEYS", "check_keys"]
 
 class ConfigKey(NamedTuple):
     """What one configuration key accepts.
 
     ``kind`` is ``int`` or ``str``; an ``int`` key accepts ``lo..hi``; a ``required`` key must be in
     every configuration file; a ``derived`` key is computed from the others (a file may state it,
-    and then it must agree); ``group`` sorts the keys for the views below (``core``, ``dram``).
+    and then it must agree); ``group`` sorts the keys for the views below (``core``, ``dram``,
+    ``option``: a hardware option, a bool); ``suffix``: what an option adds to ``BITSTREAM``.
     """
 
     kind: type
@@ -36,6 +37,7 @@ class ConfigKey(NamedTuple):
     required: bool = False
     derived: bool = False
     group: str = "core"
+    suffix: str = ""
 
 
 #: Every key a configuration may hold, one line per key: a key not listed here is refused
@@ -67,6 +69,9 @@ CONFIG_KEYS: dict[str, ConfigKey] = {
     "DRAM_LATENCY": ConfigKey(int, 1, 4096, group="dram"),
     "DRAM_BYTES_PER_CYCLE": ConfigKey(int, 1, 64, group="dram"),
     "DRAM_MAX_OUTSTANDING": ConfigKey(int, 0, 1024, group="dram"),
+    # Hardware options (OPTION_KEYS below): true or false, false when absent; ``suffix``: what the
+    # option adds to the build name BITSTREAM when it is on.
+    "ALU_REQUANT": ConfigKey(bool, group="option", suffix="rq"),
 }
 
 #: Views of :data:`CONFIG_KEYS`: the required integer keys and the range each accepts ...
@@ -87,6 +92,13 @@ DRAM_PRESETS: dict[str, dict[str, int]] = {
     "ideal": {"DRAM_LATENCY": 1, "DRAM_BYTES_PER_CYCLE": 8, "DRAM_MAX_OUTSTANDING": 0},
     "ddr4": {"DRAM_LATENCY": 90, "DRAM_BYTES_PER_CYCLE": 19, "DRAM_MAX_OUTSTANDING": 8},
 }
+#: Optional hardware options (booleans, false when absent): each adds to the core and changes its RTL,
+#: its generated C header and what the compiler emits; with every option off the instruction
+#: streams and cycle counts are those of the upstream-compatible core. The value is the suffix the
+#: option adds to ``BITSTREAM`` (the name of a build) when it is on.
+#: ``ALU_REQUANT``: the ALU opcode REQ (5), a one-micro-op fixed-point requantisation.
+OPTION_KEYS: dict[str, str] = {
+    k: v.suffix for k, v in CONFIG_KEYS.items() if v.group == "option"}
 
 
 def unknown_key_error(key: Any, known: Iterable[str], where: str,
@@ -272,6 +284,7 @@ class DevContext:
     ALU_OPCODE_ADD = 2
     ALU_OPCODE_SHR = 3
     ALU_OPCODE_MUL = 4
+    ALU_OPCODE_REQ = 5  # the hardware option ALU_REQUANT
     QID_LOAD_INP = 1
     QID_LOAD_WGT = 1
     QID_LOAD_OUT = 2
@@ -357,6 +370,7 @@ class Environment:
                 raise ConfigError(f"VTA config key {key!r} = {val!r} is outside the accepted range {lo}..{hi}")
 
         self._derive_dram()
+        self._derive_options()
         self.TARGET: str = cfg["TARGET"]
         self.HW_VER: str = cfg["HW_VER"]
         for key in INT_KEYS:
@@ -441,8 +455,29 @@ class Environment:
         self.BITSTREAM = (
             f"{self.BATCH}x{self.BLOCK}_i{self.INP_WIDTH}w{self.WGT_WIDTH}a{self.ACC_WIDTH}_"
             f"{self.LOG_UOP_BUFF_SIZE}_{self.LOG_INP_BUFF_SIZE}_{self.LOG_WGT_BUFF_SIZE}_{self.LOG_ACC_BUFF_SIZE}"
+            + "".join(f"_{suffix}" for key, suffix in OPTION_KEYS.items() if getattr(self, key))
         )
         self.MODEL = f"{self.TARGET}_{self.BITSTREAM}"
+
+    def _derive_options(self) -> None:
+        """Set each key of :data:`OPTION_KEYS` (a bool, False when the file lacks it)."""
+        cfg = self.cfg_dict
+        for key in OPTION_KEYS:
+            val = cfg.get(key, False)
+            if not isinstance(val, bool):
+                raise ConfigError(f"VTA config key {key!r} must be true or false, got {val!r}")
+            setattr(self, key, val)
+
+    @property
+    def options(self) -> tuple[str, ...]:
+        """The hardware options this configuration has (keys of :data:`OPTION_KEYS` set true)."""
+        return tuple(key for key in OPTION_KEYS if getattr(self, key))
+
+    def option_refusal(self, key: str, what: str) -> str:
+        """The message every level gives when ``what`` (an instruction, an operation) needs the
+        hardware option ``key`` and this configuration lacks it."""
+        return (f"{what} needs the hardware option {key!r}, which this configuration ({self.BITSTREAM}) lacks; "
+                f"set \"{key}\": true in the configuration file (configs/extended.json has every option)")
 
     def _derive_dram(self) -> None:
         """Set ``DRAM`` (the preset's name) and the ``DRAM_*`` figures from the optional keys."""

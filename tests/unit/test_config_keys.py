@@ -70,9 +70,10 @@ def test_unrelated_key_lists_the_accepted_keys():
 def test_every_known_key_is_accepted_and_derived_keys_must_agree():
     cfg = load_config()
     env = Environment(cfg)
-    full = dict(env.cfg_dict, DRAM="ddr4", DRAM_LATENCY=20, DRAM_BYTES_PER_CYCLE=8, DRAM_MAX_OUTSTANDING=4)
+    full = dict(env.cfg_dict, DRAM="ddr4", DRAM_LATENCY=20, DRAM_BYTES_PER_CYCLE=8, DRAM_MAX_OUTSTANDING=4,
+                ALU_REQUANT=True)
     assert set(full) == set(CONFIG_KEYS)
-    assert Environment(full).DRAM_LATENCY == 20
+    assert Environment(full).DRAM_LATENCY == 20 and Environment(full).ALU_REQUANT
     with pytest.raises(ConfigError, match="LOG_BLOCK_IN"):
         Environment(dict(cfg, LOG_BLOCK_IN=env.LOG_BLOCK + 1))
 

@@ -36,8 +36,9 @@ from .elf import read_dynamic_info
 from .packed import PackedFunc, call_from_native, handles, set_pending_exception
 
 __all__ = [
-    "NativeLibrary", "runtime_library", "on_load", "loaded_libraries", "global_runtime", "release_runtime", "LOAD_MODE",
-    "NATIVE_DIR", "INCLUDE_DIR", "C_FLAGS", "OBJECT_FLAGS", "c_compiler", "compile_shared", "compile_object",
+    "NativeLibrary", "runtime_library", "on_load", "loaded_libraries", "global_runtime", "release_runtime",
+    "LOAD_MODE", "NATIVE_DIR", "INCLUDE_DIR", "C_FLAGS", "OBJECT_FLAGS", "c_compiler", "compile_shared",
+    "compile_object",
 ]
 
 #: Directory of the runtime's C sources.

@@ -425,11 +425,11 @@ class Program:
                 f"instruction {i} ({isa.OPCODE_NAMES[int(op[i])]}): memory_type={int(mt[i])!r}; accepted 0 UOP, "
                 "1 WGT, 2 INP, 3 ACC, 4 OUT, 5 ACC_8BIT", i)
         aop = self.cols.alu["alu_opcode"]
-        bad = np.flatnonzero((op == isa.OPCODE_ALU) & (aop > isa.ALU_MUL))
+        top = isa.ALU_REQ if self.env.ALU_REQUANT else isa.ALU_MUL
+        bad = np.flatnonzero((op == isa.OPCODE_ALU) & (aop > top))
         if bad.size:
             i = int(bad[0])
-            raise InvalidInstructionError(
-                f"instruction {i} (ALU): alu_opcode={int(aop[i])!r}; accepted 0 MIN, 1 MAX, 2 ADD, 3 SHR, 4 MUL", i)
+            raise InvalidInstructionError(f"instruction {i} (ALU): {isa.check_alu_opcode(int(aop[i]), self.env)}", i)
         if not np.any(op == isa.OPCODE_FINISH):
             raise DeadlockError(
                 f"none of the {op.size} instructions is a FINISH, so the run would never end", None)

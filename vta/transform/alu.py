@@ -9,7 +9,8 @@ merge), keeping the pragma inside; ``pragma_skip_alu`` (mock environments) becom
 *InjectALUIntrin* (phase 2, after SRAM allocation) turns the loop nest under ``pragma_alu``
 into ``VTAUopLoopBegin``/``tir.vta.uop_push``/``VTAUopLoopEnd``. The stored value fixes the
 operation: ``+`` ADD, ``*`` MUL, ``min``/``max``, ``>> k`` SHR k, ``<< k`` SHR -k, a plain copy
-SHR 0, ``- k`` ADD -k, ``a - b`` MUL -1 then ADD, a constant c MUL 0 then ADD c.
+SHR 0, ``- k`` ADD -k, ``a - b`` MUL -1 then ADD, a constant c MUL 0 then ADD c, and the call
+``tir.vta.requant(x, b)`` REQ (hardware option ``ALU_REQUANT``; refused without it).
 
 The ALU computes ``acc[dst] = op(acc[dst], src or imm)``. When an operand is the destination
 tile itself (SRAM allocation made the stage in place) one instruction does it; otherwise the
@@ -80,6 +81,10 @@ def _opcode(env: Environment, value: n.PrimExpr, what: str):
         return dev.ALU_OPCODE_ADD, value.a, n.IntImm(-as_const_int(value.b))
     if isinstance(value, n.Sub):
         return None, value.a, value.b  # two tiles: lowered with MUL -1 and ADD
+    if isinstance(value, n.Call) and value.op == "tir.vta.requant":
+        if not env.ALU_REQUANT:
+            raise ScheduleError(f"{what}: {env.option_refusal('ALU_REQUANT', 'a one-micro-op requantisation (REQ)')}")
+        return dev.ALU_OPCODE_REQ, value.args[0], value.args[1]
     if isinstance(value, n.Call) and value.op == "tir.shift_right":
         return dev.ALU_OPCODE_SHR, value.args[0], value.args[1]
     if isinstance(value, n.Call) and value.op == "tir.shift_left":
@@ -183,7 +188,7 @@ class _ALU(StmtExprMutator):
                 return [neg, emit(dev.ALU_OPCODE_ADD, rcoef), emit(dev.ALU_OPCODE_MUL, dst, 1, -1)]
             return copy_from(rcoef) + [neg, emit(dev.ALU_OPCODE_ADD, lcoef)]
         rc, lc = as_const_int(rhs), as_const_int(lhs)
-        if rc is not None or (lc is not None and opcode != dev.ALU_OPCODE_SHR):
+        if rc is not None or (lc is not None and opcode not in (dev.ALU_OPCODE_SHR, dev.ALU_OPCODE_REQ)):
             imm, operand = (rc, lhs) if rc is not None else (lc, rhs)
             if not -(1 << 15) <= imm < (1 << 15):
                 raise ScheduleError(f"{what}: immediate {imm} does not fit the signed 16-bit ALU field")
@@ -196,12 +201,12 @@ class _ALU(StmtExprMutator):
         lcoef, rcoef = tile(lhs, "left operand"), tile(rhs, "right operand")
         if _same(lcoef, dst):
             return [emit(opcode, rcoef)]
-        if _same(rcoef, dst) and opcode != dev.ALU_OPCODE_SHR:  # every other ALU operation commutes
+        if _same(rcoef, dst) and opcode not in (dev.ALU_OPCODE_SHR, dev.ALU_OPCODE_REQ):  # the others commute
             return [emit(opcode, lcoef)]
         if _same(rcoef, dst):
             raise ScheduleError(
-                f"{what}: the shift amount tile is overwritten by the result; compute the shift in a stage "
-                "whose shifted operand (not the amount) dies here"
+                f"{what}: the shift amount (or REQ operand) tile is overwritten by the result; compute it in a "
+                "stage whose first operand (not the amount) dies here"
             )
         return copy_from(lcoef) + [emit(opcode, rcoef)]
 

@@ -467,7 +467,7 @@ def _stretch(order, pos, words, table, uop_dst, uop_src, uop_wgt, inp, wgt, acc,
                 return pos
         elif op == 4:
             _decode(words, table, i, _A, _A + 11, f)
-            if not _alu(uop_dst, uop_src, acc2, acc_f, f, counts):
+            if not _alu(uop_dst, uop_src, acc2, acc_f, f, cfg[20], counts):
                 return pos
         elif op == 0 or op == 1:
             _decode(words, table, i, _M, _M + 10, f)
@@ -558,19 +558,21 @@ def _gemm(uop_dst, uop_src, uop_wgt, inp, wgt, acc, inp_f, wgt_f, acc2, f, cfg, 
     return True
 
 
-def _alu(uop_dst, uop_src, rows, lanes, f, counts):
+def _alu(uop_dst, uop_src, rows, lanes, f, out_bits, counts):
     """One ALU instruction (fields decoded in ``f``) on the accumulator as ``rows`` of lanes
     (``lanes``: the same as one flat array); False (nothing done) to defer it.
 
     Runs the nest in the order of the ISA loop, one accumulator row at a time, so a micro-op
     sees what earlier ones wrote. With an immediate, one micro-op and ``dst_factor_in == 1``,
     the rows of one ``i_out`` are consecutive and distinct (each lane is updated once, from
-    its own value): they run as one stretch of lanes.
+    its own value): they run as one stretch of lanes. ``out_bits``: OUT_WIDTH, the range REQ
+    saturates to (an ALU opcode 5 reaches this only when the stream check let it through, that
+    is, when the configuration has ``ALU_REQUANT``).
     """
     bgn, end, io, ii = f[_A], f[_A + 1], f[_A + 2], f[_A + 3]
     dfo, dfi, sfo, sfi = f[_A + 4], f[_A + 5], f[_A + 6], f[_A + 7]
     aop, use_imm, imm = f[_A + 8], f[_A + 9], f[_A + 10]
-    if end > uop_dst.shape[0] or aop > 4:
+    if end > uop_dst.shape[0] or aop > 5:
         return False
     end = max(bgn, end)
     n_it = io * ii * (end - bgn)
@@ -585,7 +587,7 @@ def _alu(uop_dst, uop_src, rows, lanes, f, counts):
             width = rows.shape[1]
             for o in range(io):
                 lo = (uop_dst[bgn] + o * dfo) * width
-                _alu_imm(aop, lanes[lo:lo + ii * width], imm)
+                _alu_imm(aop, lanes[lo:lo + ii * width], imm, out_bits)
             counts[10] += 1
             counts[6] += n_it
             return True
@@ -594,17 +596,33 @@ def _alu(uop_dst, uop_src, rows, lanes, f, counts):
                 for u in range(bgn, end):
                     d = uop_dst[u] + o * dfo + t * dfi
                     if use_imm:
-                        _alu_imm(aop, rows[d], imm)
+                        _alu_imm(aop, rows[d], imm, out_bits)
                     else:
-                        _alu_rows(aop, rows[d], rows[uop_src[u] + o * sfo + t * sfi])
+                        _alu_rows(aop, rows[d], rows[uop_src[u] + o * sfo + t * sfi], out_bits)
     counts[10] += 1
     counts[6] += n_it
     return True
 
 
-def _alu_imm(aop, a, imm):
+def _req(x, b, out_bits):
+    """REQ of one lane: ``clip((x * m + 2**(s-1)) >> s)`` to ``out_bits`` signed bits, with
+    ``m = b & 0xFFFF`` and ``s = (b >> 16) & 63`` (the product is exact in int64)."""
+    m = b & 0xFFFF
+    sh = (b >> 16) & 63
+    r = x * m
+    if sh > 0:
+        r = (r + (np.int64(1) << (sh - 1))) >> sh
+    hi = (np.int64(1) << (out_bits - 1)) - 1
+    lo = -hi - 1
+    return min(max(r, lo), hi)
+
+
+def _alu_imm(aop, a, imm, out_bits):
     """``a = aop(a, imm)`` lane by lane on an int32 row (each opcode its own loop, so it vectorises)."""
-    if aop == 0:
+    if aop == 5:
+        for q in range(a.shape[0]):
+            a[q] = np.int32(_req(np.int64(a[q]), np.int64(imm), out_bits))
+    elif aop == 0:
         for q in range(a.shape[0]):
             a[q] = min(np.int64(a[q]), imm)
     elif aop == 1:
@@ -626,11 +644,13 @@ def _alu_imm(aop, a, imm):
             a[q] = np.int32((np.int64(a[q]) << sh) & 0xFFFFFFFF)
 
 
-def _alu_rows(aop, a, b):
+def _alu_rows(aop, a, b, out_bits):
     """``a = aop(a, b)`` lane by lane on two int32 rows (``b`` may be ``a`` itself)."""
     for q in range(a.shape[0]):
         x, v = np.int64(a[q]), np.int64(b[q])
-        if aop == 0:
+        if aop == 5:
+            r = _req(x, v, out_bits)
+        elif aop == 0:
             r = min(x, v)
         elif aop == 1:
             r = max(x, v)
@@ -789,14 +809,14 @@ def _load(uop_dst, uop_src, uop_wgt, inp_f, wgt_f, acc_f, dram, dram_s8, dram_s3
 #: integer of at most 2^24 in magnitude, so any order gives the exact result).
 _COMPILED = ("_stretch", "_batch", "_field", "_decode", "_in_dram", "_prepass", "_token_step", "_suspect",
              "_same_gemm", "_zero", "_copy", "_offsets", "_add_rows", "_dot_sum", "_wrap_add", "_dot_add", "_gemm_nest",
-             "_gemm_batch", "_gemm_run", "_gemm", "_alu", "_alu_imm", "_alu_rows", "_store", "_load", "_pack",
+             "_gemm_batch", "_gemm_run", "_gemm", "_alu", "_req", "_alu_imm", "_alu_rows", "_store", "_load", "_pack",
              "_unpack", "token_step", "suspect", "_run_stretch")
 _FASTMATH = ("_add_rows", "_dot_sum", "_dot_add", "_gemm_nest")
 #: Those that allocate (the others run without reference counting: see :func:`_stretch`).
 _ALLOCATING = ("_offsets", "_gemm_batch", "_batch", "_run_stretch")
 #: Per-instruction helpers inlined into their callers by numba (a call boundary costs a
 #: reference-count update per array argument, more than a small instruction's work).
-_INLINED = ("_field", "_decode", "_token_step", "_suspect", "_gemm", "_alu", "_alu_imm", "_alu_rows", "_store",
+_INLINED = ("_field", "_decode", "_token_step", "_suspect", "_gemm", "_alu", "_req", "_alu_imm", "_alu_rows", "_store",
             "_load", "_wrap_add", "_dot_sum", "_dot_add", "_zero", "_copy", "_in_dram", "_add_rows", "_pack",
             "_unpack", "token_step", "suspect")
 #: The compiled functions by name, each calling the others' compiled versions (after :func:`compile_all`).

@@ -586,6 +586,9 @@ class TSim(Device):
             else:
                 value_text = repr(value)
             bound = f" (limit {limit})" if code != hwgen.ERR_INVALID_INSN else ""
+            if field == hwgen.FIELD_ALU_OPCODE and value in isa.ALU_OPTIONS:
+                # an opcode of a hardware option this configuration lacks
+                bound = f" ({self.env.option_refusal(isa.ALU_OPTIONS[value], isa.ALU_NAMES[value])})"
             msg = (f"tsim: {what} at instruction {index} ({hwgen.UNIT_NAMES.get(unit, unit)} unit): "
                    f"{fname} {value_text}{bound}; {state}")
         return cls(msg, insn_index=None if code == hwgen.ERR_WATCHDOG else index)
