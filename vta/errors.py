@@ -125,3 +125,7 @@ class FrontendError(VTAError, ValueError):
         self.node = node
         self.op_type = op_type
 
+
+
+class TuningLogError(VTAError, ValueError):
+    """A tuning log (AutoTVM's JSON-lines records) is malformed: the file, line and problem are named."""

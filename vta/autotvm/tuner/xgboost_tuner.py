@@ -1,0 +1,95 @@
+"""``XGBTuner``: a learned cost model (gradient-boosted trees, xgboost) ranks the untried points.
+
+Each point is described by its knob values (log2 of the split factors, the knob values, the
+order); after the first batches (random points) a model is fitted on the measured points
+(log of the cost; failed points get the worst cost seen times two) and the next batch takes
+the best-predicted untried points, a share ``1 - eps_greedy`` of it, the rest random untried
+ones. The spaces of the VTA operators hold at most a few thousand valid points, so every
+untried point is scored (AutoTVM anneals over larger spaces).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .tuner import Tuner
+
+__all__ = ["XGBTuner"]
+
+
+class XGBTuner(Tuner):
+    """Model-based tuner (AutoTVM's ``XGBTuner``).
+
+    Parameters
+    ----------
+    task : Task
+    plan_size : int
+        Random points measured before the first model.
+    feature_type, loss_type, num_threads, optimizer, diversity_filter_ratio, log_interval
+        Accepted for compatibility.
+    eps_greedy : float
+        Share of each batch drawn at random.
+
+    Raises
+    ------
+    ImportError
+        If xgboost is not installed (``pip install 'vta[tune]'``).
+    """
+
+    def __init__(self, task: Any, plan_size: int = 16, feature_type: str = "knob", loss_type: str = "reg",
+                 num_threads: int | None = 1, optimizer: str = "sa", diversity_filter_ratio: Any = None,
+                 log_interval: int = 50, eps_greedy: float = 0.05, **kwargs: Any):
+        del feature_type, loss_type, optimizer, diversity_filter_ratio, log_interval
+        try:
+            import xgboost
+        except ImportError as exc:
+            raise ImportError("XGBTuner needs xgboost: pip install 'vta[tune]' (or use GATuner / RandomTuner)") from exc
+        super().__init__(task, **kwargs)
+        self._xgb = xgboost
+        self.plan_size = plan_size
+        self.eps_greedy = eps_greedy
+        self.num_threads = num_threads or 1
+        self._features = np.array([self._feature(i) for i in self.valid], dtype=float)
+        self._row = {index: k for k, index in enumerate(self.valid)}
+
+    def _feature(self, index: int) -> list[float]:
+        out: list[float] = []
+        for (name, ents), k in zip(self.space.space_map.items(), self.space.point(index), strict=True):
+            e = ents[k]
+            if e.kind == "sp":
+                out.extend(float(np.log2(max(x, 1))) for x in e.size[1:])
+            elif e.kind == "re":
+                out.extend(float(x) for x in e.perm)
+            elif isinstance(e.val, (int, float)) and not isinstance(e.val, bool):
+                out.append(float(e.val))
+            else:
+                out.append(float(k))
+            del name
+        return out
+
+    def next_batch(self, batch_size: int) -> list:
+        untried = self._untried()
+        if not untried:
+            return []
+        if len(self.xs) < self.plan_size:
+            pick = self.rng.permutation(len(untried))[:batch_size]
+            return [self.space.get(untried[int(k)]) for k in pick]
+        ys = np.array(self.ys, dtype=float)
+        ok = np.isfinite(ys)
+        worst = ys[ok].max() * 2 if ok.any() else 1.0
+        target = np.log(np.where(ok, ys, worst))
+        x = self._features[[self._row[i] for i in self.xs]]
+        model = self._xgb.XGBRegressor(n_estimators=100, max_depth=6, learning_rate=0.3, n_jobs=self.num_threads,
+                                       random_state=self.seed, verbosity=0)
+        model.fit(x, target)
+        pred = model.predict(self._features[[self._row[i] for i in untried]])
+        order = [untried[int(k)] for k in np.argsort(pred, kind="stable")]
+        n_random = int(round(batch_size * self.eps_greedy))
+        chosen = order[:batch_size - n_random]
+        rest = [i for i in untried if i not in set(chosen)]
+        if n_random and rest:
+            chosen += [rest[int(k)] for k in self.rng.permutation(len(rest))[:n_random]]
+        return [self.space.get(i) for i in chosen]
+
