@@ -81,10 +81,10 @@ class XGBTuner(Tuner):
         worst = ys[ok].max() * 2 if ok.any() else 1.0
         target = np.log(np.where(ok, ys, worst))
         x = self._features[[self._row[i] for i in self.xs]]
-        model = self._xgb.XGBRegressor(n_estimators=100, max_depth=6, learning_rate=0.3, n_jobs=self.num_threads,
-                                       random_state=self.seed, verbosity=0)
-        model.fit(x, target)
-        pred = model.predict(self._features[[self._row[i] for i in untried]])
+        params = {"max_depth": 6, "eta": 0.3, "nthread": self.num_threads, "seed": self.seed, "verbosity": 0,
+                  "objective": "reg:squarederror"}
+        booster = self._xgb.train(params, self._xgb.DMatrix(x, label=target), num_boost_round=100)
+        pred = booster.predict(self._xgb.DMatrix(self._features[[self._row[i] for i in untried]]))
         order = [untried[int(k)] for k in np.argsort(pred, kind="stable")]
         n_random = int(round(batch_size * self.eps_greedy))
         chosen = order[:batch_size - n_random]
