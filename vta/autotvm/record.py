@@ -121,7 +121,7 @@ def pick_best(in_file, out_file) -> int:
     from .dispatch import ApplyHistoryBest
 
     best = ApplyHistoryBest(in_file)
-    tmp = os.fspath(out_file) + ".tmp"
+    tmp = f"{os.fspath(out_file)}.{os.getpid()}.pick"
     with open(tmp, "w", encoding="utf-8") as f:
         for inp, res in best.best_by_workload.values():
             f.write(encode(inp, res) + "\n")
