@@ -123,7 +123,7 @@ class ApplyHistoryBest(DispatchContext):
         ``(model, task name, args, kwargs)`` -> ``(MeasureInput, MeasureResult)``.
     decisions : list of dict
         What the VTA schedules asked inside this context: ``kind``, ``workload``, ``source``
-        (``"tuned"`` or ``"default"``) and ``tiling`` (None for the default chooser).
+        (``"tuned"`` or ``"default"``) and ``tiling`` (None for the default chooser), once per workload.
 
     Raises
     ------
@@ -195,8 +195,10 @@ class ApplyHistoryBest(DispatchContext):
             except (KeyError, ValueError) as exc:
                 raise ScheduleError(f"tuning record for {name} {args!r} has no valid tiling: {exc}") from exc
         source = "default" if tiling is None else "tuned"
-        self.decisions.append({"kind": kind, "task": name, "args": args, "kwargs": kwargs, "source": source,
-                               "tiling": tiling})
+        decision = {"kind": kind, "task": name, "args": args, "kwargs": kwargs, "source": source, "tiling": tiling}
+        if decision in self.decisions:  # asked again for the same workload (e.g. planning, then building)
+            return tiling
+        self.decisions.append(decision)
         logger.info("%s %s: %s", name, args, f"tuned tiling {tiling}" if tiling else
                     "no tuning record, the default chooser's tiling")
         return tiling
