@@ -11,13 +11,18 @@ its space is smaller), every candidate built and run once on the cycle model (fu
 output checked against NumPy) on a Dask LocalCluster of ``--workers`` processes. The default
 chooser's tiling is always the first candidate, so the tuned cycles are never above it.
 ``--tsim-check`` re-measures the best candidate of the smallest task on tsim (the Verilated RTL)
-and prints both cycle counts (they must be equal). ``--quick``: 3 tasks, 16 trials.
+and prints both cycle counts (they must be equal). ``--quick``: 3 tasks, 16 trials. ``--cpu-sample N`` measures N candidates per task in this
+process and prints the median CPU seconds per candidate (this process plus its compiler
+subprocesses: a figure the load of a shared machine does not change) and the tuning time it
+projects on ``--workers`` idle cores.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import resource
+import statistics
 import sys
 import tempfile
 import time
@@ -35,6 +40,28 @@ import logging  # noqa: E402
 logging.getLogger("distributed").setLevel(logging.WARNING)
 
 
+def _cpu() -> float:
+    a, b = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return a.ru_utime + a.ru_stime + b.ru_utime + b.ru_stime
+
+
+def cpu_seconds_per_candidate(rows, n: int) -> list[float]:
+    """Median CPU seconds of ``n`` candidates per task, measured in this process (wall time on a
+    shared machine says little; CPU time does not depend on the load)."""
+    out = []
+    for r in rows:
+        task = r["task"]
+        valid = task.config_space.valid_indices()
+        measure_candidate(task, task.config_space.get(valid[0]))  # warm: references, devices
+        times = []
+        for index in valid[1:n + 1]:
+            start = _cpu()
+            measure_candidate(task, task.config_space.get(index))
+            times.append(_cpu() - start)
+        out.append(statistics.median(times))
+    return out
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--trials", type=int, default=200)
@@ -43,6 +70,8 @@ def main(argv=None) -> int:
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--tsim-check", action="store_true")
     ap.add_argument("--log", default=None)
+    ap.add_argument("--cpu-sample", type=int, default=0, metavar="N",
+                    help="also measure N candidates per task in this process and print their CPU time")
     args = ap.parse_args(argv)
     env = Environment({**get_env().cfg_dict, "TARGET": "model"})
     log = args.log or os.path.join(tempfile.mkdtemp(), "resnet18.conv2d.log")
@@ -68,6 +97,13 @@ def main(argv=None) -> int:
           f"{args.workers} workers, extraction {extract_s:.1f} s")
     print(f"sum over tasks: default {total_default:,} cycles, tuned {total_best:,} cycles "
           f"({total_default / total_best:.3f}x); tasks slower than the default: {slower or 'none'}; log {log}")
+    if args.cpu_sample:
+        cpu_per = cpu_seconds_per_candidate(rows, args.cpu_sample)
+        planned = sum(min(args.trials, len(r["task"].config_space)) for r in rows)
+        print(f"CPU per candidate (build + checked cycle-model run, this process and its compilers, "
+              f"median of {args.cpu_sample} per task over {len(cpu_per)} tasks): {statistics.median(cpu_per):.2f} s "
+              f"(min {min(cpu_per):.2f}, max {max(cpu_per):.2f}); {planned} trials at {args.trials} per task "
+              f"= {planned * statistics.median(cpu_per) / args.workers / 60:.1f} min on {args.workers} idle cores")
     if args.tsim_check:
         small = min(range(len(rows)), key=lambda i: rows[i]["best_cycles"])
         task, cfg = rows[small]["task"], rows[small]["best_config"]
