@@ -68,6 +68,7 @@ def main(argv=None) -> int:
     ap.add_argument("--tuner", default="xgb")
     ap.add_argument("--workers", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--tasks", type=int, default=None, metavar="N", help="only the N tasks with the smallest spaces")
     ap.add_argument("--tsim-check", action="store_true")
     ap.add_argument("--log", default=None)
     ap.add_argument("--cpu-sample", type=int, default=0, metavar="N",
@@ -79,8 +80,8 @@ def main(argv=None) -> int:
     t0 = time.perf_counter()
     with env:
         tasks = autotvm.extract_from_program("resnet18", ops=("nn.conv2d",), env=env)
-    if args.quick:
-        tasks = sorted(tasks, key=lambda t: len(t.config_space))[:3]
+    if args.quick or args.tasks:
+        tasks = sorted(tasks, key=lambda t: len(t.config_space))[:args.tasks or 3]
     extract_s = time.perf_counter() - t0
     print(f"{len(tasks)} conv2d tasks extracted in {extract_s:.1f} s; valid points per task: "
           f"{[len(t.config_space) for t in tasks]}", flush=True)

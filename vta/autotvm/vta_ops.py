@@ -181,7 +181,17 @@ def graph_task(op: str, spec: Any, env: Environment | None = None) -> Task:
         task.flop = space.flop
         default = choose_conv2d_tiling(env, wl) if kind == "conv2d" else choose_dense_tiling(env, wl)
         task.default_index = config_index(space, default)
+        task.prior = _prior(space, env, wl) if kind == "conv2d" else []
     return task
+
+
+def _prior(space: ConfigSpace, env: Environment, wl: Conv2DWorkload, count: int = 32) -> list[int]:
+    """The ``count`` valid points the chooser's estimate ranks best (a model tuner's first plan)."""
+    from ..topi.tiling import estimate_conv2d_cycles
+
+    ranked = sorted(space.valid_indices(),
+                    key=lambda i: estimate_conv2d_cycles(env, wl, tiling_from_config("conv2d", space.get(i))))
+    return ranked[:count]
 
 
 def instantiate_special(task: Task, config: Any):

@@ -1,7 +1,8 @@
 """``XGBTuner``: a learned cost model (gradient-boosted trees, xgboost) ranks the untried points.
 
 Each point is described by its knob values (log2 of the split factors, the knob values, the
-order); after the first batches (random points) a model is fitted on the measured points
+order); after the first ``plan_size`` points (a task's ``prior`` when it has one: for the VTA
+convolutions, the points the default chooser's cycle estimate ranks best; else random) a model is fitted on the measured points
 (log of the cost; failed points get the worst cost seen times two) and the next batch takes
 the best-predicted untried points, a share ``1 - eps_greedy`` of it, the rest random untried
 ones. The spaces of the VTA operators hold at most a few thousand valid points, so every
@@ -74,8 +75,10 @@ class XGBTuner(Tuner):
         if not untried:
             return []
         if len(self.xs) < self.plan_size:
-            pick = self.rng.permutation(len(untried))[:batch_size]
-            return [self.space.get(untried[int(k)]) for k in pick]
+            # the first plan: the task's prior (a VTA task's estimator ranking), else random points
+            prior = [i for i in getattr(self.task, "prior", None) or [] if i not in self.visited][:batch_size]
+            pick = [untried[int(k)] for k in self.rng.permutation(len(untried)) if untried[int(k)] not in prior]
+            return [self.space.get(i) for i in (prior + pick)[:batch_size]]
         ys = np.array(self.ys, dtype=float)
         ok = np.isfinite(ys)
         worst = ys[ok].max() * 2 if ok.any() else 1.0
