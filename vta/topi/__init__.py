@@ -38,6 +38,7 @@ __all__ = [
     "conv2d_transpose_packed",
     "dense_packed",
     "dense_python",
+    "dispatch",
     "group_conv2d_packed",
     "nn",
     "pack_bias",
