@@ -31,11 +31,12 @@ from pathlib import Path
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from vta import autotvm  # noqa: E402
-from vta.autotvm.cli import format_summary, tune_tasks  # noqa: E402
-from vta.autotvm.measure import CLOCK_HZ, measure_candidate  # noqa: E402
-from vta.env import Environment, get_env  # noqa: E402
-import logging  # noqa: E402
+import logging
+
+from vta import autotvm
+from vta.autotvm.cli import format_summary, tune_tasks
+from vta.autotvm.measure import CLOCK_HZ, measure_candidate
+from vta.env import Environment, get_env
 
 logging.getLogger("distributed").setLevel(logging.WARNING)
 

@@ -114,8 +114,8 @@ def tune_and_evaluate(tuning_opt):
 
     # run the network once (upstream: time_evaluator on the board); the quick mode stops here
     if not cli.quick:
-        from vta.tvm.contrib import graph_executor
         from vta.runtime import ext_dev
+        from vta.tvm.contrib import graph_executor
 
         m = graph_executor.GraphModule(lib["default"](ext_dev(0)))
         x = np.random.default_rng(0).standard_normal((1, 3, 224, 224)).astype("float32")

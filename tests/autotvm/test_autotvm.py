@@ -12,7 +12,13 @@ import numpy as np
 import pytest
 
 from vta import autotvm
-from vta.autotvm.measure import CLOCK_HZ, MeasureErrorNo, MeasureInput, MeasureResult, measure_candidate
+from vta.autotvm.measure import (
+    CLOCK_HZ,
+    MeasureErrorNo,
+    MeasureInput,
+    MeasureResult,
+    measure_candidate,
+)
 from vta.autotvm.record import decode, encode, load_from_file
 from vta.autotvm.space import ConfigSpace
 from vta.env import Environment, get_env

@@ -20,7 +20,7 @@ def test_tuning_tutorial_quick(name, tmp_path):
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT)] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
     proc = subprocess.run([sys.executable, str(ROOT / "examples" / name), "--quick"], cwd=tmp_path, env=env,
-                          capture_output=True, text=True, timeout=900)
+                          capture_output=True, text=True, timeout=900, check=False)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "PASSED" in proc.stdout
     assert "schedules from the log" in proc.stdout

@@ -20,8 +20,23 @@ The VTA operators' templates are ``conv2d_packed.vta`` and ``dense_packed.vta``
 
 from __future__ import annotations
 
-from . import callback, measure, record, space, task, tophub, tuner
-from .dispatch import ApplyConfig, ApplyHistoryBest, DispatchContext, FallbackContext, apply_history_best
+from . import (
+    callback,
+    measure,
+    record,
+    space,
+    task,
+    tophub,
+    tuner,
+    vta_ops,  # noqa: F401  (registers conv2d_packed.vta and dense_packed.vta)
+)
+from .dispatch import (
+    ApplyConfig,
+    ApplyHistoryBest,
+    DispatchContext,
+    FallbackContext,
+    apply_history_best,
+)
 from .extract import extract_from_program
 from .measure import (
     LocalBuilder,
@@ -34,7 +49,6 @@ from .measure import (
 )
 from .space import ConfigEntity, ConfigSpace, FallbackConfigEntity
 from .task import get_config, register_topi_compute, register_topi_schedule, template
-from . import vta_ops  # noqa: E402,F401  (registers conv2d_packed.vta and dense_packed.vta)
 
 task.extract_from_program = extract_from_program
 

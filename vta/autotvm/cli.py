@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import argparse
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence, TextIO
+from typing import Any, TextIO
 
 __all__ = ["add_command", "tune_tasks"]
 
@@ -72,8 +73,8 @@ def tune_tasks(tasks: Sequence[Any], measure_option: dict, tuner: str = "xgb", n
 
 
 def format_summary(rows: list[dict]) -> str:
-    lines = [f"{'task':>4} {'layers':<28} {'trials':>6} {'errors':>6} {'default':>11} {'tuned':>11} {'speed-up':>8} "
-             f"{'s':>6}"]
+    lines = [(f"{'task':>4} {'layers':<28} {'trials':>6} {'errors':>6} {'default':>11} {'tuned':>11} "
+              f"{'speed-up':>8} {'s':>6}")]
     for i, r in enumerate(rows):
         d, b = r["default_cycles"], r["best_cycles"]
         up = f"{d / b:7.3f}x" if d and b else "       -"

@@ -13,11 +13,12 @@ from __future__ import annotations
 import json
 import logging
 import os
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any, ClassVar
 
 from ..errors import ScheduleError
 from ..topi import dispatch as topi_dispatch
-from .space import ConfigEntity, FallbackConfigEntity
+from .space import FallbackConfigEntity
 
 __all__ = ["ApplyConfig", "ApplyHistoryBest", "DispatchContext", "FallbackContext", "apply_history_best",
            "target_model"]
@@ -39,7 +40,7 @@ def target_model(target: Any) -> str:
 class DispatchContext:
     """Base of the contexts; ``current()`` is the innermost one (process-wide, as in AutoTVM)."""
 
-    _stack: list = []
+    _stack: ClassVar[list] = []
 
     def __init__(self):
         self.targets: tuple = ()
@@ -67,7 +68,7 @@ class DispatchContext:
         DispatchContext._stack.remove(self)
 
     @staticmethod
-    def current() -> "DispatchContext | None":
+    def current() -> DispatchContext | None:
         return DispatchContext._stack[-1] if DispatchContext._stack else None
 
 
@@ -242,5 +243,3 @@ def apply_history_best(log: Any) -> ApplyHistoryBest:
 
 #: The context of templates called outside any other (default configurations).
 FALLBACK = FallbackContext()
-FallbackConfigEntity = FallbackConfigEntity
-ConfigEntity = ConfigEntity

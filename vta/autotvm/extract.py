@@ -11,7 +11,8 @@ is measured exactly as the build compiles it.
 from __future__ import annotations
 
 import os
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from ..env import Environment, get_env
 from .task import Task

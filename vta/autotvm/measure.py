@@ -22,7 +22,8 @@ import os
 import time
 import traceback
 from collections import namedtuple
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -381,8 +382,8 @@ def measure_candidate(task, config, level: str = "model", number: int = 1, repea
                 got = unpack(got)
             if check and not np.array_equal(got, expected):
                 bad = int(np.count_nonzero(got != expected))
-                return MeasureResult((f"wrong answer: {bad} of {expected.size} output elements differ from the "
-                                      f"reference",), MeasureErrorNo.WRONG_ANSWER, time.time() - start, time.time())
+                msg = f"wrong answer: {bad} of {expected.size} output elements differ from the reference"
+                return MeasureResult((msg,), MeasureErrorNo.WRONG_ANSWER, time.time() - start, time.time())
             timing = _device(env, level, functional=level == "tsim")
             for _ in range(number * repeat - 1):
                 cycles.append(int(_run_on(env, timing, mod, arrays)["cycle_count"]))
@@ -463,7 +464,7 @@ def measure_batch(task, configs: Sequence, option: dict) -> list[MeasureResult]:
     for fut in futures:
         try:
             out.append(fut.result())
-        except Exception as exc:  # a lost worker: the candidate is an error record, the run goes on
+        except Exception as exc:  # noqa: BLE001  (a lost worker: the candidate is an error record, the run goes on)
             out.append(MeasureResult((f"task failed on the cluster: {type(exc).__name__}: {exc}",),
                                      MeasureErrorNo.UNKNOWN_ERROR, 0.0, time.time()))
     return out

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Iterator
+from collections.abc import Iterator
 
 from ..errors import TuningLogError
 from .measure import MeasureInput, MeasureResult
@@ -123,7 +123,6 @@ def pick_best(in_file, out_file) -> int:
     best = ApplyHistoryBest(in_file)
     tmp = f"{os.fspath(out_file)}.{os.getpid()}.pick"
     with open(tmp, "w", encoding="utf-8") as f:
-        for inp, res in best.best_by_workload.values():
-            f.write(encode(inp, res) + "\n")
+        f.writelines(encode(inp, res) + "\n" for inp, res in best.best_by_workload.values())
     os.replace(tmp, out_file)
     return len(best.best_by_workload)

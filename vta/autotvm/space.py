@@ -11,8 +11,9 @@ stay those of the whole product (logs stay comparable).
 from __future__ import annotations
 
 from collections import OrderedDict
+from collections.abc import Callable
 from itertools import permutations
-from typing import Any, Callable
+from typing import Any
 
 from ..errors import ScheduleError
 
@@ -297,12 +298,12 @@ class ConfigSpace:
             mult *= n
         return index
 
-    def _entity(self, index: int) -> "ConfigEntity":
+    def _entity(self, index: int) -> ConfigEntity:
         ents = OrderedDict((name, ents[i]) for (name, ents), i in
                            zip(self.space_map.items(), self.point(index), strict=True))
         return ConfigEntity(index, self.code_hash, ents)
 
-    def get(self, index: int) -> "ConfigEntity":
+    def get(self, index: int) -> ConfigEntity:
         """Point ``index`` of the whole product.
 
         Raises
@@ -378,7 +379,7 @@ class ConfigEntity:
                 "entity": [[name, e.kind, e.value] for name, e in self._entity_map.items()]}
 
     @classmethod
-    def from_json_dict(cls, d: dict) -> "ConfigEntity":
+    def from_json_dict(cls, d: dict) -> ConfigEntity:
         """The point a :meth:`to_json_dict` wrote.
 
         Raises

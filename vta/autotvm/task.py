@@ -12,7 +12,8 @@ so a record's ``input`` is plain JSON; the template receives placeholders again.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -25,7 +26,7 @@ __all__ = ["TASK_TABLE", "Task", "TaskTemplate", "args_to_workload", "create", "
            "register_topi_compute", "register_topi_schedule", "serialize_args", "template"]
 
 #: Registered templates by task name.
-TASK_TABLE: dict[str, "TaskTemplate"] = {}
+TASK_TABLE: dict[str, TaskTemplate] = {}
 
 
 def serialize_args(args) -> tuple:

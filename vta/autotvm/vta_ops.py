@@ -36,8 +36,18 @@ from ..topi.tiling import (
 from .space import ConfigSpace
 from .task import Task, register_topi_compute, register_topi_schedule
 
-__all__ = ["CONV2D", "DENSE", "conv2d_packed", "dense_packed", "define_conv2d_space", "define_dense_space",
-           "schedule_conv2d_packed", "schedule_dense_packed", "tiling_from_config", "workload_of"]
+__all__ = [
+    "CONV2D",
+    "DENSE",
+    "conv2d_packed",
+    "define_conv2d_space",
+    "define_dense_space",
+    "dense_packed",
+    "schedule_conv2d_packed",
+    "schedule_dense_packed",
+    "tiling_from_config",
+    "workload_of",
+]
 
 CONV2D = "conv2d_packed.vta"
 DENSE = "dense_packed.vta"
@@ -254,9 +264,9 @@ def dense_packed(cfg, data, weight, out_dtype="int32"):
 def schedule_dense_packed(cfg, outs):
     """:func:`vta.topi.schedule_dense_packed` with the configuration's tiling."""
     from .. import topi
-    from ..topi.dispatch import tuned_tiling  # noqa: F401  (the fallback path consults it)
     from ..topi._traverse import classify, epilogue_inputs
     from ..topi.dense import DENSE_TAG, dense_workload
+    from ..topi.dispatch import tuned_tiling  # noqa: F401  (the fallback path consults it)
 
     env = get_env()
     graph = classify(outs, DENSE_TAG, "schedule_dense_packed")

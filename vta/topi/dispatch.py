@@ -66,8 +66,7 @@ def tuned_tiling(kind: str, env: Environment, workload: Any) -> Any:
 def qdense_workload(spec: Any, env: Environment) -> Any:
     """The :class:`~vta.topi.tiling.DenseWorkload` that :func:`~vta.topi.schedule_dense_packed`
     tiles for the fused dense layer ``spec`` (epilogue inputs, extra tiles, ALU stages)."""
-    from ._traverse import classify
-    from ._traverse import epilogue_inputs
+    from ._traverse import classify, epilogue_inputs
     from .dense import DENSE_TAG, dense_workload
     from .qnn_build import declare_qdense
 

@@ -89,7 +89,7 @@ class XGBTuner(Tuner):
         booster = self._xgb.train(params, self._xgb.DMatrix(x, label=target), num_boost_round=100)
         pred = booster.predict(self._xgb.DMatrix(self._features[[self._row[i] for i in untried]]))
         order = [untried[int(k)] for k in np.argsort(pred, kind="stable")]
-        n_random = int(round(batch_size * self.eps_greedy))
+        n_random = round(batch_size * self.eps_greedy)
         chosen = order[:batch_size - n_random]
         rest = [i for i in untried if i not in set(chosen)]
         if n_random and rest:
