@@ -90,6 +90,7 @@ def main(argv=None) -> int:
                                     runner=autotvm.LocalRunner(target="model", n_parallel=args.workers))
     t1 = time.perf_counter()
     rows = tune_tasks(tasks, option, tuner=args.tuner, n_trial=trials, log_filename=log, progress=True)
+    autotvm.measure.close_clusters()
     tune_s = time.perf_counter() - t1
     print(format_summary(rows))
     total_default = sum(r["default_cycles"] for r in rows)

@@ -63,5 +63,5 @@ def test_rpc_runner_measures_on_an_existing_cluster(tmp_path):
                                         runner=autotvm.RPCRunner("sim", host=host, port=int(port)))
         tun = autotvm.tuner.RandomTuner(task, seed=2)
         tun.tune(n_trial=3, measure_option=option, callbacks=[autotvm.callback.log_to_file(str(tmp_path / "r.log"))])
-        autotvm.measure._close_clusters()
+        autotvm.measure.close_clusters()
     assert len(tun.xs) == 3 and tun.best_config is not None

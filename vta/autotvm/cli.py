@@ -87,6 +87,7 @@ def format_summary(rows: list[dict]) -> str:
 def _cmd_tune(args, out: TextIO) -> int:
     from ..env import Environment, load_config
     from . import LocalBuilder, LocalRunner, extract_from_program, measure_option
+    from .measure import close_clusters
 
     if args.trials < 1:
         raise ValueError(f"--trials {args.trials!r} must be positive")
@@ -100,8 +101,11 @@ def _cmd_tune(args, out: TextIO) -> int:
         out.write(f"{len(tasks)} tasks from {args.model} (extracted in {time.perf_counter() - start:.1f} s); "
                   f"measuring on {args.target}\n")
         out.flush()
-        rows = tune_tasks(tasks, option, tuner=args.tuner, n_trial=args.trials, log_filename=args.out,
-                          progress=not args.no_progress, seed=args.seed)
+        try:
+            rows = tune_tasks(tasks, option, tuner=args.tuner, n_trial=args.trials, log_filename=args.out,
+                              progress=not args.no_progress, seed=args.seed)
+        finally:
+            close_clusters()
     out.write(format_summary(rows) + "\n")
     out.write(f"tuned {len(tasks)} tasks in {time.perf_counter() - start:.1f} s; records in {args.out}\n")
     return 0

@@ -27,8 +27,18 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["CLOCK_HZ", "LocalBuilder", "LocalRunner", "MeasureErrorNo", "MeasureInput", "MeasureResult", "RPCRunner",
-           "measure_candidate", "measure_option"]
+__all__ = [
+    "CLOCK_HZ",
+    "LocalBuilder",
+    "LocalRunner",
+    "MeasureErrorNo",
+    "MeasureInput",
+    "MeasureResult",
+    "RPCRunner",
+    "close_clusters",
+    "measure_candidate",
+    "measure_option",
+]
 
 #: The clock costs are given at (simulated cycles / CLOCK_HZ seconds): 1 GHz, so a cost in
 #: nanoseconds is a cycle count.
@@ -403,14 +413,15 @@ def measure_candidate(task, config, level: str = "model", number: int = 1, repea
 _CLUSTERS: dict = {}
 
 
-def _close_clusters() -> None:
+def close_clusters() -> None:
+    """Close the Dask clients (and embedded clusters) the runners opened in this process."""
     for client, cluster in list(_CLUSTERS.values()):
         client.close()
         cluster.close()
     _CLUSTERS.clear()
 
 
-atexit.register(_close_clusters)
+atexit.register(close_clusters)
 
 
 def _client(runner: LocalRunner):

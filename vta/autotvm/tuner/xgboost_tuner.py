@@ -5,7 +5,8 @@ order); after the first ``plan_size`` points (a task's ``prior`` when it has one
 convolutions, the points the default chooser's cycle estimate ranks best; else random) a model is fitted on the measured points
 (log of the cost; failed points get the worst cost seen times two) and the next batch takes
 the best-predicted untried points, a share ``1 - eps_greedy`` of it, the rest random untried
-ones. The spaces of the VTA operators hold at most a few thousand valid points, so every
+ones. As AutoTVM's, the model is refitted every ``plan_size`` measurements, not after every
+batch. The spaces of the VTA operators hold at most a few thousand valid points, so every
 untried point is scored (AutoTVM anneals over larger spaces).
 """
 
@@ -54,6 +55,8 @@ class XGBTuner(Tuner):
         self.num_threads = num_threads or 1
         self._features = np.array([self._feature(i) for i in self.valid], dtype=float)
         self._row = {index: k for k, index in enumerate(self.valid)}
+        self._ranked: list[int] | None = None
+        self._fit_at = 0
 
     def _feature(self, index: int) -> list[float]:
         out: list[float] = []
@@ -79,6 +82,19 @@ class XGBTuner(Tuner):
             prior = [i for i in getattr(self.task, "prior", None) or [] if i not in self.visited][:batch_size]
             pick = [untried[int(k)] for k in self.rng.permutation(len(untried)) if untried[int(k)] not in prior]
             return [self.space.get(i) for i in (prior + pick)[:batch_size]]
+        if self._ranked is None or len(self.xs) - self._fit_at >= self.plan_size:
+            self._ranked = self._fit_and_rank(untried)
+            self._fit_at = len(self.xs)
+        order = [i for i in self._ranked if i not in self.visited]
+        n_random = round(batch_size * self.eps_greedy)
+        chosen = order[:batch_size - n_random]
+        rest = [i for i in untried if i not in set(chosen)]
+        if n_random and rest:
+            chosen += [rest[int(k)] for k in self.rng.permutation(len(rest))[:n_random]]
+        return [self.space.get(i) for i in chosen]
+
+    def _fit_and_rank(self, untried: list[int]) -> list[int]:
+        """Fit the model on every measured point; the untried points, best predicted first."""
         ys = np.array(self.ys, dtype=float)
         ok = np.isfinite(ys)
         worst = ys[ok].max() * 2 if ok.any() else 1.0
@@ -88,11 +104,5 @@ class XGBTuner(Tuner):
                   "objective": "reg:squarederror"}
         booster = self._xgb.train(params, self._xgb.DMatrix(x, label=target), num_boost_round=100)
         pred = booster.predict(self._xgb.DMatrix(self._features[[self._row[i] for i in untried]]))
-        order = [untried[int(k)] for k in np.argsort(pred, kind="stable")]
-        n_random = round(batch_size * self.eps_greedy)
-        chosen = order[:batch_size - n_random]
-        rest = [i for i in untried if i not in set(chosen)]
-        if n_random and rest:
-            chosen += [rest[int(k)] for k in self.rng.permutation(len(rest))[:n_random]]
-        return [self.space.get(i) for i in chosen]
+        return [untried[int(k)] for k in np.argsort(pred, kind="stable")]
 
