@@ -20,7 +20,7 @@ Measured (2026-11-29, this branch, default configuration, ideal memory, a 2-core
 with other jobs at load average 14-22, so wall times are several times what idle cores give):
 
 * ``--trials 24`` (xgb), all 18 tasks: 432 trials, 0 errors, 18.1 min wall; default
-  9,540,099 cycles summed over the tasks, tuned 9,536,720; 7 tasks 0.1-0.2% faster
+  9,540,099 cycles summed over the tasks, tuned 9,536,720; 6 tasks 0.05-0.24% faster
   (layer2.1.conv1 629,590 -> 628,440, layer3.0.downsample 74,580 -> 74,402), none slower.
 * ``--trials 200 --tasks 3 --cpu-sample 3 --tsim-check``: the three smallest spaces (154, 169,
   169 points) searched whole, 492 trials in 14.0 min wall: the default chooser's tiling is the
