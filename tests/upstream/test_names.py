@@ -64,7 +64,7 @@ def test_tophub_context_is_a_context_manager_without_records(env):
             assert len(inner.targets) == 2
         assert autotvm.tophub.DispatchContext.current() is ctx
     assert autotvm.tophub.DispatchContext.current() is None
-    with pytest.raises(ValueError, match="tuning logs"):
+    with pytest.raises(FileNotFoundError, match="vta.log"):
         autotvm.tophub.context(env.target, extra_files=["vta.log"])
 
 

@@ -5,7 +5,8 @@
 equal specs share one function. Distinct operators are built in parallel worker processes (``VTA_BUILD_JOBS``,
 default: the CPU count, at most 4) and remembered in the cache directory (:mod:`vta.cache`,
 ``graph_ops``), keyed by the operator, its spec, the configuration, the function name and a
-hash of the compiler's sources, so a rebuilt network only compiles what changed.
+hash of the compiler's sources (and a tuned tiling, :mod:`vta.topi.dispatch`), so a rebuilt
+network only compiles what changed.
 :func:`node_arguments` says, for each argument of the function in call order, which graph value
 feeds it or which packed constant it is.
 """
@@ -54,17 +55,17 @@ def c_identifier(name: str) -> str:
 def _compiler_fingerprint() -> str:
     """A hash of every source file below the graph layer (what can change the generated code)."""
     root = Path(__file__).resolve().parent.parent
-    files = sorted(p for p in root.rglob("*.py") if p.relative_to(root).parts[0] not in ("graph", "frontend", "tvm"))
+    files = sorted(p for p in root.rglob("*.py") if p.relative_to(root).parts[0] not in ("graph", "frontend", "tvm", "autotvm"))
     return content_key([str(p.relative_to(root)).encode() + b"\0" + p.read_bytes() for p in files])
 
 
-def _build_job(op: str, spec: Any, name: str, cfg: dict) -> tuple[str, Any]:
+def _build_job(op: str, spec: Any, name: str, cfg: dict, tiling: Any = None) -> tuple[str, Any]:
     """Build one operator (in a worker process): ``(C source, ArgLayout)``; the object file lands
-    in the shared codegen cache."""
+    in the shared codegen cache. ``tiling``: a tuned tiling (:mod:`vta.topi.dispatch`) or None."""
     from ..env import Environment as Env
     from .accel_ops import ACCEL_OPS
 
-    result = ACCEL_OPS[op].build(spec, name, Env(cfg))
+    result = ACCEL_OPS[op].build(spec, name, Env(cfg), **({} if tiling is None else {"tiling": tiling}))
     if result is None:
         return "", None
     mod, layout = result
@@ -119,10 +120,17 @@ class AcceleratorBuilder:
             self._planned[key] = name
         return name
 
-    def _cache_file(self, op: str, spec: Any, name: str) -> Path:
+    def _tiling(self, node: Node) -> Any:
+        """The tuned tiling of ``node`` under the active tuning records, or None (default chooser)."""
+        from ..topi.dispatch import operator_tiling
+
+        return operator_tiling(node.op, node.attrs["spec"], self.env)
+
+    def _cache_file(self, op: str, spec: Any, name: str, tiling: Any = None) -> Path:
         # TARGET only picks the device the runtime drives; the generated code is the same
         cfg = json.dumps({k: v for k, v in self.env.cfg_dict.items() if k != "TARGET"}, sort_keys=True)
-        key = content_key([op, pickle.dumps(spec), cfg, name, _compiler_fingerprint()])
+        parts = [op, pickle.dumps(spec), cfg, name, _compiler_fingerprint()]
+        key = content_key(parts + ([repr(tiling)] if tiling is not None else []))
         return cache_dir("graph_ops") / f"{name}-{key}.pkl"
 
     def _load_cached(self, path: Path) -> tuple[str, Any] | None:
@@ -161,27 +169,29 @@ class AcceleratorBuilder:
         ScheduleError, BuildError
             From the builders.
         """
-        todo: dict[tuple, tuple[Node, str, Path]] = {}
+        todo: dict[tuple, tuple[Node, str, Path, Any]] = {}
         for node in nodes:
             key = (node.op, node.attrs["spec"])
             if key in self.compiled or key in todo:
                 continue
             name = self._name_for(node)
-            path = self._cache_file(node.op, node.attrs["spec"], name)
+            tiling = self._tiling(node)
+            path = self._cache_file(node.op, node.attrs["spec"], name, tiling)
             cached = self._load_cached(path)
             if cached is not None:
                 self.cache_hits += 1
                 self._finish(key, name, *cached)
             else:
-                todo[key] = (node, name, path)
+                todo[key] = (node, name, path, tiling)
         jobs = build_jobs() if jobs is None else jobs
         if jobs <= 1 or len(todo) <= 1:
             return  # built one by one by build()
         cfg = dict(self.env.cfg_dict)
         with ProcessPoolExecutor(max_workers=min(jobs, len(todo))) as pool:
-            futures = {key: pool.submit(_build_job, node.op, key[1], name, cfg) for key, (node, name, _) in todo.items()}
+            futures = {key: pool.submit(_build_job, node.op, key[1], name, cfg, tiling)
+                       for key, (node, name, _, tiling) in todo.items()}
             for key, fut in futures.items():
-                node, name, path = todo[key]
+                node, name, path, _ = todo[key]
                 source, layout = fut.result()
                 if layout is None:
                     raise GraphError(f"node {node.name!r} ({node.op}): the accelerator cannot run {key[1]!r}")
@@ -207,12 +217,13 @@ class AcceleratorBuilder:
         if done is not None:
             return done
         name = self._name_for(node)
-        path = self._cache_file(node.op, spec, name)
+        tiling = self._tiling(node)
+        path = self._cache_file(node.op, spec, name, tiling)
         cached = self._load_cached(path)
         if cached is not None:
             self.cache_hits += 1
             return self._finish(key, name, *cached)
-        result = accel.build(spec, name, self.env)
+        result = accel.build(spec, name, self.env, **({} if tiling is None else {"tiling": tiling}))
         if result is None:
             raise GraphError(f"node {node.name!r} ({node.op}): the accelerator cannot run {spec!r}")
         mod, layout = result

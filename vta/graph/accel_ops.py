@@ -93,29 +93,29 @@ def _pad_elementwise(spec: Any, consts: Mapping[str, np.ndarray], env: Environme
     return dataclasses.replace(spec, channels=round_up(spec.channels, env.BLOCK_IN)), {}
 
 
-def _build_qconv2d(spec, name, env):
+def _build_qconv2d(spec, name, env, **kw):
     from ..topi.qnn import build_qconv2d
-    return build_qconv2d(spec, name, env=env)
+    return build_qconv2d(spec, name, env=env, **kw)
 
 
-def _build_qdense(spec, name, env):
+def _build_qdense(spec, name, env, **kw):
     from ..topi.qnn import build_qdense
-    return build_qdense(spec, name, env=env)
+    return build_qdense(spec, name, env=env, **kw)
 
 
-def _build_qadd(spec, name, env):
+def _build_qadd(spec, name, env, **kw):
     from ..topi.qnn import build_qadd
-    return build_qadd(spec, name, env=env)
+    return build_qadd(spec, name, env=env, **kw)
 
 
-def _build_qmul(spec, name, env):
+def _build_qmul(spec, name, env, **kw):
     from ..topi.qnn_mul import build_qmul
-    return build_qmul(spec, name, env=env)
+    return build_qmul(spec, name, env=env, **kw)
 
 
-def _build_maxpool(spec, name, env):
+def _build_maxpool(spec, name, env, **kw):
     from ..topi.qnn import build_maxpool
-    return build_maxpool(spec, name, env=env)
+    return build_maxpool(spec, name, env=env, **kw)
 
 
 def _no_macs(spec: Any) -> int:

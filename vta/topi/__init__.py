@@ -5,7 +5,7 @@ upstream's integration tests and ResNet-18 use).
 ``vta.topi.nn.pad`` and ``vta.topi.testing.conv2d_nchw_python`` give the upstream spellings.
 """
 
-from . import nn, qnn, testing
+from . import dispatch, nn, qnn, testing
 from .conv2d import CONV2D_TAG, conv2d_packed, schedule_conv2d_packed
 from .conv2d_transpose import conv2d_transpose_packed, schedule_conv2d_transpose_packed
 from .dense import DENSE_TAG, dense_packed, schedule_dense_packed
@@ -38,6 +38,7 @@ __all__ = [
     "conv2d_transpose_packed",
     "dense_packed",
     "dense_python",
+    "dispatch",
     "group_conv2d_packed",
     "nn",
     "pack_bias",

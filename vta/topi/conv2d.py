@@ -37,6 +37,7 @@ from ..tir.nodes import StringImm
 from ..transform.dma import CROP_PREFIX
 from ._traverse import OpGraph, classify
 from ._traverse import epilogue_inputs as _epilogue_inputs
+from .dispatch import tuned_tiling
 from .pad import SUBSAMPLE_TAG, pad, subsample
 from .tiling import (
     Conv2DTiling,
@@ -213,7 +214,8 @@ def schedule_conv2d_packed(outs: Any, tiling: Conv2DTiling | None = None) -> Sch
     outs : Tensor or list of one Tensor
         The output (e.g. from :func:`vta.topi.requantize` over :func:`conv2d_packed`).
     tiling : Conv2DTiling, optional
-        Split factors; chosen by :func:`~vta.topi.tiling.choose_conv2d_tiling` when omitted.
+        Split factors; when omitted, the active tuning records' (:mod:`vta.topi.dispatch`), else
+        :func:`~vta.topi.tiling.choose_conv2d_tiling`'s.
 
     Raises
     ------
@@ -227,7 +229,8 @@ def schedule_conv2d_packed(outs: Any, tiling: Conv2DTiling | None = None) -> Sch
     graph = classify(outs, CONV2D_TAG, "schedule_conv2d_packed")
     wl = epilogue_workload(graph, conv2d_workload(graph.core))
     if tiling is None:
-        tiling = choose_conv2d_tiling(env, wl)
+        # tuning records (vta.topi.dispatch) first, else the default chooser
+        tiling = tuned_tiling("conv2d", env, wl) or choose_conv2d_tiling(env, wl)
     _check_tiling(wl, tiling)
     check_fits(env, conv2d_footprint(wl, tiling), f"schedule_conv2d_packed with {tiling!r}")
     return schedule_conv_tiles(graph, tiling)

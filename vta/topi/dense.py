@@ -20,6 +20,7 @@ from ..te.schedule import Schedule
 from ..te.tensor import ComputeOp, Tensor
 from ._traverse import classify
 from ._traverse import epilogue_inputs as _epilogue_inputs
+from .dispatch import tuned_tiling
 from .tiling import (
     DenseTiling,
     DenseWorkload,
@@ -92,7 +93,8 @@ def schedule_dense_packed(outs: Any, tiling: DenseTiling | None = None) -> Sched
     extra = sum(int(op.attrs.get("extra_tile", 0)) for op in graph.ewise if op.attrs)
     wl = replace(wl, alu_stages=len(graph.ewise), residuals=wl.residuals + extra)
     if tiling is None:
-        tiling = choose_dense_tiling(env, wl)
+        # tuning records (vta.topi.dispatch) first, else the default chooser
+        tiling = tuned_tiling("dense", env, wl) or choose_dense_tiling(env, wl)
     for name, factor, extent in (("tile_b", tiling.tile_b, wl.n_blocks), ("tile_co", tiling.tile_co, wl.co_blocks),
                                  ("tile_ci", tiling.tile_ci, wl.ci_blocks)):
         if factor <= 0 or extent % factor:

@@ -11,7 +11,7 @@ Sub-namespaces: :mod:`te <vta.tvm.te>`, :mod:`tir <vta.tvm.tir>`, :mod:`nd <vta.
 :mod:`rpc <vta.tvm.rpc>`, :mod:`runtime <vta.tvm.runtime>`, :mod:`target <vta.tvm.target>`,
 :mod:`topi <vta.tvm.topi>`, :mod:`testing <vta.tvm.testing>`, :mod:`contrib <vta.tvm.contrib>`
 (``graph_executor``, ``debugger.debug_executor``, ``pickle_memoize``), :mod:`relay <vta.tvm.relay>`
-(``build``, ``frontend``, ``nn.get_pad_tuple2d``), :mod:`autotvm <vta.tvm.autotvm>` (``tophub.context``);
+(``build``, ``frontend``, ``nn.get_pad_tuple2d``), :mod:`autotvm <vta.tvm.autotvm>` (:mod:`vta.autotvm`);
 functions :func:`lower` and :func:`build`; devices ``cpu``/``ext_dev``/``device``; the global
 registry ``register_func``/``get_global_func``. A name TVM has but this namespace does not
 raises an AttributeError naming it.

@@ -1,22 +1,12 @@
-"""``tvm.autotvm``: the part of AutoTVM that VTA code reaches on the simulator path.
-
-Upstream VTA benchmarks wrap their builds in ``with autotvm.tophub.context(target):`` to load
-pre-tuned schedule parameters. This package holds no tuning logs and no tuner: inside the
-context the operators' default schedules apply (``vta.top`` chooses its tilings from the
-active configuration's SRAM sizes), exactly what upstream does for a workload it has no
-record of.
-"""
+"""``tvm.autotvm``: :mod:`vta.autotvm` under TVM's name (templates, tasks, tuners, measurement
+on the cycle model or tsim, logs, ``apply_history_best``, ``tophub.context``)."""
 
 from __future__ import annotations
 
-from typing import Any
+import sys as _sys
 
-from .._missing import missing
-from . import tophub
-from .tophub import DispatchContext
+from ...autotvm import *  # noqa: F401,F403
+from ...autotvm import __all__, callback, measure, record, space, task, tophub, tuner  # noqa: F401
 
-__all__ = ["tophub", "DispatchContext"]
-
-
-def __getattr__(name: str) -> Any:
-    raise missing(__name__, name, __all__)
+for _name in ("callback", "measure", "record", "space", "task", "tophub", "tuner"):
+    _sys.modules[f"{__name__}.{_name}"] = _sys.modules[f"vta.autotvm.{_name}"]

@@ -1,0 +1,135 @@
+"""Tuning ResNet-18's conv2d tasks with AutoTVM on the cycle model: wall time, and per task the
+default chooser's cycles against the tuned ones.
+
+Run: ``python benchmarks/tune_resnet18.py [--trials 200] [--tuner xgb] [--workers 2] [--quick]
+[--tsim-check] [--log FILE]``.
+
+The network is the package's seeded ResNet-18 (ImageNet shapes, quantized by onnxruntime on
+two random images); :func:`vta.autotvm.extract_from_program` gives one task per distinct fused
+convolution the graph build compiles. Each task is tuned for ``--trials`` candidates (fewer when
+its space is smaller), every candidate built and run once on the cycle model (functional, its
+output checked against NumPy) on a Dask LocalCluster of ``--workers`` processes. The default
+chooser's tiling is always the first candidate, so the tuned cycles are never above it.
+``--tsim-check`` re-measures the best candidate of the smallest task on tsim (the Verilated RTL)
+and prints both cycle counts (they must be equal). ``--quick``: 3 tasks, 16 trials. ``--cpu-sample N`` measures N candidates per task in this
+process and prints the median CPU seconds per candidate (this process plus its compiler
+subprocesses: a figure the load of a shared machine does not change) and the tuning time it
+projects on ``--workers`` idle cores.
+
+Measured (2026-11-29, this branch, default configuration, ideal memory, a 2-core machine shared
+with other jobs at load average 14-22, so wall times are several times what idle cores give):
+
+* ``--trials 24`` (xgb), all 18 tasks: 432 trials, 0 errors, 18.1 min wall; default
+  9,540,099 cycles summed over the tasks, tuned 9,536,720; 6 tasks 0.05-0.24% faster
+  (layer2.1.conv1 629,590 -> 628,440, layer3.0.downsample 74,580 -> 74,402), none slower.
+* ``--trials 200 --tasks 3 --cpu-sample 3 --tsim-check``: the three smallest spaces (154, 169,
+  169 points) searched whole, 492 trials in 14.0 min wall: the default chooser's tiling is the
+  exact optimum of all three; tsim gives the best candidate's 274,510 cycles exactly.
+* CPU per candidate with an empty build cache (six tasks, three candidates each): median
+  0.24 s (0.16-0.32); 18 tasks x 200 trials = 3,600 candidates x 0.24 s / 2 cores = 7.2 min
+  on two idle cores (the target is 10 min; the loaded machine could not show it in wall time).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import logging
+
+from vta import autotvm
+from vta.autotvm.cli import format_summary, tune_tasks
+from vta.autotvm.measure import CLOCK_HZ, measure_candidate
+from vta.env import Environment, get_env
+
+logging.getLogger("distributed").setLevel(logging.WARNING)
+
+
+def _cpu() -> float:
+    a, b = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return a.ru_utime + a.ru_stime + b.ru_utime + b.ru_stime
+
+
+def cpu_seconds_per_candidate(rows, n: int) -> list[float]:
+    """Median CPU seconds of ``n`` candidates per task, measured in this process (wall time on a
+    shared machine says little; CPU time does not depend on the load)."""
+    out = []
+    for r in rows:
+        task = r["task"]
+        valid = task.config_space.valid_indices()
+        measure_candidate(task, task.config_space.get(valid[0]))  # warm: references, devices
+        times = []
+        for index in valid[1:n + 1]:
+            start = _cpu()
+            measure_candidate(task, task.config_space.get(index))
+            times.append(_cpu() - start)
+        out.append(statistics.median(times))
+    return out
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--trials", type=int, default=200)
+    ap.add_argument("--tuner", default="xgb")
+    ap.add_argument("--workers", type=int, default=os.cpu_count() or 1)
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--tasks", type=int, default=None, metavar="N", help="only the N tasks with the smallest spaces")
+    ap.add_argument("--tsim-check", action="store_true")
+    ap.add_argument("--log", default=None)
+    ap.add_argument("--cpu-sample", type=int, default=0, metavar="N",
+                    help="also measure N candidates per task in this process and print their CPU time")
+    args = ap.parse_args(argv)
+    env = Environment({**get_env().cfg_dict, "TARGET": "model"})
+    log = args.log or os.path.join(tempfile.mkdtemp(), "resnet18.conv2d.log")
+    trials = 16 if args.quick else args.trials
+    t0 = time.perf_counter()
+    with env:
+        tasks = autotvm.extract_from_program("resnet18", ops=("nn.conv2d",), env=env)
+    if args.quick or args.tasks:
+        tasks = sorted(tasks, key=lambda t: len(t.config_space))[:args.tasks or 3]
+    extract_s = time.perf_counter() - t0
+    print(f"{len(tasks)} conv2d tasks extracted in {extract_s:.1f} s; valid points per task: "
+          f"{[len(t.config_space) for t in tasks]}", flush=True)
+    option = autotvm.measure_option(builder=autotvm.LocalBuilder(),
+                                    runner=autotvm.LocalRunner(target="model", n_parallel=args.workers))
+    t1 = time.perf_counter()
+    rows = tune_tasks(tasks, option, tuner=args.tuner, n_trial=trials, log_filename=log, progress=True)
+    autotvm.measure.close_clusters()
+    tune_s = time.perf_counter() - t1
+    print(format_summary(rows))
+    total_default = sum(r["default_cycles"] for r in rows)
+    total_best = sum(r["best_cycles"] for r in rows)
+    slower = [i + 1 for i, r in enumerate(rows) if r["best_cycles"] > r["default_cycles"]]
+    print(f"trials: {sum(r['trials'] for r in rows)}; tuning wall time {tune_s:.1f} s ({tune_s / 60:.2f} min) on "
+          f"{args.workers} workers, extraction {extract_s:.1f} s")
+    print(f"sum over tasks: default {total_default:,} cycles, tuned {total_best:,} cycles "
+          f"({total_default / total_best:.3f}x); tasks slower than the default: {slower or 'none'}; log {log}")
+    if args.cpu_sample:
+        cpu_per = cpu_seconds_per_candidate(rows, args.cpu_sample)
+        planned = sum(min(args.trials, len(r["task"].config_space)) for r in rows)
+        print(f"CPU per candidate (build + checked cycle-model run, this process and its compilers, "
+              f"median of {args.cpu_sample} per task over {len(cpu_per)} tasks): {statistics.median(cpu_per):.2f} s "
+              f"(min {min(cpu_per):.2f}, max {max(cpu_per):.2f}); {planned} trials at {args.trials} per task "
+              f"= {planned * statistics.median(cpu_per) / args.workers / 60:.1f} min on {args.workers} idle cores")
+    if args.tsim_check:
+        small = min(range(len(rows)), key=lambda i: rows[i]["best_cycles"])
+        task, cfg = rows[small]["task"], rows[small]["best_config"]
+        res = measure_candidate(task, cfg, level="tsim")
+        tsim_cycles = round(res.costs[0] * CLOCK_HZ) if res.error_no == 0 else None
+        print(f"tsim check, task {small + 1} ({','.join(rows[small]['layers'])}), best config {cfg.index}: "
+              f"model {rows[small]['best_cycles']:,} cycles, tsim {tsim_cycles} cycles "
+              f"({'equal' if tsim_cycles == rows[small]['best_cycles'] else 'DIFFERENT: ' + str(res)})")
+    return 1 if slower else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
