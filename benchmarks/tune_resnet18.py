@@ -22,6 +22,9 @@ with other jobs at load average 14-22, so wall times are several times what idle
 * ``--trials 24`` (xgb), all 18 tasks: 432 trials, 0 errors, 18.1 min wall; default
   9,540,099 cycles summed over the tasks, tuned 9,536,720; 6 tasks 0.05-0.24% faster
   (layer2.1.conv1 629,590 -> 628,440, layer3.0.downsample 74,580 -> 74,402), none slower.
+* ``--trials 200`` (xgb), stopped after 19 min at load average 7-12: tasks 1-8 done (1,600
+  trials, 0 errors, about 134 s of wall per task), 7 of them 0.12-0.29% faster than the default
+  (conv1 1,424,289 -> 1,421,115; layer2.0.conv1 381,928 -> 380,820), layer2.0.downsample equal.
 * ``--trials 200 --tasks 3 --cpu-sample 3 --tsim-check``: the three smallest spaces (154, 169,
   169 points) searched whole, 492 trials in 14.0 min wall: the default chooser's tiling is the
   exact optimum of all three; tsim gives the best candidate's 274,510 cycles exactly.
