@@ -58,11 +58,11 @@ def bench(name: str, runs: int, cycle_model: bool) -> dict:
             cpu.append(sum(r.time_s for r in rows if r.device != "vta"))
             vta.append(sum(r.time_s for r in rows if r.device == "vta"))
         rows = list(built.layers.values())
-        mac_share, wall_share = runner.accelerator_share(rows)
+        mac_share, wall_share = runner.accelerator_share(built)
         result = {
             "model": name, "build_s": built.build_s, "fsim_s": statistics.median(walls),
             "cpu_s": statistics.median(cpu), "vta_s": statistics.median(vta),
-            "macs": sum(r.macs for r in rows), "mac_share": mac_share, "wall_share": wall_share,
+            "macs": built.macs["vta_macs"] + built.macs["cpu_macs"], "mac_share": mac_share, "wall_share": wall_share,
             "cpu_mac_ops": sorted({r.op for r in rows if r.device != "vta" and r.macs}),
             "nodes": len(rows), "vta_nodes": sum(r.device == "vta" for r in rows),
             "regions": sum(r.op == "onnx.region" for r in rows),

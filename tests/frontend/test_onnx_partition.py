@@ -268,9 +268,21 @@ def test_debug_executor_shows_cpu_regions_and_accelerator_nodes(silu_net):
     assert region.reason.startswith("onnxruntime runs ONNX operators")
     mac_share, wall_share = report.accelerator_share
     vta_macs = sum(n.macs for n in report.nodes if n.device == "vta")
+    # logical MACs from the ONNX shapes: conv1 16x16x16 outputs x 3x3x3, conv2 x 16x3x3, fc 10 x 16
+    assert report.total_macs == 16 * 256 * 27 + 16 * 256 * 144 + 10 * 16
     assert 0 < vta_macs and mac_share == vta_macs / report.total_macs
     assert 0.0 <= wall_share <= 1.0
     assert report.table().splitlines()[0].startswith("accelerator: ")
+    # the run report (python -m vta run) shows the same share: one count, vta.graph.mac_share
+    from vta.models import runner
+
+    built = runner.build(silu_net, get_env())
+    try:
+        runner.run(built, x)
+        assert runner.accelerator_share(built)[0] == mac_share
+        assert f"{100 * mac_share:.1f}% of {report.total_macs:,} MACs" in runner.format_layers(built)
+    finally:
+        built.close()
 
 
 def test_cli_profile_takes_the_names_run_takes(tmp_path):

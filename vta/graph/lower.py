@@ -23,6 +23,7 @@ from ..env import Environment, get_env
 from ..errors import GraphError
 from .accel import AcceleratorBuilder, node_arguments
 from .ir import INPUT, PARAM, Graph, Node, Value
+from .macs import node_macs
 from .pipeline import optimize
 
 __all__ = ["HOST_FUNC", "LoweredGraph", "compile", "host_attrs_json", "lower"]
@@ -204,8 +205,9 @@ def lower(graph: Graph, params: Mapping[str, np.ndarray] | None = None, env: Env
             inputs = [source(v) for v in node.inputs]
             attrs = {"func_name": HOST_FUNC, "num_inputs": str(len(inputs)), "host_kernel": node.op,
                      "host_attrs": host_attrs_json(node), **common}
-            if node.attrs.get("macs"):  # an onnxruntime region's multiply-accumulates, for the reports
-                attrs["macs"] = str(int(node.attrs["macs"]))
+        macs = node_macs(node)
+        if macs:  # the reports' one count of multiply-accumulates (vta.graph.mac_share)
+            attrs["macs"] = str(macs)
         w.op(node.name, inputs, attrs, node.output_type.shape, node.output_type.dtype)
     heads = []
     for v in graph.outputs:

@@ -5,12 +5,18 @@ fusion pass from the logical sizes, so channel padding does not inflate it; else
 registration's :attr:`~vta.graph.accel_ops.AccelOp.macs` of the spec). A CPU node counts its
 ``macs`` attribute when it has one (e.g. a region run by another runtime), else the MACs of a
 convolution or dense operator computed from its shapes.
+
+This is the one count of the reports: :func:`vta.graph.lower` writes it into the graph JSON as
+each node's ``macs`` attribute, and the run report (``python -m vta run``) and the debug
+executor's profile take the share from that JSON through :func:`mac_share`.
 """
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
+from ..errors import GraphError
 from .accel_ops import ACCEL_OPS
 from .ir import Graph, Node
 
@@ -42,9 +48,10 @@ def mac_share(graph: Any) -> dict[str, Any]:
 
     Parameters
     ----------
-    graph : Graph or LoweredGraph
+    graph : Graph, LoweredGraph or str
         A graph after the pass pipeline (:func:`vta.graph.optimize`), every node with its
-        ``device``, or what :func:`vta.graph.lower` returns.
+        ``device``, or what :func:`vta.graph.lower` returns, or the graph JSON it wrote (each
+        node's ``device`` and ``macs`` attributes, the counts of :func:`node_macs`).
 
     Returns
     -------
@@ -55,17 +62,37 @@ def mac_share(graph: Any) -> dict[str, Any]:
     Raises
     ------
     TypeError
-        If ``graph`` is neither a Graph nor a lowered graph.
+        If ``graph`` is neither a Graph, a lowered graph nor a graph JSON string.
+    GraphError
+        If ``graph`` is a string but not a graph JSON.
     """
-    graph = getattr(graph, "graph", graph)
-    if not isinstance(graph, Graph):
-        raise TypeError(f"mac_share needs a Graph or a LoweredGraph, got {type(graph).__name__!r}")
+    if isinstance(graph, str):
+        counts = _json_counts(graph)
+    else:
+        graph = getattr(graph, "graph", graph)
+        if not isinstance(graph, Graph):
+            raise TypeError(f"mac_share needs a Graph, a LoweredGraph or a graph JSON string, "
+                            f"got {type(graph).__name__!r}")
+        counts = ((node.attrs.get("device", "vta" if node.op in ACCEL_OPS else "cpu"), node_macs(node))
+                  for node in graph.nodes)
     vta = cpu = 0
-    for node in graph.nodes:
-        m = node_macs(node)
-        if node.attrs.get("device", "vta" if node.op in ACCEL_OPS else "cpu") == "vta":
+    for device, m in counts:
+        if device == "vta":
             vta += m
         else:
             cpu += m
     total = vta + cpu
     return {"vta_macs": vta, "cpu_macs": cpu, "share": vta / total if total else 0.0}
+
+
+def _json_counts(graph_json: str):
+    """(device, MACs) of every operator node of a graph JSON written by :func:`vta.graph.lower`."""
+    try:
+        nodes = json.loads(graph_json)["nodes"]
+    except (ValueError, KeyError, TypeError) as exc:
+        raise GraphError(f"mac_share needs a graph JSON with a 'nodes' list, got {graph_json[:60]!r} "
+                         f"({type(exc).__name__}: {exc})") from exc
+    for node in nodes:
+        if node.get("op") != "null":
+            attrs = node.get("attrs") or {}
+            yield attrs.get("device", "cpu"), int(attrs.get("macs", 0))

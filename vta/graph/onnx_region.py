@@ -8,7 +8,11 @@ serialised ``ModelProto`` in base64), so it is part of the graph JSON and of an 
 
 :func:`run_region` is the host kernel. It keeps one ``onnxruntime.InferenceSession`` per
 sub-model (created on first use, reused by every run and by every output node of the region) and
-the outputs of the last run, so the ``k`` nodes of a region run the session once per graph run.
+the outputs of its last run with the run token the graph executor passed
+(:class:`vta.graph.executor.GraphModule` draws a new one for every graph run), so the ``k``
+nodes of a region run the session once per graph run. Outputs are reused only for the same
+token (and the same input objects): a new run always runs the session again, whatever became
+of the input buffers; a call without a token always runs it.
 """
 
 from __future__ import annotations
@@ -78,6 +82,7 @@ class _Region:
     def __init__(self, text: str):
         self.text = text
         self.session = make_session(decode_model(text))
+        self.last_token: Any = None
         self.last_inputs: list[np.ndarray] | None = None
         self.last_outputs: list[np.ndarray] | None = None
 
@@ -103,9 +108,19 @@ def _region(text: str) -> _Region:
     return region
 
 
-def run_region(attrs: Mapping[str, Any], ins: Sequence[np.ndarray]) -> np.ndarray:
+def run_region(attrs: Mapping[str, Any], ins: Sequence[np.ndarray], run_token: Any = None) -> np.ndarray:
     """Output ``attrs["index"]`` of the sub-model ``attrs["model"]`` on ``ins`` (fed to the
     sub-model's inputs ``attrs["inputs"]`` in order).
+
+    Parameters
+    ----------
+    attrs : mapping
+        The node's attributes (:data:`ATTRS`).
+    ins : sequence of ndarray
+    run_token : hashable, optional
+        The graph run this call belongs to (a value never reused for another run). The other
+        output nodes of the region in the same run, with the same input objects, reuse the
+        outputs of the first; None: no reuse, the session runs.
 
     Raises
     ------
@@ -118,7 +133,8 @@ def run_region(attrs: Mapping[str, Any], ins: Sequence[np.ndarray]) -> np.ndarra
     if len(names) != len(ins):
         raise GraphError(f"onnx.region takes {len(names)} inputs {names}, got {len(ins)}")
     region = _region(attrs["model"])
-    same = (region.last_inputs is not None and len(region.last_inputs) == len(ins)
+    same = (run_token is not None and region.last_token == run_token and region.last_inputs is not None
+            and len(region.last_inputs) == len(ins)
             and all(a is b for a, b in zip(region.last_inputs, ins, strict=True)))
     if not same:
         try:
@@ -126,5 +142,6 @@ def run_region(attrs: Mapping[str, Any], ins: Sequence[np.ndarray]) -> np.ndarra
         except Exception as exc:  # noqa: BLE001 - onnxruntime raises its own unexported exception types
             raise GraphError(f"onnxruntime failed on the sub-model of operators {list(attrs.get('ops', ()))}: "
                              f"{str(exc).strip()[:600]}") from exc
-        region.last_inputs, region.last_outputs = list(ins), [np.asarray(o) for o in outs]
+        region.last_token, region.last_inputs = run_token, list(ins)
+        region.last_outputs = [np.asarray(o) for o in outs]
     return region.last_outputs[int(attrs["index"])]

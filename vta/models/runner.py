@@ -48,6 +48,7 @@ class BuiltModel:
     runs: int = 0
     inputs: list = field(default_factory=list)   # (name, shape, dtype) of every input
     shapes: dict | None = None                    # the input shapes given to the importer
+    macs: dict = field(default_factory=dict)      # vta.graph.mac_share of the compiled graph
 
     def random_inputs(self, seed: int = 0) -> dict[str, np.ndarray]:
         """Seeded inputs: standard normal floats, small non-negative integers."""
@@ -81,6 +82,7 @@ def build(model: Any, env, batch: int | None = None, shape: dict | None = None) 
     """
     from ..frontend import from_onnx, load_model
     from ..graph import compile as compile_graph
+    from ..graph import mac_share
     from ..graph.executor import GraphModule
 
     t0 = time.perf_counter()
@@ -98,7 +100,8 @@ def build(model: Any, env, batch: int | None = None, shape: dict | None = None) 
         module.set_input(**cparams)
     x = graph.inputs[0]
     return BuiltModel(module, x.name, x.type.shape, x.type.dtype, env, time.perf_counter() - t0,
-                      inputs=[(v.name, v.type.shape, v.type.dtype) for v in graph.inputs], shapes=shape or None)
+                      inputs=[(v.name, v.type.shape, v.type.dtype) for v in graph.inputs], shapes=shape or None,
+                      macs=mac_share(graph_json))
 
 
 def run(built: BuiltModel, x: Any) -> list[np.ndarray]:
@@ -126,15 +129,12 @@ def run(built: BuiltModel, x: Any) -> list[np.ndarray]:
         m.set_input(**feeds)
         m.run()
         outs = [m.get_output(i) for i in range(m.get_num_outputs())]
-    from ..graph.debug_executor import node_macs
-
-    macs = {n["name"]: int(n["attrs"]["macs"]) for n in getattr(m, "_nodes", [])
-            if str(n.get("attrs", {}).get("macs", "")).isdigit()}
+    macs = {n["name"]: int(n["attrs"]["macs"]) for n in getattr(m, "_nodes", []) if "macs" in n.get("attrs", {})}
     for r in m.node_records():
         row = built.layers.get(r.name)
         if row is None:
             row = built.layers[r.name] = LayerRow(r.name, r.op, r.device, tuple(r.shape))
-            row.macs = macs.get(r.name, node_macs(r.op, r.inputs, r.shape))
+            row.macs = macs.get(r.name, 0)
         row.time_s += r.time_s
         row.cycles += int(r.stats.get("cycle_count", 0))
         row.gemm += int(r.stats.get("gemm_counter", 0))
@@ -195,7 +195,7 @@ def format_layers(built: BuiltModel) -> str:
     total_ms = 1e3 * sum(r.time_s for r in rows) / runs
     vta_ms = 1e3 * sum(r.time_s for r in rows if r.device == "vta") / runs
     lines.append("-" * len(head))
-    lines.append(accelerator_share_line(rows))
+    lines.append(accelerator_share_line(built))
     if has_cycles:
         total = sum(r.cycles for r in rows) // runs
         lines.append(f"total: {total} cycles on the accelerator per run ({built.env.TARGET}); "
@@ -207,20 +207,23 @@ def format_layers(built: BuiltModel) -> str:
     return "\n".join(lines)
 
 
-def accelerator_share(rows) -> tuple[float, float]:
-    """(share of the MACs, share of the wall time) of the accelerator nodes among ``rows``."""
-    macs = sum(r.macs for r in rows)
+def accelerator_share(built: BuiltModel) -> tuple[float, float]:
+    """(share of the MACs, share of the wall time) of the accelerator nodes of ``built``.
+
+    The MAC share is :func:`vta.graph.mac_share` of the compiled graph (the figure the debug
+    executor's profile shows too); the wall-time share is over the node times of the runs so far.
+    """
+    rows = list(built.layers.values())
     wall = sum(r.time_s for r in rows)
-    vta_macs = sum(r.macs for r in rows if r.device == "vta")
     vta_wall = sum(r.time_s for r in rows if r.device == "vta")
-    return (vta_macs / macs if macs else 0.0), (vta_wall / wall if wall else 0.0)
+    return built.macs.get("share", 0.0), (vta_wall / wall if wall else 0.0)
 
 
-def accelerator_share_line(rows) -> str:
+def accelerator_share_line(built: BuiltModel) -> str:
     """One line: the accelerator's share of the MACs and of the wall time."""
-    rows = list(rows)
-    mac_share, wall_share = accelerator_share(rows)
-    macs = sum(r.macs for r in rows)
+    rows = list(built.layers.values())
+    mac_share, wall_share = accelerator_share(built)
+    macs = built.macs.get("vta_macs", 0) + built.macs.get("cpu_macs", 0)
     cpu_ops = sorted({r.op for r in rows if r.device != "vta" and r.macs})
     text = (f"accelerator: {100 * mac_share:.1f}% of {macs:,} MACs, {100 * wall_share:.1f}% of the wall time "
             f"({sum(r.device == 'vta' for r in rows)} of {len(rows)} nodes)")

