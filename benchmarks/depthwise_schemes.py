@@ -172,11 +172,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--tsim", action="store_true", help="cycles from tsim instead of the cycle model")
     ap.add_argument("--config", default=None, help="configuration file (default: the default one)")
     ap.add_argument("--layers", default=None, help="comma-separated layer names (default: all)")
+    ap.add_argument("--quick", action="store_true", help="the first layer only (a smoke run)")
     args = ap.parse_args(argv)
     cfg = load_config(args.config)
     cfg["TARGET"] = "tsim" if args.tsim else "model"
     env = Environment(cfg)
     layers = args.layers.split(",") if args.layers else list(LAYERS)
+    if args.quick:
+        layers = layers[:1]
     print(f"grouped convolutions, {cfg['TARGET']}, BATCH={env.BATCH} BLOCK_IN={env.BLOCK_IN} "
           f"BLOCK_OUT={env.BLOCK_OUT}; cycles per scheme (ok = equal to the NumPy oracle)")
     print(f"{'layer':<24}{'blocks':>12}{'per-group':>12}{'dense':>12}{'alu>=':>12}  best")

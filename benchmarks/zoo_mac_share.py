@@ -43,7 +43,10 @@ def measure(name: str) -> dict:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("names", nargs="*", default=sorted(zoo.ZOO), help="zoo model names (default: all)")
+    ap.add_argument("--quick", action="store_true", help="ch_ppocr_cls only (a smoke run)")
     args = ap.parse_args(argv)
+    if args.quick:
+        args.names = ["ch_ppocr_cls"]
     print(f"{'model':<20}{'family':<14}{'vta MACs':>14}{'cpu MACs':>14}{'share':>8}")
     for name in args.names:
         r = measure(name)

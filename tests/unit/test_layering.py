@@ -46,6 +46,7 @@ LAYERS = (
     "dse",        # design-space sweeps and the RTL regression (hardware designers' tools)
     "frontend",   # model import
     "models",     # the ResNet-18 builder, the quantize helper, the bundled digits model
+    "autotvm",    # AutoTVM: templates, tuners, measurement on the simulators, tuning logs
     "demo",       # the hand-written demo program
     "crash",      # kill-and-recover scenarios over builds, exports, sweeps and RPC uploads
     "tvm",        # TVM-name compatibility namespace
@@ -53,8 +54,14 @@ LAYERS = (
     "__main__",   # the command line
 )
 
-#: Module-level import cycles that are allowed, with the reason (none today).
-ALLOWED_CYCLES: dict[frozenset[str], str] = {}
+#: Module-level import cycles that are allowed, with the reason. Each is a debt to pay back.
+ALLOWED_CYCLES: dict[frozenset[str], str] = {
+    frozenset({"vta.autotvm.dispatch", "vta.autotvm.measure", "vta.autotvm.record", "vta.autotvm.task",
+               "vta.autotvm.vta_ops"}):
+        "AutoTVM's task registry, dispatch contexts and the VTA templates reach each other through "
+        "function-level imports (the VTA templates register special tasks); to be untangled by a "
+        "registration hook in vta.autotvm.task",
+}
 
 
 def _module_name(path: Path) -> str:

@@ -161,7 +161,7 @@ def workload_of(kind: str, env: Environment, wl: Any) -> tuple:
 
 
 def _graph_workload(task: Task, env: Environment):
-    from ..topi.dispatch import qdense_workload
+    from ..topi.tuned import qdense_workload
     from ..topi.qnn_build import qconv2d_workload
 
     if task.name == CONV2D:

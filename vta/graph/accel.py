@@ -122,7 +122,7 @@ class AcceleratorBuilder:
 
     def _tiling(self, node: Node) -> Any:
         """The tuned tiling of ``node`` under the active tuning records, or None (default chooser)."""
-        from ..topi.dispatch import operator_tiling
+        from ..topi.tuned import operator_tiling
 
         return operator_tiling(node.op, node.attrs["spec"], self.env)
 

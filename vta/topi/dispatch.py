@@ -8,18 +8,17 @@ None, made active by :func:`push` / :func:`pop` (``vta.autotvm.apply_history_bes
 its ``with`` block). Without an active context nothing changes.
 
 The graph build compiles its operators in worker processes and caches them; it asks
-:func:`operator_tiling` for each ``vta.conv2d`` / ``vta.dense`` node in the parent process and
+:func:`vta.topi.tuned.operator_tiling` for each ``vta.conv2d`` / ``vta.dense`` node in the parent process and
 passes the answer explicitly (it is part of the cache key).
 """
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any
 
 from ..env import Environment
 
-__all__ = ["active", "operator_tiling", "pop", "push", "tuned_tiling"]
+__all__ = ["active", "pop", "push", "tuned_tiling"]
 
 #: The active tiling contexts, innermost last (process-wide, as TVM's dispatch context).
 _STACK: list = []
@@ -61,33 +60,3 @@ def tuned_tiling(kind: str, env: Environment, workload: Any) -> Any:
     or None (no context, or no record: use the default chooser)."""
     ctx = active()
     return None if ctx is None else ctx.query(kind, env, workload)
-
-
-def qdense_workload(spec: Any, env: Environment) -> Any:
-    """The :class:`~vta.topi.tiling.DenseWorkload` that :func:`~vta.topi.schedule_dense_packed`
-    tiles for the fused dense layer ``spec`` (epilogue inputs, extra tiles, ALU stages)."""
-    from ._traverse import classify, epilogue_inputs
-    from .dense import DENSE_TAG, dense_workload
-    from .qnn_build import declare_qdense
-
-    with env:
-        out, _ = declare_qdense(spec, env)
-        graph = classify(out, DENSE_TAG, "qdense_workload")
-        biases, residuals = epilogue_inputs(graph, spatial_dims=(0,))
-        extra = sum(int(op.attrs.get("extra_tile", 0)) for op in graph.ewise if op.attrs)
-        wl = dense_workload(graph.core, biases, residuals)
-        return replace(wl, alu_stages=len(graph.ewise), residuals=wl.residuals + extra)
-
-
-def operator_tiling(op: str, spec: Any, env: Environment) -> Any:
-    """The tuned tiling of a graph operator (``"vta.conv2d"`` or ``"vta.dense"`` with its fused
-    spec) under the active context, or None (no context, another operator, or no record)."""
-    if active() is None:
-        return None
-    if op == "vta.conv2d":
-        from .qnn_build import qconv2d_workload
-
-        return tuned_tiling("conv2d", env, qconv2d_workload(spec, env))
-    if op == "vta.dense":
-        return tuned_tiling("dense", env, qdense_workload(spec, env))
-    return None
