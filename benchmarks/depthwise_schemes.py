@@ -72,7 +72,8 @@ def schemes(cin: int, cout: int, groups: int, env: Environment) -> dict[str, Acc
     }
 
 
-def scheme_weight(w: np.ndarray, groups: int, grouping: AccelGrouping, env: Environment) -> tuple[np.ndarray, np.ndarray]:
+def scheme_weight(w: np.ndarray, groups: int, grouping: AccelGrouping,
+                  env: Environment) -> tuple[np.ndarray, np.ndarray]:
     """The scheme's weight and, per scheme output channel, the original channel (-1: padding)."""
     cout, ci, kh, kw = w.shape
     co = cout // groups
@@ -118,7 +119,8 @@ def oracle(x, w, bias, groups, stride, pad, m, s) -> np.ndarray:
     for g in range(groups):
         for di in range(kh):
             for dj in range(kw):
-                win = xp[:, g * ci:(g + 1) * ci, di:di + stride * (oh - 1) + 1:stride, dj:dj + stride * (ow - 1) + 1:stride]
+                win = xp[:, g * ci:(g + 1) * ci,
+                         di:di + stride * (oh - 1) + 1:stride, dj:dj + stride * (ow - 1) + 1:stride]
                 acc[:, g * co:(g + 1) * co] += np.einsum("nchw,oc->nohw", win, w[g * co:(g + 1) * co, :, di, dj]
                                                          .astype(np.int64))
     acc += bias.astype(np.int64)[None, :, None, None]

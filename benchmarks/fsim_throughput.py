@@ -270,9 +270,11 @@ def main(argv=None) -> None:
     print(f"engines: {', '.join(engines)}; GEMM runs batched: {not args.no_batch_gemms}; figures are medians of "
           f"{args.repeat} runs (after a warm-up run on the compiled engine), wall clock [CPU time of this process]")
     upstream = Upstream(args.upstream, args.repeat) if args.upstream else None
-    if upstream is not None and env.BITSTREAM != Environment(load_config(data_dir("configs") / "vta_config.json")).BITSTREAM:
-        print("--upstream: the peer is built for the default configuration; not run on this one")
-        upstream = None
+    if upstream is not None:
+        default_env = Environment(load_config(data_dir("configs") / "vta_config.json"))
+        if env.BITSTREAM != default_env.BITSTREAM:
+            print("--upstream: the peer is built for the default configuration; not run on this one")
+            upstream = None
     with DRAM(1 << 31) as dram:
         devs = {e: FunctionalSimulator(env, dram, engine=e, batch_gemms=not args.no_batch_gemms) for e in engines}
         gemms = (("GEMM stream", gemm_stream), ("upstream-shaped GEMM stream", gemm_stream_tiled))

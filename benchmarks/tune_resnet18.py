@@ -11,10 +11,10 @@ its space is smaller), every candidate built and run once on the cycle model (fu
 output checked against NumPy) on a Dask LocalCluster of ``--workers`` processes. The default
 chooser's tiling is always the first candidate, so the tuned cycles are never above it.
 ``--tsim-check`` re-measures the best candidate of the smallest task on tsim (the Verilated RTL)
-and prints both cycle counts (they must be equal). ``--quick``: 3 tasks, 16 trials. ``--cpu-sample N`` measures N candidates per task in this
-process and prints the median CPU seconds per candidate (this process plus its compiler
-subprocesses: a figure the load of a shared machine does not change) and the tuning time it
-projects on ``--workers`` idle cores.
+and prints both cycle counts (they must be equal). ``--quick``: 3 tasks, 16 trials.
+``--cpu-sample N`` measures N candidates per task in this process and prints the median CPU
+seconds per candidate (this process plus its compiler subprocesses: a figure the load of a shared
+machine does not change) and the tuning time it projects on ``--workers`` idle cores.
 
 Measured (2026-11-29, this branch, default configuration, ideal memory, a 2-core machine shared
 with other jobs at load average 14-22, so wall times are several times what idle cores give):

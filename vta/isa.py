@@ -303,7 +303,8 @@ def _put(value: int, f: Field, what: str) -> int:
         raise EncodingError(f"{what} field {f.name!r} must be an integer, got {value!r}")
     value = int(value)
     if not f.min <= value <= f.max:
-        raise EncodingError(f"{what} field {f.name!r} = {value!r} does not fit {f.width} bits (accepted {f.min}..{f.max})")
+        raise EncodingError(f"{what} field {f.name!r} = {value!r} does not fit {f.width} bits "
+                            f"(accepted {f.min}..{f.max})")
     return (value & ((1 << f.width) - 1)) << f.lo
 
 
@@ -516,8 +517,10 @@ def _insn_text(i: Insn) -> list[str]:
                 f"\tx: size={i.x_size}, stride={i.x_stride}, pad=[{i.x_pad_0}, {i.x_pad_1}]"]
     if isinstance(i, GemmInsn):
         return ["GEMM", deps, f"\treset_out: {i.reset_reg}", f"\trange ({i.uop_bgn}, {i.uop_end})",
-                f"\touter loop - iter: {i.iter_out}, wgt: {i.wgt_factor_out}, inp: {i.src_factor_out}, acc: {i.dst_factor_out}",
-                f"\tinner loop - iter: {i.iter_in}, wgt: {i.wgt_factor_in}, inp: {i.src_factor_in}, acc: {i.dst_factor_in}"]
+                f"\touter loop - iter: {i.iter_out}, wgt: {i.wgt_factor_out}, inp: {i.src_factor_out}, "
+                f"acc: {i.dst_factor_out}",
+                f"\tinner loop - iter: {i.iter_in}, wgt: {i.wgt_factor_in}, inp: {i.src_factor_in}, "
+                f"acc: {i.dst_factor_in}"]
     if isinstance(i, AluInsn):
         imm = f", imm: {i.imm}" if i.use_imm else ""
         return [f"ALU - {ALU_NAMES[i.alu_opcode].lower()}", deps, f"\treset_out: {i.reset_reg}",

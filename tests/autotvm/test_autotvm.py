@@ -77,7 +77,8 @@ def test_tuners_find_the_known_optimum(name, toy_measure):
     if name == "xgb":
         pytest.importorskip("xgboost")
     tun = {"gridsearch": lambda: t.GridSearchTuner(task), "random": lambda: t.RandomTuner(task, seed=1),
-           "ga": lambda: t.GATuner(task, pop_size=8, seed=1), "xgb": lambda: t.XGBTuner(task, plan_size=8, seed=1)}[name]()
+           "ga": lambda: t.GATuner(task, pop_size=8, seed=1),
+           "xgb": lambda: t.XGBTuner(task, plan_size=8, seed=1)}[name]()
     tun.tune(n_trial=len(space), measure_option=toy_measure)
     best = min(space.valid_indices(), key=lambda i: _toy_cost(space.get(i)))
     assert tun.best_config.index == best
@@ -132,7 +133,8 @@ def test_bad_log_line_names_file_and_line(tmp_path):
 
 def test_apply_history_best_picks_the_best_error_free_record(tmp_path):
     p = tmp_path / "t.log"
-    rows = [_record(3, 3e-4), _record(7, 1e-4), _record(9, 0.5e-4, error=MeasureErrorNo.WRONG_ANSWER), _record(11, 2e-4)]
+    rows = [_record(3, 3e-4), _record(7, 1e-4), _record(9, 0.5e-4, error=MeasureErrorNo.WRONG_ANSWER),
+            _record(11, 2e-4)]
     p.write_text("".join(encode(i, r) + "\n" for i, r in rows))
     with autotvm.apply_history_best(str(p)) as ctx:
         cfg = ctx.query(get_env().target, rows[0][0].task.workload)
@@ -264,7 +266,8 @@ def test_the_tuned_tiling_reaches_the_schedule(model_env, tmp_path, monkeypatch)
                    + encode(MeasureInput(env.target, gtask, pick), MeasureResult((1e-5,), 0, 0.0, 0.0)) + "\n")
     seen = []
     real = topi.schedule_conv2d_packed
-    monkeypatch.setattr(topi, "schedule_conv2d_packed", lambda outs, tiling=None: seen.append(tiling) or real(outs, tiling))
+    monkeypatch.setattr(topi, "schedule_conv2d_packed",
+                        lambda outs, tiling=None: seen.append(tiling) or real(outs, tiling))
     want = tiling_from_config("conv2d", pick)
     with env, autotvm.apply_history_best(str(log)) as ctx:
         out = autotvm.vta_ops.conv2d_packed(*autotvm.task.deserialize_args(task.args))

@@ -91,7 +91,7 @@ def test_token_step_agrees_with_check_stream(env):
             accepted = False
         if ok:  # token_step never accepts what check_stream rejects, and counts the same tokens
             assert accepted, rows
-            assert [a + b - c for a, b, c in zip(left, tokens, lent)] == t, rows
+            assert [a + b - c for a, b, c in zip(left, tokens, lent, strict=True)] == t, rows
         outcomes.add(ok)
     assert outcomes == {True, False}
 

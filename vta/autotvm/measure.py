@@ -369,7 +369,8 @@ def measure_candidate(task, config, level: str = "model", number: int = 1, repea
 
     def fail(code: int, exc: BaseException) -> MeasureResult:
         where = traceback.extract_tb(exc.__traceback__)[-1] if exc.__traceback__ else None
-        msg = f"{type(exc).__name__}: {exc}" + (f" (at {os.path.basename(where.filename)}:{where.lineno})" if where else "")
+        at = f" (at {os.path.basename(where.filename)}:{where.lineno})" if where else ""
+        msg = f"{type(exc).__name__}: {exc}{at}"
         return MeasureResult((msg,), code, time.time() - start, time.time())
 
     env = Environment({**task.env_cfg, "TARGET": level})

@@ -255,7 +255,8 @@ def encode_value(value: Any, payloads: list, handle_of: Callable[[Any], dict | N
         return {"bytes": len(payloads) - 1}
     if isinstance(value, np.ndarray):
         if value.dtype.kind not in _ARRAY_KINDS:
-            raise RPCError(f"arrays of dtype {value.dtype} cannot cross the connection (accepted kinds: bool, int, uint, float)")
+            raise RPCError(f"arrays of dtype {value.dtype} cannot cross the connection "
+                           "(accepted kinds: bool, int, uint, float)")
         arr = np.ascontiguousarray(value)
         payloads.append(arr.reshape(-1).view(np.uint8))  # sent straight from the array's memory
         return {"ndarray": len(payloads) - 1, "dtype": arr.dtype.str, "shape": list(arr.shape)}
@@ -306,7 +307,8 @@ def decode_value(data: Any, payloads: list, resolve: Callable[[dict], Any] | Non
         shape = data.get("shape")
         if dtype.kind not in _ARRAY_KINDS or dtype.fields is not None:
             raise RPCError(f"array dtype {data.get('dtype')!r} is refused (accepted kinds: bool, int, uint, float)")
-        if not isinstance(shape, list) or not all(isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in shape):
+        if not isinstance(shape, list) or not all(isinstance(d, int) and not isinstance(d, bool) and d >= 0
+                                                  for d in shape):
             raise RPCError(f"array shape {shape!r} must be a list of non-negative integers")
         if math.prod(shape) * dtype.itemsize != len(raw):
             raise RPCError(f"array of shape {shape} and dtype {dtype} needs {math.prod(shape) * dtype.itemsize} "

@@ -278,7 +278,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--host", default="127.0.0.1", help="interface to bind (default 127.0.0.1, loopback only)")
     p.add_argument("--port", type=int, default=9091, help="TCP port (default 9091; 0 picks a free one)")
     p.add_argument("--workdir", default=None, help="parent directory of the session work directories")
-    p.add_argument("--max-upload", type=int, default=DEFAULT_MAX_UPLOAD, help="largest upload in bytes (default 256 MiB)")
+    p.add_argument("--max-upload", type=int, default=DEFAULT_MAX_UPLOAD,
+                   help="largest upload in bytes (default 256 MiB)")
     p.add_argument("--secret", default=os.environ.get(SECRET_ENV),
                    help=f"shared secret clients must prove (default: ${SECRET_ENV}; generated and printed "
                         "when binding beyond loopback without one)")

@@ -122,7 +122,8 @@ class Device(abc.ABC):
     def reset(self) -> None:
         """Zero the scratchpads and drop outstanding tokens and queued instructions."""
 
-    def close(self) -> None:
+    # An optional hook, not abstract: a device holding no native resources has nothing to release.
+    def close(self) -> None:  # noqa: B027
         """Release native resources (none by default)."""
 
     def __enter__(self):

@@ -92,7 +92,7 @@ def lent_tokens(flow: Flow, outstanding: list[int]) -> list[int]:
         return [0, 0, 0, 0]
     delta = np.cumsum((flow.push - flow.pop).T, axis=1, dtype=np.int64)
     deficit = np.maximum(-delta.min(axis=1), 0)
-    return [int(min(d, t)) for d, t in zip(deficit, outstanding)]
+    return [int(min(d, t)) for d, t in zip(deficit, outstanding, strict=True)]
 
 
 def check_stream(env: Environment, words: np.ndarray, dram: DRAM | None = None,

@@ -62,7 +62,8 @@ def classify(outs, core_tag: str, what: str) -> OpGraph:
         if op.tag == LOAD_TAG and op is not output.op:
             if not isinstance(op, ComputeOp) or op.reduce_axis or not all(
                     isinstance(t.op, PlaceholderOp) for t in op.input_tensors):
-                raise ScheduleError(f"{what}: stage {op.name!r} is tagged {LOAD_TAG!r} but is not a copy of a placeholder")
+                raise ScheduleError(f"{what}: stage {op.name!r} is tagged {LOAD_TAG!r} "
+                                    "but is not a copy of a placeholder")
             graph.loads.append(op)
             return
         if not isinstance(op, ComputeOp) or op.reduce_axis:

@@ -100,7 +100,8 @@ def schedule_dense_packed(outs: Any, tiling: DenseTiling | None = None) -> Sched
         if factor <= 0 or extent % factor:
             raise ScheduleError(f"schedule_dense_packed: {name}={factor!r} does not divide the axis extent {extent!r}")
     if tiling.oc_nthread not in (1, 2) or (wl.co_blocks // tiling.tile_co) % tiling.oc_nthread:
-        raise ScheduleError(f"schedule_dense_packed: oc_nthread={tiling.oc_nthread!r} must be 1 or 2 and divide the tiles")
+        raise ScheduleError(f"schedule_dense_packed: oc_nthread={tiling.oc_nthread!r} "
+                            "must be 1 or 2 and divide the tiles")
     check_fits(env, dense_footprint(wl, tiling), f"schedule_dense_packed with {tiling!r}")
 
     res = op.output(0)

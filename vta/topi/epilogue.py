@@ -47,13 +47,14 @@ def requantize(res: Tensor, bias: Tensor | None = None, shift: int = 8, out_dtyp
         if len(bias.shape) != len(shape):
             raise ValueError(f"requantize: bias shape {bias.shape!r} must have the rank of the result {shape!r}")
         bcast = []
-        for d, (bs, rs) in enumerate(zip(bias.shape, shape)):
+        for d, (bs, rs) in enumerate(zip(bias.shape, shape, strict=True)):
             b, r = int(bs), int(rs)
             if b not in (1, r):
                 raise ValueError(f"requantize: bias dimension {d} is {b!r}; accepted: 1 (broadcast) or {r!r}")
             bcast.append(b == 1 and r != 1)
         prev = x
-        x = compute(shape, lambda *i: prev(*i) + bias(*[n.IntImm(0) if bc else v for bc, v in zip(bcast, i)]),
+        x = compute(shape,
+                    lambda *i: prev(*i) + bias(*[n.IntImm(0) if bc else v for bc, v in zip(bcast, i, strict=True)]),
                     name="res_bias", tag=BROADCAST_TAG)
     hi = (1 << (env.INP_WIDTH - 1)) - 1
     lo_in = x

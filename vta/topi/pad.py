@@ -76,7 +76,7 @@ def pad(data: Tensor, pad_before: Sequence[Any], pad_after: Sequence[Any] | None
     before = [_const_int(p, f"pad_before[{i}]") for i, p in enumerate(pad_before)]
     after = [_const_int(p, f"pad_after[{i}]") for i, p in enumerate(pad_after)]
     out_shape = tuple(n.IntImm(s.value + b + a) if isinstance(s, n.IntImm) else s + (b + a)
-                      for s, b, a in zip(data.shape, before, after))
+                      for s, b, a in zip(data.shape, before, after, strict=True))
     fill = n.const(pad_value, data.dtype)
 
     def _pad(*idx):
@@ -124,9 +124,9 @@ def subsample(data: Tensor, steps: Sequence[int], name: str = "subsample") -> Te
     if 0 in steps:
         raise ValueError(f"subsample: steps {steps!r} must be positive")
     shape = [_const_int(s, f"the extent of dimension {i}") for i, s in enumerate(data.shape)]
-    out_shape = tuple(-(-e // k) for e, k in zip(shape, steps))
+    out_shape = tuple(-(-e // k) for e, k in zip(shape, steps, strict=True))
 
     def _take(*idx):
-        return data(*[v * k if k != 1 else v for v, k in zip(idx, steps)])
+        return data(*[v * k if k != 1 else v for v, k in zip(idx, steps, strict=True)])
 
     return compute(out_shape, _take, name=name, tag=SUBSAMPLE_TAG, attrs={"steps": tuple(steps)})

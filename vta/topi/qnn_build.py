@@ -4,7 +4,8 @@ Each builder declares the packed operator with tensor expressions — the GEMM c
 (:func:`~vta.topi.conv2d_packed`, :func:`~vta.topi.dense_packed`) followed by element-wise
 stages that the schedules run on the ALU in the accumulator — schedules it with the
 ``vta.topi`` schedules (or, for the add and the pooling that have no GEMM, a small schedule of
-their own here and in :mod:`vta.topi.qnn_pool`), and compiles it with :func:`vta.build`. The ALU program of a fused convolution:
+their own here and in :mod:`vta.topi.qnn_pool`), and compiles it with :func:`vta.build`. The
+ALU program of a fused convolution:
 
 =================================  ==========================================================
 stage                              ALU
@@ -169,10 +170,10 @@ class _Chain:
 
     def tensor(self, op: str, t: Tensor) -> None:
         prev = self.x
-        bcast = [int(ts) == 1 and int(rs) != 1 for ts, rs in zip(t.shape, self.shape)]
+        bcast = [int(ts) == 1 and int(rs) != 1 for ts, rs in zip(t.shape, self.shape, strict=True)]
 
         def idx(i):
-            return [n.IntImm(0) if bc else v for bc, v in zip(bcast, i)]
+            return [n.IntImm(0) if bc else v for bc, v in zip(bcast, i, strict=True)]
 
         fns = {
             "add": lambda *i: prev(*i) + t(*idx(i)),
@@ -183,7 +184,8 @@ class _Chain:
             # ALU REQ (hardware option ALU_REQUANT): t packs the multiplier and the shift
             "req": lambda *i: n.Call(prev.dtype, REQUANT_OP, (prev(*i), t(*idx(i)))),
         }
-        self.x = compute(self.shape, fns[op], name=self._name(op + "_t"), tag=BROADCAST_TAG if any(bcast) else ELEMWISE_TAG)
+        self.x = compute(self.shape, fns[op], name=self._name(op + "_t"),
+                         tag=BROADCAST_TAG if any(bcast) else ELEMWISE_TAG)
         self._vector_add = (prev, t, idx, self.x) if op == "add" and any(bcast) else None
 
     def scale_imm(self, m: int) -> None:
@@ -236,10 +238,10 @@ class _Chain:
             return
         x0 = self.x
         if tl is not None:
-            bc = [int(ts) == 1 and int(rs) != 1 for ts, rs in zip(tl.shape, self.shape)]
+            bc = [int(ts) == 1 and int(rs) != 1 for ts, rs in zip(tl.shape, self.shape, strict=True)]
 
             def low_f(*i):
-                return x0(*i) * tl(*[n.IntImm(0) if b else v for b, v in zip(bc, i)])
+                return x0(*i) * tl(*[n.IntImm(0) if b else v for b, v in zip(bc, i, strict=True)])
             tag = BROADCAST_TAG
         else:
             def low_f(*i):
@@ -379,7 +381,8 @@ class _Chain:
         split = k > 0
         clamp = rq.needs_clamp(bounded)
         if clamp and rq.per_channel and any(
-                int(sh) > PRODUCT_SHIFT for sh, mm in zip(rq.shift.tolist(), rq.multiplier.tolist()) if mm):
+                int(sh) > PRODUCT_SHIFT
+                for sh, mm in zip(rq.shift.tolist(), rq.multiplier.tolist(), strict=True) if mm):
             raise ScheduleError("fixed requantisation: per-channel shifts on both sides of 15 (multipliers "
                                 "above and below 1/2) cannot share one ALU program")
         if pre_add and (split or clamp or m is None or shift_t is not None or int(s1[0])
@@ -442,7 +445,7 @@ def _exact_bounds(rq, bounds: tuple, lo: int, hi: int) -> bool:
     """True when the requantised clamp bounds are exactly ``lo`` and ``hi`` (so every clamped
     operand already lands in ``[lo, hi]``)."""
     m, s = int(rq.multiplier[0]), int(rq.shift[0])
-    return all(((b * m + (1 << (s - 1))) >> s) == v for b, v in zip(bounds, (lo, hi)))
+    return all(((b * m + (1 << (s - 1))) >> s) == v for b, v in zip(bounds, (lo, hi), strict=True))
 
 
 def _fits_imm(v: int) -> bool:
@@ -479,14 +482,14 @@ def _epilogue(acc: Tensor, spec, bias: Tensor | None, vec_shape: tuple, residual
         use_m, use_s = len(set(rq.multiplier.tolist())) > 1, len(set(s1.tolist())) > 1
         m_roles: tuple = ("multiplier",)
         clamp_t = tuple(placeholder(vec_shape, name=r, dtype=env.acc_dtype) for r in ("clamp_lo", "clamp_hi"))
-        placeholders.extend(zip(("clamp_lo", "clamp_hi"), clamp_t))
+        placeholders.extend(zip(("clamp_lo", "clamp_hi"), clamp_t, strict=True))
     else:
         mixed = mixed_shift_form(spec.requant)
         if mixed is not None:
             # shifts on both sides of 15: clamp and pre-shift per channel, then one split product
             rq_main = mixed[0]
             mixed_t = [placeholder(vec_shape, name=r, dtype=env.acc_dtype) for r in MIXED_ROLES]
-            placeholders.extend(zip(MIXED_ROLES, mixed_t))
+            placeholders.extend(zip(MIXED_ROLES, mixed_t, strict=True))
             ch.tensor("min", mixed_t[1])
             ch.tensor("max", mixed_t[0])
             ch.tensor("shr", mixed_t[2])   # a negative shift: left
@@ -495,7 +498,7 @@ def _epilogue(acc: Tensor, spec, bias: Tensor | None, vec_shape: tuple, residual
     mult_t = shift_t = None
     if use_m:
         mult_t = tuple(placeholder(vec_shape, name=r, dtype=env.acc_dtype) for r in m_roles)
-        placeholders.extend(zip(m_roles, mult_t))
+        placeholders.extend(zip(m_roles, mult_t, strict=True))
     if use_s:
         shift_t = placeholder(vec_shape, name="shift", dtype=env.acc_dtype)
         placeholders.append(("shift", shift_t))

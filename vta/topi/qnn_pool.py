@@ -44,7 +44,8 @@ def build_maxpool(spec, name: str, env: Environment | None = None):
     with env:
         nb = _ceil_div(spec.batch, env.BATCH)
         cb = _ceil_div(spec.channels, env.BLOCK_OUT)
-        data = placeholder((nb, cb, spec.height, spec.width, env.BATCH, env.BLOCK_OUT), name="data", dtype=env.inp_dtype)
+        data = placeholder((nb, cb, spec.height, spec.width, env.BATCH, env.BLOCK_OUT), name="data",
+                           dtype=env.inp_dtype)
         pairs: list = [("data", data)]
         th = _maxpool_row_tile(spec, env)
         out = _declare_maxpool(spec, data, pairs, env)

@@ -13,9 +13,9 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["FIXED_BITS", "INT8_RANGE", "MAX_ROUND_SHIFT", "MODES", "MULTIPLIER_BITS", "MULTIPLIER_SPLIT", "PRODUCT_SHIFT", "Requant",
-           "accumulator_bits", "add_np", "channel_clamp", "mixed_shift_form", "requantize_np", "round_sum_np", "saturating_clamp", "scaled_np",
-           "sum_fraction_bits"]
+__all__ = ["FIXED_BITS", "INT8_RANGE", "MAX_ROUND_SHIFT", "MODES", "MULTIPLIER_BITS", "MULTIPLIER_SPLIT",
+           "PRODUCT_SHIFT", "Requant", "accumulator_bits", "add_np", "channel_clamp", "mixed_shift_form",
+           "requantize_np", "round_sum_np", "saturating_clamp", "scaled_np", "sum_fraction_bits"]
 
 #: The int8 range every accelerator result is clipped to.
 INT8_RANGE = (-128, 127)
@@ -330,7 +330,7 @@ def channel_clamp(rq: Requant, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray
     if rq.mode != "fixed" or not rq.per_channel or rq.pre_shift or rq.product_shift() == 0:
         return None
     los, his, exact = [], [], True
-    for m, s in zip(rq.multiplier.tolist(), rq.shift.tolist()):
+    for m, s in zip(rq.multiplier.tolist(), rq.shift.tolist(), strict=True):
         if m == 0:
             los.append(0)
             his.append(0)
@@ -466,9 +466,10 @@ def add_np(operands: list, out_zero_point: int = 0, lo: int = -128, hi: int = 12
     frac = sum_fraction_bits(*rqs)
     centred = [np.asarray(x).astype(np.int64) - int(z) for x, z, _ in operands]
     if frac is not None:
-        y = round_sum_np([scaled_np(c, rq, frac) for c, rq in zip(centred, rqs)], frac)
+        y = round_sum_np([scaled_np(c, rq, frac) for c, rq in zip(centred, rqs, strict=True)], frac)
     else:
-        y = sum(requantize_np(c, rq, 0, 0, -(1 << 31), (1 << 31) - 1).astype(np.int64) for c, rq in zip(centred, rqs))
+        y = sum(requantize_np(c, rq, 0, 0, -(1 << 31), (1 << 31) - 1).astype(np.int64)
+                for c, rq in zip(centred, rqs, strict=True))
     return np.clip(y + int(out_zero_point), lo, hi).astype(np.int32)
 
 

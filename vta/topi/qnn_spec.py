@@ -138,7 +138,8 @@ class QConv2DSpec:
         if len(st) != 2 or min(st) <= 0:
             raise ValueError(f"{what}: strides must be two positive ints, got {self.strides!r}")
         if len(pd) != 4 or min(pd) < 0:
-            raise ValueError(f"{what}: padding must be 4 non-negative ints (top, left, bottom, right), got {self.padding!r}")
+            raise ValueError(f"{what}: padding must be 4 non-negative ints (top, left, bottom, right), "
+                             f"got {self.padding!r}")
         object.__setattr__(self, "strides", st)
         object.__setattr__(self, "padding", pd)
         object.__setattr__(self, "clip", _check_clip(self.clip, what))
@@ -286,9 +287,11 @@ class MaxPoolSpec:
             if int(getattr(self, name)) <= 0:
                 raise ValueError(f"MaxPoolSpec: {name} must be positive, got {getattr(self, name)!r}")
         if len(ps) != 2 or len(st) != 2 or min(ps) <= 0 or min(st) <= 0:
-            raise ValueError(f"MaxPoolSpec: pool_size {self.pool_size!r} and strides {self.strides!r} must be positive pairs")
+            raise ValueError(f"MaxPoolSpec: pool_size {self.pool_size!r} and strides {self.strides!r} "
+                             "must be positive pairs")
         if len(pd) != 4 or min(pd) < 0 or max(pd[0], pd[2]) >= ps[0] or max(pd[1], pd[3]) >= ps[1]:
-            raise ValueError(f"MaxPoolSpec: padding {self.padding!r} must be non-negative and smaller than the pool {ps!r}")
+            raise ValueError(f"MaxPoolSpec: padding {self.padding!r} must be non-negative "
+                             f"and smaller than the pool {ps!r}")
         object.__setattr__(self, "pool_size", ps)
         object.__setattr__(self, "strides", st)
         object.__setattr__(self, "padding", pd)

@@ -127,8 +127,8 @@ class Conv2DWorkload:
 
     @property
     def out_width(self) -> int:
-        _, l, _, r = self.pads
-        return (self.width + l + r - self.kw) // self.stride[1] + 1
+        _, left, _, right = self.pads
+        return (self.width + left + right - self.kw) // self.stride[1] + 1
 
 
 @dataclass(frozen=True)

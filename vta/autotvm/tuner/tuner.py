@@ -89,7 +89,8 @@ class Tuner:
         if n_trial < 1:
             raise ValueError(f"n_trial must be positive, got {n_trial!r}")
         n_trial = min(n_trial, len(self.valid))
-        batch = max(1, int(getattr(measure_option["runner"], "batch_size", 0) or 2 * parallelism(measure_option["runner"])))
+        runner = measure_option["runner"]
+        batch = max(1, int(getattr(runner, "batch_size", 0) or 2 * parallelism(runner)))
         first = getattr(self.task, "default_index", None)
         i = 0
         while i < n_trial and self.has_next():

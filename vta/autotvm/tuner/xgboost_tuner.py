@@ -2,10 +2,10 @@
 
 Each point is described by its knob values (log2 of the split factors, the knob values, the
 order); after the first ``plan_size`` points (a task's ``prior`` when it has one: for the VTA
-convolutions, the points the default chooser's cycle estimate ranks best; else random) a model is fitted on the measured points
-(log of the cost; failed points get the worst cost seen times two) and the next batch takes
-the best-predicted untried points, a share ``1 - eps_greedy`` of it, the rest random untried
-ones. As AutoTVM's, the model is refitted every ``plan_size`` measurements, not after every
+convolutions, the points the default chooser's cycle estimate ranks best; else random) a model
+is fitted on the measured points (log of the cost; failed points get the worst cost seen times
+two) and the next batch takes the best-predicted untried points, a share ``1 - eps_greedy`` of
+it, the rest random untried ones. As AutoTVM's, the model is refitted every ``plan_size`` measurements, not after every
 batch. The spaces of the VTA operators hold at most a few thousand valid points, so every
 untried point is scored (AutoTVM anneals over larger spaces).
 """

@@ -186,7 +186,7 @@ class JitEngine:
                 sim._position += 1
         finally:
             values = counts.tolist()
-            for key, value in zip(COUNT_KEYS, values):
+            for key, value in zip(COUNT_KEYS, values[:-1], strict=True):  # the last: batched runs
                 sim._stats[key] += value
             self.batched_runs = values[-1]
             self.deferred = len(deferred)

@@ -94,7 +94,7 @@ class LoopNest:
         for role, base in self.bases.items():
             fo, fi = self.factors[role][-2:]
             u = int(np.argmax(base))
-            top = int(base[u]) + sum((n - 1) * f for n, f in zip(self.iters, self.factors[role]))
+            top = int(base[u]) + sum((n - 1) * f for n, f in zip(self.iters, self.factors[role], strict=True))
             buf, depth = limits[role]
             if top >= depth:
                 raise SRAMIndexError(
@@ -105,8 +105,8 @@ class LoopNest:
 
     def in_bounds(self, limits: dict) -> bool:
         """Whether every index of every role is below its depth (``limits``: role -> depth)."""
-        return all(int(base.max()) + sum((n - 1) * f for n, f in zip(self.iters, self.factors[role])) < limits[role]
-                   for role, base in self.bases.items())
+        return all(int(base.max()) + sum((n - 1) * f for n, f in zip(self.iters, self.factors[role], strict=True))
+                   < limits[role] for role, base in self.bases.items())
 
     def flat(self, role: str, lo: int = 0, hi: int | None = None) -> np.ndarray:
         """Indices of ``role`` for uop-iterations ``lo..hi`` in execution order (i_out, i_in, u)."""
@@ -121,7 +121,7 @@ class LoopNest:
     def unique_rows(self, role: str) -> np.ndarray:
         """The distinct indices of ``role`` (loop levels that do not move it are dropped first)."""
         grid = self.bases[role]
-        for n, f in zip(self.iters, self.factors[role]):
+        for n, f in zip(self.iters, self.factors[role], strict=True):
             if f:
                 grid = (grid[None, :] + (np.arange(n) * f)[:, None]).reshape(-1)
         return np.unique(grid)
@@ -249,7 +249,7 @@ def _positions(base: np.ndarray, extents, factors, lo: int, hi: int) -> np.ndarr
     pos = np.arange(lo, hi, dtype=np.int64)
     rest, u = np.divmod(pos, base.size)
     out = base[u]
-    for n, f in zip(reversed(list(extents)), reversed(list(factors))):
+    for n, f in zip(reversed(list(extents)), reversed(list(factors)), strict=True):
         rest, i = np.divmod(rest, n)
         out = out + i * f
     return out

@@ -60,7 +60,7 @@ class Flow:
         up, un = header["push_prev_dep"], header["push_next_dep"]
         for stage, flags, what in ((isa.STAGE_LOAD, (pp, up), ("pop_prev_dep", "push_prev_dep")),
                                    (isa.STAGE_STORE, (pn, un), ("pop_next_dep", "push_next_dep"))):
-            for flag, name in zip(flags, what):
+            for flag, name in zip(flags, what, strict=True):
                 bad = np.flatnonzero((self.stage == stage) & (flag != 0))
                 if bad.size:
                     i = int(bad[0])

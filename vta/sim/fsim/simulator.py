@@ -187,7 +187,7 @@ class FunctionalSimulator(Device):
         except SimulationError:
             self._failed()
             raise
-        self.tokens = [t + h for t, h in zip(tokens, held)]
+        self.tokens = [t + h for t, h in zip(tokens, held, strict=True)]
         if any(held):
             self._stats["runs_with_surplus_tokens"] += 1
         if any(self.tokens):
@@ -206,7 +206,7 @@ class FunctionalSimulator(Device):
             program.validate()
             schedule(program.flow, list(tokens))  # with every outstanding token: deadlock, overflow
             tokens = lent_tokens(program.flow, tokens)
-        held = [a - b for a, b in zip(self.tokens, tokens)]
+        held = [a - b for a, b in zip(self.tokens, tokens, strict=True)]
         self._run_tokens = list(self.tokens)  # outstanding at the start (held ones too), for the dump
         after, suspects = self._jit.prechecks(words, tokens, self.dram) if self._jit is not None else (None, None)
         if self._rng is None and after is not None:
@@ -246,7 +246,7 @@ class FunctionalSimulator(Device):
             the last run; 0 after a failed run).
         """
         out = dict(self._stats)
-        out.update(zip(TOKEN_KEYS, self.tokens))
+        out.update(zip(TOKEN_KEYS, self.tokens, strict=True))
         return out
 
     def clear_stats(self) -> None:
@@ -325,7 +325,11 @@ class FunctionalSimulator(Device):
         ids, firsts = program.plan_ids(order, plans.uop_version)
         missing = plans  # marks "not looked up yet" (None means "no plan")
         plan_of = [missing] * len(firsts)
-        runs = {} if runs is None else dict(zip(np.flatnonzero(runs).tolist(), runs[runs > 0].tolist()))
+        if runs is None:
+            runs = {}
+        else:
+            firsts_of_runs = np.flatnonzero(runs)
+            runs = dict(zip(firsts_of_runs.tolist(), runs[firsts_of_runs].tolist(), strict=True))
         pos, n = self._position, len(order)
         if not runs and in_stream_order and pos == 0:
             self._execute_ids(ids, plan_of, firsts, program)

@@ -1,9 +1,10 @@
 """The event-driven timing replay of the cycle model, as one loop over integer arrays.
 
 :func:`replay` decodes a stream into per-instruction arrays and runs the event loop on them
-(:func:`vta.sim.model.loop.core`, split into small helpers numba inlines). With numba, one compiled call (:func:`_drive`) decodes the raw words (:func:`_decode`, the same
-arrays as :func:`prepare`) and runs the loop (the same function, unchanged), with a device's work
-arrays reused from run to run (:class:`Scratch`); without numba (or with ``engine="python"``),
+(:func:`vta.sim.model.loop.core`, split into small helpers numba inlines). With numba, one
+compiled call (:func:`_drive`) decodes the raw words (:func:`_decode`, the same arrays as
+:func:`prepare`) and runs the loop (the same function, unchanged), with a device's work arrays
+reused from run to run (:class:`Scratch`); without numba (or with ``engine="python"``),
 :func:`prepare` decodes with NumPy and the loop runs as plain Python. Both paths give the same
 cycles. A timing-only run of :class:`~vta.sim.model.CycleModel` is one compiled call as well
 (:func:`_timing_run`): a pass over the raw words makes fsim's checks before execution, counts
@@ -253,7 +254,7 @@ def _fit_params(env: Environment, timing: mc.Timing) -> np.ndarray | None:
     p = [timing.overhead]
     ok = True
     for op, imm in ((isa.OPCODE_GEMM, 1), (isa.OPCODE_ALU, 0), (isa.OPCODE_ALU, 1)):
-        def cost(io, ii, ub, ue):
+        def cost(io, ii, ub, ue, op=op, imm=imm):
             return mc.compute_cycles(op, {"iter_out": io, "iter_in": ii, "uop_bgn": ub, "uop_end": ue,
                                           "use_imm": imm}, timing)
         empty, c1, c2 = cost(1, 0, 0, 1), cost(1, 1, 0, 1), cost(1, 2, 0, 1)
@@ -429,8 +430,8 @@ def _scan(words, fields, elem, params, cols, chk, allocs, sus, io, check, suspec
                 if suspects and mt <= 5:
                     bad, hit = suspect(op, mt, _field(words, i, fields, 23), base, y, x, xstride,
                                        _field(words, i, fields, 10), _field(words, i, fields, 11),
-                                       _field(words, i, fields, 12), _field(words, i, fields, 13), depths, elems, allocs,
-                                       hit)
+                                       _field(words, i, fields, 12), _field(words, i, fields, 13), depths, elems,
+                                       allocs, hit)
                     if bad:
                         sus[found] = i
                         found += 1
@@ -644,7 +645,7 @@ class Scratch:
         decode with :func:`prepare`); kept while the owner's configuration and timing stay."""
         key = (env, timing, mc.compute_cycles, mc.store_cycles)
         c = self._constants
-        if len(c) == 5 and all(x is y for x, y in zip(c[:4], key)):
+        if len(c) == 5 and all(x is y for x, y in zip(c[:4], key, strict=True)):
             return c[4]
         value = _tables(env) + (_cost_params(env, timing),)
         self._constants = key + (value,)
@@ -765,8 +766,8 @@ def replay(env: Environment, words: np.ndarray, tokens, insn_addr: int, timing: 
         raise DeadlockError(f"timing model: no unit can start after {k} of {n} instructions; the stream was "
                             "accepted by fsim", None)
     c = counters.tolist()
-    res = dict(zip(_COUNTER_KEYS, c))
-    out = dict(zip(_OUTS, outs))
+    res = dict(zip(_COUNTER_KEYS, c[:len(_COUNTER_KEYS)], strict=True))  # then bursts and tokens
+    out = dict(zip(_OUTS, outs, strict=True))
     out["bursts"] = bursts[:c[13]]
     out["unit"], out["pops"], out["pushes"] = cols[0], cols[1], cols[2]
     out["tokens"] = c[14:18]

@@ -142,7 +142,7 @@ class CycleModel(FunctionalSimulator):
         """Counters of the last successful run only (``cycle_count`` and per-unit figures)."""
         if self._last_run is None:
             self._last_run = dict(zip(HW_STAT_KEYS, self._io_last[rp.IO_COUNTERS:rp.IO_COUNTERS + len(HW_STAT_KEYS)]
-                                      .tolist()))
+                                      .tolist(), strict=True))
         return self._last_run
 
     @last_run.setter
@@ -301,11 +301,11 @@ class CycleModel(FunctionalSimulator):
         else:
             check_fields(self.env, words, (program or Program(words, self.env))
                          .cols.header["opcode"], self.dram)
-        held = [a - b for a, b in zip(self.tokens, lent)]
+        held = [a - b for a, b in zip(self.tokens, lent, strict=True)]
         self._run_tokens = list(self.tokens)
         arrays = self._time(words, lent, insn_phys_addr)
         count_executed(self._stats, program or Program(words, self.env), np.arange(n), self.env)
-        return [t + d for t, d in zip(lent, arrays["tokens"])], held
+        return [t + d for t, d in zip(lent, arrays["tokens"], strict=True)], held
 
     def _dump_executed(self, program: Program, done: np.ndarray) -> None:
         # The functional run prints nothing itself; a successful run prints in timed order.
@@ -322,9 +322,10 @@ class CycleModel(FunctionalSimulator):
         """
         if self._acc.any():  # the counters of compiled timing-only runs
             values = self._acc.tolist()
-            for key, value in zip(HW_STAT_KEYS, values):
+            nhw = len(HW_STAT_KEYS)
+            for key, value in zip(HW_STAT_KEYS, values[:nhw], strict=True):
                 self._hw[key] += value
-            for key, value in zip(rp.COUNT_KEYS, values[len(HW_STAT_KEYS):]):
+            for key, value in zip(rp.COUNT_KEYS, values[nhw:], strict=True):
                 self._stats[key] += value
             self._acc[:] = 0
         out = super().stats()

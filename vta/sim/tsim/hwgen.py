@@ -285,7 +285,8 @@ def sv_package(env: Environment) -> str:
         if kind == "UOP":
             lines.append("  // micro-op fields (32-bit word)")
         for f in fields:
-            base = f"{kind}_{_sv_ident(f.name)}" if not (kind == "MEM" and f in lay.header) else f"INSN_{_sv_ident(f.name)}"
+            stem = "INSN" if kind == "MEM" and f in lay.header else kind
+            base = f"{stem}_{_sv_ident(f.name)}"
             lp(f"{base}_LO", f.lo)
             lp(f"{base}_W", f.width, "signed" if f.signed else "")
 

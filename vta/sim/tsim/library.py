@@ -26,9 +26,9 @@ from ...env import Environment, data_dir
 from ...errors import BuildError, ModuleLoadError
 from . import verilator as _verilator
 
-__all__ = ["build", "build_sources", "sources", "expand_limit", "LIBRARY_NAME", "TOP_MODULE", "TRACE_KINDS", "Library", "load_library",
-           "PROGRESS_FN", "OK", "HW_ERROR", "DRAM_ERROR", "TIMEOUT", "STOPPED", "PROTOCOL_ERROR", "ASSERTION", "UNDRAINED",
-           "BAD_HANDLE", "BAD_ARG"]
+__all__ = ["build", "build_sources", "sources", "expand_limit", "LIBRARY_NAME", "TOP_MODULE", "TRACE_KINDS", "Library",
+           "load_library", "PROGRESS_FN", "OK", "HW_ERROR", "DRAM_ERROR", "TIMEOUT", "STOPPED", "PROTOCOL_ERROR",
+           "ASSERTION", "UNDRAINED", "BAD_HANDLE", "BAD_ARG"]
 
 #: File name of the built library inside its cache entry.
 LIBRARY_NAME = "libvta_tsim_hw.so"
@@ -381,7 +381,8 @@ class Library:
             try:
                 fn = getattr(lib, name)
             except AttributeError as exc:
-                raise ModuleLoadError(f"{str(self.path)!r} is not a tsim hardware library: it does not export {name}") from exc
+                raise ModuleLoadError(f"{str(self.path)!r} is not a tsim hardware library: "
+                                      f"it does not export {name}") from exc
             fn.restype, fn.argtypes = res, args
         self.lib = lib
         #: 0 no waveform support, 1 VCD, 2 FST.

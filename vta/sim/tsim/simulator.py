@@ -613,7 +613,7 @@ class TSim(Device):
                 lent = lent_tokens(Program(words, self.env).flow, outstanding)
             except SimulationError:  # invalid token flags: left for the core to report
                 lent = outstanding
-        held = dict(zip(_FSIM_ORDER, (a - b for a, b in zip(outstanding, lent))))
+        held = dict(zip(_FSIM_ORDER, (a - b for a, b in zip(outstanding, lent, strict=True)), strict=True))
         return cols, {c: held[c] for c in _CHANNELS}
 
     def _recover(self) -> None:
