@@ -26,8 +26,8 @@ import tempfile
 from pathlib import Path
 from typing import IO, Iterator
 
-__all__ = ["CRASH_ENV", "crash_point", "fsync_file", "fsync_dir", "publish", "atomic_writer", "write_bytes", "write_text",
-           "copy_file"]
+__all__ = ["CRASH_ENV", "crash_point", "fsync_file", "fsync_dir", "publish", "atomic_writer", "write_bytes",
+           "write_text", "copy_file"]
 
 #: Environment variable that arms :func:`crash_point` (crash tests only).
 CRASH_ENV = "VTA_CRASH_AT"

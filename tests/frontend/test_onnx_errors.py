@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
 pytest.importorskip("onnx")
@@ -14,7 +13,6 @@ from vta.errors import FrontendError  # noqa: E402
 from vta.frontend import from_onnx  # noqa: E402
 from vta.models import digits_model_path  # noqa: E402
 
-from .helpers import make_model, rand_w  # noqa: E402
 
 
 def _digits():

@@ -226,7 +226,7 @@ def _input_shapes(proto, shape: Any) -> dict[str, tuple[int, ...]]:
                 if len(dims) != len(want):
                     raise FrontendError(f"shape= gives input {inp.name!r} rank {len(want)} {want}, "
                                         f"the model declares rank {len(dims)}")
-                for k, (d, w) in enumerate(zip(dims, want)):
+                for k, (d, w) in enumerate(zip(dims, want, strict=True)):
                     if k and d.HasField("dim_value") and d.dim_value > 0 and d.dim_value != w:
                         raise FrontendError(f"shape= gives input {inp.name!r} shape {want}, which contradicts "
                                             f"the model's fixed dimension {d.dim_value}")

@@ -2,8 +2,8 @@
 
 ``Mul`` of two dequantized tensors (per-tensor scales) followed by a QuantizeLinear becomes
 ``qnn.mul`` (:func:`emit_mul`; the accelerator's ``vta.multiply`` when the shapes agree or one
-operand is a per-channel gate, the exact integer host kernel otherwise); any other ``Mul`` is a float product, which the importer
-leaves to onnxruntime.
+operand is a per-channel gate, the exact integer host kernel otherwise); any other ``Mul`` is a
+float product, which the importer leaves to onnxruntime.
 """
 
 from __future__ import annotations
@@ -25,8 +25,9 @@ def _mul(im, node, name, ins):
 def emit_mul(im, p: Pending, s_y: float, z_y: int, dtype: str):
     """The ``qnn.mul`` of pending product ``p`` quantized to ``s_y``, ``z_y``, ``dtype``."""
     (a, sa, za), (c, sc, zc) = (im.as_quant(e, p.name, "an input") for e in p.inputs)
-    attrs = dict(lhs_scale=float(np.ravel(sa)[0]), lhs_zero_point=int(np.ravel(za)[0]), rhs_scale=float(np.ravel(sc)[0]),
-                 rhs_zero_point=int(np.ravel(zc)[0]), output_scale=s_y, output_zero_point=z_y, out_dtype=dtype)
+    attrs = dict(lhs_scale=float(np.ravel(sa)[0]), lhs_zero_point=int(np.ravel(za)[0]),
+                 rhs_scale=float(np.ravel(sc)[0]), rhs_zero_point=int(np.ravel(zc)[0]),
+                 output_scale=s_y, output_zero_point=z_y, out_dtype=dtype)
     return im.b.op("qnn.mul", [a, c], attrs, im.unique(p.name))
 
 

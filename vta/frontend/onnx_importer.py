@@ -142,7 +142,9 @@ class Importer:
             if outs is None:
                 regions.add(index, reason)
                 continue
-            for out_name, entry in zip(node.output, outs):
+            # a converter gives the outputs it produces; optional trailing ones (e.g. MaxPool's
+            # Indices) stay unset
+            for out_name, entry in zip(node.output, outs, strict=False):
                 if out_name:
                     self.env[out_name] = entry
         regions.close()
@@ -393,7 +395,8 @@ class Importer:
             return self.const(name, np.zeros(cout, np.int32), "zero")
         if isinstance(b_entry, Dequant) and isinstance(b_entry.src, Const):
             data = b_entry.src.data
-            real = (data.astype(np.float64) - self._bcast(b_entry, b_entry.zero_point)) * self._bcast(b_entry, b_entry.scale)
+            real = ((data.astype(np.float64) - self._bcast(b_entry, b_entry.zero_point))
+                    * self._bcast(b_entry, b_entry.scale))
             exact = (data.dtype == np.int32 and np.all(np.asarray(b_entry.zero_point) == 0) and beta == 1.0
                      and np.allclose(np.asarray(b_entry.scale, np.float64) * np.ones(cout), s_acc * np.ones(cout),
                                      rtol=1e-6, atol=0))

@@ -93,7 +93,7 @@ def _pads(im, name, a, spatial, kernel, strides, dil=(1, 1)) -> tuple[int, int, 
         return (p[0], p[1], p[2], p[3])  # ONNX: h_begin, w_begin, h_end, w_end
     if auto in ("SAME_UPPER", "SAME_LOWER"):
         out = []
-        for size, k, s, d in zip(spatial, kernel, strides, dil):
+        for size, k, s, d in zip(spatial, kernel, strides, dil, strict=True):
             total = max((-(-size // s) - 1) * s + (k - 1) * d + 1 - size, 0)
             small, big = total // 2, total - total // 2
             out.append((small, big) if auto == "SAME_UPPER" else (big, small))
@@ -318,7 +318,10 @@ def _squeeze_like(unsqueeze: bool):
             for ax in sorted(int(a) % rank for a in axes):
                 shape.insert(ax, 1)
         else:
-            drop = {int(a) % len(shape) for a in axes} if axes is not None else {i for i, d in enumerate(shape) if d == 1}
+            if axes is not None:
+                drop = {int(a) % len(shape) for a in axes}
+            else:
+                drop = {i for i, d in enumerate(shape) if d == 1}
             shape = [d for i, d in enumerate(shape) if i not in drop]
         if isinstance(x, Const):
             return Const(x.data.reshape(shape), x.name)

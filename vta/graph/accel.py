@@ -55,7 +55,8 @@ def c_identifier(name: str) -> str:
 def _compiler_fingerprint() -> str:
     """A hash of every source file below the graph layer (what can change the generated code)."""
     root = Path(__file__).resolve().parent.parent
-    files = sorted(p for p in root.rglob("*.py") if p.relative_to(root).parts[0] not in ("graph", "frontend", "tvm", "autotvm"))
+    skip = ("graph", "frontend", "tvm", "autotvm")
+    files = sorted(p for p in root.rglob("*.py") if p.relative_to(root).parts[0] not in skip)
     return content_key([str(p.relative_to(root)).encode() + b"\0" + p.read_bytes() for p in files])
 
 

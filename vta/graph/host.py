@@ -22,7 +22,8 @@ from ..errors import GraphError, UnsupportedOperatorError
 from .infer import parse_layout, pool_output_size
 from .onnx_region import run_region
 
-__all__ = ["KERNELS", "conv2d_nchw", "dtype_range", "evaluate", "layout_pack", "layout_unpack", "requantize", "run_kernel"]
+__all__ = ["KERNELS", "conv2d_nchw", "dtype_range", "evaluate", "layout_pack", "layout_unpack", "requantize",
+           "run_kernel"]
 
 Kernel = Callable[[Mapping[str, Any], Sequence[np.ndarray]], np.ndarray]
 

@@ -3,7 +3,8 @@
 :data:`OPS` maps every operator name to an :class:`OpDef`: its default attributes, the number of
 inputs it takes, and the function computing the output :class:`~vta.graph.ir.TensorType` from
 the input values and the attributes (the fused accelerator operators' definitions are part of
-their registration in :mod:`vta.graph.accel_ops`; :func:`op_def` finds either). Errors name the node and, when two tensors disagree, both.
+their registration in :mod:`vta.graph.accel_ops`; :func:`vta.graph.opdefs.op_def` finds either).
+Errors name the node and, when two tensors disagree, both.
 Layout strings: ``"NCHW"``/``"NC"`` (plain) and ``"NCHW{b}n{c}c"``/``"NC{b}n{c}c"`` (packed in
 batch blocks of ``b`` and channel blocks of ``c``, batch and channels padded to multiples of ``b``
 and ``c``).
@@ -393,7 +394,7 @@ def _concatenate(node, op, ins, attrs):
     for v in ins:
         _same_dtype(node, op, first, v)
         if v.type.ndim != first.type.ndim or any(
-                a != b for i, (a, b) in enumerate(zip(v.type.shape, first.type.shape)) if i != axis):
+                a != b for i, (a, b) in enumerate(zip(v.type.shape, first.type.shape, strict=True)) if i != axis):
             raise _err(node, op, f"inputs {_fmt(first)} and {_fmt(v)} differ outside axis {axis}")
         if not _same_quantization(first.type, v.type):
             raise _err(node, op, f"inputs {_fmt(first)} and {_fmt(v)} are quantized differently; requantize them "

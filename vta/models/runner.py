@@ -185,7 +185,8 @@ def format_layers(built: BuiltModel) -> str:
     runs = max(built.runs, 1)
     rows = list(built.layers.values())
     has_cycles = any(r.cycles for r in rows)
-    head = f"{'layer':<34} {'op':<18} {'device':<6} {'output':<20} {'ms':>8} {'cycles' if has_cycles else 'GEMM ops':>10}"
+    unit = "cycles" if has_cycles else "GEMM ops"
+    head = f"{'layer':<34} {'op':<18} {'device':<6} {'output':<20} {'ms':>8} {unit:>10}"
     lines = [head, "-" * len(head)]
     for r in rows:
         metric = r.cycles // runs if has_cycles else r.gemm // runs
@@ -285,8 +286,8 @@ def format_comparison(ours: list[np.ndarray], theirs: list[np.ndarray]) -> str:
         if row["shape"] != row["ort_shape"]:
             lines.append(f"  output {row['index']}: shape {row['shape']} here, {row['ort_shape']} in onnxruntime")
             continue
-        lines.append(f"  output {row['index']} {list(row['shape'])}: {100 * row['equal']:.2f}% equal, largest difference "
-                     f"{row['max_diff']:.4g}, cosine similarity {row['cosine']:.6f}")
+        lines.append(f"  output {row['index']} {list(row['shape'])}: {100 * row['equal']:.2f}% equal, "
+                     f"largest difference {row['max_diff']:.4g}, cosine similarity {row['cosine']:.6f}")
         if _is_classifier(np.asarray(a)):
             lines.append("  onnxruntime's top-5:")
             lines.append(format_top5(b))

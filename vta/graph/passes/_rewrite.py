@@ -52,7 +52,7 @@ class Rewriter:
     def keep(self, node: Node) -> Value:
         """Re-emit ``node`` on the mapped inputs (its type re-inferred) under its own name."""
         inputs = [self.map(v) for v in node.inputs]
-        if all(a is b or a == b for a, b in zip(inputs, node.inputs)):
+        if all(a is b or a == b for a, b in zip(inputs, node.inputs, strict=True)):
             self.nodes.append(node)
             return node.output
         out = self.emit(node.op, inputs, node.attrs, node.name)

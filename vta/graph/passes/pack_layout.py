@@ -88,7 +88,7 @@ def _layout_of(v: Value, b: int, c: int) -> str:
 
 
 def _emit_same(rw: Rewriter, node: Node, inputs: list[Value]) -> None:
-    if all(a == o for a, o in zip(inputs, node.inputs)):
+    if all(a == o for a, o in zip(inputs, node.inputs, strict=True)):
         rw.nodes.append(node)
         return
     rw.emit(node.op, inputs, node.attrs, node.name)

@@ -94,7 +94,8 @@ class PlaceDevices:
             logical = producer.inputs[0].type.shape[1]
             padded = round_up(logical, env.BLOCK_IN)
             if padded > logical:
-                notes.append(f"{logical} input channels padded to {padded} ({padded / logical:.1f}x the MACs of the layer)")
+                notes.append(f"{logical} input channels padded to {padded} "
+                             f"({padded / logical:.1f}x the MACs of the layer)")
         if spec.batch % env.BATCH:
             notes.append(f"batch {spec.batch} padded to {round_up(spec.batch, env.BATCH)} (BATCH={env.BATCH})")
         return "; ".join(["supported"] + notes + ([fused_note] if fused_note else []))
