@@ -10,6 +10,7 @@ Commands::
 
     python -m vta regress [--config FILE ...] [--baseline PATH] [--update-baseline] [--programs N] [--junit FILE]
     python -m vta sweep SPEC [--out DIR] [--scheduler ADDRESS] [--workers N] [--confirm-tsim]
+    python -m vta area [--config FILE ...] [--hw DIR] [--json]
 
 Exit status: 0 when every checked region matches, 1 when a check fails, 2 on any error (bad
 arguments, a malformed pack, a simulation error), reported as one line on stderr.
@@ -275,6 +276,9 @@ def _parser() -> argparse.ArgumentParser:
     from .dse import cli as dse_cli  # regress and sweep: the hardware designer's tools
 
     dse_cli.add_commands(sub)
+    from .hw import cli as hw_cli  # area from synthesis
+
+    hw_cli.add_commands(sub)
     return p
 
 
