@@ -1,6 +1,7 @@
 """A ResNet-18-shaped int8 network, end to end: build, fsim, the cycle model, tsim.
 
-Run: ``python benchmarks/network.py [--quick] [--tsim] [--size N] [--config FILE] [--csv FILE]``.
+Run: ``python benchmarks/network.py [--quick] [--tsim] [--size N] [--config FILE] [--csv FILE]
+[--vs configs/extended.json]``.
 
 The network is built in code with :class:`vta.graph.GraphBuilder` (seeded random int8 weights,
 int32 biases, batch 1, 224x224 by default): the 7x7/2 stem with its 3x3/2 max pool, four
@@ -23,7 +24,9 @@ Printed figures:
   pool; the 7x7 stem, the max pool and the classifier ran on the CPU), so the cycles of those
   stages are printed separately for the comparison.
 
-The outputs of fsim, the model and tsim must be identical (the same instructions on the same
+With ``--vs FILE`` the model (and tsim) also run on a second configuration and the cycles of the
+four stages are printed side by side; its outputs must be identical too (the hardware options
+keep the arithmetic bit for bit). The outputs of fsim, the model and tsim must be identical (the same instructions on the same
 semantics); the script says so and exits with status 1 if they are not.
 ``--quick`` uses a 32x32 input (the same layers, small feature maps) for a fast smoke run.
 """
@@ -138,6 +141,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--config", default=None, help="configuration file (default: the default one)")
     ap.add_argument("--warm", action="store_true", help="keep the object cache warm (default: cold build)")
     ap.add_argument("--csv", default=None, help="write the per-layer table of the model run to this file")
+    ap.add_argument("--vs", default=None, metavar="FILE",
+                    help="also run the model (and tsim with --tsim) on this configuration (e.g. "
+                         "configs/extended.json, the hardware options) and print the cycles side by side")
     args = ap.parse_args(argv)
     size = args.size or (32 if args.quick else 224)
 
@@ -146,6 +152,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"ResNet-18-shaped network, batch 1, {size}x{size}, {len(graph.nodes)} graph nodes")
 
     outputs = {}
+    main_reports = {}
     with tempfile.TemporaryDirectory(prefix="vta_net_") as tmp:
         saved_cache = os.environ.get("VTA_CACHE_DIR")
         if not args.warm:
@@ -180,6 +187,7 @@ def main(argv: list[str] | None = None) -> int:
             with _env(args.config, "model"):
                 lib = build(graph)
                 report, wall, outputs["model"] = _run_once(lib, x)
+            main_reports["model"] = report
             print(f"\ncycle model: {report.total_cycles:,} cycles, {wall:.2f} s wall\n")
             print(report.table())
             _print_bound(report)
@@ -192,10 +200,29 @@ def main(argv: list[str] | None = None) -> int:
                 lib = build(graph)
                 start = time.perf_counter()
                 report, wall, outputs["tsim"] = _run_once(lib, x)
+            main_reports["tsim"] = report
             cyc = report.total_cycles or 0
             print(f"\ntsim: {cyc:,} cycles ({cyc / 1e6:.2f} M; upstream Chisel tsim, ideal memory: "
                   f"{UPSTREAM_TSIM_CYCLES / 1e6:.2f} M for ResNet-18 at 224x224), {wall:.1f} s wall")
             _print_upstream_part(report, "tsim")
+
+        if args.vs:
+            side = {}
+            for level in (["model"] if not args.no_model else []) + (["tsim"] if args.tsim else []):
+                with _env(args.vs, level) as vs_env:
+                    lib = build(graph)
+                    report, wall, outputs[f"{level} ({Path(args.vs).name})"] = _run_once(lib, x)
+                side[level] = (report, vs_env.options)
+            print(f"\nside by side, the four residual stages (upstream: {UPSTREAM_TSIM_CYCLES / 1e6:.2f} M):")
+            for level, (report, options) in side.items():
+                mine = main_reports.get(level)
+                theirs = _stage_cycles(report)
+                base = _stage_cycles(mine) if mine is not None else None
+                print(f"  {level}: {args.config or 'default configuration'} "
+                      f"{'-' if base is None else f'{base:,}'} cycles; {args.vs} (options: "
+                      f"{', '.join(options) or 'none'}) {theirs:,} cycles = {theirs / 1e6:.2f} M"
+                      + ("" if not base else f" ({theirs / base:.3f}x)")
+                      + f"; whole network {report.total_cycles:,}")
 
     ref = outputs["fsim"]
     same = {k: bool(np.array_equal(v, ref)) for k, v in outputs.items()}
@@ -217,6 +244,11 @@ def _print_bound(report) -> None:
         print(f"\nconv/dense nodes: {sum(r.macs for r in acc) / 1e9:.3f} GMACs in {cyc:,} cycles = "
               f"{100.0 * sum(r.macs for r in acc) / block / cyc:.1f}% of the GEMM bound "
               f"(one {block}-MAC GEMM uop per cycle); all accelerator nodes: {report.total_cycles:,} cycles")
+
+
+def _stage_cycles(report) -> int:
+    """Cycles of the four residual stages (the accelerator nodes named ``layer*``)."""
+    return sum(r.cycles or 0 for r in report.nodes if r.device == "vta" and r.name.startswith("layer"))
 
 
 def _print_upstream_part(report, level: str) -> None:

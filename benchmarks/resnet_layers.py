@@ -1,6 +1,7 @@
 """ResNet-18 conv layers C2-C11 as fused quantized convolutions: percent of the GEMM bound.
 
-Run: ``python benchmarks/resnet_layers.py [--quick] [--tsim] [--layers C2,C4] [--config FILE]``.
+Run: ``python benchmarks/resnet_layers.py [--quick] [--tsim] [--layers C2,C4] [--config FILE]
+[--vs configs/extended.json]``.
 
 Every layer of upstream's workload table (:data:`vta.dse.workloads.RESNET18_CONV`) is compiled as
 the graph layer compiles it: :func:`vta.topi.qnn.build_qconv2d` with an int32 bias, the precise
@@ -126,7 +127,7 @@ def run_layer(name: str, env: Environment, tmp: Path, tiling=None, per_channel: 
         mod, layout = qnn.build_qconv2d(spec, f"resnet_{name}", **({} if tiling is None else {"tiling": tiling}))
         build_s = time.perf_counter() - start
         packed = layout.pack_args(data=x, weight=w, bias=bias)
-        obj = tmp / f"resnet_{name}.o"
+        obj = tmp / f"resnet_{name}_{env.BITSTREAM}.o"
         mod.save(obj)
         with ExitStack() as stack:
             remote = stack.enter_context(rpc.LocalSession())
@@ -190,6 +191,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--layers", default=None, help="comma-separated layer names (default: C2..C11)")
     ap.add_argument("--config", default=None, help="configuration file (default: the default one)")
     ap.add_argument("--per-channel", action="store_true", help="one requantisation multiplier per output channel")
+    ap.add_argument("--vs", default=None, metavar="FILE",
+                    help="also run every layer on this configuration (e.g. configs/extended.json, the hardware "
+                         "options) and print its cycles side by side")
     ap.add_argument("--search", action="store_true",
                     help="run every fitting tiling of each layer and compare the chooser's pick with the best")
     ap.add_argument("--limit", type=int, default=None, help="with --search: only the estimator's best N tilings")
@@ -202,6 +206,13 @@ def main(argv: list[str] | None = None) -> int:
     cfg = load_config(args.config)
     cfg["TARGET"] = level
     env = Environment(cfg)
+    vs_env = None
+    if args.vs:
+        vs_cfg = load_config(args.vs)
+        vs_cfg["TARGET"] = level
+        vs_env = Environment(vs_cfg)
+        if (vs_env.BATCH, vs_env.BLOCK_IN, vs_env.BLOCK_OUT) != (env.BATCH, env.BLOCK_IN, env.BLOCK_OUT):
+            ap.error(f"--vs {args.vs!r}: its GEMM core differs from the configuration's; the bound would differ")
     block = env.BATCH * env.BLOCK_IN * env.BLOCK_OUT
     if args.search:
         with tempfile.TemporaryDirectory(prefix="vta_resnet_layers_") as tmpdir:
@@ -214,8 +225,10 @@ def main(argv: list[str] | None = None) -> int:
           f"BATCH={env.BATCH} BLOCK_IN={env.BLOCK_IN} BLOCK_OUT={env.BLOCK_OUT}")
     print(f"before = measured reference ({BEFORE_DATE}); now = this run")
     print(f"{'layer':<6}{'x':>3}{'MACs':>13}{'bound':>11}{'before':>11}{'now':>11}{'before%':>9}{'now%':>8}"
-          f"{'busy%':>7}{'ceil%':>7}{'alu/gemm':>9}  check")
-    tot = {"bound": 0, "now": 0, "before": 0, "bound_b": 0, "busy": 0}
+          f"{'busy%':>7}{'ceil%':>7}{'alu/gemm':>9}  check" + (f"{'vs':>11}{'vs%':>8}{'ceil%':>7}  check" if vs_env else ""))
+    if vs_env:
+        print(f"vs = {args.vs} (options: {', '.join(vs_env.options) or 'none'})")
+    tot = {"bound": 0, "now": 0, "before": 0, "bound_b": 0, "busy": 0, "vs": 0, "vs_busy": 0}
     ok = True
     with tempfile.TemporaryDirectory(prefix="vta_resnet_layers_") as tmpdir:
         for name in layers:
@@ -236,11 +249,23 @@ def main(argv: list[str] | None = None) -> int:
                   f"{_pct(bound, cyc):>8}{100.0 * int(st.get('compute_busy_cycles', 0)) / cyc:>6.1f}%"
                   f"{_pct(bound, int(st.get('compute_busy_cycles', 0))):>7}"
                   f"{int(st.get('alu_counter', 0)) / max(int(st.get('gemm_counter', 0)), 1):>9.3f}"
-                  f"  {'ok' if st['correct'] else 'WRONG'}", flush=True)
+                  f"  {'ok' if st['correct'] else 'WRONG'}", end="" if vs_env else "\n", flush=True)
+            if vs_env:
+                sv = run_layer(name, vs_env, Path(tmpdir), per_channel=args.per_channel)
+                cv, bv = int(sv["cycle_count"]), int(sv.get("compute_busy_cycles", 0))
+                tot["vs"] += r * cv
+                tot["vs_busy"] += r * bv
+                ok &= sv["correct"]
+                print(f"  {cv:>11,}{_pct(bound, cv):>8}{_pct(bound, bv):>7}  {'ok' if sv['correct'] else 'WRONG'}",
+                      flush=True)
     print(f"weighted total ({'+'.join(f'{REPEATS[n]}x{n}' for n in layers)}): bound {tot['bound']:,} cycles, "
           f"now {tot['now']:,} = {_pct(tot['bound'], tot['now']).strip()} of the GEMM bound; before "
           + (f"{tot['before']:,} = {_pct(tot['bound_b'], tot['before']).strip()}" if tot["before"] else "-")
           + f"; compute-bound ceiling {_pct(tot['bound'], tot['busy']).strip()}")
+    if vs_env:
+        print(f"{args.vs}: {tot['vs']:,} cycles = {_pct(tot['bound'], tot['vs']).strip()} of the GEMM bound "
+              f"({tot['vs'] / max(tot['now'], 1):.3f}x the cycles); compute-bound ceiling "
+              f"{_pct(tot['bound'], tot['vs_busy']).strip()}")
     print(f"outputs match the NumPy oracle: {ok}")
     return 0 if ok else 1
 

@@ -37,7 +37,7 @@ def median_seconds(fn, repeat: int = 7) -> float:
 def main(quick: bool = False) -> None:
     repeat = 3 if quick else 7
     with tempfile.TemporaryDirectory() as tmp:
-        obj = compile_object(KERNELS, Path(tmp) / "kernels.o")
+        obj = compile_object(KERNELS, output=Path(tmp) / "kernels.o")
 
         def load_and_close() -> None:
             load_module(obj).close()

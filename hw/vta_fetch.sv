@@ -118,7 +118,8 @@ module vta_fetch import vta_pkg::*; (
       end
       OPCODE_GEMM, OPCODE_FINISH: target = 2'd1;
       OPCODE_ALU: begin
-        if (32'(aluop) > ALU_MUL) begin
+        // REQ exists only with the hardware option ALU_REQUANT
+        if (32'(aluop) > ((ALU_REQUANT != 0) ? ALU_REQ : ALU_MUL)) begin
           invalid = 1'b1; bad_field = 8'(FIELD_ALU_OPCODE); bad_value = 32'(aluop);
         end
       end

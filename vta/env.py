@@ -10,41 +10,78 @@ buffer sizes in bytes and depths in elements, and the encodability rules of sect
 from __future__ import annotations
 
 import copy
+import difflib
 import json
 import os
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Iterable, Mapping, NamedTuple
 
 from . import target
 from .errors import ConfigError
 
 __all__ = ["Environment", "get_env", "load_config", "default_config_path", "data_dir", "DevContext",
-           "DRAM_KEYS", "DRAM_PRESETS"]
+           "CONFIG_KEYS", "ConfigKey", "DRAM_KEYS", "DRAM_PRESETS", "OPTION_KEYS", "check_keys"]
 
-#: Keys a configuration file must provide, and the range each integer key accepts.
+class ConfigKey(NamedTuple):
+    """What one configuration key accepts.
+
+    ``kind`` is ``int`` or ``str``; an ``int`` key accepts ``lo..hi``; a ``required`` key must be in
+    every configuration file; a ``derived`` key is computed from the others (a file may state it,
+    and then it must agree); ``group`` sorts the keys for the views below (``core``, ``dram``,
+    ``option``: a hardware option, a bool); ``suffix``: what an option adds to ``BITSTREAM``.
+    """
+
+    kind: type
+    lo: int | None = None
+    hi: int | None = None
+    required: bool = False
+    derived: bool = False
+    group: str = "core"
+    suffix: str = ""
+
+
+#: Every key a configuration may hold, one line per key: a key not listed here is refused
+#: (ConfigError naming the closest known key). Adding a key is adding its line (and reading it in
+#: :class:`Environment`).
+CONFIG_KEYS: dict[str, ConfigKey] = {
+    "TARGET": ConfigKey(str, required=True),
+    "HW_VER": ConfigKey(str, required=True),
+    "LOG_INP_WIDTH": ConfigKey(int, 0, 3, required=True),
+    "LOG_WGT_WIDTH": ConfigKey(int, 0, 3, required=True),
+    "LOG_ACC_WIDTH": ConfigKey(int, 3, 5, required=True),
+    "LOG_BATCH": ConfigKey(int, 0, 4, required=True),
+    "LOG_BLOCK": ConfigKey(int, 1, 6, required=True),
+    "LOG_UOP_BUFF_SIZE": ConfigKey(int, 2, 24, required=True),
+    "LOG_INP_BUFF_SIZE": ConfigKey(int, 4, 24, required=True),
+    "LOG_WGT_BUFF_SIZE": ConfigKey(int, 4, 26, required=True),
+    "LOG_ACC_BUFF_SIZE": ConfigKey(int, 4, 24, required=True),
+    # Derived from the keys above (upstream files spell them out).
+    "LOG_BLOCK_IN": ConfigKey(int, derived=True),
+    "LOG_BLOCK_OUT": ConfigKey(int, derived=True),
+    "LOG_OUT_WIDTH": ConfigKey(int, derived=True),
+    "LOG_OUT_BUFF_SIZE": ConfigKey(int, derived=True),
+    # The simulated DRAM behind the core's memory channel (simulation parameters of tsim's memory
+    # shim and of the cycle model; they never change the RTL). ``DRAM``: a preset of DRAM_PRESETS;
+    # ``DRAM_LATENCY``: cycles from a read burst's request to its first beat (1: the ideal memory);
+    # ``DRAM_BYTES_PER_CYCLE``: sustained read bandwidth (8 or more: the 64-bit bus is the limit);
+    # ``DRAM_MAX_OUTSTANDING``: read bursts in flight at once (0: no limit).
+    "DRAM": ConfigKey(str, group="dram"),
+    "DRAM_LATENCY": ConfigKey(int, 1, 4096, group="dram"),
+    "DRAM_BYTES_PER_CYCLE": ConfigKey(int, 1, 64, group="dram"),
+    "DRAM_MAX_OUTSTANDING": ConfigKey(int, 0, 1024, group="dram"),
+    # Hardware options (OPTION_KEYS below): true or false, false when absent; ``suffix``: what the
+    # option adds to the build name BITSTREAM when it is on.
+    "ALU_REQUANT": ConfigKey(bool, group="option", suffix="rq"),
+}
+
+#: Views of :data:`CONFIG_KEYS`: the required integer keys and the range each accepts ...
 INT_KEYS: dict[str, tuple[int, int]] = {
-    "LOG_INP_WIDTH": (0, 3),
-    "LOG_WGT_WIDTH": (0, 3),
-    "LOG_ACC_WIDTH": (3, 5),
-    "LOG_BATCH": (0, 4),
-    "LOG_BLOCK": (1, 6),
-    "LOG_UOP_BUFF_SIZE": (2, 24),
-    "LOG_INP_BUFF_SIZE": (4, 24),
-    "LOG_WGT_BUFF_SIZE": (4, 26),
-    "LOG_ACC_BUFF_SIZE": (4, 24),
-}
-STR_KEYS = ("TARGET", "HW_VER")
-
-#: Optional keys of the simulated DRAM behind the core's memory channel (simulation parameters of
-#: tsim's memory shim and of the cycle model; they never change the RTL): the range each accepts.
-#: ``DRAM_LATENCY``: cycles from a read burst's request to its first beat (1: the ideal memory);
-#: ``DRAM_BYTES_PER_CYCLE``: sustained read bandwidth (8 or more: the 64-bit bus is the limit);
-#: ``DRAM_MAX_OUTSTANDING``: read bursts in flight at once (0: no limit).
+    k: (v.lo, v.hi) for k, v in CONFIG_KEYS.items() if v.kind is int and v.required and v.group == "core"}
+#: ... the required string keys ...
+STR_KEYS = tuple(k for k, v in CONFIG_KEYS.items() if v.kind is str and v.required)
+#: ... and the optional DRAM figures with their ranges.
 DRAM_KEYS: dict[str, tuple[int, int]] = {
-    "DRAM_LATENCY": (1, 4096),
-    "DRAM_BYTES_PER_CYCLE": (1, 64),
-    "DRAM_MAX_OUTSTANDING": (0, 1024),
-}
+    k: (v.lo, v.hi) for k, v in CONFIG_KEYS.items() if v.kind is int and v.group == "dram"}
 #: Named memories for the optional ``DRAM`` key; explicit ``DRAM_*`` keys override a preset's values.
 #: ``ideal``: every read answered the cycle after its request, one beat per cycle, no limit (the
 #: default, the figures before the DRAM model). ``ddr4``: one DDR4-2400 x64 channel (19.2 GB/s
@@ -55,6 +92,57 @@ DRAM_PRESETS: dict[str, dict[str, int]] = {
     "ideal": {"DRAM_LATENCY": 1, "DRAM_BYTES_PER_CYCLE": 8, "DRAM_MAX_OUTSTANDING": 0},
     "ddr4": {"DRAM_LATENCY": 90, "DRAM_BYTES_PER_CYCLE": 19, "DRAM_MAX_OUTSTANDING": 8},
 }
+#: Optional hardware options (booleans, false when absent): each adds to the core and changes its RTL,
+#: its generated C header and what the compiler emits; with every option off the instruction
+#: streams and cycle counts are those of the upstream-compatible core. The value is the suffix the
+#: option adds to ``BITSTREAM`` (the name of a build) when it is on.
+#: ``ALU_REQUANT``: the ALU opcode REQ (5), a one-micro-op fixed-point requantisation.
+OPTION_KEYS: dict[str, str] = {
+    k: v.suffix for k, v in CONFIG_KEYS.items() if v.group == "option"}
+
+
+def unknown_key_error(key: Any, known: Iterable[str], where: str,
+                      error: type[ConfigError] = ConfigError) -> ConfigError:
+    """The error for a key ``key`` that ``where`` does not know: it names the closest known key.
+
+    Parameters
+    ----------
+    key : object
+        The offending key.
+    known : iterable of str
+        Every key ``where`` accepts.
+    where : str
+        What holds the key (``"VTA config 'x.json'"``, ``"spec file 's.json'"``).
+    error : type, optional
+        The ConfigError subclass to build (default ConfigError).
+
+    Returns
+    -------
+    ConfigError
+        For the caller to raise.
+    """
+    known = list(known)
+    folded = {k.casefold(): k for k in known}  # a wrong case is the likeliest typo of all
+    close = difflib.get_close_matches(str(key).casefold(), list(folded), n=1, cutoff=0.6)
+    hint = f"; did you mean {folded[close[0]]}?" if close else f"; accepted: {', '.join(known)}"
+    return error(f"{where}: unknown key {key!r}{hint}")
+
+
+def check_keys(doc: Mapping[str, Any], known: Iterable[str], where: str,
+               error: type[ConfigError] = ConfigError) -> None:
+    """Refuse the first key of ``doc`` not in ``known`` (see :func:`unknown_key_error`).
+
+    Raises
+    ------
+    ConfigError
+        Naming the unknown key and the closest known one.
+    """
+    known = list(known)
+    for key in doc:
+        if key not in known:
+            raise unknown_key_error(key, known, where, error)
+
+
 #: Targets that this project can execute; any other string is accepted but cannot run programs.
 RUNNABLE_TARGETS = ("sim", "tsim", "model")
 
@@ -159,6 +247,7 @@ def load_config(path: str | os.PathLike | None = None) -> dict[str, Any]:
         raise ConfigError(f"VTA config {str(path)!r} is not valid JSON: {exc}") from exc
     if not isinstance(cfg, dict):
         raise ConfigError(f"VTA config {str(path)!r} must hold a JSON object, got {type(cfg).__name__}")
+    check_keys(cfg, CONFIG_KEYS, f"VTA config {str(path)!r}")
     return cfg
 
 
@@ -195,6 +284,7 @@ class DevContext:
     ALU_OPCODE_ADD = 2
     ALU_OPCODE_SHR = 3
     ALU_OPCODE_MUL = 4
+    ALU_OPCODE_REQ = 5  # the hardware option ALU_REQUANT
     QID_LOAD_INP = 1
     QID_LOAD_WGT = 1
     QID_LOAD_OUT = 2
@@ -227,8 +317,9 @@ class Environment:
     Raises
     ------
     ConfigError
-        If a key is missing, has the wrong type or range, or the configuration cannot be encoded
-        by the 128-bit instruction and 32-bit micro-op formats.
+        If a key is missing or unknown (the message names the closest known key), has the wrong
+        type or range, or the configuration cannot be encoded by the 128-bit instruction and
+        32-bit micro-op formats.
 
     Examples
     --------
@@ -263,6 +354,7 @@ class Environment:
     # ------------------------------------------------------------------ derivation
     def _derive(self) -> None:
         cfg = self.cfg_dict
+        check_keys(cfg, CONFIG_KEYS, "VTA config")
         for key in STR_KEYS:
             if key not in cfg:
                 raise ConfigError(f"VTA config lacks key {key!r}")
@@ -278,6 +370,7 @@ class Environment:
                 raise ConfigError(f"VTA config key {key!r} = {val!r} is outside the accepted range {lo}..{hi}")
 
         self._derive_dram()
+        self._derive_options()
         self.TARGET: str = cfg["TARGET"]
         self.HW_VER: str = cfg["HW_VER"]
         for key in INT_KEYS:
@@ -360,8 +453,29 @@ class Environment:
         self.BITSTREAM = (
             f"{self.BATCH}x{self.BLOCK}_i{self.INP_WIDTH}w{self.WGT_WIDTH}a{self.ACC_WIDTH}_"
             f"{self.LOG_UOP_BUFF_SIZE}_{self.LOG_INP_BUFF_SIZE}_{self.LOG_WGT_BUFF_SIZE}_{self.LOG_ACC_BUFF_SIZE}"
+            + "".join(f"_{suffix}" for key, suffix in OPTION_KEYS.items() if getattr(self, key))
         )
         self.MODEL = f"{self.TARGET}_{self.BITSTREAM}"
+
+    def _derive_options(self) -> None:
+        """Set each key of :data:`OPTION_KEYS` (a bool, False when the file lacks it)."""
+        cfg = self.cfg_dict
+        for key in OPTION_KEYS:
+            val = cfg.get(key, False)
+            if not isinstance(val, bool):
+                raise ConfigError(f"VTA config key {key!r} must be true or false, got {val!r}")
+            setattr(self, key, val)
+
+    @property
+    def options(self) -> tuple[str, ...]:
+        """The hardware options this configuration has (keys of :data:`OPTION_KEYS` set true)."""
+        return tuple(key for key in OPTION_KEYS if getattr(self, key))
+
+    def option_refusal(self, key: str, what: str) -> str:
+        """The message every level gives when ``what`` (an instruction, an operation) needs the
+        hardware option ``key`` and this configuration lacks it."""
+        return (f"{what} needs the hardware option {key!r}, which this configuration ({self.BITSTREAM}) lacks; "
+                f"set \"{key}\": true in the configuration file (configs/extended.json has every option)")
 
     def _derive_dram(self) -> None:
         """Set ``DRAM`` (the preset's name) and the ``DRAM_*`` figures from the optional keys."""

@@ -24,7 +24,7 @@ from .errors import DecodeError, EncodingError
 __all__ = [
     "OPCODE_LOAD", "OPCODE_STORE", "OPCODE_GEMM", "OPCODE_FINISH", "OPCODE_ALU",
     "MEM_UOP", "MEM_WGT", "MEM_INP", "MEM_ACC", "MEM_OUT", "MEM_ACC_8BIT",
-    "ALU_MIN", "ALU_MAX", "ALU_ADD", "ALU_SHR", "ALU_MUL",
+    "ALU_MIN", "ALU_MAX", "ALU_ADD", "ALU_SHR", "ALU_MUL", "ALU_REQ", "ALU_OPTIONS", "alu_opcodes_text", "req_operand",
     "Field", "Layout", "layout", "MemInsn", "GemmInsn", "AluInsn", "FinishInsn", "Uop",
     "encode", "encode_words", "encode_program", "decode", "decode_program", "decode_array",
     "encode_uop", "decode_uop", "decode_uop_array", "disassemble", "dump_insn", "apply_tokens", "c_header",
@@ -34,8 +34,48 @@ OPCODE_LOAD, OPCODE_STORE, OPCODE_GEMM, OPCODE_FINISH, OPCODE_ALU = 0, 1, 2, 3, 
 OPCODE_NAMES = {0: "LOAD", 1: "STORE", 2: "GEMM", 3: "FINISH", 4: "ALU"}
 MEM_UOP, MEM_WGT, MEM_INP, MEM_ACC, MEM_OUT, MEM_ACC_8BIT = 0, 1, 2, 3, 4, 5
 MEM_NAMES = {0: "UOP", 1: "WGT", 2: "INP", 3: "ACC", 4: "OUT", 5: "ACC_8BIT"}
-ALU_MIN, ALU_MAX, ALU_ADD, ALU_SHR, ALU_MUL = 0, 1, 2, 3, 4
-ALU_NAMES = {0: "MIN", 1: "MAX", 2: "ADD", 3: "SHR", 4: "MUL"}
+ALU_MIN, ALU_MAX, ALU_ADD, ALU_SHR, ALU_MUL, ALU_REQ = 0, 1, 2, 3, 4, 5
+ALU_NAMES = {0: "MIN", 1: "MAX", 2: "ADD", 3: "SHR", 4: "MUL", 5: "REQ"}
+#: ALU opcodes that exist only with a hardware option (``vta.env.OPTION_KEYS``): opcode -> key.
+#: REQ: ``acc = clip((acc * m + 2**(s-1)) >> s)`` to the OUT range, with ``m = b & 0xFFFF`` and
+#: ``s = (b >> 16) & 63`` of the operand ``b`` (README, hardware options).
+ALU_OPTIONS = {ALU_REQ: "ALU_REQUANT"}
+#: Bits of the REQ operand: the unsigned multiplier, then the shift.
+REQ_MULT_BITS, REQ_SHIFT_BITS = 16, 6
+
+
+def alu_opcodes_text(env: Environment | None = None) -> str:
+    """The ALU opcodes ``env`` accepts, as an error message lists them (``0 MIN, ..., 4 MUL``)."""
+    env = env or get_env()
+    return ", ".join(f"{k} {v}" for k, v in ALU_NAMES.items() if k not in ALU_OPTIONS or getattr(env, ALU_OPTIONS[k]))
+
+
+def req_operand(multiplier: int, shift: int) -> int:
+    """The REQ operand packing ``multiplier`` (0 .. 2**16 - 1) and ``shift`` (0 .. 63).
+
+    Raises
+    ------
+    EncodingError
+        If either is out of its range.
+    """
+    if not 0 <= int(multiplier) < 1 << REQ_MULT_BITS:
+        raise EncodingError(f"REQ multiplier {multiplier!r} is outside 0..{(1 << REQ_MULT_BITS) - 1}")
+    if not 0 <= int(shift) < 1 << REQ_SHIFT_BITS:
+        raise EncodingError(f"REQ shift {shift!r} is outside 0..{(1 << REQ_SHIFT_BITS) - 1}")
+    return int(multiplier) | (int(shift) << REQ_MULT_BITS)
+
+
+def check_alu_opcode(op: int, env: Environment | None = None) -> str | None:
+    """None when ``env`` accepts ALU opcode ``op``; else why not (an unknown opcode, or the
+    hardware option it needs and ``env`` lacks)."""
+    env = env or get_env()
+    op = int(op)
+    if op not in ALU_NAMES:
+        return f"alu_opcode={op!r}; accepted {alu_opcodes_text(env)}"
+    key = ALU_OPTIONS.get(op)
+    if key is not None and not getattr(env, key):
+        return env.option_refusal(key, f"alu_opcode {op} ({ALU_NAMES[op]})")
+    return None
 
 #: Stage that executes an instruction (runtime numbering: 1 load, 2 compute, 3 store).
 STAGE_LOAD, STAGE_COMPUTE, STAGE_STORE = 1, 2, 3
@@ -277,6 +317,10 @@ def encode_int(insn: Insn, env: Environment | None = None) -> int:
     """
     lay = layout(env)
     what = OPCODE_NAMES.get(getattr(insn, "opcode", None), "instruction")
+    if isinstance(insn, AluInsn) and isinstance(insn.alu_opcode, (int, np.integer)) and insn.alu_opcode in ALU_OPTIONS:
+        why = check_alu_opcode(insn.alu_opcode, env)
+        if why is not None:
+            raise EncodingError(why)
     value = 0
     for f in _fields_for(insn, lay):
         value |= _put(getattr(insn, f.name), f, what)
@@ -319,7 +363,7 @@ def decode(data: bytes | Sequence[int] | int, env: Environment | None = None) ->
     ------
     DecodeError
         If the opcode is not 0..4, a LOAD/STORE memory type is not 0..5, or an ALU opcode is
-        not 0..4.
+        not 0..4 (or 5, REQ, when the configuration has the option ``ALU_REQUANT``).
     """
     if isinstance(data, (bytes, bytearray, memoryview)):
         if len(data) != 16:
@@ -342,7 +386,10 @@ def decode(data: bytes | Sequence[int] | int, env: Environment | None = None) ->
         return GemmInsn(**vals)
     if opcode == OPCODE_ALU:
         if vals["alu_opcode"] not in ALU_NAMES:
-            raise DecodeError(f"alu_opcode {vals['alu_opcode']!r} is not one of 0 MIN, 1 MAX, 2 ADD, 3 SHR, 4 MUL")
+            raise DecodeError(f"alu_opcode {vals['alu_opcode']!r} is not one of {alu_opcodes_text(env)}")
+        why = check_alu_opcode(vals["alu_opcode"], env)
+        if why is not None:
+            raise DecodeError(why)
         return AluInsn(**vals)
     return FinishInsn(**vals)
 
@@ -575,6 +622,7 @@ def c_header(env: Environment | None = None) -> str:
         "MEM_ID_OUT": MEM_OUT, "MEM_ID_ACC_8BIT": MEM_ACC_8BIT,
         "ALU_OPCODE_MIN": ALU_MIN, "ALU_OPCODE_MAX": ALU_MAX, "ALU_OPCODE_ADD": ALU_ADD,
         "ALU_OPCODE_SHR": ALU_SHR, "ALU_OPCODE_MUL": ALU_MUL,
+        **({"ALU_OPCODE_REQ": ALU_REQ} if env.ALU_REQUANT else {}),
         "PAGE_BYTES": _envmod.PAGE_BYTES,
     }
     out += [f"#define VTA_{k} {v}" for k, v in macros.items()]

@@ -20,6 +20,7 @@ table) and ``data`` (anything else the program touches).
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import re
@@ -31,7 +32,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from .dram import DRAM
-from .env import INT_KEYS, PAGE_BYTES, STR_KEYS, Environment
+from .env import CONFIG_KEYS, INT_KEYS, PAGE_BYTES, STR_KEYS, Environment, check_keys
 from .errors import AllocationError, ConfigError, PackError
 
 __all__ = ["FORMAT_VERSION", "REGION_KINDS", "Region", "Pack"]
@@ -45,6 +46,7 @@ REGION_DTYPES = ("int8", "uint8", "int16", "uint16", "int32", "uint32", "int64",
 INSN_BYTES = 16
 _NAME_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}$")
 _REGION_KEYS = ("name", "kind", "addr", "size", "offset", "dtype", "shape")
+_PROGRAM_KEYS = ("format_version", "insn_addr", "insn_count")
 
 
 def _pages(nbytes: int) -> int:
@@ -126,6 +128,14 @@ class Region:
                 "offset": offset, "dtype": self.dtype, "shape": list(self.shape)}
 
 
+def _check_keys(doc: dict, known, where: str) -> None:
+    """Refuse a key not in ``known``, naming the closest known key (PackError)."""
+    try:
+        check_keys(doc, known, where)
+    except ConfigError as exc:
+        raise PackError(str(exc)) from None
+
+
 def _read_json(path: Path) -> Any:
     try:
         text = path.read_text()
@@ -147,6 +157,7 @@ def _parse_regions(obj: Any) -> list[Region]:
     for n, item in enumerate(obj):
         if not isinstance(item, dict):
             raise PackError(f"regions.json: entry {n} must be an object, got {item!r}")
+        _check_keys(item, _REGION_KEYS, f"regions.json: entry {n}")
         missing = [k for k in _REGION_KEYS if k not in item]
         if missing:
             raise PackError(f"regions.json: entry {n} lacks the keys {missing!r}")
@@ -168,7 +179,7 @@ def _check_layout(regions: list[Region], insn_addr: int, insn_count: int) -> Non
     if dup:
         raise PackError(f"regions.json: region names {dup!r} appear more than once")
     ordered = sorted(regions, key=lambda r: r.addr)
-    for a, b in zip(ordered, ordered[1:]):
+    for a, b in itertools.pairwise(ordered):
         if b.addr < a.end:
             raise PackError(f"regions.json: regions {a.name!r} (0x{a.addr:x}..0x{a.end:x}) and {b.name!r} "
                             f"(at 0x{b.addr:x}) share DRAM pages")
@@ -361,8 +372,9 @@ class Pack:
         Raises
         ------
         PackError
-            If a file is missing or malformed, sizes disagree, or the format version is unknown;
-            the message names the file.
+            If a file is missing or malformed, holds a key it should not (the message names the
+            closest known key), sizes disagree, or the format version is unknown; the message
+            names the file.
         """
         path = Path(path)
         if not path.is_dir():
@@ -370,9 +382,11 @@ class Pack:
         config = _read_json(path / "config.json")
         if not isinstance(config, dict):
             raise PackError(f"config.json: must hold a JSON object, got {type(config).__name__}")
+        _check_keys(config, CONFIG_KEYS, "config.json")
         program = _read_json(path / "program.json")
         if not isinstance(program, dict):
             raise PackError(f"program.json: must hold a JSON object, got {type(program).__name__}")
+        _check_keys(program, _PROGRAM_KEYS, "program.json")
         version = program.get("format_version")
         if version != FORMAT_VERSION:
             raise PackError(f"program.json: format_version {version!r} is not supported (accepted: {FORMAT_VERSION})")

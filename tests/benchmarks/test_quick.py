@@ -66,6 +66,8 @@ FIGURES: dict[str, tuple[tuple[str, ...], bool]] = {
     "regress_time.py": ((r"^run 1: exit 0, ", r"^  differential +.* 1 checks +0 failed$"), True),
     "network_build.py": ((r"^cold build \(import \+ compile\): median", r"^warm build \(import \+ compile\): median"),
                          False),
+    "onnx_import.py": ((r"^ResNet-18 32x32 int8: from_onnx median of 1: .* s wall, .* s CPU, \d+ nodes",
+                        r"^goal: import under 10 s wall: "), False),
     "network.py": ((r"^conv/dense nodes: .*of the GEMM bound", r"^outputs identical across levels: fsim=True, model=True$"),
                    False),
     "resnet_layers.py": ((r"^ResNet-18 layers, fused qnn conv2d .*, model,", r"^before = measured reference \(",

@@ -47,7 +47,7 @@ def _geometries():
 
 def test_rule_matches_the_scalar_oracle():
     checked = flagged = 0
-    for (h, kh, sh, pt, pb), (w, kw, sw, pl, pr) in zip(_geometries(), reversed(list(_geometries()))):
+    for (h, kh, sh, pt, pb), (w, kw, sw, pl, pr) in zip(_geometries(), reversed(list(_geometries())), strict=True):
         wl = Conv2DWorkload(1, 1, 1, h, w, kh, kw, (sh, sw), (pt, pl, pb, pr))
         for th in range(1, wl.out_height + 1):
             for tw in (1, wl.out_width):

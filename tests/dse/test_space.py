@@ -33,7 +33,8 @@ def test_random_sampling_is_distinct_deterministic_and_inside_the_grid():
 
 
 @pytest.mark.parametrize("params, words", [
-    ({"LOG_FOO": [1]}, "not a configuration key"),
+    ({"LOG_FOO": [1]}, "unknown key 'LOG_FOO'"),
+    ({"LOG_BLOK": [1]}, "unknown key 'LOG_BLOK'; did you mean LOG_BLOCK"),
     ({"LOG_BLOCK": []}, "non-empty list of integers"),
     ({"LOG_BLOCK": ["4"]}, "non-empty list of integers"),
     ({}, "non-empty object"),
@@ -56,7 +57,8 @@ def test_spec_file_round_trip(tmp_path):
 @pytest.mark.parametrize("doc, words", [
     ({"parameters": {"LOG_BLOCK": [4]}, "sampling": "sobol"}, "sampling"),
     ({"parameters": {"LOG_BLOCK": [4]}, "sampling": "random"}, "samples"),
-    ({"parameters": {"LOG_BLOCK": [4]}, "colour": 1}, "unknown field"),
+    ({"parameters": {"LOG_BLOCK": [4]}, "colour": 1}, "unknown key 'colour'"),
+    ({"parameters": {"LOG_BLOCK": [4]}, "sample": 3}, "unknown key 'sample'; did you mean samples"),
     ({"parameters": {"LOG_BLOCK": [4]}, "base": "nowhere.json"}, "neither a file nor a shipped name"),
     ({"parameters": {"LOG_BLOCK": [4]}, "workloads": []}, "workloads"),
 ])

@@ -55,7 +55,7 @@ def _compare_run(env, dram, fsim, tsim, insn_addr, insn_count, outputs, what):
         dram.write(a, bytes(n))
     tsim.run(insn_addr, insn_count)
     got = [dram.read(a, n) for a, n in outputs]
-    for k, (w, g) in enumerate(zip(want, got)):
+    for k, (w, g) in enumerate(zip(want, got, strict=True)):
         if w != g:
             diff = np.nonzero(np.frombuffer(w, np.uint8) != np.frombuffer(g, np.uint8))[0]
             return f"{what}: output {k} differs in {diff.size} bytes, first at byte {diff[0]}"

@@ -60,7 +60,7 @@ def test_tsim_dump_follows_the_units(env, tsim_library, capsys):
         mine = [i for i in order if STAGE[i] == stage]
         assert mine == sorted(mine), (stage, order)
     tokens = dict.fromkeys(("l2g", "g2l", "s2g", "g2s"), 0)
-    for i, block in zip(order, blocks):
+    for i, block in zip(order, blocks, strict=True):
         assert block[0] == f"{i}: {TITLES[i]}"
         flags = [int(x) for x in block[1].replace(",", "").split()[4::3]]
         for k, sign in ((0, -1), (1, -1), (2, 1), (3, 1)):

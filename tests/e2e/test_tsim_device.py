@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ctypes
+import itertools
 
 import numpy as np
 import pytest
@@ -137,7 +138,7 @@ def test_progress_callback_and_stop(tsim_default):
                   progress_interval=1000) as d2:
             d2.run(prog.insn_addr, prog.insn_count)
             np.testing.assert_array_equal(prog.output(dram), prog.expected)
-        assert len(seen) >= 3 and all(b[0] > a[0] for a, b in zip(seen, seen[1:]))
+        assert len(seen) >= 3 and all(b[0] > a[0] for a, b in itertools.pairwise(seen))
         with TSim(env, dram, library=dev._lib, progress=lambda c, r: True, progress_interval=1000) as d3:
             with pytest.raises(SimulationError, match="progress callback"):
                 d3.run(prog.insn_addr, prog.insn_count)

@@ -112,6 +112,7 @@ OTHER_CONFIGS = {
         "convolution_opt.py": "this layer has batch 1, which does not split into tiles of BATCH = 2",
     },
     "block32.json": {},   # 32 x 32 GEMM core
+    "extended.json": {},  # the default core with every hardware option
 }
 
 

@@ -60,7 +60,7 @@ def compare(qmodel, feeds, shape=None, frac=0.999):
     graph, params = from_onnx(qmodel, shape=shape)
     ours = run_graph(graph, feeds)
     theirs = ort_run(qmodel, feeds)
-    for i, (a, b) in enumerate(zip(ours, theirs)):
+    for i, (a, b) in enumerate(zip(ours, theirs, strict=True)):
         assert a.shape == b.shape
         s = output_scale(graph, i)
         if s is None:

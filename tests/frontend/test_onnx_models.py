@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from collections import Counter
 
 import numpy as np
@@ -48,15 +47,13 @@ def resnet_int8():
 
 
 def test_resnet18_import_structure(resnet_int8):
-    t0 = time.perf_counter()
+    """(The import's time is a benchmark figure: benchmarks/onnx_import.py.)"""
     graph, params = from_onnx(resnet_int8)
-    elapsed = time.perf_counter() - t0
     ops = Counter(n.op for n in graph.nodes)
     assert ops["qnn.conv2d"] == 20 and ops["qnn.add"] == 8 and ops["qnn.dense"] == 1
     assert ops["nn.max_pool2d"] == 1 and ops["qnn.global_avg_pool2d"] == 1
     assert graph.outputs[0].type.shape == (1, 1000)
     assert all(p.dtype in (np.int8, np.int32) for p in params.values())
-    assert elapsed < 10.0, f"import took {elapsed:.1f} s"
 
 
 def test_resnet18_oracle_matches_onnxruntime(resnet_int8):

@@ -237,5 +237,5 @@ def test_conv_integer_and_matmul_integer():
 
     g, _ = from_onnx(model)
     feeds = {"x": rng.integers(0, 255, (1, 4, 6, 6)).astype(np.uint8), "a": rng.integers(0, 255, (2, 32)).astype(np.uint8)}
-    for ours, theirs in zip(run_graph(g, feeds), ort_run(model, feeds)):
+    for ours, theirs in zip(run_graph(g, feeds), ort_run(model, feeds), strict=True):
         np.testing.assert_array_equal(ours.astype(np.int64), theirs.astype(np.int64))

@@ -156,7 +156,7 @@ class Oracle:
         for o in range(i.iter_out):
             for n in range(i.iter_in):
                 for u in range(i.uop_bgn, i.uop_end):
-                    base = dict(zip(("dst", "src", "wgt"), self.uop[u]))
+                    base = dict(zip(("dst", "src", "wgt"), self.uop[u], strict=True))
                     yield tuple(base[r] + o * getattr(i, f"{r}_factor_out") + n * getattr(i, f"{r}_factor_in")
                                 for r in roles)
 
@@ -170,7 +170,7 @@ class Oracle:
             for b in range(e.BATCH):
                 x = self.inp[s][b]
                 for j in range(e.BLOCK_OUT):
-                    dot = sum(p * q for p, q in zip(x, self.wgt[w][j]))
+                    dot = sum(p * q for p, q in zip(x, self.wgt[w][j], strict=True))
                     self.acc[d][b][j] = self._wrap(self.acc[d][b][j] + dot)
 
     def alu(self, i) -> None:
@@ -178,13 +178,19 @@ class Oracle:
             self.stats["alu_counter"] += 1
             new = []
             for b, row in enumerate(self.acc[d]):
-                new.append([self._wrap(alu_scalar(i.alu_opcode, a, i.imm if i.use_imm else self.acc[s][b][j]))
+                new.append([self._wrap(alu_scalar(i.alu_opcode, a, i.imm if i.use_imm else self.acc[s][b][j],
+                                                  self.env.OUT_WIDTH))
                             for j, a in enumerate(row)])
             self.acc[d] = new
 
 
-def alu_scalar(op: int, a: int, b: int) -> int:
-    """DESIGN semantics of one ALU lane (the result is wrapped by the caller)."""
+def alu_scalar(op: int, a: int, b: int, out_width: int = 8) -> int:
+    """DESIGN semantics of one ALU lane (the result is wrapped by the caller); REQ as README's
+    hardware options table words it, with exact Python integers and a float-free rounding."""
+    if op == isa.ALU_REQ:
+        m, s = b & 0xFFFF, (b >> 16) & 63
+        q = (a * m + (1 << s) // 2) // (1 << s)
+        return max(-(1 << (out_width - 1)), min((1 << (out_width - 1)) - 1, q))
     if op == isa.ALU_MIN:
         return min(a, b)
     if op == isa.ALU_MAX:

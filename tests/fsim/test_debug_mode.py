@@ -128,7 +128,7 @@ def check_unit_order(got, count):
     indices = [int(b[0].split()[1].rstrip(":")) for b in got]
     assert sorted(indices) == list(range(count))
     for stage in ("load", "compute", "store"):
-        mine = [i for i, b in zip(indices, got) if _stage(b[0].split(": ", 1)[1]) == stage]
+        mine = [i for i, b in zip(indices, got, strict=True) if _stage(b[0].split(": ", 1)[1]) == stage]
         assert mine == sorted(mine)
 
 

@@ -1,7 +1,7 @@
 """How each engine reaches its fast forms, against the scalar oracle.
 
 The NumPy engine numbers the instructions of a run by plan key before executing any
-(:meth:`vta.sim.fsim.simulator._Program.plan_ids`: the encoded bytes, with the micro-op buffer
+(:meth:`vta.sim.stream.Program.plan_ids`: the encoded bytes, with the micro-op buffer
 version for GEMM and ALU, worked out from the execution order), so the same encoded GEMM or ALU
 instruction must get a new plan after every micro-op LOAD that executes before it -- also when
 the stages are interleaved at random, and in a second run on the same device. The compiled

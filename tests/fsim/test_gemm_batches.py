@@ -66,7 +66,7 @@ def test_random_runs_match_oracle(any_env, dram, monkeypatch, seed, n_run, io, i
     that fall back to the loop) gives the oracle's accumulator."""
     monkeypatch.setattr(jit, "BATCH_MIN_MACS", 0)
     prog = _run_program(any_env, dram, n_run=n_run, io=io, ii=ii, rng=np.random.default_rng(seed), fill=None,
-                        steps=dict(zip(("dst", "src", "wgt"), steps)),
+                        steps=dict(zip(("dst", "src", "wgt"), steps, strict=True)),
                         factors={"dst": factors[0:2], "src": factors[2:4], "wgt": factors[4:6]})
     with prog:
         _check(any_env, dram, prog)

@@ -23,7 +23,7 @@ from vta.errors import HardwareAssertionError
 
 _SOUND = "assign ack_ok    = !wr_ack_i || acks_q != '0;"
 _BROKEN = "assign ack_ok    = !wr_ack_i;"
-_CONFIGS = ("vta_config.json", "batch2.json", "block32.json", "narrow.json")
+_CONFIGS = ("vta_config.json", "batch2.json", "block32.json", "extended.json", "narrow.json")
 
 
 @pytest.mark.parametrize("config", _CONFIGS)

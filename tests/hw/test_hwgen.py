@@ -9,7 +9,7 @@ from vta import isa
 from vta.errors import ConfigError
 from vta.sim.tsim import hwgen
 
-CONFIGS = ["vta_config.json", "batch2.json", "block32.json", "narrow.json"]
+CONFIGS = ["vta_config.json", "batch2.json", "block32.json", "extended.json", "narrow.json"]
 
 
 def _params(text: str) -> dict[str, int]:

@@ -12,7 +12,7 @@ from vta.sim.tsim import verilator as _verilator
 pytestmark = needs_verilator
 
 
-@pytest.mark.parametrize("config", ["vta_config.json", "batch2.json", "block32.json", "narrow.json"])
+@pytest.mark.parametrize("config", ["vta_config.json", "batch2.json", "block32.json", "extended.json", "narrow.json"])
 def test_lint_clean(tmp_path, config):
     pkg = tmp_path / "vta_pkg.sv"
     pkg.write_text(hwgen.sv_package(make_env(config)))

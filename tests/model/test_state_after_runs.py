@@ -59,7 +59,7 @@ def test_tokens_outstanding_are_those_check_stream_predicts(env, dram, kind):
                 bad.close()
             st = dev.stats()
             # check_stream counts in channel order l2g, g2l, s2g, g2s, as the statistics keys
-            assert [st[k] for k in TOKENS] == [a + b - c for a, b, c in zip(left, before, lent)]
+            assert [st[k] for k in TOKENS] == [a + b - c for a, b, c in zip(left, before, lent, strict=True)]
             assert st["runs_with_surplus_tokens"] == int(lent != before)
 
 

@@ -60,7 +60,7 @@ def kernel_objects(tmp_path_factory) -> dict[str, Path]:
     objects = {}
     for src in sorted(KERNEL_DIR.glob("*.c")):
         obj = out / f"{src.stem}.o"
-        native_lib.compile_object(src, obj, include_dirs=(native_lib.INCLUDE_DIR, KERNEL_DIR))
+        native_lib.compile_object(src, output=obj, include_dirs=(native_lib.INCLUDE_DIR, KERNEL_DIR))
         objects[src.stem] = obj
     return objects
 

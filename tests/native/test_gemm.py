@@ -189,7 +189,7 @@ def test_full_staging_buffer_synchronises_by_itself(env, remote, kernel_objects,
     # the windows together hand every token back: the runs balance as one program
     total = [0, 0, 0, 0]
     for s in recorder.streams:
-        total = [t + x for t, x in zip(total, token_replay_counts(s))]
+        total = [t + x for t, x in zip(total, token_replay_counts(s), strict=True)]
     assert total == [0, 0, 0, 0]
 
 

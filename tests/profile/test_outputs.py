@@ -51,7 +51,7 @@ def test_reports_agree_with_the_trace(tmp_path, demo_pack):
     with open(files["csv"], newline="") as fh:
         from_csv = [{k: _numeric(v) for k, v in r.items()} for r in csv.DictReader(fh)]
     assert from_csv == rows
-    for row, layer in zip(rows, tl.layers):
+    for row, layer in zip(rows, tl.layers, strict=True):
         assert row["cycles"] == layer.end - layer.start
         assert row["gemm_bound_pct"] == round(100 * row["gemm_uops"] / row["cycles"], 2)
         for unit in UNITS:

@@ -35,4 +35,4 @@ def kernels_obj(tmp_path_factory) -> Path:
     from vta.runtime.native_lib import INCLUDE_DIR, compile_object
 
     out = tmp_path_factory.mktemp("rpc_kernels") / "remote_kernels.o"
-    return compile_object(CSRC / "remote_kernels.c", out, include_dirs=(INCLUDE_DIR,))
+    return compile_object(CSRC / "remote_kernels.c", output=out, include_dirs=(INCLUDE_DIR,))

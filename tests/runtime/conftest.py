@@ -15,7 +15,7 @@ CSRC = Path(__file__).resolve().parent / "csrc"
 
 def build_object(name: str, out_dir: Path) -> Path:
     """Compile ``csrc/<name>.c`` to ``out_dir/<name>.o``."""
-    return compile_object(CSRC / f"{name}.c", out_dir / f"{name}.o", include_dirs=(INCLUDE_DIR,))
+    return compile_object(CSRC / f"{name}.c", output=out_dir / f"{name}.o", include_dirs=(INCLUDE_DIR,))
 
 
 @pytest.fixture(scope="module")

@@ -238,7 +238,7 @@ def test_rebuilt_object_is_reloaded_with_its_new_code(tmp_path):
             f"  (void)a; (void)c; (void)n; (void)h; r->v_int64 = {version}; *rc = kTVMArgInt; return 0;\n"
             "}\n"
         )
-        compile_object(src, obj)
+        compile_object(src, output=obj)
         results.append(load_module(obj)["version"]())
     assert results == [1, 2, 3]
 

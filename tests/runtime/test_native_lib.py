@@ -123,14 +123,14 @@ def test_compiler_failure_is_a_build_error_with_stderr(tmp_path):
         compile_shared([src], tmp_path / "broken.so")
     assert "exit status" in str(info.value)
     with pytest.raises(BuildError, match="undefined_identifier_xyz"):
-        compile_object(src, tmp_path / "broken.o")
+        compile_object(src, output=tmp_path / "broken.o")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["broken.c"]  # no partial outputs
 
 
 def test_missing_compiler_is_a_build_error(tmp_path, monkeypatch):
     monkeypatch.setenv("CC", "no-such-compiler-vta")
     with pytest.raises(BuildError, match="'no-such-compiler-vta' not found"):
-        compile_object(tmp_path / "x.c", tmp_path / "x.o")
+        compile_object(tmp_path / "x.c", output=tmp_path / "x.o")
 
 
 def test_concurrent_builds_of_one_output_are_safe(tmp_path):

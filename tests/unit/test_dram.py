@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pytest
 
@@ -14,8 +16,8 @@ def test_alloc_is_page_aligned_and_never_zero(dram):
     assert all(a >= PAGE_BYTES and a % PAGE_BYTES == 0 for a in addrs)
     assert len(set(addrs)) == 4
     # Disjoint: each allocation's pages end before the next starts.
-    spans = sorted((a, a + -(-n // PAGE_BYTES) * PAGE_BYTES) for a, n in zip(addrs, (1, 4096, 4097, 64)))
-    assert all(e <= s for (_, e), (s, _) in zip(spans, spans[1:]))
+    spans = sorted((a, a + -(-n // PAGE_BYTES) * PAGE_BYTES) for a, n in zip(addrs, (1, 4096, 4097, 64), strict=True))
+    assert all(e <= s for (_, e), (s, _) in itertools.pairwise(spans))
 
 
 def test_free_reuses_splits_and_coalesces(dram):

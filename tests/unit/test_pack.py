@@ -239,7 +239,7 @@ def _lanes(t: np.ndarray, bits: int) -> np.ndarray:
     return np.where(flat >= 1 << (bits - 1), flat - (1 << bits), flat)
 
 
-@pytest.mark.parametrize("config", ["vta_config.json", "batch2.json", "block32.json", "narrow.json"])
+@pytest.mark.parametrize("config", ["vta_config.json", "batch2.json", "block32.json", "extended.json", "narrow.json"])
 def test_demo_matches_numpy_on_fsim(config, tmp_path):
     from vta.sim import fsim
     env = make_env(config)

@@ -173,7 +173,7 @@ def test_tsim_small(env, kind, workloads):
     fsim_stats = [s for _, s in _conv_case(env, "vta", kind, workloads)]
     with tenv:
         tsim_stats = [s for _, s in _conv_case(tenv, "vta", kind, workloads)]
-    for f, t in zip(fsim_stats, tsim_stats):
+    for f, t in zip(fsim_stats, tsim_stats, strict=True):
         for key in ("inp_load_nbytes", "wgt_load_nbytes", "acc_load_nbytes", "out_store_nbytes", "gemm_counter",
                     "alu_counter"):
             assert t[key] == f[key], key

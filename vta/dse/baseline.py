@@ -21,12 +21,17 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..env import CONFIG_KEYS, check_keys
+from ..errors import ConfigError
+
 __all__ = ["FORMAT_VERSION", "Baseline", "BaselineError", "Verdict", "compare", "load", "save"]
 
 FORMAT_VERSION = 1
+#: The fields of a baseline file.
+BASELINE_KEYS = ("format_version", "config", "tsim_cycles", "model_cycles", "model_waivers")
 
 
-class BaselineError(ValueError):
+class BaselineError(ConfigError):
     """A baseline file is malformed or belongs to another configuration."""
 
 
@@ -66,7 +71,9 @@ def load(path: str | Path, config: dict | None = None) -> Baseline | None:
     Raises
     ------
     BaselineError
-        If the file is not a baseline or belongs to another configuration.
+        If the file is not a baseline, holds an unknown field or configuration key (the message
+        names the closest known one), or belongs to another configuration. BaselineError is a
+        ConfigError.
     """
     path = Path(path)
     if not path.exists():
@@ -77,9 +84,11 @@ def load(path: str | Path, config: dict | None = None) -> Baseline | None:
         raise BaselineError(f"baseline {str(path)!r} is not JSON: {exc}") from None
     if not isinstance(doc, dict) or doc.get("format_version") != FORMAT_VERSION:
         raise BaselineError(f"baseline {str(path)!r} is not a format_version {FORMAT_VERSION} baseline file")
+    check_keys(doc, BASELINE_KEYS, f"baseline {str(path)!r}", BaselineError)
     for key in ("config", "tsim_cycles", "model_cycles"):
         if not isinstance(doc.get(key), dict):
             raise BaselineError(f"baseline {str(path)!r} lacks the object {key!r}")
+    check_keys(doc["config"], CONFIG_KEYS, f"baseline {str(path)!r}: config", BaselineError)
     if config is not None:
         mine = {k: v for k, v in config.items() if k.startswith("LOG_")}
         theirs = {k: v for k, v in doc["config"].items() if k.startswith("LOG_")}

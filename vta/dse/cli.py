@@ -11,6 +11,10 @@
 ``regress`` exits 0 when every check passes, 1 when one fails; ``sweep`` exits 0 when every point
 was evaluated (infeasible points included), 1 when a simulation failed, 130 when interrupted.
 Both exit 2 on bad arguments or input.
+
+The ``dse`` extra is optional for ``sweep``: without Dask the points are evaluated in this process
+(unless ``--scheduler`` names a cluster, which needs Dask), without matplotlib ``pareto.png`` is
+not drawn; each is said on stderr.
 """
 
 from __future__ import annotations
@@ -30,6 +34,17 @@ def _percent(text: str) -> float:
     if value < 0:
         raise argparse.ArgumentTypeError(f"{text!r} must be non-negative")
     return value / 100.0
+
+
+def _missing(module: str) -> str | None:
+    """The name of the package that cannot be imported when ``module`` is imported, or None."""
+    import importlib
+
+    try:
+        importlib.import_module(module)
+    except ImportError as exc:
+        return exc.name or module
+    return None
 
 
 def _names(text: str) -> tuple[str, ...]:
@@ -132,10 +147,27 @@ def _cmd_sweep(args, out: TextIO) -> int:
     if args.workers is not None and args.workers < 0:
         sys.stderr.write(f"vta: error: --workers must be 0 or more, got {args.workers}\n")
         return 2
+    workers, plot = args.workers, not args.no_plot
+    if args.scheduler is not None or workers != 0:
+        missing = _missing("distributed")
+        if missing and args.scheduler is not None:
+            sys.stderr.write(f"vta: error: --scheduler needs Dask, but {missing!r} cannot be imported; "
+                             "pip install 'vta[dse]'\n")
+            return 2
+        if missing:
+            sys.stderr.write(f"vta: note: Dask is not installed ({missing!r} cannot be imported): evaluating the "
+                             "points in this process, one at a time; pip install 'vta[dse]' to use every core\n")
+            workers = 0
+    if plot:
+        missing = _missing("matplotlib")
+        if missing:
+            sys.stderr.write(f"vta: note: skipping pareto.png: matplotlib is not installed ({missing!r} cannot be "
+                             "imported); pip install 'vta[dse]' to draw it\n")
+            plot = False
     store = ResultStore(args.cache) if args.cache else None
     try:
-        report = run_sweep(spec, args.out, store=store, scheduler=args.scheduler, workers=args.workers,
-                           progress=not args.no_progress, confirm_tsim=args.confirm_tsim, plot=not args.no_plot,
+        report = run_sweep(spec, args.out, store=store, scheduler=args.scheduler, workers=workers,
+                           progress=not args.no_progress, confirm_tsim=args.confirm_tsim, plot=plot,
                            timing_only=args.timing_only)
     except KeyboardInterrupt:
         sys.stderr.write("\nvta: sweep interrupted; finished points are cached, run the same command to resume\n")

@@ -32,7 +32,7 @@ import traceback
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..env import INT_KEYS, Environment
+from ..env import INT_KEYS, OPTION_KEYS, Environment
 from ..errors import ConfigError, ScheduleError, VTAError
 from . import workloads as wl
 
@@ -67,7 +67,8 @@ class Point:
         """
         if level not in LEVELS:
             raise ValueError(f"level {level!r} is not one of {LEVELS!r}")
-        keep = {k: v for k, v in config.items() if k in INT_KEYS or k == "HW_VER"}
+        # (a hardware option is kept when on, so points without options keep their keys)
+        keep = {k: v for k, v in config.items() if k in INT_KEYS or k == "HW_VER" or (k in OPTION_KEYS and v)}
         return cls(tuple(sorted(keep.items())), str(workload), level, None if hw_dir is None else str(hw_dir))
 
     @property

@@ -256,7 +256,7 @@ def _compare(fsim, tsim, prog, dram) -> str:
     prog.clear_outputs()
     tsim.run(prog.insn_addr, prog.insn_count)
     got = prog.read_outputs()
-    for k, (w, g) in enumerate(zip(want, got)):
+    for k, (w, g) in enumerate(zip(want, got, strict=True)):
         if w != g:
             diff = np.flatnonzero(np.frombuffer(w, np.uint8) != np.frombuffer(g, np.uint8))
             return f"output {k} differs in {diff.size} bytes, first at byte {diff[0]}"

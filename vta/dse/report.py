@@ -57,9 +57,9 @@ def format_table(checks: list[Check], rows: list[WorkloadRow]) -> str:
     head = ("stage", "checked", "result", "detail")
     body = [(c.stage, c.name, c.status.upper(), c.message.splitlines()[0] if c.message else "") for c in checks]
     widths = [max(len(r[i]) for r in [head, *body]) for i in range(3)]
-    lines.append("  ".join(h.ljust(w) for h, w in zip(head, widths)) + "  " + head[3])
+    lines.append("  ".join(h.ljust(w) for h, w in zip(head[:3], widths, strict=True)) + "  " + head[3])
     for r in body:
-        lines.append("  ".join(v.ljust(w) for v, w in zip(r, widths)) + "  " + r[3][:110])
+        lines.append("  ".join(v.ljust(w) for v, w in zip(r[:3], widths, strict=True)) + "  " + r[3][:110])
     if rows:
         lines.append("")
         head2 = ("config", "workload", "baseline", "tsim", "change", "model", "model err", "verdict")
@@ -70,7 +70,7 @@ def format_table(checks: list[Check], rows: list[WorkloadRow]) -> str:
         w2 = [max(len(r[i]) for r in [head2, *body2]) for i in range(len(head2))]
         right = {2, 3, 4, 5, 6}
         for r in [head2, *body2]:
-            lines.append("  ".join(v.rjust(w) if i in right else v.ljust(w) for i, (v, w) in enumerate(zip(r, w2))))
+            lines.append("  ".join(v.rjust(w) if i in right else v.ljust(w) for i, (v, w) in enumerate(zip(r, w2, strict=True))))
     bad = [c for c in checks if c.status in ("fail", "error")]
     lines.append("")
     lines.append(f"{'FAIL' if bad else 'PASS'}: {len(checks)} checks, {sum(c.status == 'pass' for c in checks)} passed, "

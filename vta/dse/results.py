@@ -142,7 +142,7 @@ def pareto_front(records: Sequence[dict], objectives: Sequence[str] = _OBJECTIVE
             if j == i:
                 continue
             b = [records[j][o] for o in objectives]
-            if all(y <= x for x, y in zip(a, b)) and any(y < x for x, y in zip(a, b)):
+            if all(y <= x for x, y in zip(a, b, strict=True)) and any(y < x for x, y in zip(a, b, strict=True)):
                 dominated = True
                 break
         if not dominated:

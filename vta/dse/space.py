@@ -27,16 +27,19 @@ from pathlib import Path
 
 import numpy as np
 
-from ..env import INT_KEYS, load_config
+from ..env import INT_KEYS, check_keys, load_config, unknown_key_error
+from ..errors import ConfigError
 
 __all__ = ["Space", "Spec", "SpecError", "load_spec", "shipped_config"]
 
 #: Where the shipped configurations live (``configs/`` at the repository root).
 CONFIG_DIR = Path(__file__).resolve().parents[2] / "configs"
 SAMPLINGS = ("grid", "random")
+#: The fields of a SPEC file.
+SPEC_KEYS = ("base", "parameters", "sampling", "samples", "seed", "workloads")
 
 
-class SpecError(ValueError):
+class SpecError(ConfigError):
     """A SPEC file or a space definition is malformed (the message says where and what is accepted)."""
 
 
@@ -75,7 +78,8 @@ class Space:
     Raises
     ------
     SpecError
-        For an unknown key, an empty or non-integer value list.
+        For an unknown key (a ConfigError naming the closest known key), an empty or non-integer
+        value list.
     """
 
     parameters: dict
@@ -87,7 +91,7 @@ class Space:
         clean = {}
         for key, values in self.parameters.items():
             if key not in INT_KEYS:
-                raise SpecError(f"parameter {key!r} is not a configuration key; accepted: {', '.join(INT_KEYS)}")
+                raise unknown_key_error(key, INT_KEYS, "parameters", SpecError)
             if isinstance(values, int) and not isinstance(values, bool):
                 values = [values]
             if (not isinstance(values, list) or not values
@@ -104,7 +108,7 @@ class Space:
 
     def _point(self, values) -> dict:
         cfg = dict(self.base)
-        cfg.update(zip(self.parameters, (int(v) for v in values)))
+        cfg.update(zip(self.parameters, (int(v) for v in values), strict=True))
         return cfg
 
     def grid(self) -> list[dict]:
@@ -129,7 +133,7 @@ class Space:
         out = []
         for flat in sorted(int(p) for p in picks):
             idx = np.unravel_index(flat, sizes)
-            out.append(self._point([vals[i] for vals, i in zip(self.parameters.values(), idx)]))
+            out.append(self._point([vals[i] for vals, i in zip(self.parameters.values(), idx, strict=True)]))
         return out
 
 
@@ -156,7 +160,8 @@ def load_spec(source) -> Spec:
     Raises
     ------
     SpecError
-        If the file is missing, not JSON, or a field is missing or malformed (the message names it).
+        If the file is missing, not JSON, or a field is unknown (the message names the closest
+        known field), missing or malformed (the message names it). SpecError is a ConfigError.
     """
     if isinstance(source, dict):
         doc, where = source, "spec"
@@ -170,10 +175,7 @@ def load_spec(source) -> Spec:
             raise SpecError(f"spec file {where!r} is not JSON: {exc}") from None
     if not isinstance(doc, dict):
         raise SpecError(f"{where}: the top level must be an object")
-    unknown = set(doc) - {"base", "parameters", "sampling", "samples", "seed", "workloads"}
-    if unknown:
-        raise SpecError(f"{where}: unknown field(s) {sorted(unknown)!r}; accepted: base, parameters, sampling, "
-                        "samples, seed, workloads")
+    check_keys(doc, SPEC_KEYS, where, SpecError)
     base = shipped_config(doc.get("base"))
     space = Space(doc.get("parameters"), base)
     sampling = doc.get("sampling", "grid")

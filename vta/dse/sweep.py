@@ -108,7 +108,7 @@ def run_sweep(spec: Spec, out_dir: str | Path, *, store: ResultStore | None = No
         model_rows = [r for r in outcome.rows if tuple(r.get(k) for k in INT_KEYS) in chosen and r["status"] == "ok"]
         tsim_points = [Point.make({k: r[k] for k in INT_KEYS}, r["workload"], "tsim") for r in model_rows]
         report.tsim = run_points(tsim_points, **opts)
-        for m, t in zip(model_rows, report.tsim.rows):
+        for m, t in zip(model_rows, report.tsim.rows, strict=True):
             rec = {k: m[k] for k in INT_KEYS}
             rec.update(workload=m["workload"], model_cycles=m["cycles"], tsim_cycles=t.get("cycles"),
                        error_percent=(100.0 * (m["cycles"] - t["cycles"]) / t["cycles"]) if t.get("cycles") else float("nan"),

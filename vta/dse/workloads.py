@@ -322,13 +322,16 @@ _ALU_CHAIN = ((isa.ALU_ADD, 1, 3), (isa.ALU_MAX, 0, 0), (isa.ALU_MUL, 1, 3), (is
 
 
 def _run_alu(w: Workload, env: Environment, device: Device) -> dict:
-    """``tiles`` times: load 2 x ``rows`` accumulator rows, run the ALU chain over them, store."""
+    """``tiles`` times: load 2 x ``rows`` accumulator rows, run the ALU chain over them (REQ too on a
+    configuration with ``ALU_REQUANT``), store."""
     from ..testing.programs import ProgramBuilder
 
     tiles, rows = w.params
     if 2 * rows > env.ACC_BUFF_DEPTH:
         raise InfeasibleWorkload(f"the ALU program needs {2 * rows} accumulator rows; this configuration has "
                                  f"{env.ACC_BUFF_DEPTH}")
+    # a configuration with ALU_REQUANT also runs REQ (tensor operand: the source rows' values)
+    chain = _ALU_CHAIN + (((isa.ALU_REQ, 0, 0),) if env.ALU_REQUANT else ())
     if len(_ALU_CHAIN) + 1 > env.UOP_BUFF_DEPTH:
         raise InfeasibleWorkload(f"the ALU program needs {len(_ALU_CHAIN) + 1} micro-ops; the uop buffer holds "
                                  f"{env.UOP_BUFF_DEPTH}")
@@ -349,7 +352,7 @@ def _run_alu(w: Workload, env: Environment, device: Device) -> dict:
             b.append(isa.MemInsn(opcode=isa.OPCODE_LOAD, memory_type=isa.MEM_ACC, sram_base=0,
                                  dram_base=acc_elems + t * 2 * rows, y_size=1, x_size=2 * rows, x_stride=2 * rows,
                                  pop_next_dep=int(t > 0)))
-            for op, use_imm, imm in _ALU_CHAIN:
+            for op, use_imm, imm in chain:
                 b.append(isa.AluInsn(uop_bgn=0, uop_end=1, iter_out=1, iter_in=rows, dst_factor_in=1, src_factor_in=1,
                                      alu_opcode=op, use_imm=use_imm, imm=imm))
             b.insns[-1] = isa.replace(b.insns[-1], push_next_dep=1)

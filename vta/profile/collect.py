@@ -135,12 +135,12 @@ def add_tsim_run(tl: Timeline, words: np.ndarray, records: np.ndarray, counts: d
     # counters: queue fills and tokens as recorded, memory beats per window
     for q, unit in enumerate(("load", "compute", "store")):
         sel = np.nonzero((kind == probe.FILL) & (detail == q))[0]
-        for t, v in zip(cyc[sel].tolist(), val[sel].tolist()):
+        for t, v in zip(cyc[sel].tolist(), val[sel].tolist(), strict=True):
             _counter(tl, f"queue {unit}", offset + t, {"entries": v})
     tok = {}
     for c in range(4):
         sel = np.nonzero((kind == probe.TOKENS) & (detail == c))[0]
-        for t, v in zip(cyc[sel].tolist(), val[sel].tolist()):
+        for t, v in zip(cyc[sel].tolist(), val[sel].tolist(), strict=True):
             tok.setdefault(t, {})[CHANNELS[c]] = v
     last = {}
     for t in sorted(tok):
@@ -151,7 +151,7 @@ def add_tsim_run(tl: Timeline, words: np.ndarray, records: np.ndarray, counts: d
     pushes, pops = {}, {}
     for k_kind, target in ((probe.PUSH, pushes), (probe.POP, pops)):
         sel = np.nonzero(kind == k_kind)[0]
-        for t, c, i in zip(cyc[sel].tolist(), detail[sel].tolist(), val[sel].tolist()):
+        for t, c, i in zip(cyc[sel].tolist(), detail[sel].tolist(), val[sel].tolist(), strict=True):
             target.setdefault(CHANNELS[c], []).append((offset + t, i))
     first_tokens = {}  # the samples of cycle 0 are taken before its pops and pushes take effect
     for c in range(4):
@@ -166,9 +166,9 @@ def _memory_counters(tl: Timeline, kind, detail, cyc, val, offset: int, end: int
     """DRAM read bytes per cycle by client and write bytes per cycle, per window."""
     rd = {}
     for t, c, v in zip(cyc[kind == probe.READ].tolist(), detail[kind == probe.READ].tolist(),
-                       val[kind == probe.READ].tolist()):
+                       val[kind == probe.READ].tolist(), strict=True):
         rd.setdefault(t, {})[READ_CLIENTS[c]] = v
-    wr = dict(zip(cyc[kind == probe.WRITE].tolist(), val[kind == probe.WRITE].tolist()))
+    wr = dict(zip(cyc[kind == probe.WRITE].tolist(), val[kind == probe.WRITE].tolist(), strict=True))
     _emit_windows(tl, rd, wr, offset, end, window)
 
 

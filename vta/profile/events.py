@@ -208,7 +208,7 @@ _FLAG_KEYS = ("pop_prev", "pop_next", "push_prev", "push_next")
 def _tokens(unit: str, flags: tuple) -> tuple[tuple, tuple]:
     """(pops, pushes) channel names of a unit's instruction with these four dependency flags."""
     deps = _DEPS[unit]
-    on = dict(zip(_FLAG_KEYS, flags))
+    on = dict(zip(_FLAG_KEYS, flags, strict=True))
     pops = tuple(deps[k] for k in ("pop_prev", "pop_next") if on[k] and deps[k])
     pushes = tuple(deps[k] for k in ("push_prev", "push_next") if on[k] and deps[k])
     return pops, pushes
@@ -279,11 +279,11 @@ def describe(env: Environment, words: np.ndarray) -> list[InsnInfo]:
     for i in np.nonzero(is_load & moving & (mt == isa.MEM_UOP))[0].tolist():
         beats_l[i] = costs.load_beats(env, {k: int(v[i]) for k, v in m.items()})
     labels: dict = {}
-    flags_l = list(zip(*(h[f"{k}_dep"].tolist() for k in _FLAG_KEYS)))
+    flags_l = list(zip(*(h[f"{k}_dep"].tolist() for k in _FLAG_KEYS), strict=True))
     keys = list(zip(op.tolist(), mt.tolist(), (x == 0).tolist(), a["alu_opcode"].tolist(),
-                    a["use_imm"].tolist(), reset.tolist()))
-    mem_sizes = list(zip(*(m[k].tolist() for k in _MEM_KEYS)))
-    loop_sizes = list(zip(*(lp[k].tolist() for k in _LOOP_KEYS)))
+                    a["use_imm"].tolist(), reset.tolist(), strict=True))
+    mem_sizes = list(zip(*(m[k].tolist() for k in _MEM_KEYS), strict=True))
+    loop_sizes = list(zip(*(lp[k].tolist() for k in _LOOP_KEYS), strict=True))
     use_imm = a["use_imm"].tolist()
     toks: dict = {}
     out = []
@@ -300,9 +300,9 @@ def describe(env: Environment, words: np.ndarray) -> list[InsnInfo]:
         if tk is None:
             tk = toks[(unit, flags_l[i])] = _tokens(unit, flags_l[i])
         if opname in ("LOAD", "STORE"):
-            sizes = dict(zip(_MEM_KEYS, mem_sizes[i]))
+            sizes = dict(zip(_MEM_KEYS, mem_sizes[i], strict=True))
         elif opname in ("GEMM", "ALU"):
-            sizes = dict(zip(_LOOP_KEYS, loop_sizes[i]))
+            sizes = dict(zip(_LOOP_KEYS, loop_sizes[i], strict=True))
             if opname == "ALU":
                 sizes["use_imm"] = use_imm[i]
         else:

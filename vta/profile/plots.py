@@ -12,9 +12,21 @@ from .events import UNITS, Timeline
 from .recorder import ProfileError
 from .report import layer_rows, roofs
 
-__all__ = ["plot_utilisation", "plot_roofline", "plot_timeline", "write_plots"]
+__all__ = ["PLOTS", "plot_utilisation", "plot_roofline", "plot_timeline", "plots_unavailable", "write_plots"]
+
+#: The plots :func:`write_plots` draws, by output name.
+PLOTS = ("utilisation", "roofline", "timeline")
 
 _COLOURS = {"fetch": "#7f7f7f", "load": "#1f77b4", "compute": "#d62728", "store": "#2ca02c"}
+
+
+def plots_unavailable() -> str | None:
+    """Why the plots cannot be drawn here (matplotlib missing), or None when they can."""
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError as exc:
+        return f"matplotlib is not installed ({exc.name!r} cannot be imported); pip install 'vta[profile]' to draw them"
+    return None
 
 
 def _pyplot():

@@ -129,7 +129,7 @@ def _align(lines: list[list[str]]) -> str:
     widths = [max(len(line[k]) for line in lines) for k in range(len(lines[0]))]
     out = []
     for n, line in enumerate(lines):
-        cells = (cell.ljust(w) if k == 0 else cell.rjust(w) for k, (cell, w) in enumerate(zip(line, widths)))
+        cells = (cell.ljust(w) if k == 0 else cell.rjust(w) for k, (cell, w) in enumerate(zip(line, widths, strict=True)))
         out.append("  ".join(cells).rstrip() + "\n")
         if n == 0:
             out.append("  ".join("-" * w for w in widths) + "\n")

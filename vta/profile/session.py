@@ -174,8 +174,17 @@ def profile_packs(layers: Sequence[tuple[str, Pack]], target: str, *, window: in
     return rec.timeline, mismatches
 
 
-def write_outputs(tl: Timeline, out_dir: str | Path, plots: bool = True) -> dict:
+def write_outputs(tl: Timeline, out_dir: str | Path, plots: bool = True,
+                  skipped: dict | None = None) -> dict:
     """Write the trace, the reports and (with time and matplotlib) the plots into ``out_dir``.
+
+    The plots are optional: without matplotlib, or on a timeline without time (fsim), they are
+    left out and, when ``skipped`` is given, each one left out is recorded there with the reason.
+
+    Parameters
+    ----------
+    skipped : dict, optional
+        Filled with plot name -> why it was not drawn.
 
     Returns
     -------
@@ -186,19 +195,23 @@ def write_outputs(tl: Timeline, out_dir: str | Path, plots: bool = True) -> dict
     ------
     OSError
         If the directory cannot be created or written.
-    ProfileError
-        If plots are asked for and matplotlib is missing.
     """
+    from .plots import PLOTS, plots_unavailable
     from .report import write_reports
 
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     files = {"trace": write_chrome(tl, out_dir / "trace.json")}
     files.update(write_reports(tl, out_dir))
-    if plots and tl.level != "sim":
-        from .plots import write_plots
+    if plots:
+        reason = ("the sim target has no cycle time to plot (use --target tsim or model)" if tl.level == "sim"
+                  else plots_unavailable())
+        if reason is None:
+            from .plots import write_plots
 
-        files.update(write_plots(tl, out_dir))
+            files.update(write_plots(tl, out_dir))
+        elif skipped is not None:
+            skipped.update(dict.fromkeys(PLOTS, reason))
     return files
 
 
@@ -217,7 +230,7 @@ def run_profile(source: str | Path, target: str, out_dir: str | Path, *, window:
     window : int
         Cycles per memory-traffic window.
     plots : bool
-        Draw the plots (needs matplotlib).
+        Draw the plots (needs matplotlib; without it they are skipped with a note in the summary).
     out : text stream, optional
         Where the summary goes (default: stdout).
 
@@ -249,7 +262,8 @@ def run_profile(source: str | Path, target: str, out_dir: str | Path, *, window:
         tl, mismatches = _model_runner(source, target, window), {}
     else:
         tl, mismatches = profile_packs(layers, target, window=window)
-    files = write_outputs(tl, out_dir, plots=plots)
+    skipped: dict = {}
+    files = write_outputs(tl, out_dir, plots=plots, skipped=skipped)
     out.write(format_text(layer_rows(tl), tl))
     bad = {name: m for name, m in mismatches.items() if any(v for v in m.values())}
     for name, m in bad.items():
@@ -259,4 +273,7 @@ def run_profile(source: str | Path, target: str, out_dir: str | Path, *, window:
     pics = [str(files[k]) for k in ("utilisation", "roofline", "timeline") if k in files]
     if pics:
         out.write(f"plots:   {', '.join(pics)}\n")
+    for reason in dict.fromkeys(skipped.values()):
+        names = ", ".join(k for k, v in skipped.items() if v == reason)
+        out.write(f"plots:   skipped {names}: {reason}\n")
     return 1 if bad else 0

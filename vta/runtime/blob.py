@@ -14,6 +14,7 @@ loader ``runtime.module.loadbinary_<key>`` receives them.
 
 from __future__ import annotations
 
+import itertools
 import struct
 from typing import Callable
 
@@ -226,7 +227,7 @@ def _wire_tree(reader: _Reader, modules: list[Module], row_ptr: list[int], child
         raise reader.fail(
             f"import tree row pointers {row_ptr} do not describe {n} modules and {len(children)} edges"
         )
-    if any(a > b for a, b in zip(row_ptr, row_ptr[1:])):
+    if any(a > b for a, b in itertools.pairwise(row_ptr)):
         raise reader.fail(f"import tree row pointers {row_ptr} decrease")
     for parent in range(n):
         for child in children[row_ptr[parent]:row_ptr[parent + 1]]:

@@ -17,7 +17,7 @@ State between runs (the same on fsim, the cycle model and tsim):
   tokens a successful run leaves stay outstanding (``tokens_<channel>`` in
   :meth:`Device.stats`, the ``runs_with_tokens_left`` counter). When a stream starts, it is
   lent per channel what it needs to run in stream order (the deepest deficit of pops over
-  pushes along it, at most what is outstanding: :func:`vta.sim.fsim.simulator.lent_tokens`);
+  pushes along it, at most what is outstanding: :func:`vta.sim.stream.lent_tokens`);
   the rest is held back during the run and outstanding again after it
   (``runs_with_surplus_tokens`` counts such runs). A surplus token would let one of the
   stream's consumers start before its producer, which tsim (concurrent units) and fsim

@@ -50,9 +50,9 @@ def inline_bodies(sch: Schedule) -> dict[Any, n.PrimExpr]:
             idx = tuple(self.visit(i) for i in node.indices)
             op = node.producer.op
             if op in inline_ops:
-                vmap = {iv.var: e for iv, e in zip(op.axis, idx)}
+                vmap = {iv.var: e for iv, e in zip(op.axis, idx, strict=True)}
                 return substitute(bodies[op], vmap)
-            if all(a is b for a, b in zip(idx, node.indices)):
+            if all(a is b for a, b in zip(idx, node.indices, strict=True)):
                 return node
             return n.ProducerLoad(node.producer, idx)
 
@@ -120,7 +120,7 @@ def _inside(consumer: Stage, producer: Stage) -> bool:
     cpath = _attach_path(consumer) + [(consumer, len(consumer.leaf_iter_vars))]
     if len(cpath) < len(ppath):
         return False
-    for (ps, pi), (cs, ci) in zip(ppath[:-1], cpath):
+    for (ps, pi), (cs, ci) in zip(ppath[:-1], cpath[:len(ppath) - 1], strict=True):
         if ps is not cs or pi != ci:
             return False
     ps, pi = ppath[-1]

@@ -72,7 +72,7 @@ def compute(shape: Sequence[Any], fcompute: Callable[..., Any], name: str = "com
                 f"compute {name!r}: fcompute takes {len(names)} arguments {names!r} but the shape has "
                 f"{len(dims)} dimensions; use one argument per dimension or *i"
             )
-    axis = [IterVar(n.Range(n.IntImm(0), d), n.Var(nm), DATA_PAR) for nm, d in zip(names, dims)]
+    axis = [IterVar(n.Range(n.IntImm(0), d), n.Var(nm), DATA_PAR) for nm, d in zip(names, dims, strict=True)]
     body = fcompute(*[iv.var for iv in axis])
     if isinstance(body, IterVar):
         body = body.var

@@ -202,7 +202,7 @@ class Stage:
         if len(set(map(id, leaves))) != len(leaves):
             raise self._fail(f"reorder: an axis is repeated in {[a.var.name for a in leaves]!r}")
         positions = sorted(self.leaf_iter_vars.index(a) for a in leaves)
-        for pos, iv in zip(positions, leaves):
+        for pos, iv in zip(positions, leaves, strict=True):
             self.leaf_iter_vars[pos] = iv
         return self
 
@@ -474,7 +474,7 @@ class Schedule:
         axis = [IterVar(iv.dom, n.Var(iv.var.name + ".c"), DATA_PAR) for iv in op.axis]
         from ..tir.functor import substitute
 
-        body = substitute(op.body, {old.var: new.var for old, new in zip(op.axis, axis)})
+        body = substitute(op.body, {old.var: new.var for old, new in zip(op.axis, axis, strict=True)})
         cache_op = ComputeOp(f"{op.name}.{scope}", op.tag, axis, body, op.attrs)
         cache_stage = self._insert_stage(cache_op, stage)
         cache_stage.set_scope(scope)

@@ -121,7 +121,7 @@ def decl_tensor_intrin(op: Operation, fcompute: Callable[[list, list], Any], nam
     if isinstance(result, (tuple, list)):
         if len(result) != 3:
             raise TypeError(f"decl_tensor_intrin {name!r}: fcompute must return a statement or (body, reset, update)")
-        body, reset, update = (_as_stmt(x, w) for x, w in zip(result, ("body", "reset", "update")))
+        body, reset, update = (_as_stmt(x, w) for x, w in zip(result, ("body", "reset", "update"), strict=True))
     else:
         body, reset, update = _as_stmt(result, "body"), None, None
     return TensorIntrin(name, op, inputs, buffers, body, reset, update)

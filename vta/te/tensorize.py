@@ -43,7 +43,7 @@ def _region_extent(stage, tiv, root_iv, value: n.PrimExpr, region_vars: list, ra
     coefs = detect_linear_equation(value, region_vars)
     if coefs is None or any(as_const_int(c) is None for c in coefs[:-1]):
         raise _fail(stage, tiv, f"axis {root_iv.var.name!r} is not an affine function of the tensorized loops")
-    terms = sorted((as_const_int(c), ranges[v]) for v, c in zip(region_vars, coefs[:-1]) if as_const_int(c) != 0)
+    terms = sorted((as_const_int(c), ranges[v]) for v, c in zip(region_vars, coefs[:-1], strict=True) if as_const_int(c) != 0)
     expect = 1
     for c, ext in terms:
         if c != expect:
@@ -66,7 +66,7 @@ def _match(ours: n.PrimExpr, theirs: n.PrimExpr, pairs: list) -> bool:
         return _match(ours.a, theirs.a, pairs) and _match(ours.b, theirs.b, pairs)
     if isinstance(ours, n.Call):
         return (ours.op == theirs.op and len(ours.args) == len(theirs.args)
-                and all(_match(a, b, pairs) for a, b in zip(ours.args, theirs.args)))
+                and all(_match(a, b, pairs) for a, b in zip(ours.args, theirs.args, strict=True)))
     if isinstance(ours, n.Select):
         return all(_match(getattr(ours, f), getattr(theirs, f), pairs) for f in ("condition", "true_value", "false_value"))
     return False
@@ -74,7 +74,7 @@ def _match(ours: n.PrimExpr, theirs: n.PrimExpr, pairs: list) -> bool:
 
 def _bind(buffer: n.Buffer, tensor, mins: list, exts: list, body: n.Stmt) -> n.Stmt:
     args = []
-    for lo, ext in zip(mins, exts):
+    for lo, ext in zip(mins, exts, strict=True):
         args += [lo, n.IntImm(ext)]
     return n.AttrStmt((buffer, tensor), "buffer_bind_scope", n.Call("handle", "tir.tvm_tuple", tuple(args)), body)
 
@@ -181,7 +181,7 @@ def make_tensorize(builder, stage, tloc: int) -> n.Stmt:
         exts = [1] * lead + [as_const_int(s) for s in their.producer.shape]
         _check_scope(builder, stage, tiv, t, intrin.buffers[k])
         prev = bound.get(k)
-        if prev is not None and (prev[0] is not t or not all(structural_equal(a, c) for a, c in zip(prev[1], mins))):
+        if prev is not None and (prev[0] is not t or not all(structural_equal(a, c) for a, c in zip(prev[1], mins, strict=True))):
             raise _fail(stage, tiv, f"intrinsic input {their.producer.name!r} matches two different regions")
         bound[k] = (t, mins, exts)
     if len(bound) != len(intrin.inputs):

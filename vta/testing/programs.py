@@ -182,7 +182,7 @@ class ProgramBuilder:
                 push, pop = _STAGE_CHANGE[(a, b)]
                 flags[k - 1][push] = 1
                 flags[k][pop] = 1
-        self.insns = [isa.replace(insn, **deps) if deps else insn for insn, deps in zip(steps, flags)]
+        self.insns = [isa.replace(insn, **deps) if deps else insn for insn, deps in zip(steps, flags, strict=True)]
 
     def build(self) -> tuple[int, int]:
         """Write the instruction stream to a new DRAM buffer; return ``(address, count)``.
@@ -439,6 +439,8 @@ class _Generator:
     def _gen_alu(self):
         rng = self.rng
         ops = [isa.ALU_MIN, isa.ALU_MAX, isa.ALU_ADD, isa.ALU_SHR] + ([isa.ALU_MUL] if self.opts["allow_mul"] else [])
+        # the opcodes of the configuration's hardware options (REQ with ALU_REQUANT)
+        ops += [op for op, key in isa.ALU_OPTIONS.items() if getattr(self.env, key)]
         op = int(rng.choice(ops))
         use_imm = int(rng.random() < 0.5 or (op == isa.ALU_SHR and not self.opts["allow_tensor_shr"]))
         fields, uops = self._loops({"dst": self.na, "src": self.na})

@@ -162,7 +162,7 @@ class StmtExprMutator(_Dispatch):
             return self.visit(value)
         if isinstance(value, tuple):
             new = tuple(self._visit_value(v) for v in value)
-            return value if all(a is b for a, b in zip(new, value)) else new
+            return value if all(a is b for a, b in zip(new, value, strict=True)) else new
         return value
 
 

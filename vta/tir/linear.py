@@ -147,6 +147,6 @@ def detect_clip_bound(cond: n.PrimExpr, variables: Sequence[n.Var]) -> list[n.Pr
                 return None
             store[i] = n.IntImm(max(ov, nv) if side == "lo" else min(ov, nv))
     out: list[Any] = []
-    for lo, hi in zip(lows, highs):
+    for lo, hi in zip(lows, highs, strict=True):
         out.extend([lo, hi])
     return out

@@ -295,7 +295,7 @@ class Simplifier(StmtExprMutator):
             folded = _fold_bitwise(node.op, args, node.dtype)
             if folded is not None:
                 return folded
-        if all(x is y for x, y in zip(args, node.args)):
+        if all(x is y for x, y in zip(args, node.args, strict=True)):
             return node
         return n.Call(node.dtype, node.op, args)
 

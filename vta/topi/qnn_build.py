@@ -57,6 +57,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from .. import isa
 from ..env import Environment, get_env
 from ..errors import ScheduleError
 from ..te import compute, create_schedule, placeholder
@@ -78,7 +79,10 @@ from .qnn_requant import (
     sum_fraction_bits,
 )
 
-__all__ = ["build_qadd", "build_qconv2d", "build_qdense", "declare_qconv2d", "declare_qdense", "qconv2d_workload"]
+#: The TIR call of an ALU REQ (``InjectALUIntrin`` lowers it; option ``ALU_REQUANT``).
+REQUANT_OP = "tir.vta.requant"
+
+__all__ = ["REQUANT_OP", "build_qadd", "build_qconv2d", "build_qdense", "declare_qconv2d", "declare_qdense", "qconv2d_workload"]
 
 
 def _ceil_div(x: int, b: int) -> int:
@@ -173,6 +177,8 @@ class _Chain:
             "shr": lambda *i: prev(*i) >> t(*idx(i)),
             "min": lambda *i: te_min(prev(*i), t(*idx(i))),
             "max": lambda *i: te_max(prev(*i), t(*idx(i))),
+            # ALU REQ (hardware option ALU_REQUANT): t packs the multiplier and the shift
+            "req": lambda *i: n.Call(prev.dtype, REQUANT_OP, (prev(*i), t(*idx(i)))),
         }
         self.x = compute(self.shape, fns[op], name=self._name(op + "_t"), tag=BROADCAST_TAG if any(bcast) else ELEMWISE_TAG)
         self._vector_add = (prev, t, idx, self.x) if op == "add" and any(bcast) else None
@@ -270,6 +276,20 @@ class _Chain:
         if frac:
             self.imm("shr", frac)
         return post_add
+
+    def one_op_requant(self, rq, out_range: tuple, saturate: tuple | None) -> bool:
+        """``requantize(x)`` clipped to ``out_range`` as one ALU REQ (hardware option
+        ``ALU_REQUANT``) with a constant operand vector, when that gives what the multi-op form
+        and the clip to ``saturate`` right after give: a per-tensor ``fixed`` requantisation and
+        ``saturate`` inside ``out_range`` (REQ's saturation then changes nothing the clip keeps).
+        Returns whether it was emitted."""
+        if (saturate is None or self.const_shape is None or rq.mode != "fixed" or rq.per_channel or rq.pre_shift
+                or not (out_range[0] <= saturate[0] and saturate[1] <= out_range[1])):
+            return False
+        self.tensor("req", self.constant(isa.req_operand(int(rq.multiplier[0]), int(rq.shift[0]))))
+        if tuple(saturate) == tuple(out_range):
+            self.clipped = tuple(saturate)
+        return True
 
     def requant(self, rq, mult_t, shift_t: Tensor | None, pre_add: int = 0, post_add: int = 0,
                 bounded: bool = False, saturate: tuple | None = None, clamp: tuple | None = None) -> int:
@@ -472,8 +492,13 @@ def _epilogue(acc: Tensor, spec, bias: Tensor | None, vec_shape: tuple, residual
         saturate = (inter.clip[0] - inter.zero_point, inter.clip[1] - inter.zero_point)
     else:
         saturate = None  # a residual is added before the clip
-    z_left = ch.requant(spec.requant, mult_t, shift_t, post_add=z_out if last else 0, saturate=saturate,
-                        clamp=None if plan is None else (clamp_t, plan[2]))
+    out_range = (-(1 << (env.OUT_WIDTH - 1)), (1 << (env.OUT_WIDTH - 1)) - 1)
+    if (env.ALU_REQUANT and plan is None and mult_t is None and shift_t is None and not (z_out if last else 0)
+            and ch.one_op_requant(spec.requant, out_range, saturate)):
+        z_left = 0
+    else:
+        z_left = ch.requant(spec.requant, mult_t, shift_t, post_add=z_out if last else 0, saturate=saturate,
+                            clamp=None if plan is None else (clamp_t, plan[2]))
     if inter is not None:
         # clip(y + z, lo, hi) - z == clip(y, lo - z, hi - z): the int8 output of the operator itself.
         if ch.clipped != saturate:

@@ -9,7 +9,8 @@ merge), keeping the pragma inside; ``pragma_skip_alu`` (mock environments) becom
 *InjectALUIntrin* (phase 2, after SRAM allocation) turns the loop nest under ``pragma_alu``
 into ``VTAUopLoopBegin``/``tir.vta.uop_push``/``VTAUopLoopEnd``. The stored value fixes the
 operation: ``+`` ADD, ``*`` MUL, ``min``/``max``, ``>> k`` SHR k, ``<< k`` SHR -k, a plain copy
-SHR 0, ``- k`` ADD -k, ``a - b`` MUL -1 then ADD, a constant c MUL 0 then ADD c.
+SHR 0, ``- k`` ADD -k, ``a - b`` MUL -1 then ADD, a constant c MUL 0 then ADD c, and the call
+``tir.vta.requant(x, b)`` REQ (hardware option ``ALU_REQUANT``; refused without it).
 
 The ALU computes ``acc[dst] = op(acc[dst], src or imm)``. When an operand is the destination
 tile itself (SRAM allocation made the stage in place) one instruction does it; otherwise the
@@ -80,6 +81,10 @@ def _opcode(env: Environment, value: n.PrimExpr, what: str):
         return dev.ALU_OPCODE_ADD, value.a, n.IntImm(-as_const_int(value.b))
     if isinstance(value, n.Sub):
         return None, value.a, value.b  # two tiles: lowered with MUL -1 and ADD
+    if isinstance(value, n.Call) and value.op == "tir.vta.requant":
+        if not env.ALU_REQUANT:
+            raise ScheduleError(f"{what}: {env.option_refusal('ALU_REQUANT', 'a one-micro-op requantisation (REQ)')}")
+        return dev.ALU_OPCODE_REQ, value.args[0], value.args[1]
     if isinstance(value, n.Call) and value.op == "tir.shift_right":
         return dev.ALU_OPCODE_SHR, value.args[0], value.args[1]
     if isinstance(value, n.Call) and value.op == "tir.shift_left":
@@ -144,7 +149,7 @@ class _ALU(StmtExprMutator):
             if c is None:
                 raise ScheduleError(f"{what}: the {side} index {expr!r} is not linear in the loops")
             out = []
-            for v, x in zip(loop_vars, c[:-1]):
+            for v, x in zip(loop_vars, c[:-1], strict=True):
                 xi = as_const_int(x)
                 if xi is None:
                     raise ScheduleError(f"{what}: the {side} stride of loop {v.name!r} is not constant ({x!r})")
@@ -181,7 +186,7 @@ class _ALU(StmtExprMutator):
                 return [neg, emit(dev.ALU_OPCODE_ADD, rcoef), emit(dev.ALU_OPCODE_MUL, dst, 1, -1)]
             return copy_from(rcoef) + [neg, emit(dev.ALU_OPCODE_ADD, lcoef)]
         rc, lc = as_const_int(rhs), as_const_int(lhs)
-        if rc is not None or (lc is not None and opcode != dev.ALU_OPCODE_SHR):
+        if rc is not None or (lc is not None and opcode not in (dev.ALU_OPCODE_SHR, dev.ALU_OPCODE_REQ)):
             imm, operand = (rc, lhs) if rc is not None else (lc, rhs)
             if not -(1 << 15) <= imm < (1 << 15):
                 raise ScheduleError(f"{what}: immediate {imm} does not fit the signed 16-bit ALU field")
@@ -194,12 +199,12 @@ class _ALU(StmtExprMutator):
         lcoef, rcoef = tile(lhs, "left operand"), tile(rhs, "right operand")
         if _same(lcoef, dst):
             return [emit(opcode, rcoef)]
-        if _same(rcoef, dst) and opcode != dev.ALU_OPCODE_SHR:  # every other ALU operation commutes
+        if _same(rcoef, dst) and opcode not in (dev.ALU_OPCODE_SHR, dev.ALU_OPCODE_REQ):  # the others commute
             return [emit(opcode, lcoef)]
         if _same(rcoef, dst):
             raise ScheduleError(
-                f"{what}: the shift amount tile is overwritten by the result; compute the shift in a stage "
-                "whose shifted operand (not the amount) dies here"
+                f"{what}: the shift amount (or REQ operand) tile is overwritten by the result; compute it in a "
+                "stage whose first operand (not the amount) dies here"
             )
         return copy_from(lcoef) + [emit(opcode, rcoef)]
 
@@ -216,7 +221,7 @@ class _ALU(StmtExprMutator):
         if env.BATCH > 1 and (extents[-2] != env.BATCH or dcoef[-2] != env.BLOCK_OUT or scoef[-2] != env.BLOCK_OUT):
             raise ScheduleError(f"{what}: the second innermost loop must walk the {env.BATCH} batch rows with stride {env.BLOCK_OUT}")
         tiles = []
-        for lp, e, d, s in zip(loops[:-lanes], extents[:-lanes], dcoef[:-lanes], scoef[:-lanes]):
+        for lp, e, d, s in zip(loops[:-lanes], extents[:-lanes], dcoef[:-lanes], scoef[:-lanes], strict=True):
             if d % block or s % block:
                 raise ScheduleError(f"{what}: loop {lp.loop_var.name!r} strides ({d}, {s}) are not whole tiles of {block}")
             tiles.append([e, d // block, s // block])
@@ -238,10 +243,10 @@ class _ALU(StmtExprMutator):
         if host:
             hvars = [n.Var(f"alu_h{k}") for k in range(len(host))]
             d_idx, s_idx = dst_idx, src_idx
-            for v, (_, d, s_) in zip(hvars, host):
+            for v, (_, d, s_) in zip(hvars, host, strict=True):
                 d_idx, s_idx = d_idx + v * d, s_idx + v * s_
             push = uop_push(1, 0, d_idx, s_idx, 0, opcode, use_imm, imm)
-            for v, (e, _, _) in reversed(list(zip(hvars, host))):
+            for v, (e, _, _) in reversed(list(zip(hvars, host, strict=True))):
                 push = n.For(v, n.IntImm(0), n.IntImm(e), n.ForKind.SERIAL, push)
         stmts = [n.Evaluate(call_extern("int32", "VTAUopLoopBegin", e, d, s_, 0)) for e, d, s_ in hw]
         stmts.append(push)

@@ -123,7 +123,7 @@ class _Inject(StmtExprMutator):
         env = self.env
         if reset:
             expect = {"out": [(env.BLOCK_OUT, 1)] + ([(env.BATCH, env.BLOCK_OUT)] if env.BATCH > 1 else [])}
-            got = sorted((as_const_int(lp.extent), c) for lp, c in zip(loops, coefs["out"]) if as_const_int(lp.extent) != 1)
+            got = sorted((as_const_int(lp.extent), c) for lp, c in zip(loops, coefs["out"], strict=True) if as_const_int(lp.extent) != 1)
             want = sorted(expect["out"])
             if got != want:
                 raise ScheduleError(

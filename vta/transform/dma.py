@@ -150,11 +150,11 @@ def _host_loops(call_of, host: list[tuple], dram_off: n.PrimExpr, sram_off: n.Pr
     or, cropped, ``(extent, dram_stride, sram_stride, skip)``: the extent an expression and the
     first ``skip`` on-chip rows of the dimension left out (the DRAM offset already skips them)."""
     hvars = [n.Var(f"dma_h{k}") for k in range(len(host))]
-    for v, (_, dstride, sstride, *skip) in zip(hvars, host):
+    for v, (_, dstride, sstride, *skip) in zip(hvars, host, strict=True):
         dram_off = dram_off + v * dstride
         sram_off = sram_off + (v + skip[0] if skip else v) * (sstride * elem_block)
     stmt: n.Stmt = n.Evaluate(call_of(simplify(dram_off), simplify(sram_off)))
-    for v, (ext, *_) in reversed(list(zip(hvars, host))):
+    for v, (ext, *_) in reversed(list(zip(hvars, host, strict=True))):
         stmt = n.For(v, n.IntImm(0), n.IntImm(ext) if isinstance(ext, int) else ext, n.ForKind.SERIAL, stmt)
     return stmt
 
@@ -204,7 +204,7 @@ def _merge_bounds(bounds: list, more: list | None, guard: n.PrimExpr, what: str)
     if more is None:
         raise ScheduleError(f"{what}: guard {guard!r} is not a conjunction of bounds on the loops")
     out = []
-    for k, (a, b) in enumerate(zip(bounds, more)):
+    for k, (a, b) in enumerate(zip(bounds, more, strict=True)):
         if a is None or b is None:
             out.append(b if a is None else a)
         else:
@@ -217,7 +217,7 @@ def _linear(expr: n.PrimExpr, loop_vars: list[n.Var], what: str) -> tuple[list[i
     if coefs is None:
         raise ScheduleError(f"{what}: index {expr!r} is not linear in the loops {[v.name for v in loop_vars]!r}")
     strides = []
-    for v, c in zip(loop_vars, coefs[:-1]):
+    for v, c in zip(loop_vars, coefs[:-1], strict=True):
         ci = as_const_int(c)
         if ci is None:
             raise ScheduleError(f"{what}: stride of loop {v.name!r} is not constant ({c!r})")
@@ -317,7 +317,7 @@ class _DMA(StmtExprMutator):
             expect.append(acc)
             acc *= e
         expect.reverse()
-        for e, s, x in zip(extents, strides, expect):
+        for e, s, x in zip(extents, strides, expect, strict=True):
             if e != 1 and s != x:
                 raise ScheduleError(
                     f"{what}: the on-chip {side} must be compact, but a dimension of extent {e} has stride {s} "
@@ -337,7 +337,7 @@ class _DMA(StmtExprMutator):
                 f"{what}: the store writes {env.OUT_WIDTH}-bit elements (OUT_WIDTH) but {store.buffer_var.name!r} "
                 f"holds {store.value.dtype}; cast the result to {env.out_dtype} first")
         self._check_compact(what, extents, src_strides, "source")
-        x, y, stride, offset, host = two_d_pattern(list(zip(extents, dst_strides)), dst_off, elem_block, True, what)
+        x, y, stride, offset, host = two_d_pattern(list(zip(extents, dst_strides, strict=True)), dst_off, elem_block, True, what)
         total = 1
         for e in extents:
             total *= e
@@ -401,14 +401,14 @@ class _DMA(StmtExprMutator):
         def transfers(host, x_size, y_size, stride) -> n.Stmt:
             dram, sram = offset, src_off
             hvars = [n.Var(f"dma_h{k}") for k in range(len(host))]
-            for v, i in zip(hvars, host):
+            for v, i in zip(hvars, host, strict=True):
                 dram = dram + v * (dst_strides[i] // elem_block)
                 sram = sram + v * src_strides[i]
             stmt: n.Stmt = n.Evaluate(call_extern(
                 "int32", "VTAStoreBuffer2D", command_handle(),
                 _access_ptr(load.buffer_var, simplify(sram), total, 1), env.dev.MEM_ID_OUT, store.buffer_var,
                 simplify(dram), x_size, y_size, stride))
-            for v, i in reversed(list(zip(hvars, host))):
+            for v, i in reversed(list(zip(hvars, host, strict=True))):
                 stmt = n.For(v, n.IntImm(0), ext(i), n.ForKind.SERIAL, stmt)
             return stmt
 
@@ -568,7 +568,7 @@ class _DMA(StmtExprMutator):
                 what, loops, extents, src_extents, src_strides, dst_strides, src_off, pad_before, pad_after,
                 elem_block)
         else:
-            x_size, y_size, stride, offset, host = two_d_pattern(list(zip(extents, src_strides)), src_off, elem_block,
+            x_size, y_size, stride, offset, host = two_d_pattern(list(zip(extents, src_strides, strict=True)), src_off, elem_block,
                                                                  True, what)
         total = 1
         for e in extents:

@@ -63,7 +63,7 @@ def _copy_nest(dst, src, extents, dst_idx, src_idx, value=None):
     vs = [n.Var(f"i{k}") for k in range(len(extents))]
     load = n.Load("int32", src, src_idx(*vs))
     body = n.Store(dst, value(load) if value else load, dst_idx(*vs))
-    for v, e in reversed(list(zip(vs, extents))):
+    for v, e in reversed(list(zip(vs, extents, strict=True))):
         body = loop(v, e, body)
     return n.AttrStmt(n.Var("ax"), "pragma_dma_copy", n.IntImm(1), body)
 

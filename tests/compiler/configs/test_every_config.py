@@ -24,7 +24,7 @@ from vta.env import Environment
 
 from ..fsim_run import build_and_run
 
-CONFIGS = ("vta_config.json", "batch2.json", "block32.json", "narrow.json")
+CONFIGS = ("vta_config.json", "batch2.json", "block32.json", "extended.json", "narrow.json")
 FAST_TARGETS = ("sim", "model")
 
 

@@ -60,14 +60,14 @@ def test_host_kernel_with_every_operator(env, tmp_path):
 
 def _pad_with_operators(x, before, after, name):
     """Zero padding whose condition is spelled with tir.all, ``&`` and ``~`` of a ``|``."""
-    shape = tuple(int(s) + b + a for s, b, a in zip(x.shape, before, after))
+    shape = tuple(int(s) + b + a for s, b, a in zip(x.shape, before, after, strict=True))
 
     def body(*idx):
         _, _, y, xx, _, _ = idx
         h, w = int(x.shape[2]), int(x.shape[3])
         rows = op.all(y >= before[2], y < h + before[2])
         cols = ~((xx < before[3]) | (xx >= w + before[3]))
-        src = [v - b for v, b in zip(idx, before)]
+        src = [v - b for v, b in zip(idx, before, strict=True)]
         return te.if_then_else(rows & cols, x(*src), 0)
 
     return te.compute(shape, body, name=name)

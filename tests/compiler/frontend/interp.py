@@ -273,7 +273,7 @@ def run_primfunc(func: n.PrimFunc, arrays: list[np.ndarray], tile=(1, 16, 16)) -
     if len(arrays) != len(func.params):
         raise ValueError(f"expected {len(func.params)} arrays, got {len(arrays)}")
     memory = {}
-    for p, a in zip(func.params, arrays):
+    for p, a in zip(func.params, arrays, strict=True):
         buf = func.buffer_map[p]
         assert tuple(int(s) for s in buf.shape) == a.shape, (buf.name, buf.shape, a.shape)
         assert str(a.dtype) == storage_dtype(buf.dtype), (buf.name, buf.dtype, a.dtype)

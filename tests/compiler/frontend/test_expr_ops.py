@@ -33,7 +33,7 @@ def ev(e, env):
 
 
 def points():
-    return [dict(zip(RANGES, values)) for values in itertools.product(*[range(lo, lo + ext) for lo, ext in RANGES.values()])]
+    return [dict(zip(RANGES, values, strict=True)) for values in itertools.product(*[range(lo, lo + ext) for lo, ext in RANGES.values()])]
 
 
 def same_meaning(expr, simplified):

@@ -12,7 +12,7 @@ from .interp import run_primfunc
 
 def _func(body, *bufs):
     params = tuple(n.Var(b.name, "handle") for b in bufs)
-    return n.PrimFunc(params, body, dict(zip(params, bufs)))
+    return n.PrimFunc(params, body, dict(zip(params, bufs, strict=True)))
 
 
 def test_loops_wrap_and_vector_path_agree():

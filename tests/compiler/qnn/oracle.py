@@ -87,7 +87,7 @@ def rounded_sum(operands, requants, z_out, clip):
     and the sum is rounded once, half up: ``clip(floor((sum + 2**(F-1)) / 2**F) + z_out)``."""
     f = min([15] + [int(rq.shift[0]) for rq in requants])
     total = 0
-    for x, rq in zip(operands, requants):
+    for x, rq in zip(operands, requants, strict=True):
         total = total + (np.asarray(x, dtype=np.int64) * int(rq.multiplier[0]) >> (int(rq.shift[0]) - f))
     y = (total + (1 << (f - 1))) >> f
     return np.clip(y + z_out, clip[0], clip[1]).astype(np.int8)

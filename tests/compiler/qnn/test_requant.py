@@ -73,7 +73,7 @@ def test_alu_split_product_is_the_exact_product():
     m = rng.integers(0, 1 << 15, size=acc.size)
     m[:4] = (1 << 15) - 1
     got = alu_split_product(acc, m)
-    want = np.array([(int(a) * int(b)) >> 15 for a, b in zip(acc, m)], dtype=np.int64)
+    want = np.array([(int(a) * int(b)) >> 15 for a, b in zip(acc, m, strict=True)], dtype=np.int64)
     np.testing.assert_array_equal(got, want)
     # ... and the rounding that follows gives requantize_np
     rq = qnn.Requant.from_scale(rng.uniform(1.6e-4, 4.7e-3, size=8))
@@ -88,7 +88,7 @@ def test_alu_multiplier_split_below_2_pow_23():
     acc = np.concatenate([rng.integers(-(1 << 23) + 1, 1 << 23, size=3000), [-(1 << 23) + 1, (1 << 23) - 1]])
     m = rng.integers(0, 1 << 15, size=acc.size)
     m[-2:] = (1 << 15) - 1
-    want = np.array([(int(a) * int(b)) >> 8 for a, b in zip(acc, m)], dtype=np.int64)
+    want = np.array([(int(a) * int(b)) >> 8 for a, b in zip(acc, m, strict=True)], dtype=np.int64)
     np.testing.assert_array_equal(alu_multiplier_split(acc, m), want)
 
 

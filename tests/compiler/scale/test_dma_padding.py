@@ -50,7 +50,7 @@ def _evaluate(loads):
     rows = []
     for loops, args in loads:
         for values in itertools.product(*[range(e) for _, e in loops]):
-            vmap = {v: n.IntImm(x) for (v, _), x in zip(loops, values)}
+            vmap = {v: n.IntImm(x) for (v, _), x in zip(loops, values, strict=True)}
             rows.append(tuple(simplify(substitute(a, vmap)).value for a in args))
     return sorted(rows)
 
@@ -68,7 +68,7 @@ def test_padded_loads_follow_the_tile_and_span_channel_blocks(env):
     func = lower(s, args)
     visitor = _Loads(env.dev.MEM_ID_INP)
     visitor.visit(func.body)
-    got = [dict(zip(_FIELDS, row)) for row in _evaluate(visitor.found)]
+    got = [dict(zip(_FIELDS, row, strict=True)) for row in _evaluate(visitor.found)]
     # Two tiles x two channel blocks, each an 8-wide, 5-row window (6 padded rows, one of them zeros).
     assert len(got) == 4
     for row in got:

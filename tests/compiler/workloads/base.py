@@ -114,7 +114,7 @@ def zero_pad(x, before: Sequence[int], after: Sequence[int], name: str):
     Same call shape as ``vta.topi.nn.pad`` (data, pad_before, pad_after, name=...), written
     here so the frontend tests do not depend on TOPI.
     """
-    shape = tuple(int(s) + b + a for s, b, a in zip(x.shape, before, after))
+    shape = tuple(int(s) + b + a for s, b, a in zip(x.shape, before, after, strict=True))
 
     def body(*i):
         conds, src = [], []

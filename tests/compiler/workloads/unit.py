@@ -73,7 +73,7 @@ def padded_load(env, rng=None, before=(0, 0, 0, 0), after=(0, 0, 0, 0)) -> Workl
 
     def reference(d):
         out = np.zeros(out_shape, dtype=np.int32)
-        out[tuple(slice(b, b + k) for b, k in zip(before, in_shape))] = d["x"]
+        out[tuple(slice(b, b + k) for b, k in zip(before, in_shape, strict=True))] = d["x"]
         return wrap_to(out, y.dtype)
 
     return Workload("padded_load", s, [x, y], inputs, reference)

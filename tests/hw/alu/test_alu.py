@@ -7,3 +7,8 @@ pytestmark = needs_verilator
 
 def test_alu(tmp_path):
     run("vta_alu", "tests.hw.alu.cocotb_alu", tmp_path)
+
+
+def test_alu_extended(tmp_path):
+    """The ALU of the extended configuration (REQ built)."""
+    run("vta_alu", "tests.hw.alu.cocotb_alu", tmp_path, config="extended.json")

@@ -101,7 +101,7 @@ async def dispatches_in_order(dut):
     await tb.run(addr, len(insns))
     assert not tb.errors
     assert [x[1] for x in tb.dispatched] == list(range(len(insns)))
-    for (q, idx, word), insn in zip(tb.dispatched, insns):
+    for (q, idx, word), insn in zip(tb.dispatched, insns, strict=True):
         assert q == STAGE_QUEUE[isa.stage_of(insn)]
         assert word == int.from_bytes(isa.encode(insn, tb.env), "little")
     assert tb.server.bursts_ok()
@@ -111,19 +111,41 @@ async def dispatches_in_order(dut):
 
 @cocotb.test()
 async def invalid_instructions_stop_fetch(dut):
-    """An ALU opcode 5 at index 3 raises the error with its field and index; 0..2 were dispatched."""
+    """An ALU opcode 5 (REQ without the option ALU_REQUANT; 6 with it) at index 3 raises the
+    error with its field and index; 0..2 were dispatched."""
     tb = TB(dut, seed=2)
     await tb.start()
+    bad = 6 if tb.env.ALU_REQUANT else 5
     insns = [FinishInsn(), MemInsn(memory_type=isa.MEM_INP, x_size=1), FinishInsn(), FinishInsn(), FinishInsn()]
     code = bytearray(b"".join(isa.encode(i, tb.env) for i in insns))
     lay = isa.layout(tb.env)
     f = lay.field("alu", "alu_opcode")
-    word = int.from_bytes(isa.encode(AluInsn(alu_opcode=0), tb.env), "little") | (5 << f.lo)
+    word = int.from_bytes(isa.encode(AluInsn(alu_opcode=0), tb.env), "little") | (bad << f.lo)
     code[48:64] = word.to_bytes(16, "little")
     tb.mem[0x2000:0x2000 + len(code)] = code
     await tb.run(0x2000, len(insns), cycles=200, ready_prob=1.0)
     assert [x[1] for x in tb.dispatched] == [0, 1, 2]
-    assert tb.errors[:1] == [(hwgen.FIELD_ALU_OPCODE, 5, 3)]
+    assert tb.errors[:1] == [(hwgen.FIELD_ALU_OPCODE, bad, 3)]
+
+
+@cocotb.test()
+async def req_dispatched_only_with_its_option(dut):
+    """ALU opcode 5 (REQ) reaches the compute queue with the option ALU_REQUANT and is refused
+    (field alu_opcode, value 5) without it."""
+    tb = TB(dut, seed=3)
+    await tb.start()
+    lay = isa.layout(tb.env)
+    f = lay.field("alu", "alu_opcode")
+    word = int.from_bytes(isa.encode(AluInsn(alu_opcode=0, imm=7), tb.env), "little") | (5 << f.lo)
+    code = word.to_bytes(16, "little") + isa.encode(FinishInsn(), tb.env)
+    tb.mem[0x3000:0x3000 + len(code)] = code
+    await tb.run(0x3000, 2, cycles=200, ready_prob=1.0)
+    if tb.env.ALU_REQUANT:
+        assert not tb.errors
+        assert [(q, i, w) for q, i, w in tb.dispatched][:1] == [(1, 0, word)]
+    else:
+        assert tb.dispatched == []
+        assert tb.errors[:1] == [(hwgen.FIELD_ALU_OPCODE, 5, 0)]
 
 
 @cocotb.test()

@@ -7,3 +7,8 @@ pytestmark = needs_verilator
 
 def test_fetch(tmp_path):
     run("vta_fetch", "tests.hw.fetch.cocotb_fetch", tmp_path)
+
+
+def test_fetch_extended(tmp_path):
+    """The fetch unit of the extended configuration (ALU opcode 5 accepted)."""
+    run("vta_fetch", "tests.hw.fetch.cocotb_fetch", tmp_path, config="extended.json")

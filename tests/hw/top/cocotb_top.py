@@ -219,7 +219,7 @@ def _alu_chain_model(acc, prog, stale: bool):
                 return before[1] if stale and before is not None and before[0] == row else acc[row]
             a, b = read(dst), read(src)
             old = list(acc[dst])
-            acc[dst] = [_alu_scalar(op, x, imm if use_imm else y) for x, y in zip(a, b)]
+            acc[dst] = [_alu_scalar(op, x, imm if use_imm else y) for x, y in zip(a, b, strict=True)]
             before = (dst, old)
     return acc
 

@@ -13,8 +13,9 @@ pytestmark = needs_verilator
 
 @pytest.mark.parametrize("config", ["vta_config.json", "batch2.json",
                                     pytest.param("narrow.json", marks=pytest.mark.slow),
-                                    pytest.param("block32.json", marks=pytest.mark.slow)])
+                                    pytest.param("block32.json", marks=pytest.mark.slow),
+                                    pytest.param("extended.json", marks=pytest.mark.slow)])
 def test_top(tmp_path, request, config):
-    if config in ("narrow.json", "block32.json") and "slow" not in (request.config.getoption("markexpr") or ""):
+    if config in ("narrow.json", "block32.json", "extended.json") and "slow" not in (request.config.getoption("markexpr") or ""):
         pytest.skip(f"the {config} whole-core test is slow; run it with -m slow")
     run("vta_top", "tests.hw.top.cocotb_top", tmp_path, config=config)

@@ -8,7 +8,7 @@ sequential loops of ``reference/vta-isa.md`` section 4.
 
 The loop decodes each instruction's fields from the raw words as it reaches it and runs one
 small helper per opcode, inlined; it is compiled without numba's reference counting, which
-would otherwise cost more than a small instruction's work (see :func:`kernels._stretch_py`).
+would otherwise cost more than a small instruction's work (see :func:`kernels._stretch`).
 
 The compiled loop handles the common case and *defers* everything else: when an instruction
 would fail a check (an index or address out of range, an invalid field), is an enormous GEMM,
@@ -26,18 +26,16 @@ matrix product) are executed inside the loop as BLAS products over gathered floa
 (exact: see :mod:`vta.sim.fsim.kernels`), with no Python in between.
 
 numba is optional: without it (or with ``engine="numpy"``) fsim uses the NumPy path alone.
-Compiled code is cached under :func:`vta.cache.cache_dir` ``("numba")``.
+Compiled code is cached on disk (:mod:`vta.sim.numba_cache`).
 """
 
 from __future__ import annotations
 
 import importlib.util
-import os
 
 import numpy as np
 
 from ... import isa
-from ...cache import cache_dir
 from ...env import Environment
 from . import kernels
 from .kernels import COUNT_KEYS
@@ -59,12 +57,9 @@ def available() -> bool:
 
 
 def _compile():
-    """Import numba with its cache in the project's build cache and compile the loop (once)."""
-    os.environ.setdefault("NUMBA_CACHE_DIR", str(cache_dir("numba")))
+    """Import numba and compile the loop (once; cached on disk, see :mod:`vta.sim.numba_cache`)."""
     import numba
 
-    if not numba.config.CACHE_DIR:
-        numba.config.CACHE_DIR = os.environ["NUMBA_CACHE_DIR"]
     # numba calls BLAS (for the batched GEMM products) through SciPy's BLAS bindings; load them
     # now, so that fsim's thread limit (set up on first use) sees that library too.
     blas = importlib.util.find_spec("scipy") is not None
@@ -126,7 +121,7 @@ class JitEngine:
                                for f in fields], dtype=np.int64)
 
     def prechecks(self, words: np.ndarray, tokens: list, dram) -> tuple[list | None, list[int]]:
-        """The checks made before a run, in one compiled pass (:func:`kernels._prepass_py`).
+        """The checks made before a run, in one compiled pass (:func:`kernels._prepass`).
 
         Returns
         -------
@@ -134,15 +129,15 @@ class JitEngine:
             The token counts after the run when the stream is valid and its ``tokens`` let it
             run in stream order (None means "check the slow way": the stream may be invalid,
             out of order or deadlocked); and the LOAD and STORE rows whose fields alone fail
-            a check: the candidates :func:`vta.sim.fsim.simulator.confirm_suspects` confirms
+            a check: the candidates :func:`vta.sim.stream.confirm_suspects` confirms
             one by one.
         """
         starts, ends = _allocations(dram)
         state = np.zeros(6, dtype=np.int64)
         state[:4] = tokens
         out = np.empty(words.shape[0], dtype=np.int64)
-        found = kernels.prepass(np.ascontiguousarray(words), self.table, self.depths, self.elems, starts, ends, state,
-                                out)
+        found = kernels.prepass(np.ascontiguousarray(words), self.table, self.depths, self.elems,
+                                np.stack((starts, ends), axis=1), state, out)
         after = state[:4].tolist() if state[5] else None
         return after, out[:found].tolist()
 
@@ -151,9 +146,8 @@ class JitEngine:
         :meth:`prechecks`). On success ``tokens`` is updated to the counts after the run."""
         state = np.zeros(6, dtype=np.int64)
         state[:4] = tokens
-        none = np.zeros(1, dtype=np.int64)
-        kernels.prepass(np.ascontiguousarray(words), self.table, self.depths, self.elems, none, none, state,
-                        np.empty(words.shape[0], dtype=np.int64))
+        kernels.prepass(np.ascontiguousarray(words), self.table, self.depths, self.elems, np.zeros((1, 2), np.int64),
+                        state, np.empty(words.shape[0], dtype=np.int64))
         if not state[5]:
             return False
         tokens[:] = state[:4].tolist()

@@ -1,8 +1,9 @@
 """The loops of fsim's compiled engine, as plain Python that numba compiles (see :mod:`vta.sim.fsim.jit`).
 
-Everything numba compiles lives in this one module, so that its on-disk cache (keyed by this
-file) never mixes a new loop with old helpers. Until :func:`compile_all` runs, the module
-globals below are the pure-Python functions, which give the same results (slowly).
+Everything numba compiles for fsim lives in this module, apart from the per-instruction checks
+it shares with the cycle model (:mod:`vta.sim.rules`); :func:`compile_all` compiles them into a
+namespace of their own, cached on disk by the content of both files (:mod:`vta.sim.numba_cache`).
+The module's names stay the plain Python functions, which give the same results (slowly).
 
 Semantics are those of ``reference/vta-isa.md`` section 4 and the DESIGN semantics table;
 the NumPy opcode functions of :mod:`vta.sim.fsim.units` are the specification and the loop
@@ -12,6 +13,9 @@ defers to them whatever it does not implement.
 from __future__ import annotations
 
 import numpy as np
+
+from ..numba_cache import compile_into
+from ..rules import suspect, token_step
 
 __all__ = ["COUNT_KEYS", "compile_all"]
 
@@ -36,7 +40,7 @@ _G = 11     # GEMM fields start
 _A = 22     # ALU fields start
 
 
-def _in_dram_py(start, end, starts, ends):
+def _in_dram(start, end, starts, ends):
     """Whether [start, end) lies inside one live allocation."""
     if end <= start:
         return True
@@ -51,7 +55,7 @@ def _in_dram_py(start, end, starts, ends):
     return k >= 0 and end <= ends[k] and starts[k] <= start
 
 
-def _field_py(words, table, i, c):
+def _field(words, table, i, c):
     """Field ``c`` of instruction ``i`` from the raw int64 words.
 
     ``table[c]`` is ``(word, shift, mask, sign)``: the field is ``(word >> shift) & mask``,
@@ -61,7 +65,7 @@ def _field_py(words, table, i, c):
     return (v ^ table[c, 3]) - table[c, 3]
 
 
-def _gemm_nest_py(uop_dst, uop_src, uop_wgt, inp, wgt, acc, inp_f, wgt_f, scratch, bgn, end, io, ii, dfo, dfi, sfo,
+def _gemm_nest(uop_dst, uop_src, uop_wgt, inp, wgt, acc, inp_f, wgt_f, scratch, bgn, end, io, ii, dfo, dfi, sfo,
                   sfi, wfo, wfi):
     """A non-reset GEMM nest (indices already checked).
 
@@ -127,13 +131,13 @@ def _gemm_nest_py(uop_dst, uop_src, uop_wgt, inp, wgt, acc, inp_f, wgt_f, scratc
                     _wrap_add(acc[d0 + o * dfo], part)
 
 
-def _add_rows_py(total, rows):
+def _add_rows(total, rows):
     """``total += rows`` for two flat float32 arrays of one length."""
     for q in range(total.shape[0]):
         total[q] += rows[q]
 
 
-def _dot_sum_py(x, w, part):
+def _dot_sum(x, w, part):
     """``part += x @ w.T`` (float32; the caller bounds the sums so they are exact)."""
     for b in range(x.shape[0]):
         for j in range(w.shape[0]):
@@ -143,21 +147,21 @@ def _dot_sum_py(x, w, part):
             part[b, j] += tot
 
 
-def _wrap_add_py(acc_row, part):
+def _wrap_add(acc_row, part):
     """``acc_row += part`` modulo 2^32 (``part`` holds exact integers)."""
     for b in range(acc_row.shape[0]):
         for j in range(acc_row.shape[1]):
             acc_row[b, j] = np.int32((np.int64(acc_row[b, j]) + np.int64(part[b, j])) & 0xFFFFFFFF)
 
 
-def _dot_add_py(x, w, acc_row, part):
+def _dot_add(x, w, acc_row, part):
     """``acc_row += x @ w.T`` modulo 2^32, through the float32 scratch ``part``."""
     part[:, :] = 0.0
     _dot_sum(x, w, part)
     _wrap_add(acc_row, part)
 
 
-def _offsets_py(ext, f1, f2, role, want):
+def _offsets(ext, f1, f2, role, want):
     """Index offsets of the loop levels whose ``role`` is ``want``, for two operands.
 
     Returns two int64 arrays over every combination of those levels' iterations (the first
@@ -181,13 +185,13 @@ def _offsets_py(ext, f1, f2, role, want):
     return a, b
 
 
-def _dot_blas_py(x, w):
+def _dot_blas(x, w):
     """``w @ x.T`` for float32 matrices, by BLAS (numba calls it through SciPy). This operand
     order packs about twice as fast as ``x @ w.T`` for the usual wide ``w``."""
     return np.dot(w, x.T)
 
 
-def _dot_loops_py(x, w):
+def _dot_loops(x, w):
     """``w @ x.T`` for float32 matrices by plain loops (when SciPy, hence BLAS, is missing)."""
     out = np.zeros((w.shape[0], x.shape[0]), dtype=np.float32)
     for c in range(w.shape[0]):
@@ -199,15 +203,19 @@ def _dot_loops_py(x, w):
     return out
 
 
+#: The product of :func:`_gemm_batch` (:func:`compile_all` picks the compiled one).
+_dot = _dot_blas
+
+
 #: Loop-level roles of a batched GEMM: what each level moves.
 _ROW, _COL, _RED, _REP = 0, 1, 2, 3
-#: Weight sums a compiled loop keeps for reuse (a power of two; see :func:`_gemm_nest_py`).
+#: Weight sums a compiled loop keeps for reuse (a power of two; see :func:`_gemm_nest`).
 _SUM_SLOTS = 16
 #: Rows / columns of one BLAS product at most (bounds the scratch matrices).
 _BLOCK_ROWS = 2048
 
 
-def _gemm_batch_py(uop_dst, uop_src, uop_wgt, inp, wgt, acc, bgns, io, ii, dfo, dfi, sfo, sfi, wfo, wfi):
+def _gemm_batch(uop_dst, uop_src, uop_wgt, inp, wgt, acc, bgns, io, ii, dfo, dfi, sfo, sfi, wfo, wfi):
     """Run consecutive one-micro-op GEMMs with equal loops as BLAS products, if they line up.
 
     ``bgns`` holds the ``uop_bgn`` of each instruction. The run is one loop nest of three
@@ -308,13 +316,13 @@ def _gemm_batch_py(uop_dst, uop_src, uop_wgt, inp, wgt, acc, bgns, io, ii, dfo, 
     return True
 
 
-def _copy_py(to, frm):
+def _copy(to, frm):
     """``to[:] = frm`` element by element (casting), for two views of equal length."""
     for q in range(to.shape[0]):
         to[q] = frm[q]
 
 
-def _zero_py(mt, inp_f, wgt_f, acc_f, lo, hi):
+def _zero(mt, inp_f, wgt_f, acc_f, lo, hi):
     """Zero lanes ``lo..hi`` of the flat buffer a LOAD of memory type ``mt`` writes."""
     if mt == 1:
         wgt_f[lo:hi] = 0.0
@@ -324,7 +332,7 @@ def _zero_py(mt, inp_f, wgt_f, acc_f, lo, hi):
         acc_f[lo:hi] = 0
 
 
-def _same_gemm_py(words, table, i, k):
+def _same_gemm(words, table, i, k):
     """Whether instruction ``k`` is a non-reset one-micro-op GEMM with the loops of GEMM ``i``."""
     if _field(words, table, k, _OP) != 2 or _field(words, table, k, _G) != 0:
         return False
@@ -336,55 +344,21 @@ def _same_gemm_py(words, table, i, k):
     return True
 
 
-def _token_step_py(words, table, i, l2g, g2l, s2g, g2s):
-    """Instruction ``i`` of the in-order check of :func:`_prepass_py`: the token counts after
-    it, and whether it is valid there (codes and flags valid, every pop satisfied, no channel
-    above 255 tokens when the instructions run in stream order)."""
-    op = (words[i, 0]) & 7
-    pp = (words[i, 0] >> 3) & 1
-    pn = (words[i, 0] >> 4) & 1
-    up = (words[i, 0] >> 5) & 1
-    un = (words[i, 0] >> 6) & 1
-    if op > 4:
-        return l2g, g2l, s2g, g2s, False
-    stage = 2
-    if op <= 1:
-        mt = _field(words, table, i, _M)
-        if mt > 5:
-            return l2g, g2l, s2g, g2s, False
-        if op == 1:
-            stage = 3
-        elif mt == 1 or mt == 2:
-            stage = 1
-    elif op == 4:
-        if _field(words, table, i, _A + 8) > 4:
-            return l2g, g2l, s2g, g2s, False
-    if stage == 1:
-        if pp or up:
-            return l2g, g2l, s2g, g2s, False
-        g2l -= pn
-        l2g += un
-    elif stage == 2:
-        l2g -= pp
-        s2g -= pn
-        g2l += up
-        g2s += un
-    else:
-        if pn or un:
-            return l2g, g2l, s2g, g2s, False
-        g2s -= pp
-        s2g += up
-    ok = min(l2g, g2l, s2g, g2s) >= 0 and max(l2g, g2l, s2g, g2s) <= 255
-    return l2g, g2l, s2g, g2s, ok
+def _token_step(words, table, i, l2g, g2l, s2g, g2s):
+    """Instruction ``i`` of the in-order check of :func:`_prepass` (:func:`vta.sim.rules.token_step`
+    on its fields): the token counts after it and whether it is valid there."""
+    w = words[i, 0]
+    return token_step(w & 7, (w >> 3) & 1, (w >> 4) & 1, (w >> 5) & 1, (w >> 6) & 1, _field(words, table, i, _M),
+                      _field(words, table, i, _A + 8), l2g, g2l, s2g, g2s)
 
 
-def _decode_py(words, table, i, lo, hi, f):
-    """Fields ``lo..hi-1`` of instruction ``i`` into ``f[lo:hi]`` (see :func:`_field_py`)."""
+def _decode(words, table, i, lo, hi, f):
+    """Fields ``lo..hi-1`` of instruction ``i`` into ``f[lo:hi]`` (see :func:`_field`)."""
     for c in range(lo, hi):
         f[c] = _field(words, table, i, c)
 
 
-def _prepass_py(words, table, depths, elems, starts, ends, tokens, out):
+def _prepass(words, table, depths, elems, allocs, tokens, out):
     """The checks made before a run, in one pass over the stream.
 
     * Whether the stream is valid (codes, flags, a FINISH) and its tokens let it run in
@@ -392,19 +366,22 @@ def _prepass_py(words, table, depths, elems, starts, ends, tokens, out):
       g2s) and a sixth slot; on return the sixth slot is 1 and the first four are the counts
       after the run if so, else it is 0 (and the counts mean nothing).
     * The LOAD and STORE rows (``x_size > 0``) whose fields alone put them out of range: the
-      compiled form of the whole-column checks of :func:`vta.sim.fsim.simulator.check_fields`
-      (memory types, padding, the SRAM rectangle -- ``depths`` per memory type -- and the DRAM
-      rows -- ``elems``: bytes per element per memory type, the OUT slot for stores -- inside
-      one live allocation). Writes their indices, in stream order, to ``out``; returns how many.
+      compiled form of the whole-column checks of :func:`vta.sim.stream.check_fields`
+      (:func:`vta.sim.rules.suspect`: memory types, padding, the SRAM rectangle -- ``depths``
+      per memory type -- and the DRAM rows -- ``elems``: bytes per element per memory type, the
+      OUT slot for stores -- inside one live allocation of ``allocs``, k x 2 start and end).
+      Writes their indices, in stream order, to ``out``; returns how many.
     """
     l2g, g2l, s2g, g2s = tokens[0], tokens[1], tokens[2], tokens[3]
     valid, finish = True, False
     found = 0
+    hit = 0  # the allocation the last transfer was in
     for i in range(words.shape[0]):
         if valid:
             l2g, g2l, s2g, g2s, valid = _token_step(words, table, i, l2g, g2l, s2g, g2s)
             finish = finish or (words[i, 0] & 7) == 3
-        if _suspect(words, table, i, depths, elems, starts, ends):
+        bad, hit = _suspect(words, table, i, depths, elems, allocs, hit)
+        if bad:
             out[found] = i
             found += 1
     tokens[0], tokens[1], tokens[2], tokens[3] = l2g, g2l, s2g, g2s
@@ -412,28 +389,20 @@ def _prepass_py(words, table, depths, elems, starts, ends, tokens, out):
     return found
 
 
-def _suspect_py(words, table, i, depths, elems, starts, ends):
+def _suspect(words, table, i, depths, elems, allocs, hit):
     """Whether instruction ``i`` is a LOAD or STORE with ``x_size > 0`` and a valid memory type
-    whose fields alone fail a check (see :func:`_prepass_py`)."""
+    whose fields alone fail a check (:func:`vta.sim.rules.suspect`), and the allocation to try
+    first next time."""
     op = _field(words, table, i, _OP)
     if op > 1 or _field(words, table, i, _M + 4) == 0:
-        return False
+        return False, hit
     mt = _field(words, table, i, _M)
     if mt > 5:  # an invalid memory type: rejected by the stream validation
-        return False
-    base, dbase = _field(words, table, i, _M + 1), _field(words, table, i, _M + 2)
-    ys, xs = _field(words, table, i, _M + 3), _field(words, table, i, _M + 4)
-    stride = _field(words, table, i, _M + 5)
-    yp0, yp1 = _field(words, table, i, _M + 6), _field(words, table, i, _M + 7)
-    xp0, xp1 = _field(words, table, i, _M + 8), _field(words, table, i, _M + 9)
-    if op == 0:
-        bad = mt == 4 or base + (yp0 + ys + yp1) * (xp0 + xs + xp1) > depths[mt]
-    else:
-        bad = mt != 4 or (yp0 | yp1 | xp0 | xp1) != 0 or base + xs * ys > depths[3]
-    if not bad and ys > 0:
-        e = elems[mt] if op == 0 else elems[4]
-        bad = not _in_dram(dbase * e, (dbase + (ys - 1) * stride + xs) * e, starts, ends)
-    return bad
+        return False, hit
+    return suspect(op, mt, _field(words, table, i, _M + 1), _field(words, table, i, _M + 2),
+                   _field(words, table, i, _M + 3), _field(words, table, i, _M + 4), _field(words, table, i, _M + 5),
+                   _field(words, table, i, _M + 6), _field(words, table, i, _M + 7), _field(words, table, i, _M + 8),
+                   _field(words, table, i, _M + 9), depths, elems, allocs, hit)
 
 
 def _run_stretch(order, pos, words, table, uop_dst, uop_src, uop_wgt, inp, wgt, acc, dram, dram_s8, dram_s32,
@@ -471,7 +440,7 @@ def _run_stretch(order, pos, words, table, uop_dst, uop_src, uop_wgt, inp, wgt, 
         run[1] = 0
 
 
-def _stretch_py(order, pos, words, table, uop_dst, uop_src, uop_wgt, inp, wgt, acc, inp_f, wgt_f, acc_f, acc2, dram,
+def _stretch(order, pos, words, table, uop_dst, uop_src, uop_wgt, inp, wgt, acc, inp_f, wgt_f, acc_f, acc2, dram,
                 dram_s8, dram_s32, starts, ends, cfg, counts, f, scratch, run):
     """The loop of :func:`_run_stretch`, given its flat views and scratch arrays.
 
@@ -498,7 +467,7 @@ def _stretch_py(order, pos, words, table, uop_dst, uop_src, uop_wgt, inp, wgt, a
                 return pos
         elif op == 4:
             _decode(words, table, i, _A, _A + 11, f)
-            if not _alu(uop_dst, uop_src, acc2, acc_f, f, counts):
+            if not _alu(uop_dst, uop_src, acc2, acc_f, f, cfg[20], counts):
                 return pos
         elif op == 0 or op == 1:
             _decode(words, table, i, _M, _M + 10, f)
@@ -522,7 +491,7 @@ def _stretch_py(order, pos, words, table, uop_dst, uop_src, uop_wgt, inp, wgt, a
     return pos
 
 
-def _gemm_run_py(order, pos, words, table, f, cfg):
+def _gemm_run(order, pos, words, table, f, cfg):
     """How many GEMMs from ``order[pos]`` on (fields of the first decoded in ``f``) form a run that
     differs only in its micro-op, and whether it is big enough to try as BLAS products.
 
@@ -538,9 +507,9 @@ def _gemm_run_py(order, pos, words, table, f, cfg):
     return -n_run
 
 
-def _batch_py(order, pos, n_run, words, table, uop_dst, uop_src, uop_wgt, inp, wgt, acc, counts, bgns):
+def _batch(order, pos, n_run, words, table, uop_dst, uop_src, uop_wgt, inp, wgt, acc, counts, bgns):
     """Execute the run of ``n_run`` GEMMs at ``order[pos]`` as BLAS products if their micro-ops
-    line up (:func:`_gemm_batch_py`); ``bgns`` is int64 scratch at least ``n_run`` long."""
+    line up (:func:`_gemm_batch`); ``bgns`` is int64 scratch at least ``n_run`` long."""
     i = order[pos]
     for q in range(n_run):
         bgns[q] = _field(words, table, i + q, _G + 1)
@@ -555,7 +524,7 @@ def _batch_py(order, pos, n_run, words, table, uop_dst, uop_src, uop_wgt, inp, w
     return True
 
 
-def _gemm_py(uop_dst, uop_src, uop_wgt, inp, wgt, acc, inp_f, wgt_f, acc2, f, cfg, counts, scratch):
+def _gemm(uop_dst, uop_src, uop_wgt, inp, wgt, acc, inp_f, wgt_f, acc2, f, cfg, counts, scratch):
     """One GEMM (fields decoded in ``f``); False (nothing done) to defer it. ``inp_f``, ``wgt_f``
     and ``acc2`` are flat views of the buffers (``acc2``: one row of lanes per element)."""
     reset = f[_G] != 0
@@ -589,19 +558,21 @@ def _gemm_py(uop_dst, uop_src, uop_wgt, inp, wgt, acc, inp_f, wgt_f, acc2, f, cf
     return True
 
 
-def _alu_py(uop_dst, uop_src, rows, lanes, f, counts):
+def _alu(uop_dst, uop_src, rows, lanes, f, out_bits, counts):
     """One ALU instruction (fields decoded in ``f``) on the accumulator as ``rows`` of lanes
     (``lanes``: the same as one flat array); False (nothing done) to defer it.
 
     Runs the nest in the order of the ISA loop, one accumulator row at a time, so a micro-op
     sees what earlier ones wrote. With an immediate, one micro-op and ``dst_factor_in == 1``,
     the rows of one ``i_out`` are consecutive and distinct (each lane is updated once, from
-    its own value): they run as one stretch of lanes.
+    its own value): they run as one stretch of lanes. ``out_bits``: OUT_WIDTH, the range REQ
+    saturates to (an ALU opcode 5 reaches this only when the stream check let it through, that
+    is, when the configuration has ``ALU_REQUANT``).
     """
     bgn, end, io, ii = f[_A], f[_A + 1], f[_A + 2], f[_A + 3]
     dfo, dfi, sfo, sfi = f[_A + 4], f[_A + 5], f[_A + 6], f[_A + 7]
     aop, use_imm, imm = f[_A + 8], f[_A + 9], f[_A + 10]
-    if end > uop_dst.shape[0] or aop > 4:
+    if end > uop_dst.shape[0] or aop > 5:
         return False
     end = max(bgn, end)
     n_it = io * ii * (end - bgn)
@@ -616,7 +587,7 @@ def _alu_py(uop_dst, uop_src, rows, lanes, f, counts):
             width = rows.shape[1]
             for o in range(io):
                 lo = (uop_dst[bgn] + o * dfo) * width
-                _alu_imm(aop, lanes[lo:lo + ii * width], imm)
+                _alu_imm(aop, lanes[lo:lo + ii * width], imm, out_bits)
             counts[10] += 1
             counts[6] += n_it
             return True
@@ -625,17 +596,33 @@ def _alu_py(uop_dst, uop_src, rows, lanes, f, counts):
                 for u in range(bgn, end):
                     d = uop_dst[u] + o * dfo + t * dfi
                     if use_imm:
-                        _alu_imm(aop, rows[d], imm)
+                        _alu_imm(aop, rows[d], imm, out_bits)
                     else:
-                        _alu_rows(aop, rows[d], rows[uop_src[u] + o * sfo + t * sfi])
+                        _alu_rows(aop, rows[d], rows[uop_src[u] + o * sfo + t * sfi], out_bits)
     counts[10] += 1
     counts[6] += n_it
     return True
 
 
-def _alu_imm_py(aop, a, imm):
+def _req(x, b, out_bits):
+    """REQ of one lane: ``clip((x * m + 2**(s-1)) >> s)`` to ``out_bits`` signed bits, with
+    ``m = b & 0xFFFF`` and ``s = (b >> 16) & 63`` (the product is exact in int64)."""
+    m = b & 0xFFFF
+    sh = (b >> 16) & 63
+    r = x * m
+    if sh > 0:
+        r = (r + (np.int64(1) << (sh - 1))) >> sh
+    hi = (np.int64(1) << (out_bits - 1)) - 1
+    lo = -hi - 1
+    return min(max(r, lo), hi)
+
+
+def _alu_imm(aop, a, imm, out_bits):
     """``a = aop(a, imm)`` lane by lane on an int32 row (each opcode its own loop, so it vectorises)."""
-    if aop == 0:
+    if aop == 5:
+        for q in range(a.shape[0]):
+            a[q] = np.int32(_req(np.int64(a[q]), np.int64(imm), out_bits))
+    elif aop == 0:
         for q in range(a.shape[0]):
             a[q] = min(np.int64(a[q]), imm)
     elif aop == 1:
@@ -657,11 +644,13 @@ def _alu_imm_py(aop, a, imm):
             a[q] = np.int32((np.int64(a[q]) << sh) & 0xFFFFFFFF)
 
 
-def _alu_rows_py(aop, a, b):
+def _alu_rows(aop, a, b, out_bits):
     """``a = aop(a, b)`` lane by lane on two int32 rows (``b`` may be ``a`` itself)."""
     for q in range(a.shape[0]):
         x, v = np.int64(a[q]), np.int64(b[q])
-        if aop == 0:
+        if aop == 5:
+            r = _req(x, v, out_bits)
+        elif aop == 0:
             r = min(x, v)
         elif aop == 1:
             r = max(x, v)
@@ -676,12 +665,12 @@ def _alu_rows_py(aop, a, b):
         a[q] = np.int32(r & 0xFFFFFFFF)
 
 
-def _store_py(acc_f, dram, starts, ends, f, cfg, counts):
+def _store(acc_f, dram, starts, ends, f, cfg, counts):
     """One STORE with ``x_size > 0`` (fields decoded in ``f``; ``acc_f``: the accumulator as one
     flat array of lanes); False (nothing done) to defer it.
 
     Keeps the low ``OUT_WIDTH`` bits of each lane; below 8 bits, lanes are packed several to a
-    byte (:func:`_pack_py`), as :func:`vta.sim.fsim.units.pack_low_bits` does.
+    byte (:func:`_pack`), as :func:`vta.sim.fsim.units.pack_low_bits` does.
     """
     mt, sram, dbase, ys, xs, stride = f[_M], f[_M + 1], f[_M + 2], f[_M + 3], f[_M + 4], f[_M + 5]
     e_out, width = cfg[6], cfg[20]
@@ -707,7 +696,7 @@ def _store_py(acc_f, dram, starts, ends, f, cfg, counts):
     return True
 
 
-def _pack_py(to, frm, width):
+def _pack(to, frm, width):
     """The low ``width`` bits (1, 2 or 4) of the int32 lanes ``frm`` packed into the bytes ``to``,
     ``8 // width`` lanes a byte, the first in the lowest bits."""
     per = 8 // width
@@ -719,10 +708,10 @@ def _pack_py(to, frm, width):
         to[q] = np.uint8(byte)
 
 
-def _unpack_py(to, frm, width):
+def _unpack(to, frm, width):
     """The bytes ``frm`` split into signed ``width``-bit values (1, 2 or 4 bits; ``8 // width`` a
     byte, the first in the lowest bits) written to the float32 lanes ``to``: the inverse of
-    :func:`_pack_py`, as :func:`vta.sim.fsim.units.unpack_signed` does."""
+    :func:`_pack`, as :func:`vta.sim.fsim.units.unpack_signed` does."""
     per = 8 // width
     top = 64 - width
     for q in range(frm.shape[0]):
@@ -732,11 +721,11 @@ def _unpack_py(to, frm, width):
             to[q * per + k] = (byte << (top - k * width)) >> top
 
 
-def _load_py(uop_dst, uop_src, uop_wgt, inp_f, wgt_f, acc_f, dram, dram_s8, dram_s32, starts, ends, f, cfg, counts):
+def _load(uop_dst, uop_src, uop_wgt, inp_f, wgt_f, acc_f, dram, dram_s8, dram_s32, starts, ends, f, cfg, counts):
     """One LOAD with ``x_size > 0`` (fields decoded in ``f``; the buffers as flat arrays of
     lanes); False (nothing done) to defer it.
 
-    INP and WGT elements narrower than 8 bits are unpacked and sign-extended (:func:`_unpack_py`),
+    INP and WGT elements narrower than 8 bits are unpacked and sign-extended (:func:`_unpack`),
     as :func:`vta.sim.fsim.units.unpack_signed` does.
     """
     mt, sram, dbase, ys, xs, stride = f[_M], f[_M + 1], f[_M + 2], f[_M + 3], f[_M + 4], f[_M + 5]
@@ -815,21 +804,23 @@ def _load_py(uop_dst, uop_src, uop_wgt, inp_f, wgt_f, acc_f, dram, dram_s8, dram
     return True
 
 
-#: Every function of this module that numba compiles (``name`` is made from ``name_py``), and
-#: those allowed to reorder float32 sums (every partial sum is an integer of at most 2^24 in
-#: magnitude, so any order gives the exact result).
+#: Every function of this module that numba compiles (into :data:`_COMPILED_NS`, see
+#: :func:`compile_all`), and those allowed to reorder float32 sums (every partial sum is an
+#: integer of at most 2^24 in magnitude, so any order gives the exact result).
 _COMPILED = ("_stretch", "_batch", "_field", "_decode", "_in_dram", "_prepass", "_token_step", "_suspect",
              "_same_gemm", "_zero", "_copy", "_offsets", "_add_rows", "_dot_sum", "_wrap_add", "_dot_add", "_gemm_nest",
-             "_gemm_batch", "_gemm_run", "_gemm", "_alu", "_alu_imm", "_alu_rows", "_store", "_load", "_pack",
-             "_unpack")
+             "_gemm_batch", "_gemm_run", "_gemm", "_alu", "_req", "_alu_imm", "_alu_rows", "_store", "_load", "_pack",
+             "_unpack", "token_step", "suspect", "_run_stretch")
 _FASTMATH = ("_add_rows", "_dot_sum", "_dot_add", "_gemm_nest")
-#: Those that allocate (the others run without reference counting: see :func:`_stretch_py`).
-_ALLOCATING = ("_offsets", "_gemm_batch", "_batch")
+#: Those that allocate (the others run without reference counting: see :func:`_stretch`).
+_ALLOCATING = ("_offsets", "_gemm_batch", "_batch", "_run_stretch")
 #: Per-instruction helpers inlined into their callers by numba (a call boundary costs a
 #: reference-count update per array argument, more than a small instruction's work).
-_INLINED = ("_field", "_decode", "_token_step", "_suspect", "_gemm", "_alu", "_alu_imm", "_alu_rows", "_store",
+_INLINED = ("_field", "_decode", "_token_step", "_suspect", "_gemm", "_alu", "_req", "_alu_imm", "_alu_rows", "_store",
             "_load", "_wrap_add", "_dot_sum", "_dot_add", "_zero", "_copy", "_in_dram", "_add_rows", "_pack",
-            "_unpack")
+            "_unpack", "token_step", "suspect")
+#: The compiled functions by name, each calling the others' compiled versions (after :func:`compile_all`).
+_COMPILED_NS: dict = {}
 
 
 def _accepts_nrt_option(njit) -> bool:
@@ -839,44 +830,47 @@ def _accepts_nrt_option(njit) -> bool:
     would fail there; probe it on a trivial function and compile with reference counting if not.
     """
     try:
-        njit(_nrt=False)(_probe_py)(1)
+        njit(_nrt=False)(_probe)(1)
     except KeyError:
         return False
     return True
 
 
-def _probe_py(x):
+def _probe(x):
     """A trivial function for :func:`_accepts_nrt_option`."""
     return x + 1
 
 
 def compile_all(njit, blas: bool):
-    """Compile every loop of this module with ``njit`` (numba's decorator), once; return the run loop.
+    """Compile every loop of this module with ``njit`` (numba's decorator), once; return the run
+    loop (the compiled :func:`_run_stretch`).
 
-    The helpers are module globals, so the loops compiled here call their compiled versions.
-    ``blas`` says whether numba can call BLAS (it needs SciPy for that); without it, batched
-    GEMM products use a compiled loop instead.
+    The functions are compiled into :data:`_COMPILED_NS`, a copy of this module's names in which
+    each calls the compiled versions of the others (the module's own names stay plain Python);
+    ``_dot`` there is :func:`_dot_blas` when ``blas`` (numba calls BLAS through SciPy), else
+    :func:`_dot_loops`.
     """
-    global _dot, _run
-    if _run is not None:
-        return _run
+    if _COMPILED_NS:
+        return _COMPILED_NS["_run_stretch"]
     no_refcount = _accepts_nrt_option(njit)
-    for name in _COMPILED:
-        opts = {"inline": "always"} if name in _INLINED else {}
-        if no_refcount and name not in _ALLOCATING:
+
+    def options(name):
+        opts = {"fastmath": name in _FASTMATH or name == "_dot_loops"}
+        if name in _INLINED:
+            opts["inline"] = "always"
+        if name == "_run_stretch":
+            opts["nogil"] = True
+        elif no_refcount and name not in _ALLOCATING and not name.startswith("_dot_"):
             opts["_nrt"] = False
-        globals()[name] = njit(cache=True, fastmath=name in _FASTMATH, **opts)(globals()[name + "_py"])
-    _dot = njit(cache=True)(_dot_blas_py) if blas else njit(cache=True, fastmath=True)(_dot_loops_py)
-    _run = njit(cache=True, nogil=True)(_run_stretch)
-    return _run
+        return opts
+
+    ns = dict(globals())
+    compile_into(ns, _COMPILED + ("_dot_blas" if blas else "_dot_loops",), njit, options)
+    ns["_dot"] = ns["_dot_blas" if blas else "_dot_loops"]
+    _COMPILED_NS.update(ns)
+    return ns["_run_stretch"]
 
 
-def prepass(words, table, depths, elems, starts, ends, tokens, out):
-    """The compiled :func:`_prepass_py` (after :func:`compile_all`)."""
-    return _prepass(words, table, depths, elems, starts, ends, tokens, out)
-
-
-# Pure-Python versions until compile_all() replaces them with compiled ones.
-for _name in _COMPILED:
-    globals()[_name] = globals()[_name + "_py"]
-_dot, _run = _dot_blas_py, None
+def prepass(words, table, depths, elems, allocs, tokens, out):
+    """The compiled :func:`_prepass` (after :func:`compile_all`)."""
+    return _COMPILED_NS["_prepass"](words, table, depths, elems, allocs, tokens, out)

@@ -276,7 +276,7 @@ def _group_sum(starts: np.ndarray, sizes: np.ndarray) -> Callable[[np.ndarray], 
 def _alu_plan(sp: Scratchpads, f: dict) -> Plan | None:
     """ALU with an immediate over distinct rows: one in-place int32 operation."""
     op, imm = f["alu_opcode"], f["imm"]
-    if not f["use_imm"] or op not in isa.ALU_NAMES:
+    if not f["use_imm"] or op not in isa.ALU_NAMES or op in isa.ALU_OPTIONS:
         return None
     nest = _nest(sp, f, ("dst",), {"dst": sp.acc.shape[0]})
     if nest is None:

@@ -129,7 +129,7 @@ def check_mem(env: Environment, dram: DRAM, index: int, f: dict, opcode: int) ->
     """The checks of a LOAD or STORE with ``x_size > 0`` that depend on its fields alone.
 
     :func:`load` and :func:`store` make them before touching anything, and
-    :func:`vta.sim.fsim.check_stream` makes them for a whole stream before it runs, so the
+    :func:`vta.sim.stream.check_stream` makes them for a whole stream before it runs, so the
     errors and their messages are the same either way.
 
     Raises
@@ -355,12 +355,29 @@ def gemm_run(sp: Scratchpads, fields: list[dict]) -> bool:
 
 
 # ------------------------------------------------------------------------------ ALU
-def alu_op(op: int, a: np.ndarray, b: np.ndarray, width: int) -> np.ndarray:
+def req_op(a: np.ndarray, b: np.ndarray, out_width: int) -> np.ndarray:
+    """REQ (ALU opcode 5, option ``ALU_REQUANT``) lane-wise on int64 arrays: the multiplier
+    ``m = b & 0xFFFF`` and shift ``s = (b >> 16) & 63``, ``clip((a * m + 2**(s-1)) >> s)`` with
+    the exact product (no rounding term for ``s = 0``), saturated to the signed ``out_width``-bit
+    range (README, hardware options)."""
+    b = np.asarray(b, dtype=np.int64)
+    m = b & 0xFFFF
+    s = (b >> 16) & 63
+    r = a * m
+    r = np.where(s > 0, (r + (np.int64(1) << np.maximum(s - 1, 0))) >> s, r)
+    hi = (1 << (out_width - 1)) - 1
+    return np.clip(r, -hi - 1, hi)
+
+
+def alu_op(op: int, a: np.ndarray, b: np.ndarray, width: int, out_width: int = 8) -> np.ndarray:
     """Apply ALU opcode ``op`` lane-wise to int64 arrays ``a`` and ``b``; result wrapped to ``width`` bits.
 
     MIN/MAX are signed; ADD and MUL wrap; SHR shifts right arithmetically by ``b & 31`` when
-    ``b >= 0`` and left by ``(-b) & 31`` (wrapping) when ``b < 0`` (DESIGN semantics table).
+    ``b >= 0`` and left by ``(-b) & 31`` (wrapping) when ``b < 0`` (DESIGN semantics table);
+    REQ (:func:`req_op`) saturates to the signed ``out_width``-bit range.
     """
+    if op == isa.ALU_REQ:
+        return wrap_acc(req_op(a, b, out_width), width)
     if op == isa.ALU_MIN:
         r = np.minimum(a, b)
     elif op == isa.ALU_MAX:
@@ -391,14 +408,14 @@ def alu(sp: Scratchpads, index: int, f: dict) -> int:
     Raises
     ------
     InvalidInstructionError
-        If ``alu_opcode`` is not 0..4.
+        If ``alu_opcode`` is not 0..4 (5, REQ, with the option ``ALU_REQUANT``).
     SRAMIndexError
         If ``uop_end`` or any acc index of the nest is outside the buffer.
     """
     op = f["alu_opcode"]
-    if op not in isa.ALU_NAMES:
-        raise InvalidInstructionError(
-            f"{_where(index, 'ALU')}: alu_opcode={op!r}; accepted 0 MIN, 1 MAX, 2 ADD, 3 SHR, 4 MUL", index)
+    why = isa.check_alu_opcode(op, sp.env)
+    if why is not None:
+        raise InvalidInstructionError(f"{_where(index, 'ALU')}: {why}", index)
     check_uops(sp.uop_dst.shape[0], index, "ALU", f)
     use_imm = bool(f["use_imm"])
     nest = LoopNest.from_fields(sp, f, ("dst",) if use_imm else ("dst", "src"))
@@ -407,23 +424,31 @@ def alu(sp: Scratchpads, index: int, f: dict) -> int:
     depth = sp.acc.shape[0]
     nest.check_bounds(index, "ALU", {"dst": ("acc", depth), "src": ("acc", depth)})
     acc2 = sp.acc.reshape(depth, -1)
-    width = sp.env.ACC_WIDTH
+    width, out_width = sp.env.ACC_WIDTH, sp.env.OUT_WIDTH
     for lo, hi in nest.chunks():  # in order, bounded memory however long the nest
         dst = nest.flat("dst", lo, hi)
         if use_imm:
             rows, times = np.unique(dst, return_counts=True)
-            acc2[rows] = _alu_imm_repeated(op, acc2[rows].astype(np.int64), int(f["imm"]), times, width)
+            acc2[rows] = _alu_imm_repeated(op, acc2[rows].astype(np.int64), int(f["imm"]), times, width, out_width)
             continue
         src = nest.flat("src", lo, hi)
         for a, b in alu_segments(dst, src):
             d = dst[a:b]
-            acc2[d] = alu_op(op, acc2[d].astype(np.int64), acc2[src[a:b]].astype(np.int64), width)
+            acc2[d] = alu_op(op, acc2[d].astype(np.int64), acc2[src[a:b]].astype(np.int64), width, out_width)
     return nest.count
 
 
-def _alu_imm_repeated(op: int, a: np.ndarray, imm: int, times: np.ndarray, width: int) -> np.ndarray:
-    """``op(..op(op(a, imm), imm).., imm)`` applied ``times`` times per row, in closed form."""
+def _alu_imm_repeated(op: int, a: np.ndarray, imm: int, times: np.ndarray, width: int,
+                      out_width: int = 8) -> np.ndarray:
+    """``op(..op(op(a, imm), imm).., imm)`` applied ``times`` times per row, in closed form
+    (REQ: applied repeatedly, at most a few dozen times before it reaches a fixed point)."""
     t = times.astype(np.int64)[:, None]
+    if op == isa.ALU_REQ:
+        out = a.copy()
+        for k in range(1, int(times.max()) + 1):
+            sel = times >= k
+            out[sel] = alu_op(op, out[sel], np.int64(imm), width, out_width)
+        return out
     if op in (isa.ALU_MIN, isa.ALU_MAX):
         return alu_op(op, a, np.int64(imm), width)
     if op == isa.ALU_ADD:

@@ -1,7 +1,7 @@
 """The event-driven timing replay of the cycle model, as one loop over integer arrays.
 
-:func:`replay` decodes a stream into per-instruction arrays and runs :func:`_core` on them.
-With numba, one compiled call (:func:`_drive`) decodes the raw words (:func:`_decode`, the same
+:func:`replay` decodes a stream into per-instruction arrays and runs the event loop on them
+(:func:`vta.sim.model.loop.core`, split into small helpers numba inlines). With numba, one compiled call (:func:`_drive`) decodes the raw words (:func:`_decode`, the same
 arrays as :func:`prepare`) and runs the loop (the same function, unchanged), with a device's work
 arrays reused from run to run (:class:`Scratch`); without numba (or with ``engine="python"``),
 :func:`prepare` decodes with NumPy and the loop runs as plain Python. Both paths give the same
@@ -43,8 +43,8 @@ a burst, dispatches it and only then requests the next one; with it (a buffered 
 requested as soon as the buffer has room and each instruction is dispatched once its beats have
 arrived.
 
-The compiled loop is cached by numba under :func:`vta.cache.cache_dir` ``("numba")`` (the first
-use after an edit compiles for some seconds); ``VTA_MODEL_ENGINE=python`` forces the plain loop.
+The compiled loop is cached on disk (:mod:`vta.sim.numba_cache`; the first use after an edit
+compiles for some seconds); ``VTA_MODEL_ENGINE=python`` forces the plain loop.
 """
 
 from __future__ import annotations
@@ -54,11 +54,15 @@ import os
 import numpy as np
 
 from ... import isa
-from ...cache import cache_dir
 from ...env import Environment
 from ...errors import DeadlockError, InvalidInstructionError
-from ..fsim.simulator import _Columns, _Program
+from ..numba_cache import compile_into
+from ..rules import suspect, token_step
+from ..stream import Columns, Program
+from ..fsim.kernels import _accepts_nrt_option
 from . import costs as mc
+from . import loop
+from .loop import QUEUE_DEPTH, core, work_size
 
 __all__ = ["prepare", "replay", "compiled"]
 
@@ -66,30 +70,8 @@ _UNKNOWN = -1
 #: Read clients (the arbiter's fixed priority, lowest first): fetch, uop, inp, wgt, acc.
 _CLIENT = {isa.MEM_UOP: 1, isa.MEM_INP: 2, isa.MEM_WGT: 3, isa.MEM_ACC: 4, isa.MEM_ACC_8BIT: 4}
 _STAGE_UNIT = {isa.STAGE_LOAD: 0, isa.STAGE_COMPUTE: 1, isa.STAGE_STORE: 2}
-#: Entries of each instruction queue.
-QUEUE_DEPTH = 512
-#: Credit the channel banks at most while idle (bytes; two beats), as the shim does.
-CREDIT_CAP = 16
-#: A queue entry is freed when its instruction retires (the sequencer pops the queue then);
-#: fetch can dispatch into it this many cycles after the retirement cycle ``end``.
-QUEUE_FREE = 2
-#: The same for the buffered fetch (it dispatches in the cycle the entry is freed).
-QUEUE_FREE_BUFFERED = 0
-#: Beat intervals kept per load for its pad writer (more are merged into the last one).
-PAD_INTERVALS = 256
-#: Entries of :func:`_core`'s small state in its work space: those set at the start of a run, then
-#: the pad writers' intervals and the memory channel's ring of the last bursts (at most 1024).
-_STATE_SET = 64
-_STATE = _STATE_SET + 4 * PAD_INTERVALS + 1024
-#: The LOAD's timing rules: its first request ``LOAD_REQUEST`` cycles after its start, its pad
-#: writer from ``start + PAD_START``, its retirement ``LOAD_RETIRE`` cycles after its last write.
-LOAD_REQUEST = 2
-PAD_START = 1
-LOAD_RETIRE = 1
-
-
 def prepare(env: Environment, words: np.ndarray, timing: mc.Timing) -> dict:
-    """Per-instruction integer arrays of a stream for :func:`_core`.
+    """Per-instruction integer arrays of a stream for :func:`~vta.sim.model.loop.core`.
 
     Returns
     -------
@@ -105,7 +87,7 @@ def prepare(env: Environment, words: np.ndarray, timing: mc.Timing) -> dict:
         If a token flag names a channel its stage does not have.
     """
     n = words.shape[0]
-    prog = _Program(_Columns(words, env), words, env)
+    prog = Program(words, env)
     flow = prog.flow  # stages and token flags (raises for a flag on a missing channel)
     stage = np.asarray(flow.stage, dtype=np.int64)
     unit = np.zeros(n, np.int64)
@@ -125,7 +107,7 @@ def prepare(env: Environment, words: np.ndarray, timing: mc.Timing) -> dict:
         sel = np.nonzero(opcode == op)[0]
         if sel.size == 0:
             continue
-        c = getattr(_Columns(words[sel], env), kind)  # the rows of this format only
+        c = getattr(Columns(words[sel], env), kind)  # the rows of this format only
         uops = (c["iter_out"].astype(np.int64) * c["iter_in"].astype(np.int64)
                 * np.maximum(c["uop_end"].astype(np.int64) - c["uop_bgn"].astype(np.int64), 0))
         imm = c["use_imm"].astype(np.int64) if op == isa.OPCODE_ALU else np.ones(sel.size, np.int64)
@@ -139,7 +121,7 @@ def prepare(env: Environment, words: np.ndarray, timing: mc.Timing) -> dict:
     xp0, xp1, yp0, yp1, xs = z.copy(), z.copy(), z.copy(), z.copy(), z
     sel = np.nonzero((opcode == isa.OPCODE_LOAD) | (opcode == isa.OPCODE_STORE))[0]
     if sel.size:
-        mem = _Columns(words[sel], env).mem
+        mem = Columns(words[sel], env).mem
         x_size = mem["x_size"].astype(np.int64)
         mtype = mem["memory_type"].astype(np.int64)
         elem = np.zeros(sel.size, np.int64)
@@ -187,525 +169,8 @@ def prepare(env: Environment, words: np.ndarray, timing: mc.Timing) -> dict:
     return out
 
 
-def _pad_end(t0, iv, niv, rows, xs, xp0, xp1, yp0, yp1):
-    """First cycle the read engine's pad writer is idle, started at ``t0``: it writes one pad element
-    per cycle in the cycles without a data beat of its load (the ``niv`` sorted, disjoint intervals
-    ``iv[k, 0]..iv[k, 1]``, inclusive), and spends one cycle per row and one per data row."""
-    width = xp0 + xs + xp1
-    height = yp0 + rows + yp1
-    if height == 0 or (yp0 + yp1 == 0 and xp0 + xp1 == 0):
-        return t0
-    t = t0
-    k_iv = 0
-    for r in range(height):
-        data_row = yp0 <= r < yp0 + rows
-        for seg in range(2):
-            k = (xp0 if seg == 0 else xp1) if data_row else (width if seg == 0 else 0)
-            while k > 0:  # k pad writes, each in a cycle without a data beat
-                while k_iv < niv and iv[k_iv, 1] < t:
-                    k_iv += 1
-                if k_iv >= niv:
-                    t += k
-                    k = 0
-                elif iv[k_iv, 0] <= t:
-                    t = iv[k_iv, 1] + 1
-                else:
-                    free = iv[k_iv, 0] - t
-                    use = k if k < free else free
-                    t += use
-                    k -= use
-            if seg == 0 and data_row:
-                t += 1  # the cycle that skips the data
-        t += 1  # end of the row
-    return t
-
-
-def _fetch_burst(insn_addr, first, n):
-    """Instructions in fetch's burst starting at instruction ``first`` of ``n``: at most 8 (a
-    burst of 16 beats), not across a 128-byte boundary, at least 1."""
-    m = (128 - (insn_addr + 16 * first) % 128) // 16
-    if m > 8:
-        m = 8
-    if m > n - first:
-        m = n - first
-    if m < 1:
-        m = 1
-    return m
-
-
-def _serve(ch, ring, r, beats, latency, bytes_per_cycle, max_outstanding):
-    """Serve one read burst requested at cycle ``r``: ``ch`` is the channel state (next free request
-    cycle, next free beat cycle, bursts issued, credit, cycle of the credit), ``ring`` the last-beat
-    cycles of the recent bursts. Returns (request cycle, first beat cycle, last beat cycle)."""
-    a = r if r > ch[0] else ch[0]
-    ch[0] = a + 1
-    issue = a
-    if max_outstanding > 0 and ch[2] >= max_outstanding:
-        prev = ring[ch[2] % max_outstanding] + 1
-        if prev > issue:
-            issue = prev
-    p = issue + latency - 1
-    if ch[1] > p:
-        p = ch[1]
-    if bytes_per_cycle >= 8:
-        first = p
-        last = p + beats - 1
-    else:
-        first = -1
-        credit = ch[3]
-        credit_t = ch[4]
-        for _b in range(beats):
-            cr = credit + (p - credit_t) * bytes_per_cycle
-            if cr > CREDIT_CAP:
-                cr = CREDIT_CAP
-            if cr < 8:
-                p += (8 - cr + bytes_per_cycle - 1) // bytes_per_cycle
-                cr = credit + (p - credit_t) * bytes_per_cycle
-                if cr > CREDIT_CAP:
-                    cr = CREDIT_CAP
-            credit = cr - 8
-            credit_t = p
-            if first < 0:
-                first = p
-            p += 1
-        last = p - 1
-        ch[3] = credit
-        ch[4] = credit_t
-    ch[1] = last + 1
-    if max_outstanding > 0:
-        ring[ch[2] % max_outstanding] = last
-    ch[2] += 1
-    return a, first, last
-
-
-#: The unit that pops each token channel (fsim's channel order): compute, load, compute, store.
-_CONSUMER = (1, 0, 1, 2)
-
-
-def _core(n, unit, pops, pushes, cost, finish, client, addr, row_bytes, stride, rows, xp0, xp1, yp0, yp1, xs,
-          tokens, insn_addr, queue_depth, fetch_latency, fetch_buffer, latency, bytes_per_cycle, max_outstanding,
-          start, end, ready, dispatch, blocked_from, bursts, counters, work):
-    """The replay loop (see the module docstring); fills the output arrays, returns 0, or -1 - k
-    when no unit can make progress after k instructions (an inconsistent stream).
-
-    ``bursts`` (n x 3): per fetch burst its first instruction, request cycle and first dispatch
-    cycle; ``counters``: cycle_count, then busy, stall, retired (4 each, fetch load compute store),
-    then the number of fetch bursts, then the net tokens the stream pushes on each channel (4);
-    ``work``: at least ``7 * n + 4 + _STATE`` integers of scratch space.
-
-    Each unit's next start (the cycle its queue head can start, or none) is kept between events
-    and recomputed only after an event that can change it: a start or retirement in that unit, a
-    push on a channel it pops, the dispatch of its queue head.
-    """
-    # queues (the set-up passes count in scalars: an array entry updated at every instruction
-    # waits for its previous store when compiled)
-    q0 = 0
-    q1 = 0
-    net0 = 0  # pushed minus popped, per channel
-    net1 = 0
-    net2 = 0
-    net3 = 0
-    for i in range(n):
-        u = unit[i]
-        if u == 0:
-            q0 += 1
-        elif u == 1:
-            q1 += 1
-        start[i] = -1
-        end[i] = -1
-        dispatch[i] = -1
-        pu = pushes[i]
-        po = pops[i]
-        net0 += (pu & 1) - (po & 1)
-        net1 += ((pu >> 1) & 1) - ((po >> 1) & 1)
-        net2 += ((pu >> 2) & 1) - ((po >> 2) & 1)
-        net3 += (pu >> 3) - (po >> 3)
-    # the loop's small state lives in ``work`` (no allocation per run); every entry but the
-    # intervals and the ring is set here (those are read only below what has been written)
-    st = work[7 * n + 4:7 * n + 4 + _STATE]
-    st[:_STATE_SET] = 0
-    qlen = st[0:3]
-    qlen[0] = q0
-    qlen[1] = q1
-    qlen[2] = n - q0 - q1
-    qbase = st[3:6]
-    qbase[1] = q0
-    qbase[2] = q0 + q1
-    queue = work[:n]
-    qpos = work[n:2 * n]
-    fready = work[2 * n:3 * n]  # buffered fetch: the cycle each instruction can be dispatched
-    push_t = work[3 * n:7 * n + 4].reshape(4, n + 1)  # entries below push_cnt are read only
-    f0 = 0
-    f1 = q0
-    f2 = q0 + q1
-    for i in range(n):
-        u = unit[i]
-        if u == 0:
-            qpos[i] = f0
-            queue[f0] = i
-            f0 += 1
-        elif u == 1:
-            qpos[i] = f1 - q0
-            queue[f1] = i
-            f1 += 1
-        else:
-            qpos[i] = f2 - q0 - q1
-            queue[f2] = i
-            f2 += 1
-    heads = st[6:9]
-    free = st[9:12]
-    push_cnt = st[12:16]
-    popped = st[16:20]
-    busy = st[20:24]
-    stall = st[24:28]
-    retired = st[28:32]
-    consumer = st[32:36]
-    for c in range(4):
-        consumer[c] = _CONSUMER[c]
-    # per unit: the cycle its head can start (-1: it cannot yet) and the cycles it waits for tokens
-    cand_t = st[36:39]
-    cand_t[:] = -1
-    cand_w = st[39:42]
-    dirty = 7  # the units whose candidate is to be recomputed (bit mask)
-    # memory channel
-    # (fetch's first request is made before the slot model's cycle 0)
-    # next free request cycle, next free beat cycle, bursts issued, credit, cycle of the credit
-    ch = st[42:47]
-    ch[0] = -(1 << 40)
-    ch[1] = -(1 << 40)
-    ch[3] = CREDIT_CAP
-    ch[4] = -(1 << 40)
-    ring = st[_STATE_SET + 4 * PAD_INTERVALS:_STATE]  # last-beat cycle of the recent bursts
-    # loads in flight in the load (0) and compute (1) units
-    ld_insn = st[47:49]
-    ld_insn[:] = -1
-    ld_req = st[49:51]     # cycle of its next request
-    ld_row = st[51:53]     # row of the next burst
-    ld_off = st[53:55]     # byte offset of the next burst in its row
-    ld_first = st[55:57]   # first beat returned (memory cycle), -1 none yet
-    ld_last = st[57:59]
-    # the cycles its beats reach the unit, as intervals (for the pad writer; merged when full)
-    ld_iv = st[_STATE_SET:_STATE_SET + 4 * PAD_INTERVALS].reshape((2, PAD_INTERVALS, 2))
-    ld_niv = st[59:61]
-    # fetch
-    f_next = 0
-    burst_left = 0
-    next_dispatch = 0
-    fetch_free = 0
-    nbursts = 0
-    # buffered fetch (fetch_buffer > 0): the next instruction to request, its burst's size, the
-    # last request cycle
-    fr = 0
-    fm = _fetch_burst(insn_addr, 0, n) if n > 0 else 0
-    last_req = -1
-    qfree = QUEUE_FREE if fetch_buffer == 0 else QUEUE_FREE_BUFFERED
-    finish_end = -1
-    done = 0
-    while done < n:
-        if fetch_buffer > 0:
-            # buffered fetch: dispatch each instruction as soon as its cycle is known (its beats
-            # have arrived and its queue slot's older instruction has an end), unless a request is
-            # pending (fetch makes the request first). A dispatch changes nothing but fetch and
-            # the candidate of a queue head's unit, which starts after the dispatch, so handling it
-            # early keeps the events' order (a request it enables comes after it as well).
-            while f_next < fr:
-                if fr < n and fr + fm - fetch_buffer - 1 < f_next:
-                    break  # fetch's next event is a request
-                i = f_next
-                d = next_dispatch if next_dispatch > fready[i] else fready[i]
-                blocked_from[i] = d
-                if qpos[i] >= queue_depth:  # a full queue blocks dispatch, not reading
-                    older = queue[qbase[unit[i]] + qpos[i] - queue_depth]
-                    if end[older] < 0:
-                        break
-                    if end[older] + qfree > d:
-                        stall[0] += end[older] + qfree - d
-                        d = end[older] + qfree
-                dispatch[i] = d
-                if qpos[i] == heads[unit[i]]:  # its unit's head: the unit can start it
-                    dirty |= 1 << unit[i]
-                retired[0] += 1
-                next_dispatch = d + 1
-                f_next += 1
-                if f_next == n:  # fetch is busy from launch to its last dispatch, unless blocked
-                    busy[0] = d + 1 - stall[0]
-        # --- fetch's next event
-        f_time = -1
-        f_req = False
-        if fetch_buffer > 0:
-            if fr < n:  # request the next burst once the buffer has room for it
-                frees = fr + fm - fetch_buffer - 1  # the dispatch that makes room
-                if frees < f_next:
-                    f_time = last_req + 1
-                    if frees >= 0 and dispatch[frees] + 1 > f_time:
-                        f_time = dispatch[frees] + 1
-                    if f_time < 0:
-                        f_time = 0
-                    f_req = True
-        elif f_next < n:
-            f_time = fetch_free if burst_left == 0 else next_dispatch
-            f_req = burst_left == 0
-        if f_time >= 0 and f_next < n and not f_req:
-            i = f_next
-            if qpos[i] >= queue_depth:  # a full queue blocks dispatch, not reading
-                older = queue[qbase[unit[i]] + qpos[i] - queue_depth]
-                if end[older] < 0:
-                    f_time = -1
-                elif end[older] + qfree > f_time:
-                    f_time = end[older] + qfree
-        # --- the earliest unit that can start its head (recomputed for the units an event changed)
-        if dirty != 0:
-            for u in range(3):
-                if (dirty >> u) & 1 == 0:
-                    continue
-                cand_t[u] = -1
-                if u < 2 and ld_insn[u] >= 0:
-                    continue
-                if heads[u] >= qlen[u]:
-                    continue
-                i = queue[qbase[u] + heads[u]]
-                if dispatch[i] < 0:
-                    continue
-                t0 = dispatch[i] + 1
-                if free[u] > t0:
-                    t0 = free[u]
-                t = t0
-                m = pops[i]
-                c = 0
-                while m != 0:
-                    if m & 1:
-                        k = popped[c]
-                        if k >= tokens[c]:
-                            j = k - tokens[c]
-                            if j >= push_cnt[c]:
-                                t = -1
-                                break
-                            if push_t[c, j] > t:
-                                t = push_t[c, j]
-                    m >>= 1
-                    c += 1
-                if t >= 0:
-                    cand_t[u] = t
-                    cand_w[u] = t - t0
-            dirty = 0
-        best = -1
-        best_t = 0
-        for u in range(3):
-            if cand_t[u] >= 0 and (best < 0 or cand_t[u] < best_t):
-                best = u
-                best_t = cand_t[u]
-        # --- the earliest request of a load in flight: a request waits for a free request cycle,
-        # and in one cycle the lowest client wins (fixed priority), the others retry
-        lu = -1
-        lt = 0
-        for u in range(2):
-            if ld_insn[u] >= 0:
-                t = ld_req[u] if ld_req[u] > ch[0] else ch[0]
-                if lu < 0 or t < lt or (t == lt and client[ld_insn[u]] < client[ld_insn[lu]]):
-                    lu = u
-                    lt = t
-        # the drain-then-fetch RTL requests a burst two cycles before the model's fetch_free; the
-        # buffered fetch at its request cycle (both measured on tsim)
-        f_key = f_time
-        if f_req:
-            f_key = f_time if fetch_buffer > 0 else f_time - 2
-            if ch[0] > f_key:
-                f_key = ch[0]
-        pick = 0  # 1 fetch, 2 unit start, 3 load request
-        pt = 0
-        if best >= 0:
-            pick, pt = 2, best_t
-        if lu >= 0 and (pick == 0 or lt < pt):
-            pick, pt = 3, lt
-        if f_time >= 0 and (pick == 0 or f_key < pt or (f_key == pt and (pick != 3 or f_req))):
-            pick, pt = 1, f_key
-        if pick == 0:
-            return -1 - done
-        if pick == 1 and fetch_buffer > 0 and f_req:
-            m = fm
-            _a, first, last = _serve(ch, ring, f_time, 2 * m, latency, bytes_per_cycle, max_outstanding)
-            for j in range(m):  # the second beat of instruction j, then the dispatch latency
-                beat = 2 * j + 1
-                fready[fr + j] = first + 1 + (beat * (last - first)) // (2 * m - 1) + fetch_latency
-            bursts[nbursts, 0] = fr
-            bursts[nbursts, 1] = f_time
-            bursts[nbursts, 2] = fready[fr + m - 1]
-            nbursts += 1
-            last_req = f_time
-            fr += m
-            if fr < n:
-                fm = _fetch_burst(insn_addr, fr, n)
-            continue
-        if pick == 1:
-            i = f_next
-            if fetch_buffer == 0 and burst_left == 0:
-                m = _fetch_burst(insn_addr, i, n)
-                r = fetch_free - 2
-                _a, first, last = _serve(ch, ring, r, 2 * m, latency, bytes_per_cycle, max_outstanding)
-                arrived = last + 4
-                next_dispatch = arrived + fetch_latency - 1
-                busy[0] += next_dispatch - fetch_free
-                bursts[nbursts, 0] = i
-                bursts[nbursts, 1] = fetch_free
-                bursts[nbursts, 2] = next_dispatch
-                nbursts += 1
-                burst_left = m
-                continue
-            d = next_dispatch
-            if fetch_buffer > 0 and fready[i] > d:
-                d = fready[i]
-            blocked_from[i] = d
-            if qpos[i] >= queue_depth:
-                older = queue[qbase[unit[i]] + qpos[i] - queue_depth]
-                if end[older] + qfree > d:
-                    stall[0] += end[older] + qfree - d
-                    d = end[older] + qfree
-            dispatch[i] = d
-            if qpos[i] == heads[unit[i]]:  # its unit's head: the unit can start it
-                dirty |= 1 << unit[i]
-            retired[0] += 1
-            next_dispatch = d + 1
-            f_next += 1
-            if fetch_buffer > 0:
-                if f_next == n:  # fetch is busy from launch to its last dispatch, unless blocked
-                    busy[0] = d + 1 - stall[0]
-                continue
-            busy[0] += 1
-            burst_left -= 1
-            if burst_left == 0:
-                fetch_free = next_dispatch
-            continue
-        if pick == 3:
-            # the load's requests, burst after burst while its next request stays the earliest
-            # event (a request changes nothing but the channel, so the other candidates stand)
-            u = lu
-            i = ld_insn[u]
-            u2 = 1 - u
-            last_burst = False
-            while True:
-                r = ld_req[u]
-                row_addr = addr[i] + ld_row[u] * stride[i]
-                lo = row_addr - row_addr % 8
-                nbeat_row = (row_addr % 8 + row_bytes[i] + 7) // 8
-                at = lo + ld_off[u]
-                left = nbeat_row - ld_off[u] // 8
-                beats = 16 - (at % 128) // 8
-                if beats > left:
-                    beats = left
-                a, first, last = _serve(ch, ring, r, beats, latency, bytes_per_cycle, max_outstanding)
-                if ld_first[u] < 0:
-                    ld_first[u] = first
-                ld_last[u] = last
-                k = ld_niv[u]
-                if k > 0 and (ld_iv[u, k - 1, 1] + 1 >= first + 2 or k == PAD_INTERVALS):
-                    ld_iv[u, k - 1, 1] = last + 2  # contiguous with the previous beats (or no room)
-                else:
-                    ld_iv[u, k, 0] = first + 2
-                    ld_iv[u, k, 1] = last + 2
-                    ld_niv[u] = k + 1
-                if beats < left:
-                    ld_off[u] += 8 * beats
-                    ld_req[u] = a + 1
-                else:
-                    ld_row[u] += 1
-                    ld_off[u] = 0
-                    if ld_row[u] >= rows[i]:
-                        last_burst = True
-                        break
-                    ld_req[u] = a + 2  # one cycle to set up the next row
-                # the pick of the main loop for the next event, with this load's next request
-                t = ld_req[u] if ld_req[u] > ch[0] else ch[0]
-                if best >= 0 and t >= best_t:
-                    break
-                if ld_insn[u2] >= 0:
-                    t2 = ld_req[u2] if ld_req[u2] > ch[0] else ch[0]
-                    c2 = client[ld_insn[u2]]
-                    if t2 < t or (t2 == t and (c2 < client[i] or (c2 == client[i] and u2 == 0))):
-                        break
-                if f_time >= 0:
-                    if f_req:
-                        f_key = f_time if fetch_buffer > 0 else f_time - 2
-                        if ch[0] > f_key:
-                            f_key = ch[0]
-                    if f_key < t or (f_key == t and f_req):
-                        break
-            if not last_burst:
-                continue
-            # the load's last burst: it retires once its data and pads are written
-            s = start[i]
-            x_data = ld_last[u] + 3
-            x_pad = _pad_end(s + PAD_START, ld_iv[u], ld_niv[u], rows[i], xs[i], xp0[i], xp1[i], yp0[i], yp1[i])
-            e = (x_data if x_data > x_pad else x_pad) + LOAD_RETIRE
-            ld_insn[u] = -1
-            # fall through to the common retirement below
-        else:
-            u = best
-            i = queue[qbase[u] + heads[u]]
-            heads[u] += 1
-            dirty |= 1 << u
-            s = best_t
-            start[i] = s
-            ready[i] = s - cand_w[u]
-            stall[u + 1] += cand_w[u]
-            m = pops[i]
-            c = 0
-            while m != 0:
-                if m & 1:
-                    popped[c] += 1
-                m >>= 1
-                c += 1
-            if cost[i] < 0:
-                if rows[i] == 0:  # pads only
-                    e = _pad_end(s + PAD_START, ld_iv[u], 0, rows[i], xs[i], xp0[i], xp1[i], yp0[i], yp1[i]) + LOAD_RETIRE
-                else:
-                    ld_insn[u] = i
-                    ld_req[u] = s + LOAD_REQUEST
-                    ld_row[u] = 0
-                    ld_off[u] = 0
-                    ld_first[u] = -1
-                    ld_niv[u] = 0
-                    continue
-            else:
-                e = s + cost[i]
-        # retirement of instruction i in unit u at cycle e: the unit and the consumers of its pushes
-        end[i] = e
-        busy[u + 1] += e - start[i]
-        retired[u + 1] += 1
-        free[u] = e
-        dirty |= 1 << u
-        m = pushes[i]
-        c = 0
-        while m != 0:
-            if m & 1:
-                push_t[c, push_cnt[c]] = e
-                push_cnt[c] += 1
-                dirty |= 1 << consumer[c]
-            m >>= 1
-            c += 1
-        if finish[i] and finish_end < 0:
-            finish_end = e
-        done += 1
-    if finish_end < 0:
-        finish_end = free[0]
-        if free[1] > finish_end:
-            finish_end = free[1]
-        if free[2] > finish_end:
-            finish_end = free[2]
-    counters[0] = finish_end
-    for k in range(4):
-        counters[1 + k] = busy[k]
-        counters[5 + k] = stall[k]
-        counters[9 + k] = retired[k]
-    counters[13] = nbursts
-    counters[14] = net0
-    counters[15] = net1
-    counters[16] = net2
-    counters[17] = net3
-    return 0
-
-
 # ----------------------------------------------------------------------------- the fast driver
-# With numba, a stream reaches :func:`_core` through one compiled call, :func:`_drive`: it decodes
+# With numba, a stream reaches :func:`~vta.sim.model.loop.core` through one compiled call, :func:`_drive`: it decodes
 # the raw instruction words into the arrays :func:`prepare` makes (:func:`_decode`) and runs the
 # loop, with no per-instruction Python and one allocation per output. The decoder evaluates the
 # costs of GEMM, ALU and STORE with closed forms whose constants are taken from
@@ -721,12 +186,12 @@ _FIELDS = (("header", "opcode"), ("header", "pop_prev_dep"), ("header", "pop_nex
            ("alu", "uop_bgn"), ("alu", "uop_end"), ("alu", "iter_out"), ("alu", "iter_in"), ("alu", "use_imm"),
            # read by the checks and counters of the timing-only pass (:func:`_scan`) only
            ("mem", "sram_base"), ("alu", "alu_opcode"), ("gemm", "reset_reg"))
-#: The arrays of :func:`prepare`, as the rows of :func:`_decode`'s output, in :func:`_core`'s order.
+#: The arrays of :func:`prepare`, as the rows of :func:`_decode`'s output, in :func:`~vta.sim.model.loop.core`'s order.
 _ROWS = ("unit", "pops", "pushes", "cost", "finish", "client", "addr", "row_bytes", "stride", "rows",
          "xp0", "xp1", "yp0", "yp1", "xs")
-#: Per-instruction outputs of :func:`_core`, as the rows of one array.
+#: Per-instruction outputs of :func:`~vta.sim.model.loop.core`, as the rows of one array.
 _OUTS = ("start", "end", "ready", "dispatch", "blocked_from")
-#: Extra counters after :func:`_core`'s 14: the net tokens the stream pushes on each channel.
+#: Extra counters after :func:`~vta.sim.model.loop.core`'s 14: the net tokens the stream pushes on each channel.
 _NCOUNTERS = 18
 #: Sample (iter_out, iter_in, uop_bgn, uop_end) of the cost check (:func:`_cost_params`).
 _COMPUTE_SAMPLES = ((1, 1, 0, 1), (1, 2, 0, 1), (0, 5, 0, 3), (4, 0, 1, 2), (3, 2, 5, 5), (2, 3, 6, 1),
@@ -829,13 +294,13 @@ def _decode(words, fields, elem, params, cols):
 def _drive(words, fields, elem, params, cols, tokens, insn_addr, queue_depth, fetch_latency, fetch_buffer, latency,
            bytes_per_cycle, max_outstanding, outs, bursts, counters, work):
     """Decode (unless ``params`` is empty: ``cols`` is filled already) and replay one stream in one
-    compiled call; returns :func:`_core`'s code, or ``1 << 40`` plus :func:`_decode`'s."""
+    compiled call; returns :func:`~vta.sim.model.loop.core`'s code, or ``1 << 40`` plus :func:`_decode`'s."""
     n = words.shape[0]
     if params.shape[0] > 0:
         bad = _decode(words, fields, elem, params, cols)
         if bad != 0:
             return (1 << 40) + bad
-    return _core(n, cols[0], cols[1], cols[2], cols[3], cols[4], cols[5], cols[6], cols[7], cols[8], cols[9],
+    return core(n, cols[0], cols[1], cols[2], cols[3], cols[4], cols[5], cols[6], cols[7], cols[8], cols[9],
                  cols[10], cols[11], cols[12], cols[13], cols[14], tokens, insn_addr, queue_depth, fetch_latency,
                  fetch_buffer, latency, bytes_per_cycle, max_outstanding, outs[0], outs[1], outs[2], outs[3], outs[4],
                  bursts, counters, work)
@@ -844,11 +309,10 @@ def _drive(words, fields, elem, params, cols, tokens, insn_addr, queue_depth, fe
 # ----------------------------------------------------------------------------- the timing-only run
 # A timing-only run (``CycleModel(..., functional=False)``) goes through one compiled call,
 # :func:`_timing_run`: a pass over the raw words (:func:`_scan`) makes fsim's checks before
-# execution, counts fsim's statistics and decodes the stream, then :func:`_core` replays it. The
-# checks are those of fsim's compiled pre-pass (``vta.sim.fsim.kernels._token_step`` and
-# ``_suspect``: the stream is valid and runs in stream order; the LOAD and STORE rows whose fields
-# alone fail a check), written again here so that numba's cache of this file depends on this file
-# only; the caller confirms suspects and checks an invalid stream the slow way, with fsim's errors.
+# execution, counts fsim's statistics and decodes the stream, then :func:`~vta.sim.model.loop.core` replays it. The
+# checks are the rules fsim's compiled pre-pass applies too (:mod:`vta.sim.rules`: the stream is
+# valid and runs in stream order; the LOAD and STORE rows whose fields alone fail a check); the
+# caller confirms suspects and checks an invalid stream the slow way, with fsim's errors.
 
 #: Offsets in the constants array of :func:`_timing_run` (:meth:`Scratch.packed`): the field table
 #: (word, shift, mask per field of :data:`_FIELDS`), the element bytes per memory type code (8),
@@ -863,8 +327,8 @@ _C_SIZE = _C_TIMING + 6
 #: Slots of the in/out array of :func:`_timing_run`: in: the tokens lent (4), whether to check the
 #: stream's validity and token flow in stream order, the stream's address; out: the status (0
 #: timed; 1 invalid or not runnable in stream order: check the slow way; 2 a token flag on a missing
-#: channel, instruction ``[IO_BAD] - 1``), the number of suspects, :func:`_core`'s code, whether the
-#: counters were added to the accumulators, :func:`_core`'s 18 counters and fsim's 13 counters.
+#: channel, instruction ``[IO_BAD] - 1``), the number of suspects, :func:`~vta.sim.model.loop.core`'s code, whether the
+#: counters were added to the accumulators, :func:`~vta.sim.model.loop.core`'s 18 counters and fsim's 13 counters.
 IO_TOKENS, IO_CHECK, IO_ADDR, IO_STATUS, IO_BAD, IO_SUSPECTS, IO_RC, IO_COMMITTED = 0, 4, 5, 6, 7, 8, 9, 10
 IO_COUNTERS = 16
 IO_COUNTS = IO_COUNTERS + _NCOUNTERS
@@ -873,79 +337,6 @@ IO_SIZE = IO_COUNTS + 13
 COUNT_KEYS = ("inp_load_nbytes", "wgt_load_nbytes", "acc_load_nbytes", "uop_load_nbytes", "out_store_nbytes",
               "gemm_counter", "alu_counter", "insn_load", "insn_store", "insn_gemm", "insn_alu", "insn_finish",
               "insn_nop")
-
-
-def _token_row(op, pp, pn, up, un, mt, aop, l2g, g2l, s2g, g2s):
-    """fsim's in-order check of one instruction (opcode, token flags, memory type, ALU opcode):
-    the token counts after it and whether it is valid there (valid opcode, memory type, ALU opcode
-    and token flags; no channel below 0 or above 255)."""
-    if op > 4:
-        return l2g, g2l, s2g, g2s, False
-    stage = 2
-    if op <= 1:
-        if mt > 5:
-            return l2g, g2l, s2g, g2s, False
-        if op == 1:
-            stage = 3
-        elif mt == 1 or mt == 2:
-            stage = 1
-    elif op == 4 and aop > 4:
-        return l2g, g2l, s2g, g2s, False
-    if stage == 1:
-        if pp != 0 or up != 0:
-            return l2g, g2l, s2g, g2s, False
-        g2l -= pn
-        l2g += un
-    elif stage == 2:
-        l2g -= pp
-        s2g -= pn
-        g2l += up
-        g2s += un
-    else:
-        if pn != 0 or un != 0:
-            return l2g, g2l, s2g, g2s, False
-        g2s -= pp
-        s2g += up
-    ok = min(l2g, g2l, s2g, g2s) >= 0 and max(l2g, g2l, s2g, g2s) <= 255
-    return l2g, g2l, s2g, g2s, ok
-
-
-def _inside(start, end, allocs, hit):
-    """Whether the bytes ``[start, end)`` lie inside one allocation of ``allocs`` (k x 2: start and
-    end of each, sorted by start, disjoint), and the allocation that holds them (else ``hit``):
-    ``hit`` is tried first (consecutive transfers mostly use one buffer)."""
-    if end <= start:
-        return True, hit
-    if allocs[hit, 0] <= start and end <= allocs[hit, 1]:
-        return True, hit
-    lo = 0
-    hi = allocs.shape[0]  # the last allocation starting at or before ``start``
-    while lo < hi:
-        mid = (lo + hi) >> 1
-        if allocs[mid, 0] <= start:
-            lo = mid + 1
-        else:
-            hi = mid
-    k = lo - 1
-    if k >= 0 and end <= allocs[k, 1] and allocs[k, 0] <= start:
-        return True, k
-    return False, hit
-
-
-def _suspect_row(op, mt, base, dbase, ys, xs, stride, yp0, yp1, xp0, xp1, chk, allocs, hit):
-    """Whether a LOAD or STORE (opcode ``op``, its memory fields) with ``x_size > 0`` and a valid
-    memory type fails a check on its fields alone: memory type, padding, SRAM rectangle (depths
-    ``chk[0:6]``), DRAM rows (element bytes ``chk[6:12]``) inside one allocation of ``allocs``
-    (``hit``: see :func:`_inside`); and the allocation to try first next time."""
-    if op == 0:
-        bad = mt == 4 or base + (yp0 + ys + yp1) * (xp0 + xs + xp1) > chk[mt]
-    else:
-        bad = mt != 4 or (yp0 | yp1 | xp0 | xp1) != 0 or base + xs * ys > chk[3]
-    if not bad and ys > 0:
-        e = chk[6 + mt] if op == 0 else chk[10]
-        ok, hit = _inside(dbase * e, (dbase + (ys - 1) * stride + xs) * e, allocs, hit)
-        bad = not ok
-    return bad, hit
 
 
 def _scan(words, fields, elem, params, cols, chk, allocs, sus, io, check, suspects):
@@ -963,6 +354,8 @@ def _scan(words, fields, elem, params, cols, chk, allocs, sus, io, check, suspec
     g2s = io[IO_TOKENS + 3]
     found = 0
     hit = 0  # the allocation the last transfer was in
+    depths = chk[0:6]
+    elems = chk[6:12]
     b_inp = 0  # elements moved (bytes after the loop)
     b_wgt = 0
     b_acc = 0
@@ -984,7 +377,7 @@ def _scan(words, fields, elem, params, cols, chk, allocs, sus, io, check, suspec
         un = _field(words, i, fields, 4)
         mt = _field(words, i, fields, 5)
         if check:
-            l2g, g2l, s2g, g2s, ok = _token_row(op, pp, pn, up, un, mt, _field(words, i, fields, 24), l2g, g2l,
+            l2g, g2l, s2g, g2s, ok = token_step(op, pp, pn, up, un, mt, _field(words, i, fields, 24), l2g, g2l,
                                                 s2g, g2s)
             if not ok:
                 return 1
@@ -1034,9 +427,10 @@ def _scan(words, fields, elem, params, cols, chk, allocs, sus, io, check, suspec
                 base = _field(words, i, fields, 6)
                 xstride = _field(words, i, fields, 9)
                 if suspects and mt <= 5:
-                    bad, hit = _suspect_row(op, mt, _field(words, i, fields, 23), base, y, x, xstride,
-                                            _field(words, i, fields, 10), _field(words, i, fields, 11),
-                                            _field(words, i, fields, 12), _field(words, i, fields, 13), chk, allocs, hit)
+                    bad, hit = suspect(op, mt, _field(words, i, fields, 23), base, y, x, xstride,
+                                       _field(words, i, fields, 10), _field(words, i, fields, 11),
+                                       _field(words, i, fields, 12), _field(words, i, fields, 13), depths, elems, allocs,
+                                       hit)
                     if bad:
                         sus[found] = i
                         found += 1
@@ -1117,7 +511,7 @@ def _timing_run(words, consts, allocs, flat, io, acc):
     a = nr * n
     b = a + no * n
     c = b + 3 * n
-    need = c + 7 * n + 4 + _STATE
+    need = c + work_size(n)
     cols = flat[:a].reshape((nr, n))
     outs = flat[a:b].reshape((no, n))
     bursts = flat[b:c].reshape((n, 3))
@@ -1130,7 +524,7 @@ def _timing_run(words, consts, allocs, flat, io, acc):
     if status != 0:
         return
     t = _C_TIMING
-    rc = _core(n, cols[0], cols[1], cols[2], cols[3], cols[4], cols[5], cols[6], cols[7], cols[8], cols[9],
+    rc = core(n, cols[0], cols[1], cols[2], cols[3], cols[4], cols[5], cols[6], cols[7], cols[8], cols[9],
                cols[10], cols[11], cols[12], cols[13], cols[14], io[IO_TOKENS:IO_TOKENS + 4], io[IO_ADDR], consts[t],
                consts[t + 1], consts[t + 2], consts[t + 3], consts[t + 4], consts[t + 5], outs[0], outs[1], outs[2],
                outs[3], outs[4], bursts, io[IO_COUNTERS:IO_COUNTS], work)
@@ -1144,7 +538,7 @@ def _timing_run(words, consts, allocs, flat, io, acc):
 
 def suspects_at(n: int) -> int:
     """Where :func:`_timing_run` writes the suspects of a stream of ``n`` instructions in its work space."""
-    return (len(_ROWS) + len(_OUTS) + 3 + 7) * n + 4 + _STATE
+    return (len(_ROWS) + len(_OUTS) + 3) * n + work_size(n)
 
 
 def _fixed_tuple(a, n):
@@ -1161,18 +555,17 @@ _DECODE = None  # the compiled _decode (for tests)
 _TIMING_RUN = None
 _ENGINE_FAILED = False
 #: Helpers numba inlines into their callers (IR inlining: about 1.5 times faster for the loop).
-_INLINED = ("_field", "_pad_end", "_serve", "_fetch_burst", "_token_row", "_inside", "_suspect_row")
+_INLINED = ("_field", "token_step", "suspect")
 
 
 def compiled():
-    """The numba-compiled :func:`_core` (and the other compiled entries), or None without numba."""
+    """The numba-compiled :func:`~vta.sim.model.loop.core` (and the other compiled entries), or None without numba."""
     global _COMPILED, _DRIVE, _DECODE, _TIMING_RUN, _ENGINE_FAILED
     if _COMPILED is not None or _ENGINE_FAILED:
         return _COMPILED
     if os.environ.get("VTA_MODEL_ENGINE", "") == "python":
         return None
     try:
-        os.environ.setdefault("NUMBA_CACHE_DIR", str(cache_dir("numba")))
         import numba
         from numba.np.unsafe.ndarray import to_fixed_tuple
     except ImportError:
@@ -1183,22 +576,29 @@ def compiled():
     g = dict(globals())
     g["_fixed_tuple"] = to_fixed_tuple
 
-    def jit(name, **opts):
-        fn = globals()[name]
-        g[name] = numba.njit(cache=True, error_model="numpy", **opts)(type(fn)(fn.__code__, g, fn.__name__))
-        return g[name]
+    no_refcount = _accepts_nrt_option(numba.njit)
 
-    for name in _INLINED:
-        jit(name, inline="always")
-    _COMPILED = jit("_core")
-    jit("_scan")
-    _DECODE = jit("_decode")
-    _DRIVE = jit("_drive")
-    _TIMING_RUN = jit("_timing_run")
+    def options(name):
+        opts = {"error_model": "numpy"}
+        if name in _INLINED or name in loop.HELPERS:
+            opts["inline"] = "always"
+        if no_refcount and (name == "core" or name in loop.HELPERS):
+            # the loop allocates nothing; reference counts of the arrays its inlined helpers
+            # take would cost more than the events themselves
+            opts["_nrt"] = False
+        return opts
+
+    lg = dict(vars(loop))  # the event loop, its helpers inlined
+    compile_into(lg, loop.HELPERS + ("core",), numba.njit, options)
+    g["core"] = lg["core"]
+    g["work_size"] = lg["work_size"]
+    compile_into(g, _INLINED + ("_scan", "_decode", "_drive", "_timing_run"), numba.njit, options)
+    _COMPILED, _DECODE, _DRIVE, _TIMING_RUN = g["core"], g["_decode"], g["_drive"], g["_timing_run"]
     return _COMPILED
 
+
 UNITS = ("fetch", "load", "compute", "store")
-#: The hardware counters in :func:`_core`'s order.
+#: The hardware counters in :func:`~vta.sim.model.loop.core`'s order.
 _COUNTER_KEYS = (("cycle_count",) + tuple(f"{u}_busy_cycles" for u in UNITS) + tuple(f"{u}_stall_cycles" for u in UNITS)
                  + tuple(f"{u}_retired" for u in UNITS))
 
@@ -1230,7 +630,7 @@ class Scratch:
             return self._views[1]
         a, b = len(_ROWS) * n, len(_OUTS) * n
         c = a + b + 3 * max(n, 1)
-        need = c + 7 * n + 4 + _STATE
+        need = c + work_size(n)
         if self.flat.size < need:
             self.flat = np.empty(max(need, 2 * self.flat.size), np.int64)
         f = self.flat
@@ -1358,7 +758,7 @@ def replay(env: Environment, words: np.ndarray, tokens, insn_addr: int, timing: 
             prepare(env, words, timing)  # raises the precise InvalidInstructionError of the flag
             raise InvalidInstructionError(f"instruction {i}: a token flag names a channel its stage does not have", i)
     else:
-        rc = _core(n, *cols, toks, int(insn_addr), QUEUE_DEPTH, int(timing.fetch_latency), fetch_buffer, int(lat),
+        rc = core(n, *cols, toks, int(insn_addr), QUEUE_DEPTH, int(timing.fetch_latency), fetch_buffer, int(lat),
                    int(bpc), int(outst), *outs, bursts, counters, work)
     if rc < 0:
         k = -1 - rc

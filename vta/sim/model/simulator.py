@@ -63,7 +63,8 @@ from ...env import Environment
 from ...errors import DeadlockError, InvalidInstructionError, SimulationError
 from ..debug import DEBUG_DUMP_INSN, dump_executed
 from ..fsim.sched import schedule
-from ..fsim.simulator import FunctionalSimulator, _Columns, _count, _Program, check_fields, confirm_suspects, lent_tokens
+from ..fsim.simulator import FunctionalSimulator
+from ..stream import Program, check_fields, confirm_suspects, count_executed, lent_tokens, read_stream
 from . import costs as mc
 from . import replay as rp
 from .costs import Timing
@@ -196,7 +197,7 @@ class CycleModel(FunctionalSimulator):
             words = self._executed_words
             tokens = outstanding
             if any(outstanding):  # the tokens the stream was lent (device contract)
-                tokens = lent_tokens(_Program(_Columns(words, self.env), words, self.env).flow, outstanding)
+                tokens = lent_tokens(Program(words, self.env).flow, outstanding)
             self._time(words, tokens, insn_phys_addr)
         return self._finish_run(result)
 
@@ -222,8 +223,7 @@ class CycleModel(FunctionalSimulator):
     def _run(self, insn_phys_addr: int, n: int) -> tuple[list[int], list[int]]:
         """fsim's run (executes), or with ``functional=False`` its checks and the timing only."""
         if self.functional:
-            self.dram.check(insn_phys_addr, 16 * n, "instruction stream")  # (fsim's first check too)
-            self._executed_words = self.dram.data[insn_phys_addr:insn_phys_addr + 16 * n].copy().view("<i8").reshape(n, 2)
+            self._executed_words = read_stream(self.dram, insn_phys_addr, n)  # (fsim's first check too)
             return super()._run(insn_phys_addr, n)
         if n == 0:
             raise DeadlockError("the stream has 0 instructions, so FINISH never executes and the run never ends")
@@ -276,10 +276,10 @@ class CycleModel(FunctionalSimulator):
         return ([lent[0] + out[net], lent[1] + out[net + 1], lent[2] + out[net + 2], lent[3] + out[net + 3]],
                 [t[0] - lent[0], t[1] - lent[1], t[2] - lent[2], t[3] - lent[3]])
 
-    def _check_stream(self, words: np.ndarray, lent: list[int]) -> tuple[_Program, list[int]]:
+    def _check_stream(self, words: np.ndarray, lent: list[int]) -> tuple[Program, list[int]]:
         """fsim's checks of validity and token flow, the slow way (its errors): the decoded program
         and the tokens lent."""
-        program = _Program(_Columns(words, self.env), words, self.env)
+        program = Program(words, self.env)
         program.validate()
         schedule(program.flow, list(lent))
         if any(lent):
@@ -299,15 +299,15 @@ class CycleModel(FunctionalSimulator):
         if self._jit is not None:
             confirm_suspects(self.env, words, self._jit.field_suspects(words, self.dram), self.dram)
         else:
-            check_fields(self.env, words, (program or _Program(_Columns(words, self.env), words, self.env))
+            check_fields(self.env, words, (program or Program(words, self.env))
                          .cols.header["opcode"], self.dram)
         held = [a - b for a, b in zip(self.tokens, lent)]
         self._run_tokens = list(self.tokens)
         arrays = self._time(words, lent, insn_phys_addr)
-        _count(self._stats, program or _Program(_Columns(words, self.env), words, self.env), np.arange(n), self.env)
+        count_executed(self._stats, program or Program(words, self.env), np.arange(n), self.env)
         return [t + d for t, d in zip(lent, arrays["tokens"])], held
 
-    def _dump_executed(self, program: _Program, done: np.ndarray) -> None:
+    def _dump_executed(self, program: Program, done: np.ndarray) -> None:
         # The functional run prints nothing itself; a successful run prints in timed order.
         if self.debug_flags & DEBUG_DUMP_INSN:
             self._functional_order = (program.words, done.tolist(), self._run_tokens)

@@ -69,7 +69,7 @@ Error codes in STATUS[7:0]: ``ERR_NONE`` 0, ``ERR_INVALID_INSN`` 1, ``ERR_SRAM_I
 from __future__ import annotations
 
 from ... import isa
-from ...env import Environment
+from ...env import OPTION_KEYS, Environment
 from ...errors import ConfigError
 
 __all__ = [
@@ -153,7 +153,7 @@ ERROR_NAMES = {ERR_NONE: "none", ERR_INVALID_INSN: "invalid instruction", ERR_SR
 FIELD_NONE = 0
 FIELD_OPCODE = 1          # instruction opcode (5..7 are invalid)
 FIELD_MEMORY_TYPE = 2     # memory_type of a LOAD/STORE not executable by its stage
-FIELD_ALU_OPCODE = 3      # ALU opcode 5..7
+FIELD_ALU_OPCODE = 3      # ALU opcode 5..7 (6..7 with the option ALU_REQUANT)
 FIELD_DEP_FLAGS = 4       # a dependency flag naming a channel the stage does not have (value: flags [6:3])
 FIELD_PAD = 5             # a STORE with non-zero padding (value: the four pads, y_pad_0 in [3:0])
 FIELD_UOP_INDEX = 6       # uop index (uop_bgn..uop_end-1) >= uop depth
@@ -262,6 +262,9 @@ def sv_package(env: Environment) -> str:
                 "LOG_UOP_BUFF_DEPTH", "LOG_INP_BUFF_DEPTH", "LOG_WGT_BUFF_DEPTH", "LOG_ACC_BUFF_DEPTH",
                 "UOP_BUFF_DEPTH", "INP_BUFF_DEPTH", "WGT_BUFF_DEPTH", "ACC_BUFF_DEPTH"):
         lp(key, getattr(env, key))
+    lines += ["", "  // ---------------------------------------------------------------- hardware options (1: on)"]
+    for key in OPTION_KEYS:
+        lp(key, int(getattr(env, key)))
     lines += ["", "  // ---------------------------------------------------------------- bus and queues"]
     lp("BUS_BYTES", BUS_BYTES, "bytes per memory beat")
     lp("BUS_BITS", BUS_BYTES * 8)
@@ -289,7 +292,7 @@ def sv_package(env: Environment) -> str:
     lines += ["", "  // ---------------------------------------------------------------- codes"]
     for name in ("OPCODE_LOAD", "OPCODE_STORE", "OPCODE_GEMM", "OPCODE_FINISH", "OPCODE_ALU",
                  "MEM_UOP", "MEM_WGT", "MEM_INP", "MEM_ACC", "MEM_OUT", "MEM_ACC_8BIT",
-                 "ALU_MIN", "ALU_MAX", "ALU_ADD", "ALU_SHR", "ALU_MUL"):
+                 "ALU_MIN", "ALU_MAX", "ALU_ADD", "ALU_SHR", "ALU_MUL", "ALU_REQ"):
         lp(name, getattr(isa, name))
 
     lines += ["", "  // ---------------------------------------------------------------- host registers"]

@@ -20,7 +20,7 @@ cycles) and is a :class:`~vta.errors.HardwareAssertionError` naming its source l
 text the simulator printed and the cycle.
 
 State between runs follows the device contract (:mod:`vta.sim.device`), as fsim and the cycle
-model do: the stream is checked as a whole before launch (:func:`vta.sim.fsim.check_stream`);
+model do: the stream is checked as a whole before launch (:func:`vta.sim.stream.check_stream`);
 tokens the stream has no use for are held back (the core is reset, keeping SRAM, and given the
 lent tokens by a stream of no-ops that push them; the held ones are pushed back after the run);
 after FINISH the core is clocked until every queue is empty; after any error the core is reset
@@ -49,7 +49,7 @@ from ...errors import (ConfigError, DeadlockError, DRAMAccessError, HardwareAsse
                       InvalidInstructionError, ModuleLoadError, SimulationError, SRAMIndexError, TokenOverflowError)
 from ..debug import DEBUG_DUMP_INSN, ExecutionDump
 from ..device import RUN_KEYS, STAT_KEYS, Device
-from ..fsim.simulator import _Columns, _Program, check_stream, lent_tokens
+from ..stream import Program, check_stream, lent_tokens
 from ..targets import attach_device, device_for
 from . import hwgen
 from .library import (ASSERTION as _ASSERTION, DRAM_ERROR as _DRAM_ERROR, HW_ERROR as _HW_ERROR, OK as _OK,
@@ -586,13 +586,16 @@ class TSim(Device):
             else:
                 value_text = repr(value)
             bound = f" (limit {limit})" if code != hwgen.ERR_INVALID_INSN else ""
+            if field == hwgen.FIELD_ALU_OPCODE and value in isa.ALU_OPTIONS:
+                # an opcode of a hardware option this configuration lacks
+                bound = f" ({self.env.option_refusal(isa.ALU_OPTIONS[value], isa.ALU_NAMES[value])})"
             msg = (f"tsim: {what} at instruction {index} ({hwgen.UNIT_NAMES.get(unit, unit)} unit): "
                    f"{fname} {value_text}{bound}; {state}")
         return cls(msg, insn_index=None if code == hwgen.ERR_WATCHDOG else index)
 
     def _check(self, insn_phys_addr, insn_count: int):
         """The checks before launch: alignment, the stream inside an allocation, then
-        :func:`vta.sim.fsim.check_stream` (with ``check_streams``) or the transfers alone.
+        :func:`vta.sim.stream.check_stream` (with ``check_streams``) or the transfers alone.
         Returns the decoded columns and the tokens to hold back per channel."""
         if not isinstance(insn_phys_addr, (int, np.integer)) or insn_phys_addr % _INSN_BYTES:
             raise DRAMAccessError(f"instruction address {insn_phys_addr!r} is not a 16-byte aligned integer")
@@ -607,7 +610,7 @@ class TSim(Device):
         else:
             _check_transfers(self.env, self.dram, cols)  # the core checks no allocation itself
             try:
-                lent = lent_tokens(_Program(_Columns(words, self.env), words, self.env).flow, outstanding)
+                lent = lent_tokens(Program(words, self.env).flow, outstanding)
             except SimulationError:  # invalid token flags: left for the core to report
                 lent = outstanding
         held = dict(zip(_FSIM_ORDER, (a - b for a, b in zip(outstanding, lent))))

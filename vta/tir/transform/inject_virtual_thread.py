@@ -238,7 +238,7 @@ class _VTInjector(StmtExprMutator):
             self.max_loop_depth = 0
             out.append(self.visit(child))
             self.max_loop_depth = max(self.max_loop_depth, saved)
-        if all(a is b for a, b in zip(out, op.seq)):
+        if all(a is b for a, b in zip(out, op.seq, strict=True)):
             return op
         return n.seq(*out)
 

@@ -76,7 +76,7 @@ class StorageFlatten(StmtExprMutator):
         if len(indices) != len(info.strides):
             raise ScheduleError(f"buffer {buf.name!r} has {len(info.strides)} dimensions, indexed with {len(indices)}")
         idx: n.PrimExpr | None = None if _is_zero(info.offset) else info.offset
-        for i, lo, st in zip(indices, info.mins, info.strides):
+        for i, lo, st in zip(indices, info.mins, info.strides, strict=True):
             # Terms ``+ 0``, ``- 0`` and ``* 1`` are left out: the simplifier would drop them.
             term = self.visit(i)
             if not _is_zero(lo):
@@ -137,7 +137,7 @@ class StorageFlatten(StmtExprMutator):
                 f"{target.name!r} is in scope {target.scope!r}; set_scope({view.scope!r}) on its stage"
             )
         offset: n.PrimExpr = info.offset
-        for lo, rmin, st in zip(mins, info.mins, info.strides):
+        for lo, rmin, st in zip(mins, info.mins, info.strides, strict=True):
             offset = offset + (lo - rmin) * st
         offset = simplify(offset)
         factor = view.offset_factor
@@ -157,7 +157,8 @@ class StorageFlatten(StmtExprMutator):
                 f"region of {target.name!r} starts at {offset!r}"
             )
         strides = info.strides[lead:]
-        for s_view, s_real in zip(view.strides, strides):
+        # (a compact intrinsic buffer declares no strides: nothing to bind)
+        for s_view, s_real in zip(view.strides or strides, strides, strict=True):
             if isinstance(s_view, n.Var):
                 vmap[s_view] = s_real
         self.info[view] = _BufInfo(info.data, tuple(n.IntImm(0) for _ in range(ndim)), strides, offset)

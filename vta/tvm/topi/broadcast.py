@@ -32,7 +32,7 @@ def broadcast_shape(a: tuple, b: tuple) -> tuple[int, ...]:
     pa = (1,) * (nd - len(a)) + tuple(a)
     pb = (1,) * (nd - len(b)) + tuple(b)
     out = []
-    for x, y in zip(pa, pb):
+    for x, y in zip(pa, pb, strict=True):
         if x != y and 1 not in (x, y):
             raise ValueError(f"shapes {tuple(a)!r} and {tuple(b)!r} do not broadcast (extents {x} and {y})")
         out.append(max(x, y))
@@ -50,7 +50,7 @@ def _reader(t: _te.Tensor, out_ndim: int) -> Callable[..., Any]:
 
     def read(*idx: Any) -> Any:
         own = idx[skip:]
-        return t(*[0 if extent == 1 else i for i, extent in zip(own, shape)])
+        return t(*[0 if extent == 1 else i for i, extent in zip(own, shape, strict=True)])
 
     return read
 

@@ -69,12 +69,12 @@ def dilate(data: _te.Tensor, strides: Any, dilation_value: Any = 0, name: str = 
     strides = [int(s) for s in strides]
     if len(strides) != len(shape) or min(strides) < 1:
         raise ValueError(f"dilate: need one positive stride per dimension of {shape!r}, got {strides!r}")
-    out_shape = tuple((e - 1) * s + 1 for e, s in zip(shape, strides))
+    out_shape = tuple((e - 1) * s + 1 for e, s in zip(shape, strides, strict=True))
     fill = _n.const(dilation_value, data.dtype)
 
     def body(*idx: Any) -> Any:
         src, conds = [], []
-        for i, s in zip(idx, strides):
+        for i, s in zip(idx, strides, strict=True):
             if s == 1:
                 src.append(i)
             else:

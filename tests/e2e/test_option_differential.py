@@ -1,0 +1,93 @@
+"""The hardware options on tsim: random programs of ``configs/extended.json`` (they use REQ)
+on fsim and tsim, byte- and statistics-identical, with the cycle model's count equal to tsim's;
+and tsim's refusal of REQ on the default core."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tests.conftest import make_env
+from vta import isa
+from vta.dram import DRAM
+from vta.errors import InvalidInstructionError
+
+from .test_differential import _compare_run
+
+pytestmark = pytest.mark.verilator
+
+#: Random programs of the slow tier (the default tier runs the first FAST of them).
+PROGRAMS = 1000
+FAST = 40
+
+
+@pytest.fixture(scope="module")
+def extended(tsim_library):
+    """(env, dram, TSim, FunctionalSimulator, CycleModel) of the extended configuration."""
+    from vta.sim.fsim import FunctionalSimulator
+    from vta.sim.model import CycleModel
+    from vta.sim.tsim import TSim
+
+    env = make_env("extended.json")
+    lib = tsim_library("extended.json")
+    with env, DRAM(1 << 28) as dram, TSim(env, dram, library=lib) as dev, \
+            FunctionalSimulator(env, dram) as fsim, CycleModel(env, dram, functional=False) as model:
+        yield env, dram, dev, fsim, model
+
+
+def _run(extended, seeds):
+    from vta.testing.programs import random_program
+
+    env, dram, tsim, fsim, model = extended
+    failures, req = [], 0
+    for seed in seeds:
+        prog = random_program(env, dram, seed, length=int(8 + seed % 24))
+        try:
+            words = dram.data[prog.insn_addr:prog.insn_addr + 16 * prog.insn_count].view("<u8").reshape(-1, 2)
+            req += sum(isinstance(i, isa.AluInsn) and i.alu_opcode == isa.ALU_REQ
+                       for i in isa.decode_program(words, env))
+            msg = _compare_run(env, dram, fsim, tsim, prog.insn_addr, prog.insn_count, prog.outputs,
+                               f"seed {seed} ({prog.insn_count} instructions)")
+            if msg is None:
+                model.clear_stats()
+                model.run(prog.insn_addr, prog.insn_count)
+                t, m = tsim.stats()["cycle_count"], model.stats()["cycle_count"]
+                if t != m:
+                    msg = f"seed {seed}: cycles tsim {t} model {m}"
+        finally:
+            prog.close()
+        if msg:
+            failures.append(msg)
+    assert not failures, f"{len(failures)} of {len(seeds)} programs differ:\n" + "\n".join(failures[:10])
+    assert req > len(seeds) // 4, f"only {req} REQ instructions in {len(seeds)} programs"
+
+
+def test_extended_random_programs_fast(extended):
+    _run(extended, range(FAST))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("chunk", range(PROGRAMS // 100))
+def test_extended_random_programs(extended, chunk):
+    _run(extended, range(chunk * 100, (chunk + 1) * 100))
+
+
+def test_req_refused_by_the_default_rtl(tsim_library):
+    """The default core refuses REQ naming the option: in the stream check before launch, and
+    (with that check off) in the RTL's fetch unit."""
+    from vta.sim.tsim import TSim
+    from vta.testing.programs import ProgramBuilder
+
+    env, ext = make_env(), make_env("extended.json")
+    lib = tsim_library()
+    with env, DRAM(1 << 24) as dram, ProgramBuilder(env, dram) as prog:
+        prog.uops([(0, 0, 0)], sram_base=0)
+        at = prog.append(isa.AluInsn(alu_opcode=isa.ALU_MIN, use_imm=1, imm=3, uop_bgn=0, uop_end=1))
+        prog.finish()
+        addr, count = prog.build()
+        words = isa.encode_words(isa.AluInsn(alu_opcode=isa.ALU_REQ, use_imm=1, imm=3, uop_bgn=0, uop_end=1), ext)
+        dram.write(addr + 16 * at, np.array(words, dtype="<u8").tobytes())
+        for checks in (True, False):
+            with TSim(env, dram, library=lib, check_streams=checks) as dev, \
+                    pytest.raises(InvalidInstructionError, match="ALU_REQUANT"):
+                dev.run(addr, count)
