@@ -17,7 +17,7 @@ import json
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from ..env import INT_KEYS
+from ..env import INT_KEYS, OPTION_KEYS
 
 __all__ = [
     "TABLE_COLUMNS",
@@ -31,7 +31,7 @@ __all__ = [
 ]
 
 #: Columns of the point table, in order.
-TABLE_COLUMNS = (("workload", "level", "status") + tuple(INT_KEYS)
+TABLE_COLUMNS = (("workload", "level", "status") + tuple(INT_KEYS) + tuple(OPTION_KEYS)
                  + ("cycles", "macs", "macs_per_cycle", "utilisation", "bytes_moved", "sram_bits", "mac_count",
                     "insn_count", "gemm_counter", "alu_counter", "reason", "key"))
 _OBJECTIVES = ("cycles", "mac_count", "sram_bits")
@@ -100,7 +100,8 @@ def read_jsonl(path: str | Path) -> list[dict]:
 
 
 def _config_of(row: dict) -> tuple:
-    return tuple((k, row.get(k)) for k in INT_KEYS)
+    # an option absent from a row (one cached before the option existed) is off
+    return tuple((k, row.get(k)) for k in INT_KEYS) + tuple((k, bool(row.get(k))) for k in OPTION_KEYS)
 
 
 def config_totals(rows: Iterable[dict]) -> list[dict]:
