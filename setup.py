@@ -14,7 +14,7 @@ ROOT = Path(__file__).resolve().parent
 #: Top-level directory -> the files of it that the package needs (glob patterns).
 SHARED = {
     "configs": ("*.json",),
-    "hw": ("*.sv", "sim/*.sv", "lint/*.vlt", "README.md"),
+    "hw": ("*.sv", "sim/*.sv", "syn/*.sv", "lint/*.vlt", "README.md"),
     "sim": ("*.cc", "*.h"),
 }
 

@@ -19,15 +19,22 @@ CONFIG_DIR = Path(__file__).resolve().parent.parent / "configs"
 CONFIG_FILES = sorted(p.name for p in CONFIG_DIR.glob("*.json"))
 
 
+#: Opt-in tiers: a test with one of these markers is skipped unless the marker expression names it.
+#: ``slow``: whole networks on tsim, wheel installs, the large configurations' whole-core runs (CI
+#: runs it); ``synth``: logic synthesis of a whole core with Yosys (about 11 CPU-minutes; not in CI).
+OPT_IN = {"slow": "slow: run it with -m slow", "synth": "synth: whole-core synthesis, run it with -m synth"}
+
+
 def pytest_collection_modifyitems(config, items):
-    """Tests marked ``slow`` (whole networks on tsim, wheel installs, the large configurations'
-    whole-core runs) are skipped unless the marker expression names them: ``-m slow`` runs them."""
-    if "slow" in (config.getoption("markexpr") or ""):
-        return
-    skip = pytest.mark.skip(reason="slow: run it with -m slow")
-    for item in items:
-        if item.get_closest_marker("slow") is not None:
-            item.add_marker(skip)
+    """Skip the opt-in tiers (:data:`OPT_IN`) the marker expression does not name."""
+    expr = config.getoption("markexpr") or ""
+    for marker, reason in OPT_IN.items():
+        if marker in expr:
+            continue
+        skip = pytest.mark.skip(reason=reason)
+        for item in items:
+            if item.get_closest_marker(marker) is not None:
+                item.add_marker(skip)
 
 
 def make_env(name: str = "vta_config.json") -> Environment:

@@ -12,6 +12,7 @@ Commands::
 
     python -m vta regress [--config FILE ...] [--baseline PATH] [--update-baseline] [--programs N] [--junit FILE]
     python -m vta sweep SPEC [--out DIR] [--scheduler ADDRESS] [--workers N] [--confirm-tsim]
+    python -m vta area [--config FILE ...] [--hw DIR] [--json]
 
 Exit status: 0 when every checked region matches, 1 when a check fails, 2 on any error (bad
 arguments, a malformed pack, a simulation error), reported as one line on stderr.
@@ -366,6 +367,9 @@ def _parser() -> argparse.ArgumentParser:
     from .autotvm import cli as tune_cli  # tune: AutoTVM on the cycle model
 
     tune_cli.add_command(sub)
+    from .dse import area_cli  # area from synthesis
+
+    area_cli.add_commands(sub)
     return p
 
 

@@ -11,6 +11,7 @@ import pytest
 
 from vta.dse.results import (
     config_totals,
+    draw_pareto,
     pareto_front,
     plot_pareto,
     read_jsonl,
@@ -82,6 +83,61 @@ def test_plot_is_written(tmp_path):
     rows = [_row(b, a, "x", cycles=1000 // (b + a)) for b in (3, 4, 5) for a in (15, 16, 17)]
     path = plot_pareto(config_totals(rows), tmp_path / "pareto.png")
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def _tick_numbers(axis):
+    """The numbers written on an axis's ticks inside its view (labels parsed as a reader would)."""
+    lo, hi = sorted(axis.get_view_interval())
+    out = []
+    for tick in axis.get_major_ticks() + axis.get_minor_ticks():
+        label = tick.label1.get_text().replace(",", "").replace("\N{MINUS SIGN}", "-")
+        if label and lo <= tick.get_loc() <= hi and tick.label1.get_visible():
+            out.append(float(label))  # raises if a label is not a plain number
+    return out
+
+
+@pytest.mark.parametrize("spans", ["narrow", "wide"])
+def test_every_plot_axis_reads_as_numbers(spans):
+    """SRAM sizes within one decade (and cycles within a few percent) still get numbered ticks."""
+    pytest.importorskip("matplotlib")
+    import matplotlib.pyplot as plt
+
+    if spans == "narrow":  # LOG_ACC_BUFF_SIZE 16..17: 48..52 KiB; cycles 1000..1040
+        records = [{"LOG_BLOCK": 4, "complete": True, "cycles": 1000 + 10 * i, "mac_count": 256,
+                    "sram_bits": (48 + i) * 8192, "cells": 90_000 + 500 * i} for i in range(5)]
+    else:
+        records = [{"complete": True, "cycles": 10 ** (3 + i), "mac_count": 4 ** (i + 1),
+                    "sram_bits": 2 ** (17 + 2 * i), "cells": 2000 * 4 ** i} for i in range(4)]
+    fig = draw_pareto(records)
+    try:
+        fig.canvas.draw()
+        assert len(fig.axes) == 3  # MACs, cells (synthesis), SRAM
+        assert len(_tick_numbers(fig.axes[0].yaxis)) >= 2  # the shared cycles axis, labelled on the left
+        for ax in fig.axes:
+            assert len(_tick_numbers(ax.xaxis)) >= 2, (ax.get_xlabel(), _tick_numbers(ax.xaxis))
+        sram = fig.axes[2]
+        lo, hi = sram.get_xlim()
+        kib = [r["sram_bits"] / 8192 for r in records]
+        assert lo <= min(kib) and max(kib) <= hi
+        assert len(_tick_numbers(sram.xaxis)) >= 2
+    finally:
+        plt.close(fig)
+
+
+def test_plot_without_synthesis_has_two_panels():
+    pytest.importorskip("matplotlib")
+    import matplotlib.pyplot as plt
+
+    rows = [_row(b, a, "x", cycles=1000 // (b + a)) for b in (3, 4, 5) for a in (15, 16)]
+    fig = draw_pareto(config_totals(rows))
+    try:
+        fig.canvas.draw()
+        assert [ax.get_xlabel().split()[0] for ax in fig.axes] == ["MAC", "on-chip"]
+        assert len(_tick_numbers(fig.axes[0].yaxis)) >= 2
+        for ax in fig.axes:
+            assert len(_tick_numbers(ax.xaxis)) >= 2
+    finally:
+        plt.close(fig)
 
 
 def test_store_keeps_rows_but_not_errors(tmp_path):

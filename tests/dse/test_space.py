@@ -74,3 +74,30 @@ def test_missing_and_malformed_spec_files(tmp_path):
     bad.write_text("{")
     with pytest.raises(SpecError, match="not JSON"):
         load_spec(bad)
+
+
+def test_hardware_options_are_axes():
+    from vta.dse.space import load_spec
+    from vta.dse.sweep import points_of
+
+    spec = load_spec({"parameters": {"LOG_BLOCK": [4], "ALU_REQUANT": [True, False]}, "workloads": ["gemm.blocked"],
+                      "area": True})
+    assert spec.area and [p["ALU_REQUANT"] for p in spec.points()] == [False, True]
+    points = points_of(spec)
+    assert [dict(p.config).get("ALU_REQUANT", False) for p in points] == [False, True]
+    assert load_spec({"parameters": {"ALU_REQUANT": True}}).points()[0]["ALU_REQUANT"] is True
+
+
+@pytest.mark.parametrize("values", [[0, 1], [], "yes", [True, 1]])
+def test_hardware_option_values_must_be_booleans(values):
+    from vta.dse.space import SpecError, load_spec
+
+    with pytest.raises(SpecError, match="ALU_REQUANT.*true/false"):
+        load_spec({"parameters": {"ALU_REQUANT": values}})
+
+
+def test_area_field_must_be_a_boolean():
+    from vta.dse.space import SpecError, load_spec
+
+    with pytest.raises(SpecError, match="area must be true or false, got 'yes'"):
+        load_spec({"parameters": {"LOG_BLOCK": [4]}, "area": "yes"})

@@ -43,6 +43,7 @@ LAYERS = (
     "topi",       # operators and schedules
     "top",        # the packed operators with upstream's signatures (over topi)
     "graph",      # whole networks: graph IR, passes, executor
+    "hw",         # area from logic synthesis (Yosys)
     "dse",        # design-space sweeps and the RTL regression (hardware designers' tools)
     "frontend",   # model import
     "models",     # the ResNet-18 builder, the quantize helper, the bundled digits model

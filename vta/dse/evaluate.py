@@ -128,7 +128,9 @@ def area(env: Environment) -> dict:
 
 def _base_row(point: Point) -> dict:
     row = {"key": point.key, "workload": point.workload, "level": point.level}
-    row.update({k: v for k, v in point.config if k in INT_KEYS})
+    config = dict(point.config)
+    row.update({k: v for k, v in config.items() if k in INT_KEYS})
+    row.update({k: bool(config.get(k, False)) for k in OPTION_KEYS})  # every option, on or off
     return row
 
 

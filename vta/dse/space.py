@@ -9,7 +9,8 @@ A SPEC file is JSON::
       "sampling": "grid",                    # or "random" (then "samples" and "seed")
       "samples": 50,
       "seed": 0,
-      "workloads": ["resnet18"]              # workload or group names (vta.dse.workloads)
+      "workloads": ["resnet18"],             # workload or group names (vta.dse.workloads)
+      "area": false                          # true: synthesise every configuration (vta.hw.area)
     }
 
 Every parameter is a configuration key of :data:`vta.env.INT_KEYS` (the ``LOG_*`` widths, batch,
@@ -27,16 +28,18 @@ from pathlib import Path
 
 import numpy as np
 
-from ..env import INT_KEYS, check_keys, load_config, unknown_key_error
+from ..env import INT_KEYS, OPTION_KEYS, check_keys, load_config, unknown_key_error
 from ..errors import ConfigError
 
-__all__ = ["Space", "Spec", "SpecError", "load_spec", "shipped_config"]
+__all__ = ["AXIS_KEYS", "Space", "Spec", "SpecError", "load_spec", "shipped_config"]
 
 #: Where the shipped configurations live (``configs/`` at the repository root).
 CONFIG_DIR = Path(__file__).resolve().parents[2] / "configs"
 SAMPLINGS = ("grid", "random")
 #: The fields of a SPEC file.
-SPEC_KEYS = ("base", "parameters", "sampling", "samples", "seed", "workloads")
+SPEC_KEYS = ("base", "parameters", "sampling", "samples", "seed", "workloads", "area")
+#: The keys a sweep may vary: the integer configuration keys, then the hardware options (booleans).
+AXIS_KEYS = tuple(INT_KEYS) + tuple(OPTION_KEYS)
 
 
 class SpecError(ConfigError):
@@ -71,7 +74,8 @@ class Space:
     Parameters
     ----------
     parameters : dict
-        ``key -> list of int values`` (keys of :data:`vta.env.INT_KEYS`).
+        ``key -> list of values``: integers for the keys of :data:`vta.env.INT_KEYS`, ``true`` /
+        ``false`` for the hardware options of :data:`vta.env.OPTION_KEYS`.
     base : dict, optional
         The configuration the unswept keys come from (default: the default configuration).
 
@@ -90,8 +94,16 @@ class Space:
             raise SpecError(f"parameters must be a non-empty object of key -> values, got {self.parameters!r}")
         clean = {}
         for key, values in self.parameters.items():
-            if key not in INT_KEYS:
-                raise unknown_key_error(key, INT_KEYS, "parameters", SpecError)
+            if key not in AXIS_KEYS:
+                raise unknown_key_error(key, AXIS_KEYS, "parameters", SpecError)
+            if key in OPTION_KEYS:
+                if isinstance(values, bool):
+                    values = [values]
+                if not isinstance(values, list) or not values or any(not isinstance(v, bool) for v in values):
+                    raise SpecError(f"parameter {key!r} is a hardware option: values must be a non-empty list of "
+                                    f"true/false, got {values!r}")
+                clean[key] = sorted(set(values))
+                continue
             if isinstance(values, int) and not isinstance(values, bool):
                 values = [values]
             if (not isinstance(values, list) or not values
@@ -108,7 +120,7 @@ class Space:
 
     def _point(self, values) -> dict:
         cfg = dict(self.base)
-        cfg.update(zip(self.parameters, (int(v) for v in values), strict=True))
+        cfg.update(zip(self.parameters, (v if isinstance(v, bool) else int(v) for v in values), strict=True))
         return cfg
 
     def grid(self) -> list[dict]:
@@ -146,6 +158,7 @@ class Spec:
     samples: int | None
     seed: int
     workloads: list
+    area: bool = False
 
     def points(self) -> list[dict]:
         """The configurations this spec evaluates."""
@@ -192,4 +205,7 @@ def load_spec(source) -> Spec:
         workloads = [workloads]
     if not isinstance(workloads, list) or not all(isinstance(w, str) for w in workloads) or not workloads:
         raise SpecError(f"{where}: workloads must be a non-empty list of names, got {workloads!r}")
-    return Spec(space, sampling, samples, seed, workloads)
+    area = doc.get("area", False)
+    if not isinstance(area, bool):
+        raise SpecError(f"{where}: area must be true or false, got {area!r}")
+    return Spec(space, sampling, samples, seed, workloads, area)
