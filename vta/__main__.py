@@ -399,6 +399,18 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
         lines = str(exc).splitlines() or [repr(exc)]
         sys.stderr.write(f"vta: error: {type(exc).__name__}: {lines[0]}\n")
         return 2
+    except ModuleNotFoundError as exc:
+        extra = _EXTRA_OF.get((exc.name or "").partition(".")[0])
+        if extra is None:
+            raise  # not an optional package: a bug, keep the traceback
+        sys.stderr.write(f"vta: error: this command needs the optional package {exc.name!r}; "
+                         f"install it with: pip install 'vta[{extra}]'\n")
+        return 2
+
+
+#: The extra of pyproject.toml that installs each optional package a command may import.
+_EXTRA_OF = {"onnx": "onnx", "onnxruntime": "onnx", "sympy": "onnx", "matplotlib": "profile",
+             "dask": "dse", "distributed": "dse", "xgboost": "tune"}
 
 
 if __name__ == "__main__":

@@ -142,8 +142,6 @@ def test_run_of_the_bundled_model_needs_only_the_onnx_extra(without):
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=True, reason="vta.frontend / vta.__main__ let the ImportError of onnx escape as a "
-                   "traceback (exit 1) instead of a one-line error naming the extra (exit 2)")
 def test_run_of_an_onnx_model_without_onnx_says_which_extra_to_install(without):
     proc = without(EXTRAS["onnx"], "run")
     assert proc.returncode == 2
