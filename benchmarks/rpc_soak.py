@@ -221,7 +221,7 @@ def main() -> int:
 
     with tempfile.TemporaryDirectory(prefix="vta-soak-") as tmp:
         tmpdir = Path(tmp)
-        obj = compile_object(KERNELS, tmpdir / "soak_kernels.o", include_dirs=(INCLUDE_DIR,))
+        obj = compile_object(KERNELS, output=tmpdir / "soak_kernels.o", include_dirs=(INCLUDE_DIR,))
         work = tmpdir / "sessions"
         work.mkdir()
         cmd = [sys.executable, "-m", "vta.rpc.server", "--port", "0", "--workdir", str(work)]

@@ -27,7 +27,7 @@ import threading
 from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 
-from ..atomic import publish
+from ..atomic import crash_point, publish
 from ..cache import cache_dir, content_key
 from ..env import Environment, get_env
 from ..errors import BuildError, TVMError
@@ -98,6 +98,7 @@ def _atomic_build(output: Path, build: Callable[[Path], None]) -> Path:
     tmp_path = Path(tmp)
     try:
         build(tmp_path)
+        crash_point("atomic.partial")  # built beside the destination, not yet published
         publish(tmp_path, output)  # synced, then renamed: a crash leaves no torn library
     except OSError as exc:
         raise BuildError(f"cannot write {str(output)!r}: {exc}") from exc
