@@ -75,7 +75,10 @@ def test_installed_package_runs_outside_the_checkout(how, tmp_path):
     assert all(line.startswith(site) for line in where), where  # the installed copy, not the checkout
     from vta.sim.tsim import library
 
-    assert sorted(p.name for p in Path(where[2]).rglob("*.sv")) == sorted(p.name for p in library.sources())
+    hw = Path(where[2])
+    shipped = [*hw.glob("*.sv"), *(hw / "sim").glob("*.sv")]
+    assert sorted(p.name for p in shipped) == sorted(p.name for p in library.sources())
+    assert (hw / "syn" / "vta_sram.sv").is_file()  # the synthesis view `python -m vta area` reads
     assert (Path(where[3]) / "vta_tsim.cc").is_file() and (Path(where[3]) / "vta_tsim.h").is_file()
     out = _run([python, "-m", "vta", "demo"], cwd=run_dir, env=env)
     assert "PASS" in out and "FAIL" not in out
