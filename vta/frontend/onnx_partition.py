@@ -27,7 +27,7 @@ from ..errors import FrontendError, GraphError, UnsupportedOperatorError
 from ..graph import Node
 from ..graph.ir import DTYPES, TensorType
 from ..graph.onnx_region import ATTRS, OP, encode_model, make_session
-from .onnx_entries import Const, Tensor
+from .onnx_entries import Const, Dequant, Pending, Tensor
 
 __all__ = ["RegionBuilder", "TypeOracle", "region_macs"]
 
@@ -221,15 +221,15 @@ class RegionBuilder:
             if name in produced or name in feeds or name in consts:
                 return
             entry = im.env.get(name)
-            kind = type(entry).__name__
-            if kind == "Const":
+            if isinstance(entry, Const):
                 consts[name] = entry.data
-            elif kind == "Tensor":
+            elif isinstance(entry, Tensor):
                 feeds[name] = entry.value
-            elif kind == "Dequant" and type(entry.src).__name__ == "Tensor":
+            elif isinstance(entry, Dequant) and isinstance(entry.src, Tensor):
                 feeds[name] = im.as_float(entry)
-            elif kind == "Pending" and entry.kind in ("conv", "dense") and entry.lo is None and entry.hi is None \
-                    and name in self.producer and list(self.all[self.producer[name]].output) == list(entry.node.output):
+            elif isinstance(entry, Pending) and entry.kind in ("conv", "dense") and entry.lo is None \
+                    and entry.hi is None and name in self.producer \
+                    and list(self.all[self.producer[name]].output) == list(entry.node.output):
                 try:
                     feeds[name] = im.finish_float(entry)
                 except (FrontendError, GraphError):
