@@ -55,14 +55,8 @@ LAYERS = (
     "__main__",   # the command line
 )
 
-#: Module-level import cycles that are allowed, with the reason. Each is a debt to pay back.
-ALLOWED_CYCLES: dict[frozenset[str], str] = {
-    frozenset({"vta.autotvm.dispatch", "vta.autotvm.measure", "vta.autotvm.record", "vta.autotvm.task",
-               "vta.autotvm.vta_ops"}):
-        "AutoTVM's task registry, dispatch contexts and the VTA templates reach each other through "
-        "function-level imports (the VTA templates register special tasks); to be untangled by a "
-        "registration hook in vta.autotvm.task",
-}
+#: Module-level import cycles that are allowed, with the reason (none today).
+ALLOWED_CYCLES: dict[frozenset[str], str] = {}
 
 
 def _module_name(path: Path) -> str:

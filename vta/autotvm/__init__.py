@@ -30,13 +30,8 @@ from . import (
     tuner,
     vta_ops,  # noqa: F401  (registers conv2d_packed.vta and dense_packed.vta)
 )
-from .dispatch import (
-    ApplyConfig,
-    ApplyHistoryBest,
-    DispatchContext,
-    FallbackContext,
-    apply_history_best,
-)
+from .dispatch import ApplyConfig, DispatchContext, FallbackContext
+from .history import ApplyHistoryBest, apply_history_best
 from .extract import extract_from_program
 from .measure import (
     LocalBuilder,

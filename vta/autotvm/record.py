@@ -19,11 +19,13 @@ import os
 from collections.abc import Iterator
 
 from ..errors import TuningLogError
+from .dispatch import target_model
 from .measure import MeasureInput, MeasureResult
 from .space import ConfigEntity
 from .task import Task
 
-__all__ = ["AUTOTVM_LOG_VERSION", "TVM_VERSION", "decode", "encode", "load_from_file", "pick_best"]
+__all__ = ["AUTOTVM_LOG_VERSION", "TVM_VERSION", "best_by_workload", "decode", "encode", "load_from_file",
+           "pick_best", "workload_key"]
 
 AUTOTVM_LOG_VERSION = 0.2
 #: The TVM release whose AutoTVM this module follows (VTA's last: 0.8).
@@ -118,11 +120,42 @@ def pick_best(in_file, out_file) -> int:
     FileNotFoundError, vta.errors.TuningLogError
         As :func:`load_from_file`.
     """
-    from .dispatch import ApplyHistoryBest
-
-    best = ApplyHistoryBest(in_file)
+    best = best_by_workload(load_from_file(in_file))
     tmp = f"{os.fspath(out_file)}.{os.getpid()}.pick"
     with open(tmp, "w", encoding="utf-8") as f:
-        f.writelines(encode(inp, res) + "\n" for inp, res in best.best_by_workload.values())
+        f.writelines(encode(inp, res) + "\n" for inp, res in best.values())
     os.replace(tmp, out_file)
-    return len(best.best_by_workload)
+    return len(best)
+
+
+def _clean(x):
+    """JSON lists -> tuples (hashable), recursively."""
+    if isinstance(x, list):
+        return tuple(_clean(a) for a in x)
+    return x
+
+
+def _mean(costs) -> float:
+    costs = list(costs)
+    return sum(costs) / len(costs) if costs else float("inf")
+
+
+def workload_key(target, name: str, args, kwargs: dict) -> tuple:
+    """The key records of one workload share: the target's configuration (whatever level measured
+    it), the task name, its arguments as JSON would give them back, its keyword arguments."""
+    return (target_model(target), name, _clean(json.loads(json.dumps(list(args)))),
+            json.dumps(kwargs, sort_keys=True))
+
+
+def best_by_workload(pairs, best: dict | None = None) -> dict:
+    """The lowest-cost error-free record of each workload of ``pairs`` (``(MeasureInput,
+    MeasureResult)``), added to ``best`` (a new dict when None); returns it."""
+    best = {} if best is None else best
+    for inp, res in pairs:
+        if res.error_no != 0:
+            continue
+        key = workload_key(inp.target, inp.task.name, inp.task.args, inp.task.kwargs)
+        have = best.get(key)
+        if have is None or _mean(res.costs) < _mean(have[1].costs):
+            best[key] = (inp, res)
+    return best

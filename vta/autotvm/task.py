@@ -27,6 +27,15 @@ __all__ = ["TASK_TABLE", "Task", "TaskTemplate", "args_to_workload", "create", "
 
 #: Registered templates by task name.
 TASK_TABLE: dict[str, TaskTemplate] = {}
+#: Tasks whose schedules are built outside their template (the graph tasks of
+#: :mod:`vta.autotvm.vta_ops`, which registers itself when the package is imported): each hook is
+#: ``(instantiate(task, config) -> (s, args) | None, define_space(task) -> ConfigSpace | None)``.
+SPECIAL_HOOKS: list[tuple[Callable, Callable]] = []
+
+
+def register_special(instantiate: Callable, define_space: Callable) -> None:
+    """Add a hook for tasks whose schedule and space do not come from calling their template."""
+    SPECIAL_HOOKS.append((instantiate, define_space))
 
 
 def serialize_args(args) -> tuple:
@@ -239,11 +248,10 @@ class Task:
         vta.autotvm.space.InstantiationError, vta.errors.ScheduleError
             If the template refuses the configuration.
         """
-        from .vta_ops import instantiate_special
-
-        special = instantiate_special(self, config)
-        if special is not None:
-            return special
+        for instantiate, _ in SPECIAL_HOOKS:
+            special = instantiate(self, config)
+            if special is not None:
+                return special
         with ApplyConfig(config):
             return self.func(*self.args, **self.kwargs)
 
@@ -275,17 +283,13 @@ def create(task_name: str, args, target: Any = None, target_host: Any = None, kw
     """
     del target_host
     if task_name not in TASK_TABLE:
-        from . import vta_ops  # noqa: F401  (registers the VTA operators)
-    if task_name not in TASK_TABLE:
         raise KeyError(f"no template is registered as {task_name!r}; registered: {sorted(TASK_TABLE)!r}")
     from ..target import Target
 
     if target is not None and not isinstance(target, Target):
         target = Target(target)
     task = Task(task_name, args, kwargs, target)
-    from .vta_ops import define_space_special
-
-    space = define_space_special(task)
+    space = next((sp for sp in (define(task) for _, define in SPECIAL_HOOKS) if sp is not None), None)
     if space is None:
         space = ConfigSpace()
         with ApplyConfig(space):

@@ -10,7 +10,8 @@ from __future__ import annotations
 from typing import Any
 
 from ..target import Target
-from .dispatch import ApplyHistoryBest, DispatchContext
+from .dispatch import DispatchContext
+from .history import ApplyHistoryBest
 
 __all__ = ["DispatchContext", "context"]
 

@@ -34,7 +34,7 @@ from ..topi.tiling import (
     dense_footprint,
 )
 from .space import ConfigSpace
-from .task import Task, register_topi_compute, register_topi_schedule
+from .task import Task, register_special, register_topi_compute, register_topi_schedule
 
 __all__ = [
     "CONV2D",
@@ -223,6 +223,9 @@ def instantiate_special(task: Task, config: Any):
 def define_space_special(task: Task):
     """Graph tasks already hold their space; None for the others (the template defines it)."""
     return task.config_space if task.spec is not None else None
+
+
+register_special(instantiate_special, define_space_special)
 
 
 # ------------------------------------------------------------------------------- templates
