@@ -362,6 +362,7 @@ def _parser() -> argparse.ArgumentParser:
     quant.set_defaults(func=_cmd_quantize)
 
     from .dse import cli as dse_cli  # regress and sweep: the hardware designer's tools
+    from .models import workloads as _model_workloads  # noqa: F401  (onnx:PATH, zoo:NAME, digits as workloads)
 
     dse_cli.add_commands(sub)
     from .autotvm import cli as tune_cli  # tune: AutoTVM on the cycle model

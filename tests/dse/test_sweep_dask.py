@@ -52,6 +52,29 @@ def test_two_workers_give_the_rows_of_single_process_runs(client, tmp_path):
     assert statuses == {"ok", "infeasible"}  # LOG_BLOCK 3 cannot be encoded with these buffers
 
 
+def _has_model_workloads() -> bool:
+    import sys
+
+    return "vta.models.workloads" in sys.modules
+
+
+def test_workers_run_model_workloads_they_never_imported(client, tmp_path):
+    """Worker processes import the module that registered a workload's kind (here vta.models for
+    an ``onnx:PATH`` model) before evaluating it, and give the rows of an in-process run."""
+    pytest.importorskip("onnxruntime")
+    from vta.models import digits_model_path
+
+    assert not any(client.run(_has_model_workloads).values())  # the workers never imported vta.models
+    points = [Point.make(cfg, f"onnx:{digits_model_path()}") for cfg in Space({"LOG_ACC_BUFF_SIZE": [16, 17]}).grid()]
+    outcome = run_points(points, store=ResultStore(tmp_path / "cache"), client=client)
+    assert outcome.failed == 0 and {r["status"] for r in outcome.rows} == {"ok"}
+    try:
+        alone = [evaluate(p) for p in points]
+    finally:
+        release_devices()
+    assert [_strip(r) for r in outcome.rows] == [_strip(r) for r in alone]
+
+
 def test_a_killed_worker_costs_only_its_tasks(client, tmp_path):
     points = [Point.make({**dict(p.config), "LOG_WGT_BUFF_SIZE": 17}, p.workload) for p in _points(("gemm.blocked",))]
     points += _points(("resnet18.C10",))

@@ -11,6 +11,7 @@ run when ``progress`` is set.
 
 from __future__ import annotations
 
+import importlib
 import logging
 import os
 import threading
@@ -18,6 +19,7 @@ import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from . import workloads as wl
 from .evaluate import Point, evaluate
 from .store import ResultStore
 
@@ -175,6 +177,14 @@ def _run_dask(points, todo, finish, *, client, scheduler, workers, progress) -> 
         finish(i, {**_lost_row(points[i], RuntimeError("no fresh worker finished it")), "reason": ARENA_FULL})
 
 
+def evaluate_in_worker(point: Point, module: str | None) -> dict:
+    """:func:`evaluate` in a worker process, after importing ``module``, the module that
+    registered the point's workload kind (:func:`vta.dse.workloads.kind_module`)."""
+    if module is not None:
+        importlib.import_module(module)
+    return evaluate(point)
+
+
 def _submit_round(client, points, todo, finish, progress, hold=None) -> list:
     """Submit ``todo``, finish rows as they arrive; return the indices whose rows ``hold`` kept back."""
     from distributed import as_completed
@@ -182,7 +192,8 @@ def _submit_round(client, points, todo, finish, progress, hold=None) -> list:
     futures = {}
     run_id = uuid.uuid4().hex[:8]  # fresh keys: a cancelled earlier run may still hold the old ones
     for i in todo:
-        fut = client.submit(evaluate, points[i], key=f"vta-dse-{points[i].key}-{run_id}", pure=False)
+        module = wl.kind_module(wl.get(points[i].workload))
+        fut = client.submit(evaluate_in_worker, points[i], module, key=f"vta-dse-{points[i].key}-{run_id}", pure=False)
         futures[fut] = i
     bar = None
     if progress:

@@ -13,9 +13,10 @@ A :class:`Workload` is a name, a kind and the shape parameters of that kind. Thr
     a hand-built ALU-heavy program (:mod:`vta.testing.programs`): accumulator tiles loaded,
     chains of MIN, MAX, ADD, SHR and MUL over them, the results stored.
 
-Other kinds (a whole ONNX network, for instance) are added by :func:`register_kind` from a part
-of the package above this one, or from user code: the sweep and the regression only call a
-kind's runner and its MAC count.
+Other kinds are added by :func:`register_kind` from a part of the package above this one, or
+from user code: the sweep and the regression only call a kind's runner and its MAC count. Names
+with a prefix (``onnx:PATH``, ``zoo:NAME``: whole ONNX models, registered by :mod:`vta.models`)
+are made on first use by the factory :func:`register_prefix` installed for the prefix.
 
 Every runner executes on a device it is given and returns that device's statistics for the
 workload (upstream counters, ``cycle_count`` where the level has time) plus the output bytes
@@ -43,10 +44,12 @@ __all__ = [
     "Kind",
     "Workload",
     "get",
+    "kind_module",
     "kinds",
     "macs",
     "names",
     "register_kind",
+    "register_prefix",
     "resolve",
     "run",
 ]
@@ -108,6 +111,8 @@ class Kind:
 
 _KINDS: dict[str, Kind] = {}
 _REGISTRY: dict[str, Workload] = {}
+#: Name prefix -> factory making the workload of a prefixed name (``"zoo:"`` -> ...).
+_PREFIXES: dict[str, Callable[[str], Workload]] = {}
 #: Group names that expand to several workloads.
 _GROUPS: dict[str, tuple[str, ...]] = {}
 
@@ -136,6 +141,22 @@ def register_kind(name: str, kind: Kind, workloads: dict[str, tuple] | None = No
         _REGISTRY[wname] = Workload(wname, name, tuple(params))
 
 
+def register_prefix(prefix: str, factory: Callable[[str], Workload]) -> None:
+    """Make workloads named ``PREFIX...`` on first use with ``factory(name) -> Workload``.
+
+    The factory checks the rest of the name (a model file exists, a zoo entry is known) and raises
+    ``KeyError`` with the reason when it does not name a workload.
+
+    Raises
+    ------
+    ValueError
+        If ``prefix`` does not end with ``":"``.
+    """
+    if not prefix.endswith(":"):
+        raise ValueError(f"a workload prefix ends with ':', got {prefix!r}")
+    _PREFIXES[prefix] = factory
+
+
 def kinds() -> tuple[str, ...]:
     """Registered kind names, sorted."""
     return tuple(sorted(_KINDS))
@@ -152,12 +173,22 @@ def get(name: str) -> Workload:
     Raises
     ------
     KeyError
-        If no workload has that name (the message lists the accepted ones).
+        If no workload has that name (the message lists the accepted ones), or a prefixed name's
+        factory refuses it.
     """
-    try:
-        return _REGISTRY[name]
-    except KeyError:
-        raise KeyError(f"unknown workload {name!r}; accepted: {', '.join(list(_GROUPS) + list(_REGISTRY))}") from None
+    found = _REGISTRY.get(name)
+    if found is not None:
+        return found
+    prefix = name.split(":", 1)[0] + ":" if ":" in name else ""
+    if prefix in _PREFIXES:
+        workload = _PREFIXES[prefix](name)
+        _REGISTRY[name] = workload
+        return workload
+    prefixes = "".join(f", {p}..." for p in sorted(_PREFIXES))
+    hint = ("" if _PREFIXES else
+            " (the ONNX model workloads digits, onnx:PATH and zoo:NAME are registered by importing vta.models)")
+    raise KeyError(f"unknown workload {name!r}; accepted: {', '.join(list(_GROUPS) + list(_REGISTRY))}{prefixes}"
+                   f"{hint}")
 
 
 def resolve(items) -> list[Workload]:
@@ -179,11 +210,27 @@ def resolve(items) -> list[Workload]:
         else:
             out.append(get(item))
     if not out:
-        raise ValueError("no workload named; accepted: " + ", ".join(list(_GROUPS) + list(_REGISTRY)))
+        raise ValueError("no workload named; accepted: " + ", ".join(list(_GROUPS) + list(_REGISTRY)
+                                                                      + [f"{p}..." for p in sorted(_PREFIXES)]))
     seen: dict[str, Workload] = {}
     for w in out:
         seen.setdefault(w.name, w)
     return list(seen.values())
+
+
+def kind_module(workload: Workload) -> str | None:
+    """The module that registered ``workload``'s kind, when it is not this one (``None`` otherwise).
+
+    A Dask worker imports it before evaluating the workload, so kinds and prefixes registered by
+    other modules (ONNX models, user code) resolve in worker processes too.
+
+    Raises
+    ------
+    KeyError
+        If the workload's kind is not registered.
+    """
+    module = _kind(workload).runner.__module__
+    return None if module == __name__ else module
 
 
 def macs(workload: Workload, env: Environment) -> int:

@@ -20,5 +20,7 @@ def _register_profiler() -> None:
 
 _register_profiler()
 
+from . import workloads as _workloads  # noqa: E402,F401  (registers onnx:, zoo: and digits as sweep workloads)
+
 __all__ = ["resnet18", "quantize", "ArrayCalibrationReader", "DIGITS_MODEL", "DIGITS_TEST",
            "digits_model_path", "load_digits_test"]
