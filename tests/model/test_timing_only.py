@@ -242,3 +242,36 @@ def test_a_design_point_on_the_timing_only_level():
     assert fast["output_digest"] == "" and full["output_digest"]
     for key in ("cycles", "macs", "bytes_moved", "insn_count", "gemm_counter", "alu_counter", "utilisation"):
         assert fast[key] == full[key], key
+
+
+def test_a_stream_run_again_after_its_buffers_change_is_checked_again(env, dram):
+    """The timing-only run keeps a checked stream's words from run to run; once an allocation is
+    freed, the same stream at the same address fails as fsim says (oracle: fsim's own run)."""
+    from vta.sim.fsim import FunctionalSimulator
+
+    def outcome(dev, addr, count):
+        try:
+            dev.run(addr, count)
+        except VTAError as exc:
+            return type(exc).__name__, str(exc)
+        return "ran", None
+
+    with CycleModel(env, dram, functional=False) as fast, FunctionalSimulator(env, dram) as fsim:
+        b = ProgramBuilder(env, dram)
+        inp = b.buffer(nbytes=4 * env.INP_ELEM_BYTES)
+        b.load(isa.MEM_INP, 0, inp, 1, 4, push_next_dep=1)
+        b.nop(isa.STAGE_COMPUTE, pop_prev_dep=1)
+        b.finish()
+        addr, count = b.build()
+        assert outcome(fast, addr, count) == outcome(fsim, addr, count) == ("ran", None)
+        # the data buffer the LOAD reads goes: the LOAD is now outside every allocation
+        b._allocs.remove(inp)
+        dram.free(inp)
+        want = outcome(fsim, addr, count)
+        assert want[0] == "DRAMAccessError"
+        assert outcome(fast, addr, count) == want
+        # the stream's own buffer goes: reading it fails before anything is decoded
+        b.close()
+        want = outcome(fsim, addr, count)
+        assert want[0] == "DRAMAccessError"
+        assert outcome(fast, addr, count) == want

@@ -57,7 +57,7 @@ import numpy as np
 from ... import isa
 from ...env import Environment
 from ...errors import DeadlockError, InvalidInstructionError
-from ..numba_cache import compile_into
+from ..numba_cache import array_head, compile_into
 from ..rules import suspect, token_step
 from ..stream import Columns, Program
 from ..fsim.kernels import _accepts_nrt_option
@@ -543,7 +543,7 @@ def suspects_at(n: int) -> int:
 
 
 def _fixed_tuple(a, n):
-    """The first ``n`` entries of ``a`` as a tuple (numba's ``to_fixed_tuple`` when compiled)."""
+    """The first ``n`` entries of ``a`` as a tuple (:func:`vta.sim.numba_cache.array_head` when compiled)."""
     return tuple(a[:n].tolist())
 
 
@@ -568,14 +568,13 @@ def compiled():
         return None
     try:
         import numba
-        from numba.np.unsafe.ndarray import to_fixed_tuple
     except ImportError:
         _ENGINE_FAILED = True
         return None
     # every function is remade with one namespace holding the compiled helpers; integer division
     # skips the zero check (no divisor of these functions can be zero)
     g = dict(globals())
-    g["_fixed_tuple"] = to_fixed_tuple
+    g["_fixed_tuple"] = array_head()
 
     no_refcount = _accepts_nrt_option(numba.njit)
 
