@@ -58,7 +58,7 @@ from ... import isa
 from ...env import Environment
 from ...errors import DeadlockError, InvalidInstructionError
 from ..numba_cache import array_head, compile_into
-from ..rules import suspect, token_step
+from ..rules import alu_top, suspect, token_step
 from ..stream import Columns, Program
 from ..fsim.kernels import _accepts_nrt_option
 from . import costs as mc
@@ -286,7 +286,7 @@ def _decode(words, fields, elem, params, cols):
     reads them for those only; the other entries keep what they held). (:func:`_scan` without
     its checks.)"""
     io = np.zeros(IO_SIZE, np.int64)
-    if _scan(words, fields, elem, params, cols, np.zeros(12, np.int64), np.zeros((1, 2), np.int64),
+    if _scan(words, fields, elem, params, cols, np.zeros(13, np.int64), np.zeros((1, 2), np.int64),
              np.zeros(0, np.int64), io, False, False) == 2:
         return io[IO_BAD]
     return 0
@@ -318,12 +318,13 @@ def _drive(words, fields, elem, params, cols, tokens, insn_addr, queue_depth, fe
 #: Offsets in the constants array of :func:`_timing_run` (:meth:`Scratch.packed`): the field table
 #: (word, shift, mask per field of :data:`_FIELDS`), the element bytes per memory type code (8),
 #: the cost constants (:func:`_cost_params`), the checks' SRAM depth and element bytes per memory
-#: type code 0..5 (6 each; code 4 is OUT: the accumulator a STORE reads and the bytes it writes),
-#: then queue depth, fetch latency, fetch buffer, DRAM latency, bytes per cycle, outstanding reads.
+#: type code 0..5 (6 each; code 4 is OUT: the accumulator a STORE reads and the bytes it writes)
+#: and the largest ALU opcode accepted (:func:`vta.sim.rules.alu_top`), then queue depth, fetch
+#: latency, fetch buffer, DRAM latency, bytes per cycle, outstanding reads.
 _C_ELEM = 3 * len(_FIELDS)
 _C_PARAMS = _C_ELEM + 8
 _C_CHECK = _C_PARAMS + 15
-_C_TIMING = _C_CHECK + 12
+_C_TIMING = _C_CHECK + 13
 _C_SIZE = _C_TIMING + 6
 #: Slots of the in/out array of :func:`_timing_run`: in: the tokens lent (4), whether to check the
 #: stream's validity and token flow in stream order, the stream's address; out: the status (0
@@ -378,8 +379,8 @@ def _scan(words, fields, elem, params, cols, chk, allocs, sus, io, check, suspec
         un = _field(words, i, fields, 4)
         mt = _field(words, i, fields, 5)
         if check:
-            l2g, g2l, s2g, g2s, ok = token_step(op, pp, pn, up, un, mt, _field(words, i, fields, 24), l2g, g2l,
-                                                s2g, g2s)
+            l2g, g2l, s2g, g2s, ok = token_step(op, pp, pn, up, un, mt, _field(words, i, fields, 24), chk[12], l2g,
+                                                g2l, s2g, g2s)
             if not ok:
                 return 1
         # the decode
@@ -679,8 +680,8 @@ class Scratch:
             elems += (env.OUT_ELEM_BYTES, env.elem_bytes(isa.MEM_ACC_8BIT))
             lat, bpc, outst = env.dram_timing
             value = np.array(fields + tuple(elem.tolist()) + tuple(params.tolist()) + depths + elems
-                             + (QUEUE_DEPTH, int(timing.fetch_latency), key[4], int(lat), int(bpc), int(outst)),
-                             np.int64)
+                             + (alu_top(env), QUEUE_DEPTH, int(timing.fetch_latency), key[4], int(lat), int(bpc),
+                                int(outst)), np.int64)
             assert value.size == _C_SIZE
         self._packed = key + (value,)
         return value
