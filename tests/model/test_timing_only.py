@@ -275,3 +275,37 @@ def test_a_stream_run_again_after_its_buffers_change_is_checked_again(env, dram)
         want = outcome(fsim, addr, count)
         assert want[0] == "DRAMAccessError"
         assert outcome(fast, addr, count) == want
+
+
+def test_a_stream_run_again_reuses_its_scan_only_while_its_words_stay(env, dram):
+    """The same stream run again on a timing-only device skips the compiled scan (its decode and
+    checks are kept); a word rewritten in place between runs is noticed. Oracle: a fresh device
+    for every run."""
+    if rp.compiled() is None:
+        pytest.skip("numba is not installed")
+
+    def alone(addr, count):
+        with CycleModel(env, dram, functional=False) as dev:
+            dev.run(addr, count)
+            return dev.stats()
+
+    with ProgramBuilder(env, dram) as b, CycleModel(env, dram, functional=False) as dev:
+        b.uops([(0, 0, 0)], sram_base=0)
+        gemm = b.append(isa.GemmInsn(uop_bgn=0, uop_end=1, iter_out=3, iter_in=5))
+        b.finish()
+        addr, count = b.build()
+        want = alone(addr, count)
+        for k in range(3):
+            dev.clear_stats()
+            dev.run(addr, count)
+            assert dev._io[rp.IO_REUSED] == (k > 0)
+            assert dev.stats() == want
+        # a longer GEMM written over the first one: a different stream at the same place
+        words = isa.encode_words(isa.GemmInsn(uop_bgn=0, uop_end=1, iter_out=30, iter_in=5), env)
+        dram.write(addr + 16 * gemm, np.array(words, dtype="<u8").tobytes())
+        want2 = alone(addr, count)
+        assert want2["cycle_count"] > want["cycle_count"] and want2["gemm_counter"] == 10 * want["gemm_counter"]
+        dev.clear_stats()
+        dev.run(addr, count)
+        assert dev._io[rp.IO_REUSED] == 0
+        assert dev.stats() == want2

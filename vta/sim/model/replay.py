@@ -331,7 +331,12 @@ _C_SIZE = _C_TIMING + 6
 #: timed; 1 invalid or not runnable in stream order: check the slow way; 2 a token flag on a missing
 #: channel, instruction ``[IO_BAD] - 1``), the number of suspects, :func:`~vta.sim.model.loop.core`'s code, whether the
 #: counters were added to the accumulators, :func:`~vta.sim.model.loop.core`'s 18 counters and fsim's 13 counters.
+#: ``IO_REUSE`` (in): the work space holds the scan of an earlier run made with the same inputs but
+#: the words (same length, tokens, check, constants and allocations), so if the words are those of
+#: that run too (compared with the copy kept in the work space) the scan is not made again;
+#: ``IO_REUSED`` (out): whether it was reused.
 IO_TOKENS, IO_CHECK, IO_ADDR, IO_STATUS, IO_BAD, IO_SUSPECTS, IO_RC, IO_COMMITTED = 0, 4, 5, 6, 7, 8, 9, 10
+IO_REUSE, IO_REUSED = 11, 12
 IO_COUNTERS = 16
 IO_COUNTS = IO_COUNTERS + _NCOUNTERS
 IO_SIZE = IO_COUNTS + 13
@@ -503,7 +508,8 @@ def _timing_run(words, consts, allocs, flat, io, acc):
 
     ``consts``: :meth:`Scratch.packed`; ``allocs``: the live allocations (k x 2, start and end);
     ``flat``: the work space of :meth:`Scratch.flat_for` (the per-instruction arrays at the places
-    :meth:`Scratch.take` gives them, then the suspects); ``io``: the slots ``IO_*``; ``acc``: the
+    :meth:`Scratch.take` gives them, then the suspects, then a copy of the words last scanned);
+    ``io``: the slots ``IO_*``; ``acc``: the
     counters of clean runs (timed, no suspect) are added to it, the 13 hardware counters of
     :data:`_COUNTER_KEYS` then fsim's of :data:`COUNT_KEYS`.
     """
@@ -518,13 +524,25 @@ def _timing_run(words, consts, allocs, flat, io, acc):
     outs = flat[a:b].reshape((no, n))
     bursts = flat[b:c].reshape((n, 3))
     work = flat[c:need]
-    fields = _fixed_tuple(consts[:_C_ELEM], _C_ELEM)
     io[IO_COMMITTED] = 0
-    status = _scan(words, fields, consts[_C_ELEM:_C_PARAMS], consts[_C_PARAMS:_C_CHECK], cols,
-                   consts[_C_CHECK:_C_TIMING], allocs, flat[need:need + n], io, io[IO_CHECK] != 0, True)
-    io[IO_STATUS] = status
-    if status != 0:
-        return
+    kept = flat[need + n:need + 3 * n]  # the words of the last completed scan
+    reuse = io[IO_REUSE] != 0
+    if reuse:
+        for i in range(n):
+            if words[i, 0] != kept[2 * i] or words[i, 1] != kept[2 * i + 1]:
+                reuse = False
+                break
+    io[IO_REUSED] = 1 if reuse else 0
+    if not reuse:
+        fields = _fixed_tuple(consts[:_C_ELEM], _C_ELEM)
+        status = _scan(words, fields, consts[_C_ELEM:_C_PARAMS], consts[_C_PARAMS:_C_CHECK], cols,
+                       consts[_C_CHECK:_C_TIMING], allocs, flat[need:need + n], io, io[IO_CHECK] != 0, True)
+        io[IO_STATUS] = status
+        if status != 0:
+            return
+        for i in range(n):
+            kept[2 * i] = words[i, 0]
+            kept[2 * i + 1] = words[i, 1]
     t = _C_TIMING
     rc = core(n, cols[0], cols[1], cols[2], cols[3], cols[4], cols[5], cols[6], cols[7], cols[8], cols[9],
                cols[10], cols[11], cols[12], cols[13], cols[14], io[IO_TOKENS:IO_TOKENS + 4], io[IO_ADDR], consts[t],
@@ -653,8 +671,9 @@ class Scratch:
 
     def flat_for(self, n: int) -> np.ndarray:
         """The work space of :func:`_timing_run` for a stream of ``n`` instructions: the arrays of
-        :meth:`take` (at the same places), then ``n`` slots for the suspects."""
-        need = suspects_at(n) + n
+        :meth:`take` (at the same places), then ``n`` slots for the suspects and ``2 n`` for the
+        words last scanned."""
+        need = suspects_at(n) + 3 * n
         if self.flat.size < need:
             self.flat = np.empty(max(need, 2 * self.flat.size), np.int64)
             self._views = (-1, None)
