@@ -4,6 +4,7 @@ Run from the repository root (needs Verilator; each configuration's tsim library
 and cached)::
 
     python benchmarks/model_accuracy_tsim.py [--config NAME ...] [--dram ideal ddr4] [--quick]
+        [--reference-tsim pinned|current|LIBRARY] [--clock wall|cpu]
 
 For every shipped configuration (``configs/*.json``; ``--config`` picks some) and every memory
 (``ideal``: the default one-cycle memory; ``ddr4``: the preset of :data:`vta.env.DRAM_PRESETS`),
@@ -17,7 +18,8 @@ replay; ``timing-only`` is ``CycleModel(..., functional=False).run`` (fsim's che
 timing replay, nothing executed; its cycles must equal the model's, else the line ends in
 ``TIMING-ONLY DIFFERS``). Each ``x<ratio>`` is tsim's wall time over that model's (the median of
 ``--repeat`` runs of each stream, except the workloads, which run once; Python's garbage collector
-is paused during each timed run). The
+is paused during each timed run; ``--clock cpu`` times the process's CPU time instead of wall time,
+steadier on a loaded machine). The
 streams:
 
 * ``programs``: the demo program, blocked GEMMs of ``tests/e2e/gemm_program.py`` and random
@@ -33,6 +35,12 @@ streams:
 Per configuration and memory, the median and largest |error| and the smallest speed ratios
 (whole run, timing only) follow. ``--quick`` (the test suite's smoke run): the default configuration, a few small
 programs, one ResNet layer and a short conv-like stream, on both memories.
+
+The tsim of the speed ratios (``--reference-tsim``): by default ``pinned``, the tsim of the commit
+the cycle model's speed goal was set against (issue 25: at least 100 times that tsim), built from
+that commit's own RTL, shim and build recipe (:mod:`_reference_tsim`; needs the git history), so
+the ratios do not shrink as tsim gets faster; ``current`` is this tree's tsim (the default of
+``--quick``), and a path names a built library. The cycles compared are tsim's either way.
 """
 
 from __future__ import annotations
@@ -49,6 +57,7 @@ sys.path.insert(0, str(_REPO))
 sys.path.insert(0, str(_REPO / "benchmarks"))
 
 
+from _reference_tsim import REFERENCE_COMMIT, reference_library
 from fsim_throughput import conv_stream, gemm_stream_tiled
 from model_accuracy import TeeBase
 from tests.e2e import gemm_program
@@ -68,17 +77,27 @@ WORKLOADS = tuple(f"resnet18.C{i}" for i in range(2, 12)) + ("gemm.blocked", "al
 RESNET18_REPEATS = {"C2": 4, "C3": 1, "C4": 1, "C5": 3, "C6": 1, "C7": 1, "C8": 3, "C9": 1, "C10": 1, "C11": 3}
 
 
-def env_for(config: str, memory: str) -> Environment:
+def cfg_for(config: str, memory: str) -> dict:
     """The shipped configuration ``config`` with the DRAM preset ``memory`` (none for ideal)."""
     cfg = load_config(_REPO / "configs" / f"{config}.json")
     cfg.pop("DRAM", None)
     if memory != "ideal":
         cfg["DRAM"] = memory
-    return Environment(cfg)
+    return cfg
+
+
+def env_for(config: str, memory: str) -> Environment:
+    """:func:`cfg_for` as an Environment."""
+    return Environment(cfg_for(config, memory))
+
+
+#: The clock of the timed runs (``--clock``): wall time, or the process's CPU time.
+CLOCKS = {"wall": time.perf_counter, "cpu": time.process_time}
+_clock = CLOCKS["wall"]
 
 
 class Pair:
-    """Cycles and wall times of one stream (or of a workload's streams summed) on the three levels."""
+    """Cycles and times of one stream (or of a workload's streams summed) on the three levels."""
 
     def __init__(self):
         self.tsim = self.model = self.timing = 0
@@ -93,9 +112,9 @@ class Pair:
                 dev.clear_stats()
                 gc.disable()  # a collection of the compiler's objects is no level's time
                 try:
-                    t0 = time.perf_counter()
+                    t0 = _clock()
                     dev.run(addr, count)
-                    runs.append(time.perf_counter() - t0)
+                    runs.append(_clock() - t0)
                 finally:
                     gc.enable()
         self.tsim_s += statistics.median(walls[tsim])
@@ -210,6 +229,23 @@ def summary(label: str, rows: list) -> None:
               f"x{min(r[2] for r in rows):.0f} (timing only) over {len(rows)} streams", flush=True)
 
 
+def reference_label(reference: str) -> str:
+    if reference == "pinned":
+        return f"tsim of commit {REFERENCE_COMMIT} (the model's speed goal)"
+    if reference == "current":
+        return "this tree's tsim"
+    return f"the library {reference}"
+
+
+def reference_tsim(reference: str, env: Environment, config: str, memory: str) -> Path:
+    """The tsim library the stream runs on (see ``--reference-tsim``)."""
+    if reference == "pinned":
+        return reference_library(cfg_for(config, memory), _REPO)
+    if reference == "current":
+        return library.build(env)
+    return Path(reference)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--config", nargs="*", default=None, help=f"configurations (default: all of {CONFIGS})")
@@ -220,7 +256,17 @@ def main(argv=None) -> int:
     ap.add_argument("--repeat", type=int, default=5, help="runs of each program and instruction-heavy stream "
                     "per level; the median wall time is reported (default 5)")
     ap.add_argument("--quick", action="store_true", help="default configuration, a few small streams")
+    ap.add_argument("--reference-tsim", default=None, metavar="pinned|current|LIBRARY",
+                    help=f"the tsim of the speed ratios: pinned (default; tsim of commit {REFERENCE_COMMIT}, the "
+                    "reference of the model's speed goal), current (this tree's; the default of --quick) or "
+                    "the path of a built tsim library")
+    ap.add_argument("--clock", choices=sorted(CLOCKS), default="wall",
+                    help="time wall seconds (default) or the process's CPU seconds (steadier under load)")
     args = ap.parse_args(argv)
+    global _clock
+    _clock = CLOCKS[args.clock]
+    reference = args.reference_tsim or ("current" if args.quick else "pinned")
+    print(f"reference tsim: {reference_label(reference)}; clock: {args.clock}", flush=True)
     configs = args.config or (("vta_config",) if args.quick else CONFIGS)
     groups = args.only or ("programs", "workloads", "insn-heavy")
     names = args.workloads or (("resnet18.C11",) if args.quick else WORKLOADS)
@@ -230,7 +276,7 @@ def main(argv=None) -> int:
             env = env_for(config, memory)
             print(f"configuration {config} ({env.BATCH}x{env.BLOCK_IN}x{env.BLOCK_OUT}, int{env.INP_WIDTH}), "
                   f"memory {memory}", flush=True)
-            lib = library.build(env)
+            lib = reference_tsim(reference, env, config, memory)
             rows: list = []
             with env, DRAM(1 << 28) as dram, TSim(env, dram, library=lib) as tsim, CycleModel(env, dram) as full, \
                     CycleModel(env, dram, functional=False) as timing:

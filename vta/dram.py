@@ -67,12 +67,16 @@ class DRAM:
         self._free: list[tuple[int, int]] = []  # (pages, start) of freed blocks, sorted
         self._top = PAGE_BYTES  # next never-used address; page 0 stays invalid
         self._closed = False
+        #: Goes up by one whenever the live allocations change (alloc, reserve, free, close), so a
+        #: reader can tell that a range it checked earlier is still inside the same allocation.
+        self.generation = 0
 
     # ---------------------------------------------------------------- lifetime
     def close(self) -> None:
         """Release the mapping. Views obtained earlier must not be used afterwards."""
         if not self._closed:
             self._closed = True
+            self.generation += 1
             self.data = np.zeros(0, dtype=np.uint8)
             try:
                 self._map.close()
@@ -128,6 +132,7 @@ class DRAM:
         bisect.insort(self._starts, start)
         self._sizes[start] = nbytes
         self._pages[start] = pages
+        self.generation += 1
         return start
 
     def reserve(self, addr: int, nbytes: int) -> int:
@@ -177,6 +182,7 @@ class DRAM:
         bisect.insort(self._starts, addr)
         self._sizes[addr] = nbytes
         self._pages[addr] = pages
+        self.generation += 1
         return addr
 
     def free(self, addr: int) -> None:
@@ -193,6 +199,7 @@ class DRAM:
         pages = self._pages.pop(addr)
         del self._sizes[addr]
         self._starts.pop(bisect.bisect_left(self._starts, addr))
+        self.generation += 1
         self._map.madvise(mmap.MADV_DONTNEED, addr, pages * PAGE_BYTES)
         # Coalesce with freed neighbours so that large requests can reuse the space.
         start, end = addr, addr + pages * PAGE_BYTES

@@ -12,6 +12,8 @@ from vta.sim import numba_cache, rules
 from vta.sim.fsim.units import check_mem
 from vta.sim.stream import check_stream
 
+from ..conftest import make_env
+
 
 def _tables(env):
     depths = np.array([env.UOP_BUFF_DEPTH, env.WGT_BUFF_DEPTH, env.INP_BUFF_DEPTH, env.ACC_BUFF_DEPTH,
@@ -64,10 +66,16 @@ def _word(op, pp=0, pn=0, up=0, un=0, mt=0, aop=0, env=None):
     return w
 
 
-def test_token_step_agrees_with_check_stream(env):
+@pytest.mark.parametrize("config", [None, "extended.json"])
+def test_token_step_agrees_with_check_stream(env, config):
     """Random short streams (ending in FINISH): the walk of token_step accepts exactly the streams
-    check_stream accepts with the same outstanding tokens, and ends with its token counts."""
+    check_stream accepts with the same outstanding tokens, and ends with its token counts; ALU
+    opcode 5 (REQ) is valid with the option ALU_REQUANT (the extended configuration) only."""
+    env = make_env(config) if config else env
+    top = rules.alu_top(env)
+    assert top == (isa.ALU_REQ if config else isa.ALU_MUL)
     rng = np.random.default_rng(11)
+    req_accepted = False
     outcomes = set()
     for _ in range(1500):
         n = int(rng.integers(1, 7))
@@ -81,9 +89,10 @@ def test_token_step_agrees_with_check_stream(env):
         tokens = [int(t) for t in rng.integers(0, 2, 4)]
         t, ok = list(tokens), True
         for op, pp, pn, up, un, mt, aop in rows:
-            *t, ok = rules.token_step(op, pp, pn, up, un, mt, aop, *t)
+            *t, ok = rules.token_step(op, pp, pn, up, un, mt, aop, top, *t)
             if not ok:
                 break
+            req_accepted |= op == isa.OPCODE_ALU and aop == isa.ALU_REQ
         try:
             lent, left = check_stream(env, words, None, tokens)
             accepted = True
@@ -94,6 +103,7 @@ def test_token_step_agrees_with_check_stream(env):
             assert [a + b - c for a, b, c in zip(left, tokens, lent, strict=True)] == t, rows
         outcomes.add(ok)
     assert outcomes == {True, False}
+    assert req_accepted == (config is not None)
 
 
 def test_cache_path_is_keyed_by_every_compiled_source(tmp_path, monkeypatch):
@@ -115,7 +125,7 @@ def test_cache_path_is_keyed_by_every_compiled_source(tmp_path, monkeypatch):
 
 def test_real_sources_exist():
     assert all(p.is_file() for p in numba_cache.SOURCES)
-    assert {p.name for p in numba_cache.SOURCES} == {"rules.py", "kernels.py", "replay.py", "loop.py"}
+    assert {p.name for p in numba_cache.SOURCES} == {"numba_cache.py", "rules.py", "kernels.py", "replay.py", "loop.py"}
 
 
 @pytest.mark.parametrize("name", ["_stretch", "_prepass", "_token_step", "_suspect", "_dot"])

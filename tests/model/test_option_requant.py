@@ -89,3 +89,41 @@ def test_req_refused_without_the_option(env, dram, functional):
         with CycleModel(env, dram, functional=functional) as dev, \
                 pytest.raises(InvalidInstructionError, match="ALU_REQUANT"):
             dev.run(addr, count)
+
+
+def test_req_streams_take_the_compiled_checks(dram, monkeypatch):
+    """With ALU_REQUANT, a stream of REQs passes the compiled pre-run checks of both fsim and the
+    timing-only model (no fallback to the checks in Python) and times as on the full model; the
+    same stream on the default configuration is flagged by both compiled checks, then refused by
+    the Python checks, whose message names the option."""
+    from vta.sim.model import replay as rp
+
+    if rp.compiled() is None:
+        pytest.skip("numba is not installed")
+    ext = make_env("extended.json")
+    slow = []
+    real = CycleModel._check_stream
+    monkeypatch.setattr(CycleModel, "_check_stream", lambda self, *a: slow.append(1) or real(self, *a))
+    with ext:
+        prog, _ = _program(ext, dram, isa.ALU_REQ)
+        addr, count = prog.build()
+        words = dram.data[addr:addr + 16 * count].copy().view("<i8").reshape(count, 2)
+        with FunctionalSimulator(ext, dram) as fsim:
+            after, _ = fsim._jit.prechecks(words, [0, 0, 0, 0], dram)
+            assert after == [0, 0, 0, 0]  # valid, runs in stream order
+        with CycleModel(ext, dram, functional=False) as fast, CycleModel(ext, dram) as full:
+            fast.run(addr, count)
+            assert slow == []
+            full.run(addr, count)
+            assert fast.last_run == full.last_run
+    default = make_env()
+    with default:
+        with FunctionalSimulator(default, dram) as fsim:
+            assert fsim._jit.prechecks(words, [0, 0, 0, 0], dram)[0] is None
+            with pytest.raises(InvalidInstructionError, match="ALU_REQUANT"):
+                fsim.run(addr, count)
+        with CycleModel(default, dram, functional=False) as fast, \
+                pytest.raises(InvalidInstructionError, match="ALU_REQUANT"):
+            fast.run(addr, count)
+        assert slow == [1]  # flagged by the compiled pass, refused by the checks in Python
+    prog.close()

@@ -242,3 +242,70 @@ def test_a_design_point_on_the_timing_only_level():
     assert fast["output_digest"] == "" and full["output_digest"]
     for key in ("cycles", "macs", "bytes_moved", "insn_count", "gemm_counter", "alu_counter", "utilisation"):
         assert fast[key] == full[key], key
+
+
+def test_a_stream_run_again_after_its_buffers_change_is_checked_again(env, dram):
+    """The timing-only run keeps a checked stream's words from run to run; once an allocation is
+    freed, the same stream at the same address fails as fsim says (oracle: fsim's own run)."""
+    from vta.sim.fsim import FunctionalSimulator
+
+    def outcome(dev, addr, count):
+        try:
+            dev.run(addr, count)
+        except VTAError as exc:
+            return type(exc).__name__, str(exc)
+        return "ran", None
+
+    with CycleModel(env, dram, functional=False) as fast, FunctionalSimulator(env, dram) as fsim:
+        b = ProgramBuilder(env, dram)
+        inp = b.buffer(nbytes=4 * env.INP_ELEM_BYTES)
+        b.load(isa.MEM_INP, 0, inp, 1, 4, push_next_dep=1)
+        b.nop(isa.STAGE_COMPUTE, pop_prev_dep=1)
+        b.finish()
+        addr, count = b.build()
+        assert outcome(fast, addr, count) == outcome(fsim, addr, count) == ("ran", None)
+        # the data buffer the LOAD reads goes: the LOAD is now outside every allocation
+        b._allocs.remove(inp)
+        dram.free(inp)
+        want = outcome(fsim, addr, count)
+        assert want[0] == "DRAMAccessError"
+        assert outcome(fast, addr, count) == want
+        # the stream's own buffer goes: reading it fails before anything is decoded
+        b.close()
+        want = outcome(fsim, addr, count)
+        assert want[0] == "DRAMAccessError"
+        assert outcome(fast, addr, count) == want
+
+
+def test_a_stream_run_again_reuses_its_scan_only_while_its_words_stay(env, dram):
+    """The same stream run again on a timing-only device skips the compiled scan (its decode and
+    checks are kept); a word rewritten in place between runs is noticed. Oracle: a fresh device
+    for every run."""
+    if rp.compiled() is None:
+        pytest.skip("numba is not installed")
+
+    def alone(addr, count):
+        with CycleModel(env, dram, functional=False) as dev:
+            dev.run(addr, count)
+            return dev.stats()
+
+    with ProgramBuilder(env, dram) as b, CycleModel(env, dram, functional=False) as dev:
+        b.uops([(0, 0, 0)], sram_base=0)
+        gemm = b.append(isa.GemmInsn(uop_bgn=0, uop_end=1, iter_out=3, iter_in=5))
+        b.finish()
+        addr, count = b.build()
+        want = alone(addr, count)
+        for k in range(3):
+            dev.clear_stats()
+            dev.run(addr, count)
+            assert dev._io[rp.IO_REUSED] == (k > 0)
+            assert dev.stats() == want
+        # a longer GEMM written over the first one: a different stream at the same place
+        words = isa.encode_words(isa.GemmInsn(uop_bgn=0, uop_end=1, iter_out=30, iter_in=5), env)
+        dram.write(addr + 16 * gemm, np.array(words, dtype="<u8").tobytes())
+        want2 = alone(addr, count)
+        assert want2["cycle_count"] > want["cycle_count"] and want2["gemm_counter"] == 10 * want["gemm_counter"]
+        dev.clear_stats()
+        dev.run(addr, count)
+        assert dev._io[rp.IO_REUSED] == 0
+        assert dev.stats() == want2

@@ -344,12 +344,12 @@ def _same_gemm(words, table, i, k):
     return True
 
 
-def _token_step(words, table, i, l2g, g2l, s2g, g2s):
+def _token_step(words, table, i, alu_top, l2g, g2l, s2g, g2s):
     """Instruction ``i`` of the in-order check of :func:`_prepass` (:func:`vta.sim.rules.token_step`
     on its fields): the token counts after it and whether it is valid there."""
     w = words[i, 0]
     return token_step(w & 7, (w >> 3) & 1, (w >> 4) & 1, (w >> 5) & 1, (w >> 6) & 1, _field(words, table, i, _M),
-                      _field(words, table, i, _A + 8), l2g, g2l, s2g, g2s)
+                      _field(words, table, i, _A + 8), alu_top, l2g, g2l, s2g, g2s)
 
 
 def _decode(words, table, i, lo, hi, f):
@@ -363,7 +363,8 @@ def _prepass(words, table, depths, elems, allocs, tokens, out):
 
     * Whether the stream is valid (codes, flags, a FINISH) and its tokens let it run in
       stream order without a channel passing 255 tokens: ``tokens`` holds (l2g, g2l, s2g,
-      g2s) and a sixth slot; on return the sixth slot is 1 and the first four are the counts
+      g2s), the largest ALU opcode the configuration accepts (:func:`vta.sim.rules.alu_top`)
+      and a sixth slot; on return the sixth slot is 1 and the first four are the counts
       after the run if so, else it is 0 (and the counts mean nothing).
     * The LOAD and STORE rows (``x_size > 0``) whose fields alone put them out of range: the
       compiled form of the whole-column checks of :func:`vta.sim.stream.check_fields`
@@ -373,12 +374,13 @@ def _prepass(words, table, depths, elems, allocs, tokens, out):
       Writes their indices, in stream order, to ``out``; returns how many.
     """
     l2g, g2l, s2g, g2s = tokens[0], tokens[1], tokens[2], tokens[3]
+    alu_top = tokens[4]
     valid, finish = True, False
     found = 0
     hit = 0  # the allocation the last transfer was in
     for i in range(words.shape[0]):
         if valid:
-            l2g, g2l, s2g, g2s, valid = _token_step(words, table, i, l2g, g2l, s2g, g2s)
+            l2g, g2l, s2g, g2s, valid = _token_step(words, table, i, alu_top, l2g, g2l, s2g, g2s)
             finish = finish or (words[i, 0] & 7) == 3
         bad, hit = _suspect(words, table, i, depths, elems, allocs, hit)
         if bad:

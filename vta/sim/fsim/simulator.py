@@ -179,18 +179,20 @@ class FunctionalSimulator(Device):
         TokenOverflowError
             If more than 255 tokens would be outstanding on a channel.
         """
-        for what, value in (("insn_count", insn_count), ("wait_cycles", wait_cycles)):
-            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
-                raise ValueError(f"{what} must be a non-negative integer, got {value!r}")
+        if type(insn_count) is not int or type(wait_cycles) is not int or insn_count < 0 or wait_cycles < 0:
+            for what, value in (("insn_count", insn_count), ("wait_cycles", wait_cycles)):
+                if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
+                    raise ValueError(f"{what} must be a non-negative integer, got {value!r}")
         try:
             tokens, held = self._run(insn_phys_addr, int(insn_count))
         except SimulationError:
             self._failed()
             raise
-        self.tokens = [t + h for t, h in zip(tokens, held, strict=True)]
-        if any(held):
+        if held[0] or held[1] or held[2] or held[3]:
             self._stats["runs_with_surplus_tokens"] += 1
-        if any(self.tokens):
+            tokens = [t + h for t, h in zip(tokens, held, strict=True)]
+        self.tokens = tokens
+        if tokens[0] or tokens[1] or tokens[2] or tokens[3]:
             self._stats["runs_with_tokens_left"] += 1
         return 0
 

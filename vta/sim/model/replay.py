@@ -57,8 +57,8 @@ import numpy as np
 from ... import isa
 from ...env import Environment
 from ...errors import DeadlockError, InvalidInstructionError
-from ..numba_cache import compile_into
-from ..rules import suspect, token_step
+from ..numba_cache import array_head, compile_into
+from ..rules import alu_top, suspect, token_step
 from ..stream import Columns, Program
 from ..fsim.kernels import _accepts_nrt_option
 from . import costs as mc
@@ -286,7 +286,7 @@ def _decode(words, fields, elem, params, cols):
     reads them for those only; the other entries keep what they held). (:func:`_scan` without
     its checks.)"""
     io = np.zeros(IO_SIZE, np.int64)
-    if _scan(words, fields, elem, params, cols, np.zeros(12, np.int64), np.zeros((1, 2), np.int64),
+    if _scan(words, fields, elem, params, cols, np.zeros(13, np.int64), np.zeros((1, 2), np.int64),
              np.zeros(0, np.int64), io, False, False) == 2:
         return io[IO_BAD]
     return 0
@@ -318,19 +318,25 @@ def _drive(words, fields, elem, params, cols, tokens, insn_addr, queue_depth, fe
 #: Offsets in the constants array of :func:`_timing_run` (:meth:`Scratch.packed`): the field table
 #: (word, shift, mask per field of :data:`_FIELDS`), the element bytes per memory type code (8),
 #: the cost constants (:func:`_cost_params`), the checks' SRAM depth and element bytes per memory
-#: type code 0..5 (6 each; code 4 is OUT: the accumulator a STORE reads and the bytes it writes),
-#: then queue depth, fetch latency, fetch buffer, DRAM latency, bytes per cycle, outstanding reads.
+#: type code 0..5 (6 each; code 4 is OUT: the accumulator a STORE reads and the bytes it writes)
+#: and the largest ALU opcode accepted (:func:`vta.sim.rules.alu_top`), then queue depth, fetch
+#: latency, fetch buffer, DRAM latency, bytes per cycle, outstanding reads.
 _C_ELEM = 3 * len(_FIELDS)
 _C_PARAMS = _C_ELEM + 8
 _C_CHECK = _C_PARAMS + 15
-_C_TIMING = _C_CHECK + 12
+_C_TIMING = _C_CHECK + 13
 _C_SIZE = _C_TIMING + 6
 #: Slots of the in/out array of :func:`_timing_run`: in: the tokens lent (4), whether to check the
 #: stream's validity and token flow in stream order, the stream's address; out: the status (0
 #: timed; 1 invalid or not runnable in stream order: check the slow way; 2 a token flag on a missing
 #: channel, instruction ``[IO_BAD] - 1``), the number of suspects, :func:`~vta.sim.model.loop.core`'s code, whether the
 #: counters were added to the accumulators, :func:`~vta.sim.model.loop.core`'s 18 counters and fsim's 13 counters.
+#: ``IO_REUSE`` (in): the work space holds the scan of an earlier run made with the same inputs but
+#: the words (same length, tokens, check, constants and allocations), so if the words are those of
+#: that run too (compared with the copy kept in the work space) the scan is not made again;
+#: ``IO_REUSED`` (out): whether it was reused.
 IO_TOKENS, IO_CHECK, IO_ADDR, IO_STATUS, IO_BAD, IO_SUSPECTS, IO_RC, IO_COMMITTED = 0, 4, 5, 6, 7, 8, 9, 10
+IO_REUSE, IO_REUSED = 11, 12
 IO_COUNTERS = 16
 IO_COUNTS = IO_COUNTERS + _NCOUNTERS
 IO_SIZE = IO_COUNTS + 13
@@ -378,8 +384,8 @@ def _scan(words, fields, elem, params, cols, chk, allocs, sus, io, check, suspec
         un = _field(words, i, fields, 4)
         mt = _field(words, i, fields, 5)
         if check:
-            l2g, g2l, s2g, g2s, ok = token_step(op, pp, pn, up, un, mt, _field(words, i, fields, 24), l2g, g2l,
-                                                s2g, g2s)
+            l2g, g2l, s2g, g2s, ok = token_step(op, pp, pn, up, un, mt, _field(words, i, fields, 24), chk[12], l2g,
+                                                g2l, s2g, g2s)
             if not ok:
                 return 1
         # the decode
@@ -502,7 +508,8 @@ def _timing_run(words, consts, allocs, flat, io, acc):
 
     ``consts``: :meth:`Scratch.packed`; ``allocs``: the live allocations (k x 2, start and end);
     ``flat``: the work space of :meth:`Scratch.flat_for` (the per-instruction arrays at the places
-    :meth:`Scratch.take` gives them, then the suspects); ``io``: the slots ``IO_*``; ``acc``: the
+    :meth:`Scratch.take` gives them, then the suspects, then a copy of the words last scanned);
+    ``io``: the slots ``IO_*``; ``acc``: the
     counters of clean runs (timed, no suspect) are added to it, the 13 hardware counters of
     :data:`_COUNTER_KEYS` then fsim's of :data:`COUNT_KEYS`.
     """
@@ -517,13 +524,25 @@ def _timing_run(words, consts, allocs, flat, io, acc):
     outs = flat[a:b].reshape((no, n))
     bursts = flat[b:c].reshape((n, 3))
     work = flat[c:need]
-    fields = _fixed_tuple(consts[:_C_ELEM], _C_ELEM)
     io[IO_COMMITTED] = 0
-    status = _scan(words, fields, consts[_C_ELEM:_C_PARAMS], consts[_C_PARAMS:_C_CHECK], cols,
-                   consts[_C_CHECK:_C_TIMING], allocs, flat[need:need + n], io, io[IO_CHECK] != 0, True)
-    io[IO_STATUS] = status
-    if status != 0:
-        return
+    kept = flat[need + n:need + 3 * n]  # the words of the last completed scan
+    reuse = io[IO_REUSE] != 0
+    if reuse:
+        for i in range(n):
+            if words[i, 0] != kept[2 * i] or words[i, 1] != kept[2 * i + 1]:
+                reuse = False
+                break
+    io[IO_REUSED] = 1 if reuse else 0
+    if not reuse:
+        fields = _fixed_tuple(consts[:_C_ELEM], _C_ELEM)
+        status = _scan(words, fields, consts[_C_ELEM:_C_PARAMS], consts[_C_PARAMS:_C_CHECK], cols,
+                       consts[_C_CHECK:_C_TIMING], allocs, flat[need:need + n], io, io[IO_CHECK] != 0, True)
+        io[IO_STATUS] = status
+        if status != 0:
+            return
+        for i in range(n):
+            kept[2 * i] = words[i, 0]
+            kept[2 * i + 1] = words[i, 1]
     t = _C_TIMING
     rc = core(n, cols[0], cols[1], cols[2], cols[3], cols[4], cols[5], cols[6], cols[7], cols[8], cols[9],
                cols[10], cols[11], cols[12], cols[13], cols[14], io[IO_TOKENS:IO_TOKENS + 4], io[IO_ADDR], consts[t],
@@ -543,7 +562,7 @@ def suspects_at(n: int) -> int:
 
 
 def _fixed_tuple(a, n):
-    """The first ``n`` entries of ``a`` as a tuple (numba's ``to_fixed_tuple`` when compiled)."""
+    """The first ``n`` entries of ``a`` as a tuple (:func:`vta.sim.numba_cache.array_head` when compiled)."""
     return tuple(a[:n].tolist())
 
 
@@ -568,14 +587,13 @@ def compiled():
         return None
     try:
         import numba
-        from numba.np.unsafe.ndarray import to_fixed_tuple
     except ImportError:
         _ENGINE_FAILED = True
         return None
     # every function is remade with one namespace holding the compiled helpers; integer division
     # skips the zero check (no divisor of these functions can be zero)
     g = dict(globals())
-    g["_fixed_tuple"] = to_fixed_tuple
+    g["_fixed_tuple"] = array_head()
 
     no_refcount = _accepts_nrt_option(numba.njit)
 
@@ -653,8 +671,9 @@ class Scratch:
 
     def flat_for(self, n: int) -> np.ndarray:
         """The work space of :func:`_timing_run` for a stream of ``n`` instructions: the arrays of
-        :meth:`take` (at the same places), then ``n`` slots for the suspects."""
-        need = suspects_at(n) + n
+        :meth:`take` (at the same places), then ``n`` slots for the suspects and ``2 n`` for the
+        words last scanned."""
+        need = suspects_at(n) + 3 * n
         if self.flat.size < need:
             self.flat = np.empty(max(need, 2 * self.flat.size), np.int64)
             self._views = (-1, None)
@@ -680,8 +699,8 @@ class Scratch:
             elems += (env.OUT_ELEM_BYTES, env.elem_bytes(isa.MEM_ACC_8BIT))
             lat, bpc, outst = env.dram_timing
             value = np.array(fields + tuple(elem.tolist()) + tuple(params.tolist()) + depths + elems
-                             + (QUEUE_DEPTH, int(timing.fetch_latency), key[4], int(lat), int(bpc), int(outst)),
-                             np.int64)
+                             + (alu_top(env), QUEUE_DEPTH, int(timing.fetch_latency), key[4], int(lat), int(bpc),
+                                int(outst)), np.int64)
             assert value.size == _C_SIZE
         self._packed = key + (value,)
         return value

@@ -79,6 +79,7 @@ HW_STAT_KEYS = (("cycle_count",) + tuple(f"{u}_busy_cycles" for u in UNITS)
 #: Entries of each instruction queue.
 QUEUE_DEPTH = 512
 _STAGES = (isa.STAGE_LOAD, isa.STAGE_COMPUTE, isa.STAGE_STORE)
+_NONE_HELD = (0, 0, 0, 0)
 
 
 class CycleModel(FunctionalSimulator):
@@ -127,10 +128,17 @@ class CycleModel(FunctionalSimulator):
         # the compiled timing-only run (replay._timing_run): its in/out slots (two, used in turn: the
         # last successful run's stay readable) and the counters of its clean runs, added to the
         # statistics when they are read (the hardware counters, then fsim's of replay.COUNT_KEYS)
-        self._io = (np.zeros(rp.IO_SIZE, np.int64), np.zeros(rp.IO_SIZE, np.int64))
-        self._io_last = None
-        self._live: list | None = None  # the live allocations the checks last saw, and as an array
-        self._allocs = None
+        self._io = np.zeros(rp.IO_SIZE, np.int64)
+        self._io_in = None  # what the in slots of self._io hold
+        self._out_last = None  # the out slots of the last successful compiled run, as a list
+        # the stream of the last compiled run: (address, count, DRAM generation) when its range
+        # was checked and its words are a view of the arena (valid while the generation stays)
+        self._stream_key = None
+        self._stream_words = None
+        self._allocs_generation = None  # the DRAM generation of self._allocs
+        self._allocs = None  # the live allocations as start and end (k x 2)
+        self._scanned = None  # the inputs (but the words) of the scan the work space holds, if any
+        self._scanned_consts = None  # (and the constants it used)
         self._acc = np.zeros(len(HW_STAT_KEYS) + len(rp.COUNT_KEYS), np.int64)
         self._last_run: dict | None = {}
         self._probe = False
@@ -141,8 +149,8 @@ class CycleModel(FunctionalSimulator):
     def last_run(self) -> dict:
         """Counters of the last successful run only (``cycle_count`` and per-unit figures)."""
         if self._last_run is None:
-            self._last_run = dict(zip(HW_STAT_KEYS, self._io_last[rp.IO_COUNTERS:rp.IO_COUNTERS + len(HW_STAT_KEYS)]
-                                      .tolist(), strict=True))
+            self._last_run = dict(zip(HW_STAT_KEYS, self._out_last[rp.IO_COUNTERS:rp.IO_COUNTERS + len(HW_STAT_KEYS)],
+                                      strict=True))
         return self._last_run
 
     @last_run.setter
@@ -215,6 +223,7 @@ class CycleModel(FunctionalSimulator):
     def _time(self, words: np.ndarray, tokens: list[int], insn_addr: int) -> dict:
         """Replay the stream: set :attr:`last_run`, the probe's events and ``_timed``; return the arrays."""
         events = [] if self._probe else None
+        self._scanned = None  # (the replay below writes over the compiled run's work space)
         self.last_run, arrays = _replay(self.env, words, tokens, insn_addr, self.timing, events, self._scratch)
         self.probe_events = events
         self._timed = (words, tokens, arrays)
@@ -227,39 +236,62 @@ class CycleModel(FunctionalSimulator):
             return super()._run(insn_phys_addr, n)
         if n == 0:
             raise DeadlockError("the stream has 0 instructions, so FINISH never executes and the run never ends")
-        self.dram.check(insn_phys_addr, 16 * n, "instruction stream")
-        data = self.dram.data[insn_phys_addr:insn_phys_addr + 16 * n]
-        words = (data if insn_phys_addr % 8 == 0 else data.copy()).view("<i8").reshape(n, 2)
-        fast = self._jit is not None and not self._probe and rp.compiled() is not None
-        consts = self._scratch.packed(self.env, self.timing) if fast else None
+        dram = self.dram
+        if self._stream_key != (insn_phys_addr, n, dram.generation):  # (else: checked, the view is valid)
+            dram.check(insn_phys_addr, 16 * n, "instruction stream")
+            data = dram.data[insn_phys_addr:insn_phys_addr + 16 * n]
+            if insn_phys_addr % 8:
+                words = data.copy().view("<i8").reshape(n, 2)  # (a copy: not kept)
+                self._stream_key = None
+            else:
+                words = data.view("<i8").reshape(n, 2)
+                self._stream_key = (insn_phys_addr, n, dram.generation)
+            self._stream_words = words
+            if self._allocs_generation != dram.generation:  # the live allocations as start and end
+                live = list(dram.allocations())
+                self._allocs = np.array(live or [(0, 0)], np.int64)
+                self._allocs[:, 1] += self._allocs[:, 0]
+                self._allocs_generation = dram.generation
+        words = self._stream_words
+        consts = self._scratch.packed(self.env, self.timing) \
+            if self._jit is not None and not self._probe and rp.compiled() is not None else None
         if consts is None:
             return self._run_checked_in_python(words, insn_phys_addr, n)
         lent = self.tokens
-        check = not any(lent)
+        check = not (lent[0] or lent[1] or lent[2] or lent[3])
         if not check:  # the checks with outstanding tokens, the slow way (the errors fsim raises)
             _, lent = self._check_stream(words, list(lent))
-        io = self._io[0] if self._io_last is not self._io[0] else self._io[1]
-        io[:6] = (lent[0], lent[1], lent[2], lent[3], check, insn_phys_addr)  # IO_TOKENS, IO_CHECK, IO_ADDR
+        io = self._io
+        # the scan of the last run is reused when all but the words are the same (and, as the
+        # compiled run checks, the words too)
+        scan = (n, lent[0], lent[1], lent[2], lent[3], check, self._allocs_generation)
+        reuse = scan == self._scanned and consts is self._scanned_consts
+        if self._io_in != (lent[0], lent[1], lent[2], lent[3], check, insn_phys_addr, reuse):
+            self._io_in = (lent[0], lent[1], lent[2], lent[3], check, insn_phys_addr, reuse)
+            io[:6] = self._io_in[:6]  # IO_TOKENS, IO_CHECK, IO_ADDR
+            io[rp.IO_REUSE] = reuse
         flat = self._scratch.flat_for(n)
-        live = list(self.dram.allocations())
-        if live != self._live:  # (the allocations as start and end, remade when they change)
-            self._live = live
-            self._allocs = np.array(live or [(0, 0)], np.int64)
-            self._allocs[:, 1] += self._allocs[:, 0]
+        self._scanned = None
         rp._TIMING_RUN(words, consts, self._allocs, flat, io, self._acc)
         out = io.tolist()
         if out[rp.IO_STATUS] == 1:  # invalid, or its tokens do not let it run in stream order
             self._check_stream(words, [0, 0, 0, 0])
             io[rp.IO_CHECK] = 0
+            io[rp.IO_REUSE] = 0
+            self._io_in = None
+            scan = scan[:5] + (False,) + scan[6:]  # (check)
             rp._TIMING_RUN(words, consts, self._allocs, flat, io, self._acc)
             out = io.tolist()
+        if out[rp.IO_STATUS] == 0:  # (the scan completed: the work space holds it)
+            self._scanned = scan
+            self._scanned_consts = consts
         if out[rp.IO_STATUS] == 2:  # (unreachable for a stream fsim accepts)
             i = out[rp.IO_BAD] - 1
             raise InvalidInstructionError(f"instruction {i}: a token flag names a channel its stage does not have", i)
         k = out[rp.IO_SUSPECTS]
         if k:
             start = rp.suspects_at(n)
-            confirm_suspects(self.env, words, flat[start:start + k].tolist(), self.dram)
+            confirm_suspects(self.env, words, flat[start:start + k].tolist(), dram)
         if out[rp.IO_RC] < 0:
             raise DeadlockError(f"timing model: no unit can start after {-1 - out[rp.IO_RC]} of {n} instructions; "
                                 "the stream was accepted by fsim", None)
@@ -267,14 +299,16 @@ class CycleModel(FunctionalSimulator):
             nhw = len(HW_STAT_KEYS)
             self._acc[:nhw] += io[rp.IO_COUNTERS:rp.IO_COUNTERS + nhw]
             self._acc[nhw:] += io[rp.IO_COUNTS:rp.IO_COUNTS + len(rp.COUNT_KEYS)]
-        self._io_last = io
+        self._out_last = out
         self._last_run = None
         if self.debug_flags & DEBUG_DUMP_INSN:
             self._fast_timed = (words.copy(), list(lent))
-        t = self.tokens
         net = rp.IO_COUNTERS + 14
-        return ([lent[0] + out[net], lent[1] + out[net + 1], lent[2] + out[net + 2], lent[3] + out[net + 3]],
-                [t[0] - lent[0], t[1] - lent[1], t[2] - lent[2], t[3] - lent[3]])
+        after = [lent[0] + out[net], lent[1] + out[net + 1], lent[2] + out[net + 2], lent[3] + out[net + 3]]
+        if check:
+            return after, _NONE_HELD
+        t = self.tokens
+        return after, [t[0] - lent[0], t[1] - lent[1], t[2] - lent[2], t[3] - lent[3]]
 
     def _check_stream(self, words: np.ndarray, lent: list[int]) -> tuple[Program, list[int]]:
         """fsim's checks of validity and token flow, the slow way (its errors): the decoded program
