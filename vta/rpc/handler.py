@@ -206,6 +206,8 @@ class SessionHandler:
         req_id = header.get("id")
         try:
             op = header.get("op")
+            if not self._ops:
+                raise RPCError("this session is closed")
             if op not in self._ops:
                 raise RPCError(f"unknown operation {op!r}; accepted: {', '.join(sorted(self._ops))}")
             raw_args = header.get("args", {})
@@ -232,4 +234,7 @@ class SessionHandler:
                 obj.close()
         self._handles.clear()
         self._by_id.clear()
+        # The table holds bound methods of this handler: clearing it breaks that cycle, so the
+        # handler is freed when the server drops it instead of at the next full collection.
+        self._ops.clear()
         self.workspace.close()

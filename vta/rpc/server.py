@@ -185,13 +185,13 @@ class Server:
         conn.close()
 
     def _serve_connection(self, conn: socket.socket, peer) -> None:
-        conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         session = None
         max_payload = self.max_upload + MAX_HEADER
         recv_mac: FrameMAC | None = None
         send_mac: FrameMAC | None = None
         raw = conn
         try:
+            conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # fails if the client is gone already
             if self.tls is not None:
                 conn.settimeout(HANDSHAKE_TIMEOUT)
                 conn = self.tls.wrap_socket(conn, server_side=True)
