@@ -128,3 +128,44 @@ def test_arrays_leave_no_cyclic_garbage():
                 assert arr.numpy().sum() == np.prod(shape)
 
     assert _unreachable_after(alloc) == 0
+
+
+def _version_library(tmp_path, version: int):
+    """A library whose function ``version`` returns ``version``."""
+    from vta.runtime.native_lib import compile_object
+
+    src = tmp_path / f"version{version}.c"
+    src.write_text(
+        '#include "tvm_c_abi.h"\n'
+        "int version(TVMValue* a, int* c, int n, TVMValue* r, int* rc, void* h) {\n"
+        f"  (void)a; (void)c; (void)n; (void)h; r->v_int64 = {version}; *rc = kTVMArgInt; return 0;\n"
+        "}\n"
+    )
+    obj = compile_object(src, output=tmp_path / f"version{version}.o")
+    load_module(obj).close()  # links version<N>.o.so
+    return tmp_path / f"version{version}.o.so"
+
+
+def test_a_library_held_elsewhere_is_remembered_so_a_new_file_is_not_shadowed(tmp_path):
+    """When something else keeps the library loaded (here a plain ctypes handle), the dynamic loader
+    would hand the old code back for a new file under the same name: the loader remembers the file
+    and loads the new one from a private copy."""
+    import ctypes
+    import os
+
+    lib = tmp_path / "held.so"
+    shutil.copyfile(_version_library(tmp_path, 1), lib)
+    other = ctypes.CDLL(str(lib))
+    try:
+        with load_module(lib) as mod:
+            assert mod["version"]() == 1
+        assert str(lib.resolve()) in opened_libraries()  # still mapped: remembered
+        shutil.copyfile(_version_library(tmp_path, 2), tmp_path / "held.tmp")
+        os.replace(tmp_path / "held.tmp", lib)
+        with load_module(lib) as mod:
+            assert mod["version"]() == 2
+    finally:
+        ctypes.CDLL(None).dlclose(ctypes.c_void_p(other._handle))
+    with load_module(lib) as mod:  # the old mapping is gone: the file itself is loaded again
+        assert mod["version"]() == 2 and mapped(str(lib))
+    assert str(lib.resolve()) not in opened_libraries()
