@@ -66,7 +66,9 @@ FIGURES: dict[str, tuple[tuple[str, ...], bool]] = {
                      False),
     "regress_time.py": ((r"^run 1: exit 0, ", r"^  differential +.* 1 checks +0 failed$"), True),
     "rpc_soak.py": ((r"^rpc soak: 8 clients, authenticated frames, 480 requests", r"^  requests per second +:",
-                     r"^  server RSS \(MiB\) +: idle .* end .*growth since warm-up",
+                     r"^  server RSS \(MiB\) +: idle [\d.]+, after warm-up [\d.]+, end [\d.]+$",
+                     r"^  server RSS growth +: since warm-up [+-][\d.]+ % \(goal < 5 %\), over the second half "
+                     r"[+-][\d.]+ %, since idle [+-][\d.]+ %$",
                      r"^  server open descriptors : idle \d+, after warm-up \d+, end \d+$",
                      r"^  failed requests +: 0 \(warm-up: 0\)$"), False),
     "network_build.py": ((r"^cold build \(import \+ compile\): median", r"^warm build \(import \+ compile\): median"),

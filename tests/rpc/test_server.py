@@ -87,7 +87,9 @@ def test_malformed_requests_get_error_replies(server):
         assert r["ok"] is False and r["error"]["type"] == "FrameError"
         for header, pattern in [({"op": "format_disk"}, "unknown operation"),
                                 ({"op": "listdir", "args": [1]}, "args must be a JSON object"),
-                                ({"op": "download", "args": {"nam": "x"}}, "bad arguments"),
+                                ({"op": "download", "args": {"nam": "x"}}, "unknown key 'nam'; did you mean name?"),
+                                ({"op": "download", "args": {}}, "bad arguments"),
+                                ({"op": "ping", "arg": {}}, "request: unknown key 'arg'; did you mean args?"),
                                 ({"op": "call", "args": {"func": {"handle": 99, "kind": "func"}}}, "handle 99"),
                                 ({"op": "upload", "args": {"name": "x", "data": {"bytes": 4}}}, "payload index"),
                                 ({"op": "alloc_array", "args": {"shape": [2], "dtype": "int32", "device_type": 77}},

@@ -31,7 +31,6 @@ JSON says.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
@@ -39,6 +38,7 @@ from ..env import Environment, get_env
 from ..errors import TVMError
 from ..runtime import Device
 from ..runtime.devices import CPU
+from .graph_json import load_graph_json
 from .macs import mac_share
 
 __all__ = ["create", "GraphModuleDebug", "DebugReport", "NodeReport"]
@@ -192,7 +192,7 @@ class _GraphInfo:
     """Shapes, dtypes and attributes of a graph executor JSON, by node."""
 
     def __init__(self, graph_json: str):
-        doc = json.loads(graph_json)
+        doc = load_graph_json(graph_json)
         self.nodes: list[dict] = doc["nodes"]
         attrs = doc.get("attrs", {})
         self.shapes = attrs.get("shape", ["list_shape", []])[1]

@@ -9,7 +9,6 @@ device statistics: :meth:`GraphModule.node_records`.
 
 from __future__ import annotations
 
-import json
 import time
 import contextlib
 import itertools
@@ -21,6 +20,7 @@ import numpy as np
 from ..errors import GraphError
 from ..runtime.devices import Device, ext_dev
 from ..runtime.ndarray import NDArray, empty
+from .graph_json import load_graph_json, node_host_attrs
 from .host import run_kernel
 
 __all__ = ["HOST_FUNC", "GraphModule", "NodeRecord"]
@@ -90,8 +90,8 @@ class GraphModule:
     """
 
     def __init__(self, graph_json: str, lib: Any = None, dev: Device | None = None):
+        g = load_graph_json(graph_json)
         try:
-            g = json.loads(graph_json)
             self._nodes = g["nodes"]
             self._arg_nodes = list(g["arg_nodes"])
             self._heads = [h[0] for h in g["heads"]]
@@ -300,7 +300,7 @@ class GraphModule:
             else:
                 host_attrs = self._host_attrs.get(i)
                 if host_attrs is None:  # decoded once: a region's attributes hold its whole sub-model
-                    host_attrs = self._host_attrs[i] = json.loads(a.get("host_attrs", "{}"))
+                    host_attrs = self._host_attrs[i] = node_host_attrs(n)
                 t0 = time.perf_counter()
                 result = run_kernel(a.get("host_kernel", a.get("op")), host_attrs, [self._host_value(j) for j in ins],
                                     run_token=token)

@@ -30,7 +30,6 @@ registered when this module is imported, and re-attaches the library as its impo
 
 from __future__ import annotations
 
-import json
 import os
 import struct
 from pathlib import Path
@@ -39,6 +38,7 @@ from typing import Any, Callable, Mapping
 import numpy as np
 
 from ..errors import ModuleLoadError
+from .graph_json import GraphJSONError, load_graph_json
 from ..runtime import Device, Module, NDArray, PackedFunc, cpu, register_func
 from ..runtime import array as nd_array
 from ..runtime.devices import CPU
@@ -62,12 +62,9 @@ EXECUTOR_FUNCTIONS = ("set_input", "run", "get_output", "get_input", "get_num_in
 def _check_graph_json(graph_json: Any) -> str:
     if not isinstance(graph_json, str):
         raise TypeError(f"graph_json must be the executor JSON text (str), got {type(graph_json).__name__}")
-    try:
-        doc = json.loads(graph_json)
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"graph_json is not valid JSON: {exc}") from exc
-    if not isinstance(doc, dict) or not isinstance(doc.get("nodes"), list):
-        raise ValueError("graph_json must be a graph executor JSON object with a 'nodes' list")
+    doc = load_graph_json(graph_json, "graph_json")
+    if not isinstance(doc.get("nodes"), list):
+        raise GraphJSONError("graph_json must be a graph executor JSON object with a 'nodes' list")
     return graph_json
 
 

@@ -13,11 +13,11 @@ executor's profile take the share from that JSON through :func:`mac_share`.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from ..errors import GraphError
 from .accel_ops import ACCEL_OPS
+from .graph_json import GraphJSONError, load_graph_json
 from .ir import Graph, Node
 
 __all__ = ["mac_share", "node_macs"]
@@ -88,7 +88,9 @@ def mac_share(graph: Any) -> dict[str, Any]:
 def _json_counts(graph_json: str):
     """(device, MACs) of every operator node of a graph JSON written by :func:`vta.graph.lower`."""
     try:
-        nodes = json.loads(graph_json)["nodes"]
+        nodes = load_graph_json(graph_json)["nodes"]
+    except GraphJSONError:
+        raise
     except (ValueError, KeyError, TypeError) as exc:
         raise GraphError(f"mac_share needs a graph JSON with a 'nodes' list, got {graph_json[:60]!r} "
                          f"({type(exc).__name__}: {exc})") from exc

@@ -36,7 +36,7 @@ import secrets
 import socket
 
 from ..errors import RPCError
-from .protocol import FrameMAC, recv_frame, send_frame
+from .protocol import REPLY_KEYS, REQUEST_KEYS, FrameMAC, ProtocolKeyError, check_protocol_keys, recv_frame, send_frame
 
 __all__ = ["SECRET_ENV", "AuthError", "new_secret", "proof", "hkdf_sha256", "derive_keys", "server_handshake",
            "client_handshake"]
@@ -109,12 +109,32 @@ def _hex_field(obj: dict, name: str, size: int | None, who: str) -> bytes:
     return raw
 
 
-def _expect_auth(sock: socket.socket) -> dict:
+def _check_keys(obj: dict, known: tuple[str, ...], where: str) -> None:
+    try:
+        check_protocol_keys(obj, known, where)
+    except ProtocolKeyError as exc:
+        raise AuthError(str(exc)) from exc
+
+
+def _expect_auth(sock: socket.socket, field: str) -> dict:
     header, _ = recv_frame(sock, _MAX_AUTH_FRAME)
     args = header.get("args", {})
     if header.get("op") != "auth" or not isinstance(args, dict):
         raise AuthError(f"this server requires the shared-secret handshake first; got operation {header.get('op')!r}")
+    _check_keys(header, REQUEST_KEYS, "handshake request")
+    _check_keys(args, (field,), "handshake request arguments")
     return args
+
+
+def _expect_result(sock: socket.socket, field: str, refused: str) -> dict:
+    header, _ = recv_frame(sock, _MAX_AUTH_FRAME)
+    result = header.get("result")
+    if not header.get("ok") or not isinstance(result, dict):
+        err = header.get("error")
+        raise AuthError(f"{refused}: {err.get('message', '') if isinstance(err, dict) else header}")
+    _check_keys(header, REPLY_KEYS, "handshake reply")
+    _check_keys(result, (field,), "handshake reply result")
+    return result
 
 
 def server_handshake(sock: socket.socket, secret: str) -> tuple[FrameMAC, FrameMAC]:
@@ -134,10 +154,10 @@ def server_handshake(sock: socket.socket, secret: str) -> tuple[FrameMAC, FrameM
         If the connection fails or sends a malformed frame.
     """
     try:
-        client_nonce = _hex_field(_expect_auth(sock), "nonce", _NONCE_BYTES, "the client")
+        client_nonce = _hex_field(_expect_auth(sock, "nonce"), "nonce", _NONCE_BYTES, "the client")
         server_nonce = os.urandom(_NONCE_BYTES)
         send_frame(sock, {"id": 0, "ok": True, "result": {"nonce": server_nonce.hex()}})
-        given = _expect_auth(sock).get("proof")
+        given = _expect_auth(sock, "proof").get("proof")
         expected = proof(secret, server_nonce, client_nonce, "client")
         if not isinstance(given, str) or not hmac.compare_digest(given.encode(), expected.encode()):
             raise AuthError("wrong shared secret")
@@ -167,18 +187,10 @@ def client_handshake(sock: socket.socket, secret: str) -> tuple[FrameMAC, FrameM
     """
     client_nonce = os.urandom(_NONCE_BYTES)
     send_frame(sock, {"id": 0, "op": "auth", "args": {"nonce": client_nonce.hex()}})
-    header, _ = recv_frame(sock, _MAX_AUTH_FRAME)
-    result = header.get("result")
-    if not header.get("ok") or not isinstance(result, dict):
-        err = (header.get("error") or {}).get("message", header)
-        raise AuthError(f"the server did not start the shared-secret handshake: {err}")
+    result = _expect_result(sock, "nonce", "the server did not start the shared-secret handshake")
     server_nonce = _hex_field(result, "nonce", _NONCE_BYTES, "the server")
     send_frame(sock, {"id": 0, "op": "auth", "args": {"proof": proof(secret, server_nonce, client_nonce, "client")}})
-    header, _ = recv_frame(sock, _MAX_AUTH_FRAME)
-    if not header.get("ok"):
-        raise AuthError(f"the server refused the shared secret: {(header.get('error') or {}).get('message', '')}")
-    result = header.get("result")
-    given = result.get("proof") if isinstance(result, dict) else None
+    given = _expect_result(sock, "proof", "the server refused the shared secret").get("proof")
     expected = proof(secret, server_nonce, client_nonce, "server")
     if not isinstance(given, str) or not hmac.compare_digest(given.encode(), expected.encode()):
         raise AuthError("the server did not prove that it knows the shared secret (wrong secret, or not the "

@@ -24,7 +24,8 @@ from ..runtime.capture import Capture, CaptureViews
 from . import _runtime
 from .auth import SECRET_ENV, AuthError, client_handshake
 from .local import read_upload
-from .protocol import FrameError, FrameMAC, decode_value, encode_value, recv_frame, send_frame
+from .protocol import (ERROR_KEYS, REPLY_KEYS, FrameError, FrameMAC, check_protocol_keys, decode_value,
+                       encode_value, recv_frame, send_frame)
 
 __all__ = ["connect", "ClientSession", "RemoteNDArray", "RemoteModule", "RemoteFunction"]
 
@@ -305,8 +306,12 @@ class ClientSession:
             except OSError as exc:
                 self._drop()
                 raise RPCError(f"the connection to the RPC server failed during {op!r}: {exc}") from exc
+        check_protocol_keys(header, REPLY_KEYS, f"the reply to {op!r}")
         if not header.get("ok"):
             err = header.get("error") or {}
+            if not isinstance(err, dict):
+                err = {"message": repr(err)}
+            check_protocol_keys(err, ERROR_KEYS, f"the error reply to {op!r}")
             if err.get("type") in ("FrameAuthError", "FrameError") and header.get("id") is None:
                 self._drop()  # the server could not follow the stream and closed the connection
             e = RPCError(f"remote {err.get('type', 'error')} in {op!r}: {err.get('message', '')}")

@@ -34,7 +34,7 @@ from typing import Any, Callable
 
 from ..errors import RPCError
 from . import _runtime
-from .protocol import decode_value, encode_value
+from .protocol import REQUEST_KEYS, ProtocolKeyError, check_protocol_keys, decode_value, encode_value
 from .workspace import DEFAULT_MAX_UPLOAD, Workspace
 
 __all__ = ["SessionHandler"]
@@ -206,17 +206,25 @@ class SessionHandler:
         req_id = header.get("id")
         try:
             op = header.get("op")
+            if not self._ops:
+                raise RPCError("this session is closed")
+            check_protocol_keys(header, REQUEST_KEYS, "request")
             if op not in self._ops:
                 raise RPCError(f"unknown operation {op!r}; accepted: {', '.join(sorted(self._ops))}")
             raw_args = header.get("args", {})
             if not isinstance(raw_args, dict):
                 raise RPCError(f"request args must be a JSON object, got {type(raw_args).__name__}")
-            args = {str(k): decode_value(v, payloads, self._resolve) for k, v in raw_args.items()}
             fn = self._ops[op]
+            signature = inspect.signature(fn)
+            if raw_args and not signature.parameters:
+                raise ProtocolKeyError(f"request {op!r} takes no arguments, got {', '.join(map(repr, raw_args))}")
+            check_protocol_keys(raw_args, signature.parameters, f"request {op!r} arguments")
+            args = {str(k): decode_value(v, payloads, self._resolve) for k, v in raw_args.items()}
             try:
-                inspect.signature(fn).bind(**args)
+                signature.bind(**args)
             except TypeError as exc:
-                raise RPCError(f"bad arguments for {op!r}: {exc}") from exc
+                raise RPCError(f"bad arguments for {op!r}: {exc}; its arguments: "
+                               f"{', '.join(signature.parameters) or 'none'}") from exc
             with _RUNTIME_LOCK:
                 result = fn(**args)
             out: list = []
@@ -232,4 +240,7 @@ class SessionHandler:
                 obj.close()
         self._handles.clear()
         self._by_id.clear()
+        # The table holds bound methods of this handler: clearing it breaks that cycle, so the
+        # handler is freed when the server drops it instead of at the next full collection.
+        self._ops.clear()
         self.workspace.close()

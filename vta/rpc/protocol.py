@@ -45,10 +45,12 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..errors import RPCError
+from ..env import check_keys
+from ..errors import ConfigError, RPCError
 
 __all__ = ["MAGIC", "MAGIC_AUTH", "TAG_BYTES", "FrameMAC", "send_frame", "recv_frame", "encode_value",
-           "decode_value", "FrameError", "FrameAuthError", "ConnectionClosed", "MAX_HEADER"]
+           "decode_value", "FrameError", "FrameAuthError", "ConnectionClosed", "MAX_HEADER", "ProtocolKeyError",
+           "REQUEST_KEYS", "REPLY_KEYS", "ERROR_KEYS", "TAG_KEYS", "check_protocol_keys"]
 
 MAGIC = b"VTA\x01"
 #: Magic of an authenticated frame (one that ends with a tag).
@@ -60,6 +62,37 @@ _SEQ = struct.Struct("<Q")
 #: Largest JSON header accepted (1 MiB).
 MAX_HEADER = 1 << 20
 _ARRAY_KINDS = "biuf"
+#: Keys of a request header (``payloads`` is taken out by :func:`recv_frame`).
+REQUEST_KEYS = ("id", "op", "args")
+#: Keys of a reply header.
+REPLY_KEYS = ("id", "ok", "result", "error")
+#: Keys of a reply's ``error``.
+ERROR_KEYS = ("type", "message")
+#: The keys each tagged value may hold, by its tag (the key that names its kind).
+TAG_KEYS = {
+    "bytes": ("bytes",),
+    "dict": ("dict",),
+    "ndarray": ("ndarray", "dtype", "shape"),
+    "handle": ("handle", "kind", "shape", "dtype", "device"),
+    "device": ("device",),
+}
+
+
+class ProtocolKeyError(RPCError, ConfigError):
+    """A request, reply or tagged value holds a key the protocol does not define; the message
+    names the key, where it is and the closest defined key (the frame is read whole, so the
+    connection stays usable)."""
+
+
+def check_protocol_keys(obj: dict, known, where: str) -> None:
+    """Refuse the first key of ``obj`` not in ``known``.
+
+    Raises
+    ------
+    ProtocolKeyError
+        Naming the key and the closest of ``known``.
+    """
+    check_keys(obj, known, where, ProtocolKeyError)
 
 
 class ConnectionClosed(RPCError):
@@ -294,11 +327,20 @@ def decode_value(data: Any, payloads: list, resolve: Callable[[dict], Any] | Non
         return [decode_value(v, payloads, resolve) for v in data]
     if not isinstance(data, dict):
         raise RPCError(f"cannot decode value {data!r}")
-    if "bytes" in data and len(data) == 1:
+    tag = next((t for t in TAG_KEYS if t in data), None)
+    if tag is None:
+        where = f"cannot decode tagged value {_brief(data)}"
+        if not data:
+            raise RPCError(f"{where} has no tag; tags: {', '.join(TAG_KEYS)}")
+        check_protocol_keys(data, TAG_KEYS, where)  # raises: no key is a tag
+    check_protocol_keys(data, TAG_KEYS[tag], f"{tag!r} value {_brief(data)}")
+    if tag == "bytes":
         return bytes(_payload(payloads, data["bytes"]))
-    if "dict" in data and len(data) == 1 and isinstance(data["dict"], dict):
+    if tag == "dict":
+        if not isinstance(data["dict"], dict):
+            raise RPCError(f"a 'dict' value holds a JSON object, got {_brief(data['dict'])}")
         return {k: decode_value(v, payloads, resolve) for k, v in data["dict"].items()}
-    if "ndarray" in data:
+    if tag == "ndarray":
         raw = _payload(payloads, data["ndarray"])
         try:
             dtype = np.dtype(str(data.get("dtype")))
@@ -315,8 +357,11 @@ def decode_value(data: Any, payloads: list, resolve: Callable[[dict], Any] | Non
                            f"bytes but its payload holds {len(raw)}")
         arr = np.frombuffer(raw, dtype=dtype).reshape(shape)
         return arr if arr.flags.writeable else arr.copy()
-    if "handle" in data or ("device" in data and len(data) == 1):
-        if resolve is None:
-            raise RPCError(f"a remote handle {data!r} is not accepted here")
-        return resolve(data)
-    raise RPCError(f"cannot decode tagged value with keys {sorted(data)!r}")
+    if resolve is None:
+        raise RPCError(f"a remote handle {data!r} is not accepted here")
+    return resolve(data)
+
+
+def _brief(value: Any, limit: int = 80) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit] + "..."

@@ -24,6 +24,7 @@ connections are served at once.
 from __future__ import annotations
 
 import argparse
+import ctypes
 import ipaddress
 import logging
 import os
@@ -39,12 +40,50 @@ from .handler import SessionHandler
 from .protocol import MAX_HEADER, ConnectionClosed, FrameAuthError, FrameError, FrameMAC, recv_frame, send_frame
 from .workspace import DEFAULT_MAX_UPLOAD
 
-__all__ = ["Server", "main", "is_loopback"]
+__all__ = ["Server", "main", "is_loopback", "limit_malloc_arenas"]
 
 log = logging.getLogger(__name__)
 
 #: Seconds a new connection has to complete the shared-secret handshake.
 HANDSHAKE_TIMEOUT = 10.0
+#: glibc's ``mallopt`` parameter number of ``M_ARENA_MAX`` (malloc.h).
+_M_ARENA_MAX = -8
+#: Malloc arenas of a ``python -m vta.rpc.server`` process (see :func:`limit_malloc_arenas`).
+DEFAULT_MALLOC_ARENAS = 2
+
+
+def limit_malloc_arenas(count: int) -> bool:
+    """Cap glibc's malloc arenas of this process at ``count`` (``mallopt(M_ARENA_MAX)``).
+
+    glibc gives threads arenas of their own, up to eight per core. Each session thread attaches
+    to one, and as connections come and go more arenas are made, each keeping the memory it once
+    held: over a soak of 20,000 requests they add a few MiB to the server's resident memory.
+    Python threads allocate under the interpreter lock, one at a time, so they gain nothing from
+    the extra arenas. Call this before the threads start (the server's ``main`` does). Nothing
+    is changed when ``MALLOC_ARENA_MAX`` is set in the environment (the user's choice) or the
+    C library is not glibc.
+
+    Returns
+    -------
+    bool
+        True if the limit was set.
+
+    Raises
+    ------
+    ValueError
+        If ``count`` is below 1.
+    """
+    if count < 1:
+        raise ValueError(f"malloc arena count must be at least 1, got {count!r}")
+    if "MALLOC_ARENA_MAX" in os.environ:
+        return False
+    try:
+        mallopt = ctypes.CDLL(None).mallopt
+    except (OSError, AttributeError):  # no C library symbols to look up, or not glibc
+        return False
+    mallopt.argtypes = [ctypes.c_int, ctypes.c_int]
+    mallopt.restype = ctypes.c_int
+    return mallopt(_M_ARENA_MAX, count) == 1
 
 
 def is_loopback(host: str) -> bool:
@@ -185,13 +224,13 @@ class Server:
         conn.close()
 
     def _serve_connection(self, conn: socket.socket, peer) -> None:
-        conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         session = None
         max_payload = self.max_upload + MAX_HEADER
         recv_mac: FrameMAC | None = None
         send_mac: FrameMAC | None = None
         raw = conn
         try:
+            conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # fails if the client is gone already
             if self.tls is not None:
                 conn.settimeout(HANDSHAKE_TIMEOUT)
                 conn = self.tls.wrap_socket(conn, server_side=True)
@@ -287,7 +326,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--max-sessions", type=int, default=64, help="connections served at once (default 64)")
     p.add_argument("--tls-cert", default=None, help="PEM certificate (chain): serve every connection over TLS")
     p.add_argument("--tls-key", default=None, help="PEM private key of --tls-cert (default: read from that file)")
+    p.add_argument("--malloc-arenas", type=int, default=DEFAULT_MALLOC_ARENAS,
+                   help=f"glibc malloc arenas of the server process (default {DEFAULT_MALLOC_ARENAS}; 0 keeps "
+                        "glibc's default of 8 per core; MALLOC_ARENA_MAX in the environment takes precedence)")
     args = p.parse_args(argv)
+    if args.malloc_arenas < 0:
+        p.error(f"--malloc-arenas must be 0 (glibc's default) or a positive count, got {args.malloc_arenas}")
+    if args.malloc_arenas:
+        limit_malloc_arenas(args.malloc_arenas)
     try:
         server = Server(args.host, args.port, args.workdir, args.max_upload, secret=args.secret or None,
                         idle_timeout=args.idle_timeout, max_sessions=args.max_sessions,

@@ -11,6 +11,7 @@ points ``__tvm_module_ctx`` at the root. :func:`export_library` writes exactly t
 from __future__ import annotations
 
 import ctypes
+import functools
 import os
 import shutil
 import tarfile
@@ -24,12 +25,12 @@ from ..env import get_env
 from ..errors import BuildError, ModuleLoadError, TVMError
 from . import elf
 from .blob import BLOB_SYMBOL, blob_c_source, pack_blob, unpack_blob
-from .module import LibraryModule, Module, set_exporter
+from .module import LibraryModule, Module, set_exporter, symbol_address
 from .native_lib import (INCLUDE_DIR, LOAD_MODE, NativeLibrary, compile_shared, global_runtime, loaded_libraries,
                          runtime_library)
 from .registry import get_global_func, list_global_func_names, register_func
 
-__all__ = ["load_module", "export_library", "load_library_module"]
+__all__ = ["load_module", "export_library", "load_library_module", "opened_libraries"]
 
 _LOADFILE = "runtime.module.loadfile_"
 _LOADBINARY = "runtime.module.loadbinary_"
@@ -160,23 +161,31 @@ def _runtime_for(info: elf.DynamicInfo, path: Path) -> NativeLibrary | None:
     )
 
 
-def _runtime_function(cdll: ctypes.CDLL, runtime: NativeLibrary | None, name: str) -> ctypes._CFuncPtr:
-    """``name`` from the runtime the library was linked against, else from the current one."""
-    if runtime is not None:
-        return getattr(runtime.cdll, name)
-    try:
-        # Resolved through the library's own dependencies: the runtime it was linked against.
-        return cdll[name]
-    except AttributeError:
-        return getattr(runtime_library(get_env()).cdll, name)
+def _runtime_address(cdll: ctypes.CDLL, runtime: NativeLibrary | None, name: str) -> int:
+    """Address of ``name`` in the runtime the library was linked against, else in the current one.
+
+    Raises
+    ------
+    ModuleLoadError
+        If that runtime does not define ``name``.
+    """
+    # Without a runtime of this process, resolved through the library's own dependencies (the
+    # runtime it was linked against), then in the current configuration's.
+    for lib in (runtime.cdll,) if runtime is not None else (cdll, runtime_library(get_env()).cdll):
+        address = symbol_address(lib, name)
+        if address is not None:
+            return address
+    raise ModuleLoadError(f"the VTA runtime the library is bound to defines no {name}")
+
+
+#: ``const char* TVMGetLastError(void)``.
+_GetLastError = ctypes.CFUNCTYPE(ctypes.c_char_p)
 
 
 def _error_reader(cdll: ctypes.CDLL, runtime: NativeLibrary | None) -> Callable[[], str]:
     if runtime is not None:
         return runtime.last_error
-    getter = _runtime_function(cdll, runtime, "TVMGetLastError")
-    getter.restype = ctypes.c_char_p
-    getter.argtypes = []
+    getter = _GetLastError(_runtime_address(cdll, runtime, "TVMGetLastError"))
     return lambda: (getter() or b"").decode("utf-8", errors="replace")
 
 
@@ -200,34 +209,118 @@ def _fill_context(cdll: ctypes.CDLL, info: elf.DynamicInfo, runtime: NativeLibra
                   path: Path) -> None:
     for name in _CONTEXT_FUNCTIONS:
         if info.data(f"__{name}") is not None:
-            address = ctypes.cast(_runtime_function(cdll, runtime, name), ctypes.c_void_p).value
+            address = _runtime_address(cdll, runtime, name)
             _store_pointer(cdll, info, f"__{name}", address, path)
 
 
-_opened_lock = threading.Lock()
-_opened: dict[str, tuple[int, int, int, int]] = {}  # path -> identity of the file first opened
+class _Library:
+    """One ``dlopen`` of a library file, shared by the modules loaded from it while any is open.
+
+    ``identity`` is the file's (device, inode, size, mtime) when it was opened; ``cdll`` is None
+    once the last module let go but the dynamic loader keeps the file mapped for another reason
+    (a later load of a changed file must then go through a private copy).
+    """
+
+    __slots__ = ("key", "name", "identity", "cdll", "users")
+
+    def __init__(self, key: str, name: str, identity: tuple[int, int, int, int], cdll: ctypes.CDLL | None):
+        self.key = key
+        self.name = name  # as given to dlopen, which the dynamic loader matches names against
+        self.identity = identity
+        self.cdll = cdll
+        self.users = 1
 
 
-def _dlopen(path: Path) -> ctypes.CDLL:
-    """``dlopen`` that sees a library rewritten in place (``vadd.o`` rebuilt and reloaded).
+# Reentrant: a module collected while the lock is held (gc runs at any allocation) releases its
+# library through _release on the same thread.
+_opened_lock = threading.RLock()
+#: Resolved path -> the library loaded from it, while a module uses it (or the dynamic loader
+#: still maps it). Entries go with the last module of their library, so the table is bounded by
+#: the libraries actually loaded, however many distinct files a long-lived process loads.
+_opened: dict[str, _Library] = {}
+_libdl = ctypes.CDLL(None)
+_libdl.dlopen.argtypes = [ctypes.c_char_p, ctypes.c_int]
+_libdl.dlopen.restype = ctypes.c_void_p
+_libdl.dlclose.argtypes = [ctypes.c_void_p]
+_libdl.dlclose.restype = ctypes.c_int
 
-    The dynamic loader hands back the library already mapped under the same name, however the
-    file changed since; a changed file is therefore opened through a private copy.
+
+def opened_libraries() -> list[str]:
+    """Paths of the libraries :func:`load_module` holds open (or the dynamic loader still maps).
+
+    For diagnostics and tests: each entry is released with the last module loaded from it.
+    """
+    with _opened_lock:
+        return sorted(_opened)
+
+
+def _cdll(path: Path, shown: Path) -> ctypes.CDLL:
+    try:
+        return ctypes.CDLL(str(path), mode=LOAD_MODE)
+    except OSError as exc:
+        raise ModuleLoadError(f"cannot load {str(shown)!r}: {exc}") from exc
+
+
+def _still_mapped(path: str) -> bool:
+    """True if the dynamic loader still has ``path`` loaded (``RTLD_NOLOAD`` takes no new load)."""
+    noload = getattr(os, "RTLD_NOLOAD", None)
+    if noload is None:
+        return True  # cannot tell: assume it stays, so a changed file is loaded from a copy
+    handle = _libdl.dlopen(path.encode(), os.RTLD_LAZY | noload)
+    if not handle:
+        return False
+    _libdl.dlclose(handle)
+    return True
+
+
+def _release(lib: _Library) -> None:
+    """One module less on ``lib``; the last one unloads it and drops its entry."""
+    with _opened_lock:
+        lib.users -= 1
+        if lib.users > 0 or lib.cdll is None:
+            return
+        handle, lib.cdll = lib.cdll._handle, None
+        _libdl.dlclose(handle)
+        if _opened.get(lib.key) is lib and not _still_mapped(lib.name):
+            del _opened[lib.key]
+
+
+def _dlopen(path: Path) -> tuple[ctypes.CDLL, Callable[[], None]]:
+    """``dlopen`` that shares one handle per library and sees a library rewritten in place.
+
+    Modules loaded from the same unchanged file share one :class:`ctypes.CDLL` (the dynamic
+    loader would hand back the same mapping anyway); the returned release function gives up one
+    module's hold, and the last one unloads the library. The dynamic loader hands back the
+    library already mapped under the same name however the file changed since (``vadd.o``
+    rebuilt and reloaded while the old module lives); a changed file is therefore opened through
+    a private copy, which its module unloads alone.
+
+    Raises
+    ------
+    ModuleLoadError
+        If the library cannot be loaded.
     """
     st = path.stat()
     identity = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
     key = str(path.resolve())
     with _opened_lock:
-        first = _opened.setdefault(key, identity)
-    try:
-        if first == identity:
-            return ctypes.CDLL(str(path), mode=LOAD_MODE)
-        with tempfile.TemporaryDirectory(prefix="vta_reload_") as tmp:
-            copy = Path(tmp) / path.name
-            shutil.copyfile(path, copy)
-            return ctypes.CDLL(str(copy), mode=LOAD_MODE)  # the mapping outlives the file
-    except OSError as exc:
-        raise ModuleLoadError(f"cannot load {str(path)!r}: {exc}") from exc
+        lib = _opened.get(key)
+        if lib is None or (lib.cdll is None and (lib.identity == identity or not _still_mapped(lib.name))):
+            lib = _Library(key, str(path), identity, _cdll(path, path))
+            _opened[key] = lib
+            return lib.cdll, functools.partial(_release, lib)
+        if lib.identity == identity:
+            lib.users += 1
+            return lib.cdll, functools.partial(_release, lib)
+    with tempfile.TemporaryDirectory(prefix="vta_reload_") as tmp:
+        copy = Path(tmp) / path.name
+        shutil.copyfile(path, copy)
+        cdll = _cdll(copy, path)  # the mapping outlives the file
+    return cdll, functools.partial(_dlclose_handle, cdll._handle)
+
+
+def _dlclose_handle(handle: int) -> None:
+    _libdl.dlclose(handle)
 
 
 def _expose_runtime(info: elf.DynamicInfo, path: Path) -> None:
@@ -276,8 +369,13 @@ def load_library_module(path: str | os.PathLike, fmt: str = "so") -> Module:
     runtime = _runtime_for(info, path)
     if runtime is None:
         _expose_runtime(info, path)
-    cdll = _dlopen(path)
-    lib_module = LibraryModule(path, cdll, info, _error_reader(cdll, runtime), runtime)
+    cdll, unload = _dlopen(path)
+    try:
+        reader = _error_reader(cdll, runtime)
+    except BaseException:
+        unload()
+        raise
+    lib_module = LibraryModule(path, cdll, info, reader, runtime, unload=unload)
     try:
         _fill_context(cdll, info, runtime, path)
         has_ctx = info.data(_MODULE_CTX) is not None

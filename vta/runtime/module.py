@@ -404,12 +404,17 @@ class LibraryModule(Module):
         ``TVMGetLastError()`` of the runtime library it is linked against.
     runtime : NativeLibrary or None
         That runtime library, when it is one this process built.
+    unload : callable, optional
+        Called once when the module is closed or collected, to give up its hold on the library
+        (default: ``dlclose`` of ``cdll``'s handle). The loader passes its own, which unloads a
+        library shared by several modules with the last of them.
     """
 
     type_key = "library"
 
     def __init__(self, path: Path, cdll: ctypes.CDLL, info: DynamicInfo,
-                 last_error: Callable[[], str], runtime: Any = None):
+                 last_error: Callable[[], str], runtime: Any = None,
+                 unload: Callable[[], None] | None = None):
         super().__init__()
         self.path = Path(path)
         self.cdll = cdll
@@ -420,7 +425,10 @@ class LibraryModule(Module):
         self.context_root: Module | None = None
         # The library is unloaded by close(), or when the module is garbage collected (its
         # functions keep it alive); never at interpreter exit, when nothing gains from it.
-        self._unload = weakref.finalize(self, _dlclose, cdll._handle)
+        if unload is None:
+            self._unload = weakref.finalize(self, _dlclose, cdll._handle)
+        else:
+            self._unload = weakref.finalize(self, unload)
         self._unload.atexit = False
         # the last open module of a configuration releases its runtime's buffers (native_lib)
         self._release = None
@@ -478,13 +486,27 @@ class LibraryModule(Module):
                 name = entry
         if not self.info.function(name):
             return None
-        address = ctypes.cast(self.cdll[name], ctypes.c_void_p).value
+        address = symbol_address(self.cdll, name)
+        if address is None:
+            raise ModuleLoadError(f"{self.path.name!r}: function {name} is in the symbol table but the dynamic "
+                                  "loader does not find it")
         return PackedFunc.from_native(address, name, self._last_error, owner=self)
+
+
+def symbol_address(cdll: ctypes.CDLL, name: str) -> int | None:
+    """Address of symbol ``name`` in the loaded library ``cdll`` (``dlsym``), or None.
+
+    Unlike ``cdll[name]``, this makes no ctypes function object: each of those refers to itself,
+    garbage that only the next full collection frees.
+    """
+    return _libdl.dlsym(cdll._handle, name.encode())
 
 
 _libdl = ctypes.CDLL(None)
 _libdl.dlclose.argtypes = [ctypes.c_void_p]
 _libdl.dlclose.restype = ctypes.c_int
+_libdl.dlsym.argtypes = [ctypes.c_void_p, ctypes.c_char_p]
+_libdl.dlsym.restype = ctypes.c_void_p
 
 
 def _dlclose(handle: int) -> None:

@@ -57,6 +57,18 @@ def _data_nbytes(shape: tuple[int, ...], np_dtype: np.dtype, sub: "subbyte.SubBy
     return subbyte.storage_nbytes(count, sub) if sub is not None else count * np_dtype.itemsize
 
 
+#: ``int64[n]`` shape array types by length, up to 8 dimensions. ctypes caches its array types
+#: only weakly, so without this a type is made again (and left to the cycle collector) whenever no
+#: array of its length lives.
+_SHAPE_TYPES = {n: ctypes.c_int64 * n for n in range(1, 9)}
+
+
+def _shape_array(shape: tuple[int, ...]) -> ctypes.Array:
+    n = max(len(shape), 1)
+    kind = _SHAPE_TYPES.get(n) or ctypes.c_int64 * n
+    return kind(*shape)
+
+
 def _free_dram(dram: DRAM, phys: int) -> None:
     # An arena that was closed took its allocations with it; nothing is left to free.
     if not dram._closed:
@@ -85,14 +97,14 @@ class NDArray:
         self._phys = phys
         self._dram = dram
         self._closed = False
-        self._shape_arr = (ctypes.c_int64 * max(len(shape), 1))(*shape)
+        self._shape_arr = _shape_array(shape)
         if host is not None:
             data = host.ctypes.data
         else:
             data = dram.host_address + phys
         self._dltensor = DLTensor(
             data, DLDevice(device.device_type, device.device_id), len(shape),
-            self._dl_dtype(), ctypes.cast(self._shape_arr, ctypes.POINTER(ctypes.c_int64)),
+            self._dl_dtype(), self._shape_arr,  # an array converts to the pointer (no cast: it makes a cycle)
             None, 0,
         )
         self._finalizer = (weakref.finalize(self, _free_dram, dram, phys)
