@@ -122,10 +122,37 @@ def _qnn_add(attrs, ins):
 
     a, b = ins
     dtype, lo, hi = _out_range(attrs, str(a.dtype))
+    fitted = _scalar_add(attrs, a, b, dtype)
+    if fitted is not None:
+        return fitted.astype(dtype)
     out_scale = _vec(attrs["output_scale"])
     operands = [(x, int(attrs[f"{side}_zero_point"]), Requant.from_scale(_vec(attrs[f"{side}_scale"]) / out_scale))
                 for x, side in ((a, "lhs"), (b, "rhs"))]
     return add_np(operands, int(attrs["output_zero_point"]), lo, hi).astype(dtype)
+
+
+def _scalar_add(attrs, a: np.ndarray, b: np.ndarray, dtype: str) -> np.ndarray | None:
+    """A sum with one single-valued operand (``x + 3`` of a hard-swish) as onnxruntime computes it:
+    the integer requantisation fitted to its outputs over every 8-bit input
+    (:func:`vta.graph.ort_tables.scalar_add_fit`); None when it does not apply or no fit exists."""
+    from .ort_tables import scalar_add_fit
+
+    if a.size == 1 and b.size != 1:
+        x, v, xs, vs, value_first = b, a, "rhs", "lhs", True
+    elif b.size == 1:
+        x, v, xs, vs, value_first = a, b, "lhs", "rhs", False
+    else:
+        return None
+    if str(x.dtype) not in ("uint8", "int8") or str(v.dtype) != str(x.dtype) or dtype not in ("uint8", "int8"):
+        return None
+    fit = scalar_add_fit(str(x.dtype), float(_vec(attrs[f"{xs}_scale"])[0]), int(attrs[f"{xs}_zero_point"]),
+                         int(np.asarray(v).reshape(-1)[0]), float(_vec(attrs[f"{vs}_scale"])[0]),
+                         int(attrs[f"{vs}_zero_point"]), float(_vec(attrs["output_scale"])[0]),
+                         int(attrs["output_zero_point"]), dtype, value_first)
+    if fit is None:
+        return None
+    lo, hi = dtype_range(dtype)
+    return np.broadcast_to(fit.apply(x, lo, hi), np.broadcast_shapes(a.shape, b.shape))
 
 
 def _qnn_mul(attrs, ins):
