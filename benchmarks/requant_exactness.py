@@ -8,9 +8,12 @@ input, one ``QuantizeLinear`` after) is checked in isolation: its quantized inpu
 onnxruntime's own (every QuantizeLinear output of the model is made a graph output, and the
 model outputs are checked unchanged by that), its outputs are computed here from them
 
-* ``ours``: the integer arithmetic of the accelerator and of the host kernels that mirror it
-  (:func:`vta.topi.qnn.requantize_np` of the exact int32 accumulator, :func:`vta.topi.qnn.add_np`,
-  :func:`vta.topi.qnn_mul.mul_np`), with the multipliers the importer gives them;
+* ``ours``: the integer arithmetic of the accelerator and of the host kernels that mirror it, as
+  the graph compiles them by default (:func:`vta.topi.qnn.requantize_np` of the exact int32
+  accumulator with the ``wide`` multiplier of the layer's accumulator bound, the host's
+  ``qnn.add`` kernel, :func:`vta.topi.qnn_mul.mul_np` with a ``wide`` multiplier);
+* ``fixed``: the same with the 15-bit ``fixed`` multipliers (and :func:`vta.topi.qnn.add_np`
+  for every add), the arithmetic before the ``wide`` mode;
 * ``float``: onnxruntime's kernels as read in its source, in float32 (QLinearConv:
   ``float(acc) * (s_x * s_w / s_y)``, clamped to the zero-point-shifted range, round half to even,
   ``+ z_y``; QLinearMul: ``float(acc) * ratio + z_y`` then round half to even; QLinearAdd:
@@ -22,7 +25,7 @@ model outputs are checked unchanged by that), its outputs are computed here from
 
 and compared with onnxruntime's QuantizeLinear output: the share of equal elements per layer
 (``--layers``) and over all layers of a kind, and the largest difference. ``float`` at 100%
-confirms what onnxruntime computes; the gap between ``ours`` and ``exact24`` is what the 15-bit
+confirms what onnxruntime computes; the gap between ``fixed`` and ``exact24`` is what a 15-bit
 multiplier costs.
 """
 
@@ -37,6 +40,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from vta.graph.host import run_kernel  # noqa: E402
+from vta.graph.passes.accumulator_bits import worst_accumulator_bits  # noqa: E402
 from vta.models import zoo  # noqa: E402
 from vta.topi.qnn import Requant, add_np, requantize_np  # noqa: E402
 from vta.topi.qnn_mul import mul_np, mul_requant  # noqa: E402
@@ -179,13 +183,16 @@ def check_conv(node, dqs, q, inits, got):
     shape = (1, -1, 1, 1)
     flt = _rne_clip(acc.astype(F32) * M32.reshape(shape), zy, dt)
     # ours: the importer's multiplier (float64 s_x * s_w, then / s_y, float32 in from_scale)
-    scale = (np.float64(sx.reshape(-1)[0]) * sw.reshape(-1).astype(np.float64)) / np.float64(sy)
-    rq = Requant.from_scale(scale)
+    # the importer's multiplier: float32 s_x * s_w (as onnxruntime), divided by s_y (float32 in from_scale)
+    scale = (sxs * sw.reshape(-1).astype(F32)).astype(np.float64) / np.float64(sy)
     off = 128 if dt == np.uint8 else 0
-    ours = requantize_np(acc, rq, 1, zy - off) + off
+    fixed = requantize_np(acc, Requant.from_scale(scale), 1, zy - off) + off
+    # the graph's default (wide: the float32 multiplier's bits the layer's accumulator bound leaves)
+    bits = worst_accumulator_bits(w, 0, bias)
+    ours = requantize_np(acc, Requant.from_scale(scale, mode="wide", acc_bits=bits), 1, zy - off) + off
     info = np.iinfo(dt)
     m24 = np.clip(mantissa_requant(acc, M32, (1, -1, 1, 1)) + zy, info.min, info.max)
-    return y, {"ours": ours, "float": flt, "exact24": m24}
+    return y, {"ours": ours, "fixed": fixed, "float": flt, "exact24": m24}
 
 
 def check_add(node, dqs, q, inits, got):
@@ -239,9 +246,11 @@ def check_mul(node, dqs, q, inits, got):
     info = np.iinfo(dt)
     flt = np.clip(np.rint(acc.astype(F32) * ratio + F32(zc)).astype(np.int64), info.min, info.max)
     off = 128 if dt == np.uint8 else 0
-    ours = mul_np(np.asarray(a).astype(np.int64) - off, za - off, np.asarray(b).astype(np.int64) - off, zb - off,
-                  mul_requant(float(sa) * float(sb) / float(sc)), zc - off) + off
-    return y, {"ours": ours, "float": flt}
+    cands = {}
+    for key, mode in (("ours", "wide"), ("fixed", "fixed")):
+        cands[key] = mul_np(np.asarray(a).astype(np.int64) - off, za - off, np.asarray(b).astype(np.int64) - off,
+                            zb - off, mul_requant(float(sa) * float(sb) / float(sc), mode), zc - off) + off
+    return y, {**cands, "float": flt}
 
 
 CHECKS = {"Conv": check_conv, "Add": check_add, "Mul": check_mul}

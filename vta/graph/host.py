@@ -57,13 +57,15 @@ def _vec(v: Any) -> np.ndarray:
 
 
 def requantize(acc: np.ndarray, scale: Any, out_zero_point: int, lo: int, hi: int, axis: int = 1,
-               mode: str = "fixed", acc_bits: int | None = None) -> np.ndarray:
+               mode: str = "wide", acc_bits: int | None = None) -> np.ndarray:
     """``clip(round(acc * scale) + out_zero_point, lo, hi)`` in the accelerator's fixed point.
 
     ``scale`` is a real multiplier (a scalar or one per channel along ``axis``), converted by
-    ``vta.topi.qnn.Requant.from_scale`` with ``acc_bits`` a bound on ``|acc|`` (given: the
-    layer's worst case, as the accelerator uses; else the bits of the largest ``|acc|`` present);
-    a pre-shift only when it exceeds 23 bits, so that ``acc * m`` never wraps. Returns int32.
+    ``vta.topi.qnn.Requant.from_scale`` in ``mode`` (``wide``, the graph's default: up to the 24
+    bits of the float32 multiplier for a bounded accumulator) with ``acc_bits`` a bound on
+    ``|acc|`` (given: the layer's worst case, as the accelerator uses; else the bits of the
+    largest ``|acc|`` present); a pre-shift (``fixed8``, ``pow2``) only when it exceeds 23 bits,
+    so that ``acc * m`` never wraps. Returns int32.
     """
     from ..topi.qnn import Requant, requantize_np
 
@@ -163,7 +165,7 @@ def _qnn_mul(attrs, ins):
     a, b = ins
     dtype, lo, hi = _out_range(attrs, str(a.dtype))
     scale = float(_vec(attrs["lhs_scale"])[0] * _vec(attrs["rhs_scale"])[0] / _vec(attrs["output_scale"])[0])
-    return mul_np(a, int(attrs["lhs_zero_point"]), b, int(attrs["rhs_zero_point"]), mul_requant(scale),
+    return mul_np(a, int(attrs["lhs_zero_point"]), b, int(attrs["rhs_zero_point"]), mul_requant(scale, "wide"),
                   int(attrs["output_zero_point"]), lo, hi).astype(dtype)
 
 
@@ -342,7 +344,8 @@ def _q_pool_requant(total: np.ndarray, count: np.ndarray, attrs, in_dtype: str) 
     out = np.empty(total.shape, dtype=np.int32)
     for k in np.unique(counts):
         sel = counts == k
-        out[sel] = requantize(centred[sel], s_in / (s_out * k), attrs["output_zero_point"], lo, hi, axis=0)
+        out[sel] = requantize(centred[sel], s_in / (s_out * k), attrs["output_zero_point"], lo, hi, axis=0,
+                              mode="fixed")
     return out.astype(dtype)
 
 

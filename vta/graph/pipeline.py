@@ -21,15 +21,16 @@ from .passes import (
 __all__ = ["graph_passes", "optimize"]
 
 
-def graph_passes(env: Environment, requant_mode: str = "fixed", pad_limit: float | None = None,
+def graph_passes(env: Environment, requant_mode: str = "wide", pad_limit: float | None = None,
                  residual_rounding: str = "intermediate", fold_first_layer: bool = True) -> list[Any]:
     """The ordered passes for ``env``.
 
     Parameters
     ----------
     env : Environment
-    requant_mode : {"fixed", "pow2"}
-        How requantization multipliers are represented (``pow2``: upstream's shift-only scheme).
+    requant_mode : {"wide", "fixed", "pow2"}
+        How requantization multipliers are represented (``wide``, default: up to 24 bits where
+        the accumulator bound allows; ``pow2``: upstream's shift-only scheme).
     pad_limit : float, optional
         A convolution or dense layer whose channel padding would multiply its MACs by more than
         this stays on the CPU (e.g. 2.0 keeps a 3-channel first layer on the host, as upstream's
@@ -53,7 +54,7 @@ def graph_passes(env: Environment, requant_mode: str = "fixed", pad_limit: float
     ]
 
 
-def optimize(graph: Graph, env: Environment | None = None, requant_mode: str = "fixed",
+def optimize(graph: Graph, env: Environment | None = None, requant_mode: str = "wide",
              pad_limit: float | None = None, residual_rounding: str = "intermediate",
              fold_first_layer: bool = True) -> Graph:
     """Run :func:`graph_passes` over ``graph`` (options as there).
