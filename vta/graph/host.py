@@ -57,12 +57,13 @@ def _vec(v: Any) -> np.ndarray:
 
 
 def requantize(acc: np.ndarray, scale: Any, out_zero_point: int, lo: int, hi: int, axis: int = 1,
-               mode: str = "wide", acc_bits: int | None = None) -> np.ndarray:
+               mode: str = "fixed", acc_bits: int | None = None) -> np.ndarray:
     """``clip(round(acc * scale) + out_zero_point, lo, hi)`` in the accelerator's fixed point.
 
     ``scale`` is a real multiplier (a scalar or one per channel along ``axis``), converted by
-    ``vta.topi.qnn.Requant.from_scale`` in ``mode`` (``wide``, the graph's default: up to the 24
-    bits of the float32 multiplier for a bounded accumulator) with ``acc_bits`` a bound on
+    ``vta.topi.qnn.Requant.from_scale`` in ``mode`` (``wide``: up to the 24 bits of the float32
+    multiplier for a bounded accumulator, what the graph uses after a convolution or dense layer)
+    with ``acc_bits`` a bound on
     ``|acc|`` (given: the layer's worst case, as the accelerator uses; else the bits of the
     largest ``|acc|`` present); a pre-shift (``fixed8``, ``pow2``) only when it exceeds 23 bits,
     so that ``acc * m`` never wraps. Returns int32.
@@ -113,7 +114,9 @@ def _requantize(attrs, ins):
     dtype, lo, hi = _out_range(attrs, "int8")
     scale = _vec(attrs["input_scale"]) / _vec(attrs["output_scale"])
     acc = _wrap32(acc.astype(np.int64) - int(attrs.get("input_zero_point", 0)))
-    return requantize(acc, scale, attrs["output_zero_point"], lo, hi, attrs.get("axis", 1),
+    # the accelerator's form of the same node: wide after a conv/dense (their bound annotated), else fixed
+    mode = "wide" if attrs.get("acc_bits") else "fixed"
+    return requantize(acc, scale, attrs["output_zero_point"], lo, hi, attrs.get("axis", 1), mode=mode,
                       acc_bits=attrs.get("acc_bits")).astype(dtype)
 
 
@@ -344,8 +347,7 @@ def _q_pool_requant(total: np.ndarray, count: np.ndarray, attrs, in_dtype: str) 
     out = np.empty(total.shape, dtype=np.int32)
     for k in np.unique(counts):
         sel = counts == k
-        out[sel] = requantize(centred[sel], s_in / (s_out * k), attrs["output_zero_point"], lo, hi, axis=0,
-                              mode="fixed")
+        out[sel] = requantize(centred[sel], s_in / (s_out * k), attrs["output_zero_point"], lo, hi, axis=0)
     return out.astype(dtype)
 
 

@@ -280,7 +280,10 @@ class Requant:
     def split_shifts(self, post_add: int = 0, bounded: bool = False) -> tuple[np.ndarray, int]:
         """``(s1, s2)`` of the accelerator's rounding after the multiply step: ``s1`` (array) shifted
         first, then ``+ 2**(s2-1)`` and ``>> s2`` with one common ``s2 = min(min(shift - k), 15)``
-        (0: no rounding step), ``k = product_shift(bounded)``; ``s1 + s2 + k == shift``.
+        (0: no rounding step), ``k = product_shift(bounded)``; ``s1 + s2 + k == shift``, except
+        that ``s1`` is at most 31 (the ALU's shift amount is 5 bits; an int32 shifted right by 31
+        or more is 0 or -1, and the rounding step by ``s2 >= 1`` maps both to 0, as the exact
+        value of so small a multiplier is).
 
         With ``post_add`` (a zero point to add after the rounding) and a first shift that exists
         anyway (some ``s1 > 0``), ``s2`` is lowered until ``2**(s2-1) + post_add * 2**s2`` fits
@@ -294,8 +297,10 @@ class Requant:
         if post_add and int(rest[live].max()) > s2:
             while s2 > 1 and not -(1 << 15) <= (1 << (s2 - 1)) + post_add * (1 << s2) < (1 << 15):
                 s2 -= 1
-        # a channel with a zero multiplier is 0 before and after any shift: none for it
-        return np.where(live, rest - s2, 0).astype(np.int32), s2
+        # a channel with a zero multiplier is 0 before and after any shift: none for it. The ALU
+        # shifts by the low 5 bits of its operand: a first shift past 31 is 31, the same value for
+        # every int32 (0 or -1, which the rounding step then takes to 0 either way)
+        return np.where(live, np.minimum(rest - s2, 31), 0).astype(np.int32), s2
 
 
 def saturating_clamp(rq: Requant, lo: int, hi: int, single_multiply: bool = True) -> tuple[int, int] | None:

@@ -130,6 +130,17 @@ def test_conv_wide_multiplier(qenv, tmp_path, per_channel, value_range, bias_ran
     assert layout.has("multiplier_lo") == per_channel
 
 
+@pytest.mark.parametrize("mode", ["fixed", "wide"])
+def test_conv_per_channel_with_a_vanishing_multiplier(qenv, tmp_path, mode):
+    # A channel whose weight scale is ~0 (a dead channel of a published model: shift 58, its first
+    # shift past the ALU's 5-bit shift amount) requantises to the zero point like the oracle.
+    scale = np.full(16, 0.0021)
+    scale[5] = 1e-13
+    spec, layout, _ = _conv(qenv, tmp_path, scale=scale, z_out=4, seed=15, mode=mode,
+                            acc_bits=qnn.accumulator_bits(16 * 9, 5000))
+    assert int(spec.requant.shift[5]) - spec.requant.product_shift() > 31 + 15
+
+
 def test_conv_fixed_with_padded_channels_keeps_the_split(qenv, tmp_path):
     # The graph layer pads per-channel requants with multiplier 0, shift 1 (dataclasses.replace);
     # those channels give 0 and must not turn the split product off for the others.
