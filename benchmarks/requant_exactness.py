@@ -9,11 +9,12 @@ onnxruntime's own (every QuantizeLinear output of the model is made a graph outp
 model outputs are checked unchanged by that), its outputs are computed here from them
 
 * ``ours``: the integer arithmetic of the accelerator and of the host kernels that mirror it, as
-  the graph compiles them by default (:func:`vta.topi.qnn.requantize_np` of the exact int32
-  accumulator with the ``wide`` multiplier of the layer's accumulator bound, the host's
-  ``qnn.add`` kernel, :func:`vta.topi.qnn_mul.mul_np` with a ``wide`` multiplier);
-* ``fixed``: the same with the 15-bit ``fixed`` multipliers (and :func:`vta.topi.qnn.add_np`
-  for every add), the arithmetic before the ``wide`` mode;
+  the graph compiles them with ``requant_mode="wide"`` (:func:`vta.topi.qnn.requantize_np` of
+  the exact int32 accumulator with the ``wide`` multiplier of the layer's accumulator bound, the
+  host's ``qnn.add`` kernel, :func:`vta.topi.qnn_mul.mul_np` with a ``wide`` multiplier);
+* ``fixed``: the same with the 15-bit ``fixed`` multipliers of the default ``requant_mode`` (and
+  :func:`vta.topi.qnn.add_np` for every add, the host's form before its sums with a single
+  value were fitted to onnxruntime's);
 * ``float``: onnxruntime's kernels as read in its source, in float32 (QLinearConv:
   ``float(acc) * (s_x * s_w / s_y)``, clamped to the zero-point-shifted range, round half to even,
   ``+ z_y``; QLinearMul: ``float(acc) * ratio + z_y`` then round half to even; QLinearAdd:
@@ -188,7 +189,7 @@ def check_conv(node, dqs, q, inits, got):
     scale = (sxs * sw.reshape(-1).astype(F32)).astype(np.float64) / np.float64(sy)
     off = 128 if dt == np.uint8 else 0
     fixed = requantize_np(acc, Requant.from_scale(scale), 1, zy - off) + off
-    # the graph's default (wide: the float32 multiplier's bits the layer's accumulator bound leaves)
+    # the graph's requant_mode="wide": the float32 multiplier's bits the layer's accumulator bound leaves
     bits = worst_accumulator_bits(w, 0, bias)
     ours = requantize_np(acc, Requant.from_scale(scale, mode="wide", acc_bits=bits), 1, zy - off) + off
     info = np.iinfo(dt)

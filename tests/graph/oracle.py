@@ -35,15 +35,14 @@ def conv_int(x, w, zx, stride, pad, bias=None):
 
 def fixed_point(acc, scale, axis=1, acc_bits=None, mode=None):
     """round(acc * scale) in the accelerator's fixed point: (acc * m + 2^(s-1)) >> s, exact with a
-    15-bit m (``fixed``) or the up to 24-bit m of ``wide`` (the graph's default), or
-    ((acc >> p) * m + 2^(s-1)) >> s wrapping to int32 (``fixed8``, ``pow2``). By default ``wide``
-    when ``acc_bits`` is given (the graph's rule: a conv/dense layer's bound, a product's 17 bits),
-    else ``fixed``.
+    15-bit m (``fixed``) or the up to 24-bit m of ``wide`` (``requant_mode="wide"``), or
+    ((acc >> p) * m + 2^(s-1)) >> s wrapping to int32 (``fixed8``, ``pow2``); ``fixed`` by default
+    (the graph's default ``requant_mode``).
 
     ``acc_bits`` bounds |acc| (default: the bits of the largest value present)."""
     acc = np.asarray(acc, dtype=np.int64)
     if mode is None:
-        mode = "wide" if acc_bits is not None else "fixed"
+        mode = "fixed"
     if acc_bits is None:
         acc_bits = max(int(np.abs(acc).max(initial=0)).bit_length(), 1)
     rq = Requant.from_scale(np.asarray(scale, dtype=np.float64).reshape(-1), acc_bits=acc_bits, mode=mode)

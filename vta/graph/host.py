@@ -62,8 +62,8 @@ def requantize(acc: np.ndarray, scale: Any, out_zero_point: int, lo: int, hi: in
 
     ``scale`` is a real multiplier (a scalar or one per channel along ``axis``), converted by
     ``vta.topi.qnn.Requant.from_scale`` in ``mode`` (``wide``: up to the 24 bits of the float32
-    multiplier for a bounded accumulator, what the graph uses after a convolution or dense layer)
-    with ``acc_bits`` a bound on
+    multiplier for a bounded accumulator, what the graph's ``requant_mode="wide"`` uses after a
+    convolution or dense layer) with ``acc_bits`` a bound on
     ``|acc|`` (given: the layer's worst case, as the accelerator uses; else the bits of the
     largest ``|acc|`` present); a pre-shift (``fixed8``, ``pow2``) only when it exceeds 23 bits,
     so that ``acc * m`` never wraps. Returns int32.
@@ -114,8 +114,8 @@ def _requantize(attrs, ins):
     dtype, lo, hi = _out_range(attrs, "int8")
     scale = _vec(attrs["input_scale"]) / _vec(attrs["output_scale"])
     acc = _wrap32(acc.astype(np.int64) - int(attrs.get("input_zero_point", 0)))
-    # the accelerator's form of the same node: wide after a conv/dense (their bound annotated), else fixed
-    mode = "wide" if attrs.get("acc_bits") else "fixed"
+    # the accelerator's form of the same node (the graph's requant_mode, annotated with the bound)
+    mode = attrs.get("requant_mode", "fixed")
     return requantize(acc, scale, attrs["output_zero_point"], lo, hi, attrs.get("axis", 1), mode=mode,
                       acc_bits=attrs.get("acc_bits")).astype(dtype)
 
@@ -168,7 +168,8 @@ def _qnn_mul(attrs, ins):
     a, b = ins
     dtype, lo, hi = _out_range(attrs, str(a.dtype))
     scale = float(_vec(attrs["lhs_scale"])[0] * _vec(attrs["rhs_scale"])[0] / _vec(attrs["output_scale"])[0])
-    return mul_np(a, int(attrs["lhs_zero_point"]), b, int(attrs["rhs_zero_point"]), mul_requant(scale, "wide"),
+    return mul_np(a, int(attrs["lhs_zero_point"]), b, int(attrs["rhs_zero_point"]),
+                  mul_requant(scale, attrs.get("requant_mode", "fixed")),
                   int(attrs["output_zero_point"]), lo, hi).astype(dtype)
 
 

@@ -158,7 +158,7 @@ class _JsonWriter:
 
 
 def lower(graph: Graph, params: Mapping[str, np.ndarray] | None = None, env: Environment | None = None,
-          requant_mode: str = "wide", pad_limit: float | None = None,
+          requant_mode: str = "fixed", pad_limit: float | None = None,
           residual_rounding: str = "intermediate", fold_first_layer: bool = True) -> LoweredGraph:
     """Optimise ``graph`` and lower it: like :func:`compile`, also returning the optimised graph.
 
@@ -219,7 +219,7 @@ def lower(graph: Graph, params: Mapping[str, np.ndarray] | None = None, env: Env
 
 
 def compile(graph: Graph, params: Mapping[str, np.ndarray] | None = None, target: Any = None,
-            env: Environment | None = None, requant_mode: str = "wide",
+            env: Environment | None = None, requant_mode: str = "fixed",
             pad_limit: float | None = None,
             residual_rounding: str = "intermediate",
             fold_first_layer: bool = True) -> tuple[str, Any, dict[str, np.ndarray]]:
@@ -234,11 +234,13 @@ def compile(graph: Graph, params: Mapping[str, np.ndarray] | None = None, target
         Accepted for TVM compatibility (``env.target``); the code is always for ext_dev + C host.
     env : Environment, optional
         The configuration; the current one by default.
-    requant_mode : {"wide", "fixed", "pow2"}
-        Requantization multipliers with up to the 24 bits of onnxruntime's float32 multiplier
-        where the layer's accumulator bound allows (``wide``, default; the 15-bit ``fixed`` form
-        elsewhere), 15-bit fixed point everywhere (``fixed``), or powers of two only (upstream's
-        shift-only scheme, for configurations without MUL). See :mod:`vta.topi.qnn`.
+    requant_mode : {"fixed", "wide", "pow2"}
+        Requantization multipliers in 15-bit fixed point (``fixed``, default), with up to the 24
+        bits of onnxruntime's float32 multiplier where the layer's accumulator bound allows
+        (``wide``: convolutions, dense layers and products; 10-25x fewer outputs that differ from
+        onnxruntime's, one more ALU multiply per output: ``benchmarks/requant_exactness.py``), or
+        powers of two only (upstream's shift-only scheme, for configurations without MUL). See
+        :mod:`vta.topi.qnn`.
     pad_limit : float, optional
         Keep on the CPU a convolution/dense layer whose channel padding would multiply its MACs
         by more than this (e.g. ``2.0``: a 3-channel first layer); None (default): no limit.

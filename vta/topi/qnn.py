@@ -27,8 +27,8 @@ are signed 16-bit) computes ``floor(acc * m / 2**k)`` in one of three forms
   ``m = mh * 2**8 + ml`` and ``t = acc * mh + ((acc * ml) >> 8)``;
 * ``k = 0`` (``|acc| < 2**16`` known, e.g. an int8 operand): one multiply.
 
-``wide`` (the graph's default for convolutions, dense layers and products): the multiplier keeps
-up to all 24 bits of the float32 multiplier when the operand is known to be bounded,
+``wide`` (the graph's ``requant_mode="wide"`` for convolutions, dense layers and products): the
+multiplier keeps up to all 24 bits of the float32 multiplier when the operand is known to be bounded,
 ``|acc| < 2**B`` (``acc_bits``): ``wide_bits(B) = min(24, 61 - 2 B)`` bits (24 up to ``B = 18``,
 17 at ``B = 22``; for ``B > 22``, without a bound, or for a multiplier whose shift would not pass
 the split, the ``fixed`` form instead), the same exact product and rounding as ``fixed``. The ALU

@@ -145,14 +145,14 @@ class FuseAccelerator:
     ----------
     env : Environment, optional
         The configuration (BATCH decides what fits); the current one by default.
-    requant_mode : {"wide", "fixed", "pow2"}
-        The multiplier form of every requantization (``wide``, default: up to 24 bits where the
-        accumulator bound allows; ``pow2``: upstream's shift-only scheme).
+    requant_mode : {"fixed", "wide", "pow2"}
+        The multiplier form of every requantization (``fixed``, default: 15 bits; ``wide``: up to
+        24 bits where the accumulator bound allows; ``pow2``: upstream's shift-only scheme).
     """
 
     name = "FuseAccelerator"
 
-    def __init__(self, env: Environment | None = None, requant_mode: str = "wide",
+    def __init__(self, env: Environment | None = None, requant_mode: str = "fixed",
                  pad_limit: float | None = None, residual_rounding: str = "intermediate",
                  fold_first_layer: bool = True):
         if residual_rounding not in ("intermediate", "direct"):
