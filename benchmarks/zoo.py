@@ -1,6 +1,6 @@
 """The model zoo end to end: published float models, quantized by onnxruntime, run here.
 
-Run: ``python benchmarks/zoo.py [NAME ...] [--runs N] [--no-model] [--json FILE] [--quick]``
+Run: ``python benchmarks/zoo.py [NAME ...] [--runs N] [--no-model] [--json FILE] [--quick] [--requant-mode wide]``
 (default: every model of :data:`vta.models.zoo.ZOO`; ``--quick``: the text-direction classifier,
 one timed run).
 
@@ -38,13 +38,13 @@ from vta.errors import ModelFetchError, VTAError  # noqa: E402
 from vta.models import runner, zoo  # noqa: E402
 
 
-def bench(name: str, runs: int, cycle_model: bool) -> dict:
+def bench(name: str, runs: int, cycle_model: bool, requant_mode: str = "fixed") -> dict:
 
     path = zoo.quantized_model(name)
     feeds = zoo.sample_feeds(name, 1, seed=21)[0]
     base = get_env().cfg_dict
     env = Environment({**base, "TARGET": "sim"})
-    built = runner.build(path, env)
+    built = runner.build(path, env, requant_mode=requant_mode)
     try:
         outs = runner.run(built, feeds)   # warm-up: loads the library, creates the sessions
         walls, cpu, vta = [], [], []
@@ -73,7 +73,7 @@ def bench(name: str, runs: int, cycle_model: bool) -> dict:
     result["agreement"] = runner.compare_outputs(outs, theirs)
     if cycle_model:
         menv = Environment({**base, "TARGET": "model"})
-        mbuilt = runner.build(path, menv)
+        mbuilt = runner.build(path, menv, requant_mode=requant_mode)
         try:
             mouts = runner.run(mbuilt, feeds)
             result["cycles"] = sum(r.cycles for r in mbuilt.layers.values())
@@ -90,6 +90,8 @@ def main(argv=None) -> int:
     p.add_argument("--no-model", action="store_true", help="skip the cycle-model run")
     p.add_argument("--json", type=Path, default=None, help="also write the figures as JSON")
     p.add_argument("--quick", action="store_true", help="the smallest model only, one timed run")
+    p.add_argument("--requant-mode", choices=("fixed", "wide"), default="fixed",
+                   help="the graph's requantisation (wide: 24-bit multipliers where the bound allows)")
     args = p.parse_args(argv)
     if args.quick:
         args.names, args.runs = args.names or ["ch_ppocr_cls"], 1
@@ -97,7 +99,7 @@ def main(argv=None) -> int:
     results = []
     for name in args.names or list(zoo.ZOO):
         try:
-            r = bench(name, args.runs, not args.no_model)
+            r = bench(name, args.runs, not args.no_model, args.requant_mode)
         except ModelFetchError as exc:
             print(f"{name}: skipped ({exc})")
             continue

@@ -82,6 +82,8 @@ FIGURES: dict[str, tuple[tuple[str, ...], bool]] = {
                 r"^  (cycle model: [\d,]+ cycles; outputs identical to fsim: True|worst cosine)|skipped"), False),
     "depthwise_schemes.py": ((r"^grouped convolutions, model, BATCH=\d+",
                               r"^dw3x3/1 32ch 28x28 +[\d,]+ +[\d,]+ +[\d,]+ .* (blocks|per-group|dense)$"), False),
+    "requant_exactness.py": ((r"^(== ch_ppocr_cls \(\d+ QDQ Conv/Add/Mul|ch_ppocr_cls: skipped)",
+                              r"^(  all Conv ours +: +[\d.]+% of \d+ outputs equal|ch_ppocr_cls: skipped)"), False),
     "zoo_mac_share.py": ((r"^model +family +vta MACs", r"^ch_ppocr_cls +\S+ +[\d,]+ +[\d,]+ +\d+\.\d%$"), False),
     "tune_resnet18.py": ((r"^\d+ conv2d tasks extracted in ",
                           r"^sum over tasks: default [\d,]+ cycles, tuned "), False),

@@ -33,12 +33,16 @@ def conv_int(x, w, zx, stride, pad, bias=None):
     return out
 
 
-def fixed_point(acc, scale, axis=1, acc_bits=None, mode="fixed"):
+def fixed_point(acc, scale, axis=1, acc_bits=None, mode=None):
     """round(acc * scale) in the accelerator's fixed point: (acc * m + 2^(s-1)) >> s, exact with a
-    15-bit m (``fixed``), or ((acc >> p) * m + 2^(s-1)) >> s wrapping to int32 (``fixed8``, ``pow2``).
+    15-bit m (``fixed``) or the up to 24-bit m of ``wide`` (``requant_mode="wide"``), or
+    ((acc >> p) * m + 2^(s-1)) >> s wrapping to int32 (``fixed8``, ``pow2``); ``fixed`` by default
+    (the graph's default ``requant_mode``).
 
     ``acc_bits`` bounds |acc| (default: the bits of the largest value present)."""
     acc = np.asarray(acc, dtype=np.int64)
+    if mode is None:
+        mode = "fixed"
     if acc_bits is None:
         acc_bits = max(int(np.abs(acc).max(initial=0)).bit_length(), 1)
     rq = Requant.from_scale(np.asarray(scale, dtype=np.float64).reshape(-1), acc_bits=acc_bits, mode=mode)
@@ -47,10 +51,12 @@ def fixed_point(acc, scale, axis=1, acc_bits=None, mode="fixed"):
     for v in it:
         ch = it.multi_index[axis] if rq.multiplier.size > 1 else 0
         m, s = int(rq.multiplier[ch]), int(rq.shift[ch])
-        if mode == "fixed":
+        if rq.mode == "fixed":
             # the exact product of a 15-bit multiplier; a shift <= 15 (M >= 1/2) clamps |acc| to 2^15 - 1
             a = int(v) if s > 15 else max(-32767, min(32767, int(v)))
             t = a * m
+        elif rq.mode == "wide":
+            t = int(v) * m  # the exact product
         else:
             t = (int(v) >> rq.pre_shift) * m
             t = (t + (1 << 31)) % (1 << 32) - (1 << 31)  # int32 wrap of the product
@@ -58,7 +64,7 @@ def fixed_point(acc, scale, axis=1, acc_bits=None, mode="fixed"):
     return out
 
 
-def requant(acc, scale, zp, lo, hi, axis=1, acc_bits=None, mode="fixed"):
+def requant(acc, scale, zp, lo, hi, axis=1, acc_bits=None, mode=None):
     return np.clip(fixed_point(acc, scale, axis, acc_bits, mode) + zp, lo, hi)
 
 

@@ -169,6 +169,21 @@ def test_power_of_two_requantization(env):
     assert not np.array_equal(m.get_output(0), oracle_conv_relu_conv(g, x))
 
 
+@pytest.mark.parametrize("pad_limit", [None, 2.0])
+def test_wide_requantization_on_the_accelerator_and_the_host(env, pad_limit):
+    # requant_mode="wide": the layers' multipliers with the float32 bits their bounds leave; the
+    # first layer kept on the CPU (pad_limit) gives the same bits through the host's requantize
+    g = conv_relu_conv(np.random.default_rng(0))
+    x = np.random.default_rng(1).integers(0, 256, (1, 3, 8, 8)).astype(np.uint8)
+    m = run_graph(g, {"x": x}, env, requant_mode="wide", pad_limit=pad_limit)
+    np.testing.assert_array_equal(m.get_output(0), oracle_conv_relu_conv(g, x, mode="wide"))
+    records = {r.name: r for r in m.node_records()}
+    assert records["conv2"].device == "vta" and (records["conv1"].device == "cpu") == (pad_limit is not None)
+    # the split multiplier: more ALU work than the 15-bit form of the same layer
+    fixed = {r.name: r for r in run_graph(g, {"x": x}, env, pad_limit=pad_limit).node_records()}
+    assert records["conv2"].stats["alu_counter"] > fixed["conv2"].stats["alu_counter"]
+
+
 def test_first_layer_on_the_cpu_gives_the_same_bits(env):
     g = conv_relu_conv(np.random.default_rng(13))
     x = np.random.default_rng(14).integers(0, 256, (1, 3, 8, 8)).astype(np.uint8)

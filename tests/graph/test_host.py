@@ -8,7 +8,7 @@ import pytest
 from vta.errors import GraphError, UnsupportedOperatorError
 from vta.graph.host import KERNELS, run_kernel
 
-from .oracle import conv_int, requant
+from .oracle import conv_int, fixed_point, requant
 
 rng = np.random.default_rng(7)
 
@@ -111,3 +111,24 @@ def test_fold_width_puts_the_kernel_columns_into_the_channels():
         for dx in range(3):
             for j in range(3):
                 np.testing.assert_array_equal(out[0, c * 3 + dx, :, j], xp[0, c, :, 2 * j + dx])
+
+
+def test_requantize_and_mul_follow_the_graphs_wide_mode():
+    # requant_mode="wide" (annotated by the pipeline): the multiplier keeps the float32 bits the
+    # bound leaves; the 15-bit form differs on some outputs of the same accumulators
+    acc = rng.integers(-2 ** 17, 2 ** 17, (1, 3, 100, 100)).astype(np.int32)
+    in_scale = np.array([5.137e-5, 4.211e-5, 3.73e-5])
+    attrs = dict(input_scale=in_scale.tolist(), input_zero_point=0, output_scale=0.05, output_zero_point=5,
+                 out_dtype="int8", axis=1, acc_bits=18)
+    wide = run_kernel("qnn.requantize", dict(attrs, requant_mode="wide"), [acc])
+    fixed = run_kernel("qnn.requantize", attrs, [acc])
+    np.testing.assert_array_equal(wide, requant(acc, in_scale / 0.05, 5, -128, 127, acc_bits=18, mode="wide"))
+    np.testing.assert_array_equal(fixed, requant(acc, in_scale / 0.05, 5, -128, 127, acc_bits=18, mode="fixed"))
+    assert np.any(wide != fixed)
+    a = rng.integers(0, 256, (1, 4, 30, 30)).astype(np.uint8)
+    b = rng.integers(0, 256, (1, 4, 30, 30)).astype(np.uint8)
+    mattrs = dict(lhs_scale=0.021, lhs_zero_point=100, rhs_scale=0.0039, rhs_zero_point=0, output_scale=0.011,
+                  output_zero_point=7, out_dtype="uint8", requant_mode="wide")
+    p = (a.astype(np.int64) - 100) * b.astype(np.int64)
+    want = np.clip(fixed_point(p, 0.021 * 0.0039 / 0.011, acc_bits=17, mode="wide") + 7, 0, 255)
+    np.testing.assert_array_equal(run_kernel("qnn.mul", mattrs, [a, b]), want)

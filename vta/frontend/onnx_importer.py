@@ -365,7 +365,8 @@ class Importer:
         cout = wq.shape[0]
         w = self.const(w_entry.src.name, wq, ("w", p.kind), scale=_per(sw), zero_point=int(zw[0]),
                        axis=0 if sw.size > 1 else None)
-        s_acc = np.asarray(sx, np.float64).reshape(()) * sw
+        # in float32, as onnxruntime's QLinearConv forms its multiplier (x_scale * w_scale[c]) / y_scale
+        s_acc = (np.asarray(sx, np.float32).reshape(()) * sw.astype(np.float32)).astype(np.float64)
         if p.kind == "conv":
             acc = b.qnn.conv2d(x, w, input_zero_point=int(_per(zx)), kernel_zero_point=int(zw[0]),
                                name=self.unique(p.name), **p.attrs)

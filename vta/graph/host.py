@@ -61,9 +61,12 @@ def requantize(acc: np.ndarray, scale: Any, out_zero_point: int, lo: int, hi: in
     """``clip(round(acc * scale) + out_zero_point, lo, hi)`` in the accelerator's fixed point.
 
     ``scale`` is a real multiplier (a scalar or one per channel along ``axis``), converted by
-    ``vta.topi.qnn.Requant.from_scale`` with ``acc_bits`` a bound on ``|acc|`` (given: the
-    layer's worst case, as the accelerator uses; else the bits of the largest ``|acc|`` present);
-    a pre-shift only when it exceeds 23 bits, so that ``acc * m`` never wraps. Returns int32.
+    ``vta.topi.qnn.Requant.from_scale`` in ``mode`` (``wide``: up to the 24 bits of the float32
+    multiplier for a bounded accumulator, what the graph's ``requant_mode="wide"`` uses after a
+    convolution or dense layer) with ``acc_bits`` a bound on
+    ``|acc|`` (given: the layer's worst case, as the accelerator uses; else the bits of the
+    largest ``|acc|`` present); a pre-shift (``fixed8``, ``pow2``) only when it exceeds 23 bits,
+    so that ``acc * m`` never wraps. Returns int32.
     """
     from ..topi.qnn import Requant, requantize_np
 
@@ -111,7 +114,9 @@ def _requantize(attrs, ins):
     dtype, lo, hi = _out_range(attrs, "int8")
     scale = _vec(attrs["input_scale"]) / _vec(attrs["output_scale"])
     acc = _wrap32(acc.astype(np.int64) - int(attrs.get("input_zero_point", 0)))
-    return requantize(acc, scale, attrs["output_zero_point"], lo, hi, attrs.get("axis", 1),
+    # the accelerator's form of the same node (the graph's requant_mode, annotated with the bound)
+    mode = attrs.get("requant_mode", "fixed")
+    return requantize(acc, scale, attrs["output_zero_point"], lo, hi, attrs.get("axis", 1), mode=mode,
                       acc_bits=attrs.get("acc_bits")).astype(dtype)
 
 
@@ -122,10 +127,37 @@ def _qnn_add(attrs, ins):
 
     a, b = ins
     dtype, lo, hi = _out_range(attrs, str(a.dtype))
+    fitted = _scalar_add(attrs, a, b, dtype)
+    if fitted is not None:
+        return fitted.astype(dtype)
     out_scale = _vec(attrs["output_scale"])
     operands = [(x, int(attrs[f"{side}_zero_point"]), Requant.from_scale(_vec(attrs[f"{side}_scale"]) / out_scale))
                 for x, side in ((a, "lhs"), (b, "rhs"))]
     return add_np(operands, int(attrs["output_zero_point"]), lo, hi).astype(dtype)
+
+
+def _scalar_add(attrs, a: np.ndarray, b: np.ndarray, dtype: str) -> np.ndarray | None:
+    """A sum with one single-valued operand (``x + 3`` of a hard-swish) as onnxruntime computes it:
+    the integer requantisation fitted to its outputs over every 8-bit input
+    (:func:`vta.graph.ort_tables.scalar_add_fit`); None when it does not apply or no fit exists."""
+    from .ort_tables import scalar_add_fit
+
+    if a.size == 1 and b.size != 1:
+        x, v, xs, vs, value_first = b, a, "rhs", "lhs", True
+    elif b.size == 1:
+        x, v, xs, vs, value_first = a, b, "lhs", "rhs", False
+    else:
+        return None
+    if str(x.dtype) not in ("uint8", "int8") or str(v.dtype) != str(x.dtype) or dtype not in ("uint8", "int8"):
+        return None
+    fit = scalar_add_fit(str(x.dtype), float(_vec(attrs[f"{xs}_scale"])[0]), int(attrs[f"{xs}_zero_point"]),
+                         int(np.asarray(v).reshape(-1)[0]), float(_vec(attrs[f"{vs}_scale"])[0]),
+                         int(attrs[f"{vs}_zero_point"]), float(_vec(attrs["output_scale"])[0]),
+                         int(attrs["output_zero_point"]), dtype, value_first)
+    if fit is None:
+        return None
+    lo, hi = dtype_range(dtype)
+    return np.broadcast_to(fit.apply(x, lo, hi), np.broadcast_shapes(a.shape, b.shape))
 
 
 def _qnn_mul(attrs, ins):
@@ -136,7 +168,8 @@ def _qnn_mul(attrs, ins):
     a, b = ins
     dtype, lo, hi = _out_range(attrs, str(a.dtype))
     scale = float(_vec(attrs["lhs_scale"])[0] * _vec(attrs["rhs_scale"])[0] / _vec(attrs["output_scale"])[0])
-    return mul_np(a, int(attrs["lhs_zero_point"]), b, int(attrs["rhs_zero_point"]), mul_requant(scale),
+    return mul_np(a, int(attrs["lhs_zero_point"]), b, int(attrs["rhs_zero_point"]),
+                  mul_requant(scale, attrs.get("requant_mode", "fixed")),
                   int(attrs["output_zero_point"]), lo, hi).astype(dtype)
 
 

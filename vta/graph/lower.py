@@ -234,9 +234,13 @@ def compile(graph: Graph, params: Mapping[str, np.ndarray] | None = None, target
         Accepted for TVM compatibility (``env.target``); the code is always for ext_dev + C host.
     env : Environment, optional
         The configuration; the current one by default.
-    requant_mode : {"fixed", "pow2"}
-        Requantization multipliers as 8-bit fixed point (default) or powers of two only
-        (upstream's shift-only scheme, for configurations without MUL).
+    requant_mode : {"fixed", "wide", "pow2"}
+        Requantization multipliers in 15-bit fixed point (``fixed``, default), with up to the 24
+        bits of onnxruntime's float32 multiplier where the layer's accumulator bound allows
+        (``wide``: convolutions, dense layers and products; 10-25x fewer outputs that differ from
+        onnxruntime's, one more ALU multiply per output: ``benchmarks/requant_exactness.py``), or
+        powers of two only (upstream's shift-only scheme, for configurations without MUL). See
+        :mod:`vta.topi.qnn`.
     pad_limit : float, optional
         Keep on the CPU a convolution/dense layer whose channel padding would multiply its MACs
         by more than this (e.g. ``2.0``: a 3-channel first layer); None (default): no limit.

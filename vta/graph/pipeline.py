@@ -28,8 +28,9 @@ def graph_passes(env: Environment, requant_mode: str = "fixed", pad_limit: float
     Parameters
     ----------
     env : Environment
-    requant_mode : {"fixed", "pow2"}
-        How requantization multipliers are represented (``pow2``: upstream's shift-only scheme).
+    requant_mode : {"fixed", "wide", "pow2"}
+        How requantization multipliers are represented (``fixed``, default: 15 bits; ``wide``: up
+        to 24 bits where the accumulator bound allows; ``pow2``: upstream's shift-only scheme).
     pad_limit : float, optional
         A convolution or dense layer whose channel padding would multiply its MACs by more than
         this stays on the CPU (e.g. 2.0 keeps a 3-channel first layer on the host, as upstream's
@@ -43,7 +44,7 @@ def graph_passes(env: Environment, requant_mode: str = "fixed", pad_limit: float
     fuse = FuseAccelerator(env, requant_mode, pad_limit, residual_rounding, fold_first_layer)
     return [
         FoldConstants(),                   # nodes of constants only -> constants (e.g. quantized weights)
-        AnnotateAccumulatorBits(),         # each layer's requantize gets its worst accumulator bound
+        AnnotateAccumulatorBits(requant_mode),  # each layer's requantize gets its worst accumulator bound
         fuse,                              # conv (grouped too)/dense+bias+requantize[+add][+relu/clip], add, mul,
                                            #   max_pool -> vta.* (one registration each: accel_ops.py);
                                            #   -z_in*sum(w) into the bias; uint8 -> int8 domain at region borders

@@ -60,7 +60,8 @@ class BuiltModel:
         self.module.close()
 
 
-def build(model: Any, env, batch: int | None = None, shape: dict | None = None) -> BuiltModel:
+def build(model: Any, env, batch: int | None = None, shape: dict | None = None,
+          requant_mode: str = "fixed") -> BuiltModel:
     """Import ``model`` (path or ModelProto) and compile it for ``env``.
 
     Parameters
@@ -72,6 +73,8 @@ def build(model: Any, env, batch: int | None = None, shape: dict | None = None) 
         Batch size to run with (replaces the model's batch dimension).
     shape : dict, optional
         Static shapes of inputs with dynamic dimensions (``{name: shape}``, as ``from_onnx``).
+    requant_mode : {"fixed", "wide", "pow2"}
+        The graph's requantisation (:func:`vta.graph.compile`).
 
     Raises
     ------
@@ -95,7 +98,7 @@ def build(model: Any, env, batch: int | None = None, shape: dict | None = None) 
         shape[inp.name] = (batch, *dims[1:])
     with env:
         graph, params = from_onnx(proto, shape=shape or None)
-        graph_json, lib, cparams = compile_graph(graph, params, env=env)
+        graph_json, lib, cparams = compile_graph(graph, params, env=env, requant_mode=requant_mode)
         module = GraphModule(graph_json, lib)
         module.set_input(**cparams)
     x = graph.inputs[0]

@@ -27,6 +27,15 @@ are signed 16-bit) computes ``floor(acc * m / 2**k)`` in one of three forms
   ``m = mh * 2**8 + ml`` and ``t = acc * mh + ((acc * ml) >> 8)``;
 * ``k = 0`` (``|acc| < 2**16`` known, e.g. an int8 operand): one multiply.
 
+``wide`` (the graph's ``requant_mode="wide"`` for convolutions, dense layers and products): the
+multiplier keeps up to all 24 bits of the float32 multiplier when the operand is known to be bounded,
+``|acc| < 2**B`` (``acc_bits``): ``wide_bits(B) = min(24, 61 - 2 B)`` bits (24 up to ``B = 18``,
+17 at ``B = 22``; for ``B > 22``, without a bound, or for a multiplier whose shift would not pass
+the split, the ``fixed`` form instead), the same exact product and rounding as ``fixed``. The ALU
+splits the multiplier, ``m = mh * 2**k + ml`` with ``k = min(15, 31 - B)``: ``t = acc * mh +
+((acc * ml) >> k)``, both products inside int32 (6 instructions, like the ``k = 8`` form; the
+clamped one-multiply forms of ``fixed`` do not apply).
+
 ``fixed8``: ``m`` at most 8 bits (the first scheme), and ``pow2`` (upstream VTA's, for
 configurations without MUL: ``m = 1`` and a shift, ``M >= 1`` gives ``m = 2**(k + 1), s = 1``, a
 left shift)::
@@ -55,7 +64,20 @@ for host kernels (any shape), so that an add on the CPU equals ``vta.add``.
 
 Difference from onnxruntime
 ---------------------------
-onnxruntime requantises in float32: ``rint(float32(acc) * M) + z_out`` with ``rint`` rounding
+onnxruntime requantises in float32. Its QLinearConv (and the QDQ convolutions it fuses into it)
+computes ``M = float32(s_x * s_w[c]) / s_y`` in float32, then ``float32(acc) * M``, clamps that
+to ``[lo - z_out, hi - z_out]``, rounds half to even and adds ``z_out``; QLinearMul rounds
+``float32(acc) * M + z_out`` half to even; QLinearAdd evaluates ``z_c - (r_a z_a + r_b z_b) +
+a r_a + b r_b`` on the raw 8-bit values with fused multiply-adds (``r = s / s_c``) and rounds half
+to even (measured: these float32 models reproduce every output of the five zoo models,
+``benchmarks/requant_exactness.py``). With a ``wide`` multiplier holding all 24 bits of ``M`` the
+exact product equals ``float32(acc) * M`` before float32's own rounding, so the two differ only
+where that rounding moves the product across a half (or onto one): 0.0000 - 0.0002% of the
+outputs of the zoo's convolutions; the 15-bit ``fixed`` multiplier misses 0.009 - 0.022%. A sum
+with a single-valued operand (``x + 3``) is fitted to onnxruntime's own outputs on the host
+(:mod:`vta.topi.qnn_fit`). What follows describes the ``fixed`` mode.
+
+onnxruntime's requantisation is ``rint(float32(acc) * M) + z_out`` with ``rint`` rounding
 half to even and ``M`` a float32. The ``fixed`` mode differs in three ways: (1) ``m / 2**s`` is
 ``M`` to 15 significant bits (relative error at most ``2**-15``), so for an unsaturated output
 (``|acc * M| <= 128``) the exact products differ by less than ``0.004`` output steps; (2) exact

@@ -222,11 +222,13 @@ class _Chain:
         hm = self.x
         self.x = compute(self.shape, lambda *i: hm(*i) + lo(*i), name=self._name("t"), tag=ELEMWISE_TAG)
 
-    def split_multiplier(self, ms: tuple, mult_ts: tuple) -> None:
-        """``x = (x * m) >> 8`` exactly for ``|x| < 2**23`` and ``m = mh * 2**8 + ml < 2**15`` (the
-        ``fixed`` mode with a known accumulator bound): ``x * mh + ((x * ml) >> 8)`` with the
-        second product in an extra tile (``|x * ml| < 2**31``, ``|x * mh| < 2**30``). An immediate
-        ``ml = 0`` or ``mh = 0`` drops its half."""
+    def split_multiplier(self, ms: tuple, mult_ts: tuple, k: int = MULTIPLIER_SPLIT) -> None:
+        """``x = (x * m) >> k`` exactly for ``m = mh * 2**k + ml``: ``x * mh + ((x * ml) >> k)``
+        with the second product in an extra tile. The ``fixed`` mode with a known accumulator
+        bound: ``k = 8``, ``|x| < 2**23``, ``m < 2**15`` (``|x * ml| < 2**31``, ``|x * mh| <
+        2**30``); the ``wide`` mode: ``k = min(15, 31 - acc_bits)`` and up to 24-bit ``m``
+        (:func:`~vta.topi.qnn_requant.wide_bits` keeps both products inside int32). An
+        immediate ``ml = 0`` or ``mh = 0`` drops its half."""
         mh, ml = ms
         th, tl = mult_ts
         if tl is None and ml == 0:
@@ -234,7 +236,7 @@ class _Chain:
             return
         if th is None and mh == 0:
             self._scale(ml, tl)
-            self.imm("shr", MULTIPLIER_SPLIT)
+            self.imm("shr", k)
             return
         x0 = self.x
         if tl is not None:
@@ -248,7 +250,7 @@ class _Chain:
                 return x0(*i) * n.const(ml, x0.dtype)
             tag = ELEMWISE_TAG
         self.x = compute(self.shape, low_f, name=self._name("low"), tag=tag, attrs={"extra_tile": 1})
-        self.imm("shr", MULTIPLIER_SPLIT)
+        self.imm("shr", k)
         low = self.x
         self.x = x0
         self._scale(mh, th)
@@ -337,7 +339,7 @@ class _Chain:
             bounded = True
         k0 = rq.product_shift()
         if (saturate is not None and not bounded and not pre_add and mult_t is None and shift_t is None
-                and k0 > 0 and not (k0 == MULTIPLIER_SPLIT and 0 in [int(v[0]) for v in rq.alu_multipliers()])):
+                and k0 > 0 and not (rq.multiplier_split and 0 in [int(v[0]) for v in rq.alu_multipliers()])):
             # (a split multiplier with a zero half is one multiply already)
             lo_y, hi_y = saturate[0] - post_add, saturate[1] - post_add
             bounds = saturating_clamp(rq, lo_y, hi_y)
@@ -374,7 +376,8 @@ class _Chain:
         # vector of a per-channel requant is packed with the same split: ArgLayout.post_add).
         s1, s2 = rq.split_shifts(post_add, bounded)
         k = rq.product_shift(bounded)
-        ms = (int(rq.multiplier[0]),) if k != MULTIPLIER_SPLIT else tuple(int(v[0]) for v in rq.alu_multipliers())
+        msplit = rq.multiplier_split and k > 0
+        ms = (int(rq.multiplier[0]),) if not msplit else tuple(int(v[0]) for v in rq.alu_multipliers())
         mts = tuple(mult_t) if mult_t is not None else (None,) * len(ms)
         m = None if mult_t is not None else ms[0]
         base = (1 << (s2 - 1)) if s2 else 0
@@ -394,8 +397,8 @@ class _Chain:
             self.imm("min", DIRECT_CLAMP)
             self.imm("max", -DIRECT_CLAMP)
             x_mul = (-DIRECT_CLAMP, DIRECT_CLAMP)
-        if k == MULTIPLIER_SPLIT:
-            self.split_multiplier(ms, mts)
+        if msplit:
+            self.split_multiplier(ms, mts, k)
         elif split:
             self.split_multiply(m, mts[0])
         else:

@@ -13,7 +13,8 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["FIXED_BITS", "INT8_RANGE", "MAX_ROUND_SHIFT", "MODES", "MULTIPLIER_BITS", "MULTIPLIER_SPLIT",
+__all__ = ["WIDE_BITS", "WIDE_MAX_ACC_BITS", "wide_bits",
+           "FIXED_BITS", "INT8_RANGE", "MAX_ROUND_SHIFT", "MODES", "MULTIPLIER_BITS", "MULTIPLIER_SPLIT",
            "PRODUCT_SHIFT", "Requant", "accumulator_bits", "add_np", "channel_clamp", "mixed_shift_form",
            "requantize_np", "round_sum_np", "saturating_clamp", "scaled_np", "sum_fraction_bits"]
 
@@ -27,9 +28,16 @@ MULTIPLIER_BITS = 8
 FIXED_BITS = 15
 #: The accumulator split of the ``fixed`` mode: acc = hi * 2**15 + lo, 0 <= lo < 2**15.
 PRODUCT_SHIFT = 15
-#: The requantisation modes: ``fixed`` (15-bit multiplier, exact product), ``fixed8`` (8-bit
-#: multiplier, the first scheme), ``pow2`` (shift only).
-MODES = ("fixed", "fixed8", "pow2")
+#: The requantisation modes: ``fixed`` (15-bit multiplier, exact product), ``wide`` (up to
+#: :data:`WIDE_BITS` bits of the float32 multiplier for a bounded accumulator, exact product),
+#: ``fixed8`` (8-bit multiplier, the first scheme), ``pow2`` (shift only).
+MODES = ("fixed", "wide", "fixed8", "pow2")
+#: Most significant bits of a ``wide`` multiplier: float32's 24, fewer for accumulator bounds
+#: above 18 bits (:func:`wide_bits`).
+WIDE_BITS = 24
+#: Largest accumulator bound (bits) for which ``wide`` gives more bits than ``fixed``
+#: (``61 - 2 * acc_bits > 15``).
+WIDE_MAX_ACC_BITS = 22
 #: The multiplier split of the ``fixed`` mode for accumulators below 2**23: m = mh * 2**8 + ml.
 MULTIPLIER_SPLIT = 8
 #: Where the ``fixed`` mode clamps the accumulator when a shift is at most PRODUCT_SHIFT (M >= 1/2).
@@ -76,15 +84,23 @@ class Requant:
             raise ValueError(f"Requant: multiplier {m.shape!r} and shift {s.shape!r} must have the same length")
         if self.mode not in MODES:
             raise ValueError(f"Requant: mode must be one of {MODES!r}, got {self.mode!r}")
-        top = (1 << FIXED_BITS) - 1 if self.mode == "fixed" else 1 << MULTIPLIER_BITS
+        top = {"fixed": (1 << FIXED_BITS) - 1, "wide": (1 << WIDE_BITS) - 1}.get(self.mode, 1 << MULTIPLIER_BITS)
         if m.min() < 0 or m.max() > top:
             raise ValueError(f"Requant: multipliers must lie in [0, {top}] ({self.mode} mode), got {m.tolist()!r}")
         if s.min() < 0 or s.max() > 62:
             raise ValueError(f"Requant: shifts must lie in [0, 62], got {s.tolist()!r}")
         if not 0 <= int(self.pre_shift) <= 31:
             raise ValueError(f"Requant: pre_shift must lie in [0, 31], got {self.pre_shift!r}")
-        if self.mode == "fixed" and self.pre_shift:
-            raise ValueError("Requant: the fixed mode is exact for every int32 accumulator and takes no pre_shift")
+        if self.mode in ("fixed", "wide") and self.pre_shift:
+            raise ValueError(f"Requant: the {self.mode} mode has an exact product and takes no pre_shift")
+        if self.mode == "wide":
+            if self.acc_bits is None or not 1 <= int(self.acc_bits) <= WIDE_MAX_ACC_BITS:
+                raise ValueError(f"Requant: the wide mode needs acc_bits in [1, {WIDE_MAX_ACC_BITS}], "
+                                 f"got {self.acc_bits!r}")
+            k, live = _wide_split(int(self.acc_bits)), m != 0
+            if live.any() and (int(s[live].min()) <= k or int(m.max()) >= 1 << wide_bits(int(self.acc_bits))):
+                raise ValueError(f"Requant: a wide multiplier must be below 2**{wide_bits(int(self.acc_bits))} "
+                                 f"and its shift above the split {k} (acc_bits {self.acc_bits})")
         if self.acc_bits is not None:
             if not 1 <= int(self.acc_bits) <= 32:
                 raise ValueError(f"Requant: acc_bits must lie in [1, 32], got {self.acc_bits!r}")
@@ -123,9 +139,14 @@ class Requant:
         scale : float or array of float
             Positive (or zero) real multipliers, at most 127.5. The ``fixed`` mode rounds each to
             float32 first (onnxruntime's multiplier is a float32).
-        mode : {"fixed", "fixed8", "pow2"}
+        mode : {"fixed", "wide", "fixed8", "pow2"}
             ``fixed`` (default): 15-bit multiplier (``m`` in [2**14, 2**15) unless ``M`` is so
             small that the shift would pass 62), exact product for every int32 accumulator;
+            ``wide``: :func:`wide_bits` ``(acc_bits)`` bits (all 24 of float32 for
+            ``acc_bits <= 18``, 17 at 22), exact product, one multiplier split on the ALU
+            (:meth:`product_shift`); without ``acc_bits``, with ``acc_bits`` above
+            :data:`WIDE_MAX_ACC_BITS` or with a multiplier so large that its shift would not pass
+            the split (``M >= 2**(bits - 1 - split)``), the ``fixed`` requantisation instead;
             ``fixed8``: 8-bit multiplier (``m`` in [128, 255]), the product wraps past 2**31;
             ``pow2``: the nearest power of two, no multiply.
         acc_bits : int, optional
@@ -152,8 +173,16 @@ class Requant:
         if acc_bits is not None:
             if not 1 <= int(acc_bits) <= 32:
                 raise ValueError(f"Requant.from_scale: acc_bits must lie in [1, 32], got {acc_bits!r}")
-            if mode != "fixed":
+            if mode not in ("fixed", "wide"):
                 pre = max(0, int(acc_bits) + MULTIPLIER_BITS - 31)
+        if mode == "wide":
+            if acc_bits is None or int(acc_bits) > WIDE_MAX_ACC_BITS:
+                mode = "fixed"
+            else:
+                wide = _wide(scales, int(acc_bits))
+                if wide is not None:
+                    return cls(wide[0], wide[1], 0, "wide", int(acc_bits))
+                mode = "fixed"
         if mode == "fixed":
             scales = scales.astype(np.float32).astype(np.float64)
         ms, ss = [], []
@@ -210,8 +239,14 @@ class Requant:
           or the clamped form (a shift <= 15);
         * 8: ``acc_bits <= 23``: ``m = mh * 2**8 + ml`` and ``x * mh + ((x * ml) >> 8)``;
         * 15: any int32 accumulator: ``x = hi * 2**15 + lo`` and ``hi * m + ((lo * m) >> 15)``.
+
+        ``wide`` mode: always the multiplier split ``x * mh + ((x * ml) >> k)`` with ``m = mh *
+        2**k + ml`` and ``k = min(15, 31 - acc_bits)`` (``bounded`` changes nothing: ``m`` has
+        up to 24 bits).
         """
         live = self._live_shifts()
+        if self.mode == "wide":
+            return _wide_split(self.acc_bits) if live.size else 0
         if self.mode != "fixed" or live.size == 0 or int(live.min()) <= PRODUCT_SHIFT:
             return 0
         if bounded or (self.acc_bits is not None and self.acc_bits <= 16):
@@ -227,18 +262,28 @@ class Requant:
         small = bounded or (self.acc_bits is not None and self.acc_bits <= 15)
         return self.mode == "fixed" and not small and live.size > 0 and int(live.min()) <= PRODUCT_SHIFT
 
+    @property
+    def multiplier_split(self) -> bool:
+        """True when the accelerator splits the multiplier (``m = mh * 2**k + ml``, ``k`` =
+        :meth:`product_shift`): ``fixed`` with ``k = 8``, and every ``wide`` requant."""
+        k = self.product_shift()
+        return (self.mode == "wide" and k > 0) or (self.mode == "fixed" and k == MULTIPLIER_SPLIT)
+
     def alu_multipliers(self) -> tuple[np.ndarray, ...]:
         """The multiplier vector(s) the accelerator multiplies an accumulator by: ``(mh, ml)`` with
-        ``m = mh * 2**8 + ml`` for the multiplier split (:meth:`product_shift` 8), else ``(m,)``."""
-        if self.product_shift() == MULTIPLIER_SPLIT:
-            return ((self.multiplier >> MULTIPLIER_SPLIT).astype(np.int32),
-                    (self.multiplier & ((1 << MULTIPLIER_SPLIT) - 1)).astype(np.int32))
+        ``m = mh * 2**k + ml`` for a multiplier split (:attr:`multiplier_split`), else ``(m,)``."""
+        if self.multiplier_split:
+            k = self.product_shift()
+            return ((self.multiplier >> k).astype(np.int32), (self.multiplier & ((1 << k) - 1)).astype(np.int32))
         return (self.multiplier,)
 
     def split_shifts(self, post_add: int = 0, bounded: bool = False) -> tuple[np.ndarray, int]:
         """``(s1, s2)`` of the accelerator's rounding after the multiply step: ``s1`` (array) shifted
         first, then ``+ 2**(s2-1)`` and ``>> s2`` with one common ``s2 = min(min(shift - k), 15)``
-        (0: no rounding step), ``k = product_shift(bounded)``; ``s1 + s2 + k == shift``.
+        (0: no rounding step), ``k = product_shift(bounded)``; ``s1 + s2 + k == shift``, except
+        that ``s1`` is at most 31 (the ALU's shift amount is 5 bits; an int32 shifted right by 31
+        or more is 0 or -1, and the rounding step by ``s2 >= 1`` maps both to 0, as the exact
+        value of so small a multiplier is).
 
         With ``post_add`` (a zero point to add after the rounding) and a first shift that exists
         anyway (some ``s1 > 0``), ``s2`` is lowered until ``2**(s2-1) + post_add * 2**s2`` fits
@@ -252,8 +297,10 @@ class Requant:
         if post_add and int(rest[live].max()) > s2:
             while s2 > 1 and not -(1 << 15) <= (1 << (s2 - 1)) + post_add * (1 << s2) < (1 << 15):
                 s2 -= 1
-        # a channel with a zero multiplier is 0 before and after any shift: none for it
-        return np.where(live, rest - s2, 0).astype(np.int32), s2
+        # a channel with a zero multiplier is 0 before and after any shift: none for it. The ALU
+        # shifts by the low 5 bits of its operand: a first shift past 31 is 31, the same value for
+        # every int32 (0 or -1, which the rounding step then takes to 0 either way)
+        return np.where(live, np.minimum(rest - s2, 31), 0).astype(np.int32), s2
 
 
 def saturating_clamp(rq: Requant, lo: int, hi: int, single_multiply: bool = True) -> tuple[int, int] | None:
@@ -347,6 +394,33 @@ def channel_clamp(rq: Requant, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray
     return np.array(los, dtype=np.int64), np.array(his, dtype=np.int64), exact
 
 
+def wide_bits(acc_bits: int) -> int:
+    """Significant bits of a ``wide`` multiplier for ``|acc| < 2**acc_bits``: ``min(24, 61 - 2 *
+    acc_bits)`` (both halves of the split product and the rounding step stay inside int32)."""
+    return min(WIDE_BITS, 61 - 2 * int(acc_bits))
+
+
+def _wide_split(acc_bits: int) -> int:
+    """The split ``k`` of a ``wide`` multiplier ``m = mh * 2**k + ml``: ``min(15, 31 - acc_bits)``
+    (``|acc * ml| < 2**31``; ``ml`` a signed 16-bit immediate)."""
+    return min(MAX_ROUND_SHIFT, 31 - int(acc_bits))
+
+
+def _wide(scales: np.ndarray, acc_bits: int) -> tuple[np.ndarray, np.ndarray] | None:
+    """``(m, s)`` of the ``wide`` mode for float scales, or None when a shift would not pass the split."""
+    bits, k = wide_bits(acc_bits), _wide_split(acc_bits)
+    ms, ss = [], []
+    for M in scales.astype(np.float32).astype(np.float64).tolist():
+        if M > 127.5:
+            raise ValueError(f"Requant.from_scale: scale {M!r} is larger than 127.5; requantise in two steps")
+        m, s = _fixed(M, bits)
+        if m and s <= k:
+            return None
+        ms.append(m)
+        ss.append(s)
+    return np.array(ms, dtype=np.int32), np.array(ss, dtype=np.int32)
+
+
 def _fixed(M: float, bits: int) -> tuple[int, int]:
     """``(m, s)`` with ``m`` in [2**(bits-1), 2**bits) and ``M ~= m / 2**s``, ``1 <= s <= 62``."""
     if M == 0.0:
@@ -418,6 +492,8 @@ def requantize_np(acc: Any, rq: Requant, axis: int = 1, out_zero_point: int = 0,
         # exact product (|acc * m| < 2**46); the channels with a shift <= 15 clamp the accumulator first
         a = np.where(s > PRODUCT_SHIFT, a, np.clip(a, -DIRECT_CLAMP, DIRECT_CLAMP))
         t = a * m
+    elif rq.mode == "wide":
+        t = a * m  # exact (|acc * m| < 2**55)
     else:
         t = np.right_shift(a, rq.pre_shift) * m
         # acc * m wraps to int32 like the ALU (no wrap when |acc >> p| < 2**23).

@@ -12,7 +12,7 @@ import dataclasses
 import numpy as np
 import pytest
 
-from vta.topi import qnn
+from vta.topi import qnn, qnn_requant
 
 from . import oracle
 from .conftest import run_op
@@ -21,10 +21,11 @@ RNG_SEED = 11
 
 
 def _conv(env, tmp_path, *, n=1, ci=16, co=16, h=8, w=8, k=3, stride=1, pad=(1, 1, 1, 1), z_in=0, scale=0.002,
-          z_out=0, clip=(-128, 127), residual=None, seed=0, bias_range=5000, acc_bits=None, value_range=128):
+          z_out=0, clip=(-128, 127), residual=None, seed=0, bias_range=5000, acc_bits=None, value_range=128,
+          mode="fixed"):
     rng = np.random.default_rng(seed)
     spec = qnn.QConv2DSpec(n, ci, co, h, w, k, k, (stride, stride), pad, z_in,
-                           qnn.Requant.from_scale(scale, acc_bits=acc_bits), z_out, clip, residual)
+                           qnn.Requant.from_scale(scale, acc_bits=acc_bits, mode=mode), z_out, clip, residual)
     x = rng.integers(-value_range, value_range, size=(n, ci, h, w)).astype(np.int8)
     wt = rng.integers(-value_range, value_range, size=(co, ci, k, k)).astype(np.int8)
     bias = rng.integers(-bias_range, bias_range, size=co).astype(np.int32)
@@ -111,6 +112,33 @@ def test_conv_fixed_with_an_accumulator_bound(qenv, tmp_path, per_channel, form)
     rq = spec.requant
     assert rq.product_shift() == (0 if form == "direct" else 8)
     assert layout.has("multiplier_lo") == (per_channel and form == "multiplier_split")
+
+
+@pytest.mark.parametrize("per_channel", [False, True])
+@pytest.mark.parametrize("value_range,bias_range", [(128, 5000), (16, 300)])
+def test_conv_wide_multiplier(qenv, tmp_path, per_channel, value_range, bias_range):
+    # The wide mode: the float32 multiplier's bits that the accumulator bound leaves (24 below
+    # 2**19), split at k = min(15, 31 - acc_bits) on the ALU; the oracle's exact product agrees.
+    rng = np.random.default_rng(RNG_SEED + 5)
+    bits = qnn.accumulator_bits(16 * 9 * value_range * value_range // (128 * 128), bias_range)
+    scale = rng.uniform(1.6e-4, 4.7e-3, size=16) * (128 / value_range) ** 2 if per_channel else 0.0021
+    spec, layout, _ = _conv(qenv, tmp_path, scale=scale, z_out=3, seed=14, acc_bits=bits, mode="wide",
+                            value_range=value_range, bias_range=bias_range)
+    rq = spec.requant
+    assert rq.mode == "wide" and rq.product_shift() == min(15, 31 - bits)
+    assert int(rq.multiplier.max()) >= 1 << (qnn_requant.wide_bits(bits) - 1) > 1 << 15
+    assert layout.has("multiplier_lo") == per_channel
+
+
+@pytest.mark.parametrize("mode", ["fixed", "wide"])
+def test_conv_per_channel_with_a_vanishing_multiplier(qenv, tmp_path, mode):
+    # A channel whose weight scale is ~0 (a dead channel of a published model: shift 58, its first
+    # shift past the ALU's 5-bit shift amount) requantises to the zero point like the oracle.
+    scale = np.full(16, 0.0021)
+    scale[5] = 1e-13
+    spec, layout, _ = _conv(qenv, tmp_path, scale=scale, z_out=4, seed=15, mode=mode,
+                            acc_bits=qnn.accumulator_bits(16 * 9, 5000))
+    assert int(spec.requant.shift[5]) - spec.requant.product_shift() > 31 + 15
 
 
 def test_conv_fixed_with_padded_channels_keeps_the_split(qenv, tmp_path):

@@ -8,7 +8,7 @@ import pytest
 
 from vta.topi import qnn
 
-from .oracle import alu_multiplier_split, alu_split_product, ort_requant, round_shift, rounded_sum
+from .oracle import _i32, alu_multiplier_split, alu_split_product, ort_requant, round_shift, rounded_sum
 
 SCALES = [1e-5, 3.1e-4, 0.0123, 0.25, 0.5, 0.999, 1.0, 1.7, 37.0, 127.5]
 
@@ -253,3 +253,58 @@ def test_add_np_is_the_quantized_add_of_any_shape(mode):
     assert np.abs(got - ref).max() <= (1 if mode == "fixed" else 2)
     with pytest.raises(ValueError, match="per tensor"):
         qnn.add_np([(a, 0, qnn.Requant.from_scale([0.1, 0.2, 0.3]))], 0)
+
+
+@pytest.mark.parametrize("bits", [9, 16, 18, 19, 20, 22])
+def test_wide_keeps_the_float32_bits_the_bound_leaves(bits):
+    # m carries min(24, 61 - 2 * bits) significant bits of float32(M); the ALU's split product
+    # (int32 asserted at every step by the oracle) and rounding give requantize_np's exact value
+    rng = np.random.default_rng(bits)
+    scales = rng.uniform(1.6e-4, 4.7e-3, size=6)
+    rq = qnn.Requant.from_scale(scales, mode="wide", acc_bits=bits)
+    b, k = min(24, 61 - 2 * bits), min(15, 31 - bits)
+    assert rq.mode == "wide" and rq.acc_bits == bits and rq.product_shift() == k == rq.product_shift(bounded=True)
+    assert np.all(rq.multiplier >= 1 << (b - 1)) and np.all(rq.multiplier < 1 << b)
+    m32 = scales.astype(np.float32).astype(np.float64)
+    assert np.all(np.abs(rq.scale() - m32) <= m32 * 2.0 ** -b)
+    mh, ml = rq.alu_multipliers()
+    np.testing.assert_array_equal(mh.astype(np.int64) * (1 << k) + ml, rq.multiplier)
+    acc = rng.integers(-(1 << bits) + 1, 1 << bits, size=(6, 300)).astype(np.int64)
+    acc[:, :2] = [-(1 << bits) + 1, (1 << bits) - 1]
+    t = np.empty(acc.shape, dtype=np.int64)
+    for c in range(6):
+        for j in range(acc.shape[1]):
+            a = int(acc[c, j])
+            low = _i32(_i32(a * int(ml[c])) >> k)
+            t[c, j] = _i32(_i32(a * int(mh[c])) + low)
+    y = round_shift(t, 1, rq.shift[:, None] - k)
+    np.testing.assert_array_equal(qnn.requantize_np(acc, rq, 0, 0, -(1 << 31), (1 << 31) - 1), y)
+    want = np.array([[(int(a) * int(m) + (1 << (int(s) - 1))) >> int(s) for a in row]
+                     for row, m, s in zip(acc, rq.multiplier, rq.shift, strict=True)])
+    np.testing.assert_array_equal(y, want)
+
+
+def test_wide_falls_back_to_fixed_without_a_usable_bound():
+    for bits in (None, 23, 31):
+        rq = qnn.Requant.from_scale(0.003, mode="wide", acc_bits=bits)
+        assert rq == qnn.Requant.from_scale(0.003, mode="fixed", acc_bits=bits)
+    # the largest multiplier still passes the split (shift 10 > 9 at 17 bits)
+    big = qnn.Requant.from_scale(127.5, mode="wide", acc_bits=22)
+    assert big.mode == "wide" and int(big.shift[0]) > big.product_shift()
+    with pytest.raises(ValueError, match="wide mode needs acc_bits"):
+        qnn.Requant(np.array([1 << 20]), np.array([30]), mode="wide")
+    with pytest.raises(ValueError, match="below 2\\*\\*17"):
+        qnn.Requant(np.array([1 << 20]), np.array([30]), mode="wide", acc_bits=22)
+
+
+def test_wide_matches_onnxruntimes_float_rounding_far_more_often_than_fixed():
+    rng = np.random.default_rng(12)
+    scales = rng.uniform(1.6e-4, 4.7e-3, size=16).astype(np.float32)
+    acc = np.clip(np.rint(rng.standard_normal((16, 20000)) * (35.0 / scales[:, None])), -(1 << 19) + 1,
+                  (1 << 19) - 1).astype(np.int64)
+    ref = ort_requant(acc, scales[:, None], 3)
+    miss = {}
+    for mode in ("fixed", "wide"):
+        rq = qnn.Requant.from_scale(scales, mode=mode, acc_bits=19)
+        miss[mode] = int((qnn.requantize_np(acc, rq, 0, 3) != ref).sum())
+    assert miss["fixed"] > 20 * max(miss["wide"], 1)

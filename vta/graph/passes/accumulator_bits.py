@@ -4,7 +4,9 @@
 constant weights gets ``acc_bits``: the bits of ``255 * sum|w| + |bias|``, the largest
 accumulator any input can give. The fixed-point requantization takes a pre-shift exactly when
 that bound passes 23 bits, on the accelerator (the fusion uses the same bound) and on the host,
-so a layer gives the same bits wherever it is placed.
+so a layer gives the same bits wherever it is placed. With the ``wide`` requantisation mode those
+``qnn.requantize`` nodes and every ``qnn.mul`` also get ``requant_mode="wide"``, which the host
+kernels follow as the fusion does.
 """
 
 from __future__ import annotations
@@ -30,13 +32,19 @@ class AnnotateAccumulatorBits:
 
     name = "AnnotateAccumulatorBits"
 
+    def __init__(self, requant_mode: str = "fixed"):
+        self.requant_mode = requant_mode
+
     def __call__(self, graph: Graph) -> Graph:
         nodes: list[Node] = []
         changed = False
+        wide = {"requant_mode": "wide"} if self.requant_mode == "wide" else {}
         for node in graph.nodes:
             bits = self._bits(graph, node) if node.op == "qnn.requantize" else None
-            if bits is not None and node.attrs.get("acc_bits") != bits:
-                node = node.with_(attrs=dict(node.attrs, acc_bits=bits))
+            attrs = dict(node.attrs, acc_bits=bits, **wide) if bits is not None else (
+                dict(node.attrs, **wide) if node.op == "qnn.mul" else node.attrs)
+            if attrs != node.attrs:
+                node = node.with_(attrs=attrs)
                 changed = True
             nodes.append(node)
         return graph.replace(nodes=nodes) if changed else graph

@@ -145,8 +145,9 @@ class FuseAccelerator:
     ----------
     env : Environment, optional
         The configuration (BATCH decides what fits); the current one by default.
-    requant_mode : {"fixed", "pow2"}
-        The multiplier form of every requantization (``pow2``: upstream's shift-only scheme).
+    requant_mode : {"fixed", "wide", "pow2"}
+        The multiplier form of every requantization (``fixed``, default: 15 bits; ``wide``: up to
+        24 bits where the accumulator bound allows; ``pow2``: upstream's shift-only scheme).
     """
 
     name = "FuseAccelerator"

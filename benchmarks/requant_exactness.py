@@ -1,0 +1,316 @@
+"""Per-layer bit-exactness of the integer requantisations against onnxruntime, on a zoo model.
+
+Run: ``python benchmarks/requant_exactness.py [NAME ...] [--calibration 2] [--layers] [--quick]``
+(default: every model of :data:`vta.models.zoo.ZOO`; ``--quick``: the text-direction classifier).
+
+Every QDQ ``Conv``, ``Add`` and ``Mul`` of the quantized model (a ``DequantizeLinear`` on each
+input, one ``QuantizeLinear`` after) is checked in isolation: its quantized inputs are
+onnxruntime's own (every QuantizeLinear output of the model is made a graph output, and the
+model outputs are checked unchanged by that), its outputs are computed here from them
+
+* ``ours``: the integer arithmetic of the accelerator and of the host kernels that mirror it, as
+  the graph compiles them with ``requant_mode="wide"`` (:func:`vta.topi.qnn.requantize_np` of
+  the exact int32 accumulator with the ``wide`` multiplier of the layer's accumulator bound, the
+  host's ``qnn.add`` kernel, :func:`vta.topi.qnn_mul.mul_np` with a ``wide`` multiplier);
+* ``fixed``: the same with the 15-bit ``fixed`` multipliers of the default ``requant_mode`` (and
+  :func:`vta.topi.qnn.add_np` for every add, the host's form before its sums with a single
+  value were fitted to onnxruntime's);
+* ``float``: onnxruntime's kernels as read in its source, in float32 (QLinearConv:
+  ``float(acc) * (s_x * s_w / s_y)``, clamped to the zero-point-shifted range, round half to even,
+  ``+ z_y``; QLinearMul: ``float(acc) * ratio + z_y`` then round half to even; QLinearAdd:
+  ``z_c - (r_a z_a + r_b z_b) + a r_a + b r_b`` on the raw values with fused multiply-adds,
+  then round half to even);
+* ``exact24`` (convolutions): the integer form of the same float rounding, the multiplier the
+  24-bit mantissa of the float32 multiplier: ``floor((acc * m24 + 2**(s-1)) / 2**s)`` (round
+  half up) — what a requantisation with the whole float32 multiplier would give,
+
+and compared with onnxruntime's QuantizeLinear output: the share of equal elements per layer
+(``--layers``) and over all layers of a kind, and the largest difference. ``float`` at 100%
+confirms what onnxruntime computes; the gap between ``fixed`` and ``exact24`` is what a 15-bit
+multiplier costs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from vta.errors import ModelFetchError  # noqa: E402
+from vta.graph.host import run_kernel  # noqa: E402
+from vta.graph.passes.accumulator_bits import worst_accumulator_bits  # noqa: E402
+from vta.models import zoo  # noqa: E402
+from vta.topi.qnn import Requant, add_np, requantize_np  # noqa: E402
+from vta.topi.qnn_mul import mul_np, mul_requant  # noqa: E402
+
+F32 = np.float32
+
+
+def _producers(graph):
+    return {o: n for n in graph.node for o in n.output}
+
+
+def _consumers(graph):
+    out: dict = {}
+    for n in graph.node:
+        for i in n.input:
+            out.setdefault(i, []).append(n)
+    return out
+
+
+def _attrs(node):
+    import onnx
+
+    return {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
+
+
+def patterns(model):
+    """``(kind, node, [dq input nodes], q node)`` of every QDQ Conv/Add/Mul."""
+    g = model.graph
+    prod, cons = _producers(g), _consumers(g)
+    found = []
+    for node in g.node:
+        if node.op_type not in ("Conv", "Add", "Mul"):
+            continue
+        dqs = [prod.get(i) for i in node.input if i]
+        if not dqs or any(d is None or d.op_type != "DequantizeLinear" for d in dqs):
+            continue
+        after = cons.get(node.output[0], [])
+        if len(after) != 1 or after[0].op_type != "QuantizeLinear":
+            continue
+        found.append((node.op_type, node, dqs, after[0]))
+    return found
+
+
+def ort_values(model, feeds, names):
+    """onnxruntime's values of tensors ``names`` (made graph outputs) and a check that the model
+    outputs did not change by it."""
+    import onnx
+    import onnxruntime as ort
+
+    m = onnx.ModelProto()
+    m.CopyFrom(model)
+    outs = [o.name for o in m.graph.output]
+    for nm in names:
+        if nm not in outs:
+            m.graph.output.append(onnx.helper.make_empty_tensor_value_info(nm))
+    sess = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"])
+    vals = sess.run(None, feeds)
+    got = dict(zip([o.name for o in m.graph.output], vals, strict=True))
+    ref = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, feeds)
+    same = all(np.array_equal(got[o], r) for o, r in zip(outs, ref, strict=True))
+    return got, same
+
+
+def _const(inits, got, name):
+    if name in inits:
+        return inits[name]
+    return got[name]
+
+
+def _qparams(dq, inits, got):
+    x = _const(inits, got, dq.input[0])
+    s = np.asarray(inits[dq.input[1]], F32)
+    z = np.asarray(inits[dq.input[2]]).astype(np.int64) if len(dq.input) > 2 and dq.input[2] else np.zeros(s.shape,
+                                                                                                            np.int64)
+    return x, s, z
+
+
+def conv_acc(x, zx, w, bias, attrs):
+    """The exact int32 accumulator of a grouped 2-D convolution (int64 result; float64 matmuls of
+    integers below 2**53 are exact)."""
+    n, c, h, wd = x.shape
+    co, cg, kh, kw = w.shape
+    group = int(attrs.get("group", 1))
+    sh, sw_ = attrs.get("strides", [1, 1])
+    dh, dw = attrs.get("dilations", [1, 1])
+    pads = attrs.get("pads", [0, 0, 0, 0])
+    xc = x.astype(np.float64) - zx
+    xp = np.pad(xc, ((0, 0), (0, 0), (pads[0], pads[2]), (pads[1], pads[3])))
+    oh = (h + pads[0] + pads[2] - dh * (kh - 1) - 1) // sh + 1
+    ow = (wd + pads[1] + pads[3] - dw * (kw - 1) - 1) // sw_ + 1
+    out = np.zeros((n, co, oh, ow), np.float64)
+    og = co // group
+    wf = w.astype(np.float64)
+    for g in range(group):
+        xs = xp[:, g * cg:(g + 1) * cg]
+        for i in range(kh):
+            for j in range(kw):
+                patch = xs[:, :, i * dh:i * dh + sh * (oh - 1) + 1:sh, j * dw:j * dw + sw_ * (ow - 1) + 1:sw_]
+                wg = wf[g * og:(g + 1) * og, :, i, j]
+                if cg == 1:
+                    out[:, g * og:(g + 1) * og] += patch * wg.reshape(1, og, 1, 1)
+                else:
+                    out[:, g * og:(g + 1) * og] += np.einsum("nchw,oc->nohw", patch, wg, optimize=True)
+    acc = out.astype(np.int64)
+    if bias is not None:
+        acc += bias.astype(np.int64).reshape(1, -1, 1, 1)
+    return acc
+
+
+def _rne_clip(v, z, dtype):
+    info = np.iinfo(dtype)
+    v = np.clip(v, F32(info.min - z), F32(info.max - z))
+    return np.rint(v).astype(np.int64) + z
+
+
+def mantissa_requant(acc, M32, axis_shape):
+    """``floor((acc * m24 + 2**(s-1)) / 2**s)`` with ``M32 = m24 * 2**-s`` exactly (int64: the
+    product of an int32 and a 24-bit integer stays below 2**55)."""
+    frac, exp = np.frexp(M32.astype(np.float64))          # M = frac * 2**exp, frac in [0.5, 1)
+    m = (frac * (1 << 24)).astype(np.int64)                # exact: 24 significant bits
+    s = (24 - exp).astype(np.int64)
+    tiny = (m == 0) | (s > 62)                             # |acc * M| < 1/2 for every int32 acc
+    m, s = np.where(tiny, 0, m).reshape(axis_shape), np.where(tiny, 1, s).reshape(axis_shape)
+    return (acc.astype(np.int64) * m + np.left_shift(np.int64(1), s - 1)) >> s
+
+
+def check_conv(node, dqs, q, inits, got):
+    x, sx, zx = _qparams(dqs[0], inits, got)
+    w, sw, zw = _qparams(dqs[1], inits, got)
+    if np.any(zw != 0):
+        return None
+    bias = _const(inits, got, dqs[2].input[0]) if len(dqs) > 2 else None
+    y = got[q.output[0]].astype(np.int64)
+    sy = np.asarray(inits[q.input[1]], F32).reshape(())
+    zy = int(np.asarray(inits[q.input[2]]).reshape(()))
+    dt = got[q.output[0]].dtype
+    acc = conv_acc(x, int(zx.reshape(-1)[0]), w, bias, _attrs(node))
+    sxs = F32(sx.reshape(-1)[0])
+    M32 = ((sxs * sw.reshape(-1).astype(F32)) / sy).astype(F32)          # onnxruntime's output_scales
+    shape = (1, -1, 1, 1)
+    flt = _rne_clip(acc.astype(F32) * M32.reshape(shape), zy, dt)
+    # ours: the importer's multiplier (float64 s_x * s_w, then / s_y, float32 in from_scale)
+    # the importer's multiplier: float32 s_x * s_w (as onnxruntime), divided by s_y (float32 in from_scale)
+    scale = (sxs * sw.reshape(-1).astype(F32)).astype(np.float64) / np.float64(sy)
+    off = 128 if dt == np.uint8 else 0
+    fixed = requantize_np(acc, Requant.from_scale(scale), 1, zy - off) + off
+    # the graph's requant_mode="wide": the float32 multiplier's bits the layer's accumulator bound leaves
+    bits = worst_accumulator_bits(w, 0, bias)
+    ours = requantize_np(acc, Requant.from_scale(scale, mode="wide", acc_bits=bits), 1, zy - off) + off
+    info = np.iinfo(dt)
+    m24 = np.clip(mantissa_requant(acc, M32, (1, -1, 1, 1)) + zy, info.min, info.max)
+    return y, {"ours": ours, "fixed": fixed, "float": flt, "exact24": m24}
+
+
+def check_add(node, dqs, q, inits, got):
+    (a, sa, za), (b, sb, zb) = (_qparams(d, inits, got) for d in dqs)
+    if sa.size != 1 or sb.size != 1:
+        return None
+    y = got[q.output[0]].astype(np.int64)
+    sc = F32(np.asarray(inits[q.input[1]]).reshape(()))
+    zc = int(np.asarray(inits[q.input[2]]).reshape(()))
+    dt = got[q.output[0]].dtype
+    za, zb = int(za.reshape(-1)[0]), int(zb.reshape(-1)[0])
+    sa, sb = F32(sa.reshape(-1)[0]), F32(sb.reshape(-1)[0])
+    rac, rbc = F32(sa / sc), F32(sb / sc)
+    # the kernel's float32 arithmetic, compiled with fused multiply-adds: fma(x, r, c) is the exact
+    # x * r + c rounded once (float64 holds it exactly: 8-bit x times a 24-bit r plus a float32 c)
+    inner = F32(np.float64(rac) * za + np.float64(F32(rbc * F32(zb))))
+    fixed = np.float64(F32(F32(zc) - inner))
+    a64, b64 = np.asarray(a, np.float64), np.asarray(b, np.float64)
+    if b64.size == 1:
+        fx = np.float64(F32(b64.reshape(()) * np.float64(rbc) + fixed))
+        v = (a64 * np.float64(rac) + fx).astype(F32)
+    else:
+        t = (a64 * np.float64(rac) + fixed).astype(F32).astype(np.float64)
+        v = (b64 * np.float64(rbc) + t).astype(F32)
+    af = np.broadcast_arrays(a64, b64)[0]
+    info = np.iinfo(dt)
+    flt = np.clip(np.rint(v.astype(F32)).astype(np.int64), info.min, info.max)
+    off = 128 if dt == np.uint8 else 0
+    ops = [(np.asarray(t).astype(np.int64) - off, z - off, Requant.from_scale(float(s) / float(sc)))
+           for t, z, s in ((a, za, sa), (b, zb, sb))]
+    ops[0] = (np.broadcast_to(ops[0][0], af.shape), *ops[0][1:])
+    fixed_pt = add_np(ops, zc - off) + off
+    attrs = dict(lhs_scale=float(sa), lhs_zero_point=za, rhs_scale=float(sb), rhs_zero_point=zb,
+                 output_scale=float(sc), output_zero_point=zc, out_dtype=str(dt))
+    ours = run_kernel("qnn.add", attrs, [np.asarray(a), np.asarray(b)]).astype(np.int64)
+    return y, {"ours": ours, "fixed": fixed_pt, "float": flt}
+
+
+def check_mul(node, dqs, q, inits, got):
+    (a, sa, za), (b, sb, zb) = (_qparams(d, inits, got) for d in dqs)
+    if sa.size != 1 or sb.size != 1:
+        return None
+    y = got[q.output[0]].astype(np.int64)
+    sc = F32(np.asarray(inits[q.input[1]]).reshape(()))
+    zc = int(np.asarray(inits[q.input[2]]).reshape(()))
+    dt = got[q.output[0]].dtype
+    za, zb = int(za.reshape(-1)[0]), int(zb.reshape(-1)[0])
+    sa, sb = F32(sa.reshape(-1)[0]), F32(sb.reshape(-1)[0])
+    acc = (np.asarray(a).astype(np.int64) - za) * (np.asarray(b).astype(np.int64) - zb)
+    ratio = F32(F32(sa * sb) / sc)
+    info = np.iinfo(dt)
+    flt = np.clip(np.rint(acc.astype(F32) * ratio + F32(zc)).astype(np.int64), info.min, info.max)
+    off = 128 if dt == np.uint8 else 0
+    cands = {}
+    for key, mode in (("ours", "wide"), ("fixed", "fixed")):
+        cands[key] = mul_np(np.asarray(a).astype(np.int64) - off, za - off, np.asarray(b).astype(np.int64) - off,
+                            zb - off, mul_requant(float(sa) * float(sb) / float(sc), mode), zc - off) + off
+    return y, {**cands, "float": flt}
+
+
+CHECKS = {"Conv": check_conv, "Add": check_add, "Mul": check_mul}
+
+
+def measure(name: str, calibration: int, show_layers: bool, out=sys.stdout) -> dict:
+    import onnx
+    from onnx import numpy_helper
+
+    path = zoo.quantized_model(name, calibration=calibration)
+    model = onnx.load(str(path))
+    feeds = zoo.sample_feeds(name, 1, seed=21)[0]
+    inits = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
+    pats = patterns(model)
+    need = set()
+    for _, _, dqs, q in pats:
+        need.update(d.input[0] for d in dqs if d.input[0] not in inits)
+        need.add(q.output[0])
+    got, same = ort_values(model, feeds, sorted(need))
+    totals: dict = {}
+    print(f"== {name} ({len(pats)} QDQ Conv/Add/Mul; model outputs unchanged by the extra outputs: {same})",
+          file=out)
+    for kind, node, dqs, q in pats:
+        r = CHECKS[kind](node, dqs, q, inits, got)
+        if r is None:
+            continue
+        y, cands = r
+        row = []
+        for key, v in cands.items():
+            d = np.abs(np.asarray(v, np.int64) - y)
+            t = totals.setdefault((kind, key), [0, 0, 0])
+            t[0] += int((d == 0).sum())
+            t[1] += d.size
+            t[2] = max(t[2], int(d.max()))
+            row.append(f"{key} {100 * (d == 0).mean():7.3f}% (max {int(d.max())})")
+        if show_layers:
+            print(f"  {kind:4s} {node.name[:48]:48s} " + "  ".join(row), file=out)
+    for (kind, key), (eq, size, mx) in sorted(totals.items()):
+        print(f"  all {kind:4s} {key:8s}: {100 * eq / size:8.4f}% of {size} outputs equal to onnxruntime's, "
+              f"largest difference {mx}", file=out)
+    return {f"{k}/{c}": v for (k, c), v in totals.items()}
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("names", nargs="*", default=None)
+    ap.add_argument("--calibration", type=int, default=2, help="calibration pages of the quantized model (2)")
+    ap.add_argument("--layers", action="store_true", help="print every layer")
+    ap.add_argument("--quick", action="store_true", help="the text-direction classifier only")
+    args = ap.parse_args(argv)
+    names = ["ch_ppocr_cls"] if args.quick else (args.names or list(zoo.ZOO))
+    for name in names:
+        try:
+            measure(name, args.calibration, args.layers)
+        except ModelFetchError as exc:
+            print(f"{name}: skipped ({exc})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
