@@ -16,7 +16,7 @@ import numpy as np
 from ..env import Environment
 from .ir import PARAM, Graph, Node, Value
 
-__all__ = ["INT8", "Chain", "Matcher", "match_add", "match_core", "match_max_pool", "match_mul"]
+__all__ = ["INT8", "Chain", "Matcher", "match_add", "match_avg_pool", "match_core", "match_max_pool", "match_mul"]
 
 INT8 = ("int8", "uint8")
 
@@ -211,3 +211,65 @@ def match_max_pool(m: Matcher, node: Node, claimed: set[str]) -> tuple[Chain | N
     if reason:
         return None, f"the ALU cannot run it: {reason}"
     return Chain("max_pool2d", [node], node), "supported"
+
+
+def avg_pool_spec(node: Node, x_zero_point: int, out_zero_point: int, clip: tuple[int, int], mode: str = "fixed"):
+    """The :class:`~vta.topi.qnn_avgpool.AvgPoolSpec` of a ``qnn.avg_pool2d`` or
+    ``qnn.global_avg_pool2d`` node (zero points and clip as given: the int8 domain of the fusion).
+
+    Raises
+    ------
+    ValueError
+        If the requantisation cannot be represented.
+    """
+    from ..topi.qnn_avgpool import AvgPoolSpec, avgpool_requant
+
+    (x,) = node.inputs
+    a = node.attrs
+    n, c, h, w = x.type.shape
+    if node.op == "qnn.global_avg_pool2d":
+        pool, strides = (h, w), (1, 1)
+    else:
+        pool, strides = _pair(a["pool_size"]), _pair(a["strides"])
+    s_in = a.get("input_scale")
+    s_in = x.type.scale if s_in is None else s_in
+    s_out = a.get("output_scale")
+    s_out = s_in if s_out is None else s_out
+    rq = avgpool_requant(float(np.ravel(s_in)[0]), float(np.ravel(s_out)[0]), pool[0] * pool[1], mode)
+    return AvgPoolSpec(n, c, h, w, pool, strides, int(x_zero_point), rq, int(out_zero_point), clip)
+
+
+def match_avg_pool(m: Matcher, node: Node, claimed: set[str]) -> tuple[Chain | None, str]:
+    """Match a ``qnn.avg_pool2d``/``qnn.global_avg_pool2d`` (+ relu/clip) of an int8/uint8 NCHW
+    tensor, per-tensor scales, no padding (the ALU sums each window, :mod:`vta.topi.qnn_avgpool`)."""
+    del claimed
+    (x,) = node.inputs
+    a = node.attrs
+    if x.type.dtype not in INT8 or node.output_type.dtype not in INT8 or x.type.ndim != 4:
+        return None, "average pooling of an int8/uint8 NCHW tensor runs on the accelerator, not of " \
+                     f"{x.type.dtype} {x.type.shape}"
+    scales = [a.get("input_scale"), a.get("output_scale"), x.type.scale]
+    if any(s is not None and np.size(s) != 1 for s in scales):
+        return None, "per-channel scales of an average pool not supported"
+    if node.op == "qnn.avg_pool2d":
+        if a.get("ceil_mode"):
+            return None, "ceil_mode not supported"
+        pad = a["padding"]
+        if any(int(p) for p in ((pad,) if isinstance(pad, (int, np.integer)) else pad)):
+            return None, f"padding {pad} not supported (a padded window's pixel count depends on its position)"
+    reason = m._batch_ok(x.type.shape[0])
+    if reason:
+        return None, reason
+    from ..topi.qnn_avgpool import avgpool_unsupported_reason
+
+    try:
+        spec = avg_pool_spec(node, 0, 0, (-128, 127))
+    except ValueError as exc:
+        return None, f"requantization not representable: {exc}"
+    reason = avgpool_unsupported_reason(spec, m.env)
+    if reason:
+        return None, f"the ALU cannot run it: {reason}"
+    chain = Chain("avg_pool2d", [node], node)
+    chain.activations = m.activations(node.output)
+    chain.nodes.extend(chain.activations)
+    return chain, "supported"

@@ -22,8 +22,8 @@ import numpy as np
 from ..errors import GraphError
 from .ir import TensorType, Value
 
-__all__ = ["OPS", "OpDef", "infer_vta_conv2d", "infer_vta_dense", "infer_vta_multiply", "infer_vta_pool",
-           "infer_vta_same", "packed_shape", "parse_layout", "pool_output_size"]
+__all__ = ["OPS", "OpDef", "infer_vta_avg_pool", "infer_vta_conv2d", "infer_vta_dense", "infer_vta_multiply",
+           "infer_vta_pool", "infer_vta_same", "packed_shape", "parse_layout", "pool_output_size"]
 
 INT8_TYPES = ("int8", "uint8")
 INT_TYPES = ("int8", "uint8", "int16", "int32", "int64")
@@ -547,6 +547,14 @@ def infer_vta_pool(node, op, ins, attrs):
     if attrs.get("channels") is not None and not parse_layout(attrs.get("layout", "NCHW"))[1]:
         t = t.with_(shape=(t.shape[0], int(attrs["channels"]), *t.shape[2:]))
     return t
+
+
+def infer_vta_avg_pool(node, op, ins, attrs):
+    """An average pool's output: the spec's window count, the output scale and zero point of the
+    attributes (they differ from the input's)."""
+    spec = _spec(node, op, attrs)
+    _check_input(node, op, ins[0], attrs, (spec.batch, spec.channels, spec.height, spec.width))
+    return _vta_out(node, op, attrs, spec.out_shape)
 
 
 _CONV = {"strides": (1, 1), "padding": (0, 0, 0, 0), "dilation": (1, 1), "groups": 1}

@@ -3,7 +3,8 @@
 ``qnn.conv2d``/``qnn.dense`` + ``nn.bias_add`` + ``qnn.requantize`` [+ ``qnn.add`` residual]
 [+ ``nn.relu``/``clip``] becomes ``vta.conv2d``/``vta.dense`` carrying a Q spec
 (:class:`vta.topi.qnn.QConv2DSpec`); a standalone ``qnn.add`` becomes ``vta.add``, a ``qnn.mul``
-``vta.multiply``, an 8-bit ``nn.max_pool2d`` ``vta.max_pool2d`` (the registrations of
+``vta.multiply``, an 8-bit ``nn.max_pool2d`` ``vta.max_pool2d``, a ``qnn.avg_pool2d`` or
+``qnn.global_avg_pool2d`` ``vta.avg_pool2d`` (the registrations of
 :mod:`vta.graph.accel_ops` say which graph operator starts which chain). On the way:
 
 * a grouped or depthwise convolution gets groups of whole channel blocks with block-diagonal
@@ -29,7 +30,7 @@ import numpy as np
 
 from ...env import Environment, get_env
 from ...errors import GraphError
-from ..accel_match import Chain, Matcher
+from ..accel_match import Chain, Matcher, avg_pool_spec
 from ...topi.qnn_group import accel_grouping, expand_group_weight
 from ..accel_ops import ACCEL_OPS, AccelOp, _pad_axis, _pad_requant
 from ..ir import Graph, Node, Value
@@ -385,8 +386,30 @@ class FuseAccelerator:
         out = rw.emit(_BY_KIND[c.kind].name, [x], attrs, pool.name)
         return self._finish(rw, out, pool.output_type.dtype, c.last)
 
+    def _fuse_avg_pool(self, rw: Rewriter, c: Chain) -> Value:
+        pool = c.core
+        x, dx = self._to_int8(rw, pool.inputs[0])
+        a = pool.attrs
+        z_in = a.get("input_zero_point")
+        z_in = (pool.inputs[0].type.zero_point or 0) if z_in is None else z_in
+        out_dtype = pool.output_type.dtype
+        doff = -128 if out_dtype == "uint8" else 0
+        lo, hi = fold_clip(c.activations, out_dtype)
+        z_out = int(a.get("output_zero_point") or 0)
+        spec = avg_pool_spec(pool, int(np.ravel(z_in)[0]) + dx, z_out + doff, (lo + doff, hi + doff),
+                             self.requant_mode)
+        s_out = a.get("output_scale")
+        s_out = a.get("input_scale") if s_out is None else s_out
+        s_out = pool.inputs[0].type.scale if s_out is None else s_out
+        attrs = dict(spec=spec, layout="NCHW", pool_size=spec.pool_size, strides=spec.strides, padding=(0, 0, 0, 0),
+                     out_scale=float(np.ravel(s_out)[0]), out_zero_point=z_out + doff, out_axis=None,
+                     channels=spec.channels)
+        rw.names.discard(pool.name)
+        out = rw.emit(_BY_KIND[c.kind].name, [x], attrs, pool.name)
+        return self._finish(rw, out, out_dtype, c.last)
+
 
 #: How :class:`FuseAccelerator` fuses a chain of each kind (``AccelOp.kind``).
 FUSED_KINDS = {"conv2d": FuseAccelerator._fuse_core, "dense": FuseAccelerator._fuse_core,
                "add": FuseAccelerator._fuse_add, "multiply": FuseAccelerator._fuse_mul,
-               "max_pool2d": FuseAccelerator._fuse_pool}
+               "max_pool2d": FuseAccelerator._fuse_pool, "avg_pool2d": FuseAccelerator._fuse_avg_pool}

@@ -31,10 +31,8 @@ _CPU_REASONS = {
     "nn.batch_flatten": "data movement only (no accelerator operator)",
     "transpose": "data movement only (no accelerator operator)",
     "concatenate": "data movement only (no accelerator operator)",
-    "qnn.avg_pool2d": "average pooling needs a division the ALU does not have",
-    "qnn.global_avg_pool2d": "average pooling needs a division the ALU does not have",
-    "nn.avg_pool2d": "average pooling needs a division the ALU does not have",
-    "nn.global_avg_pool2d": "average pooling needs a division the ALU does not have",
+    "nn.avg_pool2d": "float operator (no accelerator operator)",
+    "nn.global_avg_pool2d": "float operator (no accelerator operator)",
 }
 
 
