@@ -16,7 +16,8 @@ import numpy as np
 from ..env import Environment
 from .ir import PARAM, Graph, Node, Value
 
-__all__ = ["INT8", "Chain", "Matcher", "match_add", "match_avg_pool", "match_core", "match_max_pool", "match_mul"]
+__all__ = ["INT8", "Chain", "Matcher", "match_add", "match_avg_pool", "match_core", "match_max_pool", "match_minmax",
+           "match_mul", "match_upsampling"]
 
 INT8 = ("int8", "uint8")
 
@@ -273,3 +274,58 @@ def match_avg_pool(m: Matcher, node: Node, claimed: set[str]) -> tuple[Chain | N
     chain.activations = m.activations(node.output)
     chain.nodes.extend(chain.activations)
     return chain, "supported"
+
+
+def _accel_reader(m: Matcher, v: Value) -> bool:
+    """Some reader of ``v`` (through reshapes that only relabel it) may run on the accelerator."""
+    from .accel_ops import ACCEL_OPS   # (at call time: the registry imports this module)
+
+    sources = {s for op in ACCEL_OPS.values() for s in op.sources}
+    for r in m.readers.get(v.name, []):
+        if r.op in sources:
+            return True
+        if r.op == "reshape" and r.output_type.shape == v.type.shape and _accel_reader(m, r.output):
+            return True
+    return False
+
+
+def match_upsampling(m: Matcher, node: Node, claimed: set[str]) -> tuple[Chain | None, str]:
+    """Match an ``nn.upsampling`` (nearest neighbour, integer factors) of an int8/uint8 NCHW tensor."""
+    del claimed
+    (x,) = node.inputs
+    if x.type.dtype not in INT8 or x.type.ndim != 4:
+        return None, f"upsampling of an int8/uint8 NCHW tensor runs on the accelerator, not of {x.type.dtype}"
+    reason = m._batch_ok(x.type.shape[0])
+    if reason:
+        return None, reason
+    producer = m.graph.producer(x)
+    if (producer is None or producer.op == "onnx.region") and not _accel_reader(m, node.output):
+        return None, ("its input comes from the CPU and no reader runs on the accelerator: there it would only "
+                      "add two layout conversions")
+    from ..topi.qnn_upsampling import UpsamplingSpec, upsampling_unsupported_reason
+
+    n, c, h, w = x.type.shape
+    reason = upsampling_unsupported_reason(UpsamplingSpec(n, c, h, w, int(node.attrs["scale_h"]),
+                                                          int(node.attrs["scale_w"])), m.env)
+    if reason:
+        return None, f"the ALU cannot run it: {reason}"
+    return Chain("upsampling", [node], node), "supported"
+
+
+def match_minmax(m: Matcher, node: Node, claimed: set[str]) -> tuple[Chain | None, str]:
+    """Match a ``qnn.maximum``/``qnn.minimum`` (+ relu/clip) of two NCHW int8/uint8 tensors of one
+    shape whose scales the ALU can rescale (:mod:`vta.topi.qnn_minmax`)."""
+    chain, reason = match_add(m, node, claimed)
+    if chain is None:
+        what = "maxima" if node.op == "qnn.maximum" else "minima"
+        return None, reason.replace("adds", what).replace("an add", f"a {what[:-1]}um")
+    from ..topi.qnn_minmax import minmax_requant
+
+    a = node.attrs
+    try:
+        for side in ("lhs", "rhs"):
+            minmax_requant(float(np.ravel(a[f"{side}_scale"])[0] / np.ravel(a["output_scale"])[0]))
+    except ValueError as exc:
+        return None, f"requantization not representable: {exc}"
+    chain.kind = "minmax"
+    return chain, reason

@@ -4,8 +4,10 @@
 [+ ``nn.relu``/``clip``] becomes ``vta.conv2d``/``vta.dense`` carrying a Q spec
 (:class:`vta.topi.qnn.QConv2DSpec`); a standalone ``qnn.add`` becomes ``vta.add``, a ``qnn.mul``
 ``vta.multiply``, an 8-bit ``nn.max_pool2d`` ``vta.max_pool2d``, a ``qnn.avg_pool2d`` or
-``qnn.global_avg_pool2d`` ``vta.avg_pool2d`` (the registrations of
-:mod:`vta.graph.accel_ops` say which graph operator starts which chain). On the way:
+``qnn.global_avg_pool2d`` ``vta.avg_pool2d``, an 8-bit ``nn.upsampling`` ``vta.upsampling``, a
+``qnn.maximum``/``qnn.minimum`` ``vta.minmax`` (the
+registrations of :mod:`vta.graph.accel_ops` say which graph operator starts which chain). On the
+way:
 
 * a grouped or depthwise convolution gets groups of whole channel blocks with block-diagonal
   weights (:mod:`vta.topi.qnn_group`; zero groups fill the last block, its reason says so);
@@ -408,8 +410,46 @@ class FuseAccelerator:
         out = rw.emit(_BY_KIND[c.kind].name, [x], attrs, pool.name)
         return self._finish(rw, out, out_dtype, c.last)
 
+    def _fuse_minmax(self, rw: Rewriter, c: Chain) -> Value:
+        from ...topi.qnn_minmax import QMinMaxSpec, minmax_requant
+
+        node = c.core
+        a = node.attrs
+        va, da = self._to_int8(rw, node.inputs[0])
+        vb, db = self._to_int8(rw, node.inputs[1])
+        out_scale = float(_scale(a["output_scale"])[0])
+        out_dtype = node.output_type.dtype
+        doff = -128 if out_dtype == "uint8" else 0
+        lo, hi = fold_clip(c.activations, out_dtype)
+        n, ch, h, w = va.type.shape
+        rqs = [minmax_requant(float(_scale(a[f"{side}_scale"])[0]) / out_scale, self.requant_mode)
+               for side in ("lhs", "rhs")]
+        spec = QMinMaxSpec(n, ch, h, w, "max" if node.op == "qnn.maximum" else "min",
+                           int(a["lhs_zero_point"]) + da, rqs[0], int(a["rhs_zero_point"]) + db, rqs[1],
+                           int(a["output_zero_point"]) + doff, (lo + doff, hi + doff))
+        attrs = dict(spec=spec, layout="NCHW", out_scale=out_scale, out_zero_point=int(a["output_zero_point"]) + doff,
+                     out_axis=None, channels=ch)
+        rw.names.discard(node.name)
+        out = rw.emit(_BY_KIND[c.kind].name, [va, vb], attrs, node.name)
+        return self._finish(rw, out, out_dtype, c.last)
+
+    def _fuse_upsampling(self, rw: Rewriter, c: Chain) -> Value:
+        from ...topi.qnn_upsampling import UpsamplingSpec
+
+        node = c.core
+        x, _ = self._to_int8(rw, node.inputs[0])
+        n, ch, h, w = x.type.shape
+        fh, fw = int(node.attrs["scale_h"]), int(node.attrs["scale_w"])
+        t = x.type
+        attrs = dict(spec=UpsamplingSpec(n, ch, h, w, fh, fw), layout="NCHW", scale_h=fh, scale_w=fw,
+                     out_scale=t.scale, out_zero_point=t.zero_point, out_axis=t.axis, channels=ch)
+        rw.names.discard(node.name)
+        out = rw.emit(_BY_KIND[c.kind].name, [x], attrs, node.name)
+        return self._finish(rw, out, node.output_type.dtype, c.last)
+
 
 #: How :class:`FuseAccelerator` fuses a chain of each kind (``AccelOp.kind``).
 FUSED_KINDS = {"conv2d": FuseAccelerator._fuse_core, "dense": FuseAccelerator._fuse_core,
                "add": FuseAccelerator._fuse_add, "multiply": FuseAccelerator._fuse_mul,
-               "max_pool2d": FuseAccelerator._fuse_pool, "avg_pool2d": FuseAccelerator._fuse_avg_pool}
+               "max_pool2d": FuseAccelerator._fuse_pool, "avg_pool2d": FuseAccelerator._fuse_avg_pool,
+               "upsampling": FuseAccelerator._fuse_upsampling, "minmax": FuseAccelerator._fuse_minmax}
