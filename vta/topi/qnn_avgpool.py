@@ -169,9 +169,10 @@ def avgpool_unsupported_reason(spec: AvgPoolSpec, env: Environment | None = None
     """Why :func:`build_avgpool` cannot run ``spec`` on the ALU (None if it can)."""
     env = env or get_env()
     kh, kw = spec.pool_size
-    if _axis_plan(spec.height, kh, spec.strides[0], spec.out_height)[:1] == [("taps", kh)] and kh > 64 \
-            or _axis_plan(spec.width, kw, spec.strides[1], spec.out_width)[:1] == [("taps", kw)] and kw > 64:
-        return f"a window of {kh}x{kw} taps is too wide for one ALU stage per tap"
+    plans = (_axis_plan(spec.height, kh, spec.strides[0], spec.out_height),
+             _axis_plan(spec.width, kw, spec.strides[1], spec.out_width))
+    if max((f for plan in plans for _, f in plan), default=1) > 64:
+        return f"a window of {kh}x{kw} pixels needs more than 64 ALU stages along one axis"
     try:
         _row_tile(spec, env)
     except ScheduleError as exc:
