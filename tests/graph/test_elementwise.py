@@ -359,3 +359,45 @@ def test_qdq_max_min_imported_and_against_onnxruntime(env, op, scales):
         assert d.max() == 0
     assert d.max() <= 1 and (d == 0).mean() >= 0.99, (d.max(), (d == 0).mean())
     assert [(r.op, r.device) for r in m.node_records() if "minmax" in r.op] == [("vta.minmax", "vta")]
+
+
+def _concat_net(c1, c2, dtype):
+    """Two 3x3 convolutions of one input (c1 and c2 channels), concatenated along the channels,
+    then a 1x1 convolution: [conv -> requantize] x 2 -> concatenate -> conv -> requantize."""
+    rng = np.random.default_rng(c1 * 100 + c2)
+    b = GraphBuilder()
+    x = b.input("x", (1, 16, 6, 6), "uint8", scale=0.05, zero_point=120)
+    parts = []
+    for i, c in enumerate((c1, c2)):
+        w = b.const(f"w{i}", rng.integers(-20, 21, (c, 16, 3, 3)).astype(np.int8), scale=0.01)
+        a = b.qnn.conv2d(x, w, padding=(1, 1, 1, 1), name=f"conv{i}")
+        parts.append(b.qnn.requantize(a, output_scale=0.3, output_zero_point=128 if dtype == "uint8" else 0,
+                                      out_dtype=dtype, name=f"rq{i}"))
+    cat = b.concatenate(parts, axis=1, name="cat")
+    w = b.const("w2", rng.integers(-20, 21, (16, c1 + c2, 1, 1)).astype(np.int8), scale=0.01)
+    y = b.qnn.requantize(b.qnn.conv2d(cat, w, name="conv2"), output_scale=0.5, output_zero_point=3, name="rq2")
+    return b.finish([y, cat])
+
+
+@pytest.mark.parametrize("c1,c2,dtype,packed", [(16, 16, "uint8", True), (32, 24, "int8", True),
+                                                 (24, 16, "uint8", False)])
+def test_channel_concatenation_of_accelerator_results_stays_packed(env, c1, c2, dtype, packed):
+    """Inputs of whole channel blocks (all but the last): the concatenation joins the packed
+    blocks, with no layout conversion or offset between the convolutions; otherwise it runs on
+    plain tensors. Either way the result equals the host evaluation of the unfused graph."""
+    g = _concat_net(c1, c2, dtype)
+    x = np.random.default_rng(3).integers(0, 256, (1, 16, 6, 6)).astype(np.uint8)
+    m = run_graph(g, {"x": x}, env)
+    want = evaluate(g, {"x": x})
+    np.testing.assert_array_equal(m.get_output(0), want[0])
+    np.testing.assert_array_equal(m.get_output(1), want[1])
+    opt = optimize(g, env)
+    producer = {n.output.name: n for n in opt.nodes}
+    cat = next(n for n in opt.nodes if n.op == "concatenate")
+    conv2 = opt.node("conv2")
+    if packed:
+        assert producer[conv2.inputs[0].name] is cat and cat.output_type.ndim == 6
+        assert all(producer[v.name].op == "vta.conv2d" for v in cat.inputs)
+        assert "packed layout" in cat.attrs["reason"] and cat.attrs["device"] == "cpu"
+    else:
+        assert cat.output_type.ndim == 4 and producer[conv2.inputs[0].name].op == "layout_transform"

@@ -183,7 +183,8 @@ class FuseAccelerator:
                 continue
             chain = plans.get(node.name)
             if chain is None:
-                rw.keep(node)
+                if not self._concat_in_int8(rw, node, env):
+                    rw.keep(node)
                 continue
             out = self._fuse(rw, chain)
             rw.subst[node.name] = out
@@ -191,6 +192,25 @@ class FuseAccelerator:
         return rw.finish()
 
     # ------------------------------------------------------------------ helpers
+    def _concat_in_int8(self, rw: Rewriter, node: Node, env: Environment) -> bool:
+        """A channel concatenation of accelerator results runs on their int8 forms (then the
+        packing pass keeps it in the packed layout, :func:`packed_concat_ok`): True when done."""
+        if node.op != "concatenate" or node.output_type.ndim != 4 or int(node.attrs["axis"]) % 4 != 1:
+            return False
+        ins = [rw.map(v) for v in node.inputs]
+        int8 = [self._int8_of_uint8.get(v.name, v if v.type.dtype == "int8" else None) for v in ins]
+        if any(v is None or v.name not in self._accel_values for v in int8):
+            return False
+        if any(v.type.shape[1] % env.BLOCK_OUT for v in int8[:-1]):
+            return False
+        if node.output_type.dtype == "int8":
+            rw.names.discard(node.name)
+        name = node.name if node.output_type.dtype == "int8" else rw.fresh(f"{node.name}_i8")
+        out = rw.emit("concatenate", int8, dict(node.attrs), name)
+        rw.subst[node.name] = self._finish(rw, out, node.output_type.dtype, node)
+        self._accel_values.add(out.name)
+        return True
+
     def _to_int8(self, rw: Rewriter, v: Value) -> tuple[Value, int]:
         """``v`` in the int8 domain and the zero-point offset applied (0 or -128)."""
         v = rw.map(v)

@@ -69,6 +69,9 @@ class PlaceDevices:
         for node in graph.nodes:
             if node.op in ACCEL_OPS:
                 device, reason = "vta", self._vta_reason(node, graph, env, self.reasons.get(node.name))
+            elif node.op == "concatenate" and node.output_type.ndim == 6:
+                device, reason = "cpu", ("channel blocks of accelerator results concatenated in the packed layout "
+                                         "(a copy, no layout conversion)")
             elif node.op in KERNELS:
                 device = "cpu"
                 reason = (self.reasons.get(node.name) or node.attrs.get("reason")
