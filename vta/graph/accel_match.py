@@ -50,9 +50,11 @@ def _pair(v) -> tuple[int, int]:
 class Matcher:
     """Pattern matching over one graph (readers of every value computed once)."""
 
-    def __init__(self, graph: Graph, env: Environment):
+    def __init__(self, graph: Graph, env: Environment, sources: frozenset[str] = frozenset()):
         self.graph = graph
         self.env = env
+        #: the graph operators that start an accelerator chain (the registry's ``sources``)
+        self.sources = sources
         self.readers = graph.consumers()
         self.outputs = {v.name for v in graph.outputs}
 
@@ -278,11 +280,8 @@ def match_avg_pool(m: Matcher, node: Node, claimed: set[str]) -> tuple[Chain | N
 
 def _accel_reader(m: Matcher, v: Value) -> bool:
     """Some reader of ``v`` (through reshapes that only relabel it) may run on the accelerator."""
-    from .accel_ops import ACCEL_OPS   # (at call time: the registry imports this module)
-
-    sources = {s for op in ACCEL_OPS.values() for s in op.sources}
     for r in m.readers.get(v.name, []):
-        if r.op in sources:
+        if r.op in m.sources:
             return True
         if r.op == "reshape" and r.output_type.shape == v.type.shape and _accel_reader(m, r.output):
             return True

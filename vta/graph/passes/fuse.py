@@ -77,7 +77,7 @@ def _scale(v) -> np.ndarray:
 def chain_plans(graph: Graph, env: Environment,
                 pad_limit: float | None = None) -> tuple[dict[str, Chain], dict[str, str]]:
     """The chains to fuse (by the name of their last node) and, for every node left out, why."""
-    m = Matcher(graph, env)
+    m = Matcher(graph, env, frozenset(_BY_SOURCE))
     plans: dict[str, Chain] = {}
     reasons: dict[str, str] = {}
     claimed: set[str] = set()
