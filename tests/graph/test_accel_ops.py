@@ -68,9 +68,35 @@ def _max_pool_graph(rng):
     return b.finish(b.nn.max_pool2d(x, (2, 2), (2, 2), name="core"))
 
 
+def _avg_pool_graph(rng):
+    del rng
+    b = GraphBuilder()
+    x = b.input("x", (1, 20, 6, 6), "uint8", scale=0.05, zero_point=3)
+    return b.finish(b.qnn.global_avg_pool2d(x, output_scale=0.02, output_zero_point=1, name="core"))
+
+
+def _upsampling_graph(rng):
+    del rng
+    b = GraphBuilder()
+    x = b.input("x", (1, 20, 3, 4), "uint8", scale=0.05, zero_point=3)
+    y = b.input("y", (1, 20, 6, 12), "uint8", scale=0.05, zero_point=3)
+    return b.finish(b.qnn.add(b.nn.upsampling(x, 2, 3, name="core"), y, output_scale=0.1, output_zero_point=0))
+
+
+def _minmax_graph(rng):
+    del rng
+    b = GraphBuilder()
+    x = b.input("x", (1, 20, 4, 4), "uint8", scale=0.05, zero_point=3)
+    y = b.input("y", (1, 20, 4, 4), "int8", scale=0.07, zero_point=-1)
+    return b.finish(b.op("qnn.maximum", [x, y], dict(lhs_scale=0.05, lhs_zero_point=3, rhs_scale=0.07,
+                                                    rhs_zero_point=-1, output_scale=0.06, output_zero_point=2),
+                         "core"))
+
+
 #: A small graph per registered kind whose node ``core`` becomes that accelerator operator.
 GRAPHS = {"conv2d": _conv_graph, "dense": _dense_graph, "add": _add_graph, "multiply": _mul_graph,
-          "max_pool2d": _max_pool_graph}
+          "max_pool2d": _max_pool_graph, "avg_pool2d": _avg_pool_graph,
+          "upsampling": _upsampling_graph, "minmax": _minmax_graph}
 
 
 def test_every_registered_kind_has_a_fusion_and_a_test_graph():

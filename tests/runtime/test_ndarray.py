@@ -192,3 +192,16 @@ def test_copyto_array_and_device():
             np.testing.assert_array_equal(back.numpy(), data)
         with pytest.raises(TypeError, match="NDArray or a Device"):
             src.copyto("cpu")
+
+
+@pytest.mark.parametrize("dev", [cpu(0), ext_dev(0)], ids=["cpu", "ext_dev"])
+def test_view_shares_the_memory_in_another_shape(dev):
+    data = np.arange(2 * 3 * 4, dtype=np.int8).reshape(2, 3, 4)
+    with vta.nd.array(data, dev) as arr:
+        v = arr.view((2, 3, 2, 2))
+        assert v.shape == (2, 3, 2, 2) and v.dtype == "int8"
+        np.testing.assert_array_equal(v.numpy(), data.reshape(2, 3, 2, 2))
+        v.copyfrom(-data.reshape(2, 3, 2, 2))             # writes through the view reach the array
+        np.testing.assert_array_equal(arr.numpy(), -data)
+        with pytest.raises(ValueError, match="does not hold the 24 elements"):
+            arr.view((5, 5))

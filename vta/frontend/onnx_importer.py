@@ -300,6 +300,10 @@ class Importer:
             from .onnx_accel import emit_mul
 
             y = emit_mul(self, p, s_y, z_y, dtype)
+        elif p.kind in ("max", "min"):
+            from .onnx_accel import emit_minmax
+
+            y = emit_minmax(self, p, s_y, z_y, dtype)
         elif p.kind in ("avgpool", "gap"):
             x, sx, zx = self.as_quant(p.inputs[0], p.name, "the input")
             if not _scalar(sx):
@@ -428,6 +432,10 @@ class Importer:
             from .onnx_accel import finish_mul_float
 
             y = finish_mul_float(self, p)
+        elif p.kind in ("max", "min"):
+            from .onnx_accel import finish_minmax_float
+
+            y = finish_minmax_float(self, p)
         elif p.kind == "gap":
             y = b.nn.global_avg_pool2d(self.as_float(p.inputs[0]), name=self.unique(p.name))
             if not p.attrs.get("keepdims", True):

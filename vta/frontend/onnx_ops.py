@@ -15,7 +15,8 @@ from typing import Callable
 from .onnx_qdq import (_add, _avgpool, _binary_float, _cast, _clip, _concat, _constant, _conv, _dequantize_linear,
                        _flatten, _gap, _gemm, _identity, _matmul, _maxpool, _quantize_linear, ReduceMean,
                        _relu, _reshape, _softmax, _squeeze_like, _transpose)
-from .onnx_accel import _mul
+from .onnx_accel import _max, _min, _mul
+from .onnx_resize import Resize
 from .onnx_qop import (_conv_integer, _matmul_integer, _qgemm, _qlinear_add, _qlinear_avgpool, _qlinear_concat,
                        _qlinear_conv, _qlinear_gap, _qlinear_matmul)
 
@@ -31,6 +32,8 @@ SUPPORTED_OPS: dict[tuple[str, str], Callable | type] = {
     ("", "Add"): _add,
     ("", "Sub"): _binary_float("subtract"),
     ("", "Mul"): _mul,
+    ("", "Max"): _max,
+    ("", "Min"): _min,
     ("", "Relu"): _relu,
     ("", "Clip"): _clip,
     ("", "MaxPool"): _maxpool,
@@ -43,6 +46,7 @@ SUPPORTED_OPS: dict[tuple[str, str], Callable | type] = {
     ("", "Unsqueeze"): _squeeze_like(True),
     ("", "Transpose"): _transpose,
     ("", "Concat"): _concat,
+    ("", "Resize"): Resize,
     ("", "Softmax"): _softmax,
     ("", "Identity"): _identity,
     ("", "Constant"): _constant,

@@ -194,7 +194,7 @@ def _clip(im: Importer, node, name, ins):
 
 
 def _clamp(im: Importer, name: str, x, lo, hi):
-    if isinstance(x, Pending) and x.kind in ("conv", "dense", "add", "mul", "avgpool", "gap"):
+    if isinstance(x, Pending) and x.kind in ("conv", "dense", "add", "mul", "max", "min", "avgpool", "gap"):
         nlo = lo if x.lo is None else (x.lo if lo is None else max(x.lo, lo))
         nhi = hi if x.hi is None else (x.hi if hi is None else min(x.hi, hi))
         return Pending(x.kind, x.node, x.name, x.inputs, dict(x.attrs), nlo, nhi)

@@ -33,7 +33,7 @@ from ..errors import GraphError
 from .accel_ops import ACCEL_OPS, ACTIVATION_ROLES
 from .ir import Node, Value
 
-__all__ = ["AcceleratorBuilder", "CompiledOp", "node_arguments"]
+__all__ = ["AcceleratorBuilder", "CompiledOp", "node_arguments", "out_view_shape"]
 
 
 @dataclass
@@ -267,6 +267,13 @@ def _pack_bias(layout: Any, bias: np.ndarray, weight: np.ndarray) -> np.ndarray:
     return arr
 
 
+def out_view_shape(node: Node, layout: Any) -> tuple[int, ...] | None:
+    """The shape in which the function writes the node's output memory, when it is not the
+    output's own (same size and dtype: the executor passes a view), else None."""
+    res = layout.arg("out")
+    return None if tuple(res.shape) == node.output_type.shape else tuple(int(d) for d in res.shape)
+
+
 def node_arguments(node: Node, layout: Any, params: dict[str, np.ndarray]) -> list[tuple[str, Any]]:
     """The function's arguments but ``out``, in call order: ``("value", Value)`` for run-time
     inputs, ``("param", (name, packed array))`` for constants.
@@ -306,6 +313,9 @@ def node_arguments(node: Node, layout: Any, params: dict[str, np.ndarray]) -> li
                              f"{a.role} argument {a.name!r} is {a.dtype}{list(a.shape)}")
         out.append(("value", v))
     res = layout.arg("out")
+    if tuple(res.shape) != node.output_type.shape and int(np.prod(res.shape)) == node.output_type.size \
+            and res.dtype == node.output_type.dtype:
+        return out   # the function writes the output's memory in another shape (out_view_shape)
     if tuple(res.shape) != node.output_type.shape or res.dtype != node.output_type.dtype:
         raise GraphError(f"node {node.name!r} ({node.op}): output typed {node.output_type} but the function writes "
                          f"{res.dtype}{list(res.shape)}")

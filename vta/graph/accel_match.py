@@ -16,7 +16,8 @@ import numpy as np
 from ..env import Environment
 from .ir import PARAM, Graph, Node, Value
 
-__all__ = ["INT8", "Chain", "Matcher", "match_add", "match_core", "match_max_pool", "match_mul"]
+__all__ = ["INT8", "Chain", "Matcher", "match_add", "match_avg_pool", "match_core", "match_max_pool", "match_minmax",
+           "match_mul", "match_upsampling"]
 
 INT8 = ("int8", "uint8")
 
@@ -49,9 +50,11 @@ def _pair(v) -> tuple[int, int]:
 class Matcher:
     """Pattern matching over one graph (readers of every value computed once)."""
 
-    def __init__(self, graph: Graph, env: Environment):
+    def __init__(self, graph: Graph, env: Environment, sources: frozenset[str] = frozenset()):
         self.graph = graph
         self.env = env
+        #: the graph operators that start an accelerator chain (the registry's ``sources``)
+        self.sources = sources
         self.readers = graph.consumers()
         self.outputs = {v.name for v in graph.outputs}
 
@@ -211,3 +214,117 @@ def match_max_pool(m: Matcher, node: Node, claimed: set[str]) -> tuple[Chain | N
     if reason:
         return None, f"the ALU cannot run it: {reason}"
     return Chain("max_pool2d", [node], node), "supported"
+
+
+def avg_pool_spec(node: Node, x_zero_point: int, out_zero_point: int, clip: tuple[int, int], mode: str = "fixed"):
+    """The :class:`~vta.topi.qnn_avgpool.AvgPoolSpec` of a ``qnn.avg_pool2d`` or
+    ``qnn.global_avg_pool2d`` node (zero points and clip as given: the int8 domain of the fusion).
+
+    Raises
+    ------
+    ValueError
+        If the requantisation cannot be represented.
+    """
+    from ..topi.qnn_avgpool import AvgPoolSpec, avgpool_requant
+
+    (x,) = node.inputs
+    a = node.attrs
+    n, c, h, w = x.type.shape
+    if node.op == "qnn.global_avg_pool2d":
+        pool, strides = (h, w), (1, 1)
+    else:
+        pool, strides = _pair(a["pool_size"]), _pair(a["strides"])
+    s_in = a.get("input_scale")
+    s_in = x.type.scale if s_in is None else s_in
+    s_out = a.get("output_scale")
+    s_out = s_in if s_out is None else s_out
+    rq = avgpool_requant(float(np.ravel(s_in)[0]), float(np.ravel(s_out)[0]), pool[0] * pool[1], mode)
+    return AvgPoolSpec(n, c, h, w, pool, strides, int(x_zero_point), rq, int(out_zero_point), clip)
+
+
+def match_avg_pool(m: Matcher, node: Node, claimed: set[str]) -> tuple[Chain | None, str]:
+    """Match a ``qnn.avg_pool2d``/``qnn.global_avg_pool2d`` (+ relu/clip) of an int8/uint8 NCHW
+    tensor, per-tensor scales, no padding (the ALU sums each window, :mod:`vta.topi.qnn_avgpool`)."""
+    del claimed
+    (x,) = node.inputs
+    a = node.attrs
+    if x.type.dtype not in INT8 or node.output_type.dtype not in INT8 or x.type.ndim != 4:
+        return None, "average pooling of an int8/uint8 NCHW tensor runs on the accelerator, not of " \
+                     f"{x.type.dtype} {x.type.shape}"
+    scales = [a.get("input_scale"), a.get("output_scale"), x.type.scale]
+    if any(s is not None and np.size(s) != 1 for s in scales):
+        return None, "per-channel scales of an average pool not supported"
+    if node.op == "qnn.avg_pool2d":
+        if a.get("ceil_mode"):
+            return None, "ceil_mode not supported"
+        pad = a["padding"]
+        if any(int(p) for p in ((pad,) if isinstance(pad, (int, np.integer)) else pad)):
+            return None, f"padding {pad} not supported (a padded window's pixel count depends on its position)"
+    reason = m._batch_ok(x.type.shape[0])
+    if reason:
+        return None, reason
+    from ..topi.qnn_avgpool import avgpool_unsupported_reason
+
+    try:
+        spec = avg_pool_spec(node, 0, 0, (-128, 127))
+    except ValueError as exc:
+        return None, f"requantization not representable: {exc}"
+    reason = avgpool_unsupported_reason(spec, m.env)
+    if reason:
+        return None, f"the ALU cannot run it: {reason}"
+    chain = Chain("avg_pool2d", [node], node)
+    chain.activations = m.activations(node.output)
+    chain.nodes.extend(chain.activations)
+    return chain, "supported"
+
+
+def _accel_reader(m: Matcher, v: Value) -> bool:
+    """Some reader of ``v`` (through reshapes that only relabel it) may run on the accelerator."""
+    for r in m.readers.get(v.name, []):
+        if r.op in m.sources:
+            return True
+        if r.op == "reshape" and r.output_type.shape == v.type.shape and _accel_reader(m, r.output):
+            return True
+    return False
+
+
+def match_upsampling(m: Matcher, node: Node, claimed: set[str]) -> tuple[Chain | None, str]:
+    """Match an ``nn.upsampling`` (nearest neighbour, integer factors) of an int8/uint8 NCHW tensor."""
+    del claimed
+    (x,) = node.inputs
+    if x.type.dtype not in INT8 or x.type.ndim != 4:
+        return None, f"upsampling of an int8/uint8 NCHW tensor runs on the accelerator, not of {x.type.dtype}"
+    reason = m._batch_ok(x.type.shape[0])
+    if reason:
+        return None, reason
+    producer = m.graph.producer(x)
+    if (producer is None or producer.op == "onnx.region") and not _accel_reader(m, node.output):
+        return None, ("its input comes from the CPU and no reader runs on the accelerator: there it would only "
+                      "add two layout conversions")
+    from ..topi.qnn_upsampling import UpsamplingSpec, upsampling_unsupported_reason
+
+    n, c, h, w = x.type.shape
+    reason = upsampling_unsupported_reason(UpsamplingSpec(n, c, h, w, int(node.attrs["scale_h"]),
+                                                          int(node.attrs["scale_w"])), m.env)
+    if reason:
+        return None, f"the ALU cannot run it: {reason}"
+    return Chain("upsampling", [node], node), "supported"
+
+
+def match_minmax(m: Matcher, node: Node, claimed: set[str]) -> tuple[Chain | None, str]:
+    """Match a ``qnn.maximum``/``qnn.minimum`` (+ relu/clip) of two NCHW int8/uint8 tensors of one
+    shape whose scales the ALU can rescale (:mod:`vta.topi.qnn_minmax`)."""
+    chain, reason = match_add(m, node, claimed)
+    if chain is None:
+        what = "maxima" if node.op == "qnn.maximum" else "minima"
+        return None, reason.replace("adds", what).replace("an add", f"a {what[:-1]}um")
+    from ..topi.qnn_minmax import minmax_requant
+
+    a = node.attrs
+    try:
+        for side in ("lhs", "rhs"):
+            minmax_requant(float(np.ravel(a[f"{side}_scale"])[0] / np.ravel(a["output_scale"])[0]))
+    except ValueError as exc:
+        return None, f"requantization not representable: {exc}"
+    chain.kind = "minmax"
+    return chain, reason

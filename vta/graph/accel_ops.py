@@ -34,8 +34,10 @@ import numpy as np
 
 from ..env import Environment
 from ..errors import GraphError
-from .accel_match import match_add, match_core, match_max_pool, match_mul
-from .infer import _POOL, OpDef, infer_vta_conv2d, infer_vta_dense, infer_vta_multiply, infer_vta_pool, infer_vta_same
+from .accel_match import (match_add, match_avg_pool, match_core, match_max_pool, match_minmax, match_mul,
+                          match_upsampling)
+from .infer import (_POOL, OpDef, infer_vta_avg_pool, infer_vta_conv2d, infer_vta_dense, infer_vta_multiply,
+                    infer_vta_pool, infer_vta_same, infer_vta_upsampling)
 
 __all__ = ["ACCEL_OPS", "ACTIVATION_ROLES", "AccelOp", "accel_op", "round_up"]
 
@@ -118,6 +120,21 @@ def _build_maxpool(spec, name, env, **kw):
     return build_maxpool(spec, name, env=env, **kw)
 
 
+def _build_avgpool(spec, name, env, **kw):
+    from ..topi.qnn_avgpool import build_avgpool
+    return build_avgpool(spec, name, env=env, **kw)
+
+
+def _build_upsampling(spec, name, env, **kw):
+    from ..topi.qnn_upsampling import build_upsampling
+    return build_upsampling(spec, name, env=env, **kw)
+
+
+def _build_qminmax(spec, name, env, **kw):
+    from ..topi.qnn_minmax import build_qminmax
+    return build_qminmax(spec, name, env=env, **kw)
+
+
 def _no_macs(spec: Any) -> int:
     del spec
     return 0
@@ -191,6 +208,15 @@ def _entries() -> dict[str, AccelOp]:
         AccelOp("vta.max_pool2d", "max_pool2d", ("nn.max_pool2d",), match_max_pool, False, ("data",), "NCHW",
                 _pad_elementwise, _build_maxpool, _no_macs,
                 OpDef({**_POOL, "spec": None, **_OUT}, 1, infer_vta_pool)),
+        AccelOp("vta.avg_pool2d", "avg_pool2d", ("qnn.avg_pool2d", "qnn.global_avg_pool2d"), match_avg_pool, False,
+                ("data",), "NCHW", _pad_elementwise, _build_avgpool, _no_macs,
+                OpDef({**_POOL, "spec": None, **_OUT}, 1, infer_vta_avg_pool)),
+        AccelOp("vta.minmax", "minmax", ("qnn.maximum", "qnn.minimum"), match_minmax, False, ("lhs", "rhs"), "NCHW",
+                _pad_elementwise, _build_qminmax, _no_macs,
+                OpDef({"spec": None, "layout": "NCHW", **_OUT}, 2, infer_vta_same)),
+        AccelOp("vta.upsampling", "upsampling", ("nn.upsampling",), match_upsampling, False, ("data",), "NCHW",
+                _pad_elementwise, _build_upsampling, _no_macs,
+                OpDef({"scale_h": 1, "scale_w": 1, "spec": None, "layout": "NCHW", **_OUT}, 1, infer_vta_upsampling)),
     ]
     return {op.name: op for op in ops}
 

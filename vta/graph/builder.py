@@ -105,6 +105,11 @@ class _NN(_Namespace):
         """``nn.relu``; on a quantized tensor ``max(x, zero_point)`` (the real ReLU)."""
         return self._b.op("nn.relu", [x], {}, name)
 
+    def upsampling(self, x: Value, scale_h: int, scale_w: int, name: str | None = None) -> Value:
+        """``nn.upsampling`` (NCHW, nearest neighbour, integer factors)."""
+        return self._b.op("nn.upsampling", [x], dict(scale_h=int(scale_h), scale_w=int(scale_w),
+                                                     method="nearest_neighbor"), name)
+
     def max_pool2d(self, x: Value, pool_size: Any, strides: Any = (1, 1), padding: Any = (0, 0, 0, 0),
                    ceil_mode: bool = False, name: str | None = None) -> Value:
         """``nn.max_pool2d`` (NCHW)."""

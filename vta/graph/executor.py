@@ -289,6 +289,9 @@ class GraphModule:
             if i in self._funcs:
                 args = [self._device_value(j) for j in ins]
                 out = self._device_array(i)
+                view = a.get("func_out_shape")
+                if view:   # the function writes the output's memory in another shape
+                    out = out.view(tuple(int(d) for d in view.split(",")))
                 before = stats() if stats else None
                 t0 = time.perf_counter()
                 with self.layer_scope(n["name"]) if self.layer_scope else contextlib.nullcontext():

@@ -173,6 +173,21 @@ def _qnn_mul(attrs, ins):
                   int(attrs["output_zero_point"]), lo, hi).astype(dtype)
 
 
+def _qnn_minmax(op: str) -> Kernel:
+    def kernel(attrs, ins):
+        """The quantized maximum/minimum as the accelerator computes it
+        (:func:`vta.topi.qnn_minmax.minmax_np`): each operand requantised to the output scale."""
+        from ..topi.qnn_minmax import minmax_np, minmax_requant
+
+        a, b = ins
+        dtype, lo, hi = _out_range(attrs, str(a.dtype))
+        s_out = float(_vec(attrs["output_scale"])[0])
+        rq = [minmax_requant(float(_vec(attrs[f"{side}_scale"])[0]) / s_out) for side in ("lhs", "rhs")]
+        return minmax_np(op, a, int(attrs["lhs_zero_point"]), rq[0], b, int(attrs["rhs_zero_point"]), rq[1],
+                         int(attrs["output_zero_point"]), lo, hi).astype(dtype)
+    return kernel
+
+
 def _offset(delta: int, dtype: str) -> Kernel:
     def kernel(attrs, ins):
         (x,) = ins
@@ -312,6 +327,11 @@ def _max_pool(attrs, ins):
     for win, _, _ in _windows(x, attrs, fill):
         out = win.copy() if out is None else np.maximum(out, win)
     return out.astype(x.dtype)
+
+
+def _upsampling(attrs, ins):
+    (x,) = ins
+    return np.repeat(np.repeat(x, int(attrs["scale_h"]), axis=2), int(attrs["scale_w"]), axis=3)
 
 
 def _pool_sums(x: np.ndarray, attrs) -> tuple[np.ndarray, np.ndarray]:
@@ -458,9 +478,12 @@ KERNELS: dict[str, Kernel] = {
     "qnn.requantize": _requantize,
     "qnn.add": _qnn_add,
     "qnn.mul": _qnn_mul,
+    "qnn.maximum": _qnn_minmax("max"),
+    "qnn.minimum": _qnn_minmax("min"),
     "clip": _clip,
     "nn.relu": _relu,
     "nn.max_pool2d": _max_pool,
+    "nn.upsampling": _upsampling,
     "nn.avg_pool2d": _avg_pool,
     "qnn.avg_pool2d": _qnn_avg_pool,
     "nn.global_avg_pool2d": _global_avg_pool,
@@ -477,6 +500,8 @@ KERNELS: dict[str, Kernel] = {
     "add": _binary(np.add),
     "subtract": _binary(np.subtract),
     "multiply": _binary(np.multiply),
+    "maximum": _binary(np.maximum),
+    "minimum": _binary(np.minimum),
     "vta.to_int8": _offset(-128, "int8"),
     "vta.to_uint8": _offset(128, "uint8"),
     "vta.fold_width": _fold_width,

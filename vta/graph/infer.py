@@ -22,8 +22,9 @@ import numpy as np
 from ..errors import GraphError
 from .ir import TensorType, Value
 
-__all__ = ["OPS", "OpDef", "infer_vta_conv2d", "infer_vta_dense", "infer_vta_multiply", "infer_vta_pool",
-           "infer_vta_same", "packed_shape", "parse_layout", "pool_output_size"]
+__all__ = ["OPS", "OpDef", "infer_vta_avg_pool", "infer_vta_conv2d", "infer_vta_dense", "infer_vta_multiply",
+           "infer_vta_pool", "infer_vta_same", "infer_vta_upsampling", "packed_shape", "parse_layout",
+           "pool_output_size"]
 
 INT8_TYPES = ("int8", "uint8")
 INT_TYPES = ("int8", "uint8", "int16", "int32", "int64")
@@ -293,6 +294,19 @@ def _same(node, op, ins, attrs):
     return ins[0].type
 
 
+def _upsampling(node, op, ins, attrs):
+    """Nearest-neighbour upsampling by integer factors (NCHW): every pixel repeated
+    ``scale_h x scale_w`` times; the values (and their quantization) unchanged."""
+    (x,) = ins
+    n, c, h, w = _data_layout(node, op, x, attrs)
+    fh, fw = attrs.get("scale_h"), attrs.get("scale_w")
+    if not all(isinstance(f, (int, np.integer)) and f >= 1 for f in (fh, fw)):
+        raise _err(node, op, f"scale_h and scale_w must be positive integers, got {fh!r}, {fw!r}")
+    if attrs.get("method", "nearest_neighbor") != "nearest_neighbor":
+        raise _err(node, op, f"method {attrs.get('method')!r} not supported (accepted: 'nearest_neighbor')")
+    return x.type.with_(shape=(n, c, h * int(fh), w * int(fw)))
+
+
 def _clip(node, op, ins, attrs):
     if attrs.get("a_min") is None or attrs.get("a_max") is None or attrs["a_min"] > attrs["a_max"]:
         raise _err(node, op, f"needs a_min <= a_max, got {attrs.get('a_min')!r}, {attrs.get('a_max')!r}")
@@ -549,6 +563,21 @@ def infer_vta_pool(node, op, ins, attrs):
     return t
 
 
+def infer_vta_avg_pool(node, op, ins, attrs):
+    """An average pool's output: the spec's window count, the output scale and zero point of the
+    attributes (they differ from the input's)."""
+    spec = _spec(node, op, attrs)
+    _check_input(node, op, ins[0], attrs, (spec.batch, spec.channels, spec.height, spec.width))
+    return _vta_out(node, op, attrs, spec.out_shape)
+
+
+def infer_vta_upsampling(node, op, ins, attrs):
+    """Upsampling on the ALU: the spec's sizes, the input's scale and zero point."""
+    spec = _spec(node, op, attrs)
+    _check_input(node, op, ins[0], attrs, (spec.batch, spec.channels, spec.height, spec.width))
+    return _vta_out(node, op, attrs, spec.out_shape)
+
+
 _CONV = {"strides": (1, 1), "padding": (0, 0, 0, 0), "dilation": (1, 1), "groups": 1}
 _QIN = {"input_zero_point": 0, "kernel_zero_point": 0, "out_dtype": "int32"}
 _POOL = {"pool_size": (1, 1), "strides": (1, 1), "padding": (0, 0, 0, 0), "ceil_mode": False, "layout": "NCHW"}
@@ -579,6 +608,8 @@ OPS: dict[str, OpDef] = {
     "qnn.add": OpDef(dict(_QADD), 2, _qnn_add),
     # the quantized product (s_out * (y - z_out) = s_lhs * (a - z_lhs) * s_rhs * (b - z_rhs))
     "qnn.mul": OpDef(dict(_QADD), 2, _qnn_add),
+    "qnn.maximum": OpDef(dict(_QADD), 2, _qnn_add),
+    "qnn.minimum": OpDef(dict(_QADD), 2, _qnn_add),
     "clip": OpDef({"a_min": None, "a_max": None}, 1, _clip),
     "nn.relu": OpDef({}, 1, _same),
     "nn.max_pool2d": OpDef(dict(_POOL), 1, _pool),
@@ -586,6 +617,8 @@ OPS: dict[str, OpDef] = {
     "qnn.avg_pool2d": OpDef({**_POOL, "count_include_pad": False, **_QPOOL}, 1, _pool),
     "nn.global_avg_pool2d": OpDef({}, 1, _global_pool),
     "qnn.global_avg_pool2d": OpDef(dict(_QPOOL), 1, _global_pool),
+    "nn.upsampling": OpDef({"scale_h": 1, "scale_w": 1, "method": "nearest_neighbor", "layout": "NCHW"}, 1,
+                           _upsampling),
     "reshape": OpDef({"newshape": None}, 1, _reshape),
     "nn.batch_flatten": OpDef({}, 1, _batch_flatten),
     "transpose": OpDef({"axes": None}, 1, _transpose),
@@ -600,6 +633,8 @@ OPS: dict[str, OpDef] = {
     "add": OpDef({}, 2, _binary),
     "subtract": OpDef({}, 2, _binary),
     "multiply": OpDef({}, 2, _binary),
+    "maximum": OpDef({}, 2, _binary),
+    "minimum": OpDef({}, 2, _binary),
     # the offset between a uint8 tensor and its int8 form inside accelerator regions
     "vta.to_int8": OpDef({}, 1, _offset("int8", "uint8")),
     "vta.to_uint8": OpDef({}, 1, _offset("uint8", "int8")),

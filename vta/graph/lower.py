@@ -21,7 +21,7 @@ import numpy as np
 
 from ..env import Environment, get_env
 from ..errors import GraphError
-from .accel import AcceleratorBuilder, node_arguments
+from .accel import AcceleratorBuilder, node_arguments, out_view_shape
 from .ir import INPUT, PARAM, Graph, Node, Value
 from .macs import node_macs
 from .pipeline import optimize
@@ -201,6 +201,9 @@ def lower(graph: Graph, params: Mapping[str, np.ndarray] | None = None, env: Env
                     out_params[pname] = arr
                     inputs.append(w.null(pname, arr.shape, arr.dtype))
             attrs = {"func_name": compiled.func_name, "num_inputs": str(len(inputs)), **common}
+            view = out_view_shape(node, compiled.layout)
+            if view is not None:   # the function writes the output's memory in this shape
+                attrs["func_out_shape"] = ",".join(str(d) for d in view)
         else:
             inputs = [source(v) for v in node.inputs]
             attrs = {"func_name": HOST_FUNC, "num_inputs": str(len(inputs)), "host_kernel": node.op,

@@ -156,6 +156,22 @@ class NDArray:
         return f"<NDArray shape={self._shape} dtype={self.dtype} device={self._device!r}{state}>"
 
     # ---------------------------------------------------------------- data movement
+    def view(self, shape: tuple[int, ...]) -> "NDArray":
+        """The same memory as an array of ``shape`` (same element count; no copy, not an owner).
+
+        Raises
+        ------
+        ValueError
+            If ``shape`` holds a different number of elements.
+        """
+        self._check_open()
+        shape = tuple(int(d) for d in shape)
+        if int(np.prod(shape)) != int(np.prod(self._shape)):
+            raise ValueError(f"a view of shape {shape} does not hold the {int(np.prod(self._shape))} elements of "
+                             f"an array of shape {self._shape}")
+        host = self._host.reshape(shape) if self._host is not None else None
+        return NDArray(shape, self.dtype, self._device, host=host, phys=self._phys, dram=self._dram, owner=False)
+
     def _check_open(self) -> None:
         if self._closed:
             raise TVMError(f"NDArray {self._shape} {self.dtype} on {self._device!r} has been closed")

@@ -50,12 +50,19 @@ class Rewriter:
         return node.output
 
     def keep(self, node: Node) -> Value:
-        """Re-emit ``node`` on the mapped inputs (its type re-inferred) under its own name."""
+        """Re-emit ``node`` on the mapped inputs (its type re-inferred; the node's own quantization
+        labels kept when shape and dtype agree) under its own name."""
         inputs = [self.map(v) for v in node.inputs]
         if all(a is b or a == b for a, b in zip(inputs, node.inputs, strict=True)):
             self.nodes.append(node)
             return node.output
         out = self.emit(node.op, inputs, node.attrs, node.name)
+        t = node.output_type
+        if out.type != t and out.type.shape == t.shape and out.type.dtype == t.dtype:
+            # the same values under the node's own quantization labels (a relabelling reshape
+            # keeps the scale it was given, not its new input's)
+            self.nodes[-1] = self.nodes[-1].with_(output_type=t)
+            out = self.nodes[-1].output
         if out.name != node.name:
             self.subst[node.name] = out
         return out

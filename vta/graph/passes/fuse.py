@@ -3,8 +3,11 @@
 ``qnn.conv2d``/``qnn.dense`` + ``nn.bias_add`` + ``qnn.requantize`` [+ ``qnn.add`` residual]
 [+ ``nn.relu``/``clip``] becomes ``vta.conv2d``/``vta.dense`` carrying a Q spec
 (:class:`vta.topi.qnn.QConv2DSpec`); a standalone ``qnn.add`` becomes ``vta.add``, a ``qnn.mul``
-``vta.multiply``, an 8-bit ``nn.max_pool2d`` ``vta.max_pool2d`` (the registrations of
-:mod:`vta.graph.accel_ops` say which graph operator starts which chain). On the way:
+``vta.multiply``, an 8-bit ``nn.max_pool2d`` ``vta.max_pool2d``, a ``qnn.avg_pool2d`` or
+``qnn.global_avg_pool2d`` ``vta.avg_pool2d``, an 8-bit ``nn.upsampling`` ``vta.upsampling``, a
+``qnn.maximum``/``qnn.minimum`` ``vta.minmax`` (the
+registrations of :mod:`vta.graph.accel_ops` say which graph operator starts which chain). On the
+way:
 
 * a grouped or depthwise convolution gets groups of whole channel blocks with block-diagonal
   weights (:mod:`vta.topi.qnn_group`; zero groups fill the last block, its reason says so);
@@ -29,7 +32,7 @@ import numpy as np
 
 from ...env import Environment, get_env
 from ...errors import GraphError
-from ..accel_match import Chain, Matcher
+from ..accel_match import Chain, Matcher, avg_pool_spec
 from ...topi.qnn_group import accel_grouping, expand_group_weight
 from ..accel_ops import ACCEL_OPS, AccelOp, _pad_axis, _pad_requant
 from ..ir import Graph, Node, Value
@@ -74,7 +77,7 @@ def _scale(v) -> np.ndarray:
 def chain_plans(graph: Graph, env: Environment,
                 pad_limit: float | None = None) -> tuple[dict[str, Chain], dict[str, str]]:
     """The chains to fuse (by the name of their last node) and, for every node left out, why."""
-    m = Matcher(graph, env)
+    m = Matcher(graph, env, frozenset(_BY_SOURCE))
     plans: dict[str, Chain] = {}
     reasons: dict[str, str] = {}
     claimed: set[str] = set()
@@ -181,7 +184,8 @@ class FuseAccelerator:
                 continue
             chain = plans.get(node.name)
             if chain is None:
-                rw.keep(node)
+                if not self._concat_in_int8(rw, node, env):
+                    rw.keep(node)
                 continue
             out = self._fuse(rw, chain)
             rw.subst[node.name] = out
@@ -189,6 +193,25 @@ class FuseAccelerator:
         return rw.finish()
 
     # ------------------------------------------------------------------ helpers
+    def _concat_in_int8(self, rw: Rewriter, node: Node, env: Environment) -> bool:
+        """A channel concatenation of accelerator results runs on their int8 forms (then the
+        packing pass keeps it in the packed layout, :func:`packed_concat_ok`): True when done."""
+        if node.op != "concatenate" or node.output_type.ndim != 4 or int(node.attrs["axis"]) % 4 != 1:
+            return False
+        ins = [rw.map(v) for v in node.inputs]
+        int8 = [self._int8_of_uint8.get(v.name, v if v.type.dtype == "int8" else None) for v in ins]
+        if any(v is None or v.name not in self._accel_values for v in int8):
+            return False
+        if any(v.type.shape[1] % env.BLOCK_OUT for v in int8[:-1]):
+            return False
+        if node.output_type.dtype == "int8":
+            rw.names.discard(node.name)
+        name = node.name if node.output_type.dtype == "int8" else rw.fresh(f"{node.name}_i8")
+        out = rw.emit("concatenate", int8, dict(node.attrs), name)
+        rw.subst[node.name] = self._finish(rw, out, node.output_type.dtype, node)
+        self._accel_values.add(out.name)
+        return True
+
     def _to_int8(self, rw: Rewriter, v: Value) -> tuple[Value, int]:
         """``v`` in the int8 domain and the zero-point offset applied (0 or -128)."""
         v = rw.map(v)
@@ -386,8 +409,68 @@ class FuseAccelerator:
         out = rw.emit(_BY_KIND[c.kind].name, [x], attrs, pool.name)
         return self._finish(rw, out, pool.output_type.dtype, c.last)
 
+    def _fuse_avg_pool(self, rw: Rewriter, c: Chain) -> Value:
+        pool = c.core
+        x, dx = self._to_int8(rw, pool.inputs[0])
+        a = pool.attrs
+        z_in = a.get("input_zero_point")
+        z_in = (pool.inputs[0].type.zero_point or 0) if z_in is None else z_in
+        out_dtype = pool.output_type.dtype
+        doff = -128 if out_dtype == "uint8" else 0
+        lo, hi = fold_clip(c.activations, out_dtype)
+        z_out = int(a.get("output_zero_point") or 0)
+        spec = avg_pool_spec(pool, int(np.ravel(z_in)[0]) + dx, z_out + doff, (lo + doff, hi + doff),
+                             self.requant_mode)
+        s_out = a.get("output_scale")
+        s_out = a.get("input_scale") if s_out is None else s_out
+        s_out = pool.inputs[0].type.scale if s_out is None else s_out
+        attrs = dict(spec=spec, layout="NCHW", pool_size=spec.pool_size, strides=spec.strides, padding=(0, 0, 0, 0),
+                     out_scale=float(np.ravel(s_out)[0]), out_zero_point=z_out + doff, out_axis=None,
+                     channels=spec.channels)
+        rw.names.discard(pool.name)
+        out = rw.emit(_BY_KIND[c.kind].name, [x], attrs, pool.name)
+        return self._finish(rw, out, out_dtype, c.last)
+
+    def _fuse_minmax(self, rw: Rewriter, c: Chain) -> Value:
+        from ...topi.qnn_minmax import QMinMaxSpec, minmax_requant
+
+        node = c.core
+        a = node.attrs
+        va, da = self._to_int8(rw, node.inputs[0])
+        vb, db = self._to_int8(rw, node.inputs[1])
+        out_scale = float(_scale(a["output_scale"])[0])
+        out_dtype = node.output_type.dtype
+        doff = -128 if out_dtype == "uint8" else 0
+        lo, hi = fold_clip(c.activations, out_dtype)
+        n, ch, h, w = va.type.shape
+        rqs = [minmax_requant(float(_scale(a[f"{side}_scale"])[0]) / out_scale, self.requant_mode)
+               for side in ("lhs", "rhs")]
+        spec = QMinMaxSpec(n, ch, h, w, "max" if node.op == "qnn.maximum" else "min",
+                           int(a["lhs_zero_point"]) + da, rqs[0], int(a["rhs_zero_point"]) + db, rqs[1],
+                           int(a["output_zero_point"]) + doff, (lo + doff, hi + doff))
+        attrs = dict(spec=spec, layout="NCHW", out_scale=out_scale, out_zero_point=int(a["output_zero_point"]) + doff,
+                     out_axis=None, channels=ch)
+        rw.names.discard(node.name)
+        out = rw.emit(_BY_KIND[c.kind].name, [va, vb], attrs, node.name)
+        return self._finish(rw, out, out_dtype, c.last)
+
+    def _fuse_upsampling(self, rw: Rewriter, c: Chain) -> Value:
+        from ...topi.qnn_upsampling import UpsamplingSpec
+
+        node = c.core
+        x, _ = self._to_int8(rw, node.inputs[0])
+        n, ch, h, w = x.type.shape
+        fh, fw = int(node.attrs["scale_h"]), int(node.attrs["scale_w"])
+        t = x.type
+        attrs = dict(spec=UpsamplingSpec(n, ch, h, w, fh, fw), layout="NCHW", scale_h=fh, scale_w=fw,
+                     out_scale=t.scale, out_zero_point=t.zero_point, out_axis=t.axis, channels=ch)
+        rw.names.discard(node.name)
+        out = rw.emit(_BY_KIND[c.kind].name, [x], attrs, node.name)
+        return self._finish(rw, out, node.output_type.dtype, c.last)
+
 
 #: How :class:`FuseAccelerator` fuses a chain of each kind (``AccelOp.kind``).
 FUSED_KINDS = {"conv2d": FuseAccelerator._fuse_core, "dense": FuseAccelerator._fuse_core,
                "add": FuseAccelerator._fuse_add, "multiply": FuseAccelerator._fuse_mul,
-               "max_pool2d": FuseAccelerator._fuse_pool}
+               "max_pool2d": FuseAccelerator._fuse_pool, "avg_pool2d": FuseAccelerator._fuse_avg_pool,
+               "upsampling": FuseAccelerator._fuse_upsampling, "minmax": FuseAccelerator._fuse_minmax}

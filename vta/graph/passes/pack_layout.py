@@ -6,6 +6,8 @@ is; one from the CPU (or a graph input) passes through one ``layout_transform`` 
 readers) that packs and zero-pads its channels; a packed result read by the CPU or returned by
 the graph passes through one ``layout_transform`` that unpacks and crops to the logical channels.
 A batch that is not a multiple of BATCH is padded the same way (and cropped at the exit).
+A ``concatenate`` along the channels of packed values, all but the last a whole number of channel
+blocks, stays in the packed layout (the blocks follow one another): no conversion around it.
 This is what upstream's ``graph_pack`` did for Relay, minus its reliance on start/stop names.
 """
 
@@ -66,6 +68,13 @@ class PackLayout:
 
         for node in graph.nodes:
             op = ACCEL_OPS.get(node.op)
+            if op is None and node.op == "concatenate" and _packed_concat_ok(node, [rw.map(v) for v in node.inputs],
+                                                                           logical, c):
+                ins = [rw.map(v) for v in node.inputs]
+                out = rw.emit(node.op, ins, dict(node.attrs, axis=1), node.name)
+                rw.subst[node.name] = out
+                logical[out.name] = (logical[ins[0].name][0], sum(logical[v.name][1] for v in ins))
+                continue
             if op is None:
                 inputs = [plain(v) for v in node.inputs]
                 _emit_same(rw, node, inputs)
@@ -81,6 +90,16 @@ class PackLayout:
             logical[out.name] = (int(node.attrs["spec"].batch), int(channels))
         outputs = [plain(v) for v in graph.outputs]
         return rw.finish(outputs)
+
+
+def _packed_concat_ok(node: Node, inputs: list[Value], logical: dict, block: int) -> bool:
+    """A channel concatenation of packed values stays packed: every input packed (NCHW), every
+    one but the last a whole number of channel blocks (the packed blocks then follow one another)."""
+    if node.output_type.ndim != 4 or int(node.attrs["axis"]) % 4 != 1:
+        return False
+    if not all(v.name in logical and v.type.ndim == 6 for v in inputs):
+        return False
+    return all(logical[v.name][1] % block == 0 for v in inputs[:-1])
 
 
 def _layout_of(v: Value, b: int, c: int) -> str:

@@ -31,10 +31,8 @@ _CPU_REASONS = {
     "nn.batch_flatten": "data movement only (no accelerator operator)",
     "transpose": "data movement only (no accelerator operator)",
     "concatenate": "data movement only (no accelerator operator)",
-    "qnn.avg_pool2d": "average pooling needs a division the ALU does not have",
-    "qnn.global_avg_pool2d": "average pooling needs a division the ALU does not have",
-    "nn.avg_pool2d": "average pooling needs a division the ALU does not have",
-    "nn.global_avg_pool2d": "average pooling needs a division the ALU does not have",
+    "nn.avg_pool2d": "float operator (no accelerator operator)",
+    "nn.global_avg_pool2d": "float operator (no accelerator operator)",
 }
 
 
@@ -71,6 +69,9 @@ class PlaceDevices:
         for node in graph.nodes:
             if node.op in ACCEL_OPS:
                 device, reason = "vta", self._vta_reason(node, graph, env, self.reasons.get(node.name))
+            elif node.op == "concatenate" and node.output_type.ndim == 6:
+                device, reason = "cpu", ("channel blocks of accelerator results concatenated in the packed layout "
+                                         "(a copy, no layout conversion)")
             elif node.op in KERNELS:
                 device = "cpu"
                 reason = (self.reasons.get(node.name) or node.attrs.get("reason")
