@@ -1,6 +1,7 @@
 """``python -m vta tune MODEL.onnx|resnet18 --trials N --out log.json [--config FILE] [--target model|tsim]``.
 
-Extracts the network's conv2d and dense tasks, tunes each with ``--tuner`` (xgb when xgboost is
+Extracts the network's tasks (``--ops``: conv2d, grouped and dense by default; add and multiply on
+the ALU when asked), tunes each with ``--tuner`` (xgb when xgboost is
 installed, else ga) for up to ``--trials`` candidates measured on the cycle model (or tsim) on a
 Dask LocalCluster (``--workers``, or ``--scheduler`` for an existing cluster), appends every
 record to ``--out``, and prints per task the default chooser's cycles, the best found and the
@@ -121,7 +122,8 @@ def add_command(sub: Any) -> None:
     p.add_argument("--target", choices=("model", "tsim"), default="model", help="measure on the cycle model (default) "
                    "or tsim")
     p.add_argument("--tuner", choices=TUNERS, default="xgb", help="search strategy (default xgb; ga without xgboost)")
-    p.add_argument("--ops", default="nn.conv2d,nn.dense", help="operators to tune (default nn.conv2d,nn.dense)")
+    p.add_argument("--ops", default="nn.conv2d,nn.dense", help="operators to tune, of nn.conv2d (plain and grouped), "
+                   "nn.dense, add, multiply (default nn.conv2d,nn.dense)")
     p.add_argument("--workers", type=int, default=None, help="Dask workers (default: the cores; 0: in this process)")
     p.add_argument("--scheduler", default=None, help="address of an existing Dask scheduler (tcp://host:8786)")
     p.add_argument("--seed", type=int, default=0, help="tuner seed (default 0)")
