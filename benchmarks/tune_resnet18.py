@@ -62,9 +62,18 @@ def _cpu() -> float:
     return a.ru_utime + a.ru_stime + b.ru_utime + b.ru_stime
 
 
+def _clear_candidate_objects() -> None:
+    """Drop the candidates' objects from the codegen cache, so each sample compiles (a tuning run
+    builds every candidate once; a cache hit would flatter the figure)."""
+    from vta.cache import cache_dir
+
+    for f in cache_dir("codegen").glob("tuned_candidate-*.o"):
+        f.unlink(missing_ok=True)
+
+
 def cpu_seconds_per_candidate(rows, n: int) -> list[float]:
-    """Median CPU seconds of ``n`` candidates per task, measured in this process (wall time on a
-    shared machine says little; CPU time does not depend on the load)."""
+    """Median CPU seconds of ``n`` candidates per task, measured in this process with an empty
+    object cache (wall time on a shared machine says little; CPU time does not depend on the load)."""
     out = []
     for r in rows:
         task = r["task"]
@@ -72,11 +81,63 @@ def cpu_seconds_per_candidate(rows, n: int) -> list[float]:
         measure_candidate(task, task.config_space.get(valid[0]))  # warm: references, devices
         times = []
         for index in valid[1:n + 1]:
+            _clear_candidate_objects()
             start = _cpu()
             measure_candidate(task, task.config_space.get(index))
             times.append(_cpu() - start)
         out.append(statistics.median(times))
     return out
+
+
+def tuner_cpu_per_trial(task, tuner: str, trials: int) -> float:
+    """CPU seconds the tuner itself spends per trial in the parent process (model fitting and
+    ranking for xgb): ``trials`` trials of ``task`` whose measurements are replaced by the default
+    chooser's cycle estimate (instant), so only the tuner's own work is timed."""
+    import vta.autotvm.measure as m
+    from vta.autotvm.cli import make_tuner
+    from vta.topi.tiling import estimate_conv2d_cycles
+    from vta.topi.tuned import qconv2d_workload
+
+    env = get_env()
+    wl = qconv2d_workload(task.spec, env)
+
+    def fake_batch(task_, configs, option):
+        from vta.autotvm.vta_ops import tiling_from_config
+
+        return [m.MeasureResult((estimate_conv2d_cycles(env, wl, tiling_from_config("conv2d", c)) / CLOCK_HZ,),
+                                0, 0.0, time.time()) for c in configs]
+
+    import importlib
+
+    tuner_mod = importlib.import_module("vta.autotvm.tuner.tuner")
+    real = tuner_mod.measure_batch
+    tuner_mod.measure_batch = fake_batch
+    try:
+        tun = make_tuner(tuner, task)
+        n = min(trials, len(task.config_space))
+        option = autotvm.measure_option(runner=autotvm.LocalRunner(target="model", n_parallel=0))
+        start = _cpu()
+        tun.tune(n_trial=n, measure_option=option)
+        spent = _cpu() - start
+    finally:
+        tuner_mod.measure_batch = real
+    return spent / n
+
+
+def print_cpu_figures(rows, args) -> None:
+    """The CPU cost per candidate and per tuner trial, and the tuning time they project."""
+    cpu_per = cpu_seconds_per_candidate(rows, args.cpu_sample)
+    planned = sum(min(args.trials, len(r["task"].config_space)) for r in rows)
+    biggest = max(rows, key=lambda r: len(r["task"].config_space))["task"]
+    tuner_per = tuner_cpu_per_trial(biggest, args.tuner, args.trials)
+    per = statistics.median(cpu_per)
+    minutes = (planned * per / args.workers + planned * tuner_per) / 60
+    print(f"CPU per candidate (build + checked cycle-model run, this process and its compilers, empty object "
+          f"cache, median of {args.cpu_sample} per task over {len(cpu_per)} tasks): {per:.3f} s "
+          f"(min {min(cpu_per):.3f}, max {max(cpu_per):.3f}); {args.tuner} tuner in the parent: "
+          f"{tuner_per * 1000:.1f} ms CPU per trial ({len(biggest.config_space)}-point space)")
+    print(f"projection: {planned} trials at {args.trials} per task = {planned} x {per:.3f} s / {args.workers} "
+          f"cores + {planned} x {tuner_per:.4f} s (tuner, serial) = {minutes:.1f} min on {args.workers} idle cores")
 
 
 def main(argv=None) -> int:
@@ -90,6 +151,8 @@ def main(argv=None) -> int:
     ap.add_argument("--log", default=None)
     ap.add_argument("--cpu-sample", type=int, default=0, metavar="N",
                     help="also measure N candidates per task in this process and print their CPU time")
+    ap.add_argument("--cpu-only", action="store_true",
+                    help="no tuning run: only the CPU figures of --cpu-sample (default 5) and the projection")
     args = ap.parse_args(argv)
     env = Environment({**get_env().cfg_dict, "TARGET": "model"})
     log = args.log or os.path.join(tempfile.mkdtemp(), "resnet18.conv2d.log")
@@ -102,6 +165,10 @@ def main(argv=None) -> int:
     extract_s = time.perf_counter() - t0
     print(f"{len(tasks)} conv2d tasks extracted in {extract_s:.1f} s; valid points per task: "
           f"{[len(t.config_space) for t in tasks]}", flush=True)
+    if args.cpu_only:
+        args.cpu_sample = args.cpu_sample or 5
+        print_cpu_figures([{"task": t} for t in tasks], args)
+        return 0
     option = autotvm.measure_option(builder=autotvm.LocalBuilder(),
                                     runner=autotvm.LocalRunner(target="model", n_parallel=args.workers))
     t1 = time.perf_counter()
@@ -117,12 +184,7 @@ def main(argv=None) -> int:
     print(f"sum over tasks: default {total_default:,} cycles, tuned {total_best:,} cycles "
           f"({total_default / total_best:.3f}x); tasks slower than the default: {slower or 'none'}; log {log}")
     if args.cpu_sample:
-        cpu_per = cpu_seconds_per_candidate(rows, args.cpu_sample)
-        planned = sum(min(args.trials, len(r["task"].config_space)) for r in rows)
-        print(f"CPU per candidate (build + checked cycle-model run, this process and its compilers, "
-              f"median of {args.cpu_sample} per task over {len(cpu_per)} tasks): {statistics.median(cpu_per):.2f} s "
-              f"(min {min(cpu_per):.2f}, max {max(cpu_per):.2f}); {planned} trials at {args.trials} per task "
-              f"= {planned * statistics.median(cpu_per) / args.workers / 60:.1f} min on {args.workers} idle cores")
+        print_cpu_figures(rows, args)
     if args.tsim_check:
         small = min(range(len(rows)), key=lambda i: rows[i]["best_cycles"])
         task, cfg = rows[small]["task"], rows[small]["best_config"]

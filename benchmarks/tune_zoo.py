@@ -100,6 +100,9 @@ def main(argv=None) -> int:
     tune_s = time.perf_counter() - t1
     print(format_summary(rows))
     errors = sum(r["errors"] for r in rows)
+    for i, r in enumerate(rows):
+        if r["first_error"]:
+            print(f"task {i + 1} {r['task'].name}: {r['errors']} error records, the first: {r['first_error'][:300]}")
     print(f"trials: {sum(r['trials'] for r in rows)} ({errors} error records); tuning wall time {tune_s:.1f} s "
           f"on {args.workers} workers; log {log}", flush=True)
 

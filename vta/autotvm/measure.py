@@ -412,6 +412,7 @@ def measure_candidate(task, config, level: str = "model", number: int = 1, repea
     from ..env import Environment
     from ..errors import BuildError, ScheduleError, SimulationError, VTAError
     from ..runtime import ext_dev
+    from ..runtime.native_lib import TUNING_OBJECT_FLAGS, object_flags
     from ..runtime.ndarray import array
 
     start = time.time()
@@ -426,7 +427,9 @@ def measure_candidate(task, config, level: str = "model", number: int = 1, repea
     with env:
         try:
             program = _spec_program if task.spec is not None else _template_program
-            mod, arrays_np, expected, unpack = program(task, config, env)
+            # a candidate's host code runs once, as a driver of the simulator: compiled at -O0
+            with object_flags(TUNING_OBJECT_FLAGS):
+                mod, arrays_np, expected, unpack = program(task, config, env)
         except ScheduleError as exc:
             return fail(MeasureErrorNo.INSTANTIATION_ERROR, exc)
         except (BuildError, VTAError) as exc:
