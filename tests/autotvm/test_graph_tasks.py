@@ -157,3 +157,17 @@ def test_the_graph_build_applies_grouped_and_alu_records(tasks, env, tmp_path):
     want = evaluate(graph, {"x": x, "a": av, "r": r, "gate": gate})
     for g, e in zip(got, want, strict=True):
         assert np.array_equal(g, np.asarray(e))
+
+
+def test_candidates_compiled_at_O0_give_the_cycles_and_outputs_of_O1(tasks, monkeypatch):
+    """Measurement compiles a candidate's host code at -O0 (it only drives the simulator): the
+    device cycles and the checked output are those of the package's -O1 objects."""
+    import vta.runtime.native_lib as nl
+
+    t = tasks["group_conv2d_packed.vta"]
+    cfg = t.config_space.get(t.default_index)
+    quick = measure_candidate(t, cfg, level="model")
+    monkeypatch.setattr(nl, "TUNING_OBJECT_FLAGS", nl.OBJECT_FLAGS)
+    plain = measure_candidate(t, cfg, level="model")
+    assert quick.error_no == plain.error_no == MeasureErrorNo.NO_ERROR
+    assert quick.costs == plain.costs
