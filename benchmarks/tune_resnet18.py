@@ -38,7 +38,8 @@ with other jobs at load average 14-22, so wall times are several times what idle
   cycles and outputs are those of ``-O1``): ``--cpu-only --cpu-sample 5``, all 18 tasks, empty
   object cache: median 0.165 s per candidate (0.117-0.227); the xgb tuner 3.2 ms per trial
   in the parent; 3,461 trials (200 per task, fewer where the space is smaller) = 3,461 x 0.165
-  s / 2 + 3,461 x 0.0032 s = 4.9 min on two idle cores. Interleaved A/B on the same 30
+  s / 2 + 3,461 x 0.0032 s = 4.9 min on two idle cores (a second run, the objects compiled into
+  a private cache: 0.155 s, 3.9 ms, 4.7 min). Interleaved A/B on the same 30
   candidates (5 tasks x 6), object cache cleared before each: ``-O1`` median 0.215 s, ``-O0``
   0.173 s, every cycle count equal. Where a candidate's CPU goes (20 candidates, ``-O1``):
   lowering 0.08 s, the C compiler and linker 0.085 s, the checked cycle-model run 0.05-0.1 s.

@@ -171,3 +171,16 @@ def test_candidates_compiled_at_O0_give_the_cycles_and_outputs_of_O1(tasks, monk
     plain = measure_candidate(t, cfg, level="model")
     assert quick.error_no == plain.error_no == MeasureErrorNo.NO_ERROR
     assert quick.costs == plain.costs
+
+
+def test_an_alu_tiling_that_does_not_fit_is_a_schedule_error(tasks, env):
+    from vta.errors import ScheduleError
+    from vta.topi.alu_tiling import AluTiling
+    from vta.topi.qnn import build_qadd
+
+    spec = tasks["add.vta"].spec
+    for bad in (AluTiling(3, 6), AluTiling(1, 4), AluTiling(2, 6 * 1000)):
+        with pytest.raises(ScheduleError, match="does not divide"):
+            build_qadd(spec, "bad_tiling", env=env, tiling=bad)
+    res = measure_candidate(tasks["add.vta"], tasks["add.vta"].config_space.get(0), level="model")
+    assert res.error_no == MeasureErrorNo.NO_ERROR  # the space holds only fitting tilings
