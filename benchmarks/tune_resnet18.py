@@ -12,9 +12,12 @@ output checked against NumPy) on a Dask LocalCluster of ``--workers`` processes.
 chooser's tiling is always the first candidate, so the tuned cycles are never above it.
 ``--tsim-check`` re-measures the best candidate of the smallest task on tsim (the Verilated RTL)
 and prints both cycle counts (they must be equal). ``--quick``: 3 tasks, 16 trials.
-``--cpu-sample N`` measures N candidates per task in this process and prints the median CPU
-seconds per candidate (this process plus its compiler subprocesses: a figure the load of a shared
-machine does not change) and the tuning time it projects on ``--workers`` idle cores.
+``--cpu-sample N`` measures N candidates per task in this process, each with an empty object
+cache, and prints the median CPU seconds per candidate (this process plus its compiler
+subprocesses: a figure the load of a shared machine does not change), the tuner's own CPU per
+trial in the parent (``--tuner`` over the largest space, measurements replaced by the cycle
+estimate) and the tuning time both project on ``--workers`` idle cores; ``--cpu-only`` prints
+only these (no tuning run; 5 candidates per task unless ``--cpu-sample`` says otherwise).
 
 Measured (2026-11-29, this branch, default configuration, ideal memory, a 2-core machine shared
 with other jobs at load average 14-22, so wall times are several times what idle cores give):
@@ -31,6 +34,15 @@ with other jobs at load average 14-22, so wall times are several times what idle
 * CPU per candidate with an empty build cache (six tasks, three candidates each): median
   0.24 s (0.16-0.32); 18 tasks x 200 trials = 3,600 candidates x 0.24 s / 2 cores = 7.2 min
   on two idle cores (the target is 10 min; the loaded machine could not show it in wall time).
+* 2026-12-07, candidates' host code compiled at ``-O0`` (it only drives the simulator; the
+  cycles and outputs are those of ``-O1``): ``--cpu-only --cpu-sample 5``, all 18 tasks, empty
+  object cache: median 0.165 s per candidate (0.117-0.227); the xgb tuner 3.2 ms per trial
+  in the parent; 3,461 trials (200 per task, fewer where the space is smaller) = 3,461 x 0.165
+  s / 2 + 3,461 x 0.0032 s = 4.9 min on two idle cores (a second run, the objects compiled into
+  a private cache: 0.155 s, 3.9 ms, 4.7 min). Interleaved A/B on the same 30
+  candidates (5 tasks x 6), object cache cleared before each: ``-O1`` median 0.215 s, ``-O0``
+  0.173 s, every cycle count equal. Where a candidate's CPU goes (20 candidates, ``-O1``):
+  lowering 0.08 s, the C compiler and linker 0.085 s, the checked cycle-model run 0.05-0.1 s.
 """
 
 from __future__ import annotations
@@ -38,6 +50,7 @@ from __future__ import annotations
 import argparse
 import os
 import resource
+import shutil
 import statistics
 import sys
 import tempfile
@@ -63,20 +76,92 @@ def _cpu() -> float:
 
 
 def cpu_seconds_per_candidate(rows, n: int) -> list[float]:
-    """Median CPU seconds of ``n`` candidates per task, measured in this process (wall time on a
-    shared machine says little; CPU time does not depend on the load)."""
+    """Median CPU seconds of ``n`` candidates per task, measured in this process with an empty
+    object cache (wall time on a shared machine says little; CPU time does not depend on the load).
+
+    The candidates' objects go to a private, fresh directory for the duration (a tuning run builds
+    every candidate once, so a hit in the user's cache would flatter the figure; deleting entries
+    there would pull objects from under a concurrent tuning run)."""
+    import vta.runtime.native_lib as native_lib
+
+    shared = native_lib.cache_dir
+    private = Path(tempfile.mkdtemp(prefix="vta_cpu_sample_"))
+
+    def cold_codegen(kind: str) -> Path:
+        if kind != "codegen":
+            return shared(kind)
+        path = private / kind
+        path.mkdir(parents=True, exist_ok=True)
+        return path
+
     out = []
-    for r in rows:
-        task = r["task"]
-        valid = task.config_space.valid_indices()
-        measure_candidate(task, task.config_space.get(valid[0]))  # warm: references, devices
-        times = []
-        for index in valid[1:n + 1]:
-            start = _cpu()
-            measure_candidate(task, task.config_space.get(index))
-            times.append(_cpu() - start)
-        out.append(statistics.median(times))
+    native_lib.cache_dir = cold_codegen
+    try:
+        for r in rows:
+            task = r["task"]
+            valid = task.config_space.valid_indices()
+            measure_candidate(task, task.config_space.get(valid[0]))  # warm: references, devices
+            times = []
+            for index in valid[1:n + 1]:
+                start = _cpu()
+                measure_candidate(task, task.config_space.get(index))
+                times.append(_cpu() - start)
+            out.append(statistics.median(times))
+    finally:
+        native_lib.cache_dir = shared
+        shutil.rmtree(private, ignore_errors=True)
     return out
+
+
+def tuner_cpu_per_trial(task, tuner: str, trials: int) -> float:
+    """CPU seconds the tuner itself spends per trial in the parent process (model fitting and
+    ranking for xgb): ``trials`` trials of ``task`` whose measurements are replaced by the default
+    chooser's cycle estimate (instant), so only the tuner's own work is timed."""
+    import vta.autotvm.measure as m
+    from vta.autotvm.cli import make_tuner
+    from vta.topi.tiling import estimate_conv2d_cycles
+    from vta.topi.tuned import qconv2d_workload
+
+    env = get_env()
+    wl = qconv2d_workload(task.spec, env)
+
+    def fake_batch(task_, configs, option):
+        from vta.autotvm.vta_ops import tiling_from_config
+
+        return [m.MeasureResult((estimate_conv2d_cycles(env, wl, tiling_from_config("conv2d", c)) / CLOCK_HZ,),
+                                0, 0.0, time.time()) for c in configs]
+
+    import importlib
+
+    tuner_mod = importlib.import_module("vta.autotvm.tuner.tuner")
+    real = tuner_mod.measure_batch
+    tuner_mod.measure_batch = fake_batch
+    try:
+        tun = make_tuner(tuner, task)
+        n = min(trials, len(task.config_space))
+        option = autotvm.measure_option(runner=autotvm.LocalRunner(target="model", n_parallel=0))
+        start = _cpu()
+        tun.tune(n_trial=n, measure_option=option)
+        spent = _cpu() - start
+    finally:
+        tuner_mod.measure_batch = real
+    return spent / n
+
+
+def print_cpu_figures(rows, args) -> None:
+    """The CPU cost per candidate and per tuner trial, and the tuning time they project."""
+    cpu_per = cpu_seconds_per_candidate(rows, args.cpu_sample)
+    planned = sum(min(args.trials, len(r["task"].config_space)) for r in rows)
+    biggest = max(rows, key=lambda r: len(r["task"].config_space))["task"]
+    tuner_per = tuner_cpu_per_trial(biggest, args.tuner, args.trials)
+    per = statistics.median(cpu_per)
+    minutes = (planned * per / args.workers + planned * tuner_per) / 60
+    print(f"CPU per candidate (build + checked cycle-model run, this process and its compilers, empty object "
+          f"cache, median of {args.cpu_sample} per task over {len(cpu_per)} tasks): {per:.3f} s "
+          f"(min {min(cpu_per):.3f}, max {max(cpu_per):.3f}); {args.tuner} tuner in the parent: "
+          f"{tuner_per * 1000:.1f} ms CPU per trial ({len(biggest.config_space)}-point space)")
+    print(f"projection: {planned} trials at {args.trials} per task = {planned} x {per:.3f} s / {args.workers} "
+          f"cores + {planned} x {tuner_per:.4f} s (tuner, serial) = {minutes:.1f} min on {args.workers} idle cores")
 
 
 def main(argv=None) -> int:
@@ -90,6 +175,8 @@ def main(argv=None) -> int:
     ap.add_argument("--log", default=None)
     ap.add_argument("--cpu-sample", type=int, default=0, metavar="N",
                     help="also measure N candidates per task in this process and print their CPU time")
+    ap.add_argument("--cpu-only", action="store_true",
+                    help="no tuning run: only the CPU figures of --cpu-sample (default 5) and the projection")
     args = ap.parse_args(argv)
     env = Environment({**get_env().cfg_dict, "TARGET": "model"})
     log = args.log or os.path.join(tempfile.mkdtemp(), "resnet18.conv2d.log")
@@ -102,6 +189,10 @@ def main(argv=None) -> int:
     extract_s = time.perf_counter() - t0
     print(f"{len(tasks)} conv2d tasks extracted in {extract_s:.1f} s; valid points per task: "
           f"{[len(t.config_space) for t in tasks]}", flush=True)
+    if args.cpu_only:
+        args.cpu_sample = args.cpu_sample or 5
+        print_cpu_figures([{"task": t} for t in tasks], args)
+        return 0
     option = autotvm.measure_option(builder=autotvm.LocalBuilder(),
                                     runner=autotvm.LocalRunner(target="model", n_parallel=args.workers))
     t1 = time.perf_counter()
@@ -117,12 +208,7 @@ def main(argv=None) -> int:
     print(f"sum over tasks: default {total_default:,} cycles, tuned {total_best:,} cycles "
           f"({total_default / total_best:.3f}x); tasks slower than the default: {slower or 'none'}; log {log}")
     if args.cpu_sample:
-        cpu_per = cpu_seconds_per_candidate(rows, args.cpu_sample)
-        planned = sum(min(args.trials, len(r["task"].config_space)) for r in rows)
-        print(f"CPU per candidate (build + checked cycle-model run, this process and its compilers, "
-              f"median of {args.cpu_sample} per task over {len(cpu_per)} tasks): {statistics.median(cpu_per):.2f} s "
-              f"(min {min(cpu_per):.2f}, max {max(cpu_per):.2f}); {planned} trials at {args.trials} per task "
-              f"= {planned * statistics.median(cpu_per) / args.workers / 60:.1f} min on {args.workers} idle cores")
+        print_cpu_figures(rows, args)
     if args.tsim_check:
         small = min(range(len(rows)), key=lambda i: rows[i]["best_cycles"])
         task, cfg = rows[small]["task"], rows[small]["best_config"]

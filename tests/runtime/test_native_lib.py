@@ -186,3 +186,21 @@ def test_unwritable_output_is_a_build_error(tmp_path):
     blocker.write_text("a file where a directory is expected")
     with pytest.raises(BuildError, match="cannot write"):
         compile_shared([src], blocker / "out.so")
+
+
+def test_object_flags_block_compiles_with_its_flags_and_explicit_flags_win(monkeypatch):
+    import uuid
+
+    seen = []
+    real = native_lib._run
+    monkeypatch.setattr(native_lib, "_run", lambda cmd, what: seen.append(list(cmd)) or real(cmd, what))
+    src = f"int vta_probe_{uuid.uuid4().hex}(int x) {{ return x + 41; }}\n"  # never cached before
+    plain = compile_object(src, "flags_probe")
+    with native_lib.object_flags(native_lib.TUNING_OBJECT_FLAGS):
+        quick = compile_object(src, "flags_probe")
+        explicit = compile_object(src, "flags_probe", flags=native_lib.OBJECT_FLAGS)
+    again = compile_object(src, "flags_probe")
+    assert quick != plain and explicit == plain and again == plain  # one cached object per flags
+    assert len(seen) == 2  # the explicit and the later plain build hit the cache
+    assert "-O1" in seen[0] and "-O0" not in seen[0]
+    assert "-O0" in seen[1] and "-O1" not in seen[1]

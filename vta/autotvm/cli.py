@@ -1,6 +1,7 @@
 """``python -m vta tune MODEL.onnx|resnet18 --trials N --out log.json [--config FILE] [--target model|tsim]``.
 
-Extracts the network's conv2d and dense tasks, tunes each with ``--tuner`` (xgb when xgboost is
+Extracts the network's tasks (``--ops``: conv2d, grouped and dense by default; add and multiply on
+the ALU when asked), tunes each with ``--tuner`` (xgb when xgboost is
 installed, else ga) for up to ``--trials`` candidates measured on the cycle model (or tsim) on a
 Dask LocalCluster (``--workers``, or ``--scheduler`` for an existing cluster), appends every
 record to ``--out``, and prints per task the default chooser's cycles, the best found and the
@@ -48,7 +49,9 @@ def tune_tasks(tasks: Sequence[Any], measure_option: dict, tuner: str = "xgb", n
                early_stopping: int | None = None, log_filename: str | Path = "tuning.log",
                progress: bool = True, seed: int = 0) -> list[dict]:
     """Tune every task (upstream tutorials' ``tune_tasks``); one summary dict per task:
-    ``task``, ``layers``, ``trials``, ``default_cycles``, ``best_cycles``, ``errors``, ``seconds``."""
+    ``task``, ``layers``, ``trials``, ``default_cycles`` (None when the default chooser's
+    candidate failed), ``best_cycles``, ``errors``, ``first_error`` (the message of the first
+    error record, or None), ``seconds``."""
     from .callback import log_to_file, progress_bar
     from .measure import CLOCK_HZ
 
@@ -56,7 +59,14 @@ def tune_tasks(tasks: Sequence[Any], measure_option: dict, tuner: str = "xgb", n
     for i, task in enumerate(tasks):
         tun = make_tuner(tuner, task, seed)
         n = min(n_trial, len(task.config_space))
-        callbacks = [log_to_file(str(log_filename))]
+        first_error: list = []
+
+        def keep_first_error(_tuner, _inputs, results, first_error=first_error):
+            for res in results:
+                if res.error_no and not first_error:
+                    first_error.append(f"error {res.error_no}: {res.costs[0] if res.costs else ''}")
+
+        callbacks = [log_to_file(str(log_filename)), keep_first_error]
         if progress:
             callbacks.append(progress_bar(n, prefix=f"[Task {i + 1:2d}/{len(tasks):2d}] "))
         start = time.perf_counter()
@@ -65,9 +75,11 @@ def tune_tasks(tasks: Sequence[Any], measure_option: dict, tuner: str = "xgb", n
         if getattr(task, "default_index", None) is not None:
             default = next((y for x, y in zip(tun.xs, tun.ys, strict=True) if x == task.default_index), None)
         out.append({"task": task, "layers": getattr(task, "layers", []), "trials": len(tun.xs),
-                    "default_cycles": None if default is None else round(default * CLOCK_HZ),
+                    "default_cycles": None if default is None or default == float("inf")
+                    else round(default * CLOCK_HZ),
                     "best_cycles": round(tun.best_cost * CLOCK_HZ) if tun.best_config is not None else None,
                     "errors": sum(y == float("inf") for y in tun.ys), "seconds": time.perf_counter() - start,
+                    "first_error": first_error[0] if first_error else None,
                     "best_config": tun.best_config})
     return out
 
@@ -121,7 +133,8 @@ def add_command(sub: Any) -> None:
     p.add_argument("--target", choices=("model", "tsim"), default="model", help="measure on the cycle model (default) "
                    "or tsim")
     p.add_argument("--tuner", choices=TUNERS, default="xgb", help="search strategy (default xgb; ga without xgboost)")
-    p.add_argument("--ops", default="nn.conv2d,nn.dense", help="operators to tune (default nn.conv2d,nn.dense)")
+    p.add_argument("--ops", default="nn.conv2d,nn.dense", help="operators to tune, of nn.conv2d (plain and grouped), "
+                   "nn.dense, add, multiply (default nn.conv2d,nn.dense)")
     p.add_argument("--workers", type=int, default=None, help="Dask workers (default: the cores; 0: in this process)")
     p.add_argument("--scheduler", default=None, help="address of an existing Dask scheduler (tcp://host:8786)")
     p.add_argument("--seed", type=int, default=0, help="tuner seed (default 0)")

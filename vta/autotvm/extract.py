@@ -4,8 +4,10 @@ The network is a :class:`vta.graph.Graph` (what ``relay.frontend.from_onnx`` ret
 model (a ``ModelProto`` or a path, imported with :func:`vta.frontend.from_onnx`), or the name
 ``"resnet18"`` (the package's seeded ResNet-18, quantized on a few random images). The graph goes
 through the pass pipeline that the build runs (:func:`vta.graph.pipeline.optimize`); every
-distinct ``vta.conv2d`` / ``vta.dense`` operator placed on the accelerator becomes one task that
-is measured exactly as the build compiles it.
+distinct accelerator operator of the kinds asked becomes one task that is measured exactly as the
+build compiles it: ``nn.conv2d`` (plain: ``conv2d_packed.vta``; grouped and depthwise:
+``group_conv2d_packed.vta``), ``nn.dense`` (``dense_packed.vta``), and the ALU-only ``add``
+(``add.vta``) and ``multiply`` (``multiply.vta``).
 """
 
 from __future__ import annotations
@@ -21,7 +23,9 @@ __all__ = ["extract_from_program", "load_network"]
 
 #: ``ops`` names that select each accelerator operator (TVM's and ours).
 _OPS = {"nn.conv2d": "vta.conv2d", "conv2d": "vta.conv2d", "vta.conv2d": "vta.conv2d",
-        "nn.dense": "vta.dense", "dense": "vta.dense", "vta.dense": "vta.dense"}
+        "nn.dense": "vta.dense", "dense": "vta.dense", "vta.dense": "vta.dense",
+        "add": "vta.add", "qnn.add": "vta.add", "vta.add": "vta.add",
+        "multiply": "vta.multiply", "qnn.mul": "vta.multiply", "vta.multiply": "vta.multiply"}
 
 
 def load_network(model: Any, seed: int = 0):
@@ -73,7 +77,7 @@ def resnet18_model(seed: int = 0, images: int = 2):
 
 def extract_from_program(mod: Any, params: Any = None, target: Any = None, target_host: Any = None,
                          ops: Sequence[Any] | None = None, env: Environment | None = None) -> list[Task]:
-    """The tuning tasks of a network: one per distinct accelerator conv2d / dense operator.
+    """The tuning tasks of a network: one per distinct accelerator operator of the kinds ``ops``.
 
     Parameters
     ----------
@@ -83,7 +87,9 @@ def extract_from_program(mod: Any, params: Any = None, target: Any = None, targe
     target, target_host
         Accepted for compatibility (``env.target``).
     ops : sequence, optional
-        Operator names to keep (``"nn.conv2d"``, ``"nn.dense"``; default both).
+        Operator names to keep: ``"nn.conv2d"`` (plain and grouped), ``"nn.dense"``, ``"add"``
+        (or ``"qnn.add"``), ``"multiply"`` (or ``"qnn.mul"``); default the first two, as
+        upstream's ``tune_relay_vta.py`` (``tune_alu_vta.py`` asks for add and multiply).
     env : Environment, optional
 
     Raises

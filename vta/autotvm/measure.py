@@ -222,15 +222,59 @@ def _random(shape, dtype, rng):
     return rng.integers(lo, hi, size=shape).astype("int8" if dtype == "int4" else dtype)
 
 
+def _dense_weight(w: np.ndarray, groups: int, in_channels: int) -> np.ndarray:
+    """The ``(out, in_channels, KH, KW)`` weight of a grouped convolution's ``(out, in / groups, KH,
+    KW)`` one: each group's block in its own input channels, zeros elsewhere (the oracle then
+    computes a plain convolution)."""
+    if groups == 1:
+        return w
+    co, ci = w.shape[0] // groups, in_channels // groups
+    full = np.zeros((w.shape[0], in_channels) + w.shape[2:], dtype=w.dtype)
+    for g in range(groups):
+        full[g * co:(g + 1) * co, g * ci:(g + 1) * ci] = w[g * co:(g + 1) * co]
+    return full
+
+
+def _alu_program(task, config, env):
+    """Build an ALU-only graph task's candidate (``add.vta`` / ``multiply.vta``)."""
+    from ..topi.qnn import build_qadd
+    from ..topi.qnn_mul import build_qmul, mul_np
+    from ..topi.qnn_ref import qadd_np
+    from .vta_ops import ADD, tiling_from_config
+
+    spec = task.spec
+    add = task.name == ADD
+    tiling = tiling_from_config("add" if add else "multiply", config)
+    mod, layout = (build_qadd if add else build_qmul)(spec, "tuned_candidate", env=env, tiling=tiling)
+    key = ("spec", task.name, repr(spec), env.BITSTREAM)
+    ref = _REFERENCES.get(key)
+    if ref is None:
+        rng = np.random.default_rng(0)
+        shape = (spec.batch, spec.channels, spec.height, spec.width)
+        a = rng.integers(-128, 128, size=shape).astype(np.int8)
+        b = rng.integers(-128, 128, size=shape if add else spec.rhs_shape).astype(np.int8)
+        if add:
+            expected = qadd_np(spec, a, b)
+        else:
+            expected = mul_np(a, spec.lhs_zero_point, b, spec.rhs_zero_point, spec.requant, spec.output_zero_point,
+                              spec.clip[0], spec.clip[1])
+        ref = _REFERENCES[key] = (a, b, expected)
+    a, b, expected = ref
+    packed = [layout.pack(arg.role, {"lhs": a, "rhs": b}[arg.role]) for arg in layout.args if arg.role != "out"]
+    return mod, packed + [layout.empty_output()], expected, layout.unpack
+
+
 def _spec_program(task, config, env):
     """Build a graph task's candidate: ``(module, packed inputs, expected plain output, unpack)``."""
     from ..graph.accel import _pack_bias
     from ..topi import qnn
     from ..topi.qnn_ref import qconv2d_np, qdense_np
-    from .vta_ops import CONV2D, tiling_from_config
+    from .vta_ops import ALU_TASKS, DENSE, tiling_from_config
 
+    if task.name in ALU_TASKS.values():
+        return _alu_program(task, config, env)
     spec = task.spec
-    conv = task.name == CONV2D
+    conv = task.name != DENSE
     tiling = tiling_from_config("conv2d" if conv else "dense", config)
     build = qnn.build_qconv2d if conv else qnn.build_qdense
     mod, layout = build(spec, "tuned_candidate", env=env, tiling=tiling)
@@ -238,11 +282,13 @@ def _spec_program(task, config, env):
     ref = _REFERENCES.get(key)
     if ref is None:
         rng = np.random.default_rng(0)
-        taps = spec.in_channels * spec.kernel_h * spec.kernel_w if conv else spec.in_features
+        groups = getattr(spec, "groups", 1) if conv else 1
+        taps = spec.in_channels // groups * spec.kernel_h * spec.kernel_w if conv else spec.in_features
         xm, wm, bm = _magnitudes(spec, taps)
         if conv:
             x = rng.integers(-xm, xm + 1, size=(spec.batch, spec.in_channels, spec.height, spec.width)).astype(np.int8)
-            w = rng.integers(-wm, wm + 1, size=(spec.out_channels, spec.in_channels, spec.kernel_h, spec.kernel_w))
+            w = rng.integers(-wm, wm + 1, size=(spec.out_channels, spec.in_channels // groups, spec.kernel_h,
+                                                spec.kernel_w))
             out_shape = (spec.batch, spec.out_channels, spec.out_height, spec.out_width)
         else:
             x = rng.integers(-xm, xm + 1, size=(spec.batch, spec.in_features)).astype(np.int8)
@@ -251,7 +297,10 @@ def _spec_program(task, config, env):
         w = w.astype(np.int8)
         bias = rng.integers(-bm, bm + 1, size=w.shape[0]).astype(np.int32)
         r = rng.integers(-64, 64, size=out_shape).astype(np.int8) if spec.residual is not None else None
-        expected = (qconv2d_np if conv else qdense_np)(spec, x, w, bias, r)
+        if conv:
+            expected = qconv2d_np(spec, x, _dense_weight(w, groups, spec.in_channels), bias, r)
+        else:
+            expected = qdense_np(spec, x, w, bias, r)
         ref = _REFERENCES[key] = (x, w, bias, r, expected)
     x, w, bias, r, expected = ref
     packed = []
@@ -363,6 +412,7 @@ def measure_candidate(task, config, level: str = "model", number: int = 1, repea
     from ..env import Environment
     from ..errors import BuildError, ScheduleError, SimulationError, VTAError
     from ..runtime import ext_dev
+    from ..runtime.native_lib import TUNING_OBJECT_FLAGS, object_flags
     from ..runtime.ndarray import array
 
     start = time.time()
@@ -377,7 +427,9 @@ def measure_candidate(task, config, level: str = "model", number: int = 1, repea
     with env:
         try:
             program = _spec_program if task.spec is not None else _template_program
-            mod, arrays_np, expected, unpack = program(task, config, env)
+            # a candidate's host code runs once, as a driver of the simulator: compiled at -O0
+            with object_flags(TUNING_OBJECT_FLAGS):
+                mod, arrays_np, expected, unpack = program(task, config, env)
         except ScheduleError as exc:
             return fail(MeasureErrorNo.INSTANTIATION_ERROR, exc)
         except (BuildError, VTAError) as exc:

@@ -1,4 +1,6 @@
-"""The VTA operators as AutoTVM templates: ``conv2d_packed.vta`` and ``dense_packed.vta``.
+"""The VTA operators as AutoTVM templates: ``conv2d_packed.vta`` and ``dense_packed.vta``; the
+graph's grouped convolutions (``group_conv2d_packed.vta``) and ALU-only operators (``add.vta``,
+``multiply.vta``) as tasks of :func:`vta.autotvm.extract_from_program`.
 
 Their knobs are the tilings of :mod:`vta.topi.tiling`: ``tile_h``, ``tile_w``, ``tile_co``,
 ``tile_ci`` (``define_split`` of the output rows, columns and the channel blocks) and
@@ -7,6 +9,10 @@ Their knobs are the tilings of :mod:`vta.topi.tiling`: ``tile_h``, ``tile_w``, `
 default chooser ranks (:func:`vta.topi.tiling.conv2d_candidates`: factors dividing their axes,
 fitting every on-chip buffer, at most two virtual threads dividing the tiles, no tile reading
 only padding), so the chooser's pick (:attr:`Task.default_index`) is one point of the space.
+A grouped convolution has the conv2d knobs over one group's workload (``tile_co`` splits the
+output blocks of one group). An ALU-only operator (:mod:`vta.topi.alu_tiling`) has ``tile_c``
+and ``tile_h`` (``define_split`` of the channel blocks and the rows of one accumulator tile),
+filtered to the tiles whose operands fit the accumulator.
 
 Two kinds of task share the names. A *template task* (``autotvm.task.create``) computes the
 packed operator followed by upstream's benchmark epilogue (``>> 8``, clip, cast:
@@ -23,6 +29,7 @@ from typing import Any
 
 from ..env import Environment, get_env
 from ..errors import ScheduleError
+from ..topi.alu_tiling import AluTiling, alu_candidates, choose_alu_tiling
 from ..topi.tiling import (
     Conv2DTiling,
     Conv2DWorkload,
@@ -37,10 +44,15 @@ from .space import ConfigSpace
 from .task import Task, register_special, register_topi_compute, register_topi_schedule
 
 __all__ = [
+    "ADD",
+    "ALU_TASKS",
     "CONV2D",
     "DENSE",
+    "GROUP_CONV2D",
+    "MULTIPLY",
     "conv2d_packed",
     "define_conv2d_space",
+    "define_alu_space",
     "define_dense_space",
     "dense_packed",
     "schedule_conv2d_packed",
@@ -51,6 +63,13 @@ __all__ = [
 
 CONV2D = "conv2d_packed.vta"
 DENSE = "dense_packed.vta"
+GROUP_CONV2D = "group_conv2d_packed.vta"
+ADD = "add.vta"
+MULTIPLY = "multiply.vta"
+#: The ALU-only tasks by kind.
+ALU_TASKS = {"add": ADD, "multiply": MULTIPLY}
+#: Task name -> the tiling kind its configurations name.
+_KIND = {CONV2D: "conv2d", GROUP_CONV2D: "group_conv2d", DENSE: "dense", ADD: "add", MULTIPLY: "multiply"}
 
 
 def _fits(env: Environment, fp: dict) -> bool:
@@ -94,23 +113,35 @@ def define_dense_space(cfg: Any, env: Environment, wl: DenseWorkload) -> None:
     cfg.add_flop(2 * wl.n_blocks * env.BATCH * wl.co_blocks * env.BLOCK_OUT * wl.ci_blocks * env.BLOCK_IN)
 
 
+def define_alu_space(cfg: Any, env: Environment, wl: Any) -> None:
+    """The knobs of an ALU-only operator (module docstring): every tiling
+    :func:`vta.topi.alu_tiling.alu_candidates` gives."""
+    cfg.define_split("tile_c", wl.c_blocks, num_outputs=2)
+    cfg.define_split("tile_h", wl.height, num_outputs=2)
+    fitting = set(alu_candidates(env, wl))
+    cfg.multi_filter(lambda e: tiling_from_config(wl.kind, e) in fitting)
+    cfg.add_flop(wl.n_blocks * env.BATCH * wl.c_blocks * env.BLOCK_OUT * wl.height * wl.width * max(wl.alu_stages, 1))
+
+
 def tiling_from_config(kind: str, cfg: Any) -> Any:
-    """The :class:`Conv2DTiling` / :class:`DenseTiling` a configuration names.
+    """The :class:`Conv2DTiling` / :class:`DenseTiling` / :class:`AluTiling` a configuration names.
 
     Raises
     ------
     KeyError
         If a knob is missing.
     ValueError
-        If ``kind`` is not ``conv2d`` or ``dense``.
+        If ``kind`` is not ``conv2d``, ``group_conv2d``, ``dense``, ``add`` or ``multiply``.
     """
-    if kind == "conv2d":
+    if kind in ("add", "multiply"):
+        return AluTiling(cfg["tile_c"].size[-1], cfg["tile_h"].size[-1])
+    if kind in ("conv2d", "group_conv2d"):
         return Conv2DTiling(cfg["tile_h"].size[-1], cfg["tile_w"].size[-1], cfg["tile_co"].size[-1],
                             cfg["tile_ci"].size[-1], cfg["oc_nthread"].val, cfg["h_nthread"].val)
     if kind == "dense":
         return DenseTiling(cfg["tile_b"].size[-1], cfg["tile_co"].size[-1], cfg["tile_ci"].size[-1],
                            cfg["oc_nthread"].val)
-    raise ValueError(f"tiling kind {kind!r} is not 'conv2d' or 'dense'")
+    raise ValueError(f"tiling kind {kind!r} is not 'conv2d', 'group_conv2d', 'dense', 'add' or 'multiply'")
 
 
 def config_index(space: ConfigSpace, tiling: Any) -> int:
@@ -121,11 +152,11 @@ def config_index(space: ConfigSpace, tiling: Any) -> int:
     ValueError
         If a factor of ``tiling`` is not a value of its knob.
     """
-    fields = {"tile_h": tiling.__dict__.get("tile_h"), "tile_w": tiling.__dict__.get("tile_w"),
-              "tile_b": tiling.__dict__.get("tile_b"), "tile_co": tiling.tile_co, "tile_ci": tiling.tile_ci,
-              "oc_nthread": tiling.oc_nthread, "h_nthread": tiling.__dict__.get("h_nthread")}
+    fields = dict(tiling.__dict__)
     point = []
     for name, ents in space.space_map.items():
+        if name not in fields:
+            raise ValueError(f"{tiling!r} has no factor for the knob {name!r}")
         want = fields[name]
         for i, e in enumerate(ents):
             if (e.size[-1] if e.kind == "sp" else e.val) == want:
@@ -138,13 +169,29 @@ def config_index(space: ConfigSpace, tiling: Any) -> int:
 
 # ------------------------------------------------------------------------------- workloads
 def workload_of(kind: str, env: Environment, wl: Any) -> tuple:
-    """``(task name, args, kwargs)`` of a tiling workload: the key of its records.
+    """``(task name, args, kwargs)`` of a tiling workload: the key of its records (a
+    ``group_conv2d`` workload is ``(per-group workload, groups)``).
 
     Raises
     ------
     ValueError
-        If ``kind`` is not ``conv2d`` or ``dense``.
+        If ``kind`` is not ``conv2d``, ``group_conv2d``, ``dense``, ``add`` or ``multiply``.
     """
+    if kind == "group_conv2d":
+        wl, groups = wl
+        args = (("TENSOR", (wl.n_blocks, wl.ci_blocks * groups, wl.height, wl.width, env.BATCH, env.BLOCK_IN),
+                 env.inp_dtype),
+                ("TENSOR", (wl.co_blocks * groups, wl.ci_blocks, wl.kh, wl.kw, env.BLOCK_OUT, env.BLOCK_IN),
+                 env.wgt_dtype),
+                tuple(wl.stride), tuple(wl.pads), (1, 1), int(groups), env.acc_dtype)
+        kwargs = {"bias": int(wl.bias), "residuals": int(wl.residuals), "alu_stages": int(wl.alu_stages),
+                  "subsampled_rows": bool(wl.subsampled_rows)}
+        return GROUP_CONV2D, args, kwargs
+    if kind in ALU_TASKS:
+        shape = (wl.n_blocks, wl.c_blocks, wl.height, wl.width, env.BATCH, env.BLOCK_OUT)
+        rhs = (wl.n_blocks, wl.c_blocks, 1, 1, env.BATCH, env.BLOCK_OUT) if wl.rhs_broadcast else shape
+        args = (("TENSOR", shape, env.inp_dtype), ("TENSOR", rhs, env.inp_dtype))
+        return ALU_TASKS[kind], args, {"alu_stages": int(wl.alu_stages)}
     if kind == "conv2d":
         args = (("TENSOR", (wl.n_blocks, wl.ci_blocks, wl.height, wl.width, env.BATCH, env.BLOCK_IN), env.inp_dtype),
                 ("TENSOR", (wl.co_blocks, wl.ci_blocks, wl.kh, wl.kw, env.BLOCK_OUT, env.BLOCK_IN), env.wgt_dtype),
@@ -157,41 +204,45 @@ def workload_of(kind: str, env: Environment, wl: Any) -> tuple:
                 ("TENSOR", (wl.co_blocks, wl.ci_blocks, env.BLOCK_OUT, env.BLOCK_IN), env.wgt_dtype), env.acc_dtype)
         kwargs = {"bias": int(wl.bias), "residuals": int(wl.residuals), "alu_stages": int(wl.alu_stages)}
         return DENSE, args, kwargs
-    raise ValueError(f"tiling kind {kind!r} is not 'conv2d' or 'dense'")
-
-
-def _graph_workload(task: Task, env: Environment):
-    from ..topi.tuned import qdense_workload
-    from ..topi.qnn_build import qconv2d_workload
-
-    if task.name == CONV2D:
-        return "conv2d", qconv2d_workload(task.spec, env)
-    return "dense", qdense_workload(task.spec, env)
+    raise ValueError(f"tiling kind {kind!r} is not 'conv2d', 'group_conv2d', 'dense', 'add' or 'multiply'")
 
 
 def graph_task(op: str, spec: Any, env: Environment | None = None) -> Task:
-    """The task of a graph operator (``vta.conv2d`` / ``vta.dense`` and its fused spec).
+    """The task of a graph operator (``vta.conv2d`` plain or grouped, ``vta.dense``, ``vta.add``,
+    ``vta.multiply``, with its spec).
 
     Raises
     ------
     ValueError
         If ``op`` is not a tunable accelerator operator.
     """
+    from ..topi.tuned import workload_kind
+
     env = env or get_env()
-    if op not in ("vta.conv2d", "vta.dense"):
-        raise ValueError(f"operator {op!r} has no tunable template; accepted: 'vta.conv2d', 'vta.dense'")
-    name = CONV2D if op == "vta.conv2d" else DENSE
+    if op not in ("vta.conv2d", "vta.dense", "vta.add", "vta.multiply"):
+        raise ValueError(f"operator {op!r} has no tunable template; accepted: 'vta.conv2d', 'vta.dense', "
+                         f"'vta.add', 'vta.multiply'")
     with env:
+        kind, wl = workload_kind(op, spec, env)
+        name, args, kwargs = workload_of(kind, env, wl)
         task = Task(name, (), target=env.target, spec=spec)
-        kind, wl = _graph_workload(task, env)
-        _, task.args, task.kwargs = workload_of(kind, env, wl)
+        task.args, task.kwargs = args, kwargs
         space = ConfigSpace()
-        (define_conv2d_space if kind == "conv2d" else define_dense_space)(space, env, wl)
+        if kind in ALU_TASKS:
+            define_alu_space(space, env, wl)
+            default = choose_alu_tiling(env, wl)
+        elif kind == "dense":
+            define_dense_space(space, env, wl)
+            default = choose_dense_tiling(env, wl)
+        else:
+            base = wl[0] if kind == "group_conv2d" else wl
+            define_conv2d_space(space, env, base)
+            default = choose_conv2d_tiling(env, base)
         task.config_space = space
-        task.flop = space.flop
-        default = choose_conv2d_tiling(env, wl) if kind == "conv2d" else choose_dense_tiling(env, wl)
+        task.flop = space.flop * (wl[1] if kind == "group_conv2d" else 1)
         task.default_index = config_index(space, default)
-        task.prior = _prior(space, env, wl) if kind == "conv2d" else []
+        task.prior = _prior(space, env, wl[0] if kind == "group_conv2d" else wl) \
+            if kind in ("conv2d", "group_conv2d") else []
     return task
 
 
@@ -207,16 +258,22 @@ def _prior(space: ConfigSpace, env: Environment, wl: Conv2DWorkload, count: int 
 def instantiate_special(task: Task, config: Any):
     """``(s, args)`` of a graph task (its spec declared, scheduled with the configuration's
     tiling); None for other tasks."""
-    if task.spec is None or task.name not in (CONV2D, DENSE):
+    if task.spec is None or task.name not in _KIND:
         return None
     from ..topi import schedule_conv2d_packed as sched_conv
     from ..topi import schedule_dense_packed as sched_dense
-    from ..topi.qnn_build import declare_qconv2d, declare_qdense
+    from ..topi.group_conv2d import schedule_group_conv2d_packed as sched_group
+    from ..topi.qnn_build import declare_qadd, declare_qconv2d, declare_qdense, schedule_alu_op
+    from ..topi.qnn_mul import declare_qmul
 
     env = get_env()
-    kind = "conv2d" if task.name == CONV2D else "dense"
-    out, pairs = (declare_qconv2d if kind == "conv2d" else declare_qdense)(task.spec, env)
-    s = (sched_conv if kind == "conv2d" else sched_dense)(out, tiling_from_config(kind, config))
+    kind = _KIND[task.name]
+    tiling = tiling_from_config(kind, config)
+    if kind in ALU_TASKS:
+        s, pairs = schedule_alu_op(kind, task.spec, declare_qadd if kind == "add" else declare_qmul, env, tiling)
+        return s, [t for _, t in pairs]
+    out, pairs = (declare_qdense if kind == "dense" else declare_qconv2d)(task.spec, env)
+    s = {"conv2d": sched_conv, "group_conv2d": sched_group, "dense": sched_dense}[kind](out, tiling)
     return s, [t for _, t in pairs]
 
 

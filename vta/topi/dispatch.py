@@ -8,8 +8,9 @@ None, made active by :func:`push` / :func:`pop` (``vta.autotvm.apply_history_bes
 its ``with`` block). Without an active context nothing changes.
 
 The graph build compiles its operators in worker processes and caches them; it asks
-:func:`vta.topi.tuned.operator_tiling` for each ``vta.conv2d`` / ``vta.dense`` node in the parent process and
-passes the answer explicitly (it is part of the cache key).
+:func:`vta.topi.tuned.operator_tiling` for each ``vta.conv2d`` (plain or grouped) / ``vta.dense`` /
+``vta.add`` / ``vta.multiply`` node in the parent process and passes the answer explicitly (it
+is part of the cache key).
 """
 
 from __future__ import annotations
@@ -56,7 +57,8 @@ def active() -> Any:
 
 
 def tuned_tiling(kind: str, env: Environment, workload: Any) -> Any:
-    """The tiling the active context holds for ``workload`` (``kind`` ``"conv2d"`` or ``"dense"``),
-    or None (no context, or no record: use the default chooser)."""
+    """The tiling the active context holds for ``workload`` (``kind`` ``"conv2d"``,
+    ``"group_conv2d"``, ``"dense"``, ``"add"`` or ``"multiply"``), or None (no context, or no
+    record: use the default chooser)."""
     ctx = active()
     return None if ctx is None else ctx.query(kind, env, workload)

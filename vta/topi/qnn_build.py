@@ -85,8 +85,8 @@ from .qnn_requant import (
 #: The TIR call of an ALU REQ (``InjectALUIntrin`` lowers it; option ``ALU_REQUANT``).
 REQUANT_OP = "tir.vta.requant"
 
-__all__ = ["REQUANT_OP", "build_qadd", "build_qconv2d", "build_qdense", "declare_qconv2d", "declare_qdense",
-           "qconv2d_workload"]
+__all__ = ["REQUANT_OP", "alu_workload", "build_alu_op", "build_qadd", "build_qconv2d", "build_qdense", "declare_qadd",
+           "declare_qconv2d", "declare_qdense", "qconv2d_workload", "schedule_alu_op"]
 
 
 def _ceil_div(x: int, b: int) -> int:
@@ -707,9 +707,11 @@ def build_qdense(spec, name: str, env: Environment | None = None, tiling=None):
 
 # -- element-wise operators without GEMM --------------------------------------------------------
 
-def _ewise_schedule(out: Tensor, loads: list, alus: list, rows_axis: int, tile_rows: int, env: Environment):
+def _ewise_schedule(out: Tensor, loads: list, alus: list, rows_axis: int, tile_rows: int, env: Environment,
+                    tile_c: int = 1):
     """Every stage in the accumulator, computed per tile of ``tile_rows`` along ``rows_axis`` of
-    the output (the axes before it are outer loops), loads by DMA, the rest on the ALU."""
+    the output (the axes before it are outer loops; with ``tile_c`` > 1 the channel-block axis 1
+    is split too and ``tile_c`` blocks share a tile), loads by DMA, the rest on the ALU."""
     s = create_schedule(out.op)
     for t in loads:
         s[t].set_scope(env.acc_scope)
@@ -717,14 +719,20 @@ def _ewise_schedule(out: Tensor, loads: list, alus: list, rows_axis: int, tile_r
         s[t].set_scope(env.acc_scope)
     axes = list(s[out].op.axis)
     outer, inner = s[out].split(axes[rows_axis], factor=tile_rows)
-    s[out].reorder(*axes[:rows_axis], outer, inner, *axes[rows_axis + 1:])
+    if tile_c > 1:
+        c_outer, c_inner = s[out].split(axes[1], factor=tile_c)
+        s[out].reorder(*axes[:1], c_outer, outer, c_inner, inner, *axes[rows_axis + 1:])
+        store_at = c_inner
+    else:
+        s[out].reorder(*axes[:rows_axis], outer, inner, *axes[rows_axis + 1:])
+        store_at = inner
     for t in loads + alus:
         s[t].compute_at(s[out], outer)
     for t in loads:
         s[t].pragma(s[t].op.axis[0], env.dma_copy)
     for t in alus:
         s[t].pragma(s[t].op.axis[0], env.alu)
-    s[out].pragma(inner, env.dma_copy)
+    s[out].pragma(store_at, env.dma_copy)
     return s
 
 
@@ -756,8 +764,89 @@ def _row_tile(rows: int, entries_per_row: int, buffers: int, env: Environment) -
                         f"accumulator ({cap} entries)")
 
 
-def build_qadd(spec, name: str, env: Environment | None = None):
+def declare_qadd(spec, env: Environment) -> tuple[Tensor, list, list, list]:
+    """The tensor expressions of a quantized add: ``(output, [(role, tensor), ...], loads, ALU
+    stages)``."""
+    nb = _ceil_div(spec.batch, env.BATCH)
+    cb = _ceil_div(spec.channels, env.BLOCK_OUT)
+    shape = (nb, cb, spec.height, spec.width, env.BATCH, env.BLOCK_OUT)
+    a = placeholder(shape, name="lhs", dtype=env.inp_dtype)
+    b = placeholder(shape, name="rhs", dtype=env.inp_dtype)
+    frac = sum_fraction_bits(spec.lhs.requant, spec.rhs.requant)
+    if frac is not None:  # one rounding of the rescaled sum
+        ta, tb = _term(a, spec.lhs, frac, env, "lhs"), _term(b, spec.rhs, frac, env, "rhs")
+        ch = _Chain(compute(shape, lambda *i: ta(*i) + tb(*i), name="qadd_sum", tag=ELEMWISE_TAG), "qadd")
+        out = _finish(ch, ch.round_sum(frac, spec.output_zero_point), spec.clip, env)
+    else:
+        ya, z_left = _scaled_operand(a, spec.lhs, env, "lhs", post_add=spec.output_zero_point)
+        x, _ = _add_scaled(ya, b, spec.rhs, env, "rhs")
+        ch = _Chain(x, "qadd")
+        out = _finish(ch, z_left, spec.clip, env)
+    stages = _stages_below(out)
+    loads = [t for t in stages if t.op.tag == LOAD_TAG]
+    alus = [t for t in stages if t.op.tag != LOAD_TAG]
+    return out, [("lhs", a), ("rhs", b), ("out", out)], loads, alus
+
+
+def alu_workload(kind: str, spec, declare, env: Environment | None = None):
+    """The :class:`~vta.topi.alu_tiling.AluWorkload` of an ALU-only operator (``kind`` ``"add"``
+    with :func:`declare_qadd`, ``"multiply"`` with :func:`vta.topi.qnn_mul.declare_qmul`)."""
+    from .alu_tiling import AluWorkload
+
+    env = env or get_env()
+    with env:
+        _, _, _, alus = declare(spec, env)
+        return AluWorkload(kind, _ceil_div(spec.batch, env.BATCH), _ceil_div(spec.channels, env.BLOCK_OUT),
+                           spec.height, spec.width, bool(getattr(spec, "rhs_broadcast", False)), len(alus))
+
+
+def schedule_alu_op(kind: str, spec, declare, env: Environment, tiling=None) -> tuple:
+    """``(schedule, [(role, tensor), ...])`` of an ALU-only operator; ``tiling`` (an
+    :class:`~vta.topi.alu_tiling.AluTiling`) overrides the default one (most rows of one channel
+    block whose two operands fit the accumulator).
+
+    Raises
+    ------
+    ScheduleError
+        If one row of the operands does not fit the accumulator, or ``tiling`` does not divide
+        the channel blocks and rows or overflows the accumulator.
+    """
+    from .alu_tiling import alu_footprint
+
+    with env:
+        out, pairs, loads, alus = declare(spec, env)
+        if tiling is None:
+            tile_c, tile_h = 1, _row_tile(spec.height, spec.width, 2, env)
+        else:
+            wl = alu_workload(kind, spec, declare, env)
+            if wl.c_blocks % tiling.tile_c or wl.height % tiling.tile_h or \
+                    alu_footprint(wl, tiling) > env.ACC_BUFF_DEPTH:
+                raise ScheduleError(f"{kind}: {tiling!r} does not divide {wl.c_blocks} channel blocks and "
+                                    f"{wl.height} rows, or its tiles overflow the accumulator "
+                                    f"({env.ACC_BUFF_DEPTH} entries)")
+            tile_c, tile_h = tiling.tile_c, tiling.tile_h
+        return _ewise_schedule(out, loads, alus, 2, tile_h, env, tile_c), pairs
+
+
+def build_alu_op(kind: str, spec, declare, name: str, env: Environment, tiling=None):
+    """Declare, schedule (:func:`schedule_alu_op`) and build an ALU-only operator.
+
+    Raises
+    ------
+    ScheduleError
+        As :func:`schedule_alu_op`, or if the configuration is not 8-bit with 32-bit accumulators.
+    """
+    _check_env(env, "build_qadd" if kind == "add" else "build_qmul")
+    with env:
+        s, pairs = schedule_alu_op(kind, spec, declare, env, tiling)
+        mod = _build(s, pairs, name, env)
+    return mod, ArgLayout.for_env(kind, spec, _arg_specs(pairs), env)
+
+
+def build_qadd(spec, name: str, env: Environment | None = None, tiling=None):
     """Compile a quantized add (:class:`~vta.topi.qnn.QAddSpec`) on the ALU.
+
+    ``tiling`` (an :class:`~vta.topi.alu_tiling.AluTiling`, optional) overrides the default.
 
     Returns
     -------
@@ -766,31 +855,6 @@ def build_qadd(spec, name: str, env: Environment | None = None):
     Raises
     ------
     ScheduleError
-        If one row of the operands does not fit the accumulator.
+        If one row of the operands does not fit the accumulator, or ``tiling`` does not fit.
     """
-    env = env or get_env()
-    _check_env(env, "build_qadd")
-    with env:
-        nb = _ceil_div(spec.batch, env.BATCH)
-        cb = _ceil_div(spec.channels, env.BLOCK_OUT)
-        shape = (nb, cb, spec.height, spec.width, env.BATCH, env.BLOCK_OUT)
-        a = placeholder(shape, name="lhs", dtype=env.inp_dtype)
-        b = placeholder(shape, name="rhs", dtype=env.inp_dtype)
-        frac = sum_fraction_bits(spec.lhs.requant, spec.rhs.requant)
-        if frac is not None:  # one rounding of the rescaled sum
-            ta, tb = _term(a, spec.lhs, frac, env, "lhs"), _term(b, spec.rhs, frac, env, "rhs")
-            ch = _Chain(compute(shape, lambda *i: ta(*i) + tb(*i), name="qadd_sum", tag=ELEMWISE_TAG), "qadd")
-            out = _finish(ch, ch.round_sum(frac, spec.output_zero_point), spec.clip, env)
-        else:
-            ya, z_left = _scaled_operand(a, spec.lhs, env, "lhs", post_add=spec.output_zero_point)
-            x, _ = _add_scaled(ya, b, spec.rhs, env, "rhs")
-            ch = _Chain(x, "qadd")
-            out = _finish(ch, z_left, spec.clip, env)
-        stages = _stages_below(out)
-        loads = [t for t in stages if t.op.tag == LOAD_TAG]
-        alus = [t for t in stages if t.op.tag != LOAD_TAG]
-        tile = _row_tile(spec.height, spec.width, 2, env)
-        s = _ewise_schedule(out, loads, alus, 2, tile, env)
-        pairs = [("lhs", a), ("rhs", b), ("out", out)]
-        mod = _build(s, pairs, name, env)
-    return mod, ArgLayout.for_env("add", spec, _arg_specs(pairs), env)
+    return build_alu_op("add", spec, declare_qadd, name, env or get_env(), tiling)

@@ -21,13 +21,11 @@ from ..env import Environment, get_env
 from ..te import compute, placeholder
 from ._traverse import LOAD_TAG
 from .epilogue import BROADCAST_TAG, ELEMWISE_TAG
-from .qnn_build import _arg_specs, _build, _Chain, _ceil_div, _check_env, _ewise_schedule, _finish, _row_tile, \
-    _stages_below
-from .qnn_layout import ArgLayout
+from .qnn_build import _Chain, _ceil_div, _finish, _stages_below, build_alu_op
 from .qnn_requant import INT8_RANGE, Requant, requantize_np
 from .qnn_spec import _check_clip, _check_zp
 
-__all__ = ["PRODUCT_BITS", "QMulSpec", "build_qmul", "mul_np", "mul_requant"]
+__all__ = ["PRODUCT_BITS", "QMulSpec", "build_qmul", "declare_qmul", "mul_np", "mul_requant"]
 
 #: Bits of the largest centred product ``|(a - z_a) * (b - z_b)| <= 255 * 255``.
 PRODUCT_BITS = 17
@@ -89,8 +87,43 @@ def mul_np(a, lhs_zero_point: int, b, rhs_zero_point: int, rq: Requant, out_zero
     return requantize_np(p, rq, 0, out_zero_point, lo, hi).astype(np.int32)
 
 
-def build_qmul(spec: QMulSpec, name: str, env: Environment | None = None):
+def declare_qmul(spec: QMulSpec, env: Environment):
+    """The tensor expressions of a quantized product: ``(output, [(role, tensor), ...], loads,
+    ALU stages)``."""
+    nb = _ceil_div(spec.batch, env.BATCH)
+    cb = _ceil_div(spec.channels, env.BLOCK_OUT)
+    shape = (nb, cb, spec.height, spec.width, env.BATCH, env.BLOCK_OUT)
+    a = placeholder(shape, name="lhs", dtype=env.inp_dtype)
+    bshape = (nb, cb, 1, 1, env.BATCH, env.BLOCK_OUT) if spec.rhs_broadcast else shape
+    b = placeholder(bshape, name="rhs", dtype=env.inp_dtype)
+    terms = []
+    for t, z, prefix in ((a, spec.lhs_zero_point, "lhs"), (b, spec.rhs_zero_point, "rhs")):
+        loaded = compute(t.shape, lambda *i, t=t: t(*i).astype(env.acc_dtype), name=f"{prefix}_load",
+                         tag=LOAD_TAG)
+        ch = _Chain(loaded, prefix)
+        if z:
+            ch.imm("add", -int(z))
+        terms.append(ch.x)
+    ta, tb = terms
+    if spec.rhs_broadcast:
+        prod = compute(shape, lambda n0, c0, i, j, n1, c1: ta(n0, c0, i, j, n1, c1) * tb(n0, c0, 0, 0, n1, c1),
+                       name="qmul_prod", tag=BROADCAST_TAG)
+    else:
+        prod = compute(shape, lambda *i: ta(*i) * tb(*i), name="qmul_prod", tag=ELEMWISE_TAG)
+    ch = _Chain(prod, "qmul")
+    z_left = ch.requant(spec.requant, None, None, post_add=spec.output_zero_point, bounded=True,
+                        saturate=spec.clip)
+    out = _finish(ch, z_left, spec.clip, env)
+    stages = _stages_below(out)
+    loads = [t for t in stages if t.op.tag == LOAD_TAG]
+    alus = [t for t in stages if t.op.tag != LOAD_TAG]
+    return out, [("lhs", a), ("rhs", b), ("out", out)], loads, alus
+
+
+def build_qmul(spec: QMulSpec, name: str, env: Environment | None = None, tiling=None):
     """Compile a quantized product (:class:`QMulSpec`) on the ALU.
+
+    ``tiling`` (an :class:`~vta.topi.alu_tiling.AluTiling`, optional) overrides the default.
 
     Returns
     -------
@@ -99,40 +132,6 @@ def build_qmul(spec: QMulSpec, name: str, env: Environment | None = None):
     Raises
     ------
     ScheduleError
-        If one row of the operands does not fit the accumulator.
+        If one row of the operands does not fit the accumulator, or ``tiling`` does not fit.
     """
-    env = env or get_env()
-    _check_env(env, "build_qmul")
-    with env:
-        nb = _ceil_div(spec.batch, env.BATCH)
-        cb = _ceil_div(spec.channels, env.BLOCK_OUT)
-        shape = (nb, cb, spec.height, spec.width, env.BATCH, env.BLOCK_OUT)
-        a = placeholder(shape, name="lhs", dtype=env.inp_dtype)
-        bshape = (nb, cb, 1, 1, env.BATCH, env.BLOCK_OUT) if spec.rhs_broadcast else shape
-        b = placeholder(bshape, name="rhs", dtype=env.inp_dtype)
-        terms = []
-        for t, z, prefix in ((a, spec.lhs_zero_point, "lhs"), (b, spec.rhs_zero_point, "rhs")):
-            loaded = compute(t.shape, lambda *i, t=t: t(*i).astype(env.acc_dtype), name=f"{prefix}_load",
-                             tag=LOAD_TAG)
-            ch = _Chain(loaded, prefix)
-            if z:
-                ch.imm("add", -int(z))
-            terms.append(ch.x)
-        ta, tb = terms
-        if spec.rhs_broadcast:
-            prod = compute(shape, lambda n0, c0, i, j, n1, c1: ta(n0, c0, i, j, n1, c1) * tb(n0, c0, 0, 0, n1, c1),
-                           name="qmul_prod", tag=BROADCAST_TAG)
-        else:
-            prod = compute(shape, lambda *i: ta(*i) * tb(*i), name="qmul_prod", tag=ELEMWISE_TAG)
-        ch = _Chain(prod, "qmul")
-        z_left = ch.requant(spec.requant, None, None, post_add=spec.output_zero_point, bounded=True,
-                            saturate=spec.clip)
-        out = _finish(ch, z_left, spec.clip, env)
-        stages = _stages_below(out)
-        loads = [t for t in stages if t.op.tag == LOAD_TAG]
-        alus = [t for t in stages if t.op.tag != LOAD_TAG]
-        tile = _row_tile(spec.height, spec.width, 2, env)
-        s = _ewise_schedule(out, loads, alus, 2, tile, env)
-        pairs = [("lhs", a), ("rhs", b), ("out", out)]
-        mod = _build(s, pairs, name, env)
-    return mod, ArgLayout.for_env("multiply", spec, _arg_specs(pairs), env)
+    return build_alu_op("multiply", spec, declare_qmul, name, env or get_env(), tiling)
