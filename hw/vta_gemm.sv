@@ -12,34 +12,62 @@ module vta_gemm import vta_pkg::*; (
   input  logic [ACC_ELEM_BITS-1:0] acc_i,
   output logic [ACC_ELEM_BITS-1:0] acc_o
 );
-  // Products need INP_WIDTH + WGT_WIDTH bits; the sum of BLOCK_IN of them LOG_BLOCK_IN more.
-  localparam int unsigned SumW = INP_WIDTH + WGT_WIDTH + LOG_BLOCK_IN + 1;
+  // Products need ProdW = INP_WIDTH + WGT_WIDTH bits (the product of two signed values of I and
+  // W bits is at most 2^(I+W-2) in magnitude); the sum of BLOCK_IN of them LOG_BLOCK_IN more.
+  localparam int unsigned ProdW = INP_WIDTH + WGT_WIDTH;
+  localparam int unsigned SumW = ProdW + LOG_BLOCK_IN + 1;
   localparam int unsigned CalcW = (SumW > ACC_WIDTH) ? SumW : ACC_WIDTH;
 
-  // Sign extension written as (x ^ sign) - sign on the zero-extended field, in unsigned CalcW-bit
-  // arithmetic: the same bits as $signed() (products and sums wrap modulo 2^CalcW, and only the
-  // low ACC_WIDTH <= CalcW bits are kept), but a form a C++ compiler turns into one
-  // sign-extending load, where Verilator's $signed() extension costs five instructions per
-  // operand (the GEMM's 2 x BATCH x BLOCK_IN x BLOCK_OUT operands were a quarter of tsim's time).
-  localparam logic [CalcW-1:0] InpSign = CalcW'(1) << (INP_WIDTH - 1);
-  localparam logic [CalcW-1:0] WgtSign = CalcW'(1) << (WGT_WIDTH - 1);
+  // Sign extension written as (x ^ sign) - sign on the zero-extended field: the same bits as
+  // $signed(), in a form a C++ compiler turns into a sign-extending load or vector widening
+  // (Verilator's $signed() extension costs several instructions per operand).
+  localparam logic [ProdW-1:0] InpSign  = ProdW'(1) << (INP_WIDTH - 1);
+  localparam logic [ProdW-1:0] WgtSign  = ProdW'(1) << (WGT_WIDTH - 1);
+  localparam logic [CalcW-1:0] ProdSign = CalcW'(1) << (ProdW - 1);
 
-  for (genvar b = 0; b < BATCH; b++) begin : g_row
-    for (genvar j = 0; j < BLOCK_OUT; j++) begin : g_col
-      logic [CalcW-1:0] dot;
-      logic [CalcW-1:0] total;
-      always_comb begin
-        dot   = '0;
-        total = '0;
-        if (en_i && !reset_i) begin
+  // The operands as arrays of elements. For a simulator this is the form that compiles to
+  // vector code: the element copies out of the packed rows are byte moves a C++ compiler merges
+  // into word copies, and each dot product below is a loop over consecutive elements, which it
+  // vectorises (the same products written over the packed rows cost about three instructions
+  // per multiply-add: a shift, a mask and a sign extension per operand).
+  logic [INP_WIDTH-1:0] inp_e [BATCH*BLOCK_IN];
+  logic [WGT_WIDTH-1:0] wgt_e [BLOCK_OUT*BLOCK_IN];
+
+  always_comb begin
+    for (int unsigned b = 0; b < BATCH; b++) begin
+      for (int unsigned k = 0; k < BLOCK_IN; k++) begin
+        inp_e[b*BLOCK_IN+k] = inp_i[(b*BLOCK_IN+k)*INP_WIDTH +: INP_WIDTH];
+      end
+    end
+    for (int unsigned j = 0; j < BLOCK_OUT; j++) begin
+      for (int unsigned k = 0; k < BLOCK_IN; k++) begin
+        wgt_e[j*BLOCK_IN+k] = wgt_i[(j*BLOCK_IN+k)*WGT_WIDTH +: WGT_WIDTH];
+      end
+    end
+  end
+
+  logic [CalcW-1:0] dot;
+  logic [ProdW-1:0] prod;
+
+  always_comb begin
+    acc_o = '0;
+    dot   = '0;
+    prod  = '0;
+    if (en_i && !reset_i) begin
+      for (int unsigned b = 0; b < BATCH; b++) begin
+        for (int unsigned j = 0; j < BLOCK_OUT; j++) begin
+          dot = CalcW'(acc_i[(b*BLOCK_OUT+j)*ACC_WIDTH +: ACC_WIDTH]);
+          // Kept a loop in the generated C++, which the compiler then vectorises (an unrolled
+          // loop becomes a chain of scalar expressions, which it does not).
+          /* verilator unroll_disable */
           for (int unsigned k = 0; k < BLOCK_IN; k++) begin
-            dot = dot + ((CalcW'(inp_i[(b*BLOCK_IN+k)*INP_WIDTH +: INP_WIDTH]) ^ InpSign) - InpSign)
-                      * ((CalcW'(wgt_i[(j*BLOCK_IN+k)*WGT_WIDTH +: WGT_WIDTH]) ^ WgtSign) - WgtSign);
+            prod = ((ProdW'(inp_e[b*BLOCK_IN+k]) ^ InpSign) - InpSign)
+                 * ((ProdW'(wgt_e[j*BLOCK_IN+k]) ^ WgtSign) - WgtSign);
+            dot  = dot + ((CalcW'(prod) ^ ProdSign) - ProdSign);
           end
-          total = CalcW'(acc_i[(b*BLOCK_OUT+j)*ACC_WIDTH +: ACC_WIDTH]) + dot;
+          acc_o[(b*BLOCK_OUT+j)*ACC_WIDTH +: ACC_WIDTH] = dot[ACC_WIDTH-1:0];
         end
       end
-      assign acc_o[(b*BLOCK_OUT+j)*ACC_WIDTH +: ACC_WIDTH] = total[ACC_WIDTH-1:0];
     end
   end
 endmodule : vta_gemm
