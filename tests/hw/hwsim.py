@@ -38,8 +38,11 @@ def rtl_sources() -> list[Path]:
     return sorted(HW_DIR.glob("*.sv"))
 
 
-def build(toplevel: str, config: str = "vta_config.json") -> Path:
+def build(toplevel: str, config: str = "vta_config.json", generated: dict[str, str] | None = None) -> Path:
     """Build ``toplevel`` for the shipped configuration ``config``; return the build directory.
+
+    ``generated`` maps file names to SystemVerilog text compiled instead of ``hw/*.sv`` (a test
+    bench that wraps renamed copies of RTL files, say); without it the sources are ``hw/*.sv``.
 
     Raises
     ------
@@ -52,24 +55,31 @@ def build(toplevel: str, config: str = "vta_config.json") -> Path:
 
     _verilator.ensure_on_path()
     package = hwgen.sv_package(make_env(config))
+    sources = ({path.name: path.read_bytes() for path in rtl_sources()} if generated is None else dict(generated))
     parts: list[bytes | str] = ["cocotb-v3", toplevel, *BUILD_ARGS, "vta_pkg.sv", package]
-    for path in rtl_sources():
-        parts += [path.name, path.read_bytes()]
+    for name in sorted(sources):
+        parts += [name, sources[name]]
     build_dir = cache_dir("cocotb") / f"{toplevel}-{content_key(parts)}"
     done = build_dir / ".built"
     build_dir.mkdir(parents=True, exist_ok=True)
     with open(build_dir / ".lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not done.exists():
-            pkg = build_dir / "vta_pkg.sv"
-            pkg.write_text(package)
+            files = [build_dir / "vta_pkg.sv"]
+            files[0].write_text(package)
+            if generated is None:
+                files += rtl_sources()
+            else:
+                for name in sorted(sources):
+                    (build_dir / name).write_text(generated[name])
+                    files.append(build_dir / name)
             runner = get_runner("verilator")
             # Unit models run for microseconds: compile them unoptimised, which builds fastest
             # (command-line variables in MAKEFLAGS override verilated.mk's -Os).
             saved = os.environ.get("MAKEFLAGS")
             os.environ["MAKEFLAGS"] = MAKEFLAGS
             try:
-                runner.build(sources=[pkg, *rtl_sources()], hdl_toplevel=toplevel, build_dir=build_dir,
+                runner.build(sources=files, hdl_toplevel=toplevel, build_dir=build_dir,
                              build_args=BUILD_ARGS, timescale=("1ns", "1ps"), always=True,
                              log_file=build_dir / "build.log")
             finally:
@@ -82,16 +92,17 @@ def build(toplevel: str, config: str = "vta_config.json") -> Path:
 
 
 def run(toplevel: str, test_module: str, tmp_path: Path, config: str = "vta_config.json",
-        testcase: str | None = None) -> None:
+        testcase: str | None = None, generated: dict[str, str] | None = None) -> None:
     """Build (or reuse) ``toplevel`` and run the cocotb tests of ``test_module`` in ``tmp_path``.
 
     ``test_module`` is a dotted module path under the repository root, e.g.
     ``tests.hw.gemm.cocotb_gemm``. The shipped configuration name is passed to the tests in
-    ``VTA_HW_CONFIG``. Fails the calling pytest test if any cocotb test fails.
+    ``VTA_HW_CONFIG``; ``generated`` is passed to :func:`build`. Fails the calling pytest test if
+    any cocotb test fails.
     """
     from cocotb_tools.runner import get_results, get_runner
 
-    build_dir = build(toplevel, config)
+    build_dir = build(toplevel, config, generated)
     runner = get_runner("verilator")
     pythonpath = os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH", "")]))
     xml = tmp_path / "results.xml"
