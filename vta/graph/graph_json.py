@@ -28,7 +28,7 @@ NODE_KEYS = ("op", "name", "inputs", "attrs")
 #: Keys of an operator node's ``attrs``: TVM's, the host kernel's, and the placement and report
 #: facts :func:`vta.graph.lower` adds.
 NODE_ATTR_KEYS = ("func_name", "num_inputs", "num_outputs", "flatten_data", "host_kernel", "host_attrs", "device",
-                  "reason", "op", "layer", "macs")
+                  "reason", "op", "layer", "macs", "func_out_shape")
 
 
 class GraphJSONError(GraphError, ConfigError):
