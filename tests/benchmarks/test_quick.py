@@ -83,6 +83,10 @@ FIGURES: dict[str, tuple[tuple[str, ...], bool]] = {
     "zoo_mac_share.py": ((r"^model +family +vta MACs", r"^ch_ppocr_cls +\S+ +[\d,]+ +[\d,]+ +\d+\.\d%$"), False),
     "tune_resnet18.py": ((r"^\d+ conv2d tasks extracted in ",
                           r"^sum over tasks: default [\d,]+ cycles, tuned "), False),
+    "compute_overlap.py": ((r"^configuration extended\.json \(options: .*\); compute-bound spans",
+                            r"^C10 \(ok\): GEMM bound 25,088; model [\d,]+ cycles = .*; serial .*; lanes .*; "
+                            r"lanes \+bias init ",
+                            r"^weighted by repeats \(C10\): serial "), False),
     "resnet_layers.py": ((r"^ResNet-18 layers, fused qnn conv2d .*, model,", r"^before = measured reference \(",
                           r"^C10 +1 +[\d,]+ +[\d,]+ +[\d,]+ +[\d,]+ +\d+\.\d% +\d+\.\d%.* ok$", r"^C11 +3 ",
                           r"^weighted total \(1xC10\+3xC11\): bound [\d,]+ cycles, now .*% of the GEMM bound; before",
