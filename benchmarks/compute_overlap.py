@@ -1,21 +1,25 @@
 """What-if schedules of the compute unit: how far candidate hardware options would take ResNet-18.
 
-Run: ``python benchmarks/compute_overlap.py [--quick] [--config FILE] [--layers C4,C7] [--network]
-[--size N]``.
+Run: ``python benchmarks/compute_overlap.py [--quick] [--config FILE] [--layers C4,C7] [--depth K]
+[--network [--size N]] [--search N]``.
 
 A design study for issue 24's remaining options, not a cycle-exact level. Each ResNet-18 layer of
-:mod:`benchmarks.resnet_layers` (or, with ``--network``, every accelerator node of the four
+``benchmarks/resnet_layers.py`` (or, with ``--network``, every accelerator node of the four
 residual stages of ``benchmarks/network.py``) is compiled and run on the cycle model of the
 configuration (``configs/extended.json`` by default, so the epilogue already uses REQ). The
-script wraps the model's timing replay to record, for every instruction of the compute unit, its
-duration on the model (start to retirement, as the unit runs it today) and its exact footprint:
-the accumulator rows it reads and writes (its loop nest over the micro-ops held in the uop
-buffer at that point, rebuilt from the LOAD UOPs of the stream) and the uop entries it reads or
-writes. It then re-schedules that instruction list under each candidate design and prints the
-compute unit's span as a percent of the GEMM bound (one GEMM micro-op per cycle):
+script wraps the model's timing replay to record every instruction of the stream: its unit, its
+duration on the model (start to retirement), its token pops and pushes, and, for the compute
+unit, its exact footprint: the accumulator rows it reads and writes (its loop nest over the
+micro-ops held in the uop buffer at that point, rebuilt from the LOAD UOPs of the stream) and the
+uop entries it reads or writes. It then re-schedules the compute unit's instructions under each
+candidate design and prints two percentages of the GEMM bound (one GEMM micro-op per cycle): the
+compute unit's span alone (compute-bound), and the whole run with the load and store units and
+the token channels replayed too (each unit in order with its model durations, a pop waiting for
+its push; the compute unit pushes in program order). With today's serial unit the second figure
+reproduces the model's cycles (C4 51.3%, C7 67.0%, C10 78.8%, the network's four stages within
+200 cycles of 7.64 M), which is what the figures of the other designs rest on. Designs:
 
-* ``serial``: today's unit, one instruction at a time (the sum of the durations; the model's
-  ``compute_busy_cycles``);
+* ``serial``: today's unit, one instruction at a time;
 * ``lanes``: GEMM and ALU in parallel. Three lanes (GEMM, ALU, the LOADs of uops and
   accumulators), each in order; instructions start in stream order (one in flight per lane,
   ``--depth 1``) or from per-lane queues of ``--depth`` entries; an instruction waits for every
@@ -32,11 +36,11 @@ compute unit's span as a percent of the GEMM bound (one GEMM micro-op per cycle)
 * ``+bias init``: no reset pass and no bias ADD (the first GEMM of each reduction starts from the
   bias rows).
 
-Dropped passes are removed from the instruction list with their footprints; the rest keeps its
-model durations. Token waits on the load and store units are ignored (the compute-bound span: the
-model's measured cycles are 1-6% above ``serial`` on these layers), so the figures bound what a
-design can reach; they are estimates for choosing a design, the exact figures come from the
-implemented option on tsim. ``--quick`` runs C10 only.
+Dropped passes keep their token pops and pushes (as zero-cycle instructions); the rest keeps its
+model durations. Fetch and the memory channel's sharing between units are not re-simulated (their
+effect stays as measured in the durations). ``--search N`` runs the estimator's best N tilings of
+each layer and prints the best one under each design (with the token waits; a faster compute
+unit may want other tiles). ``--quick`` runs C10 only.
 """
 
 from __future__ import annotations
@@ -114,11 +118,13 @@ def records(env: Environment, dram, words: np.ndarray, arrays: dict) -> list[dic
     out = []
     empty = frozenset()
     for i, x in enumerate(insns):
-        if int(arrays["unit"][i]) != COMPUTE_UNIT:
-            continue
+        unit = int(arrays["unit"][i])
         rec = {"dur": int(arrays["end"][i] - arrays["start"][i]), "R": empty, "W": empty, "UR": empty,
-               "UW": empty, "kind": "other"}
-        if isinstance(x, isa.MemInsn) and x.opcode == isa.OPCODE_LOAD and x.x_size:
+               "UW": empty, "kind": "other", "unit": unit, "pops": _channels(unit, x, "pop"),
+               "pushes": _channels(unit, x, "push")}
+        if unit != COMPUTE_UNIT:
+            rec["kind"] = "load/store unit"
+        elif isinstance(x, isa.MemInsn) and x.opcode == isa.OPCODE_LOAD and x.x_size:
             n = (x.y_pad_0 + x.y_size + x.y_pad_1) * (x.x_pad_0 + x.x_size + x.x_pad_1)
             if x.memory_type == isa.MEM_UOP:
                 grid = np.zeros((x.y_pad_0 + x.y_size + x.y_pad_1, x.x_pad_0 + x.x_size + x.x_pad_1), np.int64)
@@ -152,6 +158,20 @@ def records(env: Environment, dram, words: np.ndarray, arrays: dict) -> list[dic
     return out
 
 
+#: Token channels by (unit, direction): the unit before it in the pipeline (prev) or after it (next).
+_CHANNELS = {(0, "next"): ("g2l", "l2g"), (1, "prev"): ("l2g", "g2l"), (1, "next"): ("s2g", "g2s"),
+             (2, "prev"): ("g2s", "s2g")}
+
+
+def _channels(unit: int, x, what: str) -> tuple:
+    """The token channels instruction ``x`` of ``unit`` pops (``what="pop"``) or pushes."""
+    out = []
+    for side in ("prev", "next"):
+        if getattr(x, f"{what}_{side}_dep", 0) and (unit, side) in _CHANNELS:
+            out.append(_CHANNELS[unit, side][0 if what == "pop" else 1])
+    return tuple(out)
+
+
 def _lane(kind: str, reset_on_alu: bool) -> str:
     if kind == "gemm" or (kind == "reset" and not reset_on_alu):
         return "G"
@@ -177,65 +197,144 @@ def _conflict(a: dict, b: dict, ranges: bool) -> bool:
 
 def schedule(recs: list[dict], *, serial: bool = False, depth: int = 1, ranges: bool = False,
              reset_on_alu: bool = False, fuse_reset: bool = False, drop_bias_add: bool = False,
-             drain_loads: bool = False) -> int:
+             drain_loads: bool = False, tokens: bool = False) -> int:
     """The compute unit's span (cycles) for the records ``recs`` under one design (module docstring)."""
-    rs = [r for r in recs if r["kind"] != "other" and not (fuse_reset and r["kind"] == "reset")
-          and not (drop_bias_add and r["kind"] == "bias add")]
-    if serial:
+    rs = []
+    for r in recs:
+        if (fuse_reset and r["kind"] == "reset") or (drop_bias_add and r["kind"] == "bias add"):
+            if not (tokens and (r["pops"] or r["pushes"])):
+                continue
+            r = dict(r, kind="other", dur=0, R=frozenset(), W=frozenset(), UR=frozenset(), UW=frozenset())
+        if (r["kind"] == "other" and not tokens) or (r["unit"] != COMPUTE_UNIT and not tokens):
+            continue
+        rs.append(r)
+    if serial and not tokens:
         return sum(r["dur"] for r in rs)
     start, end, disp, lane = [0] * len(rs), [0] * len(rs), [0] * len(rs), []
     per_lane: dict[str, list[int]] = {}
+    pushed: dict[str, list[int]] = {c: [] for pair in _CHANNELS.values() for c in pair}
+    popped = dict.fromkeys(pushed, 0)
+    last_compute, retire = -1, 0
     for i, r in enumerate(rs):
         if ranges and "w" not in r:
             r["w"], r["r"], r["uw"], r["ur"] = _span(r["W"]), _span(r["R"]), _span(r["UW"]), _span(r["UR"])
-        name = _lane(r["kind"], reset_on_alu)
+        t = 0
+        for c in r["pops"] if tokens else ():  # the token pushed for this pop (always by an earlier instruction)
+            t = max(t, pushed[c][popped[c]])
+            popped[c] += 1
+        if r["unit"] != COMPUTE_UNIT:
+            name = f"unit{r['unit']}"
+            mine = per_lane.setdefault(name, [])
+            if mine:
+                t = max(t, end[mine[-1]])
+            lane.append(name)
+            start[i], end[i] = t, t + r["dur"]
+            mine.append(i)
+            for c in r["pushes"] if tokens else ():
+                pushed[c].append(end[i])
+            continue
+        name = "S" if serial else ("N" if r["kind"] == "other" else _lane(r["kind"], reset_on_alu))
         lane.append(name)
         mine = per_lane.setdefault(name, [])
-        if depth == 1:
-            t = start[i - 1] if i else 0
+        prev = last_compute
+        last_compute = i
+        if depth == 1 or serial:
+            t = max(t, start[prev] if prev >= 0 else 0)
         else:
-            d = disp[i - 1] if i else 0
+            d = disp[prev] if prev >= 0 else 0
             if len(mine) >= depth:
                 d = max(d, start[mine[-depth]])
-            disp[i] = t = d
+            disp[i] = d
+            t = max(t, d)
         if mine:
             t = max(t, end[mine[-1]])
-        if drain_loads and (name == "M" or (i and lane[i - 1] == "M")):
-            t = max([t] + end[max(0, i - WINDOW):i])  # a LOAD waits for both lanes and holds the next back
+        if drain_loads and (name == "M" or (prev >= 0 and lane[prev] == "M")):
+            # a LOAD waits for both lanes and holds the next back
+            t = max([t] + [end[j] for j in range(max(0, i - WINDOW), i) if rs[j]["unit"] == COMPUTE_UNIT])
         for j in range(i - 1, max(-1, i - WINDOW), -1):
-            if end[j] > t and lane[j] != name and _conflict(rs[j], r, ranges):
+            if end[j] > t and lane[j] != name and rs[j]["unit"] == COMPUTE_UNIT and _conflict(rs[j], r, ranges):
                 t = end[j]
         start[i], end[i] = t, t + r["dur"]
         mine.append(i)
+        retire = max(retire, end[i])  # in program order: the pushes of an instruction wait for the older ones
+        for c in r["pushes"] if tokens else ():
+            pushed[c].append(retire)
     return max(end, default=0)
 
 
-def report(label: str, bound: int, recs: list[dict], depth: int, measured: int | None = None) -> None:
-    figs = []
-    for name, kw in DESIGNS.items():
-        t = schedule(recs, depth=depth, **kw)
-        figs.append(f"{name} {100.0 * bound / t:.1f}%")
-    meas = f"model {measured:,} cycles = {100.0 * bound / measured:.1f}%; " if measured else ""
-    print(f"{label}: GEMM bound {bound:,}; {meas}" + "; ".join(figs), flush=True)
+def span(runs: list[list[dict]], depth: int, tokens: bool, **kw) -> int:
+    """Cycles of the device runs ``runs`` (one record list each) under one design."""
+    return sum(schedule(run, depth=depth, tokens=tokens, **kw) for run in runs)
+
+
+def busy(runs: list[list[dict]], unit: int) -> int:
+    """Cycles ``unit`` works (its instructions' model durations; 0 load, 2 store)."""
+    return sum(r["dur"] for run in runs for r in run if r["unit"] == unit)
 
 
 def run_layers(env: Environment, layers: list[str], depth: int) -> None:
     import resnet_layers as rl
 
-    tot_bound, tot = 0, {name: 0 for name in DESIGNS}
+    tot_bound, tot = 0, {name: [0, 0] for name in DESIGNS}
     with tempfile.TemporaryDirectory(prefix="vta_overlap_") as tmp:
         for name in layers:
             with Capture() as cap:
                 st = rl.run_layer(name, env, Path(tmp))
-            recs = [r for run in cap.runs for r in run]
             bound = rl.macs(name, env.BATCH) // (env.BATCH * env.BLOCK_IN * env.BLOCK_OUT)
-            report(f"{name} ({'ok' if st['correct'] else 'WRONG'})", bound, recs, depth, int(st["cycle_count"]))
             rep = rl.REPEATS[name]
             tot_bound += rep * bound
+            figs = []
             for d, kw in DESIGNS.items():
-                tot[d] += rep * schedule(recs, depth=depth, **kw)
+                both = [span(cap.runs, depth, tok, **kw) for tok in (False, True)]
+                figs.append(f"{d} {100.0 * bound / both[0]:.1f}/{100.0 * bound / both[1]:.1f}%")
+                tot[d][0] += rep * both[0]
+                tot[d][1] += rep * both[1]
+            measured = int(st["cycle_count"])
+            print(f"{name} ({'ok' if st['correct'] else 'WRONG'}): GEMM bound {bound:,}; model {measured:,} cycles = "
+                  f"{100.0 * bound / measured:.1f}%; load / store unit busy {100.0 * busy(cap.runs, 0) / bound:.0f} / "
+                  f"{100.0 * busy(cap.runs, 2) / bound:.0f}% of the bound; " + "; ".join(figs), flush=True)
     print(f"weighted by repeats ({', '.join(layers)}): "
-          + "; ".join(f"{d} {100.0 * tot_bound / t:.1f}%" for d, t in tot.items()))
+          + "; ".join(f"{d} {100.0 * tot_bound / t[0]:.1f}/{100.0 * tot_bound / t[1]:.1f}%" for d, t in tot.items()))
+
+
+def search_layers(env: Environment, layers: list[str], depth: int, limit: int) -> None:
+    """Per layer, the estimator's best ``limit`` tilings (and the chooser's pick): the best one under
+    each design, with the token waits (a faster compute unit may want other tiles)."""
+    import resnet_layers as rl
+    from vta.errors import ScheduleError
+    from vta.topi.qnn_build import qconv2d_workload
+    from vta.topi.tiling import choose_conv2d_tiling, conv2d_candidates, estimate_conv2d_cycles
+
+    with tempfile.TemporaryDirectory(prefix="vta_overlap_") as tmp:
+        for name in layers:
+            h, ci, co, k, _, _ = rl.RESNET18_CONV[name]
+            rng = np.random.default_rng(sorted(rl.RESNET18_CONV).index(name))  # run_layer's weights
+            w = rng.integers(-16, 16, size=(co, ci, k, k)).astype(np.int8)
+            with env:
+                wl = qconv2d_workload(rl.layer_spec(name, w, env), env)
+                chosen = choose_conv2d_tiling(env, wl)
+                cands = sorted(conv2d_candidates(env, wl), key=lambda t, wl=wl: estimate_conv2d_cycles(env, wl, t))
+            cands = cands[:limit] + ([chosen] if chosen not in cands[:limit] else [])
+            bound = rl.macs(name, env.BATCH) // (env.BATCH * env.BLOCK_IN * env.BLOCK_OUT)
+            best: dict[str, tuple[int, object]] = {}
+            tried = 0
+            for t in cands:
+                try:
+                    with Capture() as cap:
+                        st = rl.run_layer(name, env, Path(tmp), t)
+                except ScheduleError:
+                    continue
+                if not st["correct"]:
+                    raise RuntimeError(f"{name} with {t}: the output differs from the NumPy oracle")
+                tried += 1
+                for d, kw in DESIGNS.items():
+                    c = span(cap.runs, depth, True, **kw)
+                    if d not in best or c < best[d][0]:
+                        best[d] = (c, t)
+            print(f"{name}: {tried} tilings (the estimator's best {limit} and the chooser's pick); best with the "
+                  f"token waits, percent of the GEMM bound {bound:,}:", flush=True)
+            for d, (c, t) in best.items():
+                print(f"  {d:<24} {100.0 * bound / c:5.1f}%  {t}{'  (chosen)' if t == chosen else ''}")
 
 
 def run_network(env: Environment, size: int, depth: int) -> None:
@@ -255,26 +354,27 @@ def run_network(env: Environment, size: int, depth: int) -> None:
         with Capture() as cap:
             rep = m.profile()
     runs = iter(zip(cap.runs, cap.cycles, strict=True))
-    stage_recs, stage_cycles = [], 0
+    stage_runs, stage_cycles, nodes = [], 0, 0
     for node in rep.nodes:
         if node.device != "vta" or not node.cycles:
             continue
-        got, recs = 0, []
+        got = 0
         while got < node.cycles:  # the device runs of this node, in order
             run, cycles = next(runs)
-            recs += run
+            if node.name.startswith("layer"):
+                stage_runs.append(run)
             got += cycles
         if got != node.cycles:
             raise RuntimeError(f"node {node.name}: its device runs add up to {got} cycles, the report says "
                                f"{node.cycles}")
         if node.name.startswith("layer"):
-            stage_recs.append(recs)
             stage_cycles += node.cycles
-    print(f"network {size}x{size}: {len(stage_recs)} accelerator nodes in the four residual stages, model "
+            nodes += 1
+    print(f"network {size}x{size}: {nodes} accelerator nodes in the four residual stages, model "
           f"{stage_cycles:,} cycles")
     for name, kw in DESIGNS.items():
-        t = sum(schedule(r, depth=depth, **kw) for r in stage_recs)
-        print(f"  {name:<24} {t:>12,} cycles (compute-bound span)")
+        cb, tk = (span(stage_runs, depth, tok, **kw) for tok in (False, True))
+        print(f"  {name:<24} {cb:>12,} cycles compute-bound, {tk:>12,} with the token waits")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -287,6 +387,8 @@ def main(argv: list[str] | None = None) -> int:
                                                          "start, one instruction in flight per lane)")
     ap.add_argument("--network", action="store_true", help="the four residual stages of benchmarks/network.py")
     ap.add_argument("--size", type=int, default=224, help="with --network: the input size")
+    ap.add_argument("--search", type=int, default=0, metavar="N",
+                    help="per layer, run the estimator's best N tilings and print the best under each design")
     args = ap.parse_args(argv)
     from vta.dse.workloads import RESNET18_CONV
 
@@ -299,10 +401,12 @@ def main(argv: list[str] | None = None) -> int:
     cfg = load_config(args.config)
     cfg["TARGET"] = "model"
     env = Environment(cfg)
-    print(f"configuration {Path(args.config).name} (options: {', '.join(env.options) or 'none'}); compute-bound "
-          f"spans in percent of the GEMM bound; lane queue depth {args.depth}")
+    print(f"configuration {Path(args.config).name} (options: {', '.join(env.options) or 'none'}); percent of the "
+          f"GEMM bound compute-bound / with the token waits; lane queue depth {args.depth}")
     if args.network:
         run_network(env, args.size, args.depth)
+    elif args.search:
+        search_layers(env, layers, args.depth, args.search)
     else:
         run_layers(env, layers, args.depth)
     return 0
