@@ -83,7 +83,7 @@ FIGURES: dict[str, tuple[tuple[str, ...], bool]] = {
     "zoo_mac_share.py": ((r"^model +family +vta MACs", r"^ch_ppocr_cls +\S+ +[\d,]+ +[\d,]+ +\d+\.\d%$"), False),
     "tune_resnet18.py": ((r"^\d+ conv2d tasks extracted in ",
                           r"^sum over tasks: default [\d,]+ cycles, tuned "), False),
-    "compute_overlap.py": ((r"^configuration extended\.json \(options: .*\); percent of the GEMM bound compute-bound / with",
+    "compute_overlap.py": ((r"^configuration extended\.json \(options: .*\); percent of the GEMM bound compute-bound",
                             r"^C10 \(ok\): GEMM bound 25,088; model [\d,]+ cycles = .*; serial .*; lanes .*; "
                             r"lanes \+bias init ",
                             r"^weighted by repeats \(C10\): serial "), False),
