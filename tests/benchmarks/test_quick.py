@@ -91,6 +91,10 @@ FIGURES: dict[str, tuple[tuple[str, ...], bool]] = {
     "tune_zoo.py": ((r"^\w+: \d+ tasks extracted in ",
                      r"^total on the accelerator: default [\d,]+ cycles, tuned [\d,]+ .*identical: True"),
                     False),
+    "compute_overlap.py": ((r"^configuration extended\.json \(options: .*\); percent of the GEMM bound compute-bound",
+                            r"^C10 \(ok\): GEMM bound 25,088; model [\d,]+ cycles = .*; serial .*; lanes .*; "
+                            r"lanes \+bias init ",
+                            r"^weighted by repeats \(C10\): serial "), False),
     "resnet_layers.py": ((r"^ResNet-18 layers, fused qnn conv2d .*, model,", r"^before = measured reference \(",
                           r"^C10 +1 +[\d,]+ +[\d,]+ +[\d,]+ +[\d,]+ +\d+\.\d% +\d+\.\d%.* ok$", r"^C11 +3 ",
                           r"^weighted total \(1xC10\+3xC11\): bound [\d,]+ cycles, now .*% of the GEMM bound; before",
