@@ -79,11 +79,11 @@ module vta_dma_rd import vta_pkg::*; (
 
   // ------------------------------------------------------------------ request generator
   typedef enum logic [1:0] {RqIdle, RqRow, RqBurst} rq_state_e;
-  rq_state_e   rq_state_q, rq_state_d;
-  logic [31:0] rq_row_addr_q, rq_row_addr_d;  // byte address of the current row
-  logic [31:0] rq_addr_q, rq_addr_d;          // beat address of the next burst
-  logic [31:0] rq_rem_q, rq_rem_d;            // beats left in the row
-  logic [15:0] rq_rows_q, rq_rows_d;          // rows left, the current one included
+  rq_state_e   rq_state_q;
+  logic [31:0] rq_row_addr_q;                 // byte address of the current row
+  logic [31:0] rq_addr_q;                     // beat address of the next burst
+  logic [31:0] rq_rem_q;                      // beats left in the row
+  logic [15:0] rq_rows_q;                     // rows left, the current one included
   logic [31:0] burst;
 
   always_comb begin
@@ -95,47 +95,13 @@ module vta_dma_rd import vta_pkg::*; (
   assign req_addr_o  = rq_addr_q;
   assign req_len_o   = 8'(burst - 32'd1);
 
-  always_comb begin
-    rq_state_d    = rq_state_q;
-    rq_row_addr_d = rq_row_addr_q;
-    rq_addr_d     = rq_addr_q;
-    rq_rem_d      = rq_rem_q;
-    rq_rows_d     = rq_rows_q;
-    unique case (rq_state_q)
-      RqIdle: begin
-        if (start_i) begin
-          rq_row_addr_d = dram_addr;
-          rq_rows_d     = y_size;
-          rq_state_d    = (y_size == 16'd0) ? RqIdle : RqRow;
-        end
-      end
-      RqRow: begin
-        rq_addr_d  = {rq_row_addr_q[31:3], 3'd0};
-        rq_rem_d   = row_beats(rq_row_addr_q[2:0], row_bytes);
-        rq_state_d = RqBurst;
-      end
-      RqBurst: begin
-        if (req_ready_i) begin
-          rq_addr_d = rq_addr_q + (burst << 3);
-          rq_rem_d  = rq_rem_q - burst;
-          if (rq_rem_q == burst) begin
-            rq_rows_d     = rq_rows_q - 16'd1;
-            rq_row_addr_d = rq_row_addr_q + stride_bytes;
-            rq_state_d    = (rq_rows_q == 16'd1) ? RqIdle : RqRow;
-          end
-        end
-      end
-      default: rq_state_d = RqIdle;
-    endcase
-  end
-
   // ------------------------------------------------------------------ data consumer
-  logic        dt_active_q, dt_active_d;
-  logic [15:0] dt_rows_q, dt_rows_d;       // data rows left
-  logic [31:0] dt_row_idx_q, dt_row_idx_d; // SRAM index of the row's first data element
-  logic [31:0] dt_row_addr_q, dt_row_addr_d;
-  logic [31:0] dt_x_q, dt_x_d;             // element of the beat (low half for 4-byte elements)
-  logic [15:0] dt_sub_q, dt_sub_d;
+  logic        dt_active_q;
+  logic [15:0] dt_rows_q;                  // data rows left
+  logic [31:0] dt_row_idx_q;               // SRAM index of the row's first data element
+  logic [31:0] dt_row_addr_q;
+  logic [31:0] dt_x_q;                     // element of the beat (low half for 4-byte elements)
+  logic [15:0] dt_sub_q;
   logic        row_end;
   logic        lo_ok, hi_ok;
 
@@ -153,73 +119,15 @@ module vta_dma_rd import vta_pkg::*; (
     return (is_narrow && addr_bit2) ? 32'hFFFF_FFFF : 32'd0;
   endfunction
 
-  always_comb begin
-    dt_active_d   = dt_active_q;
-    dt_rows_d     = dt_rows_q;
-    dt_row_idx_d  = dt_row_idx_q;
-    dt_row_addr_d = dt_row_addr_q;
-    dt_x_d        = dt_x_q;
-    dt_sub_d      = dt_sub_q;
-    if (start_i) begin
-      dt_active_d   = (y_size != 16'd0);
-      dt_rows_d     = y_size;
-      dt_row_idx_d  = sram_base + 32'(y_pad_0) * width + 32'(x_pad_0);
-      dt_row_addr_d = dram_addr;
-      dt_x_d        = first_x(dram_addr[2], narrow);
-      dt_sub_d      = '0;
-    end else if (dt_active_q && rsp_valid_i) begin
-      if (row_end) begin
-        dt_rows_d     = dt_rows_q - 16'd1;
-        dt_active_d   = (dt_rows_q != 16'd1);
-        dt_row_idx_d  = dt_row_idx_q + width;
-        dt_row_addr_d = dt_row_addr_q + stride_bytes;
-        dt_x_d        = first_x(dt_row_addr_q[2] ^ stride_bytes[2], narrow);
-        dt_sub_d      = '0;
-      end else if (narrow) begin
-        dt_x_d = dt_x_q + 32'd2;
-      end else if (dt_sub_q == sub_last) begin
-        dt_x_d   = dt_x_q + 32'd1;
-        dt_sub_d = '0;
-      end else begin
-        dt_sub_d = dt_sub_q + 16'd1;
-      end
-    end
-  end
-
   // ------------------------------------------------------------------ pad walker
-  logic        pd_active_q, pd_active_d;
-  logic [31:0] pd_r_q, pd_r_d, pd_c_q, pd_c_d, pd_row_idx_q, pd_row_idx_d;
+  logic        pd_active_q;
+  logic [31:0] pd_r_q, pd_c_q, pd_row_idx_q;
   logic        pd_data_row, pd_emit;
 
   assign pd_data_row = (pd_r_q >= 32'(y_pad_0)) && (pd_r_q < 32'(y_pad_0) + 32'(y_size));
   // Emit when the walker sits on a pad element and no data beat uses the write port.
   assign pd_emit = pd_active_q && !(dt_active_q && rsp_valid_i) && (pd_c_q < width)
                    && !(pd_data_row && pd_c_q == 32'(x_pad_0));
-
-  always_comb begin
-    pd_active_d  = pd_active_q;
-    pd_r_d       = pd_r_q;
-    pd_c_d       = pd_c_q;
-    pd_row_idx_d = pd_row_idx_q;
-    if (start_i) begin
-      pd_active_d  = (height != 32'd0) && ((height != 32'(y_size)) || (x_pad_0 != 4'd0)
-                                              || (x_pad_1 != 4'd0));
-      pd_r_d       = '0;
-      pd_c_d       = '0;
-      pd_row_idx_d = sram_base;
-    end else if (pd_active_q) begin
-      if (pd_c_q >= width) begin
-        pd_r_d       = pd_r_q + 32'd1;
-        pd_c_d       = '0;
-        pd_row_idx_d = pd_row_idx_q + width;
-        if (pd_r_q + 32'd1 == height) pd_active_d = 1'b0;
-      end else if (pd_data_row && pd_c_q == 32'(x_pad_0)) begin
-        pd_c_d = 32'(x_pad_0) + 32'(x_size);  // skip the data
-      end else if (pd_emit) begin
-        pd_c_d = pd_c_q + 32'd1;
-      end
-    end
-  end
 
   // ------------------------------------------------------------------ outputs
   always_comb begin
@@ -264,22 +172,79 @@ module vta_dma_rd import vta_pkg::*; (
       pd_row_idx_q  <= '0;
     end else if (start_i || busy_o) begin
       // An idle engine does not move until start_i (every next state equals the state), so the
-      // registers are enabled only then and a simulator does not copy them every cycle.
-      rq_state_q    <= rq_state_d;
-      rq_row_addr_q <= rq_row_addr_d;
-      rq_addr_q     <= rq_addr_d;
-      rq_rem_q      <= rq_rem_d;
-      rq_rows_q     <= rq_rows_d;
-      dt_active_q   <= dt_active_d;
-      dt_rows_q     <= dt_rows_d;
-      dt_row_idx_q  <= dt_row_idx_d;
-      dt_row_addr_q <= dt_row_addr_d;
-      dt_x_q        <= dt_x_d;
-      dt_sub_q      <= dt_sub_d;
-      pd_active_q   <= pd_active_d;
-      pd_r_q        <= pd_r_d;
-      pd_c_q        <= pd_c_d;
-      pd_row_idx_q  <= pd_row_idx_d;
+      // next state is computed only in this enabled branch, and a simulator evaluates none of
+      // it while the engine is idle (logic outside a clocked enable is evaluated every cycle).
+      // request generator
+      unique case (rq_state_q)
+        RqIdle: begin
+          if (start_i) begin
+            rq_row_addr_q <= dram_addr;
+            rq_rows_q     <= y_size;
+            rq_state_q    <= (y_size == 16'd0) ? RqIdle : RqRow;
+          end
+        end
+        RqRow: begin
+          rq_addr_q  <= {rq_row_addr_q[31:3], 3'd0};
+          rq_rem_q   <= row_beats(rq_row_addr_q[2:0], row_bytes);
+          rq_state_q <= RqBurst;
+        end
+        RqBurst: begin
+          if (req_ready_i) begin
+            rq_addr_q <= rq_addr_q + (burst << 3);
+            rq_rem_q  <= rq_rem_q - burst;
+            if (rq_rem_q == burst) begin
+              rq_rows_q     <= rq_rows_q - 16'd1;
+              rq_row_addr_q <= rq_row_addr_q + stride_bytes;
+              rq_state_q    <= (rq_rows_q == 16'd1) ? RqIdle : RqRow;
+            end
+          end
+        end
+        default: rq_state_q <= RqIdle;
+      endcase
+      // data consumer
+      if (start_i) begin
+        dt_active_q   <= (y_size != 16'd0);
+        dt_rows_q     <= y_size;
+        dt_row_idx_q  <= sram_base + 32'(y_pad_0) * width + 32'(x_pad_0);
+        dt_row_addr_q <= dram_addr;
+        dt_x_q        <= first_x(dram_addr[2], narrow);
+        dt_sub_q      <= '0;
+      end else if (dt_active_q && rsp_valid_i) begin
+        if (row_end) begin
+          dt_rows_q     <= dt_rows_q - 16'd1;
+          dt_active_q   <= (dt_rows_q != 16'd1);
+          dt_row_idx_q  <= dt_row_idx_q + width;
+          dt_row_addr_q <= dt_row_addr_q + stride_bytes;
+          dt_x_q        <= first_x(dt_row_addr_q[2] ^ stride_bytes[2], narrow);
+          dt_sub_q      <= '0;
+        end else if (narrow) begin
+          dt_x_q <= dt_x_q + 32'd2;
+        end else if (dt_sub_q == sub_last) begin
+          dt_x_q   <= dt_x_q + 32'd1;
+          dt_sub_q <= '0;
+        end else begin
+          dt_sub_q <= dt_sub_q + 16'd1;
+        end
+      end
+      // pad walker
+      if (start_i) begin
+        pd_active_q  <= (height != 32'd0) && ((height != 32'(y_size)) || (x_pad_0 != 4'd0)
+                                              || (x_pad_1 != 4'd0));
+        pd_r_q       <= '0;
+        pd_c_q       <= '0;
+        pd_row_idx_q <= sram_base;
+      end else if (pd_active_q) begin
+        if (pd_c_q >= width) begin
+          pd_r_q       <= pd_r_q + 32'd1;
+          pd_c_q       <= '0;
+          pd_row_idx_q <= pd_row_idx_q + width;
+          if (pd_r_q + 32'd1 == height) pd_active_q <= 1'b0;
+        end else if (pd_data_row && pd_c_q == 32'(x_pad_0)) begin
+          pd_c_q <= 32'(x_pad_0) + 32'(x_size);  // skip the data
+        end else if (pd_emit) begin
+          pd_c_q <= pd_c_q + 32'd1;
+        end
+      end
     end
   end
 

@@ -43,12 +43,12 @@ module vta_fetch import vta_pkg::*; (
   localparam int unsigned CntW = PtrW + 1;
 
   typedef enum logic [1:0] {FeIdle, FeRun, FeHalted} fe_state_e;
-  fe_state_e   state_q, state_d;
-  logic [31:0] addr_q, addr_d;      // byte address of the next burst
-  logic [31:0] left_q, left_d;      // instructions not yet requested
-  logic [31:0] index_q, index_d;    // stream index of the next instruction to dispatch
-  logic [CntW-1:0] cnt_q, cnt_d;    // instructions in the buffer
-  logic [CntW-1:0] fly_q, fly_d;    // instructions requested, not yet in the buffer
+  fe_state_e   state_q;
+  logic [31:0] addr_q;              // byte address of the next burst
+  logic [31:0] left_q;              // instructions not yet requested
+  logic [31:0] index_q;             // stream index of the next instruction to dispatch
+  logic [CntW-1:0] cnt_q;           // instructions in the buffer
+  logic [CntW-1:0] fly_q;           // instructions requested, not yet in the buffer
   logic [PtrW-1:0] rptr_q, wptr_q;  // buffer head, next entry to fill
   logic        half_q;              // the low beat of the next instruction has arrived
   logic [63:0] low_q;               // that low beat
@@ -88,12 +88,17 @@ module vta_fetch import vta_pkg::*; (
   assign x_zero    = (insn[MEM_X_SIZE_LO +: MEM_X_SIZE_W] == '0);
   assign pads_zero = (insn[MEM_Y_PAD_0_LO +: 16] == '0);
 
+  // the head is decoded only while there is one (the buffer is not empty in FeRun): the decode
+  // and the error fields are read only then (by dispatch, and by the error, which fetch raises
+  // only from FeRun with a buffered head), so an idle fetch evaluates none of it
+  logic has_head;
+  assign has_head = (state_q == FeRun) && (cnt_q != '0);
   always_comb begin
     target    = 2'd1;
     invalid   = 1'b0;
     bad_field = 8'(FIELD_NONE);
     bad_value = '0;
-    unique case (32'(opcode))
+    if (has_head) unique case (32'(opcode))
       OPCODE_LOAD: begin
         if (32'(mtype) == MEM_INP || 32'(mtype) == MEM_WGT) begin
           target = 2'd0;
@@ -140,43 +145,18 @@ module vta_fetch import vta_pkg::*; (
   assign q_data_o = {index_q, insn};
 
   // ------------------------------------------------------------------ control
-  always_comb begin
-    state_d = state_q;
-    addr_d  = addr_q;
-    left_d  = left_q;
-    index_d = index_q;
-    cnt_d   = cnt_q;
-    fly_d   = fly_q;
-    err_o   = 1'b0;
-    unique case (state_q)
-      FeIdle: begin
-        if (launch_i) begin
-          addr_d  = insn_addr_i;
-          left_d  = insn_count_i;
-          index_d = '0;
-          state_d = (insn_count_i == '0) ? FeIdle : FeRun;
-        end
-      end
-      FeRun: begin
-        if (halt_i) state_d = FeHalted;
-        else if (cnt_q != '0 && invalid) begin
-          err_o   = 1'b1;
-          state_d = FeHalted;
-        end else begin
-          if (req_fire) begin
-            addr_d = addr_q + 32'({burst_insns, 4'd0});
-            left_d = left_q - 32'(burst_insns);
-          end
-          fly_d = fly_q + (req_fire ? CntW'(burst_insns) : '0) - (insn_in ? CntW'(1) : '0);
-          cnt_d = cnt_q + (insn_in ? CntW'(1) : '0) - (dispatching ? CntW'(1) : '0);
-          if (dispatching) index_d = index_q + 32'd1;
-          if (left_d == '0 && fly_d == '0 && cnt_d == '0) state_d = FeIdle;
-        end
-      end
-      FeHalted: state_d = FeHalted;
-      default:  state_d = FeIdle;
-    endcase
-  end
+  // The next state is written in the clocked process below, per state, so a simulator evaluates
+  // only the branch of the current state (logic outside a clocked process is evaluated every
+  // cycle).
+  logic [CntW-1:0] fly_in, cnt_out;
+  logic            drained;
+  assign err_o   = (state_q == FeRun) && !halt_i && (cnt_q != '0) && invalid;
+  assign fly_in  = req_fire ? CntW'(burst_insns) : '0;
+  assign cnt_out = dispatching ? CntW'(1) : '0;
+  // after this cycle nothing is left to request, in flight or buffered
+  assign drained = (left_q == (req_fire ? 32'(burst_insns) : '0))
+                && (fly_q + fly_in - (insn_in ? CntW'(1) : '0) == '0)
+                && (cnt_q + (insn_in ? CntW'(1) : '0) - cnt_out == '0);
 
   assign err_field_o = bad_field;
   assign err_value_o = bad_value;
@@ -195,24 +175,41 @@ module vta_fetch import vta_pkg::*; (
       half_q  <= 1'b0;
       low_q   <= '0;
     end else begin
-      state_q <= state_d;
-      addr_q  <= addr_d;
-      left_q  <= left_d;
-      index_q <= index_d;
-      cnt_q   <= cnt_d;
-      fly_q   <= fly_d;
-      if (state_q == FeIdle) begin
-        rptr_q <= '0;
-        wptr_q <= '0;
-        half_q <= 1'b0;
-      end else if (state_q == FeRun) begin
-        if (dispatching) rptr_q <= rptr_q + PtrW'(1);
-        if (insn_in) wptr_q <= wptr_q + PtrW'(1);
-        if (rsp_valid_i) begin
-          half_q <= !half_q;
-          if (!half_q) low_q <= rsp_data_i;
+      unique case (state_q)
+        FeIdle: begin
+          rptr_q <= '0;
+          wptr_q <= '0;
+          half_q <= 1'b0;
+          if (launch_i) begin
+            addr_q  <= insn_addr_i;
+            left_q  <= insn_count_i;
+            index_q <= '0;
+            state_q <= (insn_count_i == '0) ? FeIdle : FeRun;
+          end
         end
-      end
+        FeRun: begin
+          if (halt_i || err_o) begin
+            state_q <= FeHalted;
+          end else begin
+            if (req_fire) begin
+              addr_q <= addr_q + 32'({burst_insns, 4'd0});
+              left_q <= left_q - 32'(burst_insns);
+            end
+            fly_q <= fly_q + fly_in - (insn_in ? CntW'(1) : '0);
+            cnt_q <= cnt_q + (insn_in ? CntW'(1) : '0) - cnt_out;
+            if (dispatching) index_q <= index_q + 32'd1;
+            if (drained) state_q <= FeIdle;
+          end
+          if (dispatching) rptr_q <= rptr_q + PtrW'(1);
+          if (insn_in) wptr_q <= wptr_q + PtrW'(1);
+          if (rsp_valid_i) begin
+            half_q <= !half_q;
+            if (!half_q) low_q <= rsp_data_i;
+          end
+        end
+        FeHalted: state_q <= FeHalted;
+        default: state_q <= FeIdle;
+      endcase
     end
   end
 

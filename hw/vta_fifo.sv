@@ -20,8 +20,8 @@ module vta_fifo #(
   output logic [CntW-1:0]  count_o
 );
   logic [Width-1:0] mem_q [Depth];
-  logic [PtrW-1:0]  wptr_q, wptr_d, rptr_q, rptr_d;
-  logic [CntW-1:0]  cnt_q, cnt_d;
+  logic [PtrW-1:0]  wptr_q, rptr_q;
+  logic [CntW-1:0]  cnt_q;
   logic             push, pop;
 
   assign wready_o = (cnt_q != CntW'(Depth));
@@ -35,26 +35,18 @@ module vta_fifo #(
     return (p == PtrW'(Depth - 1)) ? '0 : p + 1'b1;
   endfunction
 
-  always_comb begin
-    wptr_d = push ? incr(wptr_q) : wptr_q;
-    rptr_d = pop ? incr(rptr_q) : rptr_q;
-    cnt_d  = cnt_q;
-    unique case ({push, pop})
-      2'b10:   cnt_d = cnt_q + 1'b1;
-      2'b01:   cnt_d = cnt_q - 1'b1;
-      default: cnt_d = cnt_q;
-    endcase
-  end
-
+  // The pointers and the count move only in a cycle with a push or a pop, so they are updated
+  // under those enables and a simulator evaluates no next state in the other cycles.
   always_ff @(posedge clk_i or negedge rst_ni) begin
     if (!rst_ni) begin
       wptr_q <= '0;
       rptr_q <= '0;
       cnt_q  <= '0;
     end else begin
-      wptr_q <= wptr_d;
-      rptr_q <= rptr_d;
-      cnt_q  <= cnt_d;
+      if (push) wptr_q <= incr(wptr_q);
+      if (pop) rptr_q <= incr(rptr_q);
+      if (push && !pop) cnt_q <= cnt_q + 1'b1;
+      else if (pop && !push) cnt_q <= cnt_q - 1'b1;
     end
   end
 

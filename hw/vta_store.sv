@@ -65,11 +65,11 @@ module vta_store import vta_pkg::*; (
   assign x_stride  = insn[MEM_X_STRIDE_LO +: 16];
 
   // ------------------------------------------------------------------ burst walk
-  logic        aw_active_q, aw_active_d; // bursts left to request
-  logic [15:0] rows_q, rows_d;           // rows left, the current one included
-  logic [31:0] row_addr_q, row_addr_d;   // byte address of the current row
-  logic [31:0] addr_q, addr_d;           // byte address of the next burst
-  logic [31:0] rem_q, rem_d;             // beats of the row not yet requested
+  logic        aw_active_q;              // bursts left to request
+  logic [15:0] rows_q;                   // rows left, the current one included
+  logic [31:0] row_addr_q;               // byte address of the current row
+  logic [31:0] addr_q;                   // byte address of the next burst
+  logic [31:0] rem_q;                    // beats of the row not yet requested
   logic [31:0] burst;
   logic        req_fire;
 
@@ -80,25 +80,19 @@ module vta_store import vta_pkg::*; (
 
   // ------------------------------------------------------------------ element reader
   localparam int unsigned BufElems = 2;
-  logic [31:0] src_q, src_d;             // acc row of the next element to read
-  logic [31:0] rd_left_q, rd_left_d;     // elements not yet read
+  logic [31:0] src_q;                    // acc row of the next element to read
+  logic [31:0] rd_left_q;                // elements not yet read
   logic        inflight_q;               // an acc read was issued last cycle
-  logic [1:0]  cnt_q, cnt_d;             // elements in the buffer
+  logic [1:0]  cnt_q;                    // elements in the buffer
   logic        rptr_q, wptr_q;
   logic [OUT_ELEM_BITS-1:0] elem_q [BufElems];
 
   // ------------------------------------------------------------------ beat stream
-  logic        open_q, open_d;           // a burst is accepted and not all its beats sent
-  logic [7:0]  blen_q, blen_d;           // beats left in the open burst - 1
-  logic [15:0] sub_q, sub_d;             // beat within the head element
-  logic [15:0] acks_q, acks_d;           // bursts requested and not yet acknowledged
+  logic        open_q;                   // a burst is accepted and not all its beats sent
+  logic [7:0]  blen_q;                   // beats left in the open burst - 1
+  logic [15:0] sub_q;                    // beat within the head element
+  logic [15:0] acks_q;                   // bursts requested and not yet acknowledged
   logic        beat_fire, pop, read;
-
-  // the element being written: low OUT_WIDTH bits of each lane
-  logic [OUT_ELEM_BITS-1:0] out_elem;
-  for (genvar e = 0; e < Lanes; e++) begin : g_trunc
-    assign out_elem[e*OUT_WIDTH +: OUT_WIDTH] = acc_rdata_i[e*ACC_WIDTH +: OUT_WIDTH];
-  end
 
   // ------------------------------------------------------------------ control
   // Decode: an empty rectangle is done at once, a source range beyond the acc buffer fails, any
@@ -153,34 +147,6 @@ module vta_store import vta_pkg::*; (
   assign wr_req_len_o   = 8'(burst - 32'd1);
   assign req_fire       = wr_req_valid_o && wr_req_ready_i;
 
-  always_comb begin
-    aw_active_d = aw_active_q;
-    rows_d      = rows_q;
-    row_addr_d  = row_addr_q;
-    addr_d      = addr_q;
-    rem_d       = rem_q;
-    if (start) begin
-      aw_active_d = 1'b1;
-      rows_d      = y_size;
-      row_addr_d  = dram_base << ElemLog;
-      addr_d      = dram_base << ElemLog;
-      rem_d       = 32'(x_size) << (ElemLog - 3);
-    end else if (req_fire) begin
-      addr_d = addr_q + (burst << 3);
-      rem_d  = rem_q - burst;
-      if (rem_q == burst) begin  // the row's last burst
-        if (rows_q == 16'd1) begin
-          aw_active_d = 1'b0;
-        end else begin
-          rows_d     = rows_q - 16'd1;
-          row_addr_d = row_addr_q + (32'(x_stride) << ElemLog);
-          addr_d     = row_addr_q + (32'(x_stride) << ElemLog);
-          rem_d      = 32'(x_size) << (ElemLog - 3);
-        end
-      end
-    end
-  end
-
   // beat stream: the head element's beats go into the open burst
   assign wr_valid_o = open_q && (cnt_q != '0);
   assign wr_last_o  = (blen_q == '0);
@@ -188,41 +154,11 @@ module vta_store import vta_pkg::*; (
   assign beat_fire  = wr_valid_o && wr_ready_i;
   assign pop        = beat_fire && (sub_q == 16'(SubLast));
 
-  always_comb begin
-    open_d = open_q;
-    blen_d = blen_q;
-    sub_d  = sub_q;
-    acks_d = acks_q;
-    if (beat_fire) begin
-      blen_d = blen_q - 8'd1;
-      sub_d  = pop ? '0 : sub_q + 16'd1;
-      if (blen_q == '0) open_d = 1'b0;
-    end
-    if (req_fire) begin
-      open_d = 1'b1;
-      blen_d = 8'(burst - 32'd1);
-    end
-    acks_d = acks_q + (req_fire ? 16'd1 : 16'd0) - (wr_ack_i ? 16'd1 : 16'd0);
-  end
-
   // element reader: keep the buffer full (a read in flight counts as an entry)
   assign read        = exec && (rd_left_q != '0)
                     && (32'(cnt_q) + 32'(inflight_q) - 32'(pop) < 32'(BufElems));
   assign acc_re_o    = read;
   assign acc_raddr_o = src_q[LOG_ACC_BUFF_DEPTH-1:0];
-
-  always_comb begin
-    src_d     = src_q;
-    rd_left_d = rd_left_q;
-    if (start) begin
-      src_d     = 32'(sram_base);
-      rd_left_d = 32'(x_size) * 32'(y_size);
-    end else if (read) begin
-      src_d     = src_q + 32'd1;
-      rd_left_d = rd_left_q - 32'd1;
-    end
-    cnt_d = cnt_q + (inflight_q ? 2'd1 : 2'd0) - (pop ? 2'd1 : 2'd0);
-  end
 
   always_ff @(posedge clk_i or negedge rst_ni) begin
     if (!rst_ni) begin
@@ -244,28 +180,65 @@ module vta_store import vta_pkg::*; (
     end else if (start || exec) begin
       // Outside the execution of a store (and its start) nothing moves: every next state equals
       // the state (no burst, element or ack is outstanding, WalkOnlyInExec and AckExpected), so
-      // the registers are enabled only then and a simulator does not copy them every cycle.
-      aw_active_q <= aw_active_d;
-      rows_q      <= rows_d;
-      row_addr_q  <= row_addr_d;
-      addr_q      <= addr_d;
-      rem_q       <= rem_d;
-      src_q       <= src_d;
-      rd_left_q   <= rd_left_d;
-      inflight_q  <= read;
-      cnt_q       <= cnt_d;
+      // the next state is computed only then, in this enabled branch, and a simulator evaluates
+      // none of it while the store is idle (logic outside a clocked enable is evaluated every
+      // cycle).
+      // burst walk
+      if (start) begin
+        aw_active_q <= 1'b1;
+        rows_q      <= y_size;
+        row_addr_q  <= dram_base << ElemLog;
+        addr_q      <= dram_base << ElemLog;
+        rem_q       <= 32'(x_size) << (ElemLog - 3);
+      end else if (req_fire) begin
+        if (rem_q != burst) begin
+          addr_q <= addr_q + (burst << 3);
+          rem_q  <= rem_q - burst;
+        end else if (rows_q == 16'd1) begin  // the last burst of the last row
+          aw_active_q <= 1'b0;
+          addr_q      <= addr_q + (burst << 3);
+          rem_q       <= '0;
+        end else begin                       // the row's last burst: on to the next row
+          rows_q     <= rows_q - 16'd1;
+          row_addr_q <= row_addr_q + (32'(x_stride) << ElemLog);
+          addr_q     <= row_addr_q + (32'(x_stride) << ElemLog);
+          rem_q      <= 32'(x_size) << (ElemLog - 3);
+        end
+      end
+      // element reader
+      if (start) begin
+        src_q     <= 32'(sram_base);
+        rd_left_q <= 32'(x_size) * 32'(y_size);
+      end else if (read) begin
+        src_q     <= src_q + 32'd1;
+        rd_left_q <= rd_left_q - 32'd1;
+      end
+      inflight_q <= read;
+      cnt_q      <= cnt_q + (inflight_q ? 2'd1 : 2'd0) - (pop ? 2'd1 : 2'd0);
       if (pop) rptr_q <= !rptr_q;
       if (inflight_q) wptr_q <= !wptr_q;
-      open_q      <= open_d;
-      blen_q      <= blen_d;
-      sub_q       <= sub_d;
-      acks_q      <= acks_d;
+      // beat stream: a burst accepted in this cycle opens (its beats start next cycle)
+      if (req_fire) begin
+        open_q <= 1'b1;
+        blen_q <= 8'(burst - 32'd1);
+      end else if (beat_fire) begin
+        blen_q <= blen_q - 8'd1;
+        if (blen_q == '0) open_q <= 1'b0;
+      end
+      if (beat_fire) sub_q <= pop ? '0 : sub_q + 16'd1;
+      acks_q <= acks_q + (req_fire ? 16'd1 : 16'd0) - (wr_ack_i ? 16'd1 : 16'd0);
     end
   end
 
-  // the element buffer takes the acc row read in the previous cycle
+  // the element buffer takes the acc row read in the previous cycle: the low OUT_WIDTH bits of
+  // each lane (selected inside the enable, so a simulator does not evaluate it while the store
+  // is idle and the acc read port serves other units)
   always_ff @(posedge clk_i) begin
-    if (inflight_q) elem_q[wptr_q] <= out_elem;
+    if (inflight_q) begin
+      for (int unsigned e = 0; e < Lanes; e++) begin
+        elem_q[wptr_q][e*OUT_WIDTH +: OUT_WIDTH] <= acc_rdata_i[e*ACC_WIDTH +: OUT_WIDTH];
+      end
+    end
   end
 
   assign err_field_o = 8'(FIELD_SRAM_END);

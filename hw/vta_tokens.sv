@@ -15,22 +15,12 @@ module vta_tokens import vta_pkg::*; (
   output logic            err_o,       // a push overflowed a channel this cycle
   output logic [1:0]      err_chan_o   // the lowest overflowing channel
 );
-  logic [3:0][7:0] cnt_q, cnt_d;
+  logic [3:0][7:0] cnt_q;
   logic [3:0]      ovf;
 
-  always_comb begin
-    cnt_d = cnt_q;
-    ovf   = '0;
-    for (int unsigned c = 0; c < 4; c++) begin
-      unique case ({push_i[c], pop_i[c]})
-        2'b10: begin
-          if (cnt_q[c] == 8'(TOKEN_MAX)) ovf[c] = 1'b1;
-          else cnt_d[c] = cnt_q[c] + 8'd1;
-        end
-        2'b01:   cnt_d[c] = cnt_q[c] - 8'd1;
-        default: cnt_d[c] = cnt_q[c];
-      endcase
-    end
+  // a push into a full channel without a pop in the same cycle overflows (the count stays)
+  for (genvar c = 0; c < 4; c++) begin : g_ovf
+    assign ovf[c] = push_i[c] && !pop_i[c] && (cnt_q[c] == 8'(TOKEN_MAX));
   end
 
   always_comb begin
@@ -40,9 +30,18 @@ module vta_tokens import vta_pkg::*; (
     end
   end
 
+  // A count changes only in a cycle with a push or a pop on its channel (one per instruction),
+  // so it is updated only then, under that enable, and a simulator evaluates no next count in
+  // the other cycles.
   always_ff @(posedge clk_i or negedge rst_ni) begin
-    if (!rst_ni) cnt_q <= '0;
-    else         cnt_q <= cnt_d;
+    if (!rst_ni) begin
+      cnt_q <= '0;
+    end else begin
+      for (int unsigned c = 0; c < 4; c++) begin
+        if (push_i[c] && !pop_i[c] && !ovf[c]) cnt_q[c] <= cnt_q[c] + 8'd1;
+        else if (pop_i[c] && !push_i[c]) cnt_q[c] <= cnt_q[c] - 8'd1;
+      end
+    end
   end
 
   assign count_o = cnt_q;
