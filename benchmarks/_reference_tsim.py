@@ -69,7 +69,8 @@ def _tree(repo: Path, commit: str) -> Path:
     tmp = Path(tempfile.mkdtemp(prefix=".extract-", dir=entry.parent))
     try:
         with tarfile.open(fileobj=io.BytesIO(proc.stdout)) as tar:
-            tar.extractall(tmp, filter="data")
+            # (the archive is this repository's own; the "data" filter where Python has it)
+            tar.extractall(tmp, **({"filter": "data"} if hasattr(tarfile, "data_filter") else {}))
         try:
             os.rename(tmp, entry)
         except OSError:

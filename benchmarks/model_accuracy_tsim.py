@@ -16,7 +16,10 @@ is printed per stream::
 ``model`` is the whole :meth:`CycleModel.run`: fsim's functional execution plus the timing
 replay; ``timing-only`` is ``CycleModel(..., functional=False).run`` (fsim's checks and the
 timing replay, nothing executed; its cycles must equal the model's, else the line ends in
-``TIMING-ONLY DIFFERS``). Each ``x<ratio>`` is tsim's wall time over that model's (the median of
+``TIMING-ONLY DIFFERS``). The programs and instruction-heavy streams then run on fsim and on the
+whole model in turn, and their lines end in ``fsim <ms>, model +x %``: what the whole model costs
+over fsim's own run (medians of those runs).
+Each ``x<ratio>`` is tsim's wall time over that model's (the median of
 ``--repeat`` runs of each stream, except the workloads, which run once; Python's garbage collector
 is paused during each timed run; ``--clock cpu`` times the process's CPU time instead of wall time,
 steadier on a loaded machine). The
@@ -65,6 +68,7 @@ from vta.demo import build_demo_pack
 from vta.dram import DRAM
 from vta.env import Environment, load_config
 from vta.errors import ScheduleError
+from vta.sim.fsim import FunctionalSimulator
 from vta.sim.model import CycleModel
 from vta.sim.tsim import TSim, library
 from vta.testing.programs import random_program
@@ -96,30 +100,44 @@ CLOCKS = {"wall": time.perf_counter, "cpu": time.process_time}
 _clock = CLOCKS["wall"]
 
 
+def _timed_in_turn(devices, addr: int, count: int, repeat: int) -> list[list[float]]:
+    """Run the stream ``repeat`` times on each device in turn; the times of each device's runs."""
+    walls: list[list[float]] = [[] for _ in devices]
+    for _ in range(repeat):
+        for dev, runs in zip(devices, walls, strict=True):
+            dev.clear_stats()
+            gc.disable()  # a collection of the compiler's objects is no level's time
+            try:
+                t0 = _clock()
+                dev.run(addr, count)
+                runs.append(_clock() - t0)
+            finally:
+                gc.enable()
+    return walls
+
+
 class Pair:
     """Cycles and times of one stream (or of a workload's streams summed) on the three levels."""
 
     def __init__(self):
         self.tsim = self.model = self.timing = 0
         self.tsim_s = self.model_s = self.timing_s = 0.0
+        self.fsim_s = self.beside_fsim_s = 0.0  # fsim, and the whole model in turn with it
         self.runs = 0
 
-    def add(self, tsim: TSim, model: CycleModel, timing: CycleModel, addr: int, count: int, repeat: int = 1) -> None:
-        """Run the stream ``repeat`` times on each level; add the median wall times and the cycles."""
-        walls = {tsim: [], model: [], timing: []}
-        for _ in range(repeat):
-            for dev, runs in walls.items():
-                dev.clear_stats()
-                gc.disable()  # a collection of the compiler's objects is no level's time
-                try:
-                    t0 = _clock()
-                    dev.run(addr, count)
-                    runs.append(_clock() - t0)
-                finally:
-                    gc.enable()
-        self.tsim_s += statistics.median(walls[tsim])
-        self.model_s += statistics.median(walls[model])
-        self.timing_s += statistics.median(walls[timing])
+    def add(self, tsim: TSim, model: CycleModel, timing: CycleModel, addr: int, count: int, repeat: int = 1,
+            fsim: FunctionalSimulator | None = None) -> None:
+        """Run the stream ``repeat`` times on each level, in turn; add the median times and the
+        cycles. With ``fsim``, the stream then runs ``repeat`` times on fsim and on the whole model
+        in turn (no tsim run between them to empty the caches for one of the two)."""
+        walls = _timed_in_turn((tsim, model, timing), addr, count, repeat)
+        self.tsim_s += statistics.median(walls[0])
+        self.model_s += statistics.median(walls[1])
+        self.timing_s += statistics.median(walls[2])
+        if fsim is not None:
+            walls = _timed_in_turn((fsim, model), addr, count, repeat)
+            self.fsim_s += statistics.median(walls[0])
+            self.beside_fsim_s += statistics.median(walls[1])
         self.tsim += tsim.stats()["cycle_count"]
         self.model += model.last_run["cycle_count"]
         self.timing += timing.last_run["cycle_count"]
@@ -148,7 +166,8 @@ def line(name: str, p: Pair, rows: list) -> None:
         f"  {name:<30} tsim {p.tsim:>10}  model {p.model:>10}  error {100 * err:+6.2f} %  "
         f"tsim {1e3 * p.tsim_s:9.3f} ms  "
         f"model {1e3 * p.model_s:8.3f} ms speed x{speed:<4.0f}  timing-only {1e3 * p.timing_s:7.3f} ms x{timing:.0f}"
-        f"{differs}",
+        + (f"  fsim {1e3 * p.fsim_s:.3f} ms, model {100 * (p.beside_fsim_s / p.fsim_s - 1):+.0f} %" if p.fsim_s else "")
+        + differs,
         flush=True,
     )
 
@@ -158,7 +177,7 @@ def programs(env: Environment, dram: DRAM, tsim: TSim, model, quick: bool, rows:
     pack.install(dram)
     try:
         p = Pair()
-        p.add(tsim, *model, pack.insn_addr, pack.insn_count, repeat)
+        p.add(tsim, *model[:2], pack.insn_addr, pack.insn_count, repeat, model[2])
         line("demo", p, rows)
     finally:
         pack.uninstall(dram)
@@ -166,7 +185,7 @@ def programs(env: Environment, dram: DRAM, tsim: TSim, model, quick: bool, rows:
         prog = gemm_program.build(env, dram, m=m, k=k, reps=reps, seed=1)
         try:
             p = Pair()
-            p.add(tsim, *model, prog.insn_addr, prog.insn_count, repeat)
+            p.add(tsim, *model[:2], prog.insn_addr, prog.insn_count, repeat, model[2])
             line(f"gemm m={m} k={k} reps={reps}", p, rows)
         finally:
             prog.free(dram)
@@ -174,7 +193,7 @@ def programs(env: Environment, dram: DRAM, tsim: TSim, model, quick: bool, rows:
         rp = random_program(env, dram, seed, length=32, allow_mul=False, imm_in_place=True, allow_tensor_shr=False)
         try:
             p = Pair()
-            p.add(tsim, *model, rp.insn_addr, rp.insn_count, repeat)
+            p.add(tsim, *model[:2], rp.insn_addr, rp.insn_count, repeat, model[2])
             line(f"random seed={seed} ({rp.insn_count} insns)", p, rows)
         finally:
             rp.close()
@@ -192,7 +211,7 @@ def insn_heavy(env: Environment, dram: DRAM, tsim: TSim, model, quick: bool, row
             continue
         addr, count = prog.build()
         p = Pair()
-        p.add(tsim, *model, addr, count, repeat)
+        p.add(tsim, *model[:2], addr, count, repeat, model[2])
         line(f"{label} ({count} insns)", p, rows)
         prog.close()
 
@@ -279,8 +298,8 @@ def main(argv=None) -> int:
             lib = reference_tsim(reference, env, config, memory)
             rows: list = []
             with env, DRAM(1 << 28) as dram, TSim(env, dram, library=lib) as tsim, CycleModel(env, dram) as full, \
-                    CycleModel(env, dram, functional=False) as timing:
-                model = (full, timing)
+                    CycleModel(env, dram, functional=False) as timing, FunctionalSimulator(env, dram) as fsim:
+                model = (full, timing, fsim)
                 warm = conv_stream(env, dram, 4)
                 addr, count = warm.build()
                 for dev in model:  # fsim's compiled engine and the replay load once

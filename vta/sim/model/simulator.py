@@ -30,7 +30,10 @@ the same errors; what fsim finds only while executing (GEMM/ALU SRAM indices out
 from the micro-ops) goes undetected. With numba a timing-only run is one compiled call that checks,
 counts and times the stream (:func:`vta.sim.model.replay._timing_run`); what it cannot settle
 alone (a suspect LOAD/STORE, an invalid stream, tokens outstanding, a stream that runs only out of
-stream order) is checked the slow way, so the errors stay fsim's.
+stream order) is checked the slow way, so the errors stay fsim's. A functional run is timed by the
+same compiled call, its checks off, once fsim has executed the stream. When a device runs the same
+stream again (same words, length, tokens and live allocations), the compiled call compares the words
+with those it last decoded and skips the decode and checks; the replay itself always runs.
 
 The run ends when FINISH retires (as in the RTL, FINISH does not wait for the load and store
 units; well-formed streams make it pop their last tokens). Statistics are fsim's plus tsim's
@@ -140,6 +143,7 @@ class CycleModel(FunctionalSimulator):
         self._scanned = None  # the inputs (but the words) of the scan the work space holds, if any
         self._scanned_consts = None  # (and the constants it used)
         self._acc = np.zeros(len(HW_STAT_KEYS) + len(rp.COUNT_KEYS), np.int64)
+        self._acc_unused = self._acc.copy()  # (a functional run's: fsim counts its own statistics)
         self._last_run: dict | None = {}
         self._probe = False
         #: The timing events of the last run while the probe is on (see :meth:`set_probe`).
@@ -206,8 +210,47 @@ class CycleModel(FunctionalSimulator):
             tokens = outstanding
             if any(outstanding):  # the tokens the stream was lent (device contract)
                 tokens = lent_tokens(Program(words, self.env).flow, outstanding)
+            if self._time_compiled(words, tokens, insn_phys_addr):
+                return result
             self._time(words, tokens, insn_phys_addr)
         return self._finish_run(result)
+
+    def _time_compiled(self, words: np.ndarray, tokens: list[int], insn_addr: int) -> bool:
+        """Time a stream fsim has executed with the compiled run of the timing-only model (its
+        checks off): set :attr:`last_run` and add the hardware counters. Returns False, having
+        done nothing, when that run cannot be used (no numba, the probe on, a debug dump, cost
+        rules without a closed form): then :meth:`_time` times it."""
+        if self._jit is None or self._probe or self.debug_flags & DEBUG_DUMP_INSN or rp.compiled() is None:
+            return False
+        consts = self._scratch.packed(self.env, self.timing)
+        if consts is None:
+            return False
+        n = words.shape[0]
+        dram = self.dram
+        if self._allocs_generation != dram.generation:  # (the scan's field checks need them)
+            self._live_allocs()
+        io = self._io
+        scan = (n, tokens[0], tokens[1], tokens[2], tokens[3], False, self._allocs_generation)
+        reuse = scan == self._scanned and consts is self._scanned_consts
+        self._io_in = (tokens[0], tokens[1], tokens[2], tokens[3], False, insn_addr, reuse)
+        io[:6] = self._io_in[:6]  # IO_TOKENS, IO_CHECK, IO_ADDR
+        io[rp.IO_REUSE] = reuse
+        self._scanned = None
+        rp._TIMING_RUN(words, consts, self._allocs, self._scratch.flat_for(n), io, self._acc_unused)
+        out = io.tolist()
+        if out[rp.IO_STATUS] == 2:  # (unreachable: fsim has accepted the stream)
+            i = out[rp.IO_BAD] - 1
+            raise InvalidInstructionError(f"instruction {i}: a token flag names a channel its stage does not have", i)
+        self._scanned = scan
+        self._scanned_consts = consts
+        if out[rp.IO_RC] < 0:
+            raise DeadlockError(f"timing model: no unit can start after {-1 - out[rp.IO_RC]} of {n} instructions; "
+                                "the stream was accepted by fsim", None)
+        nhw = len(HW_STAT_KEYS)
+        self._acc[:nhw] += io[rp.IO_COUNTERS:rp.IO_COUNTERS + nhw]  # (added to the statistics when read)
+        self._out_last = out
+        self._last_run = None
+        return True
 
     def _finish_run(self, result: int) -> int:
         """Add the last run's hardware counters (timed by :meth:`_time`) and make its debug dump."""
@@ -247,11 +290,8 @@ class CycleModel(FunctionalSimulator):
                 words = data.view("<i8").reshape(n, 2)
                 self._stream_key = (insn_phys_addr, n, dram.generation)
             self._stream_words = words
-            if self._allocs_generation != dram.generation:  # the live allocations as start and end
-                live = list(dram.allocations())
-                self._allocs = np.array(live or [(0, 0)], np.int64)
-                self._allocs[:, 1] += self._allocs[:, 0]
-                self._allocs_generation = dram.generation
+            if self._allocs_generation != dram.generation:
+                self._live_allocs()
         words = self._stream_words
         consts = self._scratch.packed(self.env, self.timing) \
             if self._jit is not None and not self._probe and rp.compiled() is not None else None
@@ -309,6 +349,13 @@ class CycleModel(FunctionalSimulator):
             return after, _NONE_HELD
         t = self.tokens
         return after, [t[0] - lent[0], t[1] - lent[1], t[2] - lent[2], t[3] - lent[3]]
+
+    def _live_allocs(self) -> None:
+        """Make ``_allocs``: the live allocations of the arena as start and end (k x 2)."""
+        live = list(self.dram.allocations())
+        self._allocs = np.array(live or [(0, 0)], np.int64)
+        self._allocs[:, 1] += self._allocs[:, 0]
+        self._allocs_generation = self.dram.generation
 
     def _check_stream(self, words: np.ndarray, lent: list[int]) -> tuple[Program, list[int]]:
         """fsim's checks of validity and token flow, the slow way (its errors): the decoded program
