@@ -100,10 +100,14 @@ class Capture:
             return arrays
 
         model_sim.CycleModel._time = _time
+        # a functional run is otherwise timed by the compiled call, which returns no per-instruction arrays
+        self._orig_compiled = model_sim.CycleModel._time_compiled
+        model_sim.CycleModel._time_compiled = lambda sim, words, tokens, insn_addr: False
         return self
 
     def __exit__(self, *exc) -> None:
         model_sim.CycleModel._time = self._orig
+        model_sim.CycleModel._time_compiled = self._orig_compiled
 
 
 def _rows(a: np.ndarray) -> frozenset:
