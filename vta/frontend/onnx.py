@@ -50,7 +50,7 @@ from ..errors import FrontendError
 from .onnx_importer import QUANTIZE_HINT, Importer
 from .onnx_ops import SUPPORTED_OPS
 
-__all__ = ["from_onnx", "load_model", "set_input_shapes", "SUPPORTED_OPSETS", "QUANTIZE_HINT"]
+__all__ = ["from_onnx", "from_onnx_traced", "load_model", "set_input_shapes", "SUPPORTED_OPSETS", "QUANTIZE_HINT"]
 
 #: Default-domain opsets the converters are written for; older models are converted to the first
 #: (``onnx.version_converter``), newer ones are taken as they are (any opset the installed onnx knows).
@@ -277,10 +277,47 @@ def from_onnx(model: Any, shape: Mapping[str, Sequence[int]] | Sequence[int] | N
         onnxruntime), or an operator is run neither by the importer nor by onnxruntime (naming
         the node and the operator).
     """
+    graph, _ = _import(model, shape)
+    return graph, dict(graph.params)
+
+
+def _import(model: Any, shape: Any):
+    """The imported graph and the importer that built it (which holds the entry of every ONNX
+    tensor), with the checks of :func:`from_onnx`."""
     proto = load_model(model)
     proto, opset = _convert_opset(proto, _opset(proto))
     _check_quantized(proto)
     shapes = _input_shapes(proto, shape)
     _check_onnxruntime(proto)
-    graph = Importer(set_input_shapes(proto, shapes), opset, shapes, SUPPORTED_OPS).run()
-    return graph, dict(graph.params)
+    importer = Importer(set_input_shapes(proto, shapes), opset, shapes, SUPPORTED_OPS)
+    return importer.run(), importer
+
+
+def from_onnx_traced(model: Any, shape: Mapping[str, Sequence[int]] | Sequence[int] | None = None):
+    """:func:`from_onnx`, also saying which graph value holds each integer tensor of the model.
+
+    The integer tensors are the ones the graph computes in integers: ``QuantizeLinear`` outputs
+    (the quantized result of a float operator), integer graph inputs, and the integer outputs
+    of onnxruntime regions. A per-node comparison with onnxruntime reads them
+    (:mod:`vta.models.divergence`).
+
+    Returns
+    -------
+    (vta.graph.Graph, dict of str to numpy.ndarray, dict of str to str)
+        The graph, its parameters, and ``{ONNX tensor name: graph value name}`` for every integer
+        tensor the graph computes (tensors folded into constants or left unused are not listed).
+
+    Raises
+    ------
+    FrontendError
+        As :func:`from_onnx`.
+    """
+    from .onnx_entries import Tensor
+
+    graph, importer = _import(model, shape)
+    live = set(graph.values)
+    names = {}
+    for tensor, entry in importer.env.items():
+        if isinstance(entry, Tensor) and not entry.value.type.is_float and entry.value.name in live:
+            names[tensor] = entry.value.name
+    return graph, dict(graph.params), names

@@ -310,6 +310,9 @@ class Importer:
                 raise self.fail(p.name, "pooling a per-channel quantized tensor is not supported")
             q = dict(input_scale=_per(sx), input_zero_point=int(_per(zx)), output_scale=s_y,
                      output_zero_point=z_y, out_dtype=dtype)
+            tie = _pool_tie(float(_per(sx)), float(s_y), _pool_counts(p, x.type.shape))
+            if tie is not None:
+                raise self.fail(p.name, tie)
             if p.kind == "gap":
                 y = b.op("qnn.global_avg_pool2d", [x], q, self.unique(p.name))
                 if not p.attrs.get("keepdims", True):
@@ -453,6 +456,39 @@ class Importer:
                 b.clip(y, float(lo), float(hi), name=self.unique(f"{p.name}/clip"))
         self._float_cache[key] = y
         return y
+
+
+def _pool_counts(p: Pending, shape) -> list[int]:
+    """The pixel counts a pending average pool divides by (every count up to the window's when
+    padded pixels are not counted)."""
+    if p.kind == "gap":
+        return [int(shape[2]) * int(shape[3])]
+    kh, kw = p.attrs["pool_size"]
+    if any(p.attrs.get("padding", (0, 0, 0, 0))) and not p.attrs.get("count_include_pad", False):
+        return list(range(1, int(kh) * int(kw) + 1))
+    return [int(kh) * int(kw)]
+
+
+def _pool_tie(s_in: float, s_out: float, counts: list[int]) -> str | None:
+    """Why an average pool is left to onnxruntime, or None.
+
+    onnxruntime averages dequantized values in float32 and rounds ``sum * s_in / (count * s_out)``
+    half to even; the integer pool (host kernel and ALU alike) rounds half up. They differ
+    wherever a window sum lands exactly on a half, which happens for some integer sum ``S``
+    (``|S| <= 255 * count``) exactly when the reduced denominator ``q`` of the multiplier
+    ``s_in / (s_out * count)`` is even and ``q / 2 <= 255 * count`` (then ``S = q / 2`` gives a
+    half): e.g. equal scales and an even window (a 3x2 pool of a recogniser: 7% of its outputs).
+    Float scales in general give denominators of 20 bits and more, and no ties.
+    """
+    from fractions import Fraction
+
+    ratio = Fraction(float(np.float32(s_in))) / Fraction(float(np.float32(s_out)))
+    for count in counts:
+        q = (ratio / count).denominator
+        if q % 2 == 0 and q // 2 <= 255 * count:
+            return (f"the average of {count} pixels with scale ratio {float(ratio):.6g} falls on exact halves, "
+                    "which onnxruntime rounds to even and the integer pool rounds up: left to onnxruntime")
+    return None
 
 
 def _hint() -> str:

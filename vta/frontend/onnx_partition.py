@@ -8,11 +8,15 @@ region (a DequantizeLinear, a QLinear* operator) closes it, and the integer path
 
 Closing a region cuts it out of the model as an ONNX sub-model: the region's nodes (copied from
 the model as they are), its constant inputs as initializers, and as inputs and outputs exactly
-the model's own tensors that cross its border, with the model's element types. Where a crossing
-tensor is still symbolic in the importer (a pending DequantizeLinear of an activation, a pending
-Conv/Gemm whose float result is wanted) it is materialised (``qnn.dequantize``, the integer
-accumulator dequantized); other pending operators (a float Add, pooling, a fused activation) are
-copied into the sub-model with their inputs, so onnxruntime computes them. Each output becomes one
+the model's own tensors that cross its border, with the model's element types. A region reads an
+integer activation through the model's own ``DequantizeLinear`` node, copied into the sub-model,
+so that onnxruntime sees the QDQ patterns it sees in the whole model (it fuses ``DequantizeLinear
+-> Softmax -> QuantizeLinear`` into QLinearSoftmax, whose lookup tables round differently from a
+float Softmax: cut after the DequantizeLinear, 5% of a recogniser's attention weights differed).
+Where a crossing tensor is otherwise still symbolic in the importer (a pending Conv/Gemm whose
+float result is wanted) it is materialised (the integer accumulator dequantized); other pending
+operators (a float Add, pooling, a fused activation) are copied into the sub-model with their
+inputs, so onnxruntime computes them. Each output becomes one
 ``onnx.region`` node of the graph (:mod:`vta.graph.onnx_region`).
 """
 
@@ -183,6 +187,19 @@ class RegionBuilder:
         if reason and len(self.reasons) < 4:
             self.reasons.append(reason)
 
+    def _own_dequantize(self, name: str, entry: Dequant) -> bool:
+        """True when tensor ``name`` is the output of a ``DequantizeLinear`` node of the model
+        whose integer input is ``entry``'s source (the region can then run that node itself)."""
+        index = self.producer.get(name)
+        if index is None:
+            return False
+        node = self.all[index]
+        if node.op_type != "DequantizeLinear" or (node.domain or "") not in ("", "ai.onnx") or not node.input:
+            return False
+        src = self.im.env.get(node.input[0])
+        return isinstance(src, Tensor) and src.value is entry.src.value \
+            and self.oracle.dtype(node.input[0]) == src.value.type.dtype
+
     # ------------------------------------------------------------------ closing
     def close(self) -> None:
         """Cut the open region out as a sub-model and add its ``onnx.region`` nodes.
@@ -226,7 +243,13 @@ class RegionBuilder:
             elif isinstance(entry, Tensor):
                 feeds[name] = entry.value
             elif isinstance(entry, Dequant) and isinstance(entry.src, Tensor):
-                feeds[name] = im.as_float(entry)
+                if self._own_dequantize(name, entry):
+                    # the region reads the integer tensor through the model's own DequantizeLinear,
+                    # so onnxruntime sees (and fuses: QLinearSoftmax, QLinearSigmoid, ...) the same
+                    # QDQ pattern as in the whole model and computes what it computes there
+                    include(name)
+                else:
+                    feeds[name] = im.as_float(entry)
             elif isinstance(entry, Pending) and entry.kind in ("conv", "dense") and entry.lo is None \
                     and entry.hi is None and name in self.producer \
                     and list(self.all[self.producer[name]].output) == list(entry.node.output):

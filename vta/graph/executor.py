@@ -82,6 +82,10 @@ class GraphModule:
         The library with the accelerator functions (None if the graph has none).
     dev : Device, optional
         The accelerator device (``ext_dev(0)`` by default; a remote one works too).
+    keep_outputs : bool
+        Give every node its own output memory (no storage shared between entries) so that
+        :meth:`get_node_output` returns any node's value after a run (a debugging aid: it costs
+        the memory of every intermediate value).
 
     Raises
     ------
@@ -89,7 +93,7 @@ class GraphModule:
         If the JSON is malformed or names a function ``lib`` does not have.
     """
 
-    def __init__(self, graph_json: str, lib: Any = None, dev: Device | None = None):
+    def __init__(self, graph_json: str, lib: Any = None, dev: Device | None = None, keep_outputs: bool = False):
         g = load_graph_json(graph_json)
         try:
             self._nodes = g["nodes"]
@@ -105,6 +109,9 @@ class GraphModule:
         if (row_ptr != list(range(len(self._nodes) + 1)) or len(self._shapes) != len(self._nodes)
                 or len(self._storage) != len(self._nodes)):
             raise GraphError("graph JSON: only nodes with exactly one output are supported")
+        if keep_outputs:
+            self._storage = list(range(len(self._nodes)))
+        self.keep_outputs = bool(keep_outputs)
         self.lib = lib
         self.dev = dev if dev is not None else ext_dev(0)
         self._index = {n["name"]: i for i, n in enumerate(self._nodes)}
@@ -122,6 +129,10 @@ class GraphModule:
         #: None, or a function of a node name returning a context manager entered around that
         #: node's accelerator call (the profiler labels the device's runs with it).
         self.layer_scope: Any = None
+        #: None, or a function called with each operator node's index right after the node ran
+        #: (a debugging aid: with ``keep_outputs`` it may read the value and replace it with
+        #: :meth:`set_node_output` before later nodes read it).
+        self.after_node: Any = None
         for i, n in enumerate(self._nodes):
             if n["op"] == "null":
                 continue
@@ -230,6 +241,52 @@ class GraphModule:
             return out
         return value.copy()
 
+    def get_node_output(self, index: int | str) -> np.ndarray:
+        """The output of node ``index`` (graph JSON index or node name) in the last run, as the
+        executor holds it (packed on the accelerator).
+
+        Raises
+        ------
+        GraphError
+            If the module was not made with ``keep_outputs=True`` (a later node may have
+            overwritten the value), the node is unknown, or it has not run.
+        """
+        if not self.keep_outputs:
+            raise GraphError("intermediate node outputs are kept only by GraphModule(..., keep_outputs=True)")
+        idx = self._index.get(index) if isinstance(index, str) else int(index)
+        if idx is None or not 0 <= idx < len(self._nodes):
+            raise GraphError(f"the graph has no node {index!r}")
+        if idx not in self._host and idx not in self._device:
+            raise GraphError(f"node {self._nodes[idx]['name']!r} has no value: call run() first")
+        return self._host_value(idx).copy()
+
+    def set_node_output(self, index: int | str, value: Any) -> None:
+        """Replace the output of node ``index`` in the current run (from an :attr:`after_node`
+        callback: the later nodes read ``value`` instead).
+
+        Raises
+        ------
+        GraphError
+            Without ``keep_outputs``, for an unknown node, or if ``value`` has not the node's
+            shape and element type.
+        """
+        if not self.keep_outputs:
+            raise GraphError("node outputs can be replaced only in GraphModule(..., keep_outputs=True)")
+        idx = self._index.get(index) if isinstance(index, str) else int(index)
+        if idx is None or not 0 <= idx < len(self._nodes):
+            raise GraphError(f"the graph has no node {index!r}")
+        arr = np.asarray(value)
+        if tuple(arr.shape) != self._shapes[idx] or str(arr.dtype) != self._dtypes[idx]:
+            raise GraphError(f"node {self._nodes[idx]['name']!r} holds {self._dtypes[idx]}{list(self._shapes[idx])}, "
+                             f"got {arr.dtype}{list(arr.shape)}")
+        if idx in self._funcs:
+            self._device_array(idx).copyfrom(np.ascontiguousarray(arr))
+            self._host.pop(idx, None)
+        else:
+            self._host[idx] = np.array(arr, copy=True)
+            if idx in self._on_vta:
+                self._fresh_on_host.add(idx)
+
     # ------------------------------------------------------------------ running
     def _host_value(self, idx: int) -> np.ndarray:
         if idx not in self._host:
@@ -315,6 +372,8 @@ class GraphModule:
                 if i in self._on_vta:
                     self._fresh_on_host.add(i)
             records.append(rec)
+            if self.after_node is not None:
+                self.after_node(i)
         self._records = records
 
     def node_records(self) -> list[NodeRecord]:
