@@ -284,7 +284,7 @@ def _operand(buf_f, base, rows, r0, r1, nsub, red, k0, k1, nk, scratch):
         for q in range(k0, k1):
             frm = np.uint64((base + rows[m] + red[q]) * per)  # (unsigned indices: plain vector copies)
             to = np.uint64((m - r0) * nsub * n_k + (q - k0) * nk)
-            for s in range(nsub):
+            for _ in range(nsub):
                 for t in range(np.uint64(nk)):
                     scratch[to + t] = buf_f[frm + t]
                 frm += np.uint64(nk)
