@@ -87,3 +87,20 @@ def test_blocked_product_with_long_reduction_is_exact(any_env, dram, monkeypatch
         dev = _check(any_env, dram, prog)
     if any_env.INP_WIDTH == 8 and any_env.WGT_WIDTH == 8 and any_env.ACC_WIDTH == 32:
         assert dev._jit.batched_runs == 1  # the BLAS path was taken, not the fallback
+
+
+@pytest.mark.parametrize("overlap", [False, True])
+def test_tall_product_read_in_place_is_exact(any_env, dram, monkeypatch, overlap):
+    """More product rows than columns (the product is laid out by rows), a reduction split
+    into several BLAS calls, and input rows either read where they lie in the scratchpad
+    (each row's reduction contiguous) or, when consecutive rows overlap, gathered first."""
+    monkeypatch.setattr(jit, "BATCH_MIN_MACS", 0)
+    ii = min(40, any_env.WGT_BUFF_DEPTH // 2)
+    io = min(48, any_env.ACC_BUFF_DEPTH // 2, (any_env.INP_BUFF_DEPTH - ii) // (1 if overlap else ii))
+    prog = _run_program(any_env, dram, n_run=2, io=io, ii=ii, rng=np.random.default_rng(11), fill=None,
+                        steps={"dst": 1, "src": 0, "wgt": ii},
+                        factors={"dst": (2, 0), "src": (1 if overlap else ii, 1), "wgt": (0, 1)})
+    with prog:
+        dev = _check(any_env, dram, prog)
+    if any_env.INP_WIDTH == 8 and any_env.WGT_WIDTH == 8 and any_env.ACC_WIDTH == 32:
+        assert dev._jit.batched_runs == 1

@@ -128,7 +128,7 @@ def test_real_sources_exist():
     assert {p.name for p in numba_cache.SOURCES} == {"numba_cache.py", "rules.py", "kernels.py", "replay.py", "loop.py"}
 
 
-@pytest.mark.parametrize("name", ["_stretch", "_prepass", "_token_step", "_suspect", "_dot"])
+@pytest.mark.parametrize("name", ["_stretch", "_prepass", "_token_step", "_suspect", "_mm"])
 def test_kernels_names_are_plain_module_functions(name):
     from vta.sim.fsim import kernels
     assert callable(getattr(kernels, name)) and not hasattr(getattr(kernels, name), "py_func")

@@ -14,7 +14,8 @@ ROOT = Path(__file__).resolve().parents[2]
 #: Import names of the distributions pyproject.toml names, where they differ or add modules
 #: (onnx brings google.protobuf; dask[distributed] brings distributed; xgboost-cpu is the CPU-only
 #: wheel of xgboost).
-PROVIDES = {"dask": {"dask", "distributed"}, "onnx": {"onnx", "google"}, "xgboost_cpu": {"xgboost"}}
+PROVIDES = {"dask": {"dask", "distributed"}, "onnx": {"onnx", "google"}, "xgboost_cpu": {"xgboost"},
+            "numba": {"numba", "llvmlite"}}  # numba requires llvmlite (its code generator)
 
 
 def _requirements() -> dict[str, set[str]]:

@@ -22,8 +22,9 @@ the lowest bits) are unpacked with sign extension on LOAD and packed on STORE in
 like :func:`vta.sim.fsim.units.unpack_signed` and :func:`~vta.sim.fsim.units.pack_low_bits`.
 
 Runs of consecutive GEMMs that differ only in their micro-op (the inner loops of a blocked
-matrix product) are executed inside the loop as BLAS products over gathered float32 operands
-(exact: see :mod:`vta.sim.fsim.kernels`), with no Python in between.
+matrix product) are executed inside the loop as BLAS products of the float32 scratchpads, read
+in place where their layout allows and gathered otherwise (exact: see
+:mod:`vta.sim.fsim.kernels`), with no Python in between.
 
 numba is optional: without it (or with ``engine="numpy"``) fsim uses the NumPy path alone.
 Compiled code is cached on disk (:mod:`vta.sim.numba_cache`).
@@ -50,6 +51,9 @@ BIG_GEMM_MACS = 1 << 30
 #: BLAS products inside the loop (smaller ones by the loop's own multiply-add nest, which wins
 #: below about this size). Read when a :class:`JitEngine` is made.
 BATCH_MIN_MACS = 1 << 20
+#: Float32 scratch an engine keeps for its BLAS products (1 MiB; a product needing more allocates
+#: its own for the time of the run of GEMMs).
+MATS_FLOATS = 1 << 18
 
 
 def available() -> bool:
@@ -115,6 +119,8 @@ class JitEngine:
         self.batched_runs = 0
         #: Instructions the last :meth:`run` handed to the NumPy path (a diagnostic).
         self.deferred = 0
+        #: Scratch of the BLAS products (float32; pages are touched on first use only).
+        self.mats = np.empty(MATS_FLOATS if batch_gemms else 0, dtype=np.float32)
 
         fields = [lay.header[0]] + [lay.field("mem", k) for k in kernels.MEM_COLUMNS] \
             + [lay.field("gemm", k) for k in kernels.GEMM_COLUMNS] \
@@ -181,7 +187,7 @@ class JitEngine:
             while sim._position < n:
                 sim._position = self.kernel(order, sim._position, words, self.table, sp.uop_dst, sp.uop_src,
                                             sp.uop_wgt, sp.inp, sp.wgt, sp.acc, data, data.view(np.int8),
-                                            data.view(np.int32), starts, ends, self.cfg, counts)
+                                            data.view(np.int32), starts, ends, self.cfg, counts, self.mats)
                 if sim._position == n:
                     break
                 # deferred: the NumPy path executes it, or raises the precise error

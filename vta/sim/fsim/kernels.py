@@ -185,26 +185,111 @@ def _offsets(ext, f1, f2, role, want):
     return a, b
 
 
-def _dot_blas(x, w):
-    """``w @ x.T`` for float32 matrices, by BLAS (numba calls it through SciPy). This operand
-    order packs about twice as fast as ``x @ w.T`` for the usual wide ``w``."""
-    return np.dot(w, x.T)
+def _mm_blas(a, ao, lda, b, bo, ldb, m, n, k, add, out):
+    """``out[c*m + r] = sum_t a[ao + r*lda + t] * b[bo + c*ldb + t]`` (``r < m``, ``c < n``,
+    ``t < k``; plus ``out[c*m + r]`` when ``add``) for flat float32 arrays, by one BLAS call
+    (SGEMM through the helper numba's ``np.dot`` uses, which calls SciPy's BLAS; see
+    :func:`_sgemm_intrinsic`): the operands are read where they lie, rows ``lda`` and ``ldb``
+    apart, without a copy."""
+    return _sgemm(m, n, k, a, ao, lda, b, bo, ldb, np.float32(1.0 if add else 0.0), out)
 
 
-def _dot_loops(x, w):
-    """``w @ x.T`` for float32 matrices by plain loops (when SciPy, hence BLAS, is missing)."""
-    out = np.zeros((w.shape[0], x.shape[0]), dtype=np.float32)
-    for c in range(w.shape[0]):
-        for r in range(x.shape[0]):
-            tot = np.float32(0.0)
-            for k in range(x.shape[1]):
-                tot += x[r, k] * w[c, k]
-            out[c, r] = tot
-    return out
+def _mm_loops(a, ao, lda, b, bo, ldb, m, n, k, add, out):
+    """:func:`_mm_blas` by plain loops (when SciPy, hence BLAS, is missing)."""
+    for c in range(n):
+        for r in range(m):
+            tot = out[c * m + r] if add else np.float32(0.0)
+            for t in range(k):
+                tot += a[ao + r * lda + t] * b[bo + c * ldb + t]
+            out[c * m + r] = tot
+    return 0
 
 
-#: The product of :func:`_gemm_batch` (:func:`compile_all` picks the compiled one).
-_dot = _dot_blas
+#: The product of :func:`_gemm_batch` (:func:`compile_all` picks the BLAS one when it can).
+_mm = _mm_loops
+
+
+def _sgemm(m, n, k, a, ao, lda, b, bo, ldb, beta, out):
+    """The SGEMM of :func:`_sgemm_intrinsic` in plain Python (by loops; :func:`compile_all`
+    puts the intrinsic in its place in the compiled namespace)."""
+    return _mm_loops(a, ao, lda, b, bo, ldb, m, n, k, beta != 0, out)
+
+
+def _sgemm_intrinsic():
+    """A numba intrinsic ``sgemm(m, n, k, a, ao, lda, b, bo, ldb, beta, out)``: column-major
+    ``out (m x n) = A.T @ B + beta * out`` for float32 data ``A`` (k x m, leading dimension
+    ``lda``, from ``a[ao]``) and ``B`` (k x n, ``ldb``, from ``b[bo]``); returns BLAS's status.
+
+    It calls ``numba_xxgemm``, the C helper through which numba's own ``np.dot`` reaches
+    SciPy's BLAS, so the compiled code stays cacheable; unlike ``np.dot`` it takes operands
+    with any leading dimension (``np.dot`` copies every non-contiguous one first).
+    """
+    from llvmlite import ir
+    from numba.core import cgutils
+    from numba.core import types as nbtypes
+    from numba.extending import intrinsic
+
+    @intrinsic
+    def sgemm(typingctx, m, n, k, a, ao, lda, b, bo, ldb, beta, out):
+        sig = nbtypes.int32(m, n, k, a, ao, lda, b, bo, ldb, nbtypes.float32, out)
+
+        def codegen(context, builder, sig, args):
+            m, n, k, a, ao, lda, b, bo, ldb, beta_value, out = args
+            intp = context.get_value_type(nbtypes.intp)
+            char, void_p, f32 = ir.IntType(8), ir.IntType(8).as_pointer(), ir.FloatType()
+            fnty = ir.FunctionType(ir.IntType(32), [char, char, char, intp, intp, intp, void_p, void_p, intp,
+                                                    void_p, intp, void_p, void_p, intp])
+            fn = cgutils.get_or_insert_function(builder.module, fnty, "numba_xxgemm")
+
+            def at(k_arg, value, offset):
+                data = context.make_array(sig.args[k_arg])(context, builder, value).data
+                ptr = data if offset is None else builder.gep(data, [context.cast(builder, offset, sig.args[k_arg + 1],
+                                                                                  nbtypes.intp)])
+                return builder.bitcast(ptr, void_p)
+
+            def wide(k_arg, value):
+                return context.cast(builder, value, sig.args[k_arg], nbtypes.intp)
+
+            alpha = cgutils.alloca_once_value(builder, ir.Constant(f32, 1.0))
+            beta = cgutils.alloca_once_value(builder, beta_value)
+            return builder.call(fn, (ir.Constant(char, ord("s")), ir.Constant(char, ord("t")),
+                                     ir.Constant(char, ord("n")), wide(0, m), wide(1, n), wide(2, k),
+                                     builder.bitcast(alpha, void_p), at(3, a, ao), wide(5, lda), at(6, b, bo),
+                                     wide(8, ldb), builder.bitcast(beta, void_p), at(10, out, None), wide(0, m)))
+
+        return sig, codegen
+
+    return sgemm
+
+
+def _operand(buf_f, base, rows, r0, r1, nsub, red, k0, k1, nk, scratch):
+    """One operand of a batched product: rows ``r0..r1`` (each ``nsub`` sub-rows: BATCH for the
+    inputs, BLOCK_OUT for the weights) by reduction steps ``k0..k1`` (each ``nk`` lanes) of the
+    buffer ``buf_f`` (flat), row ``(m, s)`` and step ``q`` being element ``base + rows[m] + red[q]``,
+    sub-row ``s``. Returns ``(array, offset, leading dimension)``: the buffer itself when those
+    rows are evenly spaced and each one contiguous (no copy), else ``scratch`` filled with them."""
+    n_k = (k1 - k0) * nk
+    direct = nsub == 1
+    for q in range(k0 + 1, k1):
+        if red[q] != red[k0] + (q - k0):
+            direct = False
+    step = rows[r0 + 1] - rows[r0] if r1 - r0 > 1 else k1 - k0
+    for m in range(r0 + 1, r1):
+        if rows[m] != rows[r0] + (m - r0) * step:
+            direct = False
+    if direct and step >= k1 - k0:
+        return buf_f, (base + rows[r0] + red[k0]) * nk, step * nk
+    per = nsub * nk
+    for m in range(r0, r1):  # each element's sub-rows are read in one sweep
+        for q in range(k0, k1):
+            frm = np.uint64((base + rows[m] + red[q]) * per)  # (unsigned indices: plain vector copies)
+            to = np.uint64((m - r0) * nsub * n_k + (q - k0) * nk)
+            for _ in range(nsub):
+                for t in range(np.uint64(nk)):
+                    scratch[to + t] = buf_f[frm + t]
+                frm += np.uint64(nk)
+                to += np.uint64(n_k)
+    return scratch, 0, n_k
 
 
 #: Loop-level roles of a batched GEMM: what each level moves.
@@ -213,19 +298,28 @@ _ROW, _COL, _RED, _REP = 0, 1, 2, 3
 _SUM_SLOTS = 16
 #: Rows / columns of one BLAS product at most (bounds the scratch matrices).
 _BLOCK_ROWS = 2048
+#: Reduction lanes of one BLAS call at most: longer exact chunks are split into calls that add
+#: to the product, so a gathered operand stays small enough for the core's cache.
+_CALL_LANES = 256
 
 
-def _gemm_batch(uop_dst, uop_src, uop_wgt, inp, wgt, acc, bgns, io, ii, dfo, dfi, sfo, sfi, wfo, wfi):
+def _gemm_batch(uop_dst, uop_src, uop_wgt, inp, wgt, acc, bgns, io, ii, dfo, dfi, sfo, sfi, wfo, wfi, mats):
     """Run consecutive one-micro-op GEMMs with equal loops as BLAS products, if they line up.
 
     ``bgns`` holds the ``uop_bgn`` of each instruction. The run is one loop nest of three
     levels (instruction, ``i_out``, ``i_in``) when the micro-op indices step by a constant from
     one instruction to the next. Each level that moves dst and src is a row of the product,
     dst and wgt a column, src and wgt a reduction; a level moving nothing repeats the
-    contribution. The int8 operands are gathered into float32 matrices and multiplied with
+    contribution. The operands (float32 scratchpads holding int8 values) are multiplied with
     BLAS in reduction chunks of at most ``2^24 / 2^14`` products, so every sum is exact; the
     int32 accumulation wraps modulo 2^32. GEMMs only add to the accumulator, so the result is
-    the sequential one whatever the order.
+    the sequential one whatever the order. An operand whose rows lie evenly spaced in its
+    scratchpad, each row's reduction contiguous (the inputs of a blocked product with BATCH 1),
+    is read in place; others are gathered first (:func:`_operand`), in pieces of at most
+    :data:`_CALL_LANES` reduction lanes that the calls add up. The product is laid out by rows
+    when it has at least as many rows as columns, else by columns (BLAS is faster so), and
+    ``mats`` is the float32 scratch for the gathered operands and the product (a larger one is
+    allocated when it is too small).
 
     Returns False, having changed nothing, when the run does not line up, a level has another
     shape (e.g. moves all three operands), or an index would leave its buffer; the caller then
@@ -287,33 +381,60 @@ def _gemm_batch(uop_dst, uop_src, uop_wgt, inp, wgt, acc, bgns, io, ii, dfo, dfi
     n_rows, n_cols, n_red = row_d.shape[0], col_d.shape[0], red_s.shape[0]
     block_r = max(1, _BLOCK_ROWS // nb)
     block_c = max(1, _BLOCK_ROWS // nj)
+    sub = max(1, _CALL_LANES // nk)  # reduction steps per BLAS call
+    lanes = min(n_red, chunk, sub) * nk
+    most_r, most_c = min(n_rows, block_r) * nb, min(n_cols, block_c) * nj
+    need = (most_r + most_c) * lanes + most_r * most_c
+    if mats.shape[0] < need:
+        mats = np.empty(need, dtype=np.float32)
+    x_buf = mats[:most_r * lanes]  # operands that must be gathered, and the product
+    w_buf = mats[most_r * lanes:(most_r + most_c) * lanes]
+    prod = mats[(most_r + most_c) * lanes:need]
+    inp_f, wgt_f = inp.reshape(inp.size), wgt.reshape(wgt.size)
+    acc_f = acc.reshape(acc.size)
     for r0 in range(0, n_rows, block_r):
         r1 = min(n_rows, r0 + block_r)
+        nm = (r1 - r0) * nb
         for c0 in range(0, n_cols, block_c):
             c1 = min(n_cols, c0 + block_c)
+            nn = (c1 - c0) * nj
+            by_rows = nm >= nn  # prod as [row][column], else [column][row]: BLAS runs faster so
             for k0 in range(0, n_red, chunk):
                 k1 = min(n_red, k0 + chunk)
-                x = np.empty(((r1 - r0) * nb, (k1 - k0) * nk), dtype=np.float32)
-                w = np.empty(((c1 - c0) * nj, (k1 - k0) * nk), dtype=np.float32)
-                for m in range(r0, r1):
-                    for q in range(k0, k1):
-                        s = s0 + row_s[m] + red_s[q]
-                        for b in range(nb):
-                            _copy(x[(m - r0) * nb + b, (q - k0) * nk:(q - k0 + 1) * nk], inp[s, b])
-                for c in range(c0, c1):
-                    for q in range(k0, k1):
-                        g = w0 + col_w[c] + red_w[q]
-                        for j in range(nj):
-                            _copy(w[(c - c0) * nj + j, (q - k0) * nk:(q - k0 + 1) * nk], wgt[g, j])
-                prod = _dot(x, w)
+                for h0 in range(k0, k1, sub):  # one exact chunk in calls of at most sub steps
+                    h1 = min(k1, h0 + sub)
+                    x, xo, ldx = _operand(inp_f, s0, row_s, r0, r1, nb, red_s, h0, h1, nk, x_buf)
+                    w, wo, ldw = _operand(wgt_f, w0, col_w, c0, c1, nj, red_w, h0, h1, nk, w_buf)
+                    if by_rows:
+                        status = _mm(w, wo, ldw, x, xo, ldx, nn, nm, (h1 - h0) * nk, h0 > k0, prod)
+                    else:
+                        status = _mm(x, xo, ldx, w, wo, ldw, nm, nn, (h1 - h0) * nk, h0 > k0, prod)
+                    if status != 0:
+                        raise RuntimeError("fsim: the BLAS matrix product (SGEMM) of a run of GEMMs failed")
                 for m in range(r0, r1):
                     for c in range(c0, c1):
-                        d = d0 + row_d[m] + col_d[c]
+                        d = (d0 + row_d[m] + col_d[c]) * nb * nj
                         for b in range(nb):
-                            for j in range(nj):
-                                v = np.int64(prod[(c - c0) * nj + j, (m - r0) * nb + b]) * mult
-                                acc[d, b, j] = np.int32((np.int64(acc[d, b, j]) + v) & 0xFFFFFFFF)
+                            if by_rows:
+                                p = ((m - r0) * nb + b) * nn + (c - c0) * nj
+                                _add_wrapped(acc_f, d + b * nj, prod, p, 1, nj, mult)
+                            else:
+                                p = (c - c0) * nj * nm + (m - r0) * nb + b
+                                _add_wrapped(acc_f, d + b * nj, prod, p, nm, nj, mult)
     return True
+
+
+def _add_wrapped(acc_f, at, prod, p, step, n, mult):
+    """``acc_f[at + j] += prod[p + j*step] * mult`` modulo 2^32 for ``j < n`` (``prod`` holds
+    exact integers)."""
+    at, p = np.uint64(at), np.uint64(p)  # (unsigned indices: no wrap-around test, plain vector code)
+    if step == 1 and mult == 1:
+        for j in range(np.uint64(n)):
+            acc_f[at + j] = np.int32((np.int64(acc_f[at + j]) + np.int64(prod[p + j])) & 0xFFFFFFFF)
+    else:
+        for j in range(np.uint64(n)):
+            v = np.int64(prod[p + j * np.uint64(step)]) * mult
+            acc_f[at + j] = np.int32((np.int64(acc_f[at + j]) + v) & 0xFFFFFFFF)
 
 
 def _copy(to, frm):
@@ -408,12 +529,14 @@ def _suspect(words, table, i, depths, elems, allocs, hit):
 
 
 def _run_stretch(order, pos, words, table, uop_dst, uop_src, uop_wgt, inp, wgt, acc, dram, dram_s8, dram_s32,
-                 starts, ends, cfg, counts):
+                 starts, ends, cfg, counts, mats):
     """Execute ``order[pos:]`` until an instruction must be deferred; return its position.
 
     ``dram``, ``dram_s8`` and ``dram_s32`` are the arena as uint8, int8 and int32. ``counts``
     accumulates the statistics of the executed instructions in the order of :data:`COUNT_KEYS`.
-    ``counts`` has one more slot: the runs of GEMMs executed as BLAS products.
+    ``counts`` has one more slot: the runs of GEMMs executed as BLAS products. ``mats`` is
+    float32 scratch for the BLAS products (:func:`_gemm_batch`; kept by the caller between
+    runs, so its pages are not faulted in again every run).
     """
     if cfg[15] == 0:  # accumulators narrower than 32 bits: all through the NumPy path
         return pos
@@ -435,7 +558,7 @@ def _run_stretch(order, pos, words, table, uop_dst, uop_src, uop_wgt, inp, wgt, 
                        dram, dram_s8, dram_s32, starts, ends, cfg, counts, f, scratch, run)
         if run[1] == 0:
             return pos
-        if _batch(order, pos, run[1], words, table, uop_dst, uop_src, uop_wgt, inp, wgt, acc, counts, bgns):
+        if _batch(order, pos, run[1], words, table, uop_dst, uop_src, uop_wgt, inp, wgt, acc, counts, bgns, mats):
             pos += run[1]
         else:
             run[0] = pos + run[1]  # run them one by one (each may still raise its error)
@@ -509,16 +632,17 @@ def _gemm_run(order, pos, words, table, f, cfg):
     return -n_run
 
 
-def _batch(order, pos, n_run, words, table, uop_dst, uop_src, uop_wgt, inp, wgt, acc, counts, bgns):
+def _batch(order, pos, n_run, words, table, uop_dst, uop_src, uop_wgt, inp, wgt, acc, counts, bgns, mats):
     """Execute the run of ``n_run`` GEMMs at ``order[pos]`` as BLAS products if their micro-ops
-    line up (:func:`_gemm_batch`); ``bgns`` is int64 scratch at least ``n_run`` long."""
+    line up (:func:`_gemm_batch`, with the float32 scratch ``mats``); ``bgns`` is int64 scratch
+    at least ``n_run`` long."""
     i = order[pos]
     for q in range(n_run):
         bgns[q] = _field(words, table, i + q, _G + 1)
     io, ii = _field(words, table, i, _G + 3), _field(words, table, i, _G + 4)
     g = [_field(words, table, i, _G + c) for c in range(5, 11)]  # the six factors
     if not _gemm_batch(uop_dst, uop_src, uop_wgt, inp, wgt, acc, bgns[:n_run], io, ii, g[0], g[1], g[2], g[3], g[4],
-                       g[5]):
+                       g[5], mats):
         return False
     counts[9] += n_run
     counts[5] += n_run * io * ii
@@ -811,16 +935,16 @@ def _load(uop_dst, uop_src, uop_wgt, inp_f, wgt_f, acc_f, dram, dram_s8, dram_s3
 #: integer of at most 2^24 in magnitude, so any order gives the exact result).
 _COMPILED = ("_stretch", "_batch", "_field", "_decode", "_in_dram", "_prepass", "_token_step", "_suspect",
              "_same_gemm", "_zero", "_copy", "_offsets", "_add_rows", "_dot_sum", "_wrap_add", "_dot_add", "_gemm_nest",
-             "_gemm_batch", "_gemm_run", "_gemm", "_alu", "_req", "_alu_imm", "_alu_rows", "_store", "_load", "_pack",
-             "_unpack", "token_step", "suspect", "_run_stretch")
+             "_gemm_batch", "_operand", "_add_wrapped", "_gemm_run", "_gemm", "_alu", "_req", "_alu_imm", "_alu_rows",
+             "_store", "_load", "_pack", "_unpack", "token_step", "suspect", "_run_stretch")
 _FASTMATH = ("_add_rows", "_dot_sum", "_dot_add", "_gemm_nest")
 #: Those that allocate (the others run without reference counting: see :func:`_stretch`).
-_ALLOCATING = ("_offsets", "_gemm_batch", "_batch", "_run_stretch")
+_ALLOCATING = ("_offsets", "_gemm_batch", "_operand", "_batch", "_run_stretch")
 #: Per-instruction helpers inlined into their callers by numba (a call boundary costs a
 #: reference-count update per array argument, more than a small instruction's work).
 _INLINED = ("_field", "_decode", "_token_step", "_suspect", "_gemm", "_alu", "_req", "_alu_imm", "_alu_rows", "_store",
             "_load", "_wrap_add", "_dot_sum", "_dot_add", "_zero", "_copy", "_in_dram", "_add_rows", "_pack",
-            "_unpack", "token_step", "suspect")
+            "_unpack", "token_step", "suspect", "_operand", "_add_wrapped")
 #: The compiled functions by name, each calling the others' compiled versions (after :func:`compile_all`).
 _COMPILED_NS: dict = {}
 
@@ -849,26 +973,28 @@ def compile_all(njit, blas: bool):
 
     The functions are compiled into :data:`_COMPILED_NS`, a copy of this module's names in which
     each calls the compiled versions of the others (the module's own names stay plain Python);
-    ``_dot`` there is :func:`_dot_blas` when ``blas`` (numba calls BLAS through SciPy), else
-    :func:`_dot_loops`.
+    ``_mm`` there is :func:`_mm_blas` when ``blas`` (numba calls BLAS through SciPy), else
+    :func:`_mm_loops`.
     """
     if _COMPILED_NS:
         return _COMPILED_NS["_run_stretch"]
     no_refcount = _accepts_nrt_option(njit)
 
     def options(name):
-        opts = {"fastmath": name in _FASTMATH or name == "_dot_loops"}
+        opts = {"fastmath": name in _FASTMATH or name == "_mm_loops"}
         if name in _INLINED:
             opts["inline"] = "always"
         if name == "_run_stretch":
             opts["nogil"] = True
-        elif no_refcount and name not in _ALLOCATING and not name.startswith("_dot_"):
+        elif no_refcount and name not in _ALLOCATING and not name.startswith("_mm_"):
             opts["_nrt"] = False
         return opts
 
     ns = dict(globals())
-    compile_into(ns, _COMPILED + ("_dot_blas" if blas else "_dot_loops",), njit, options)
-    ns["_dot"] = ns["_dot_blas" if blas else "_dot_loops"]
+    if blas:
+        ns["_sgemm"] = _sgemm_intrinsic()
+    compile_into(ns, _COMPILED + ("_mm_blas" if blas else "_mm_loops",), njit, options)
+    ns["_mm"] = ns["_mm_blas" if blas else "_mm_loops"]
     _COMPILED_NS.update(ns)
     return ns["_run_stretch"]
 
