@@ -230,5 +230,7 @@ module vta_compute_lane import vta_pkg::*; #(
   end
 
   logic unused;
-  assign unused = ^{uop, f_wgt_out, f_wgt_in, insn};
+  // (each lane uses only its own unit's operands)
+  assign unused = ^{uop, f_wgt_out, f_wgt_in, insn, inp_rdata_i, wgt_rdata_i, acc_rdata_i, s2_use_imm_q, s2_op_q,
+                    s2_imm_q, s2_reset_q};
 endmodule : vta_compute_lane

@@ -547,5 +547,5 @@ module vta_compute_ov import vta_pkg::*; (
 
   logic unused;
   assign unused = ^{wr_idx_hi, m_inp_re, m_inp_ra, m_wgt_re, m_wgt_ra, g_acc_re[1], g_acc_ra[1], g_real,
-                    h_acc8, h_alu, m_real, m_alu_we};
+                    h_acc8, h_alu, m_real, m_alu_we, sc_e0, sc_e1};
 endmodule : vta_compute_ov

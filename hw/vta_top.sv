@@ -114,9 +114,9 @@ module vta_top import vta_pkg::*; (
   logic [1:0][ACC_ELEM_BYTES/8-1:0] acc2_wmask;
   logic [1:0][LOG_ACC_BUFF_DEPTH-1:0] acc2_waddr;
   logic [1:0][ACC_ELEM_BITS-1:0] acc2_wdata;
-  logic [3:0]        acc4_re;
-  logic [3:0][LOG_ACC_BUFF_DEPTH-1:0] acc4_raddr;
-  logic [3:0][ACC_ELEM_BITS-1:0] acc4_rdata;
+  logic [2:0]        acc4_re;
+  logic [2:0][LOG_ACC_BUFF_DEPTH-1:0] acc4_raddr;
+  logic [2:0][ACC_ELEM_BITS-1:0] acc4_rdata;
 
   // ================================================================== units
   vta_vcr u_vcr (
@@ -270,9 +270,9 @@ module vta_top import vta_pkg::*; (
       .acc_wmask_o  (acc2_wmask),
       .acc_waddr_o  (acc2_waddr),
       .acc_wdata_o  (acc2_wdata),
-      .acc_re_o     (acc4_re[2:0]),
-      .acc_raddr_o  (acc4_raddr[2:0]),
-      .acc_rdata_i  (acc4_rdata[2:0]),
+      .acc_re_o     (acc4_re),
+      .acc_raddr_o  (acc4_raddr),
+      .acc_rdata_i  (acc4_rdata),
       .gemm_uop_o   (gemm_uop),
       .alu_uop_o    (alu_uop),
       .acc_wr_o     (acc_wr),
@@ -293,6 +293,9 @@ module vta_top import vta_pkg::*; (
     assign acc_wdata  = '0;
     assign acc_re[1:0]    = '0;
     assign acc_raddr[1:0] = '0;
+    logic unused_one;  // the one-lane unit's ports
+    assign unused_one = ^{uop_re, uop_raddr, uop_rdata, acc_we, acc_wmask, acc_waddr, acc_wdata, acc_re[1:0],
+                          acc_raddr[1:0], acc_rdata[1:0]};
   end else begin : g_compute
     vta_compute u_compute (
       .clk_i,
@@ -352,8 +355,11 @@ module vta_top import vta_pkg::*; (
     assign acc2_wmask      = '0;
     assign acc2_waddr      = '0;
     assign acc2_wdata      = '0;
-    assign acc4_re[2:0]    = '0;
-    assign acc4_raddr[2:0] = '0;
+    assign acc4_re         = '0;
+    assign acc4_raddr      = '0;
+    logic unused_ov;  // the option's ports, not built
+    assign unused_ov = ^{uop3_re, uop3_raddr, uop3_rdata, acc2_we, acc2_wmask, acc2_waddr, acc2_wdata, acc4_re,
+                         acc4_raddr, acc4_rdata};
   end
   assign cl_req_valid[1] = co_req_valid[0];
   assign cl_req_valid[4] = co_req_valid[1];
@@ -509,40 +515,40 @@ module vta_top import vta_pkg::*; (
   end
 
   // ================================================================== scratchpads
+  // The uop buffer: two banks (even / odd index); with COMPUTE_OVERLAP three read ports each
+  // (lane G, lane M, the footprint scanner), else one.
+  localparam int unsigned UopRd = (COMPUTE_OVERLAP != 0) ? 3 : 1;
+  logic [UopRd-1:0] uopx_re;
+  logic [1:0][UopRd-1:0][LOG_UOP_BUFF_DEPTH-2:0] uopx_raddr;
+  logic [1:0][UopRd-1:0][31:0] uopx_rdata;
   if (COMPUTE_OVERLAP != 0) begin : g_uop_ov
-    for (genvar b = 0; b < 2; b++) begin : g_uop_bank
-      logic [2:0][LOG_UOP_BUFF_DEPTH-2:0] raddr;
-      logic [2:0][31:0] rdata;
+    assign uopx_re = uop3_re;
+    for (genvar b = 0; b < 2; b++) begin : g_bank
       for (genvar p = 0; p < 3; p++) begin : g_port
-        assign raddr[p]         = uop3_raddr[p][b];
-        assign uop3_rdata[p][b] = rdata[p];
+        assign uopx_raddr[b][p] = uop3_raddr[p][b];
+        assign uop3_rdata[p][b] = uopx_rdata[b][p];
       end
-      vta_sram #(.Width(32), .Depth(UOP_BUFF_DEPTH / 2), .Lanes(1), .NumRd(3)) u_uop (
-        .clk_i,
-        .we_i    (uop_we[b]),
-        .wmask_i (1'b1),
-        .waddr_i (uop_waddr[b]),
-        .wdata_i (uop_wdata[b]),
-        .re_i    (uop3_re),
-        .raddr_i (raddr),
-        .rdata_o (rdata)
-      );
     end
     assign uop_rdata = '0;
-  end else begin : g_uop
-    for (genvar b = 0; b < 2; b++) begin : g_uop_bank
-      vta_sram #(.Width(32), .Depth(UOP_BUFF_DEPTH / 2), .Lanes(1), .NumRd(1)) u_uop (
-        .clk_i,
-        .we_i    (uop_we[b]),
-        .wmask_i (1'b1),
-        .waddr_i (uop_waddr[b]),
-        .wdata_i (uop_wdata[b]),
-        .re_i    (uop_re),
-        .raddr_i (uop_raddr),
-        .rdata_o (uop_rdata[b])
-      );
+  end else begin : g_uop_one
+    assign uopx_re = uop_re;
+    for (genvar b = 0; b < 2; b++) begin : g_bank
+      assign uopx_raddr[b] = uop_raddr;
+      assign uop_rdata[b]  = uopx_rdata[b];
     end
     assign uop3_rdata = '0;
+  end
+  for (genvar b = 0; b < 2; b++) begin : g_uop_bank
+    vta_sram #(.Width(32), .Depth(UOP_BUFF_DEPTH / 2), .Lanes(1), .NumRd(UopRd)) u_uop (
+      .clk_i,
+      .we_i    (uop_we[b]),
+      .wmask_i (1'b1),
+      .waddr_i (uop_waddr[b]),
+      .wdata_i (uop_wdata[b]),
+      .re_i    (uopx_re),
+      .raddr_i (uopx_raddr[b]),
+      .rdata_o (uopx_rdata[b])
+    );
   end
 
   vta_sram #(.Width(INP_ELEM_BITS), .Depth(INP_BUFF_DEPTH), .Lanes(INP_ELEM_BYTES / 8), .NumRd(1)) u_inp (
@@ -567,36 +573,58 @@ module vta_top import vta_pkg::*; (
     .rdata_o (wgt_rdata)
   );
 
+  // The accumulator buffer u_acc: read ports 0 dst, 1 ALU src, 2 store; with COMPUTE_OVERLAP it is
+  // the GEMM lane's bank of a two-writer memory (vta_acc_lvt adds the other lane's bank and the
+  // live-value table) with read ports 0 lane G dst, 1 lane M dst, 2 lane M src, 3 store.
+  localparam int unsigned AccRd = (COMPUTE_OVERLAP != 0) ? 4 : 3;
+  logic [AccRd-1:0] accx_re;
+  logic [AccRd-1:0][LOG_ACC_BUFF_DEPTH-1:0] accx_raddr;
+  logic [AccRd-1:0][ACC_ELEM_BITS-1:0] accx_bank0, accx_rdata;
+  logic              acc0_we;
+  logic [ACC_ELEM_BYTES/8-1:0] acc0_wmask;
+  logic [LOG_ACC_BUFF_DEPTH-1:0] acc0_waddr;
+  logic [ACC_ELEM_BITS-1:0] acc0_wdata;
   if (COMPUTE_OVERLAP != 0) begin : g_acc_ov
-    // read ports: 0 lane G dst, 1 lane M dst, 2 lane M src, 3 store
-    assign acc4_re[3]    = acc_re[2];
-    assign acc4_raddr[3] = acc_raddr[2];
-    assign acc_rdata     = {acc4_rdata[3], {2 * ACC_ELEM_BITS{1'b0}}};
-    vta_acc2w #(.Width(ACC_ELEM_BITS), .Depth(ACC_BUFF_DEPTH), .Lanes(ACC_ELEM_BYTES / 8), .NumRd(4)) u_acc (
+    assign accx_re    = {acc_re[2], acc4_re[2:0]};
+    assign accx_raddr = {acc_raddr[2], acc4_raddr[2:0]};
+    assign acc0_we    = acc2_we[0];
+    assign acc0_wmask = acc2_wmask[0];
+    assign acc0_waddr = acc2_waddr[0];
+    assign acc0_wdata = acc2_wdata[0];
+    vta_acc_lvt #(.Width(ACC_ELEM_BITS), .Depth(ACC_BUFF_DEPTH), .Lanes(ACC_ELEM_BYTES / 8), .NumRd(4)) u_acc_ov (
       .clk_i,
-      .we_i    (acc2_we),
-      .wmask_i (acc2_wmask),
-      .waddr_i (acc2_waddr),
-      .wdata_i (acc2_wdata),
-      .re_i    (acc4_re),
-      .raddr_i (acc4_raddr),
-      .rdata_o (acc4_rdata)
+      .we_i         (acc2_we),
+      .wmask_i      (acc2_wmask),
+      .waddr_i      (acc2_waddr),
+      .wdata1_i     (acc2_wdata[1]),
+      .re_i         (accx_re),
+      .raddr_i      (accx_raddr),
+      .bank0_rdata_i(accx_bank0),
+      .rdata_o      (accx_rdata)
     );
-  end else begin : g_acc
-    vta_sram #(.Width(ACC_ELEM_BITS), .Depth(ACC_BUFF_DEPTH), .Lanes(ACC_ELEM_BYTES / 8), .NumRd(3)) u_acc (
-      .clk_i,
-      .we_i    (acc_we),
-      .wmask_i (acc_wmask),
-      .waddr_i (acc_waddr),
-      .wdata_i (acc_wdata),
-      .re_i    (acc_re),
-      .raddr_i (acc_raddr),
-      .rdata_o (acc_rdata)
-    );
-    assign acc4_rdata    = '0;
-    assign acc4_re[3]    = 1'b0;
-    assign acc4_raddr[3] = '0;
+    assign acc4_rdata = accx_rdata[2:0];
+    assign acc_rdata  = {accx_rdata[3], {2 * ACC_ELEM_BITS{1'b0}}};
+  end else begin : g_acc_one
+    assign accx_re    = acc_re;
+    assign accx_raddr = acc_raddr;
+    assign acc0_we    = acc_we;
+    assign acc0_wmask = acc_wmask;
+    assign acc0_waddr = acc_waddr;
+    assign acc0_wdata = acc_wdata;
+    assign accx_rdata = accx_bank0;
+    assign acc_rdata  = accx_rdata;
+    assign acc4_rdata = '0;
   end
+  vta_sram #(.Width(ACC_ELEM_BITS), .Depth(ACC_BUFF_DEPTH), .Lanes(ACC_ELEM_BYTES / 8), .NumRd(AccRd)) u_acc (
+    .clk_i,
+    .we_i    (acc0_we),
+    .wmask_i (acc0_wmask),
+    .waddr_i (acc0_waddr),
+    .wdata_i (acc0_wdata),
+    .re_i    (accx_re),
+    .raddr_i (accx_raddr),
+    .rdata_o (accx_bank0)
+  );
 
   logic unused;
   assign unused = ^{cl_rsp_last};
