@@ -77,7 +77,7 @@ module vta_compute_ov import vta_pkg::*; (
 );
   localparam int unsigned AccLanes = ACC_ELEM_BYTES / 8;
   localparam int unsigned UopW = LOG_UOP_BUFF_DEPTH + 1;
-  localparam int unsigned RobDepth = 8;
+  localparam int unsigned RobDepth = 32;
   localparam int unsigned RobW = $clog2(RobDepth);
 
   // ------------------------------------------------------------------ the queue head

@@ -56,7 +56,7 @@ HELPERS = ("work_size", "_pad_end", "_fetch_burst", "_serve", "_setup", "_queue_
 #: footprint scanner needs (0: none).
 F_LANE, F_DV, F_DLO, F_DHI, F_SV, F_SLO, F_SHI, F_UF, F_ULO, F_UHI, F_SCAN = range(11)
 #: Entries of the compute unit's retirement buffer with COMPUTE_OVERLAP (hw/vta_compute_ov.sv).
-ROB_DEPTH = 8
+ROB_DEPTH = 32
 
 
 def work_size(n: int) -> int:
