@@ -34,7 +34,13 @@ reproduces the model's cycles (C4 51.3%, C7 67.0%, C10 78.8%, the network's four
 * ``+MOV bias``: the reset becomes an ALU copy of the bias rows and the bias ADD disappears (a new
   ALU opcode; one pass instead of two);
 * ``+bias init``: no reset pass and no bias ADD (the first GEMM of each reduction starts from the
-  bias rows).
+  bias rows);
+* ``loads on ALU``: the LOADs of uops and accumulators run on the ALU lane (one write port per
+  lane into the accumulators); ``scan``: an instruction's footprint comes from a scanner that
+  reads its uop range two entries a cycle, once the previous compute instruction has started and
+  no LOAD UOP into that range is in flight (``COMPUTE_OVERLAP`` is both, in hardware).
+
+The configuration is run with ``COMPUTE_OVERLAP`` off: the records are the serial unit's.
 
 Dropped passes keep their token pops and pushes (as zero-cycle instructions); the rest keeps its
 model durations. Fetch and the memory channel's sharing between units are not re-simulated (their
@@ -418,6 +424,7 @@ def main(argv: list[str] | None = None) -> int:
         ap.error(f"--depth must be at least 1, got {args.depth}")
     cfg = load_config(args.config)
     cfg["TARGET"] = "model"
+    cfg["COMPUTE_OVERLAP"] = False  # the records are the serial unit's; the designs re-schedule them
     env = Environment(cfg)
     print(f"configuration {Path(args.config).name} (options: {', '.join(env.options) or 'none'}); percent of the "
           f"GEMM bound compute-bound / with the token waits; lane queue depth {args.depth}")
