@@ -426,7 +426,7 @@ class CycleModel(FunctionalSimulator):
 
 
 def time_stream(env: Environment, words: np.ndarray, tokens: list[int], insn_addr: int = 0,
-                timing: Timing = mc.DEFAULT_TIMING, events: list | None = None) -> dict:
+                timing: Timing = mc.DEFAULT_TIMING, events: list | None = None, dram: DRAM | None = None) -> dict:
     """Replay a valid stream on the timing model and return its hardware counters.
 
     Parameters
@@ -447,6 +447,9 @@ def time_stream(env: Environment, words: np.ndarray, tokens: list[int], insn_add
         instruction i, ``("dispatch", i, t, blocked_from)``, ``("insn", unit, i, ready, start,
         end)`` with ``ready`` the cycle the unit could have started it but for tokens,
         ``("push", channel, i, t)`` and ``("pop", channel, i, t)`` (fsim's channel order).
+    dram : DRAM, optional
+        The memory the stream's LOAD UOPs read: required with the option COMPUTE_OVERLAP (the
+        compute unit's hazard check needs the micro-ops' footprints), unused otherwise.
 
     Returns
     -------
@@ -460,8 +463,10 @@ def time_stream(env: Environment, words: np.ndarray, tokens: list[int], insn_add
         signals an inconsistency between the two models).
     InvalidInstructionError
         If a token flag names a channel its stage does not have.
+    ValueError
+        If the configuration has COMPUTE_OVERLAP and ``dram`` is missing.
     """
-    return _replay(env, words, tokens, insn_addr, timing, events)[0]
+    return _replay(env, words, tokens, insn_addr, timing, events, dram=dram)[0]
 
 
 def _replay(env: Environment, words: np.ndarray, tokens: list[int], insn_addr: int,
