@@ -34,7 +34,13 @@ reproduces the model's cycles (C4 51.3%, C7 67.0%, C10 78.8%, the network's four
 * ``+MOV bias``: the reset becomes an ALU copy of the bias rows and the bias ADD disappears (a new
   ALU opcode; one pass instead of two);
 * ``+bias init``: no reset pass and no bias ADD (the first GEMM of each reduction starts from the
-  bias rows).
+  bias rows);
+* ``loads on ALU``: the LOADs of uops and accumulators run on the ALU lane (one write port per
+  lane into the accumulators); ``scan``: an instruction's footprint comes from a scanner that
+  reads its uop range two entries a cycle, once the previous compute instruction has started and
+  no LOAD UOP into that range is in flight (``COMPUTE_OVERLAP`` is both, in hardware).
+
+The configuration is run with ``COMPUTE_OVERLAP`` off: the records are the serial unit's.
 
 Dropped passes keep their token pops and pushes (as zero-cycle instructions); the rest keeps its
 model durations. Fetch and the memory channel's sharing between units are not re-simulated (their
@@ -79,6 +85,9 @@ DESIGNS = {
     "lanes +MOV bias": dict(reset_on_alu=True, drop_bias_add=True),
     "lanes +bias init": dict(fuse_reset=True, drop_bias_add=True),
     "lanes/range +bias init": dict(fuse_reset=True, drop_bias_add=True, ranges=True),
+    "lanes/range, loads on ALU": dict(ranges=True, loads_on_alu=True),
+    "lanes/range, scan": dict(ranges=True, scan=True),
+    "lanes/range, loads on ALU, scan": dict(ranges=True, loads_on_alu=True, scan=True),
 }
 
 
@@ -146,6 +155,7 @@ def records(env: Environment, dram, words: np.ndarray, arrays: dict) -> list[dic
             u = np.arange(x.uop_bgn, x.uop_end)[None, None, :]
             dst = _rows(udst[u] + io * x.dst_factor_out + ii * x.dst_factor_in)
             rec["UR"] = frozenset(range(x.uop_bgn, x.uop_end))
+            rec["nu"] = x.uop_end - x.uop_bgn
             if isinstance(x, isa.GemmInsn):
                 rec.update(kind="reset" if x.reset_reg else "gemm", W=dst, R=empty if x.reset_reg else dst)
             else:
@@ -176,10 +186,10 @@ def _channels(unit: int, x, what: str) -> tuple:
     return tuple(out)
 
 
-def _lane(kind: str, reset_on_alu: bool) -> str:
+def _lane(kind: str, reset_on_alu: bool, loads_on_alu: bool = False) -> str:
     if kind == "gemm" or (kind == "reset" and not reset_on_alu):
         return "G"
-    if kind in ("alu", "bias add", "reset"):
+    if kind in ("alu", "bias add", "reset") or (loads_on_alu and kind in ("load uop", "load acc")):
         return "A"
     return "M"
 
@@ -201,7 +211,8 @@ def _conflict(a: dict, b: dict, ranges: bool) -> bool:
 
 def schedule(recs: list[dict], *, serial: bool = False, depth: int = 1, ranges: bool = False,
              reset_on_alu: bool = False, fuse_reset: bool = False, drop_bias_add: bool = False,
-             drain_loads: bool = False, tokens: bool = False) -> int:
+             drain_loads: bool = False, tokens: bool = False, loads_on_alu: bool = False,
+             scan: bool = False) -> int:
     """The compute unit's span (cycles) for the records ``recs`` under one design (module docstring)."""
     rs = []
     for r in recs:
@@ -218,7 +229,7 @@ def schedule(recs: list[dict], *, serial: bool = False, depth: int = 1, ranges: 
     per_lane: dict[str, list[int]] = {}
     pushed: dict[str, list[int]] = {c: [] for pair in _CHANNELS.values() for c in pair}
     popped = dict.fromkeys(pushed, 0)
-    last_compute, retire = -1, 0
+    last_compute, retire, scan_end = -1, 0, 0
     for i, r in enumerate(rs):
         if ranges and "w" not in r:
             r["w"], r["r"], r["uw"], r["ur"] = _span(r["W"]), _span(r["R"]), _span(r["UW"]), _span(r["UR"])
@@ -237,7 +248,7 @@ def schedule(recs: list[dict], *, serial: bool = False, depth: int = 1, ranges: 
             for c in r["pushes"] if tokens else ():
                 pushed[c].append(end[i])
             continue
-        name = "S" if serial else ("N" if r["kind"] == "other" else _lane(r["kind"], reset_on_alu))
+        name = "S" if serial else ("N" if r["kind"] == "other" else _lane(r["kind"], reset_on_alu, loads_on_alu))
         lane.append(name)
         mine = per_lane.setdefault(name, [])
         prev = last_compute
@@ -258,6 +269,15 @@ def schedule(recs: list[dict], *, serial: bool = False, depth: int = 1, ranges: 
         for j in range(i - 1, max(-1, i - WINDOW), -1):
             if end[j] > t and lane[j] != name and rs[j]["unit"] == COMPUTE_UNIT and _conflict(rs[j], r, ranges):
                 t = end[j]
+        if scan and r.get("nu"):
+            # the footprint scanner reads the instruction's uops (two a cycle) once the previous
+            # compute instruction has started and no older LOAD UOP into its range is in flight
+            s0 = max(scan_end, start[prev] if prev >= 0 else 0)
+            for j in range(i - 1, max(-1, i - WINDOW), -1):
+                if rs[j]["unit"] == COMPUTE_UNIT and rs[j]["UW"] and end[j] > s0 and rs[j]["UW"] & r["UR"]:
+                    s0 = end[j]
+            scan_end = s0 + (r["nu"] + 1) // 2
+            t = max(t, scan_end)
         start[i], end[i] = t, t + r["dur"]
         mine.append(i)
         retire = max(retire, end[i])  # in program order: the pushes of an instruction wait for the older ones
@@ -404,6 +424,7 @@ def main(argv: list[str] | None = None) -> int:
         ap.error(f"--depth must be at least 1, got {args.depth}")
     cfg = load_config(args.config)
     cfg["TARGET"] = "model"
+    cfg["COMPUTE_OVERLAP"] = False  # the records are the serial unit's; the designs re-schedule them
     env = Environment(cfg)
     print(f"configuration {Path(args.config).name} (options: {', '.join(env.options) or 'none'}); percent of the "
           f"GEMM bound compute-bound / with the token waits; lane queue depth {args.depth}")

@@ -82,7 +82,8 @@ module vta_top import vta_pkg::*; (
   logic [31:0]       fe_value, ld_value, co_value, st_value;
   logic [31:0]       ld_limit, co_limit, st_limit;
   logic [31:0]       fe_index, ld_index, co_index, st_index;
-  logic              gemm_uop, alu_uop, acc_wr, dispatch;
+  logic              gemm_uop, alu_uop, dispatch;
+  logic [1:0]        acc_wr;
 
   // ------------------------------------------------------------------ SRAM ports
   logic [1:0]        uop_we;
@@ -105,6 +106,17 @@ module vta_top import vta_pkg::*; (
   logic [2:0]        acc_re;
   logic [2:0][LOG_ACC_BUFF_DEPTH-1:0] acc_raddr;
   logic [2:0][ACC_ELEM_BITS-1:0] acc_rdata;
+  // COMPUTE_OVERLAP only: three uop read ports ([port][bank] addresses), two acc writers, four acc reads
+  logic [2:0]        uop3_re;
+  logic [2:0][1:0][LOG_UOP_BUFF_DEPTH-2:0] uop3_raddr;
+  logic [2:0][1:0][31:0] uop3_rdata;
+  logic [1:0]        acc2_we;
+  logic [1:0][ACC_ELEM_BYTES/8-1:0] acc2_wmask;
+  logic [1:0][LOG_ACC_BUFF_DEPTH-1:0] acc2_waddr;
+  logic [1:0][ACC_ELEM_BITS-1:0] acc2_wdata;
+  logic [2:0]        acc4_re;
+  logic [2:0][LOG_ACC_BUFF_DEPTH-1:0] acc4_raddr;
+  logic [2:0][ACC_ELEM_BITS-1:0] acc4_rdata;
 
   // ================================================================== units
   vta_vcr u_vcr (
@@ -220,57 +232,135 @@ module vta_top import vta_pkg::*; (
   assign cl_req_len[3]  = ld_req_len;
 
   logic [1:0] co_req_valid, co_rsp_valid;
-  vta_compute u_compute (
-    .clk_i,
-    .rst_ni,
-    .halt_i       (halted),
-    .q_valid_i    (q_out_valid[1]),
-    .q_ready_o    (q_out_ready[1]),
-    .q_data_i     (q_out_data[1]),
-    .l2g_avail_i  (tok_avail[CHAN_L2G]),
-    .s2g_avail_i  (tok_avail[CHAN_S2G]),
-    .l2g_pop_o    (tok_pop[CHAN_L2G]),
-    .s2g_pop_o    (tok_pop[CHAN_S2G]),
-    .g2l_push_o   (tok_push[CHAN_G2L]),
-    .g2s_push_o   (tok_push[CHAN_G2S]),
-    .finish_o     (finish),
-    .req_valid_o  (co_req_valid),
-    .req_ready_i  ({cl_req_ready[4], cl_req_ready[1]}),
-    .req_addr_o   (co_req_addr),
-    .req_len_o    (co_req_len),
-    .rsp_valid_i  (co_rsp_valid),
-    .rsp_data_i   (cl_rsp_data),
-    .uop_we_o     (uop_we),
-    .uop_waddr_o  (uop_waddr),
-    .uop_wdata_o  (uop_wdata),
-    .uop_re_o     (uop_re),
-    .uop_raddr_o  (uop_raddr),
-    .uop_rdata_i  (uop_rdata),
-    .inp_re_o     (inp_re),
-    .inp_raddr_o  (inp_raddr),
-    .inp_rdata_i  (inp_rdata),
-    .wgt_re_o     (wgt_re),
-    .wgt_raddr_o  (wgt_raddr),
-    .wgt_rdata_i  (wgt_rdata),
-    .acc_we_o     (acc_we),
-    .acc_wmask_o  (acc_wmask),
-    .acc_waddr_o  (acc_waddr),
-    .acc_wdata_o  (acc_wdata),
-    .acc_re_o     (acc_re[1:0]),
-    .acc_raddr_o  (acc_raddr[1:0]),
-    .acc_rdata_i  (acc_rdata[1:0]),
-    .gemm_uop_o   (gemm_uop),
-    .alu_uop_o    (alu_uop),
-    .acc_wr_o     (acc_wr),
-    .err_o        (co_err),
-    .err_field_o  (co_field),
-    .err_value_o  (co_value),
-    .err_limit_o  (co_limit),
-    .err_index_o  (co_index),
-    .state_o      (unit_state[2]),
-    .index_o      (unit_index[2]),
-    .retire_o     (unit_retire[2])
-  );
+  // COMPUTE_OVERLAP: the two-lane compute unit, three uop read ports, a two-writer acc memory
+  if (COMPUTE_OVERLAP != 0) begin : g_compute_ov
+    vta_compute_ov u_compute (
+      .clk_i,
+      .rst_ni,
+      .halt_i       (halted),
+      .q_valid_i    (q_out_valid[1]),
+      .q_ready_o    (q_out_ready[1]),
+      .q_data_i     (q_out_data[1]),
+      .l2g_avail_i  (tok_avail[CHAN_L2G]),
+      .s2g_avail_i  (tok_avail[CHAN_S2G]),
+      .l2g_pop_o    (tok_pop[CHAN_L2G]),
+      .s2g_pop_o    (tok_pop[CHAN_S2G]),
+      .g2l_push_o   (tok_push[CHAN_G2L]),
+      .g2s_push_o   (tok_push[CHAN_G2S]),
+      .finish_o     (finish),
+      .req_valid_o  (co_req_valid),
+      .req_ready_i  ({cl_req_ready[4], cl_req_ready[1]}),
+      .req_addr_o   (co_req_addr),
+      .req_len_o    (co_req_len),
+      .rsp_valid_i  (co_rsp_valid),
+      .rsp_data_i   (cl_rsp_data),
+      .uop_we_o     (uop_we),
+      .uop_waddr_o  (uop_waddr),
+      .uop_wdata_o  (uop_wdata),
+      .uop_re_o     (uop3_re),
+      .uop_raddr_o  (uop3_raddr),
+      .uop_rdata_i  (uop3_rdata),
+      .inp_re_o     (inp_re),
+      .inp_raddr_o  (inp_raddr),
+      .inp_rdata_i  (inp_rdata),
+      .wgt_re_o     (wgt_re),
+      .wgt_raddr_o  (wgt_raddr),
+      .wgt_rdata_i  (wgt_rdata),
+      .acc_we_o     (acc2_we),
+      .acc_wmask_o  (acc2_wmask),
+      .acc_waddr_o  (acc2_waddr),
+      .acc_wdata_o  (acc2_wdata),
+      .acc_re_o     (acc4_re),
+      .acc_raddr_o  (acc4_raddr),
+      .acc_rdata_i  (acc4_rdata),
+      .gemm_uop_o   (gemm_uop),
+      .alu_uop_o    (alu_uop),
+      .acc_wr_o     (acc_wr),
+      .err_o        (co_err),
+      .err_field_o  (co_field),
+      .err_value_o  (co_value),
+      .err_limit_o  (co_limit),
+      .err_index_o  (co_index),
+      .state_o      (unit_state[2]),
+      .index_o      (unit_index[2]),
+      .retire_o     (unit_retire[2])
+    );
+    assign uop_re     = 1'b0;
+    assign uop_raddr  = '0;
+    assign acc_we     = 1'b0;
+    assign acc_wmask  = '0;
+    assign acc_waddr  = '0;
+    assign acc_wdata  = '0;
+    assign acc_re[1:0]    = '0;
+    assign acc_raddr[1:0] = '0;
+    logic unused_one;  // the one-lane unit's ports
+    assign unused_one = ^{uop_re, uop_raddr, uop_rdata, acc_we, acc_wmask, acc_waddr, acc_wdata, acc_re[1:0],
+                          acc_raddr[1:0], acc_rdata[1:0]};
+  end else begin : g_compute
+    vta_compute u_compute (
+      .clk_i,
+      .rst_ni,
+      .halt_i       (halted),
+      .q_valid_i    (q_out_valid[1]),
+      .q_ready_o    (q_out_ready[1]),
+      .q_data_i     (q_out_data[1]),
+      .l2g_avail_i  (tok_avail[CHAN_L2G]),
+      .s2g_avail_i  (tok_avail[CHAN_S2G]),
+      .l2g_pop_o    (tok_pop[CHAN_L2G]),
+      .s2g_pop_o    (tok_pop[CHAN_S2G]),
+      .g2l_push_o   (tok_push[CHAN_G2L]),
+      .g2s_push_o   (tok_push[CHAN_G2S]),
+      .finish_o     (finish),
+      .req_valid_o  (co_req_valid),
+      .req_ready_i  ({cl_req_ready[4], cl_req_ready[1]}),
+      .req_addr_o   (co_req_addr),
+      .req_len_o    (co_req_len),
+      .rsp_valid_i  (co_rsp_valid),
+      .rsp_data_i   (cl_rsp_data),
+      .uop_we_o     (uop_we),
+      .uop_waddr_o  (uop_waddr),
+      .uop_wdata_o  (uop_wdata),
+      .uop_re_o     (uop_re),
+      .uop_raddr_o  (uop_raddr),
+      .uop_rdata_i  (uop_rdata),
+      .inp_re_o     (inp_re),
+      .inp_raddr_o  (inp_raddr),
+      .inp_rdata_i  (inp_rdata),
+      .wgt_re_o     (wgt_re),
+      .wgt_raddr_o  (wgt_raddr),
+      .wgt_rdata_i  (wgt_rdata),
+      .acc_we_o     (acc_we),
+      .acc_wmask_o  (acc_wmask),
+      .acc_waddr_o  (acc_waddr),
+      .acc_wdata_o  (acc_wdata),
+      .acc_re_o     (acc_re[1:0]),
+      .acc_raddr_o  (acc_raddr[1:0]),
+      .acc_rdata_i  (acc_rdata[1:0]),
+      .gemm_uop_o   (gemm_uop),
+      .alu_uop_o    (alu_uop),
+      .acc_wr_o     (acc_wr[0]),
+      .err_o        (co_err),
+      .err_field_o  (co_field),
+      .err_value_o  (co_value),
+      .err_limit_o  (co_limit),
+      .err_index_o  (co_index),
+      .state_o      (unit_state[2]),
+      .index_o      (unit_index[2]),
+      .retire_o     (unit_retire[2])
+    );
+    assign acc_wr[1]       = 1'b0;
+    assign uop3_re         = '0;
+    assign uop3_raddr      = '0;
+    assign acc2_we         = '0;
+    assign acc2_wmask      = '0;
+    assign acc2_waddr      = '0;
+    assign acc2_wdata      = '0;
+    assign acc4_re         = '0;
+    assign acc4_raddr      = '0;
+    logic unused_ov;  // the option's ports, not built
+    assign unused_ov = ^{uop3_re, uop3_raddr, uop3_rdata, acc2_we, acc2_wmask, acc2_waddr, acc2_wdata, acc4_re,
+                         acc4_raddr, acc4_rdata};
+  end
   assign cl_req_valid[1] = co_req_valid[0];
   assign cl_req_valid[4] = co_req_valid[1];
   assign cl_req_addr[1]  = co_req_addr;
@@ -425,16 +515,39 @@ module vta_top import vta_pkg::*; (
   end
 
   // ================================================================== scratchpads
+  // The uop buffer: two banks (even / odd index); with COMPUTE_OVERLAP three read ports each
+  // (lane G, lane M, the footprint scanner), else one.
+  localparam int unsigned UopRd = (COMPUTE_OVERLAP != 0) ? 3 : 1;
+  logic [UopRd-1:0] uopx_re;
+  logic [1:0][UopRd-1:0][LOG_UOP_BUFF_DEPTH-2:0] uopx_raddr;
+  logic [1:0][UopRd-1:0][31:0] uopx_rdata;
+  if (COMPUTE_OVERLAP != 0) begin : g_uop_ov
+    assign uopx_re = uop3_re;
+    for (genvar b = 0; b < 2; b++) begin : g_bank
+      for (genvar p = 0; p < 3; p++) begin : g_port
+        assign uopx_raddr[b][p] = uop3_raddr[p][b];
+        assign uop3_rdata[p][b] = uopx_rdata[b][p];
+      end
+    end
+    assign uop_rdata = '0;
+  end else begin : g_uop_one
+    assign uopx_re = uop_re;
+    for (genvar b = 0; b < 2; b++) begin : g_bank
+      assign uopx_raddr[b] = uop_raddr;
+      assign uop_rdata[b]  = uopx_rdata[b];
+    end
+    assign uop3_rdata = '0;
+  end
   for (genvar b = 0; b < 2; b++) begin : g_uop_bank
-    vta_sram #(.Width(32), .Depth(UOP_BUFF_DEPTH / 2), .Lanes(1), .NumRd(1)) u_uop (
+    vta_sram #(.Width(32), .Depth(UOP_BUFF_DEPTH / 2), .Lanes(1), .NumRd(UopRd)) u_uop (
       .clk_i,
       .we_i    (uop_we[b]),
       .wmask_i (1'b1),
       .waddr_i (uop_waddr[b]),
       .wdata_i (uop_wdata[b]),
-      .re_i    (uop_re),
-      .raddr_i (uop_raddr),
-      .rdata_o (uop_rdata[b])
+      .re_i    (uopx_re),
+      .raddr_i (uopx_raddr[b]),
+      .rdata_o (uopx_rdata[b])
     );
   end
 
@@ -460,15 +573,57 @@ module vta_top import vta_pkg::*; (
     .rdata_o (wgt_rdata)
   );
 
-  vta_sram #(.Width(ACC_ELEM_BITS), .Depth(ACC_BUFF_DEPTH), .Lanes(ACC_ELEM_BYTES / 8), .NumRd(3)) u_acc (
+  // The accumulator buffer u_acc: read ports 0 dst, 1 ALU src, 2 store; with COMPUTE_OVERLAP it is
+  // the GEMM lane's bank of a two-writer memory (vta_acc_lvt adds the other lane's bank and the
+  // live-value table) with read ports 0 lane G dst, 1 lane M dst, 2 lane M src, 3 store.
+  localparam int unsigned AccRd = (COMPUTE_OVERLAP != 0) ? 4 : 3;
+  logic [AccRd-1:0] accx_re;
+  logic [AccRd-1:0][LOG_ACC_BUFF_DEPTH-1:0] accx_raddr;
+  logic [AccRd-1:0][ACC_ELEM_BITS-1:0] accx_bank0, accx_rdata;
+  logic              acc0_we;
+  logic [ACC_ELEM_BYTES/8-1:0] acc0_wmask;
+  logic [LOG_ACC_BUFF_DEPTH-1:0] acc0_waddr;
+  logic [ACC_ELEM_BITS-1:0] acc0_wdata;
+  if (COMPUTE_OVERLAP != 0) begin : g_acc_ov
+    assign accx_re    = {acc_re[2], acc4_re[2:0]};
+    assign accx_raddr = {acc_raddr[2], acc4_raddr[2:0]};
+    assign acc0_we    = acc2_we[0];
+    assign acc0_wmask = acc2_wmask[0];
+    assign acc0_waddr = acc2_waddr[0];
+    assign acc0_wdata = acc2_wdata[0];
+    vta_acc_lvt #(.Width(ACC_ELEM_BITS), .Depth(ACC_BUFF_DEPTH), .Lanes(ACC_ELEM_BYTES / 8), .NumRd(4)) u_acc_ov (
+      .clk_i,
+      .we_i         (acc2_we),
+      .wmask_i      (acc2_wmask),
+      .waddr_i      (acc2_waddr),
+      .wdata1_i     (acc2_wdata[1]),
+      .re_i         (accx_re),
+      .raddr_i      (accx_raddr),
+      .bank0_rdata_i(accx_bank0),
+      .rdata_o      (accx_rdata)
+    );
+    assign acc4_rdata = accx_rdata[2:0];
+    assign acc_rdata  = {accx_rdata[3], {2 * ACC_ELEM_BITS{1'b0}}};
+  end else begin : g_acc_one
+    assign accx_re    = acc_re;
+    assign accx_raddr = acc_raddr;
+    assign acc0_we    = acc_we;
+    assign acc0_wmask = acc_wmask;
+    assign acc0_waddr = acc_waddr;
+    assign acc0_wdata = acc_wdata;
+    assign accx_rdata = accx_bank0;
+    assign acc_rdata  = accx_rdata;
+    assign acc4_rdata = '0;
+  end
+  vta_sram #(.Width(ACC_ELEM_BITS), .Depth(ACC_BUFF_DEPTH), .Lanes(ACC_ELEM_BYTES / 8), .NumRd(AccRd)) u_acc (
     .clk_i,
-    .we_i    (acc_we),
-    .wmask_i (acc_wmask),
-    .waddr_i (acc_waddr),
-    .wdata_i (acc_wdata),
-    .re_i    (acc_re),
-    .raddr_i (acc_raddr),
-    .rdata_o (acc_rdata)
+    .we_i    (acc0_we),
+    .wmask_i (acc0_wmask),
+    .waddr_i (acc0_waddr),
+    .wdata_i (acc0_wdata),
+    .re_i    (accx_re),
+    .raddr_i (accx_raddr),
+    .rdata_o (accx_bank0)
   );
 
   logic unused;

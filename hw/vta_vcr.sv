@@ -35,7 +35,7 @@ module vta_vcr import vta_pkg::*; (
   input  logic [3:0][7:0] tokens_i,
   input  logic            gemm_uop_i,
   input  logic            alu_uop_i,
-  input  logic            acc_wr_i
+  input  logic [1:0]      acc_wr_i   // GEMM / ALU uops that wrote acc (two with COMPUTE_OVERLAP)
 );
   logic [2:0]  ctrl_q, ctrl_d;
   logic        running_q, running_d, halted_q, halted_d;
@@ -82,7 +82,7 @@ module vta_vcr import vta_pkg::*; (
       retired_d = '0;
     end else if (running_q) begin
       cycles_d = cycles_q + 32'd1;
-      if (acc_wr_i)   ucnt_d = ucnt_q + 32'd1;
+      if (acc_wr_i != '0) ucnt_d = ucnt_q + 32'(acc_wr_i[0]) + 32'(acc_wr_i[1]);
       if (gemm_uop_i) gemm_d = gemm_q + 32'd1;
       if (alu_uop_i)  alu_d = alu_q + 32'd1;
       for (int unsigned u = 0; u < 4; u++) begin

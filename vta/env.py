@@ -72,6 +72,7 @@ CONFIG_KEYS: dict[str, ConfigKey] = {
     # Hardware options (OPTION_KEYS below): true or false, false when absent; ``suffix``: what the
     # option adds to the build name BITSTREAM when it is on.
     "ALU_REQUANT": ConfigKey(bool, group="option", suffix="rq"),
+    "COMPUTE_OVERLAP": ConfigKey(bool, group="option", suffix="ov"),
 }
 
 #: Views of :data:`CONFIG_KEYS`: the required integer keys and the range each accepts ...
@@ -97,6 +98,8 @@ DRAM_PRESETS: dict[str, dict[str, int]] = {
 #: streams and cycle counts are those of the upstream-compatible core. The value is the suffix the
 #: option adds to ``BITSTREAM`` (the name of a build) when it is on.
 #: ``ALU_REQUANT``: the ALU opcode REQ (5), a one-micro-op fixed-point requantisation.
+#: ``COMPUTE_OVERLAP``: the compute unit runs a GEMM and an ALU (or LOAD) instruction at the same
+#: time when their accumulator and uop footprints do not conflict (timing only; no new instruction).
 OPTION_KEYS: dict[str, str] = {
     k: v.suffix for k, v in CONFIG_KEYS.items() if v.group == "option"}
 

@@ -47,12 +47,21 @@ LOAD_RETIRE = 1
 #: The helpers numba inlines into :func:`core` (with :func:`work_size`).
 HELPERS = ("work_size", "_pad_end", "_fetch_burst", "_serve", "_setup", "_queue_free_at", "_dispatch",
            "_dispatch_arrived", "_fetch_event", "_fetch_key", "_candidates", "_earliest_start", "_earliest_request",
-           "_request_buffered", "_request_burst", "_load_requests", "_start", "_retire")
+           "_request_buffered", "_request_burst", "_load_requests", "_start", "_retire", "_meets", "_conflict",
+           "_lanes_candidate", "_lanes_retire")
+
+#: Columns of the footprint table of the option COMPUTE_OVERLAP (:mod:`vta.sim.model.lanes`): the
+#: lane (0 GEMM, 1 the other), the acc rows written and read (valid, lowest, highest), the acc rows
+#: only read, the uop entries (0 none, 1 read, 2 written; lowest, highest) and the cycles the
+#: footprint scanner needs (0: none).
+F_LANE, F_DV, F_DLO, F_DHI, F_SV, F_SLO, F_SHI, F_UF, F_ULO, F_UHI, F_SCAN = range(11)
+#: Entries of the compute unit's retirement buffer with COMPUTE_OVERLAP (hw/vta_compute_ov.sv).
+ROB_DEPTH = 32
 
 
 def work_size(n: int) -> int:
     """Integers of scratch space :func:`core` needs for a stream of ``n`` instructions."""
-    return 7 * n + 4 + _STATE
+    return 9 * n + 4 + _STATE
 
 
 def _pad_end(t0, iv, niv, rows, xs, xp0, xp1, yp0, yp1):
@@ -488,11 +497,98 @@ def _retire(i, u, e, start, end, busy, retired, free, pushes, push_t, push_cnt, 
     return dirty
 
 
+def _meets(alo, ahi, blo, bhi):
+    return alo <= bhi and blo <= ahi
+
+
+def _conflict(foot, i, j):
+    """Whether the footprints of instructions ``i`` and ``j`` conflict (hw/vta_compute_ov.sv)."""
+    if foot[i, F_DV] and foot[j, F_DV] and _meets(foot[i, F_DLO], foot[i, F_DHI], foot[j, F_DLO], foot[j, F_DHI]):
+        return True
+    if foot[i, F_DV] and foot[j, F_SV] and _meets(foot[i, F_DLO], foot[i, F_DHI], foot[j, F_SLO], foot[j, F_SHI]):
+        return True
+    if foot[i, F_SV] and foot[j, F_DV] and _meets(foot[i, F_SLO], foot[i, F_SHI], foot[j, F_DLO], foot[j, F_DHI]):
+        return True
+    return (foot[i, F_UF] > 0 and foot[j, F_UF] > 0 and (foot[i, F_UF] == 2 or foot[j, F_UF] == 2)
+            and _meets(foot[i, F_ULO], foot[i, F_UHI], foot[j, F_ULO], foot[j, F_UHI]))
+
+
+def _lanes_candidate(i, t0, take_free, foot, last_lane, dcyc, qpos, queue, qbase, end):
+    """COMPUTE_OVERLAP: the first cycle from ``t0`` the compute unit can take its head ``i`` but for
+    tokens (-1: not known yet). Its lane must be free (the lane's last instruction done), it must
+    not conflict with the instruction in flight in the other lane, the retirement buffer must have
+    room (the instruction ROB_DEPTH older retired) and the footprint scanner must be done: it
+    starts once ``i`` is the queue head (``take_free``: the cycle after the previous take) and no
+    LOAD UOP into its uop range is in flight, and takes ``foot[i, F_SCAN]`` cycles."""
+    lane = foot[i, F_LANE]
+    t = t0
+    j = last_lane[lane]
+    if j >= 0:
+        if dcyc[j] < 0:
+            return -1
+        if dcyc[j] + 1 > t:
+            t = dcyc[j] + 1
+    o = last_lane[1 - lane]
+    if o >= 0 and _conflict(foot, i, o):
+        if dcyc[o] < 0:
+            return -1
+        if dcyc[o] + 1 > t:
+            t = dcyc[o] + 1
+    k = qpos[i]
+    if k >= ROB_DEPTH:
+        old = queue[qbase[1] + k - ROB_DEPTH]
+        if end[old] < 0:
+            return -1
+        if end[old] > t:
+            t = end[old]
+    if foot[i, F_SCAN] > 0:
+        sc = take_free
+        m = last_lane[1]
+        if m >= 0 and foot[m, F_UF] == 2 and _meets(foot[m, F_ULO], foot[m, F_UHI], foot[i, F_ULO], foot[i, F_UHI]):
+            if dcyc[m] < 0:
+                return -1
+            if dcyc[m] + 1 > sc:
+                sc = dcyc[m] + 1
+        if sc + foot[i, F_SCAN] > t:
+            t = sc + foot[i, F_SCAN]
+    return t
+
+
+def _lanes_retire(rp, last_r, heads, queue, qbase, dcyc, start, end, busy, retired, free, pushes, push_t, push_cnt,
+                  consumer, dirty, finish, finish_end, done):
+    """COMPUTE_OVERLAP: retire, in program order and one per cycle, the compute unit's taken
+    instructions whose done cycle is known (from its ``rp``-th, after a retirement at ``last_r``).
+    Returns the new ``rp``, ``last_r``, ``dirty``, ``finish_end`` and ``done``."""
+    while rp < heads[1]:
+        i = queue[qbase[1] + rp]
+        if dcyc[i] < 0:
+            break
+        r = dcyc[i]
+        if last_r + 1 > r:
+            r = last_r + 1
+        keep = free[1]
+        dirty = _retire(i, 1, r + 1, start, end, busy, retired, free, pushes, push_t, push_cnt, consumer, dirty)
+        free[1] = keep
+        if finish[i] and finish_end < 0:
+            finish_end = r + 1
+        done += 1
+        last_r = r
+        rp += 1
+    return rp, last_r, dirty, finish_end, done
+
+
 def core(n, unit, pops, pushes, cost, finish, client, addr, row_bytes, stride, rows, xp0, xp1, yp0, yp1, xs,
          tokens, insn_addr, queue_depth, fetch_latency, fetch_buffer, latency, bytes_per_cycle, max_outstanding,
-         start, end, ready, dispatch, blocked_from, bursts, counters, work):
+         start, end, ready, dispatch, blocked_from, bursts, counters, work, lanes, foot):
     """The replay loop (see the module docstrings); fills the output arrays, returns 0, or -1 - k
     when no unit can make progress after k instructions (an inconsistent stream).
+
+    ``lanes`` (0 or 1): the compute unit of the option COMPUTE_OVERLAP, with ``foot`` the
+    footprint table (:mod:`vta.sim.model.lanes`; unread without the option). It takes its queue
+    head (pops its tokens, frees its queue entry) in program order, at most one per cycle, into
+    the GEMM lane or the other one (:func:`_lanes_candidate`); an instruction is done ``cost - 1``
+    cycles after it is taken (a LOAD when its data and pads are written) and retires, pushing its
+    tokens, in program order, one per cycle, from the cycle it is done.
 
     ``bursts`` (n x 3): per fetch burst its first instruction, request cycle and first dispatch
     cycle; ``counters``: cycle_count, then busy, stall, retired (4 each, fetch load compute store),
@@ -534,6 +630,19 @@ def core(n, unit, pops, pushes, cost, finish, client, addr, row_bytes, stride, r
     ld_last = st[57:59]
     ld_niv = st[59:61]
     ld_iv = st[_STATE_SET:_STATE_SET + 4 * PAD_INTERVALS].reshape((2, PAD_INTERVALS, 2))
+    # the queue entry of each instruction is free again from qend[i] - 1 + qfree (its retirement;
+    # with COMPUTE_OVERLAP a compute instruction's take); dcyc: a compute instruction's done cycle
+    # (COMPUTE_OVERLAP; -1 unknown); last_lane: the last instruction each lane took
+    dcyc = work[7 * n + 4 + _STATE:8 * n + 4 + _STATE]
+    qend = work[8 * n + 4 + _STATE:9 * n + 4 + _STATE]
+    for i in range(n):
+        dcyc[i] = -1
+        qend[i] = -1
+    last_lane = st[61:63]
+    last_lane[0] = -1
+    last_lane[1] = -1
+    rp = 0
+    last_r = -(1 << 40)
     dirty = 7  # the units whose candidate is to be recomputed (bit mask)
     # fetch: the next instruction to dispatch, those left in its burst, the next dispatch cycle,
     # the cycle fetch is free to request; buffered (fetch_buffer > 0): the next instruction to
@@ -552,14 +661,44 @@ def core(n, unit, pops, pushes, cost, finish, client, addr, row_bytes, stride, r
     while done < n:
         if fetch_buffer > 0:
             f_next, next_dispatch, dirty = _dispatch_arrived(
-                n, f_next, fr, fm, fetch_buffer, next_dispatch, fready, unit, qpos, queue, qbase, end, heads,
+                n, f_next, fr, fm, fetch_buffer, next_dispatch, fready, unit, qpos, queue, qbase, qend, heads,
                 queue_depth, qfree, dispatch, blocked_from, stall, retired, busy, dirty)
         f_time, f_req = _fetch_event(n, f_next, fr, fm, fetch_buffer, last_req, fetch_free, burst_left,
-                                     next_dispatch, dispatch, unit, qpos, queue, qbase, end, queue_depth, qfree)
+                                     next_dispatch, dispatch, unit, qpos, queue, qbase, qend, queue_depth, qfree)
         if dirty != 0:
+            lanes_dirty = lanes != 0 and (dirty & 2) != 0
+            if lanes != 0:
+                dirty &= 5
             _candidates(dirty, ld_insn, heads, qlen, queue, qbase, dispatch, free, pops, popped, tokens, push_cnt,
                         push_t, cand_t, cand_w)
             dirty = 0
+            if lanes_dirty:  # the compute unit of COMPUTE_OVERLAP
+                cand_t[1] = -1
+                if heads[1] < qlen[1]:
+                    i = queue[qbase[1] + heads[1]]
+                    if dispatch[i] >= 0:
+                        t0 = dispatch[i] + 1
+                        if free[1] > t0:
+                            t0 = free[1]
+                        t = _lanes_candidate(i, t0, t0, foot, last_lane, dcyc, qpos, queue, qbase, end)
+                        t1 = t
+                        m = pops[i]
+                        c = 0
+                        while m != 0 and t >= 0:
+                            if m & 1:
+                                k = popped[c]
+                                if k >= tokens[c]:
+                                    j = k - tokens[c]
+                                    if j >= push_cnt[c]:
+                                        t = -1
+                                        break
+                                    if push_t[c, j] > t:
+                                        t = push_t[c, j]
+                            m >>= 1
+                            c += 1
+                        if t >= 0:
+                            cand_t[1] = t
+                            cand_w[1] = t - t1
         best, best_t = _earliest_start(cand_t)
         lu, lt = _earliest_request(ld_insn, ld_req, ch, client)
         f_key = _fetch_key(f_time, f_req, fetch_buffer, ch)
@@ -589,7 +728,7 @@ def core(n, unit, pops, pushes, cost, finish, client, addr, row_bytes, stride, r
                 d = next_dispatch
                 if fetch_buffer > 0 and fready[i] > d:
                     d = fready[i]
-                d, dirty = _dispatch(i, d, unit, qpos, queue, qbase, end, heads, queue_depth, qfree, dispatch,
+                d, dirty = _dispatch(i, d, unit, qpos, queue, qbase, qend, heads, queue_depth, qfree, dispatch,
                                      blocked_from, stall, retired, dirty)
                 next_dispatch = d + 1
                 f_next += 1
@@ -615,11 +754,38 @@ def core(n, unit, pops, pushes, cost, finish, client, addr, row_bytes, stride, r
                              yp1[i])
             e = (x_data if x_data > x_pad else x_pad) + LOAD_RETIRE
             ld_insn[u] = -1
+            if lanes != 0 and u == 1:  # done now; retires in program order
+                dcyc[i] = e - 1
+                dirty |= 2
+                rp, last_r, dirty, finish_end, done = _lanes_retire(
+                    rp, last_r, heads, queue, qbase, dcyc, start, end, busy, retired, free, pushes, push_t, push_cnt,
+                    consumer, dirty, finish, finish_end, done)
+                continue
         else:
             u = best
             s = best_t
             i = _start(u, s, heads, queue, qbase, cand_w, start, ready, stall, pops, popped)
             dirty |= 1 << u
+            if lanes != 0 and u == 1:  # taken into its lane: the queue entry is free, one take a cycle
+                free[1] = s + 1
+                qend[i] = s + 1
+                last_lane[foot[i, F_LANE]] = i
+                if cost[i] >= 0:
+                    dcyc[i] = s + cost[i] - 1
+                elif rows[i] == 0:
+                    dcyc[i] = _pad_end(s + PAD_START, ld_iv[u], 0, rows[i], xs[i], xp0[i], xp1[i], yp0[i],
+                                       yp1[i]) + LOAD_RETIRE - 1
+                else:
+                    ld_insn[u] = i
+                    ld_req[u] = s + LOAD_REQUEST
+                    ld_row[u] = 0
+                    ld_off[u] = 0
+                    ld_first[u] = -1
+                    ld_niv[u] = 0
+                rp, last_r, dirty, finish_end, done = _lanes_retire(
+                    rp, last_r, heads, queue, qbase, dcyc, start, end, busy, retired, free, pushes, push_t, push_cnt,
+                    consumer, dirty, finish, finish_end, done)
+                continue
             if cost[i] >= 0:
                 e = s + cost[i]
             elif rows[i] == 0:  # a LOAD of pads only
@@ -633,12 +799,16 @@ def core(n, unit, pops, pushes, cost, finish, client, addr, row_bytes, stride, r
                 ld_niv[u] = 0
                 continue
         dirty = _retire(i, u, e, start, end, busy, retired, free, pushes, push_t, push_cnt, consumer, dirty)
+        qend[i] = e
         if finish[i] and finish_end < 0:
             finish_end = e
         done += 1
     if finish_end < 0:  # no FINISH: the last retirement
         finish_end = free[0]
-        if free[1] > finish_end:
+        if lanes != 0:
+            if last_r + 1 > finish_end:
+                finish_end = last_r + 1
+        elif free[1] > finish_end:
             finish_end = free[1]
         if free[2] > finish_end:
             finish_end = free[2]

@@ -68,6 +68,8 @@ from .loop import QUEUE_DEPTH, core, work_size
 __all__ = ["prepare", "replay", "compiled"]
 
 _UNKNOWN = -1
+#: The footprint table of a configuration without COMPUTE_OVERLAP (never read).
+_NO_FOOT = np.zeros((1, 11), np.int64)
 #: Read clients (the arbiter's fixed priority, lowest first): fetch, uop, inp, wgt, acc.
 _CLIENT = {isa.MEM_UOP: 1, isa.MEM_INP: 2, isa.MEM_WGT: 3, isa.MEM_ACC: 4, isa.MEM_ACC_8BIT: 4}
 _STAGE_UNIT = {isa.STAGE_LOAD: 0, isa.STAGE_COMPUTE: 1, isa.STAGE_STORE: 2}
@@ -304,7 +306,7 @@ def _drive(words, fields, elem, params, cols, tokens, insn_addr, queue_depth, fe
     return core(n, cols[0], cols[1], cols[2], cols[3], cols[4], cols[5], cols[6], cols[7], cols[8], cols[9],
                  cols[10], cols[11], cols[12], cols[13], cols[14], tokens, insn_addr, queue_depth, fetch_latency,
                  fetch_buffer, latency, bytes_per_cycle, max_outstanding, outs[0], outs[1], outs[2], outs[3], outs[4],
-                 bursts, counters, work)
+                 bursts, counters, work, 0, _NO_FOOT)
 
 
 # ----------------------------------------------------------------------------- the timing-only run
@@ -547,7 +549,7 @@ def _timing_run(words, consts, allocs, flat, io, acc):
     rc = core(n, cols[0], cols[1], cols[2], cols[3], cols[4], cols[5], cols[6], cols[7], cols[8], cols[9],
                cols[10], cols[11], cols[12], cols[13], cols[14], io[IO_TOKENS:IO_TOKENS + 4], io[IO_ADDR], consts[t],
                consts[t + 1], consts[t + 2], consts[t + 3], consts[t + 4], consts[t + 5], outs[0], outs[1], outs[2],
-               outs[3], outs[4], bursts, io[IO_COUNTERS:IO_COUNTS], work)
+               outs[3], outs[4], bursts, io[IO_COUNTERS:IO_COUNTS], work, 0, _NO_FOOT)
     io[IO_RC] = rc
     if rc == 0 and io[IO_SUSPECTS] == 0:
         for k in range(13):
@@ -707,7 +709,7 @@ class Scratch:
 
 
 def replay(env: Environment, words: np.ndarray, tokens, insn_addr: int, timing: mc.Timing,
-           engine: str = "auto", scratch: Scratch | None = None) -> tuple[dict, dict]:
+           engine: str = "auto", scratch: Scratch | None = None, foot: np.ndarray | None = None) -> tuple[dict, dict]:
     """Time one stream; return its counters and the per-instruction arrays.
 
     With numba (``engine`` ``auto`` or ``numba``) the stream is decoded and replayed in one
@@ -731,6 +733,9 @@ def replay(env: Environment, words: np.ndarray, tokens, insn_addr: int, timing: 
     scratch : Scratch, optional
         Work arrays to reuse (the returned arrays are then views of them, valid until the next
         replay with the same scratch); default: fresh arrays.
+    foot : ndarray, optional
+        With the option COMPUTE_OVERLAP, the stream's footprint table
+        (:func:`vta.sim.model.lanes.footprints`; required then, ignored otherwise).
 
     Returns
     -------
@@ -749,8 +754,13 @@ def replay(env: Environment, words: np.ndarray, tokens, insn_addr: int, timing: 
     InvalidInstructionError
         If a token flag names a channel its stage does not have.
     ValueError
-        For an unknown engine, or ``numba`` without numba.
+        For an unknown engine, ``numba`` without numba, or COMPUTE_OVERLAP without ``foot``.
     """
+    lanes = bool(getattr(env, "COMPUTE_OVERLAP", False))
+    if lanes and (foot is None or foot.shape != (words.shape[0], _NO_FOOT.shape[1])):
+        raise ValueError("a configuration with COMPUTE_OVERLAP is timed with the stream's footprint table "
+                         f"(vta.sim.model.lanes.footprints: {words.shape[0]} x {_NO_FOOT.shape[1]}), got "
+                         f"{None if foot is None else foot.shape}")
     if engine not in ("auto", "numba", "python"):
         raise ValueError(f"engine {engine!r} is not one of 'auto', 'numba', 'python'")
     fast = compiled() if engine != "python" else None
@@ -764,12 +774,16 @@ def replay(env: Environment, words: np.ndarray, tokens, insn_addr: int, timing: 
     toks = np.array(tokens, np.int64)
     fetch_buffer = int(getattr(mc, "FETCH_BUFFER_INSNS", 0))
     lat, bpc, outst = env.dram_timing
-    fields, elem, params = scratch.constants(env, timing) if fast is not None else (None, None, None)
+    fields, elem, params = scratch.constants(env, timing) if fast is not None and not lanes else (None, None, None)
     if params is None:  # the reference decode
         a = prepare(env, words, timing)
         for r, name in enumerate(_ROWS):
             cols[r] = a[name]
-    if fast is not None:
+    if lanes:  # the two-lane compute unit: the loop with the footprints (compiled when it can be)
+        run = fast if fast is not None else core
+        rc = run(n, *cols, toks, int(insn_addr), QUEUE_DEPTH, int(timing.fetch_latency), fetch_buffer, int(lat),
+                 int(bpc), int(outst), *outs, bursts, counters, work, 1, np.ascontiguousarray(foot, np.int64))
+    elif fast is not None:
         rc = _DRIVE(words, fields, elem, np.empty(0, np.int64) if params is None else params, cols, toks,
                     int(insn_addr), QUEUE_DEPTH, int(timing.fetch_latency), fetch_buffer, int(lat), int(bpc),
                     int(outst), outs, bursts, counters, work)
@@ -779,7 +793,7 @@ def replay(env: Environment, words: np.ndarray, tokens, insn_addr: int, timing: 
             raise InvalidInstructionError(f"instruction {i}: a token flag names a channel its stage does not have", i)
     else:
         rc = core(n, *cols, toks, int(insn_addr), QUEUE_DEPTH, int(timing.fetch_latency), fetch_buffer, int(lat),
-                   int(bpc), int(outst), *outs, bursts, counters, work)
+                   int(bpc), int(outst), *outs, bursts, counters, work, 0, _NO_FOOT)
     if rc < 0:
         k = -1 - rc
         raise DeadlockError(f"timing model: no unit can start after {k} of {n} instructions; the stream was "

@@ -71,6 +71,7 @@ from ..stream import Program, check_fields, confirm_suspects, count_executed, le
 from . import costs as mc
 from . import replay as rp
 from .costs import Timing
+from .lanes import footprints
 from .replay import Scratch, replay
 
 __all__ = ["HW_STAT_KEYS", "QUEUE_DEPTH", "CycleModel", "Timing", "time_stream"]
@@ -220,7 +221,8 @@ class CycleModel(FunctionalSimulator):
         checks off): set :attr:`last_run` and add the hardware counters. Returns False, having
         done nothing, when that run cannot be used (no numba, the probe on, a debug dump, cost
         rules without a closed form): then :meth:`_time` times it."""
-        if self._jit is None or self._probe or self.debug_flags & DEBUG_DUMP_INSN or rp.compiled() is None:
+        if (self._jit is None or self._probe or self.debug_flags & DEBUG_DUMP_INSN or rp.compiled() is None
+                or self.env.COMPUTE_OVERLAP):  # (the compiled run has no footprints)
             return False
         consts = self._scratch.packed(self.env, self.timing)
         if consts is None:
@@ -267,7 +269,8 @@ class CycleModel(FunctionalSimulator):
         """Replay the stream: set :attr:`last_run`, the probe's events and ``_timed``; return the arrays."""
         events = [] if self._probe else None
         self._scanned = None  # (the replay below writes over the compiled run's work space)
-        self.last_run, arrays = _replay(self.env, words, tokens, insn_addr, self.timing, events, self._scratch)
+        self.last_run, arrays = _replay(self.env, words, tokens, insn_addr, self.timing, events, self._scratch,
+                                        self.dram)
         self.probe_events = events
         self._timed = (words, tokens, arrays)
         return arrays
@@ -294,7 +297,8 @@ class CycleModel(FunctionalSimulator):
                 self._live_allocs()
         words = self._stream_words
         consts = self._scratch.packed(self.env, self.timing) \
-            if self._jit is not None and not self._probe and rp.compiled() is not None else None
+            if (self._jit is not None and not self._probe and rp.compiled() is not None
+                and not self.env.COMPUTE_OVERLAP) else None
         if consts is None:
             return self._run_checked_in_python(words, insn_phys_addr, n)
         lent = self.tokens
@@ -422,7 +426,7 @@ class CycleModel(FunctionalSimulator):
 
 
 def time_stream(env: Environment, words: np.ndarray, tokens: list[int], insn_addr: int = 0,
-                timing: Timing = mc.DEFAULT_TIMING, events: list | None = None) -> dict:
+                timing: Timing = mc.DEFAULT_TIMING, events: list | None = None, dram: DRAM | None = None) -> dict:
     """Replay a valid stream on the timing model and return its hardware counters.
 
     Parameters
@@ -443,6 +447,9 @@ def time_stream(env: Environment, words: np.ndarray, tokens: list[int], insn_add
         instruction i, ``("dispatch", i, t, blocked_from)``, ``("insn", unit, i, ready, start,
         end)`` with ``ready`` the cycle the unit could have started it but for tokens,
         ``("push", channel, i, t)`` and ``("pop", channel, i, t)`` (fsim's channel order).
+    dram : DRAM, optional
+        The memory the stream's LOAD UOPs read: required with the option COMPUTE_OVERLAP (the
+        compute unit's hazard check needs the micro-ops' footprints), unused otherwise.
 
     Returns
     -------
@@ -456,14 +463,24 @@ def time_stream(env: Environment, words: np.ndarray, tokens: list[int], insn_add
         signals an inconsistency between the two models).
     InvalidInstructionError
         If a token flag names a channel its stage does not have.
+    ValueError
+        If the configuration has COMPUTE_OVERLAP and ``dram`` is missing.
     """
-    return _replay(env, words, tokens, insn_addr, timing, events)[0]
+    return _replay(env, words, tokens, insn_addr, timing, events, dram=dram)[0]
 
 
 def _replay(env: Environment, words: np.ndarray, tokens: list[int], insn_addr: int,
-            timing: Timing, events: list | None = None, scratch: Scratch | None = None) -> tuple[dict, dict]:
-    """:func:`time_stream`, plus the arrays of :func:`vta.sim.model.replay.replay`."""
-    counters, arr = replay(env, words, tokens, insn_addr, timing, scratch=scratch)
+            timing: Timing, events: list | None = None, scratch: Scratch | None = None,
+            dram=None) -> tuple[dict, dict]:
+    """:func:`time_stream`, plus the arrays of :func:`vta.sim.model.replay.replay` (``dram``: the
+    memory the stream's LOAD UOPs read, for the footprints of COMPUTE_OVERLAP)."""
+    foot = None
+    if env.COMPUTE_OVERLAP:
+        if dram is None:
+            raise ValueError("timing a stream of a configuration with COMPUTE_OVERLAP needs the DRAM its LOAD UOPs "
+                             "read (the footprints of the compute unit's hazard check)")
+        foot = footprints(env, words, dram)
+    counters, arr = replay(env, words, tokens, insn_addr, timing, scratch=scratch, foot=foot)
     if events is not None:
         start = arr["start"].tolist()
         dispatch, blocked = arr["dispatch"].tolist(), arr["blocked_from"].tolist()
