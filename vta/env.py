@@ -72,6 +72,7 @@ CONFIG_KEYS: dict[str, ConfigKey] = {
     # Hardware options (OPTION_KEYS below): true or false, false when absent; ``suffix``: what the
     # option adds to the build name BITSTREAM when it is on.
     "ALU_REQUANT": ConfigKey(bool, group="option", suffix="rq"),
+    "ALU_MOV": ConfigKey(bool, group="option", suffix="mv"),
 }
 
 #: Views of :data:`CONFIG_KEYS`: the required integer keys and the range each accepts ...
@@ -97,6 +98,7 @@ DRAM_PRESETS: dict[str, dict[str, int]] = {
 #: streams and cycle counts are those of the upstream-compatible core. The value is the suffix the
 #: option adds to ``BITSTREAM`` (the name of a build) when it is on.
 #: ``ALU_REQUANT``: the ALU opcode REQ (5), a one-micro-op fixed-point requantisation.
+#: ``ALU_MOV``: the ALU opcode MOV (6), ``acc = b`` (a copy of a row, or a constant fill).
 OPTION_KEYS: dict[str, str] = {
     k: v.suffix for k, v in CONFIG_KEYS.items() if v.group == "option"}
 
@@ -285,6 +287,7 @@ class DevContext:
     ALU_OPCODE_SHR = 3
     ALU_OPCODE_MUL = 4
     ALU_OPCODE_REQ = 5  # the hardware option ALU_REQUANT
+    ALU_OPCODE_MOV = 6  # the hardware option ALU_MOV
     QID_LOAD_INP = 1
     QID_LOAD_WGT = 1
     QID_LOAD_OUT = 2
