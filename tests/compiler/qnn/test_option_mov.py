@@ -67,21 +67,23 @@ def _uops(insns) -> dict:
 
 
 def _conv(env: Environment, tmp_path, *, ci=16, co=32, hw=8, k=3, stride=1, z_in=0, z_out=0, clip=(-128, 127),
-          scale=0.0023, residual=None, seed=0):
+          scale=0.0023, residual=None, groups=1, fold_width=False, seed=0):
     """Build and run one fused convolution on ``env``; check it against the oracle; its uops."""
     rng = np.random.default_rng(seed)
     pad = (k // 2,) * 4
     with env:
         spec = qnn.QConv2DSpec(1, ci, co, hw, hw, k, k, (stride, stride), pad, z_in, qnn.Requant.from_scale(scale),
-                               z_out, clip, residual)
+                               z_out, clip, residual, fold_width=fold_width, groups=groups)
         x = rng.integers(-128, 128, size=(1, ci, hw, hw)).astype(np.int8)
-        wt = rng.integers(-128, 128, size=(co, ci, k, k)).astype(np.int8)
+        wt = rng.integers(-128, 128, size=(co, ci // groups, k, k)).astype(np.int8)
         bias = rng.integers(-5000, 5000, size=co).astype(np.int32)
         r = rng.integers(-128, 128, size=spec.out_shape).astype(np.int8) if residual else None
         mod, layout = qnn.build_qconv2d(spec, "qconv")
         out, insns = _run(mod, layout, layout.pack_args(data=x, weight=wt, bias=bias, residual=r), tmp_path)
-    want = oracle.finish(oracle.requant(oracle.conv_acc(x, wt, bias, (stride, stride), pad, z_in), spec.requant),
-                         z_out, clip, r, residual)
+    gi, go = ci // groups, co // groups
+    acc = np.concatenate([oracle.conv_acc(x[:, g * gi:(g + 1) * gi], wt[g * go:(g + 1) * go], bias[g * go:(g + 1) * go],
+                                          (stride, stride), pad, z_in) for g in range(groups)], axis=1)
+    want = oracle.finish(oracle.requant(acc, spec.requant), z_out, clip, r, residual)
     assert len(np.unique(want)) >= 8, "weak oracle"
     np.testing.assert_array_equal(layout.unpack(out), want)
     return _uops(insns)
@@ -143,6 +145,8 @@ CONV_CASES = {
     "1x1_stride2": {"k": 1, "stride": 2, "ci": 32},
     "multi_tile": {"ci": 64, "co": 64, "hw": 14},    # several tiles, reduction steps, virtual threads
     "output_zero_point": {"z_out": -100, "clip": (-128, 127), "scale": 0.004},
+    "grouped": {"ci": 32, "groups": 2},
+    "7x7_folded_width": {"ci": 3, "k": 7, "stride": 2, "hw": 16, "fold_width": True, "scale": 0.0005},
 }
 
 
