@@ -18,6 +18,7 @@ from vta.errors import ScheduleError
 from vta.testing import simulator
 from vta.tir import nodes as n
 from vta.topi import qnn
+from vta.topi.tiling import Conv2DTiling
 from vta.transform.alu import MOV_OP, _opcode
 from vta.transform.bias_mov import inject_bias_mov
 
@@ -67,7 +68,7 @@ def _uops(insns) -> dict:
 
 
 def _conv(env: Environment, tmp_path, *, ci=16, co=32, hw=8, k=3, stride=1, z_in=0, z_out=0, clip=(-128, 127),
-          scale=0.0023, residual=None, groups=1, fold_width=False, seed=0):
+          scale=0.0023, residual=None, groups=1, fold_width=False, tiling=None, seed=0):
     """Build and run one fused convolution on ``env``; check it against the oracle; its uops."""
     rng = np.random.default_rng(seed)
     pad = (k // 2,) * 4
@@ -78,7 +79,7 @@ def _conv(env: Environment, tmp_path, *, ci=16, co=32, hw=8, k=3, stride=1, z_in
         wt = rng.integers(-128, 128, size=(co, ci // groups, k, k)).astype(np.int8)
         bias = rng.integers(-5000, 5000, size=co).astype(np.int32)
         r = rng.integers(-128, 128, size=spec.out_shape).astype(np.int8) if residual else None
-        mod, layout = qnn.build_qconv2d(spec, "qconv")
+        mod, layout = qnn.build_qconv2d(spec, "qconv", tiling=tiling)
         out, insns = _run(mod, layout, layout.pack_args(data=x, weight=wt, bias=bias, residual=r), tmp_path)
     gi, go = ci // groups, co // groups
     acc = np.concatenate([oracle.conv_acc(x[:, g * gi:(g + 1) * gi], wt[g * go:(g + 1) * go], bias[g * go:(g + 1) * go],
@@ -146,6 +147,9 @@ CONV_CASES = {
     "multi_tile": {"ci": 64, "co": 64, "hw": 14},    # several tiles, reduction steps, virtual threads
     "output_zero_point": {"z_out": -100, "clip": (-128, 127), "scale": 0.004},
     "grouped": {"ci": 32, "groups": 2},
+    # ragged channel tiles (3 blocks in tiles of 2): the last tile's bias rows past the last
+    # channel are not loaded, the MOV copies whatever is there into rows never stored
+    "ragged_channels": {"ci": 48, "co": 48, "tiling": Conv2DTiling(4, 8, 2, 2, 1, 2)},
     "7x7_folded_width": {"ci": 3, "k": 7, "stride": 2, "hw": 16, "fold_width": True, "scale": 0.0005},
 }
 
