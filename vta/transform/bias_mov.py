@@ -169,8 +169,8 @@ def _is_mover(stmt: n.Stmt) -> bool:
 
 
 def _bias_add(stmt: n.Stmt, buf: n.Var, size: int):
-    """``(Y, loops, index, B load)`` when ``stmt`` is the ALU stage ``Y[i] = buf[i] + B[j]``
-    over ``size`` elements, else None."""
+    """``(Y, i, B[j])`` when ``stmt`` is the ALU stage ``Y[i] = buf[i] + B[j]`` (either operand
+    order) over ``size`` elements, else None."""
     body = _attr_chain(stmt, _ALU_KEYS)
     loops = []
     while isinstance(body, n.For):
