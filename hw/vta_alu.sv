@@ -7,6 +7,9 @@
 //              sign-extended): m = b[15:0] unsigned, s = b[21:16];
 //              clip((a * m + 2^(s-1)) >>> s) to the signed OUT_WIDTH range, the product exact
 //              (no rounding term for s = 0). Without the option its datapath is not built.
+//   MOV        (hardware option ALU_MOV; opcode ALU_OPCODE_MOV, as the option's key is ALU_MOV)
+//              y = b: a copy of the source lane, or the immediate sign-extended (a constant
+//              fill). Without the option it is not built (the opcode leaves a unchanged).
 // With en_i low the output is zero and nothing is computed: every lane, its operand selection
 // included, is inside the one enable test, so a simulator evaluates no lane in the cycles the
 // core does no ALU uop (per-lane continuous assignments would be evaluated every cycle).
@@ -65,6 +68,7 @@ module vta_alu import vta_pkg::*; (
               y = a;
             end
           end
+          ALU_OPCODE_MOV: y = (ALU_MOV != 0) ? b : a;
           default: y = a;
         endcase
         y_o[e*ACC_WIDTH +: ACC_WIDTH] = y;

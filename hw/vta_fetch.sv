@@ -123,8 +123,9 @@ module vta_fetch import vta_pkg::*; (
       end
       OPCODE_GEMM, OPCODE_FINISH: target = 2'd1;
       OPCODE_ALU: begin
-        // REQ exists only with the hardware option ALU_REQUANT
-        if (32'(aluop) > ((ALU_REQUANT != 0) ? ALU_REQ : ALU_MUL)) begin
+        // REQ exists only with the hardware option ALU_REQUANT, MOV only with ALU_MOV
+        if (32'(aluop) > ALU_MUL && !((ALU_REQUANT != 0) && 32'(aluop) == ALU_REQ)
+            && !((ALU_MOV != 0) && 32'(aluop) == ALU_OPCODE_MOV)) begin
           invalid = 1'b1; bad_field = 8'(FIELD_ALU_OPCODE); bad_value = 32'(aluop);
         end
       end

@@ -5,7 +5,8 @@ tvm-vta-software.md 2.2). ScheduleOps is :func:`vta.te.lower.schedule_to_buffer_
 there every step is listed here, one ordered list per phase, every pass a plain object with a
 name: phase 0 on the multi-dimensional (Buffer*) form (empty: InjectConv2DTransposeSkip
 matches the flat form and runs first in phase 1), then StorageFlatten and Simplify open
-phase 1. Two passes are ours: SeparateResetKernels (so that lifting never puts reset and
+phase 1. Three passes are ours: InjectBiasMov (with the hardware option ``ALU_MOV``, the
+accumulator starts from the bias), SeparateResetKernels (so that lifting never puts reset and
 accumulate uops in one kernel) and the planning of syncs before CPU code inside CoProcSync.
 TVM passes that are no-ops for TE-derived VTA code (InjectPrefetch, TextureFlatten, the
 TensorIR block passes, BF16Legalize, NarrowDataType, VectorizeLoop, InjectDoubleBuffer,
@@ -31,6 +32,7 @@ from .tir.transform.unroll_loop import UnrollLoop
 from .transform._util import Pass
 from .transform.alloc import lift_alloc_to_scope_begin
 from .transform.alu import annotate_alu_coproc_scope, inject_alu_intrin
+from .transform.bias_mov import inject_bias_mov
 from .transform.conv2d_transpose import inject_conv2d_transpose_skip
 from .transform.cpu_access import cpu_access_rewrite
 from .transform.dma import inject_dma_intrin, inject_skip_copy
@@ -138,6 +140,7 @@ def phase_passes(env: Environment, config: BuildConfig | None = None) -> list[li
         inject_dma_intrin(env),                # dma_copy nests -> VTALoadBuffer2D / VTAStoreBuffer2D in queue scopes
         inject_skip_copy(),                    # mock dma_copy -> no-op
         annotate_alu_coproc_scope(env),        # alu stages -> compute queue + ALU uop-kernel scope
+        inject_bias_mov(env),                  # (ALU_MOV) reset + later bias ADD -> one MOV of the bias
         separate_reset_kernels(),              # reset-only GEMM kernels never merge with accumulating ones
         LiftAttrScope("coproc_uop_scope"),     # uop kernels absorb the loops that generate their uops
         lift_alloc_to_scope_begin(),           # allocations to the start of their scope (unblocks the next lift)

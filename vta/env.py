@@ -72,6 +72,7 @@ CONFIG_KEYS: dict[str, ConfigKey] = {
     # Hardware options (OPTION_KEYS below): true or false, false when absent; ``suffix``: what the
     # option adds to the build name BITSTREAM when it is on.
     "ALU_REQUANT": ConfigKey(bool, group="option", suffix="rq"),
+    "ALU_MOV": ConfigKey(bool, group="option", suffix="mv"),
     "COMPUTE_OVERLAP": ConfigKey(bool, group="option", suffix="ov"),
 }
 
@@ -98,6 +99,7 @@ DRAM_PRESETS: dict[str, dict[str, int]] = {
 #: streams and cycle counts are those of the upstream-compatible core. The value is the suffix the
 #: option adds to ``BITSTREAM`` (the name of a build) when it is on.
 #: ``ALU_REQUANT``: the ALU opcode REQ (5), a one-micro-op fixed-point requantisation.
+#: ``ALU_MOV``: the ALU opcode MOV (6), ``acc = b`` (a copy of a row, or a constant fill).
 #: ``COMPUTE_OVERLAP``: the compute unit runs a GEMM and an ALU (or LOAD) instruction at the same
 #: time when their accumulator and uop footprints do not conflict (timing only; no new instruction).
 OPTION_KEYS: dict[str, str] = {
@@ -288,6 +290,7 @@ class DevContext:
     ALU_OPCODE_SHR = 3
     ALU_OPCODE_MUL = 4
     ALU_OPCODE_REQ = 5  # the hardware option ALU_REQUANT
+    ALU_OPCODE_MOV = 6  # the hardware option ALU_MOV
     QID_LOAD_INP = 1
     QID_LOAD_WGT = 1
     QID_LOAD_OUT = 2

@@ -24,7 +24,8 @@ from .errors import DecodeError, EncodingError
 __all__ = [
     "OPCODE_LOAD", "OPCODE_STORE", "OPCODE_GEMM", "OPCODE_FINISH", "OPCODE_ALU",
     "MEM_UOP", "MEM_WGT", "MEM_INP", "MEM_ACC", "MEM_OUT", "MEM_ACC_8BIT",
-    "ALU_MIN", "ALU_MAX", "ALU_ADD", "ALU_SHR", "ALU_MUL", "ALU_REQ", "ALU_OPTIONS", "alu_opcodes_text", "req_operand",
+    "ALU_MIN", "ALU_MAX", "ALU_ADD", "ALU_SHR", "ALU_MUL", "ALU_REQ", "ALU_MOV", "ALU_OPTIONS",
+    "alu_opcodes_text", "req_operand",
     "Field", "Layout", "layout", "MemInsn", "GemmInsn", "AluInsn", "FinishInsn", "Uop",
     "encode", "encode_words", "encode_program", "decode", "decode_program", "decode_array",
     "encode_uop", "decode_uop", "decode_uop_array", "disassemble", "dump_insn", "apply_tokens", "c_header",
@@ -34,12 +35,13 @@ OPCODE_LOAD, OPCODE_STORE, OPCODE_GEMM, OPCODE_FINISH, OPCODE_ALU = 0, 1, 2, 3, 
 OPCODE_NAMES = {0: "LOAD", 1: "STORE", 2: "GEMM", 3: "FINISH", 4: "ALU"}
 MEM_UOP, MEM_WGT, MEM_INP, MEM_ACC, MEM_OUT, MEM_ACC_8BIT = 0, 1, 2, 3, 4, 5
 MEM_NAMES = {0: "UOP", 1: "WGT", 2: "INP", 3: "ACC", 4: "OUT", 5: "ACC_8BIT"}
-ALU_MIN, ALU_MAX, ALU_ADD, ALU_SHR, ALU_MUL, ALU_REQ = 0, 1, 2, 3, 4, 5
-ALU_NAMES = {0: "MIN", 1: "MAX", 2: "ADD", 3: "SHR", 4: "MUL", 5: "REQ"}
+ALU_MIN, ALU_MAX, ALU_ADD, ALU_SHR, ALU_MUL, ALU_REQ, ALU_MOV = 0, 1, 2, 3, 4, 5, 6
+ALU_NAMES = {0: "MIN", 1: "MAX", 2: "ADD", 3: "SHR", 4: "MUL", 5: "REQ", 6: "MOV"}
 #: ALU opcodes that exist only with a hardware option (``vta.env.OPTION_KEYS``): opcode -> key.
 #: REQ: ``acc = clip((acc * m + 2**(s-1)) >> s)`` to the OUT range, with ``m = b & 0xFFFF`` and
-#: ``s = (b >> 16) & 63`` of the operand ``b`` (README, hardware options).
-ALU_OPTIONS = {ALU_REQ: "ALU_REQUANT"}
+#: ``s = (b >> 16) & 63`` of the operand ``b`` (README, hardware options). MOV: ``acc = b``, the
+#: source row's lane or the sign-extended immediate (a copy of a row, or a constant fill).
+ALU_OPTIONS = {ALU_REQ: "ALU_REQUANT", ALU_MOV: "ALU_MOV"}
 #: Bits of the REQ operand: the unsigned multiplier, then the shift.
 REQ_MULT_BITS, REQ_SHIFT_BITS = 16, 6
 
@@ -364,7 +366,8 @@ def decode(data: bytes | Sequence[int] | int, env: Environment | None = None) ->
     ------
     DecodeError
         If the opcode is not 0..4, a LOAD/STORE memory type is not 0..5, or an ALU opcode is
-        not 0..4 (or 5, REQ, when the configuration has the option ``ALU_REQUANT``).
+        not 0..4 (or 5, REQ, when the configuration has the option ``ALU_REQUANT``; 6, MOV, with
+        ``ALU_MOV``).
     """
     if isinstance(data, (bytes, bytearray, memoryview)):
         if len(data) != 16:
@@ -626,6 +629,7 @@ def c_header(env: Environment | None = None) -> str:
         "ALU_OPCODE_MIN": ALU_MIN, "ALU_OPCODE_MAX": ALU_MAX, "ALU_OPCODE_ADD": ALU_ADD,
         "ALU_OPCODE_SHR": ALU_SHR, "ALU_OPCODE_MUL": ALU_MUL,
         **({"ALU_OPCODE_REQ": ALU_REQ} if env.ALU_REQUANT else {}),
+        **({"ALU_OPCODE_MOV": ALU_MOV} if env.ALU_MOV else {}),
         "PAGE_BYTES": _envmod.PAGE_BYTES,
     }
     out += [f"#define VTA_{k} {v}" for k, v in macros.items()]

@@ -1,9 +1,9 @@
-"""The hardware options on tsim: random programs of ``configs/extended.json`` (they use REQ, and
-run on the two-lane compute unit of COMPUTE_OVERLAP) on fsim and tsim, byte- and
-statistics-identical, with the cycle model's count equal to tsim's; and tsim's refusal of REQ on
-the default core. Every other program works in 128 rows of each buffer instead of 24, so that
-more of its GEMMs and ALUs have disjoint footprints: a share of the programs must run in fewer
-cycles than on the serial compute unit (the cycle model of the same configuration without
+"""The hardware options on tsim: random programs of ``configs/extended.json`` (they use REQ
+and MOV, and run on the two-lane compute unit of COMPUTE_OVERLAP) on fsim and tsim, byte- and
+statistics-identical, with the cycle model's count equal to tsim's; and tsim's refusal of REQ and
+MOV on the default core. Every other program works in 128 rows of each buffer instead of 24, so
+that more of its GEMMs and ALUs have disjoint footprints: a share of the programs must run in
+fewer cycles than on the serial compute unit (the cycle model of the same configuration without
 COMPUTE_OVERLAP), which shows the lanes overlapped."""
 
 from __future__ import annotations
@@ -47,13 +47,14 @@ def _run(extended, seeds):
     from vta.testing.programs import random_program
 
     env, dram, tsim, fsim, model, serial = extended
-    failures, req, overlapped = [], 0, 0
+    failures, req, mov, overlapped = [], 0, 0, 0
     for seed in seeds:
         prog = random_program(env, dram, seed, length=int(8 + seed % 24), region=24 if seed % 2 == 0 else 128)
         try:
             words = dram.data[prog.insn_addr:prog.insn_addr + 16 * prog.insn_count].view("<u8").reshape(-1, 2)
-            req += sum(isinstance(i, isa.AluInsn) and i.alu_opcode == isa.ALU_REQ
-                       for i in isa.decode_program(words, env))
+            alu = [i.alu_opcode for i in isa.decode_program(words, env) if isinstance(i, isa.AluInsn)]
+            req += alu.count(isa.ALU_REQ)
+            mov += alu.count(isa.ALU_MOV)
             msg = _compare_run(env, dram, fsim, tsim, prog.insn_addr, prog.insn_count, prog.outputs,
                                f"seed {seed} ({prog.insn_count} instructions)")
             if msg is None:
@@ -73,6 +74,7 @@ def _run(extended, seeds):
     assert req > len(seeds) // 4, f"only {req} REQ instructions in {len(seeds)} programs"
     # (11-30% of the programs gain: the scanner also delays some; 5% is the floor)
     assert overlapped >= len(seeds) // 20, f"only {overlapped} of {len(seeds)} programs gained from the lanes"
+    assert mov > len(seeds) // 4, f"only {mov} MOV instructions in {len(seeds)} programs"
 
 
 def test_extended_random_programs_fast(extended):
@@ -85,9 +87,10 @@ def test_extended_random_programs(extended, chunk):
     _run(extended, range(chunk * 100, (chunk + 1) * 100))
 
 
-def test_req_refused_by_the_default_rtl(tsim_library):
-    """The default core refuses REQ naming the option: in the stream check before launch, and
-    (with that check off) in the RTL's fetch unit."""
+@pytest.mark.parametrize("opcode, option", [(isa.ALU_REQ, "ALU_REQUANT"), (isa.ALU_MOV, "ALU_MOV")])
+def test_option_opcode_refused_by_the_default_rtl(tsim_library, opcode, option):
+    """The default core refuses REQ and MOV naming the option: in the stream check before launch,
+    and (with that check off) in the RTL's fetch unit."""
     from vta.sim.tsim import TSim
     from vta.testing.programs import ProgramBuilder
 
@@ -98,9 +101,9 @@ def test_req_refused_by_the_default_rtl(tsim_library):
         at = prog.append(isa.AluInsn(alu_opcode=isa.ALU_MIN, use_imm=1, imm=3, uop_bgn=0, uop_end=1))
         prog.finish()
         addr, count = prog.build()
-        words = isa.encode_words(isa.AluInsn(alu_opcode=isa.ALU_REQ, use_imm=1, imm=3, uop_bgn=0, uop_end=1), ext)
+        words = isa.encode_words(isa.AluInsn(alu_opcode=opcode, use_imm=1, imm=3, uop_bgn=0, uop_end=1), ext)
         dram.write(addr + 16 * at, np.array(words, dtype="<u8").tobytes())
         for checks in (True, False):
             with TSim(env, dram, library=lib, check_streams=checks) as dev, \
-                    pytest.raises(InvalidInstructionError, match="ALU_REQUANT"):
+                    pytest.raises(InvalidInstructionError, match=option):
                 dev.run(addr, count)

@@ -186,7 +186,10 @@ class Oracle:
 
 def alu_scalar(op: int, a: int, b: int, out_width: int = 8) -> int:
     """DESIGN semantics of one ALU lane (the result is wrapped by the caller); REQ as README's
-    hardware options table words it, with exact Python integers and a float-free rounding."""
+    hardware options table words it, with exact Python integers and a float-free rounding; MOV
+    (option ``ALU_MOV``) is the operand ``b``."""
+    if op == isa.ALU_MOV:
+        return b
     if op == isa.ALU_REQ:
         m, s = b & 0xFFFF, (b >> 16) & 63
         q = (a * m + (1 << s) // 2) // (1 << s)

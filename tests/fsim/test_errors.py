@@ -39,8 +39,8 @@ def test_invalid_memory_type(env, dram, sim):
 
 
 def test_invalid_alu_opcode(env, dram, sim):
-    w0, w1 = isa.encode_words(isa.AluInsn(alu_opcode=6), env)
-    with pytest.raises(InvalidInstructionError, match=r"instruction 0 \(ALU\): alu_opcode=6.*4 MUL"):
+    w0, w1 = isa.encode_words(isa.AluInsn(alu_opcode=7), env)
+    with pytest.raises(InvalidInstructionError, match=r"instruction 0 \(ALU\): alu_opcode=7.*4 MUL"):
         _run_raw(sim, env, dram, [(w0, w1), FINISH])
 
 

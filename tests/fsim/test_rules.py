@@ -7,6 +7,7 @@ import pytest
 
 from vta import isa
 from vta.dram import DRAM
+from vta.env import Environment, load_config
 from vta.errors import SimulationError
 from vta.sim import numba_cache, rules
 from vta.sim.fsim.units import check_mem
@@ -66,16 +67,28 @@ def _word(op, pp=0, pn=0, up=0, un=0, mt=0, aop=0, env=None):
     return w
 
 
-@pytest.mark.parametrize("config", [None, "extended.json"])
+def _option_env(config):
+    """The default configuration (None), a shipped file, or the default with only ``ALU_MOV`` on
+    (``"mov_only"``: MOV accepted while REQ, the opcode below it, is refused)."""
+    if config is None:
+        return make_env()
+    if config == "mov_only":
+        return Environment(dict(load_config(), ALU_MOV=True))
+    return make_env(config)
+
+
+@pytest.mark.parametrize("config", [None, "extended.json", "mov_only"])
 def test_token_step_agrees_with_check_stream(env, config):
     """Random short streams (ending in FINISH): the walk of token_step accepts exactly the streams
     check_stream accepts with the same outstanding tokens, and ends with its token counts; ALU
-    opcode 5 (REQ) is valid with the option ALU_REQUANT (the extended configuration) only."""
-    env = make_env(config) if config else env
-    top = rules.alu_top(env)
-    assert top == (isa.ALU_REQ if config else isa.ALU_MUL)
+    opcode 5 (REQ) is valid with the option ALU_REQUANT only, 6 (MOV) with ALU_MOV only, 7 never."""
+    env = _option_env(config)
+    mask = rules.alu_mask(env)
+    want = {op for op in range(5)} | ({isa.ALU_REQ} if env.ALU_REQUANT else set()) \
+        | ({isa.ALU_MOV} if env.ALU_MOV else set())
+    assert {op for op in range(8) if (mask >> op) & 1} == want
     rng = np.random.default_rng(11)
-    req_accepted = False
+    seen = set()
     outcomes = set()
     for _ in range(1500):
         n = int(rng.integers(1, 7))
@@ -83,16 +96,17 @@ def test_token_step_agrees_with_check_stream(env, config):
         for _ in range(n):
             op = int(rng.choice([0, 0, 1, 2, 4, 5]))
             flags = [int(rng.random() < 0.3) for _ in range(4)]
-            rows.append((op, *flags, int(rng.choice([0, 1, 2, 3, 5, 6])), int(rng.choice([0, 2, 4, 5]))))
+            rows.append((op, *flags, int(rng.choice([0, 1, 2, 3, 5, 6])), int(rng.choice([0, 2, 4, 5, 6, 7]))))
         rows.append((isa.OPCODE_FINISH, 0, 0, 0, 0, 0, 0))
         words = np.array([_word(*r, env=env) for r in rows], np.uint64).view(np.int64).reshape(-1, 2)
         tokens = [int(t) for t in rng.integers(0, 2, 4)]
         t, ok = list(tokens), True
         for op, pp, pn, up, un, mt, aop in rows:
-            *t, ok = rules.token_step(op, pp, pn, up, un, mt, aop, top, *t)
+            *t, ok = rules.token_step(op, pp, pn, up, un, mt, aop, mask, *t)
             if not ok:
                 break
-            req_accepted |= op == isa.OPCODE_ALU and aop == isa.ALU_REQ
+            if op == isa.OPCODE_ALU:
+                seen.add(aop)
         try:
             lent, left = check_stream(env, words, None, tokens)
             accepted = True
@@ -103,7 +117,7 @@ def test_token_step_agrees_with_check_stream(env, config):
             assert [a + b - c for a, b, c in zip(left, tokens, lent, strict=True)] == t, rows
         outcomes.add(ok)
     assert outcomes == {True, False}
-    assert req_accepted == (config is not None)
+    assert seen == want & {0, 2, 4, 5, 6}
 
 
 def test_cache_path_is_keyed_by_every_compiled_source(tmp_path, monkeypatch):

@@ -79,7 +79,7 @@ def _error_of(cls, env, dram, insns):
 
 @pytest.mark.parametrize("insns, expected", [
     ([isa.GemmInsn(uop_bgn=0, uop_end=1, iter_out=1, iter_in=1, dst_factor_in=0), ], DeadlockError),  # no FINISH
-    ([isa.AluInsn(uop_bgn=0, uop_end=1, iter_out=1, iter_in=1, alu_opcode=6), isa.FinishInsn()],
+    ([isa.AluInsn(uop_bgn=0, uop_end=1, iter_out=1, iter_in=1, alu_opcode=7), isa.FinishInsn()],
      InvalidInstructionError),
     ([isa.FinishInsn(pop_prev_dep=1)], DeadlockError),
     ([s.mem(isa.OPCODE_LOAD, isa.MEM_INP, 1, 4, dram_base=1 << 24), isa.FinishInsn()], DRAMAccessError),

@@ -71,10 +71,10 @@ def test_every_known_key_is_accepted_and_derived_keys_must_agree():
     cfg = load_config()
     env = Environment(cfg)
     full = dict(env.cfg_dict, DRAM="ddr4", DRAM_LATENCY=20, DRAM_BYTES_PER_CYCLE=8, DRAM_MAX_OUTSTANDING=4,
-                ALU_REQUANT=True, COMPUTE_OVERLAP=True)
+                ALU_REQUANT=True, ALU_MOV=True, COMPUTE_OVERLAP=True)
     assert set(full) == set(CONFIG_KEYS)
-    assert Environment(full).DRAM_LATENCY == 20 and Environment(full).ALU_REQUANT
-    assert Environment(full).COMPUTE_OVERLAP and Environment(full).BITSTREAM.endswith("rq_ov")
+    assert Environment(full).DRAM_LATENCY == 20 and Environment(full).ALU_REQUANT and Environment(full).ALU_MOV
+    assert Environment(full).COMPUTE_OVERLAP and Environment(full).BITSTREAM.endswith("rq_mv_ov")
     with pytest.raises(ConfigError, match="LOG_BLOCK_IN"):
         Environment(dict(cfg, LOG_BLOCK_IN=env.LOG_BLOCK + 1))
 

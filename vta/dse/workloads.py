@@ -371,7 +371,8 @@ _ALU_CHAIN = ((isa.ALU_ADD, 1, 3), (isa.ALU_MAX, 0, 0), (isa.ALU_MUL, 1, 3), (is
 
 def _run_alu(w: Workload, env: Environment, device: Device) -> dict:
     """``tiles`` times: load 2 x ``rows`` accumulator rows, run the ALU chain over them (REQ too on a
-    configuration with ``ALU_REQUANT``), store."""
+    configuration with ``ALU_REQUANT``; first a MOV of the source half over the destination half on
+    one with ``ALU_MOV``), store."""
     from ..testing.programs import ProgramBuilder
 
     tiles, rows = w.params
@@ -380,6 +381,8 @@ def _run_alu(w: Workload, env: Environment, device: Device) -> dict:
                                  f"{env.ACC_BUFF_DEPTH}")
     # a configuration with ALU_REQUANT also runs REQ (tensor operand: the source rows' values)
     chain = _ALU_CHAIN + (((isa.ALU_REQ, 0, 0),) if env.ALU_REQUANT else ())
+    # ... and one with ALU_MOV starts from a copy of the source rows (tensor MOV)
+    chain = (((isa.ALU_MOV, 0, 0),) if env.ALU_MOV else ()) + chain
     if len(_ALU_CHAIN) + 1 > env.UOP_BUFF_DEPTH:
         raise InfeasibleWorkload(f"the ALU program needs {len(_ALU_CHAIN) + 1} micro-ops; the uop buffer holds "
                                  f"{env.UOP_BUFF_DEPTH}")

@@ -19,25 +19,26 @@ from __future__ import annotations
 
 from .. import isa
 
-__all__ = ["alu_top", "suspect", "token_step"]
+__all__ = ["alu_mask", "suspect", "token_step"]
 
 #: Most tokens a channel may hold (as :data:`vta.sim.fsim.sched.MAX_TOKENS`).
 _MAX_TOKENS = 255
 
 
-def alu_top(env) -> int:
-    """The largest ALU opcode ``env`` accepts: REQ with the option ``ALU_REQUANT``, else MUL (as
-    :meth:`vta.sim.stream.Program.validate`, which names the option when it refuses REQ)."""
-    return isa.ALU_REQ if env.ALU_REQUANT else isa.ALU_MUL
+def alu_mask(env) -> int:
+    """The ALU opcodes ``env`` accepts as a bit mask (bit ``k`` set: opcode ``k`` is valid): MIN to
+    MUL always, REQ with the option ``ALU_REQUANT``, MOV with ``ALU_MOV`` (as
+    :meth:`vta.sim.stream.Program.validate`, which names the option when it refuses an opcode)."""
+    return sum(1 << op for op in isa.ALU_NAMES if isa.check_alu_opcode(op, env) is None)
 
 
-def token_step(op, pp, pn, up, un, mt, aop, alu_top, l2g, g2l, s2g, g2s):
+def token_step(op, pp, pn, up, un, mt, aop, alu_ok, l2g, g2l, s2g, g2s):
     """One instruction of the in-order check: the token counts after it, and whether it is valid
     there (a valid opcode, memory type and ALU opcode, token flags of channels its stage has, no
     pop without a token and no channel above 255 tokens when the stream runs in stream order).
 
-    ``mt`` is read for LOAD and STORE only, ``aop`` for ALU only; ``alu_top`` is the largest ALU
-    opcode the configuration accepts (:func:`alu_top`). Returns ``(l2g, g2l, s2g, g2s, ok)``;
+    ``mt`` is read for LOAD and STORE only, ``aop`` for ALU only; ``alu_ok`` is the mask of the
+    ALU opcodes the configuration accepts (:func:`alu_mask`). Returns ``(l2g, g2l, s2g, g2s, ok)``;
     when ``ok`` is False the counts mean nothing.
     """
     if op > 4:
@@ -50,7 +51,7 @@ def token_step(op, pp, pn, up, un, mt, aop, alu_top, l2g, g2l, s2g, g2s):
             stage = 3
         elif mt == 1 or mt == 2:
             stage = 1
-    elif op == 4 and aop > alu_top:
+    elif op == 4 and ((alu_ok >> aop) & 1) == 0:
         return l2g, g2l, s2g, g2s, False
     if stage == 1:
         if pp != 0 or up != 0:

@@ -425,8 +425,8 @@ class Program:
                 f"instruction {i} ({isa.OPCODE_NAMES[int(op[i])]}): memory_type={int(mt[i])!r}; accepted 0 UOP, "
                 "1 WGT, 2 INP, 3 ACC, 4 OUT, 5 ACC_8BIT", i)
         aop = self.cols.alu["alu_opcode"]
-        top = isa.ALU_REQ if self.env.ALU_REQUANT else isa.ALU_MUL
-        bad = np.flatnonzero((op == isa.OPCODE_ALU) & (aop > top))
+        accepted = np.array([isa.check_alu_opcode(k, self.env) is None for k in range(8)])
+        bad = np.flatnonzero((op == isa.OPCODE_ALU) & ~accepted[aop & 7])
         if bad.size:
             i = int(bad[0])
             raise InvalidInstructionError(f"instruction {i} (ALU): {isa.check_alu_opcode(int(aop[i]), self.env)}", i)

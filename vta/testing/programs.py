@@ -439,7 +439,7 @@ class _Generator:
     def _gen_alu(self):
         rng = self.rng
         ops = [isa.ALU_MIN, isa.ALU_MAX, isa.ALU_ADD, isa.ALU_SHR] + ([isa.ALU_MUL] if self.opts["allow_mul"] else [])
-        # the opcodes of the configuration's hardware options (REQ with ALU_REQUANT)
+        # the opcodes of the configuration's hardware options (REQ with ALU_REQUANT, MOV with ALU_MOV)
         ops += [op for op, key in isa.ALU_OPTIONS.items() if getattr(self.env, key)]
         op = int(rng.choice(ops))
         use_imm = int(rng.random() < 0.5 or (op == isa.ALU_SHR and not self.opts["allow_tensor_shr"]))

@@ -9,8 +9,9 @@ merge), keeping the pragma inside; ``pragma_skip_alu`` (mock environments) becom
 *InjectALUIntrin* (phase 2, after SRAM allocation) turns the loop nest under ``pragma_alu``
 into ``VTAUopLoopBegin``/``tir.vta.uop_push``/``VTAUopLoopEnd``. The stored value fixes the
 operation: ``+`` ADD, ``*`` MUL, ``min``/``max``, ``>> k`` SHR k, ``<< k`` SHR -k, a plain copy
-SHR 0, ``- k`` ADD -k, ``a - b`` MUL -1 then ADD, a constant c MUL 0 then ADD c, and the call
-``tir.vta.requant(x, b)`` REQ (hardware option ``ALU_REQUANT``; refused without it).
+SHR 0, ``- k`` ADD -k, ``a - b`` MUL -1 then ADD, a constant c MUL 0 then ADD c, the call
+``tir.vta.requant(x, b)`` REQ (hardware option ``ALU_REQUANT``; refused without it) and the call
+``tir.vta.mov(b)`` MOV (hardware option ``ALU_MOV``, e.g. from InjectBiasMov; refused without it).
 
 The ALU computes ``acc[dst] = op(acc[dst], src or imm)``. When an operand is the destination
 tile itself (SRAM allocation made the stage in place) one instruction does it; otherwise the
@@ -32,7 +33,10 @@ from ..tir.linear import detect_linear_equation
 from ..tir.functor import StmtExprMutator, post_order_visit, stmt_map
 from ._util import Pass, call_extern, coproc_scope, find_coproc_axis, uop_push
 
-__all__ = ["annotate_alu_coproc_scope", "inject_alu_intrin"]
+__all__ = ["MOV_OP", "annotate_alu_coproc_scope", "inject_alu_intrin"]
+
+#: The TIR call of an ALU MOV, ``acc[dst] = b`` (hardware option ``ALU_MOV``).
+MOV_OP = "tir.vta.mov"
 
 
 def annotate_alu_coproc_scope(env: Environment) -> Pass:
@@ -60,8 +64,9 @@ _BINARY = {n.Add: "ADD", n.Mul: "MUL", n.Min: "MIN", n.Max: "MAX"}
 def _opcode(env: Environment, value: n.PrimExpr, what: str):
     """(opcode, lhs, rhs) of an ALU stage's stored value.
 
-    The opcode is an ALU opcode, ``"const"`` for a constant value (``lhs``), or ``None`` for the
-    subtraction of two tiles (lowered with several instructions).
+    The opcode is an ALU opcode, ``"const"`` for a constant value (``lhs``), ``"mov"`` for the
+    copy of the tile ``lhs`` (the call ``tir.vta.mov``), or ``None`` for the subtraction of two
+    tiles (lowered with several instructions).
 
     Raises
     ------
@@ -85,6 +90,12 @@ def _opcode(env: Environment, value: n.PrimExpr, what: str):
         if not env.ALU_REQUANT:
             raise ScheduleError(f"{what}: {env.option_refusal('ALU_REQUANT', 'a one-micro-op requantisation (REQ)')}")
         return dev.ALU_OPCODE_REQ, value.args[0], value.args[1]
+    if isinstance(value, n.Call) and value.op == MOV_OP:
+        if not env.ALU_MOV:
+            raise ScheduleError(f"{what}: {env.option_refusal('ALU_MOV', 'a copy into the accumulator (MOV)')}")
+        if as_const_int(value.args[0]) is not None:
+            return "const", value.args[0], None
+        return "mov", value.args[0], None
     if isinstance(value, n.Call) and value.op == "tir.shift_right":
         return dev.ALU_OPCODE_SHR, value.args[0], value.args[1]
     if isinstance(value, n.Call) and value.op == "tir.shift_left":
@@ -170,14 +181,23 @@ class _ALU(StmtExprMutator):
             return self._emit(what, loops, extents, dst, src, code, use_imm, imm)
 
         def copy_from(src):
+            if env.ALU_MOV:  # acc[dst] = acc[src]: one MOV
+                return [emit(dev.ALU_OPCODE_MOV, src)]
             # acc[dst] = acc[dst] * 0, then acc[dst] += acc[src]: a copy with two ALU instructions.
             return [emit(dev.ALU_OPCODE_MUL, dst, 1, 0), emit(dev.ALU_OPCODE_ADD, src)]
 
         dst = coefs(body.index, "destination")
-        if opcode == "const":  # fill: anything * 0, then + c
+        if opcode == "mov":  # acc[dst] = b: a tile (a constant b is folded to "const" above)
+            src = tile(lhs, "MOV source")
+            # SRAM allocation may have put the destination onto its source (e.g. a bias map
+            # that dies here): the copy is then the identity and no instruction at all
+            return [] if _same(src, dst) else [emit(dev.ALU_OPCODE_MOV, src)]
+        if opcode == "const":  # fill: anything * 0, then + c (one MOV c with ALU_MOV)
             c = as_const_int(lhs)
             if not -(1 << 15) <= c < (1 << 15):
                 raise ScheduleError(f"{what}: the constant {c} does not fit the signed 16-bit ALU immediate")
+            if env.ALU_MOV:
+                return [emit(dev.ALU_OPCODE_MOV, dst, 1, c)]
             return [emit(dev.ALU_OPCODE_MUL, dst, 1, 0)] + ([emit(dev.ALU_OPCODE_ADD, dst, 1, c)] if c else [])
         if opcode is None:  # a - b of two tiles: negate b (MUL -1) and add a
             lcoef, rcoef = tile(lhs, "left operand"), tile(rhs, "right operand")

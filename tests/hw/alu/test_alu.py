@@ -10,5 +10,5 @@ def test_alu(tmp_path):
 
 
 def test_alu_extended(tmp_path):
-    """The ALU of the extended configuration (REQ built)."""
+    """The ALU of the extended configuration (REQ and MOV built)."""
     run("vta_alu", "tests.hw.alu.cocotb_alu", tmp_path, config="extended.json")

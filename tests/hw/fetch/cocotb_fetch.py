@@ -111,11 +111,12 @@ async def dispatches_in_order(dut):
 
 @cocotb.test()
 async def invalid_instructions_stop_fetch(dut):
-    """An ALU opcode 5 (REQ without the option ALU_REQUANT; 6 with it) at index 3 raises the
-    error with its field and index; 0..2 were dispatched."""
+    """An ALU opcode the configuration lacks (5, REQ, without the option ALU_REQUANT; 6, MOV,
+    without ALU_MOV; else 7) at index 3 raises the error with its field and index; 0..2 were
+    dispatched."""
     tb = TB(dut, seed=2)
     await tb.start()
-    bad = 6 if tb.env.ALU_REQUANT else 5
+    bad = 5 if not tb.env.ALU_REQUANT else (6 if not tb.env.ALU_MOV else 7)
     insns = [FinishInsn(), MemInsn(memory_type=isa.MEM_INP, x_size=1), FinishInsn(), FinishInsn(), FinishInsn()]
     code = bytearray(b"".join(isa.encode(i, tb.env) for i in insns))
     lay = isa.layout(tb.env)
@@ -146,6 +147,27 @@ async def req_dispatched_only_with_its_option(dut):
     else:
         assert tb.dispatched == []
         assert tb.errors[:1] == [(hwgen.FIELD_ALU_OPCODE, 5, 0)]
+
+
+@cocotb.test()
+async def mov_dispatched_only_with_its_option(dut):
+    """ALU opcode 6 (MOV) reaches the compute queue with the option ALU_MOV and is refused (field
+    alu_opcode, value 6) without it; the instructions before it are dispatched either way."""
+    tb = TB(dut, seed=4)
+    await tb.start()
+    lay = isa.layout(tb.env)
+    f = lay.field("alu", "alu_opcode")
+    word = int.from_bytes(isa.encode(AluInsn(alu_opcode=0, use_imm=1, imm=-9), tb.env), "little") | (6 << f.lo)
+    code = isa.encode(FinishInsn(), tb.env) + word.to_bytes(16, "little") + isa.encode(FinishInsn(), tb.env)
+    tb.mem[0x3800:0x3800 + len(code)] = code
+    await tb.run(0x3800, 3, cycles=200, ready_prob=1.0)
+    if tb.env.ALU_MOV:
+        assert not tb.errors
+        assert [(q, i) for q, i, _ in tb.dispatched] == [(1, 0), (1, 1), (1, 2)]
+        assert tb.dispatched[1][2] == word
+    else:
+        assert [(q, i) for q, i, _ in tb.dispatched] == [(1, 0)]
+        assert tb.errors[:1] == [(hwgen.FIELD_ALU_OPCODE, 6, 1)]
 
 
 @cocotb.test()

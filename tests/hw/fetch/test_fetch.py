@@ -10,5 +10,5 @@ def test_fetch(tmp_path):
 
 
 def test_fetch_extended(tmp_path):
-    """The fetch unit of the extended configuration (ALU opcode 5 accepted)."""
+    """The fetch unit of the extended configuration (ALU opcodes 5, REQ, and 6, MOV, accepted)."""
     run("vta_fetch", "tests.hw.fetch.cocotb_fetch", tmp_path, config="extended.json")

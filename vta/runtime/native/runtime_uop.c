@@ -76,26 +76,43 @@ void VTAUopPush(uint32_t mode, uint32_t reset_out, uint32_t dst_index, uint32_t 
     return;
   }
   if (k->is_alu) {
+    /* MIN..MUL always; REQ (5) and MOV (6) only when the configuration's header defines them */
+    int known = opcode <= VTA_ALU_OPCODE_MUL;
 #ifdef VTA_ALU_OPCODE_REQ
-    if (opcode > VTA_ALU_OPCODE_REQ) {
-      vta_rt_fail("VTAUopPush: ALU opcode %u is not one of %d (MIN), %d (MAX), %d (ADD), "
-                  "%d (SHR), %d (MUL), %d (REQ)", opcode, VTA_ALU_OPCODE_MIN, VTA_ALU_OPCODE_MAX,
-                  VTA_ALU_OPCODE_ADD, VTA_ALU_OPCODE_SHR, VTA_ALU_OPCODE_MUL, VTA_ALU_OPCODE_REQ);
-      return;
-    }
+    known = known || opcode == VTA_ALU_OPCODE_REQ;
 #else
     if (opcode == 5) {
       vta_rt_fail("VTAUopPush: ALU opcode 5 (REQ) needs the hardware option 'ALU_REQUANT', which "
                   "this configuration lacks; set \"ALU_REQUANT\": true in the configuration file");
       return;
     }
-    if (opcode > VTA_ALU_OPCODE_MUL) {
-      vta_rt_fail("VTAUopPush: ALU opcode %u is not one of %d (MIN), %d (MAX), %d (ADD), "
-                  "%d (SHR), %d (MUL)", opcode, VTA_ALU_OPCODE_MIN, VTA_ALU_OPCODE_MAX,
-                  VTA_ALU_OPCODE_ADD, VTA_ALU_OPCODE_SHR, VTA_ALU_OPCODE_MUL);
+#endif
+#ifdef VTA_ALU_OPCODE_MOV
+    known = known || opcode == VTA_ALU_OPCODE_MOV;
+#else
+    if (opcode == 6) {
+      vta_rt_fail("VTAUopPush: ALU opcode 6 (MOV) needs the hardware option 'ALU_MOV', which "
+                  "this configuration lacks; set \"ALU_MOV\": true in the configuration file");
       return;
     }
 #endif
+    if (!known) {
+      vta_rt_fail("VTAUopPush: ALU opcode %u is not one of %d (MIN), %d (MAX), %d (ADD), "
+                  "%d (SHR), %d (MUL)%s%s", opcode, VTA_ALU_OPCODE_MIN, VTA_ALU_OPCODE_MAX,
+                  VTA_ALU_OPCODE_ADD, VTA_ALU_OPCODE_SHR, VTA_ALU_OPCODE_MUL,
+#ifdef VTA_ALU_OPCODE_REQ
+                  ", 5 (REQ)",
+#else
+                  "",
+#endif
+#ifdef VTA_ALU_OPCODE_MOV
+                  ", 6 (MOV)"
+#else
+                  ""
+#endif
+                  );
+      return;
+    }
     if (use_imm && !vta_rt_fits_signed(imm_val, VTA_ALU_IMM_WIDTH)) {
       vta_rt_fail("VTAUopPush: immediate %d does not fit the %d-bit signed ALU field "
                   "(accepted: %lld..%lld)", imm_val, VTA_ALU_IMM_WIDTH,

@@ -38,7 +38,7 @@ import numpy as np
 
 from ... import isa
 from ...env import Environment
-from ..rules import alu_top
+from ..rules import alu_mask
 from . import kernels
 from .kernels import COUNT_KEYS
 
@@ -112,8 +112,8 @@ class JitEngine:
         self.elems = np.array([env.elem_bytes(isa.MEM_UOP), env.WGT_ELEM_BYTES, env.INP_ELEM_BYTES,
                                env.ACC_ELEM_BYTES, env.OUT_ELEM_BYTES, env.elem_bytes(isa.MEM_ACC_8BIT)],
                               dtype=np.int64)
-        #: The largest ALU opcode the configuration accepts (the pre-pass flags a larger one).
-        self.alu_top = alu_top(env)
+        #: The ALU opcodes the configuration accepts, as a bit mask (the pre-pass flags any other).
+        self.alu_ok = alu_mask(env)
         self.batch_gemms = bool(batch_gemms)
         #: Runs of GEMMs executed as BLAS products during the last :meth:`run` (a diagnostic).
         self.batched_runs = 0
@@ -144,7 +144,7 @@ class JitEngine:
         starts, ends = _allocations(dram)
         state = np.zeros(6, dtype=np.int64)
         state[:4] = tokens
-        state[4] = self.alu_top
+        state[4] = self.alu_ok
         out = np.empty(words.shape[0], dtype=np.int64)
         found = kernels.prepass(np.ascontiguousarray(words), self.table, self.depths, self.elems,
                                 np.stack((starts, ends), axis=1), state, out)
@@ -156,7 +156,7 @@ class JitEngine:
         :meth:`prechecks`). On success ``tokens`` is updated to the counts after the run."""
         state = np.zeros(6, dtype=np.int64)
         state[:4] = tokens
-        state[4] = self.alu_top
+        state[4] = self.alu_ok
         kernels.prepass(np.ascontiguousarray(words), self.table, self.depths, self.elems, np.zeros((1, 2), np.int64),
                         state, np.empty(words.shape[0], dtype=np.int64))
         if not state[5]:

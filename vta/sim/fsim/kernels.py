@@ -465,12 +465,12 @@ def _same_gemm(words, table, i, k):
     return True
 
 
-def _token_step(words, table, i, alu_top, l2g, g2l, s2g, g2s):
+def _token_step(words, table, i, alu_ok, l2g, g2l, s2g, g2s):
     """Instruction ``i`` of the in-order check of :func:`_prepass` (:func:`vta.sim.rules.token_step`
     on its fields): the token counts after it and whether it is valid there."""
     w = words[i, 0]
     return token_step(w & 7, (w >> 3) & 1, (w >> 4) & 1, (w >> 5) & 1, (w >> 6) & 1, _field(words, table, i, _M),
-                      _field(words, table, i, _A + 8), alu_top, l2g, g2l, s2g, g2s)
+                      _field(words, table, i, _A + 8), alu_ok, l2g, g2l, s2g, g2s)
 
 
 def _decode(words, table, i, lo, hi, f):
@@ -484,7 +484,7 @@ def _prepass(words, table, depths, elems, allocs, tokens, out):
 
     * Whether the stream is valid (codes, flags, a FINISH) and its tokens let it run in
       stream order without a channel passing 255 tokens: ``tokens`` holds (l2g, g2l, s2g,
-      g2s), the largest ALU opcode the configuration accepts (:func:`vta.sim.rules.alu_top`)
+      g2s), the mask of the ALU opcodes the configuration accepts (:func:`vta.sim.rules.alu_mask`)
       and a sixth slot; on return the sixth slot is 1 and the first four are the counts
       after the run if so, else it is 0 (and the counts mean nothing).
     * The LOAD and STORE rows (``x_size > 0``) whose fields alone put them out of range: the
@@ -495,13 +495,13 @@ def _prepass(words, table, depths, elems, allocs, tokens, out):
       Writes their indices, in stream order, to ``out``; returns how many.
     """
     l2g, g2l, s2g, g2s = tokens[0], tokens[1], tokens[2], tokens[3]
-    alu_top = tokens[4]
+    alu_ok = tokens[4]
     valid, finish = True, False
     found = 0
     hit = 0  # the allocation the last transfer was in
     for i in range(words.shape[0]):
         if valid:
-            l2g, g2l, s2g, g2s, valid = _token_step(words, table, i, alu_top, l2g, g2l, s2g, g2s)
+            l2g, g2l, s2g, g2s, valid = _token_step(words, table, i, alu_ok, l2g, g2l, s2g, g2s)
             finish = finish or (words[i, 0] & 7) == 3
         bad, hit = _suspect(words, table, i, depths, elems, allocs, hit)
         if bad:
@@ -693,12 +693,12 @@ def _alu(uop_dst, uop_src, rows, lanes, f, out_bits, counts):
     the rows of one ``i_out`` are consecutive and distinct (each lane is updated once, from
     its own value): they run as one stretch of lanes. ``out_bits``: OUT_WIDTH, the range REQ
     saturates to (an ALU opcode 5 reaches this only when the stream check let it through, that
-    is, when the configuration has ``ALU_REQUANT``).
+    is, when the configuration has ``ALU_REQUANT``; 6, MOV, likewise only with ``ALU_MOV``).
     """
     bgn, end, io, ii = f[_A], f[_A + 1], f[_A + 2], f[_A + 3]
     dfo, dfi, sfo, sfi = f[_A + 4], f[_A + 5], f[_A + 6], f[_A + 7]
     aop, use_imm, imm = f[_A + 8], f[_A + 9], f[_A + 10]
-    if end > uop_dst.shape[0] or aop > 5:
+    if end > uop_dst.shape[0] or aop > 6:
         return False
     end = max(bgn, end)
     n_it = io * ii * (end - bgn)
@@ -748,6 +748,9 @@ def _alu_imm(aop, a, imm, out_bits):
     if aop == 5:
         for q in range(a.shape[0]):
             a[q] = np.int32(_req(np.int64(a[q]), np.int64(imm), out_bits))
+    elif aop == 6:  # MOV: the sign-extended immediate in every lane
+        for q in range(a.shape[0]):
+            a[q] = np.int32(imm)
     elif aop == 0:
         for q in range(a.shape[0]):
             a[q] = min(np.int64(a[q]), imm)
@@ -776,6 +779,8 @@ def _alu_rows(aop, a, b, out_bits):
         x, v = np.int64(a[q]), np.int64(b[q])
         if aop == 5:
             r = _req(x, v, out_bits)
+        elif aop == 6:  # MOV
+            r = v
         elif aop == 0:
             r = min(x, v)
         elif aop == 1:

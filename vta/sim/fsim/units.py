@@ -374,10 +374,13 @@ def alu_op(op: int, a: np.ndarray, b: np.ndarray, width: int, out_width: int = 8
 
     MIN/MAX are signed; ADD and MUL wrap; SHR shifts right arithmetically by ``b & 31`` when
     ``b >= 0`` and left by ``(-b) & 31`` (wrapping) when ``b < 0`` (DESIGN semantics table);
-    REQ (:func:`req_op`) saturates to the signed ``out_width``-bit range.
+    REQ (:func:`req_op`) saturates to the signed ``out_width``-bit range; MOV (opcode 6, option
+    ``ALU_MOV``) is ``b``.
     """
     if op == isa.ALU_REQ:
         return wrap_acc(req_op(a, b, out_width), width)
+    if op == isa.ALU_MOV:
+        return wrap_acc(np.broadcast_to(np.asarray(b, dtype=np.int64), np.shape(a)), width)
     if op == isa.ALU_MIN:
         r = np.minimum(a, b)
     elif op == isa.ALU_MAX:
@@ -408,7 +411,8 @@ def alu(sp: Scratchpads, index: int, f: dict) -> int:
     Raises
     ------
     InvalidInstructionError
-        If ``alu_opcode`` is not 0..4 (5, REQ, with the option ``ALU_REQUANT``).
+        If ``alu_opcode`` is not 0..4 (5, REQ, with the option ``ALU_REQUANT``; 6, MOV, with
+        ``ALU_MOV``).
     SRAMIndexError
         If ``uop_end`` or any acc index of the nest is outside the buffer.
     """
@@ -441,8 +445,11 @@ def alu(sp: Scratchpads, index: int, f: dict) -> int:
 def _alu_imm_repeated(op: int, a: np.ndarray, imm: int, times: np.ndarray, width: int,
                       out_width: int = 8) -> np.ndarray:
     """``op(..op(op(a, imm), imm).., imm)`` applied ``times`` times per row, in closed form
-    (REQ: applied repeatedly, at most a few dozen times before it reaches a fixed point)."""
+    (REQ: applied repeatedly, at most a few dozen times before it reaches a fixed point; MOV: once
+    is as many times)."""
     t = times.astype(np.int64)[:, None]
+    if op == isa.ALU_MOV:
+        return alu_op(op, a, np.int64(imm), width)
     if op == isa.ALU_REQ:
         out = a.copy()
         for k in range(1, int(times.max()) + 1):

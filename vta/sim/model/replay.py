@@ -58,7 +58,7 @@ from ... import isa
 from ...env import Environment
 from ...errors import DeadlockError, InvalidInstructionError
 from ..numba_cache import array_head, compile_into
-from ..rules import alu_top, suspect, token_step
+from ..rules import alu_mask, suspect, token_step
 from ..stream import Columns, Program
 from ..fsim.kernels import _accepts_nrt_option
 from . import costs as mc
@@ -321,7 +321,7 @@ def _drive(words, fields, elem, params, cols, tokens, insn_addr, queue_depth, fe
 #: (word, shift, mask per field of :data:`_FIELDS`), the element bytes per memory type code (8),
 #: the cost constants (:func:`_cost_params`), the checks' SRAM depth and element bytes per memory
 #: type code 0..5 (6 each; code 4 is OUT: the accumulator a STORE reads and the bytes it writes)
-#: and the largest ALU opcode accepted (:func:`vta.sim.rules.alu_top`), then queue depth, fetch
+#: and the mask of the ALU opcodes accepted (:func:`vta.sim.rules.alu_mask`), then queue depth, fetch
 #: latency, fetch buffer, DRAM latency, bytes per cycle, outstanding reads.
 _C_ELEM = 3 * len(_FIELDS)
 _C_PARAMS = _C_ELEM + 8
@@ -701,7 +701,7 @@ class Scratch:
             elems += (env.OUT_ELEM_BYTES, env.elem_bytes(isa.MEM_ACC_8BIT))
             lat, bpc, outst = env.dram_timing
             value = np.array(fields + tuple(elem.tolist()) + tuple(params.tolist()) + depths + elems
-                             + (alu_top(env), QUEUE_DEPTH, int(timing.fetch_latency), key[4], int(lat), int(bpc),
+                             + (alu_mask(env), QUEUE_DEPTH, int(timing.fetch_latency), key[4], int(lat), int(bpc),
                                 int(outst)), np.int64)
             assert value.size == _C_SIZE
         self._packed = key + (value,)

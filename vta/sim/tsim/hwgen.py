@@ -153,7 +153,7 @@ ERROR_NAMES = {ERR_NONE: "none", ERR_INVALID_INSN: "invalid instruction", ERR_SR
 FIELD_NONE = 0
 FIELD_OPCODE = 1          # instruction opcode (5..7 are invalid)
 FIELD_MEMORY_TYPE = 2     # memory_type of a LOAD/STORE not executable by its stage
-FIELD_ALU_OPCODE = 3      # ALU opcode 5..7 (6..7 with the option ALU_REQUANT)
+FIELD_ALU_OPCODE = 3      # ALU opcode 5..7 (without 5 with the option ALU_REQUANT, 6 with ALU_MOV)
 FIELD_DEP_FLAGS = 4       # a dependency flag naming a channel the stage does not have (value: flags [6:3])
 FIELD_PAD = 5             # a STORE with non-zero padding (value: the four pads, y_pad_0 in [3:0])
 FIELD_UOP_INDEX = 6       # uop index (uop_bgn..uop_end-1) >= uop depth
@@ -295,6 +295,7 @@ def sv_package(env: Environment) -> str:
                  "MEM_UOP", "MEM_WGT", "MEM_INP", "MEM_ACC", "MEM_OUT", "MEM_ACC_8BIT",
                  "ALU_MIN", "ALU_MAX", "ALU_ADD", "ALU_SHR", "ALU_MUL", "ALU_REQ"):
         lp(name, getattr(isa, name))
+    lp("ALU_OPCODE_MOV", isa.ALU_MOV, "ALU_MOV is the hardware option's key")
 
     lines += ["", "  // ---------------------------------------------------------------- host registers"]
     g = globals()
