@@ -41,7 +41,7 @@ def _work(name, *args):
     return n.Evaluate(call_extern("int32", name, *args))
 
 
-def _program(mov_reads_inp: bool = False, stagger: bool = True) -> n.PrimFunc:
+def _program(mov_reads_inp: bool = False, stagger: bool = True, tiles: int = TILES) -> n.PrimFunc:
     """One thread's tiles (module docstring) under a two-thread ``cthread`` scope."""
     t, tile, k = n.Var("cthread"), n.Var("tile"), n.Var("k")
     acc, inp = n.Var("acc", "handle"), n.Var("inp", "handle")
@@ -57,7 +57,7 @@ def _program(mov_reads_inp: bool = False, stagger: bool = True) -> n.PrimFunc:
         coproc_scope(VTA_AXIS, 2, n.seq(_work("alu", _ptr(acc, 3), t, tile), _tok("push", 2, 3))),
         coproc_scope(VTA_AXIS, 3, n.seq(_tok("pop", 2, 3), _work("store", _ptr(acc, 1), t, tile), _tok("push", 3, 2))),
     )
-    body = n.seq(_tok("push", 3, 2), loop(tile, TILES, tile_body), _tok("pop", 3, 2))
+    body = n.seq(_tok("push", 3, 2), loop(tile, tiles, tile_body), _tok("pop", 3, 2))
     vt = n.AttrStmt(t, "virtual_thread", n.IntImm(2), alloc(acc, "int32", 64, ACC, alloc(inp, "int8", 64, INP, body)))
     if stagger:
         vt = n.AttrStmt(t, "pragma_" + STAGGER_PRAGMA, n.IntImm(1), vt)
@@ -158,8 +158,9 @@ def test_staggered_order_thread_one_a_step_behind():
                      ("gemm", 1, 1), ("gemm", 0, 3), ("gemm", 1, 2), ("alu", 0), ("gemm", 1, 3), ("alu", 1)]
 
 
-def test_lock_step_without_the_pragma():
-    compute = [op[:2] for op in _units(inject_virtual_thread(_program(stagger=False)))[2] if op[0] in WORK]
+@pytest.mark.parametrize("kw", [dict(stagger=False), dict(tiles=1)], ids=["no_pragma", "one_tile"])
+def test_lock_step_without_the_pragma_or_with_one_tile(kw):
+    compute = [op[:2] for op in _units(inject_virtual_thread(_program(**kw)))[2] if op[0] in WORK]
     assert compute[:4] == [("mov", 0), ("mov", 1), ("gemm", 0), ("gemm", 1)]
 
 

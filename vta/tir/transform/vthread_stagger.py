@@ -14,7 +14,8 @@ innermost reduction loop later::
 
 where the reduction loop ``for k in 0..K: B(k)`` is the one loop of a statement sequence that
 holds co-processor scopes and no other such loop, ``pre`` the statements before it and ``post``
-those after it. A store of one thread then overlaps a reduction step of the other. The credit of a tile's first
+those after it, and the sequence sits in a loop over tiles (with one tile per thread the order
+gains nothing). A store of one thread then overlaps a reduction step of the other. The credit of a tile's first
 load also moves from the end to the start of the compute scope before the loop where that scope
 and the epilogue touch no buffer the loads write (:func:`_early_load_credit`).
 
@@ -120,6 +121,8 @@ class _Expander:
     def __init__(self, var: n.Var):
         self.var = var
         self.staggered = 0
+        #: Loops (of more than one iteration) around the statement being expanded.
+        self.tile_loops = 0
 
     def _one(self, stmt: n.Stmt, t: int, extra=None):
         vmap = {self.var: n.IntImm(t, self.var.dtype)}
@@ -144,8 +147,10 @@ class _Expander:
         if isinstance(stmt, n.SeqStmt):
             return self._seq(stmt)
         if isinstance(stmt, n.For) and not _uses(stmt.extent, self.var) and _has_scope(stmt.body):
-            body, ev = self.expand(stmt.body)
             ext = as_const_int(stmt.extent)
+            self.tile_loops += ext is None or ext > 1
+            body, ev = self.expand(stmt.body)
+            self.tile_loops -= ext is None or ext > 1
             if ev and (ext is None or len(ev) * ext > _MAX_EVENTS):
                 raise _Unsupported("tokens in a loop of unknown or huge extent")
             return dataclasses.replace(stmt, body=body), ev * (ext or 0)
@@ -160,7 +165,8 @@ class _Expander:
 
     def _seq(self, stmt: n.SeqStmt):
         loops = [i for i, c in enumerate(stmt.seq) if _is_reduction(c)]
-        if len(loops) == 1:
+        # with one tile per thread there is no next tile whose work could overlap a store
+        if len(loops) == 1 and self.tile_loops:
             return self._stagger(stmt.seq[: loops[0]], stmt.seq[loops[0]], stmt.seq[loops[0] + 1:])
         out, ev = [], []
         for c in stmt.seq:
