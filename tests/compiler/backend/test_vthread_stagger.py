@@ -171,8 +171,9 @@ def _credit_before_copy(f: n.PrimFunc) -> bool:
     return prog.index(("push", (2, 1))) < first_mov
 
 
-def test_load_credit_moves_before_the_copy_only_when_safe():
-    # the copy touches no loaded buffer: the credit is pushed before its work
+def test_load_credit_carried_past_the_copy_only_when_safe():
+    # the copy touches no loaded buffer: thread 0's credit comes from before the copy (the one
+    # pushed before everything, then the one after the previous tile's last GEMM)
     assert _credit_before_copy(inject_virtual_thread(_program()))
     assert not _credit_before_copy(inject_virtual_thread(_program(stagger=False)))
     # a copy reading the input buffer keeps its credit after its work; still correct

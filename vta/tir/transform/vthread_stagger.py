@@ -18,9 +18,10 @@ those after it, and the sequence sits in a loop over tiles or ``pre`` copies the
 MOV (with one tile per thread only the last store can overlap, which pays after the MOV's short
 epilogue: ResNet-18 C10 1.0% fewer cycles, but not after a reset and a four-pass epilogue: 0.4%
 more; measured on the cycle model). A store of one thread then overlaps a reduction step of the
-other. The credit of a tile's first load also moves from the end to the start of the compute
-scope before the loop where that scope and the epilogue touch no buffer the loads write
-(:func:`_early_load_credit`).
+other. Where ``pre`` and ``post`` touch no buffer the loads write, thread 0's first load of a
+tile no longer waits for its ``pre`` (e.g. the bias copy): its credit is pushed right after
+thread 1's last GEMM of the previous tile (one credit before everything, one drained after;
+:func:`_load_credit`).
 
 Each thread's code and buffers are what the lock-step expansion gives it; only the order in
 which the two threads' statements are emitted changes. The dependency tokens (inserted before
@@ -36,7 +37,7 @@ import dataclasses
 
 from .. import nodes as n
 from ..arith import as_const_int
-from ..functor import StmtExprMutator, post_order_visit, substitute
+from ..functor import post_order_visit, substitute
 
 __all__ = ["stagger_two_threads", "STAGGER_PRAGMA"]
 
@@ -137,6 +138,8 @@ class _Expander:
     def __init__(self, var: n.Var):
         self.var = var
         self.staggered = 0
+        #: Channels of thread 0's load credits carried from tile to tile (see _stagger).
+        self.carried: list = []
         #: Loops (of more than one iteration) around the statement being expanded.
         self.tile_loops = 0
 
@@ -203,7 +206,15 @@ class _Expander:
                 out.append(a)
                 ev.extend(e)
 
-        emit(pre, 0)
+        chan = _load_credit(pre, loop, post)
+        if chan is None:
+            emit(pre, 0)
+        else:
+            # thread 0's first load of the tile takes the credit pushed after the previous
+            # tile's last GEMM (below), not the one at the end of its bias copy
+            last = pre[-1]
+            emit([*pre[:-1], dataclasses.replace(last, body=n.seq(*last.body.seq[:-1]))], 0)
+            self.carried.append(chan)
         emit([loop.body], 0, {k: n.IntImm(0, k.dtype)})
         emit(pre, 1)
         kk = n.Var(k.name + ".st", k.dtype)
@@ -216,6 +227,9 @@ class _Expander:
         ev.extend(body_ev * (ext - 1))
         emit(post, 0)
         emit([loop.body], 1, {k: n.IntImm(ext - 1, k.dtype)})
+        if chan is not None:
+            out.append(_token_stmt(_PUSH, chan))
+            ev.append(("push", chan, 0))
         emit(post, 1)
         self.staggered += 1
         return n.seq(*out), ev
@@ -251,6 +265,10 @@ def _tokens_consistent(events) -> bool:
     return True
 
 
+def _token_stmt(op: str, chan) -> n.Evaluate:
+    return n.Evaluate(n.Call("int32", op, tuple(n.IntImm(c) for c in chan)))
+
+
 def _token(stmt: n.Stmt, op: str):
     """The constant channel of a push/pop statement ``stmt`` (``op``), else None."""
     if isinstance(stmt, n.Evaluate) and isinstance(stmt.value, n.Call) and stmt.value.op == op:
@@ -282,56 +300,30 @@ def _buffers(stmt: n.Stmt, written: bool = False) -> set[int]:
     return out
 
 
-def _early_load_credit(body: n.Stmt) -> n.Stmt:
-    """Let a reduction loop's first load of a tile wait only for the compute work before the
-    tile, not for the tile's first compute scope.
-
-    The token pass gives the loop's load queue its credit (the last step's credit being drained
-    right after the loop) from the end of the compute scope before the loop (``pre``), so the
-    first load of a tile waits for that scope's work, e.g. the accumulator's bias copy. When no
-    statement of ``pre`` or ``post`` touches a buffer the loop's loads write, the credit only
-    needs the compute work before that scope (the previous tile's reduction, which read those
-    buffers): its push moves to the scope's start. The tokens keep their order on every
-    channel. ``body`` unchanged when the pattern is not there."""
-    found = []
-
-    def find(x):
-        if isinstance(x, n.SeqStmt) and sum(_is_reduction(c) for c in x.seq) == 1:
-            found.append(x)
-
-    post_order_visit(body, find)
-    if len(found) != 1:
-        return body
-    tile = found[0]
-    j = next(i for i, c in enumerate(tile.seq) if _is_reduction(c))
-    pre, loop, post = tile.seq[:j], tile.seq[j], tile.seq[j + 1:]
+def _load_credit(pre, loop: n.For, post):
+    """The token channel (compute -> load) whose push at the end of ``pre``'s last scope is the
+    credit of the loop's first load, when no statement of ``pre`` or ``post`` touches a buffer
+    the loop's loads write (the credit then only needs the previous tile's reduction); else None."""
     first = loop.body.seq[0] if isinstance(loop.body, n.SeqStmt) else loop.body
     lq = _scope_queue(first)
+    if lq is None:
+        return None
     head = first.body.seq[0] if isinstance(first.body, n.SeqStmt) else first.body
     chan = _token(head, _POP)
-    if lq is None or chan is None or chan[1] != lq:
-        return body
-    # the last scope of pre must be a compute scope ending with the credit's push
+    if chan is None or chan[1] != lq:
+        return None
     scope = pre[-1] if pre else None
     if (_scope_queue(scope) != chan[0] or not isinstance(scope.body, n.SeqStmt)
             or _token(scope.body.seq[-1], _PUSH) != chan):
-        return body
+        return None
     loaded = set()
     for part in (loop.body.seq if isinstance(loop.body, n.SeqStmt) else (loop.body,)):
         if _scope_queue(part) == lq:
             loaded |= _buffers(part, written=True)
     others = list(pre) + list(post)
     if any(_scope_queue(c) == lq for c in others) or any(_buffers(c) & loaded for c in others):
-        return body
-    seq = scope.body.seq
-    new_scope = dataclasses.replace(scope, body=n.seq(seq[-1], *seq[:-1]))
-    new_tile = n.seq(*pre[:-1], new_scope, loop, *post)
-
-    class _Swap(StmtExprMutator):
-        def visit_SeqStmt(self, op):
-            return new_tile if op is tile else self.generic_visit(op)
-
-    return _Swap().visit(body)
+        return None
+    return chan
 
 
 def stagger_two_threads(body: n.Stmt, var: n.Var) -> n.Stmt | None:
@@ -340,9 +332,22 @@ def stagger_two_threads(body: n.Stmt, var: n.Var) -> n.Stmt | None:
     the body has a shape this expansion does not handle, or the tokens would not pair."""
     exp = _Expander(var)
     try:
-        out, events = exp.expand(_early_load_credit(body))
+        out, events = exp.expand(body)
     except _Unsupported:
         return None
-    if not exp.staggered or _uses(out, var) or not _tokens_consistent(events):
+    if not exp.staggered or _uses(out, var) or len(exp.carried) > 1:
+        return None
+    if exp.carried:
+        # thread 0's first credit before everything, its last one drained after everything
+        chan = exp.carried[0]
+        wrap = []
+        while isinstance(out, n.Allocate):
+            wrap.append(out)
+            out = out.body
+        out = n.seq(_token_stmt(_PUSH, chan), out, _token_stmt(_POP, chan))
+        for a in reversed(wrap):
+            out = dataclasses.replace(a, body=out)
+        events = [("push", chan, 0), *events, ("pop", chan, 0)]
+    if not _tokens_consistent(events):
         return None
     return out
