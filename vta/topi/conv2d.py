@@ -34,6 +34,7 @@ from ..te import sum as te_sum
 from ..te.schedule import Schedule
 from ..te.tensor import ComputeOp, Tensor
 from ..tir.nodes import StringImm
+from ..tir.transform.vthread_stagger import STAGGER_PRAGMA
 from ..transform.dma import CROP_PREFIX
 from ._traverse import OpGraph, classify
 from ._traverse import epilogue_inputs as _epilogue_inputs
@@ -302,17 +303,20 @@ def schedule_conv_tiles(graph: OpGraph, tiling: Conv2DTiling, skip_zero_taps: bo
         s[cache].compute_at(s[output], store_pt)
         # past the last output channel (a ragged tile_co) nothing is stored: no need to load
         s[cache].pragma(s[cache].op.axis[0], env.dma_copy, _crop(s[cache], 1))
-    if tiling.oc_nthread > 1:
-        _, v_t = s[output].split(x_co0, factor=tiling.oc_nthread)
-        s[output].reorder(v_t, x_bo)
-        s[output].bind(v_t, thread_axis("cthread"))
-    if tiling.h_nthread > 1:
-        _, v_t = s[output].split(x_i0, factor=tiling.h_nthread)
-        s[output].reorder(v_t, x_bo)
-        s[output].bind(v_t, thread_axis("cthread"))
-
     c_bo, c_co, c_i, c_j, c_bi, c_ci = s[conv].op.axis
     k_o, d_i, d_j, k_i = s[conv].op.reduce_axis
+    # With ALU_MOV a 1x1 kernel's two threads run one reduction step apart (the store of one
+    # thread's tile overlaps the other's GEMM; vta.tir.transform.vthread_stagger). Larger kernels
+    # keep lock-step: their loads, not the stores, would then be exposed.
+    stagger = bool(env.ALU_MOV) and all(_extent(ax) == 1 for ax in (d_i, d_j))
+    for nthread, axis in ((tiling.oc_nthread, x_co0), (tiling.h_nthread, x_i0)):
+        if nthread > 1:
+            _, v_t = s[output].split(axis, factor=nthread)
+            s[output].reorder(v_t, x_bo)
+            s[output].bind(v_t, thread_axis("cthread"))
+            if stagger:
+                s[output].pragma(v_t, STAGGER_PRAGMA)
+
     k_o0, k_o1 = s[conv].split(k_o, factor=tiling.tile_ci)
     s[conv].reorder(k_o0, c_bo, c_co, c_i, k_o1, d_i, d_j, c_j, c_bi, c_ci, k_i)
     s[cdata].compute_at(s[conv], k_o0)
@@ -328,6 +332,11 @@ def schedule_conv_tiles(graph: OpGraph, tiling: Conv2DTiling, skip_zero_taps: bo
         s[conv].tensorize(c_bi, env.gemm)
     s[output].pragma(x_co1, env.dma_copy)
     return s
+
+
+def _extent(axis) -> int | None:
+    ext = getattr(axis.dom, "extent", None)
+    return getattr(ext, "value", None)
 
 
 #: Most zero rows a padded load fills past its data (the 4-bit y_pad field).

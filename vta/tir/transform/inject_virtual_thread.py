@@ -19,6 +19,7 @@ from ...errors import ScheduleError
 from .. import nodes as n
 from ..arith import as_const_int
 from ..functor import StmtExprMutator, StmtExprVisitor, substitute
+from .vthread_stagger import STAGGER_PRAGMA, stagger_two_threads
 
 __all__ = ["inject_virtual_thread", "InjectVirtualThread"]
 
@@ -288,6 +289,21 @@ class _VTInjector(StmtExprMutator):
                      substitute(stmt, {self.var: idx}))
 
 
+class _Rebaser(_VTInjector):
+    """Replicate and rebase the buffers of a thread's body like :class:`_VTInjector`, but
+    leave the per-thread statements unexpanded (for :func:`stagger_two_threads`)."""
+
+    def _inject(self, stmt: n.Stmt, before_mutation: bool) -> n.Stmt:
+        self.visit_touched = False
+        self.trigger_base = False
+        if before_mutation:
+            saved, self.injected = self.injected, True
+            stmt = self.visit(stmt)
+            self.injected = saved
+        self.visit_touched = False
+        return stmt
+
+
 def _thread_var(node: Any) -> tuple[n.Var, str]:
     """The Var and thread tag of a ``virtual_thread`` attribute's node (an IterVar or a Var)."""
     var = getattr(node, "var", node)
@@ -298,21 +314,48 @@ def _thread_var(node: Any) -> tuple[n.Var, str]:
 
 
 class _Expander(StmtExprMutator):
+    def __init__(self, stagger: bool = False):
+        super().__init__()
+        self.stagger = stagger
+        self.force = stagger
+
     def visit_AttrStmt(self, op: n.AttrStmt):
+        if op.attr_key == "pragma_" + STAGGER_PRAGMA:
+            saved, self.stagger = self.stagger, True
+            try:
+                return self.visit(op.body)
+            finally:
+                self.stagger = saved
         if op.attr_key != "virtual_thread":
             return self.generic_visit(op)
-        body = self.visit(op.body)
+        stagger, self.stagger = self.stagger, self.force  # a pragma covers its own thread only
+        try:
+            body = self.visit(op.body)
+        finally:
+            self.stagger = stagger
         var, tag = _thread_var(op.node)
         num = as_const_int(op.value)
         if num is None or num < 1:
             raise ScheduleError(f"virtual thread {var.name!r} needs a constant positive extent, got {op.value!r}")
         allow_share = str(tag).startswith("vthread")
         touched = _VarTouched().run(body, var)
+        if stagger and num == 2 and not allow_share:
+            staggered = stagger_two_threads(_Rebaser(var, num, touched, allow_share).visit(body), var)
+            if staggered is not None:
+                return staggered
         return _VTInjector(var, num, touched, allow_share).visit(body)
 
 
-def inject_virtual_thread(func: n.PrimFunc) -> n.PrimFunc:
+def inject_virtual_thread(func: n.PrimFunc, stagger: bool = False) -> n.PrimFunc:
     """Return ``func`` with every ``virtual_thread`` scope expanded (module docstring).
+
+    Parameters
+    ----------
+    func : PrimFunc
+        The function.
+    stagger : bool
+        Run two ``cthread`` threads one reduction step apart where the tokens allow it
+        (:mod:`.vthread_stagger`); lock-step otherwise.
 
     Raises
     ------
@@ -320,7 +363,7 @@ def inject_virtual_thread(func: n.PrimFunc) -> n.PrimFunc:
         If a thread extent or a replicated buffer size is not constant, or a loop inside a
         virtual thread does not start at 0.
     """
-    return func.with_body(_Expander().visit(func.body))
+    return func.with_body(_Expander(stagger).visit(func.body))
 
 
 class InjectVirtualThread:
@@ -328,8 +371,11 @@ class InjectVirtualThread:
 
     name = "InjectVirtualThread"
 
+    def __init__(self, stagger: bool = False):
+        self.stagger = stagger
+
     def __call__(self, func: n.PrimFunc) -> n.PrimFunc:
-        return inject_virtual_thread(func)
+        return inject_virtual_thread(func, self.stagger)
 
     def __repr__(self) -> str:
-        return "Pass(InjectVirtualThread)"
+        return f"Pass(InjectVirtualThread{', stagger' if self.stagger else ''})"
