@@ -128,7 +128,7 @@ def _mov_only():
 
 def test_mov_names_and_header(env):
     mov_only = _mov_only()
-    assert mov_only.BITSTREAM == env.BITSTREAM + "_mv" and make_env("extended.json").BITSTREAM.endswith("_rq_mv")
+    assert mov_only.BITSTREAM == env.BITSTREAM + "_mv" and make_env("extended.json").BITSTREAM.endswith("_rq_mv_ov")
     assert "#define VTA_ALU_OPCODE_MOV 6" in isa.c_header(mov_only)
     assert "ALU_OPCODE_MOV" not in isa.c_header(env) and "ALU_OPCODE_REQ" not in isa.c_header(mov_only)
     insn = _alu(use_imm=1, imm=-2, uop_bgn=0, uop_end=1)
