@@ -72,7 +72,10 @@ module vta_insn_seq import vta_pkg::*; #(
     retire_o   = 1'b0;
     start_o    = 1'b0;
     err_o      = 1'b0;
-    unique case (state_q)
+    // A plain case: its items are distinct constants and it has a default, so the checks of a
+    // unique case (no item or several items matching) could never fail, and a simulator would
+    // still evaluate them every cycle.
+    case (state_q)
       SeqIdle, SeqExec: begin
         if (take) tok_pop_o = head_pops;
         if (take || state_q == SeqExec) begin
@@ -122,7 +125,7 @@ module vta_insn_seq import vta_pkg::*; #(
   assign exec_o       = (state_q == SeqExec);
 
   always_comb begin
-    unique case (state_q)
+    case (state_q)  // distinct constant items and a default (see above)
       SeqIdle:   state_o = !q_valid_i ? 2'(STATE_IDLE)
                          : (!pop_ok ? 2'(STATE_WAIT_TOKEN) : 2'(STATE_BUSY));
       SeqHalted: state_o = 2'(STATE_IDLE);
