@@ -141,9 +141,6 @@ module vta_insn_seq import vta_pkg::*; #(
   // the queue head would make Verilator keep a sampled copy of the whole queue storage.
   //   HeadHeld: the instruction is popped from its queue only when it retires, so the head stays
   //             in place while it executes.
-  logic pop_with_token_ok, done_or_err_ok;
-  assign pop_with_token_ok = (tok_pop_o & ~tok_avail_i) == '0;
-  assign done_or_err_ok    = !((take || state_q == SeqExec) && done_i && err_i);
   // HeadHeld compares the 160-bit queue head only in the cycles of an executing instruction
   always_ff @(posedge clk_i) begin
     if (rst_ni && state_q == SeqExec) begin
@@ -153,12 +150,19 @@ module vta_insn_seq import vta_pkg::*; #(
       end
     end
   end
+  // PopWithToken and DoneOrErr are about a taken or executing instruction (tokens are popped
+  // only when one is taken), so they are computed only in those edges, inside the clocked process
   always_ff @(posedge clk_i) begin
-    if (rst_ni && !(pop_with_token_ok && done_or_err_ok)) begin
-      PopWithToken: assert (pop_with_token_ok)
-        else $error("vta_insn_seq: token popped from an empty channel");
-      DoneOrErr: assert (done_or_err_ok)
-        else $error("vta_insn_seq: the unit reports both done and error");
+    if (rst_ni && (take || state_q == SeqExec)) begin
+      automatic logic pop_with_token_ok, done_or_err_ok;
+      pop_with_token_ok = (tok_pop_o & ~tok_avail_i) == '0;
+      done_or_err_ok    = !(done_i && err_i);
+      if (!(pop_with_token_ok && done_or_err_ok)) begin
+        PopWithToken: assert (pop_with_token_ok)
+          else $error("vta_insn_seq: token popped from an empty channel");
+        DoneOrErr: assert (done_or_err_ok)
+          else $error("vta_insn_seq: the unit reports both done and error");
+      end
     end
   end
 endmodule : vta_insn_seq
