@@ -66,15 +66,19 @@ module vta_fifo #(
     if (!rst_ni) write_held_q <= 1'b0;
     else         write_held_q <= wvalid_i && !wready_o;
   end
-  logic write_ok, read_ok;
-  assign write_ok = !write_held_q || wvalid_i;
-  assign read_ok  = !rready_i || rvalid_o;
+  // The checks are computed only in an edge with a held write or a read, inside the clocked
+  // process (continuous assignments are computed every cycle).
   always_ff @(posedge clk_i) begin
-    if (rst_ni && !(write_ok && read_ok)) begin
-      WriteHeldWhenFull: assert (write_ok)
-        else $error("vta_fifo: a write offered to a full FIFO was withdrawn before it was taken");
-      ReadWhenEmpty: assert (read_ok)
-        else $error("vta_fifo: pop from an empty FIFO");
+    if (rst_ni && (write_held_q || rready_i)) begin
+      automatic logic write_ok, read_ok;
+      write_ok = !write_held_q || wvalid_i;
+      read_ok  = !rready_i || rvalid_o;
+      if (!(write_ok && read_ok)) begin
+        WriteHeldWhenFull: assert (write_ok)
+          else $error("vta_fifo: a write offered to a full FIFO was withdrawn before it was taken");
+        ReadWhenEmpty: assert (read_ok)
+          else $error("vta_fifo: pop from an empty FIFO");
+      end
     end
   end
 endmodule : vta_fifo
