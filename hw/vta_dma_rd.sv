@@ -272,18 +272,23 @@ module vta_dma_rd import vta_pkg::*; (
     end
   end
 
-  logic start_ok, data_ok, req_ok;
-  assign start_ok = !start_i || !busy_o;
-  assign data_ok  = !rsp_valid_i || dt_active_q;
-  assign req_ok   = !req_held_q || (req_valid_o && req_addr_o == held_addr_q && req_len_o == held_len_q);
+  // The checks are about a start, a response or a held request, so they are computed only in an
+  // edge with one of these, inside the clocked process (continuous assignments are computed
+  // every cycle).
   always_ff @(posedge clk_i) begin
-    if (rst_ni && !(start_ok && data_ok && req_ok)) begin
-      StartWhenIdle: assert (start_ok)
-        else $error("vta_dma_rd: start while busy");
-      NoStrayData: assert (data_ok)
-        else $error("vta_dma_rd: read data with no transfer in progress");
-      ReqHeld: assert (req_ok)
-        else $error("vta_dma_rd: request dropped before it was accepted");
+    if (rst_ni && (start_i || rsp_valid_i || req_held_q)) begin
+      automatic logic start_ok, data_ok, req_ok;
+      start_ok = !start_i || !busy_o;
+      data_ok  = !rsp_valid_i || dt_active_q;
+      req_ok   = !req_held_q || (req_valid_o && req_addr_o == held_addr_q && req_len_o == held_len_q);
+      if (!(start_ok && data_ok && req_ok)) begin
+        StartWhenIdle: assert (start_ok)
+          else $error("vta_dma_rd: start while busy");
+        NoStrayData: assert (data_ok)
+          else $error("vta_dma_rd: read data with no transfer in progress");
+        ReqHeld: assert (req_ok)
+          else $error("vta_dma_rd: request dropped before it was accepted");
+      end
     end
   end
 endmodule : vta_dma_rd

@@ -57,19 +57,28 @@ module vta_fifo #(
 
   // Writes follow valid/ready: a writer held off by a full FIFO keeps offering its entry until
   // it is taken (nothing is dropped: push needs wready). A reader never pops an empty FIFO.
-  // WriteHeldWhenFull looks one edge back (write_held_q): an immediate assertion on the clock
-  // edge, run only in an edge where the check fails, so a simulator keeps no sampled copies.
+  // Both are immediate assertions on the clock edge, run only in an edge where a check fails,
+  // so a simulator keeps no sampled copies (ReadWhenEmpty, a same-cycle implication, as a
+  // concurrent assertion cost a sampled copy of its two signals and the check on every edge).
+  // WriteHeldWhenFull looks one edge back (write_held_q).
   logic write_held_q;
   always_ff @(posedge clk_i or negedge rst_ni) begin
     if (!rst_ni) write_held_q <= 1'b0;
     else         write_held_q <= wvalid_i && !wready_o;
   end
+  // The checks are computed only in an edge with a held write or a read, inside the clocked
+  // process (continuous assignments are computed every cycle).
   always_ff @(posedge clk_i) begin
-    if (rst_ni && write_held_q && !wvalid_i) begin
-      WriteHeldWhenFull: assert (!write_held_q || wvalid_i)
-        else $error("vta_fifo: a write offered to a full FIFO was withdrawn before it was taken");
+    if (rst_ni && (write_held_q || rready_i)) begin
+      automatic logic write_ok, read_ok;
+      write_ok = !write_held_q || wvalid_i;
+      read_ok  = !rready_i || rvalid_o;
+      if (!(write_ok && read_ok)) begin
+        WriteHeldWhenFull: assert (write_ok)
+          else $error("vta_fifo: a write offered to a full FIFO was withdrawn before it was taken");
+        ReadWhenEmpty: assert (read_ok)
+          else $error("vta_fifo: pop from an empty FIFO");
+      end
     end
   end
-  ReadWhenEmpty: assert property (@(posedge clk_i) disable iff (!rst_ni) rready_i |-> rvalid_o)
-    else $error("vta_fifo: pop from an empty FIFO");
 endmodule : vta_fifo

@@ -72,7 +72,10 @@ module vta_insn_seq import vta_pkg::*; #(
     retire_o   = 1'b0;
     start_o    = 1'b0;
     err_o      = 1'b0;
-    unique case (state_q)
+    // A plain case: its items are distinct constants and it has a default, so the checks of a
+    // unique case (no item or several items matching) could never fail, and a simulator would
+    // still evaluate them every cycle.
+    case (state_q)
       SeqIdle, SeqExec: begin
         if (take) tok_pop_o = head_pops;
         if (take || state_q == SeqExec) begin
@@ -122,7 +125,7 @@ module vta_insn_seq import vta_pkg::*; #(
   assign exec_o       = (state_q == SeqExec);
 
   always_comb begin
-    unique case (state_q)
+    case (state_q)  // distinct constant items and a default (see above)
       SeqIdle:   state_o = !q_valid_i ? 2'(STATE_IDLE)
                          : (!pop_ok ? 2'(STATE_WAIT_TOKEN) : 2'(STATE_BUSY));
       SeqHalted: state_o = 2'(STATE_IDLE);
@@ -138,9 +141,6 @@ module vta_insn_seq import vta_pkg::*; #(
   // the queue head would make Verilator keep a sampled copy of the whole queue storage.
   //   HeadHeld: the instruction is popped from its queue only when it retires, so the head stays
   //             in place while it executes.
-  logic pop_with_token_ok, done_or_err_ok;
-  assign pop_with_token_ok = (tok_pop_o & ~tok_avail_i) == '0;
-  assign done_or_err_ok    = !((take || state_q == SeqExec) && done_i && err_i);
   // HeadHeld compares the 160-bit queue head only in the cycles of an executing instruction
   always_ff @(posedge clk_i) begin
     if (rst_ni && state_q == SeqExec) begin
@@ -150,12 +150,19 @@ module vta_insn_seq import vta_pkg::*; #(
       end
     end
   end
+  // PopWithToken and DoneOrErr are about a taken or executing instruction (tokens are popped
+  // only when one is taken), so they are computed only in those edges, inside the clocked process
   always_ff @(posedge clk_i) begin
-    if (rst_ni && !(pop_with_token_ok && done_or_err_ok)) begin
-      PopWithToken: assert (pop_with_token_ok)
-        else $error("vta_insn_seq: token popped from an empty channel");
-      DoneOrErr: assert (done_or_err_ok)
-        else $error("vta_insn_seq: the unit reports both done and error");
+    if (rst_ni && (take || state_q == SeqExec)) begin
+      automatic logic pop_with_token_ok, done_or_err_ok;
+      pop_with_token_ok = (tok_pop_o & ~tok_avail_i) == '0;
+      done_or_err_ok    = !(done_i && err_i);
+      if (!(pop_with_token_ok && done_or_err_ok)) begin
+        PopWithToken: assert (pop_with_token_ok)
+          else $error("vta_insn_seq: token popped from an empty channel");
+        DoneOrErr: assert (done_or_err_ok)
+          else $error("vta_insn_seq: the unit reports both done and error");
+      end
     end
   end
 endmodule : vta_insn_seq

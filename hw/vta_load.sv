@@ -154,15 +154,19 @@ module vta_load import vta_pkg::*; (
   // assertion samples), as immediate assertions on the clock edge that run only in an edge where
   // one of the checks fails (a simulator evaluates the checks once, together, and copies no
   // sampled values; see vta_insn_seq).
-  logic only_inp_wgt_ok, wr_in_range_ok;
-  assign only_inp_wgt_ok = !decode || (32'(insn[MEM_MEMORY_TYPE_LO +: 3]) == MEM_INP || is_wgt);
-  assign wr_in_range_ok  = !wr_valid || wr_idx < depth;
+  // Both are about a decode or a scratchpad write, so they are computed only in an edge with
+  // one of these, inside the clocked process (continuous assignments are computed every cycle).
   always_ff @(posedge clk_i) begin
-    if (rst_ni && !(only_inp_wgt_ok && wr_in_range_ok)) begin
-      OnlyInpWgt: assert (only_inp_wgt_ok)
-        else $error("vta_load: instruction of another unit in the load queue");
-      WrInRange: assert (wr_in_range_ok)
-        else $error("vta_load: scratchpad write out of range");
+    if (rst_ni && (decode || wr_valid)) begin
+      automatic logic only_inp_wgt_ok, wr_in_range_ok;
+      only_inp_wgt_ok = !decode || (32'(insn[MEM_MEMORY_TYPE_LO +: 3]) == MEM_INP || is_wgt);
+      wr_in_range_ok  = !wr_valid || wr_idx < depth;
+      if (!(only_inp_wgt_ok && wr_in_range_ok)) begin
+        OnlyInpWgt: assert (only_inp_wgt_ok)
+          else $error("vta_load: instruction of another unit in the load queue");
+        WrInRange: assert (wr_in_range_ok)
+          else $error("vta_load: scratchpad write out of range");
+      end
     end
   end
 endmodule : vta_load

@@ -157,29 +157,34 @@ module vta_mem_engine import vta_pkg::*; #(
   // ------------------------------------------------------------------ checks
   // same-cycle implications over the values before the clock edge (what a concurrent assertion
   // samples), as immediate assertions on the clock edge that run only in an edge where one of the
-  // checks fails (a simulator evaluates the checks once, together, and copies no sampled values)
-  logic rd_id_ok, rd_aligned_ok, rd_cross_ok, wr_cross_ok, ack_ok;
-  assign rd_id_ok      = !mem_rd_valid_i || (mem_rd_id_i < 8'(NumRd));
-  assign rd_aligned_ok = !mem_rd_req_valid_o || (mem_rd_req_addr_o[2:0] == 3'd0);
-  assign rd_cross_ok   = !mem_rd_req_valid_o
-                      || (({1'b0, mem_rd_req_addr_o[6:3]} + {1'b0, mem_rd_req_len_o[3:0]} < 5'd16)
-                          && (mem_rd_req_len_o < 8'(MAX_BURST_BEATS)));
-  assign wr_cross_ok   = !mem_wr_req_valid_o
-                      || (({1'b0, mem_wr_req_addr_o[6:3]} + {1'b0, mem_wr_req_len_o[3:0]} < 5'd16)
-                          && (mem_wr_req_len_o < 8'(MAX_BURST_BEATS)) && (mem_wr_req_addr_o[2:0] == 3'd0));
-  assign ack_ok        = !mem_wr_ack_i || (wr_acks_q != '0);
+  // checks fails (a simulator evaluates the checks once, together, and copies no sampled values).
+  // Each check is about a read response, a read or write request or a write ack, so they are
+  // evaluated only in an edge with one of these, inside the clocked process (as continuous
+  // assignments they were computed every cycle).
   always_ff @(posedge clk_i) begin
-    if (rst_ni && !(rd_id_ok && rd_aligned_ok && rd_cross_ok && wr_cross_ok && ack_ok)) begin
-      RdIdKnown: assert (rd_id_ok)
-        else $error("vta_mem_engine: read response with unknown id %0d", mem_rd_id_i);
-      RdReqAligned: assert (rd_aligned_ok)
-        else $error("vta_mem_engine: unaligned read address");
-      RdReqNoCross: assert (rd_cross_ok)
-        else $error("vta_mem_engine: read burst crosses a %0d-byte boundary", BURST_BOUNDARY_BYTES);
-      WrReqNoCross: assert (wr_cross_ok)
-        else $error("vta_mem_engine: bad write burst");
-      AckOnlyForSentBurst: assert (ack_ok)
-        else $error("vta_mem_engine: write ack without a completed burst");
+    if (rst_ni && (mem_rd_valid_i || mem_rd_req_valid_o || mem_wr_req_valid_o || mem_wr_ack_i)) begin
+      automatic logic rd_id_ok, rd_aligned_ok, rd_cross_ok, wr_cross_ok, ack_ok;
+      rd_id_ok      = !mem_rd_valid_i || (mem_rd_id_i < 8'(NumRd));
+      rd_aligned_ok = !mem_rd_req_valid_o || (mem_rd_req_addr_o[2:0] == 3'd0);
+      rd_cross_ok   = !mem_rd_req_valid_o
+                   || (({1'b0, mem_rd_req_addr_o[6:3]} + {1'b0, mem_rd_req_len_o[3:0]} < 5'd16)
+                       && (mem_rd_req_len_o < 8'(MAX_BURST_BEATS)));
+      wr_cross_ok   = !mem_wr_req_valid_o
+                   || (({1'b0, mem_wr_req_addr_o[6:3]} + {1'b0, mem_wr_req_len_o[3:0]} < 5'd16)
+                       && (mem_wr_req_len_o < 8'(MAX_BURST_BEATS)) && (mem_wr_req_addr_o[2:0] == 3'd0));
+      ack_ok        = !mem_wr_ack_i || (wr_acks_q != '0);
+      if (!(rd_id_ok && rd_aligned_ok && rd_cross_ok && wr_cross_ok && ack_ok)) begin
+        RdIdKnown: assert (rd_id_ok)
+          else $error("vta_mem_engine: read response with unknown id %0d", mem_rd_id_i);
+        RdReqAligned: assert (rd_aligned_ok)
+          else $error("vta_mem_engine: unaligned read address");
+        RdReqNoCross: assert (rd_cross_ok)
+          else $error("vta_mem_engine: read burst crosses a %0d-byte boundary", BURST_BOUNDARY_BYTES);
+        WrReqNoCross: assert (wr_cross_ok)
+          else $error("vta_mem_engine: bad write burst");
+        AckOnlyForSentBurst: assert (ack_ok)
+          else $error("vta_mem_engine: write ack without a completed burst");
+      end
     end
   end
 endmodule : vta_mem_engine

@@ -255,21 +255,26 @@ module vta_store import vta_pkg::*; (
   // assertion samples), as immediate assertions on the clock edge that run only in an edge where
   // one of the checks fails (a simulator evaluates the checks once, together, and copies no
   // sampled values; see vta_insn_seq).
-  logic source_ok, buffer_ok, ack_ok, walk_ok;
-  assign source_ok = !acc_re_o || src_q < ACC_BUFF_DEPTH;
-  assign buffer_ok = 32'(cnt_q) + 32'(inflight_q) <= 32'(BufElems);
-  assign ack_ok    = !wr_ack_i || acks_q != '0;
-  assign walk_ok   = !(aw_active_q || open_q || cnt_q != '0) || exec;
+  // Each can fail only with an acc read, a write ack, or a burst, element or read in flight, so
+  // they are computed only in an edge with one of these, inside the clocked process (continuous
+  // assignments are computed every cycle, also while the store is idle).
   always_ff @(posedge clk_i) begin
-    if (rst_ni && !(source_ok && buffer_ok && ack_ok && walk_ok)) begin
-      SourceInRange: assert (source_ok)
-        else $error("vta_store: acc read out of range");
-      BufferBound: assert (buffer_ok)
-        else $error("vta_store: element buffer overrun");
-      AckExpected: assert (ack_ok)
-        else $error("vta_store: write ack without an outstanding burst");
-      WalkOnlyInExec: assert (walk_ok)
-        else $error("vta_store: row walk outside the execution of a store");
+    if (rst_ni && (acc_re_o || wr_ack_i || aw_active_q || open_q || cnt_q != '0 || inflight_q)) begin
+      automatic logic source_ok, buffer_ok, ack_ok, walk_ok;
+      source_ok = !acc_re_o || src_q < ACC_BUFF_DEPTH;
+      buffer_ok = 32'(cnt_q) + 32'(inflight_q) <= 32'(BufElems);
+      ack_ok    = !wr_ack_i || acks_q != '0;
+      walk_ok   = !(aw_active_q || open_q || cnt_q != '0) || exec;
+      if (!(source_ok && buffer_ok && ack_ok && walk_ok)) begin
+        SourceInRange: assert (source_ok)
+          else $error("vta_store: acc read out of range");
+        BufferBound: assert (buffer_ok)
+          else $error("vta_store: element buffer overrun");
+        AckExpected: assert (ack_ok)
+          else $error("vta_store: write ack without an outstanding burst");
+        WalkOnlyInExec: assert (walk_ok)
+          else $error("vta_store: row walk outside the execution of a store");
+      end
     end
   end
 endmodule : vta_store

@@ -31,27 +31,37 @@ module vta_tokens import vta_pkg::*; (
   end
 
   // A count changes only in a cycle with a push or a pop on its channel (one per instruction),
-  // so it is updated only then, under that enable, and a simulator evaluates no next count in
-  // the other cycles.
+  // so the counts are updated only in a cycle with any push or pop, under that one enable, and
+  // a simulator evaluates no next count in the other cycles.
+  // avail_q (count != 0) moves with the count, so the sequencers read a register instead of four
+  // compares evaluated every cycle.
+  logic [3:0] avail_q;
   always_ff @(posedge clk_i or negedge rst_ni) begin
     if (!rst_ni) begin
-      cnt_q <= '0;
-    end else begin
+      cnt_q   <= '0;
+      avail_q <= '0;
+    end else if ((push_i | pop_i) != '0) begin
       for (int unsigned c = 0; c < 4; c++) begin
-        if (push_i[c] && !pop_i[c] && !ovf[c]) cnt_q[c] <= cnt_q[c] + 8'd1;
-        else if (pop_i[c] && !push_i[c]) cnt_q[c] <= cnt_q[c] - 8'd1;
+        if (push_i[c] && !pop_i[c] && !ovf[c]) begin
+          cnt_q[c]   <= cnt_q[c] + 8'd1;
+          avail_q[c] <= 1'b1;
+        end else if (pop_i[c] && !push_i[c]) begin
+          cnt_q[c]   <= cnt_q[c] - 8'd1;
+          avail_q[c] <= (cnt_q[c] != 8'd1);
+        end
       end
     end
   end
 
   assign count_o = cnt_q;
   assign err_o   = |ovf;
-  for (genvar c = 0; c < 4; c++) begin : g_avail
-    assign avail_o[c] = (cnt_q[c] != 8'd0);
-    // an immediate assertion on the clock edge over the values before it (what a concurrent
-    // one samples), run only in an edge where the check fails (see vta_insn_seq)
-    always_ff @(posedge clk_i) begin
-      if (rst_ni && pop_i[c] && !avail_o[c]) begin
+  assign avail_o = avail_q;
+  // an immediate assertion on the clock edge over the values before it (what a concurrent one
+  // samples), run only in an edge where the check fails on some channel (see vta_insn_seq): one
+  // test of the four channels a cycle, not four
+  always_ff @(posedge clk_i) begin
+    if (rst_ni && (pop_i & ~avail_o) != '0) begin
+      for (int c = 0; c < 4; c++) begin
         PopNeedsToken: assert (!pop_i[c] || avail_o[c])
           else $error("vta_tokens: pop from empty channel %0d", c);
       end

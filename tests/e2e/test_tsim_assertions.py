@@ -21,8 +21,8 @@ from . import gemm_program
 
 pytestmark = pytest.mark.verilator
 
-_SOUND = "rready_i |-> rvalid_o"
-_INVERTED = "rready_i |-> !rvalid_o"
+_SOUND = "read_ok  = !rready_i || rvalid_o;"
+_INVERTED = "read_ok  = !rready_i || !rvalid_o;"
 
 
 def _assertion_line(fifo_text: str) -> int:

@@ -21,8 +21,8 @@ from tests.hw.hwsim import needs_verilator
 from vta.dram import DRAM
 from vta.errors import HardwareAssertionError
 
-_SOUND = "assign ack_ok    = !wr_ack_i || acks_q != '0;"
-_BROKEN = "assign ack_ok    = !wr_ack_i;"
+_SOUND = "ack_ok    = !wr_ack_i || acks_q != '0;"
+_BROKEN = "ack_ok    = !wr_ack_i;"
 _CONFIGS = ("vta_config.json", "batch2.json", "block32.json", "extended.json", "narrow.json")
 
 
