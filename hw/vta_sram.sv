@@ -26,6 +26,7 @@ module vta_sram #(
   localparam int unsigned Groups = Lanes / GroupLanes;
   localparam int unsigned R1 = (NumRd > 1) ? 1 : 0;
   localparam int unsigned R2 = (NumRd > 2) ? 2 : 0;
+  localparam int unsigned R3 = (NumRd > 3) ? 3 : 0;
 
   logic [Width-1:0] mem_q [Depth];
   logic [NumRd-1:0][Width-1:0] rdata_q;
@@ -54,12 +55,13 @@ module vta_sram #(
         end
       end
     end
-    // Each port with a constant index (R1, R2 alias port 0 when there are fewer ports and are
+    // Each port with a constant index (R1, R2, R3 alias port 0 when there are fewer ports and are
     // then never used): a port indexed by a loop variable is copied twice by Verilator, through
     // a bounds-checked temporary, on every read.
     if (re_i[0]) rdata_q[0] <= mem_q[raddr_i[0]];
     if (NumRd > 1 && re_i[R1]) rdata_q[R1] <= mem_q[raddr_i[R1]];
     if (NumRd > 2 && re_i[R2]) rdata_q[R2] <= mem_q[raddr_i[R2]];
+    if (NumRd > 3 && re_i[R3]) rdata_q[R3] <= mem_q[raddr_i[R3]];
   end
   /* verilator lint_on BLKSEQ */
 
@@ -67,7 +69,7 @@ module vta_sram #(
 
   initial begin
     if (Width % Lanes != 0) $fatal(1, "vta_sram: Width %0d is not a multiple of Lanes %0d", Width, Lanes);
-    if (NumRd < 1 || NumRd > 3) $fatal(1, "vta_sram: NumRd %0d is not 1, 2 or 3", NumRd);
+    if (NumRd < 1 || NumRd > 4) $fatal(1, "vta_sram: NumRd %0d is not 1 to 4", NumRd);
     if (Lanes % GroupLanes != 0) $fatal(1, "vta_sram: Lanes %0d is not a multiple of 8", Lanes);
   end
 endmodule : vta_sram
