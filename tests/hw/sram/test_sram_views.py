@@ -13,8 +13,9 @@ from tests.hw.hwsim import HW_DIR, needs_verilator, run
 pytestmark = needs_verilator
 
 #: Row width, depth, write lanes and read ports of each bench: 16 lanes exercise the simulation
-#: view's grouped lane writes (more than 8 lanes), 4 lanes its plain loop; 2 read ports each.
-SHAPES = {"grouped": (64, 8, 16, 2), "plain": (32, 4, 4, 2)}
+#: view's grouped lane writes (more than 8 lanes), 4 lanes its plain loop; 2 read ports, and 4 (the
+#: most, the accumulator of COMPUTE_OVERLAP) in one bench.
+SHAPES = {"grouped": (64, 8, 16, 2), "plain": (32, 4, 4, 2), "four_ports": (32, 4, 4, 4)}
 
 
 def _renamed(path, name: str) -> str:
