@@ -46,7 +46,8 @@ LOAD_RETIRE = 1
 
 #: The helpers numba inlines into :func:`core` (with :func:`work_size`).
 HELPERS = ("work_size", "_pad_end", "_fetch_burst", "_serve", "_setup", "_queue_free_at", "_dispatch",
-           "_dispatch_arrived", "_fetch_event", "_fetch_key", "_candidates", "_earliest_start", "_earliest_request",
+           "_dispatch_arrived", "_fetch_event", "_fetch_key", "_tokens_ready", "_candidates", "_earliest_start",
+           "_earliest_request",
            "_request_buffered", "_request_burst", "_load_requests", "_start", "_retire", "_meets", "_conflict",
            "_lanes_candidate", "_lanes_retire")
 
@@ -308,6 +309,24 @@ def _fetch_key(f_time, f_req, fetch_buffer, ch):
     return ch[0] if ch[0] > key else key
 
 
+def _tokens_ready(t, mask, popped, tokens, push_cnt, push_t):
+    """The cycle from ``t`` on at which every token in ``mask`` (a bit per channel) has been pushed,
+    or -1 when one of them is not pushed yet."""
+    c = 0
+    while mask != 0:
+        if mask & 1:
+            k = popped[c]
+            if k >= tokens[c]:
+                j = k - tokens[c]
+                if j >= push_cnt[c]:
+                    return -1
+                if push_t[c, j] > t:
+                    t = push_t[c, j]
+        mask >>= 1
+        c += 1
+    return t
+
+
 def _candidates(dirty, ld_insn, heads, qlen, queue, qbase, dispatch, free, pops, popped, tokens, push_cnt, push_t,
                 cand_t, cand_w):
     """Recompute the candidate of each unit in ``dirty``: the cycle its queue head can start
@@ -327,21 +346,7 @@ def _candidates(dirty, ld_insn, heads, qlen, queue, qbase, dispatch, free, pops,
         t0 = dispatch[i] + 1
         if free[u] > t0:
             t0 = free[u]
-        t = t0
-        m = pops[i]
-        c = 0
-        while m != 0:
-            if m & 1:
-                k = popped[c]
-                if k >= tokens[c]:
-                    j = k - tokens[c]
-                    if j >= push_cnt[c]:
-                        t = -1
-                        break
-                    if push_t[c, j] > t:
-                        t = push_t[c, j]
-            m >>= 1
-            c += 1
+        t = _tokens_ready(t0, pops[i], popped, tokens, push_cnt, push_t)
         if t >= 0:
             cand_t[u] = t
             cand_w[u] = t - t0
@@ -682,20 +687,7 @@ def core(n, unit, pops, pushes, cost, finish, client, addr, row_bytes, stride, r
                             t0 = free[1]
                         t = _lanes_candidate(i, t0, t0, foot, last_lane, dcyc, qpos, queue, qbase, end)
                         t1 = t
-                        m = pops[i]
-                        c = 0
-                        while m != 0 and t >= 0:
-                            if m & 1:
-                                k = popped[c]
-                                if k >= tokens[c]:
-                                    j = k - tokens[c]
-                                    if j >= push_cnt[c]:
-                                        t = -1
-                                        break
-                                    if push_t[c, j] > t:
-                                        t = push_t[c, j]
-                            m >>= 1
-                            c += 1
+                        t = _tokens_ready(t1, pops[i], popped, tokens, push_cnt, push_t)
                         if t >= 0:
                             cand_t[1] = t
                             cand_w[1] = t - t1
