@@ -1,9 +1,10 @@
 """Build one RTL unit with Verilator through ``cocotb_tools.runner`` and run its cocotb tests.
 
 Builds are cached in ``vta.cache.cache_dir("cocotb")`` under a key made of every ``hw/*.sv``
-source, the lint waivers, the generated ``vta_pkg`` (so the configuration), the top module and
-the build flags; a second run with the same sources reuses the compiled model. Tests that need
-Verilator are marked ``verilator`` and skip with a reason when it is missing.
+source, the lint waivers, the generated ``vta_pkg`` (so the configuration), the top module, the
+build flags and the cocotb installation the model links against; a second run with the same
+sources reuses the compiled model. Tests that need Verilator are marked ``verilator`` and skip
+with a reason when it is missing.
 """
 
 from __future__ import annotations
@@ -38,6 +39,14 @@ def rtl_sources() -> list[Path]:
     return sorted(HW_DIR.glob("*.sv"))
 
 
+def _cocotb_libs() -> str:
+    """The directory and version of the cocotb libraries a build links against."""
+    import cocotb
+    from cocotb_tools.config import libs_dir
+
+    return f"{libs_dir.resolve()}@{cocotb.__version__}"
+
+
 def build(toplevel: str, config: str = "vta_config.json", generated: dict[str, str] | None = None) -> Path:
     """Build ``toplevel`` for the shipped configuration ``config``; return the build directory.
 
@@ -56,7 +65,9 @@ def build(toplevel: str, config: str = "vta_config.json", generated: dict[str, s
     _verilator.ensure_on_path()
     package = hwgen.sv_package(make_env(config))
     sources = ({path.name: path.read_bytes() for path in rtl_sources()} if generated is None else dict(generated))
-    parts: list[bytes | str] = ["cocotb-v3", toplevel, *BUILD_ARGS, "vta_pkg.sv", package]
+    # The compiled model links cocotb's VPI library by its absolute path, so a build is only valid
+    # for the cocotb installation (virtual environment) it was linked against.
+    parts: list[bytes | str] = ["cocotb-v4", _cocotb_libs(), toplevel, *BUILD_ARGS, "vta_pkg.sv", package]
     for name in sorted(sources):
         parts += [name, sources[name]]
     build_dir = cache_dir("cocotb") / f"{toplevel}-{content_key(parts)}"
