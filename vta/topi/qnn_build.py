@@ -77,6 +77,7 @@ from .qnn_requant import (
     MAX_ROUND_SHIFT,
     MULTIPLIER_SPLIT,
     PRODUCT_SHIFT,
+    QUAD_SPLIT,
     mixed_shift_form,
     saturating_clamp,
     sum_fraction_bits,
@@ -257,6 +258,64 @@ class _Chain:
         high = self.x
         self.x = compute(self.shape, lambda *i: high(*i) + low(*i), name=self._name("t"), tag=ELEMWISE_TAG)
 
+    def four_product(self, ms: tuple, mult_ts: tuple) -> None:
+        """``x = floor(x * m / 2**24)`` exactly for any int32 ``x`` and ``0 <= m < 2**24`` (the
+        ``wide`` mode's four-product form, :attr:`~vta.topi.qnn_requant.Requant.four_product`):
+        ``x = hi * 2**15 + lo`` as in :meth:`split_multiply` (``|hi| <= 2**16``, ``lo`` in
+        ``[-2**14, 2**14)``), ``m = mh * 2**9 + ml`` (``ms = (mh, ml)``: ``mh < 2**15``,
+        ``ml < 2**9``), then from the lowest weight up, each floor shift taken of an exact value:
+        ``c1 = lo * mh + ((lo * ml) >> 9)`` (``floor(lo m / 2**9)``, ``|.| < 2**30``),
+        ``c2 = hi * ml + (c1 >> 6)`` (``floor((hi ml 2**15 + lo m) / 2**15)``, ``< 2**26``),
+        ``hi * mh + (c2 >> 9)`` (``|hi * mh| < 2**31``). The three stages that open a tile besides
+        ``x`` (``hi``, ``lo * ml``, ``hi * ml``) carry ``extra_tile`` (the storage planner does
+        not always fold the last into the dead second); 15 instructions."""
+        (mh, ml), (th, tl) = ms, mult_ts
+        x0 = self.x
+        self.x = compute(self.shape, lambda *i: x0(*i) >> 1, name=self._name("hi"), tag=ELEMWISE_TAG,
+                         attrs={"extra_tile": 1})
+        self.imm("add", 1 << 13)
+        self.imm("shr", 14)
+        hi = self.x
+        self.x = x0
+        self.imm("shl", 32 - PRODUCT_SHIFT)
+        self.imm("shr", 32 - PRODUCT_SHIFT)
+        lo = self.x
+        self._copy_scaled(lo, ml, tl, extra=True)
+        self.imm("shr", QUAD_SPLIT)
+        low = self.x
+        self.x = lo
+        self._scale(mh, th)
+        self._sum(low)
+        self.imm("shr", PRODUCT_SHIFT - QUAD_SPLIT)
+        c1 = self.x
+        self._copy_scaled(hi, ml, tl, extra=True)
+        self._sum(c1)
+        self.imm("shr", QUAD_SPLIT)
+        c2 = self.x
+        self.x = hi
+        self._scale(mh, th)
+        self._sum(c2)
+
+    def _copy_scaled(self, src: Tensor, m: int | None, mult_t: Tensor | None, extra: bool) -> None:
+        """``x = src * m`` in a new tile (``extra``: budgeted as one more live tile)."""
+        attrs = {"extra_tile": 1} if extra else None
+        if mult_t is not None:
+            bc = [int(ts) == 1 and int(rs) != 1 for ts, rs in zip(mult_t.shape, self.shape, strict=True)]
+
+            def f(*i):
+                return src(*i) * mult_t(*[n.IntImm(0) if b else v for b, v in zip(bc, i, strict=True)])
+            tag = BROADCAST_TAG
+        else:
+            def f(*i):
+                return src(*i) * n.const(m, src.dtype)
+            tag = ELEMWISE_TAG
+        self.x = compute(self.shape, f, name=self._name("prod"), tag=tag, attrs=attrs)
+
+    def _sum(self, other: Tensor) -> None:
+        """``x = x + other`` (two tiles of the output's shape)."""
+        prev = self.x
+        self.x = compute(self.shape, lambda *i: prev(*i) + other(*i), name=self._name("t"), tag=ELEMWISE_TAG)
+
     def _scale(self, m: int | None, mult_t: Tensor | None) -> None:
         if mult_t is not None:
             self.tensor("mul", mult_t)
@@ -397,7 +456,9 @@ class _Chain:
             self.imm("min", DIRECT_CLAMP)
             self.imm("max", -DIRECT_CLAMP)
             x_mul = (-DIRECT_CLAMP, DIRECT_CLAMP)
-        if msplit:
+        if msplit and rq.four_product:
+            self.four_product(ms, mts)
+        elif msplit:
             self.split_multiplier(ms, mts, k)
         elif split:
             self.split_multiply(m, mts[0])

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["WIDE_BITS", "WIDE_MAX_ACC_BITS", "wide_bits",
+__all__ = ["WIDE_BITS", "WIDE_MAX_ACC_BITS", "wide_bits", "QUAD_SPLIT", "QUAD_SHIFT", "four_product_ok",
            "FIXED_BITS", "INT8_RANGE", "MAX_ROUND_SHIFT", "MODES", "MULTIPLIER_BITS", "MULTIPLIER_SPLIT",
            "PRODUCT_SHIFT", "Requant", "accumulator_bits", "add_np", "channel_clamp", "mixed_shift_form",
            "requantize_np", "round_sum_np", "saturating_clamp", "scaled_np", "sum_fraction_bits"]
@@ -38,6 +38,11 @@ WIDE_BITS = 24
 #: Largest accumulator bound (bits) for which ``wide`` gives more bits than ``fixed``
 #: (``61 - 2 * acc_bits > 15``).
 WIDE_MAX_ACC_BITS = 22
+#: The multiplier split of the ``wide`` mode's four-product form (any int32 accumulator, all 24
+#: bits): ``m = mh * 2**9 + ml`` with the accumulator split ``x = hi * 2**15 + lo``.
+QUAD_SPLIT = 9
+#: The bits the four-product form drops before its rounding: ``floor(x * m / 2**24)``.
+QUAD_SHIFT = PRODUCT_SHIFT + QUAD_SPLIT
 #: The multiplier split of the ``fixed`` mode for accumulators below 2**23: m = mh * 2**8 + ml.
 MULTIPLIER_SPLIT = 8
 #: Where the ``fixed`` mode clamps the accumulator when a shift is at most PRODUCT_SHIFT (M >= 1/2).
@@ -94,13 +99,16 @@ class Requant:
         if self.mode in ("fixed", "wide") and self.pre_shift:
             raise ValueError(f"Requant: the {self.mode} mode has an exact product and takes no pre_shift")
         if self.mode == "wide":
-            if self.acc_bits is None or not 1 <= int(self.acc_bits) <= WIDE_MAX_ACC_BITS:
-                raise ValueError(f"Requant: the wide mode needs acc_bits in [1, {WIDE_MAX_ACC_BITS}], "
-                                 f"got {self.acc_bits!r}")
+            if self.acc_bits is None or not 1 <= int(self.acc_bits) <= 32:
+                raise ValueError(f"Requant: the wide mode needs acc_bits in [1, 32], got {self.acc_bits!r}")
             k, live = _wide_split(int(self.acc_bits)), m != 0
-            if live.any() and (int(s[live].min()) <= k or int(m.max()) >= 1 << wide_bits(int(self.acc_bits))):
+            if (live.any() and not four_product_ok(int(self.acc_bits), m, s)
+                    and (int(self.acc_bits) > WIDE_MAX_ACC_BITS or int(s[live].min()) <= k
+                         or int(m.max()) >= 1 << wide_bits(int(self.acc_bits)))):
                 raise ValueError(f"Requant: a wide multiplier must be below 2**{wide_bits(int(self.acc_bits))} "
-                                 f"and its shift above the split {k} (acc_bits {self.acc_bits})")
+                                 f"and its shift above the split {k} (acc_bits {self.acc_bits} <= "
+                                 f"{WIDE_MAX_ACC_BITS}), or be in the four-product form (a bound above 18 "
+                                 f"bits, every live shift above {QUAD_SHIFT}: four_product_ok)")
         if self.acc_bits is not None:
             if not 1 <= int(self.acc_bits) <= 32:
                 raise ValueError(f"Requant: acc_bits must lie in [1, 32], got {self.acc_bits!r}")
@@ -142,11 +150,14 @@ class Requant:
         mode : {"fixed", "wide", "fixed8", "pow2"}
             ``fixed`` (default): 15-bit multiplier (``m`` in [2**14, 2**15) unless ``M`` is so
             small that the shift would pass 62), exact product for every int32 accumulator;
-            ``wide``: :func:`wide_bits` ``(acc_bits)`` bits (all 24 of float32 for
-            ``acc_bits <= 18``, 17 at 22), exact product, one multiplier split on the ALU
-            (:meth:`product_shift`); without ``acc_bits``, with ``acc_bits`` above
-            :data:`WIDE_MAX_ACC_BITS` or with a multiplier so large that its shift would not pass
-            the split (``M >= 2**(bits - 1 - split)``), the ``fixed`` requantisation instead;
+            ``wide``: all 24 bits of the float32 multiplier, exact product: for
+            ``acc_bits <= 18`` with one multiplier split on the ALU (two products), above with
+            the four-product form (:attr:`four_product`) when :func:`four_product_ok` holds
+            (every ``M < 1/2``, about); otherwise :func:`wide_bits` ``(acc_bits)`` bits (17 at
+            22) with the multiplier split; without ``acc_bits``, with ``acc_bits`` above
+            :data:`WIDE_MAX_ACC_BITS` and no four-product form, or with a multiplier so large
+            that its shift would not pass the split (``M >= 2**(bits - 1 - split)``), the
+            ``fixed`` requantisation instead;
             ``fixed8``: 8-bit multiplier (``m`` in [128, 255]), the product wraps past 2**31;
             ``pow2``: the nearest power of two, no multiply.
         acc_bits : int, optional
@@ -176,13 +187,10 @@ class Requant:
             if mode not in ("fixed", "wide"):
                 pre = max(0, int(acc_bits) + MULTIPLIER_BITS - 31)
         if mode == "wide":
-            if acc_bits is None or int(acc_bits) > WIDE_MAX_ACC_BITS:
-                mode = "fixed"
-            else:
-                wide = _wide(scales, int(acc_bits))
-                if wide is not None:
-                    return cls(wide[0], wide[1], 0, "wide", int(acc_bits))
-                mode = "fixed"
+            wide = None if acc_bits is None else _wide(scales, int(acc_bits))
+            if wide is not None:
+                return cls(wide[0], wide[1], 0, "wide", int(acc_bits))
+            mode = "fixed"
         if mode == "fixed":
             scales = scales.astype(np.float32).astype(np.float64)
         ms, ss = [], []
@@ -232,6 +240,14 @@ class Requant:
     def _live_shifts(self) -> np.ndarray:
         return self.shift[self.multiplier != 0]  # a zero multiplier (a padded channel) gives 0 at any shift
 
+    @property
+    def four_product(self) -> bool:
+        """True for a ``wide`` requant in the four-product form (:func:`four_product_ok`; an
+        accumulator bound above 18 bits): ``floor(x * m / 2**24)`` of any int32 ``x`` from
+        ``x = hi * 2**15 + lo`` and ``m = mh * 2**9 + ml`` (:data:`QUAD_SPLIT`), four products,
+        no step leaving int32 (:meth:`vta.topi.qnn_build._Chain.four_product`)."""
+        return self.mode == "wide" and four_product_ok(self.acc_bits, self.multiplier, self.shift)
+
     def product_shift(self, bounded: bool = False) -> int:
         """The bits the accelerator's multiply step drops before the rounding (``fixed`` mode):
 
@@ -240,13 +256,15 @@ class Requant:
         * 8: ``acc_bits <= 23``: ``m = mh * 2**8 + ml`` and ``x * mh + ((x * ml) >> 8)``;
         * 15: any int32 accumulator: ``x = hi * 2**15 + lo`` and ``hi * m + ((lo * m) >> 15)``.
 
-        ``wide`` mode: always the multiplier split ``x * mh + ((x * ml) >> k)`` with ``m = mh *
-        2**k + ml`` and ``k = min(15, 31 - acc_bits)`` (``bounded`` changes nothing: ``m`` has
-        up to 24 bits).
+        ``wide`` mode: the multiplier split ``x * mh + ((x * ml) >> k)`` with ``m = mh *
+        2**k + ml`` and ``k = min(15, 31 - acc_bits)``, or :data:`QUAD_SHIFT` (24) in the
+        four-product form (``bounded`` changes nothing: ``m`` has up to 24 bits).
         """
         live = self._live_shifts()
         if self.mode == "wide":
-            return _wide_split(self.acc_bits) if live.size else 0
+            if not live.size:
+                return 0
+            return QUAD_SHIFT if self.four_product else _wide_split(self.acc_bits)
         if self.mode != "fixed" or live.size == 0 or int(live.min()) <= PRODUCT_SHIFT:
             return 0
         if bounded or (self.acc_bits is not None and self.acc_bits <= 16):
@@ -271,9 +289,10 @@ class Requant:
 
     def alu_multipliers(self) -> tuple[np.ndarray, ...]:
         """The multiplier vector(s) the accelerator multiplies an accumulator by: ``(mh, ml)`` with
-        ``m = mh * 2**k + ml`` for a multiplier split (:attr:`multiplier_split`), else ``(m,)``."""
+        ``m = mh * 2**k + ml`` for a multiplier split (:attr:`multiplier_split`; ``k`` =
+        :data:`QUAD_SPLIT` in the four-product form), else ``(m,)``."""
         if self.multiplier_split:
-            k = self.product_shift()
+            k = QUAD_SPLIT if self.four_product else self.product_shift()
             return ((self.multiplier >> k).astype(np.int32), (self.multiplier & ((1 << k) - 1)).astype(np.int32))
         return (self.multiplier,)
 
@@ -294,6 +313,9 @@ class Requant:
         if not live.any():
             live = np.ones_like(live)
         s2 = int(min(int(rest[live].min()), MAX_ROUND_SHIFT))
+        if self.four_product and self.acc_bits > 30:
+            # floor(x m / 2**24) may come within 2**(s2-1) of 2**31: a first shift of at least 1
+            s2 = int(min(int(rest[live].min()) - 1, MAX_ROUND_SHIFT))
         if post_add and int(rest[live].max()) > s2:
             while s2 > 1 and not -(1 << 15) <= (1 << (s2 - 1)) + post_add * (1 << s2) < (1 << 15):
                 s2 -= 1
@@ -400,6 +422,22 @@ def wide_bits(acc_bits: int) -> int:
     return min(WIDE_BITS, 61 - 2 * int(acc_bits))
 
 
+def four_product_ok(acc_bits: int | None, multiplier, shift) -> bool:
+    """Whether a ``wide`` requant takes the four-product form: an accumulator bound above 18 bits
+    (below, the two-product split keeps all 24 bits), multipliers below 2**24, and every live
+    shift at least 25 (``QUAD_SHIFT + 1``: the rounding step after ``floor(x m / 2**24)``); with
+    a bound above 30 bits at least 26 (:meth:`Requant.split_shifts` then shifts by at least 1
+    before the rounding constant, so that ``x m / 2**24 + 2**(s2-1)`` cannot leave int32)."""
+    if acc_bits is None or int(acc_bits) <= 18:
+        return False
+    m, s = np.asarray(multiplier, np.int64), np.asarray(shift, np.int64)
+    live = m != 0
+    if not live.any() or int(m.max()) >= 1 << WIDE_BITS or int(m.min()) < 0:
+        return False
+    least = int(s[live].min())
+    return least > QUAD_SHIFT + (1 if int(acc_bits) > 30 else 0)
+
+
 def _wide_split(acc_bits: int) -> int:
     """The split ``k`` of a ``wide`` multiplier ``m = mh * 2**k + ml``: ``min(15, 31 - acc_bits)``
     (``|acc * ml| < 2**31``; ``ml`` a signed 16-bit immediate)."""
@@ -407,7 +445,19 @@ def _wide_split(acc_bits: int) -> int:
 
 
 def _wide(scales: np.ndarray, acc_bits: int) -> tuple[np.ndarray, np.ndarray] | None:
-    """``(m, s)`` of the ``wide`` mode for float scales, or None when a shift would not pass the split."""
+    """``(m, s)`` of the ``wide`` mode for float scales: all 24 bits in the four-product form
+    when :func:`four_product_ok` allows it, else the two-product split's bits; None when neither
+    applies (a bound above :data:`WIDE_MAX_ACC_BITS`, or a shift that would not pass the split)."""
+    if acc_bits > 18:
+        full = [_fixed(M, WIDE_BITS) for M in scales.astype(np.float32).astype(np.float64).tolist()
+                if M <= 127.5]
+        if len(full) == scales.size:
+            m24 = np.array([m for m, _ in full], dtype=np.int64)
+            s24 = np.array([s for _, s in full], dtype=np.int64)
+            if four_product_ok(acc_bits, m24, s24):
+                return m24.astype(np.int32), s24.astype(np.int32)
+    if acc_bits > WIDE_MAX_ACC_BITS:
+        return None
     bits, k = wide_bits(acc_bits), _wide_split(acc_bits)
     ms, ss = [], []
     for M in scales.astype(np.float32).astype(np.float64).tolist():

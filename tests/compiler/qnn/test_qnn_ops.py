@@ -117,16 +117,35 @@ def test_conv_fixed_with_an_accumulator_bound(qenv, tmp_path, per_channel, form)
 @pytest.mark.parametrize("per_channel", [False, True])
 @pytest.mark.parametrize("value_range,bias_range", [(128, 5000), (16, 300)])
 def test_conv_wide_multiplier(qenv, tmp_path, per_channel, value_range, bias_range):
-    # The wide mode: the float32 multiplier's bits that the accumulator bound leaves (24 below
-    # 2**19), split at k = min(15, 31 - acc_bits) on the ALU; the oracle's exact product agrees.
+    # The wide mode: all 24 bits of the float32 multiplier; below 2**19 split at k = min(15, 31 -
+    # acc_bits) on the ALU (two products), above in the four-product form (floor(x m / 2**24));
+    # the oracle's exact product agrees.
     rng = np.random.default_rng(RNG_SEED + 5)
     bits = qnn.accumulator_bits(16 * 9 * value_range * value_range // (128 * 128), bias_range)
     scale = rng.uniform(1.6e-4, 4.7e-3, size=16) * (128 / value_range) ** 2 if per_channel else 0.0021
     spec, layout, _ = _conv(qenv, tmp_path, scale=scale, z_out=3, seed=14, acc_bits=bits, mode="wide",
                             value_range=value_range, bias_range=bias_range)
     rq = spec.requant
-    assert rq.mode == "wide" and rq.product_shift() == min(15, 31 - bits)
-    assert int(rq.multiplier.max()) >= 1 << (qnn_requant.wide_bits(bits) - 1) > 1 << 15
+    four = bits > 18
+    assert rq.mode == "wide" and rq.four_product == four
+    assert rq.product_shift() == (qnn_requant.QUAD_SHIFT if four else min(15, 31 - bits))
+    assert int(rq.multiplier.max()) >= 1 << 23
+    assert layout.has("multiplier_lo") == per_channel
+
+
+@pytest.mark.parametrize("per_channel", [False, True])
+def test_conv_wide_four_products_over_the_whole_int32_range(qenv, tmp_path, per_channel):
+    # Biases near +-2**31 (an accumulator bound of 31 bits) and small multipliers: the four-product
+    # form's halves reach their bounds, a first shift comes before the rounding constant, and the
+    # outputs still spread over int8.
+    rng = np.random.default_rng(RNG_SEED + 6)
+    scale = rng.uniform(30.0, 120.0, size=16) / 2 ** 31 if per_channel else 90.0 / 2 ** 31
+    bias_range = (1 << 31) - (1 << 22)
+    bits = qnn.accumulator_bits(16 * 9, bias_range)
+    spec, layout, _ = _conv(qenv, tmp_path, scale=scale, z_out=2, seed=16, bias_range=bias_range, acc_bits=bits,
+                            mode="wide")
+    rq = spec.requant
+    assert bits == 31 and rq.four_product and np.all(rq.split_shifts()[0][rq.multiplier != 0] >= 1)
     assert layout.has("multiplier_lo") == per_channel
 
 
@@ -138,7 +157,8 @@ def test_conv_per_channel_with_a_vanishing_multiplier(qenv, tmp_path, mode):
     scale[5] = 1e-13
     spec, layout, _ = _conv(qenv, tmp_path, scale=scale, z_out=4, seed=15, mode=mode,
                             acc_bits=qnn.accumulator_bits(16 * 9, 5000))
-    assert int(spec.requant.shift[5]) - spec.requant.product_shift() > 31 + 15
+    # (the wide mode's four-product form drops 24 bits before its shifts: a first shift of 23)
+    assert int(spec.requant.shift[5]) - spec.requant.product_shift() > (31 + 15 if mode == "fixed" else 31)
 
 
 def test_conv_fixed_with_padded_channels_keeps_the_split(qenv, tmp_path):
