@@ -20,9 +20,13 @@ model outputs are checked unchanged by that), its outputs are computed here from
   ``+ z_y``; QLinearMul: ``float(acc) * ratio + z_y`` then round half to even; QLinearAdd:
   ``z_c - (r_a z_a + r_b z_b) + a r_a + b r_b`` on the raw values with fused multiply-adds,
   then round half to even);
-* ``exact24`` (convolutions): the integer form of the same float rounding, the multiplier the
-  24-bit mantissa of the float32 multiplier: ``floor((acc * m24 + 2**(s-1)) / 2**s)`` (round
-  half up) — what a requantisation with the whole float32 multiplier would give,
+* ``exact24`` (convolutions, dense layers): the integer form of the same float rounding, the
+  multiplier the 24-bit mantissa of the float32 multiplier: ``floor((acc * m24 + 2**(s-1)) /
+  2**s)`` (round half up) — what a requantisation with the whole float32 multiplier gives
+  (``ours`` since the four-product form, wherever every multiplier is below 1/2);
+* ``even24``: the same exact product rounded half to even (the tie rule alone), and ``f32up``:
+  onnxruntime's float32 product rounded half up (the product's float32 rounding alone): which
+  of onnxruntime's two roundings the integer form misses,
 
 and compared with onnxruntime's QuantizeLinear output: the share of equal elements per layer
 (``--layers``) and over all layers of a kind, and the largest difference. ``float`` at 100%
@@ -69,12 +73,12 @@ def _attrs(node):
 
 
 def patterns(model):
-    """``(kind, node, [dq input nodes], q node)`` of every QDQ Conv/Add/Mul."""
+    """``(kind, node, [dq input nodes], q node)`` of every QDQ Conv/Gemm/Add/Mul."""
     g = model.graph
     prod, cons = _producers(g), _consumers(g)
     found = []
     for node in g.node:
-        if node.op_type not in ("Conv", "Add", "Mul"):
+        if node.op_type not in ("Conv", "Gemm", "Add", "Mul"):
             continue
         dqs = [prod.get(i) for i in node.input if i]
         if not dqs or any(d is None or d.op_type != "DequantizeLinear" for d in dqs):
@@ -158,15 +162,20 @@ def _rne_clip(v, z, dtype):
     return np.rint(v).astype(np.int64) + z
 
 
-def mantissa_requant(acc, M32, axis_shape):
+def mantissa_requant(acc, M32, axis_shape, even=False):
     """``floor((acc * m24 + 2**(s-1)) / 2**s)`` with ``M32 = m24 * 2**-s`` exactly (int64: the
-    product of an int32 and a 24-bit integer stays below 2**55)."""
+    product of an int32 and a 24-bit integer stays below 2**55); ``even``: ties to even."""
     frac, exp = np.frexp(M32.astype(np.float64))          # M = frac * 2**exp, frac in [0.5, 1)
     m = (frac * (1 << 24)).astype(np.int64)                # exact: 24 significant bits
     s = (24 - exp).astype(np.int64)
     tiny = (m == 0) | (s > 62)                             # |acc * M| < 1/2 for every int32 acc
     m, s = np.where(tiny, 0, m).reshape(axis_shape), np.where(tiny, 1, s).reshape(axis_shape)
-    return (acc.astype(np.int64) * m + np.left_shift(np.int64(1), s - 1)) >> s
+    p = acc.astype(np.int64) * m
+    q = (p + np.left_shift(np.int64(1), s - 1)) >> s
+    if even:
+        tie = (p & (np.left_shift(np.int64(1), s) - 1)) == np.left_shift(np.int64(1), s - 1)
+        q = np.where(tie & (q % 2 == 1), q - 1, q)
+    return q
 
 
 def check_conv(node, dqs, q, inits, got):
@@ -192,9 +201,44 @@ def check_conv(node, dqs, q, inits, got):
     # the graph's requant_mode="wide": the float32 multiplier's bits the layer's accumulator bound leaves
     bits = worst_accumulator_bits(w, 0, bias)
     ours = requantize_np(acc, Requant.from_scale(scale, mode="wide", acc_bits=bits), 1, zy - off) + off
+    return y, {"ours": ours, "fixed": fixed, "float": flt, **_causes(acc, M32, shape, zy, dt)}
+
+
+def _causes(acc, M32, shape, zy, dt):
+    """``exact24``, ``even24`` and ``f32up`` of the module docstring."""
     info = np.iinfo(dt)
-    m24 = np.clip(mantissa_requant(acc, M32, (1, -1, 1, 1)) + zy, info.min, info.max)
-    return y, {"ours": ours, "fixed": fixed, "float": flt, "exact24": m24}
+    f32 = (acc.astype(F32) * M32.reshape(shape)).astype(np.float64)
+    return {"exact24": np.clip(mantissa_requant(acc, M32, shape) + zy, info.min, info.max),
+            "even24": np.clip(mantissa_requant(acc, M32, shape, even=True) + zy, info.min, info.max),
+            "f32up": np.clip(np.floor(f32 + 0.5).astype(np.int64) + zy, info.min, info.max)}
+
+
+def check_gemm(node, dqs, q, inits, got):
+    """A QDQ ``Gemm`` (a dense layer: constant symmetric weights, optional int32 bias)."""
+    x, sx, zx = _qparams(dqs[0], inits, got)
+    w, sw, zw = _qparams(dqs[1], inits, got)
+    if np.any(zw != 0) or dqs[1].input[0] not in inits:
+        return None
+    attrs = _attrs(node)
+    bias = _const(inits, got, dqs[2].input[0]) if len(dqs) > 2 else None
+    xc = x.astype(np.int64) - int(zx.reshape(-1)[0])
+    xc = xc.T if attrs.get("transA", 0) else xc
+    wk = w.astype(np.int64).T if attrs.get("transB", 0) else w.astype(np.int64)   # (K, N)
+    acc = (xc.astype(np.float64) @ wk.astype(np.float64)).astype(np.int64)        # exact below 2**53
+    if bias is not None:
+        acc = acc + bias.astype(np.int64).reshape(1, -1)
+    y = got[q.output[0]].astype(np.int64)
+    sy = np.asarray(inits[q.input[1]], F32).reshape(())
+    zy = int(np.asarray(inits[q.input[2]]).reshape(()))
+    dt = got[q.output[0]].dtype
+    M32 = ((F32(sx.reshape(-1)[0]) * sw.reshape(-1).astype(F32)) / sy).astype(F32)
+    flt = _rne_clip(acc.astype(F32) * M32.reshape(1, -1), zy, dt)
+    scale = (F32(sx.reshape(-1)[0]) * sw.reshape(-1).astype(F32)).astype(np.float64) / np.float64(sy)
+    off = 128 if dt == np.uint8 else 0
+    bits = worst_accumulator_bits(wk.T, 0, bias)
+    fixed = requantize_np(acc, Requant.from_scale(scale), 1, zy - off) + off
+    ours = requantize_np(acc, Requant.from_scale(scale, mode="wide", acc_bits=bits), 1, zy - off) + off
+    return y, {"ours": ours, "fixed": fixed, "float": flt, **_causes(acc, M32, (1, -1), zy, dt)}
 
 
 def check_add(node, dqs, q, inits, got):
@@ -255,7 +299,7 @@ def check_mul(node, dqs, q, inits, got):
     return y, {**cands, "float": flt}
 
 
-CHECKS = {"Conv": check_conv, "Add": check_add, "Mul": check_mul}
+CHECKS = {"Conv": check_conv, "Gemm": check_gemm, "Add": check_add, "Mul": check_mul}
 
 
 def measure(name: str, calibration: int, show_layers: bool, out=sys.stdout) -> dict:
@@ -273,7 +317,7 @@ def measure(name: str, calibration: int, show_layers: bool, out=sys.stdout) -> d
         need.add(q.output[0])
     got, same = ort_values(model, feeds, sorted(need))
     totals: dict = {}
-    print(f"== {name} ({len(pats)} QDQ Conv/Add/Mul; model outputs unchanged by the extra outputs: {same})",
+    print(f"== {name} ({len(pats)} QDQ Conv/Gemm/Add/Mul; model outputs unchanged by the extra outputs: {same})",
           file=out)
     for kind, node, dqs, q in pats:
         r = CHECKS[kind](node, dqs, q, inits, got)
@@ -291,7 +335,8 @@ def measure(name: str, calibration: int, show_layers: bool, out=sys.stdout) -> d
         if show_layers:
             print(f"  {kind:4s} {node.name[:48]:48s} " + "  ".join(row), file=out)
     for (kind, key), (eq, size, mx) in sorted(totals.items()):
-        print(f"  all {kind:4s} {key:8s}: {100 * eq / size:8.4f}% of {size} outputs equal to onnxruntime's, "
+        print(f"  all {kind:4s} {key:8s}: {100 * eq / size:8.4f}% of {size} outputs equal to onnxruntime's "
+              f"({size - eq} differ), "
               f"largest difference {mx}", file=out)
     return {f"{k}/{c}": v for (k, c), v in totals.items()}
 

@@ -28,13 +28,25 @@ are signed 16-bit) computes ``floor(acc * m / 2**k)`` in one of three forms
 * ``k = 0`` (``|acc| < 2**16`` known, e.g. an int8 operand): one multiply.
 
 ``wide`` (the graph's ``requant_mode="wide"`` for convolutions, dense layers and products): the
-multiplier keeps up to all 24 bits of the float32 multiplier when the operand is known to be bounded,
-``|acc| < 2**B`` (``acc_bits``): ``wide_bits(B) = min(24, 61 - 2 B)`` bits (24 up to ``B = 18``,
-17 at ``B = 22``; for ``B > 22``, without a bound, or for a multiplier whose shift would not pass
-the split, the ``fixed`` form instead), the same exact product and rounding as ``fixed``. The ALU
-splits the multiplier, ``m = mh * 2**k + ml`` with ``k = min(15, 31 - B)``: ``t = acc * mh +
-((acc * ml) >> k)``, both products inside int32 (6 instructions, like the ``k = 8`` form; the
-clamped one-multiply forms of ``fixed`` do not apply).
+multiplier keeps all 24 bits of the float32 multiplier (``m * 2**-s`` is onnxruntime's float32
+``M`` itself), the same exact product and rounding as ``fixed``, for an operand with a known
+bound ``|acc| < 2**B`` (``acc_bits``):
+
+* ``B <= 18``: the ALU splits the multiplier, ``m = mh * 2**k + ml`` with ``k = min(15, 31 - B)``:
+  ``t = acc * mh + ((acc * ml) >> k)``, both products inside int32 (6 instructions, like the
+  ``k = 8`` form; the clamped one-multiply forms of ``fixed`` do not apply);
+* ``B > 18`` (any int32 accumulator): the four-product form, ``k = 24``: ``acc = hi * 2**15 + lo``
+  as in the ``k = 15`` form and ``m = mh * 2**9 + ml``, then ``c1 = lo * mh + ((lo * ml) >> 9)``,
+  ``c2 = hi * ml + (c1 >> 6)``, ``t = hi * mh + (c2 >> 9)`` (``floor(acc * m / 2**24)``, no step
+  leaving int32; 15 instructions, three extra tiles budgeted), when every live shift is at
+  least 25 (every ``M`` below about 1/2; 26 for ``B > 30``, where a first shift then comes
+  before the rounding constant);
+* otherwise (no bound, or ``M`` too large for the four-product form) ``wide_bits(B) = min(24,
+  61 - 2 B)`` bits with the multiplier split up to ``B = 22``, else the ``fixed`` form.
+
+It differs from onnxruntime's ``nearbyint(float32(acc) * M)`` only where the float32 rounding of
+the product lands exactly on a half and the tie then goes to the even neighbour (9 of the 42.5 M
+convolution outputs of ``layout_cdla``; ``benchmarks/requant_exactness.py``).
 
 ``fixed8``: ``m`` at most 8 bits (the first scheme), and ``pow2`` (upstream VTA's, for
 configurations without MUL: ``m = 1`` and a shift, ``M >= 1`` gives ``m = 2**(k + 1), s = 1``, a
