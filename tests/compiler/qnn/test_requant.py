@@ -255,10 +255,11 @@ def test_add_np_is_the_quantized_add_of_any_shape(mode):
         qnn.add_np([(a, 0, qnn.Requant.from_scale([0.1, 0.2, 0.3]))], 0)
 
 
-@pytest.mark.parametrize("bits", [9, 16, 18, 19, 20, 22])
+@pytest.mark.parametrize("bits", [9, 16, 18])
 def test_wide_keeps_the_float32_bits_the_bound_leaves(bits):
-    # m carries min(24, 61 - 2 * bits) significant bits of float32(M); the ALU's split product
-    # (int32 asserted at every step by the oracle) and rounding give requantize_np's exact value
+    # m carries all 24 significant bits of float32(M) (min(24, 61 - 2 * bits)); the ALU's split
+    # product (int32 asserted at every step by the oracle) and rounding give requantize_np's exact
+    # value. Above 18 bits the four-product form keeps the 24 (tests/graph/test_requant_exact.py).
     rng = np.random.default_rng(bits)
     scales = rng.uniform(1.6e-4, 4.7e-3, size=6)
     rq = qnn.Requant.from_scale(scales, mode="wide", acc_bits=bits)
@@ -285,16 +286,17 @@ def test_wide_keeps_the_float32_bits_the_bound_leaves(bits):
 
 
 def test_wide_falls_back_to_fixed_without_a_usable_bound():
-    for bits in (None, 23, 31):
-        rq = qnn.Requant.from_scale(0.003, mode="wide", acc_bits=bits)
-        assert rq == qnn.Requant.from_scale(0.003, mode="fixed", acc_bits=bits)
-    # the largest multiplier still passes the split (shift 10 > 9 at 17 bits)
+    # no bound, or a multiplier too large for the four-product form with a bound above 22 bits
+    for bits, scale in ((None, 0.003), (23, 0.7), (31, 0.3)):
+        rq = qnn.Requant.from_scale(scale, mode="wide", acc_bits=bits)
+        assert rq == qnn.Requant.from_scale(scale, mode="fixed", acc_bits=bits)
+    # the largest multiplier still passes the two-product split (shift 10 > 9 at 17 bits)
     big = qnn.Requant.from_scale(127.5, mode="wide", acc_bits=22)
-    assert big.mode == "wide" and int(big.shift[0]) > big.product_shift()
+    assert big.mode == "wide" and not big.four_product and int(big.shift[0]) > big.product_shift()
     with pytest.raises(ValueError, match="wide mode needs acc_bits"):
         qnn.Requant(np.array([1 << 20]), np.array([30]), mode="wide")
     with pytest.raises(ValueError, match="below 2\\*\\*17"):
-        qnn.Requant(np.array([1 << 20]), np.array([30]), mode="wide", acc_bits=22)
+        qnn.Requant(np.array([1 << 20]), np.array([20]), mode="wide", acc_bits=22)
 
 
 def test_wide_matches_onnxruntimes_float_rounding_far_more_often_than_fixed():
