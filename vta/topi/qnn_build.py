@@ -240,17 +240,7 @@ class _Chain:
             self.imm("shr", k)
             return
         x0 = self.x
-        if tl is not None:
-            bc = [int(ts) == 1 and int(rs) != 1 for ts, rs in zip(tl.shape, self.shape, strict=True)]
-
-            def low_f(*i):
-                return x0(*i) * tl(*[n.IntImm(0) if b else v for b, v in zip(bc, i, strict=True)])
-            tag = BROADCAST_TAG
-        else:
-            def low_f(*i):
-                return x0(*i) * n.const(ml, x0.dtype)
-            tag = ELEMWISE_TAG
-        self.x = compute(self.shape, low_f, name=self._name("low"), tag=tag, attrs={"extra_tile": 1})
+        self._copy_scaled(x0, ml, tl, extra=True, what="low")
         self.imm("shr", k)
         low = self.x
         self.x = x0
@@ -296,8 +286,10 @@ class _Chain:
         self._scale(mh, th)
         self._sum(c2)
 
-    def _copy_scaled(self, src: Tensor, m: int | None, mult_t: Tensor | None, extra: bool) -> None:
-        """``x = src * m`` in a new tile (``extra``: budgeted as one more live tile)."""
+    def _copy_scaled(self, src: Tensor, m: int | None, mult_t: Tensor | None, extra: bool,
+                     what: str = "prod") -> None:
+        """``x = src * m`` (an immediate, or the loaded vector ``mult_t``) in a new tile (``extra``:
+        budgeted as one more live tile); ``what`` names the stage."""
         attrs = {"extra_tile": 1} if extra else None
         if mult_t is not None:
             bc = [int(ts) == 1 and int(rs) != 1 for ts, rs in zip(mult_t.shape, self.shape, strict=True)]
@@ -309,7 +301,7 @@ class _Chain:
             def f(*i):
                 return src(*i) * n.const(m, src.dtype)
             tag = ELEMWISE_TAG
-        self.x = compute(self.shape, f, name=self._name("prod"), tag=tag, attrs=attrs)
+        self.x = compute(self.shape, f, name=self._name(what), tag=tag, attrs=attrs)
 
     def _sum(self, other: Tensor) -> None:
         """``x = x + other`` (two tiles of the output's shape)."""
