@@ -35,8 +35,8 @@ MODES = ("fixed", "wide", "fixed8", "pow2")
 #: Most significant bits of a ``wide`` multiplier: float32's 24, fewer for accumulator bounds
 #: above 18 bits (:func:`wide_bits`).
 WIDE_BITS = 24
-#: Largest accumulator bound (bits) for which ``wide`` gives more bits than ``fixed``
-#: (``61 - 2 * acc_bits > 15``).
+#: Largest accumulator bound (bits) of the ``wide`` mode's two-product split (more bits than
+#: ``fixed``: ``61 - 2 * acc_bits > 15``); above it only the four-product form is ``wide``.
 WIDE_MAX_ACC_BITS = 22
 #: The multiplier split of the ``wide`` mode's four-product form (any int32 accumulator, all 24
 #: bits): ``m = mh * 2**9 + ml`` with the accumulator split ``x = hi * 2**15 + lo``.
