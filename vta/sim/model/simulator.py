@@ -33,7 +33,11 @@ alone (a suspect LOAD/STORE, an invalid stream, tokens outstanding, a stream tha
 stream order) is checked the slow way, so the errors stay fsim's. A functional run is timed by the
 same compiled call, its checks off, once fsim has executed the stream. When a device runs the same
 stream again (same words, length, tokens and live allocations), the compiled call compares the words
-with those it last decoded and skips the decode and checks; the replay itself always runs.
+with those it last decoded and skips the decode and checks; the replay itself always runs. A
+timing-only run that was clean and left no tokens is repeated by that compiled call alone, through
+its entry point (no dispatch, no Python checks), while the inputs it depends on besides the words
+stay (:meth:`CycleModel._repeat_key`: address, count, DRAM generation, tokens, flags, configuration
+and cost rules).
 
 The run ends when FINISH retires (as in the RTL, FINISH does not wait for the load and store
 units; well-formed streams make it pop their last tokens). Statistics are fsim's plus tsim's
@@ -134,7 +138,10 @@ class CycleModel(FunctionalSimulator):
         # statistics when they are read (the hardware counters, then fsim's of replay.COUNT_KEYS)
         self._io = np.zeros(rp.IO_SIZE, np.int64)
         self._io_in = None  # what the in slots of self._io hold
-        self._out_last = None  # the out slots of the last successful compiled run, as a list
+        # a repeat of the last timing-only run, when it was clean and left no tokens: (the inputs
+        # it depends on, the compiled entry, its arguments) (see :meth:`_repeat_key`)
+        self._repeat = None
+        self._repeat_next = None  # (entry, arguments) of the current run, when it can be repeated
         # the stream of the last compiled run: (address, count, DRAM generation) when its range
         # was checked and its words are a view of the arena (valid while the generation stays)
         self._stream_key = None
@@ -153,8 +160,8 @@ class CycleModel(FunctionalSimulator):
     @property
     def last_run(self) -> dict:
         """Counters of the last successful run only (``cycle_count`` and per-unit figures)."""
-        if self._last_run is None:
-            self._last_run = dict(zip(HW_STAT_KEYS, self._out_last[rp.IO_COUNTERS:rp.IO_COUNTERS + len(HW_STAT_KEYS)],
+        if self._last_run is None:  # (a compiled run's: the counters it committed)
+            self._last_run = dict(zip(HW_STAT_KEYS, self._io[rp.IO_LAST:rp.IO_LAST + len(HW_STAT_KEYS)].tolist(),
                                       strict=True))
         return self._last_run
 
@@ -168,6 +175,7 @@ class CycleModel(FunctionalSimulator):
         The ``events`` of :func:`time_stream` describe them; with the probe off nothing is kept.
         """
         self._probe = bool(enable)
+        self._repeat = None
         self.probe_events = None
 
     def run(self, insn_phys_addr: int, insn_count: int, wait_cycles: int = 0) -> int:
@@ -187,9 +195,20 @@ class CycleModel(FunctionalSimulator):
         TokenOverflowError
             Exactly as :meth:`vta.sim.fsim.FunctionalSimulator.run`; a failed run adds no cycles.
         """
+        rep = self._repeat
+        if (rep is not None and type(wait_cycles) is int and wait_cycles >= 0
+                and rep[0] == self._repeat_key(insn_phys_addr, insn_count, self.tokens) and rep[1](*rep[2])):
+            self._last_run = None  # (the counters it committed)
+            return 0
+        self._repeat = None
         if not self.functional:
             self._timed = None
+            self._repeat_next = None
             result = super().run(insn_phys_addr, insn_count, wait_cycles)
+            if self._repeat_next is not None:
+                self._repeat = (self._repeat_key(insn_phys_addr, insn_count, [0, 0, 0, 0]),) + self._repeat_next
+                self._io[rp.IO_REUSE] = 2
+                self._io_in = None
             if self._timed is None:  # timed by the compiled run (the counters are in self._acc)
                 if self.debug_flags & DEBUG_DUMP_INSN:
                     words, tokens = self._fast_timed
@@ -215,6 +234,14 @@ class CycleModel(FunctionalSimulator):
                 return result
             self._time(words, tokens, insn_phys_addr)
         return self._finish_run(result)
+
+    def _repeat_key(self, insn_phys_addr, insn_count, tokens: list) -> tuple:
+        """What a timing-only run depends on besides the words (the compiled run compares those):
+        a run with the same key as a clean run that left no tokens repeats it, through the compiled
+        entry alone (:attr:`_repeat`; same checks, same counters, the replay made again)."""
+        return (insn_phys_addr, insn_count, type(insn_count), self.functional, self.dram.generation, tokens,
+                self.debug_flags, self.env, self.timing, mc.compute_cycles, mc.store_cycles,
+                getattr(mc, "FETCH_BUFFER_INSNS", 0))
 
     def _time_compiled(self, words: np.ndarray, tokens: list[int], insn_addr: int) -> bool:
         """Time a stream fsim has executed with the compiled run of the timing-only model (its
@@ -249,8 +276,9 @@ class CycleModel(FunctionalSimulator):
             raise DeadlockError(f"timing model: no unit can start after {-1 - out[rp.IO_RC]} of {n} instructions; "
                                 "the stream was accepted by fsim", None)
         nhw = len(HW_STAT_KEYS)
-        self._acc[:nhw] += io[rp.IO_COUNTERS:rp.IO_COUNTERS + nhw]  # (added to the statistics when read)
-        self._out_last = out
+        if not out[rp.IO_COMMITTED]:  # (its counters were added to self._acc_unused)
+            io[rp.IO_LAST:rp.IO_LAST + nhw] = io[rp.IO_COUNTERS:rp.IO_COUNTERS + nhw]
+        self._acc[:nhw] += io[rp.IO_LAST:rp.IO_LAST + nhw]  # (added to the statistics when read)
         self._last_run = None
         return True
 
@@ -343,13 +371,19 @@ class CycleModel(FunctionalSimulator):
             nhw = len(HW_STAT_KEYS)
             self._acc[:nhw] += io[rp.IO_COUNTERS:rp.IO_COUNTERS + nhw]
             self._acc[nhw:] += io[rp.IO_COUNTS:rp.IO_COUNTS + len(rp.COUNT_KEYS)]
-        self._out_last = out
+            io[rp.IO_LAST:rp.IO_LAST + nhw] = io[rp.IO_COUNTERS:rp.IO_COUNTERS + nhw]
         self._last_run = None
         if self.debug_flags & DEBUG_DUMP_INSN:
             self._fast_timed = (words.copy(), list(lent))
         net = rp.IO_COUNTERS + 14
         after = [lent[0] + out[net], lent[1] + out[net + 1], lent[2] + out[net + 2], lent[3] + out[net + 3]]
         if check:
+            if (out[rp.IO_COMMITTED] and self._stream_key is not None and not self.debug_flags & DEBUG_DUMP_INSN
+                    and not (after[0] or after[1] or after[2] or after[3])):
+                # a clean run from no tokens to none, of a stream that stays where it is: it may be repeated
+                args = (words, consts, self._allocs, flat, io, self._acc)
+                entry = rp.timing_entry(args)
+                self._repeat_next = None if entry is None else (entry, args)
             return after, _NONE_HELD
         t = self.tokens
         return after, [t[0] - lent[0], t[1] - lent[1], t[2] - lent[2], t[3] - lent[3]]

@@ -1,0 +1,138 @@
+"""A stream run again on a timing-only device: the repeat through the compiled entry alone.
+
+A timing-only run that was clean and left no tokens can be repeated by the compiled run alone
+(:attr:`vta.sim.model.CycleModel._repeat`) while nothing it depends on changes. Oracle: the full
+model (fsim's execution, then the timing replay; it never takes that path) on the same streams,
+with the same changes made to both devices between runs.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from vta import isa
+from vta.errors import DRAMAccessError, TokenOverflowError
+from vta.sim.debug import DEBUG_DUMP_INSN
+from vta.sim.model import CycleModel, Timing
+from vta.sim.model import replay as rp
+from vta.testing.malformed import malformed_program
+from vta.testing.programs import ProgramBuilder, random_program
+
+pytestmark = pytest.mark.skipif(rp.compiled() is None, reason="numba is not installed")
+
+
+def _both(env, dram):
+    return CycleModel(env, dram), CycleModel(env, dram, functional=False)
+
+
+def test_a_stream_run_again_repeats_with_the_counters_of_the_full_model(env, dram):
+    full, fast = _both(env, dram)
+    with full, fast:
+        for seed in range(6):
+            p = random_program(env, dram, seed, length=40)
+            try:
+                for k in range(4):
+                    full.run(p.insn_addr, p.insn_count)
+                    fast.run(p.insn_addr, p.insn_count)
+                    assert fast.last_run == full.last_run, (seed, k)
+                    if k and not any(full.tokens):  # (a stream that leaves tokens is never repeated)
+                        assert fast._repeat is not None and fast._io[rp.IO_REUSED] == 1
+            finally:
+                p.close()
+        assert fast.stats() == full.stats()
+
+
+def _gemm_stream(env, dram, iters=3):
+    b = ProgramBuilder(env, dram)
+    b.uops([(0, 0, 0)], sram_base=0)
+    gemm = b.append(isa.GemmInsn(uop_bgn=0, uop_end=1, iter_out=iters, iter_in=5))
+    b.finish()
+    addr, count = b.build()
+    return b, addr, count, gemm
+
+
+def _change_timing(devices, dram, addr, count, gemm):
+    for dev in devices:
+        dev.timing = Timing(pipe_fill=7)
+
+
+def _rewrite_gemm(devices, dram, addr, count, gemm):
+    words = isa.encode_words(isa.GemmInsn(uop_bgn=0, uop_end=1, iter_out=30, iter_in=5), devices[0].env)
+    dram.write(addr + 16 * gemm, np.array(words, dtype="<u8").tobytes())
+
+
+def _allocate(devices, dram, addr, count, gemm):
+    dram.alloc(4096)
+
+
+def _lend_tokens(devices, dram, addr, count, gemm):
+    for dev in devices:
+        dev.tokens = [0, 2, 0, 1]
+
+
+def _dump(devices, dram, addr, count, gemm):
+    for dev in devices:
+        dev.set_debug_mode(DEBUG_DUMP_INSN)
+
+
+CHANGES = {"timing": _change_timing, "words": _rewrite_gemm, "allocation": _allocate, "tokens": _lend_tokens,
+           "debug dump": _dump}
+
+
+@pytest.mark.parametrize("change", sorted(CHANGES))
+def test_each_input_of_a_run_ends_its_repeat(env, dram, capsys, change):
+    b, addr, count, gemm = _gemm_stream(env, dram)
+    full, fast = _both(env, dram)
+    with b, full, fast:
+        for dev in (full, fast):
+            dev.run(addr, count)
+            dev.run(addr, count)
+        assert fast._repeat is not None
+        CHANGES[change]((full, fast), dram, addr, count, gemm)
+        capsys.readouterr()
+        full.run(addr, count)
+        dumped = capsys.readouterr().out
+        fast.run(addr, count)
+        assert capsys.readouterr().out == dumped
+        assert fast.last_run == full.last_run
+        assert fast.stats() == full.stats()
+        assert fast.tokens == full.tokens
+
+
+def test_the_repeat_keeps_the_argument_checks(env, dram):
+    b, addr, count, _ = _gemm_stream(env, dram)
+    with b, CycleModel(env, dram, functional=False) as fast:
+        fast.run(addr, count)
+        fast.run(addr, count)
+        assert fast._repeat is not None
+        for bad in ((addr, float(count)), (addr, count, -1), (addr, count, 0.0)):
+            with pytest.raises(ValueError, match="must be a non-negative integer"):
+                fast.run(*bad)
+        fast.run(addr, np.int64(count))  # (an integer of another type is accepted)
+        fast.run(addr, count)
+        assert fast.stats()["insn_finish"] == 4
+
+
+def test_last_run_stays_that_of_the_last_successful_run(env, dram):
+    b, addr, count, _ = _gemm_stream(env, dram)
+    with b, CycleModel(env, dram, functional=False) as fast, CycleModel(env, dram) as full:
+        for dev in (fast, full):
+            dev.run(addr, count)
+            dev.run(addr, count)
+        want = dict(full.last_run)
+        assert fast.last_run == want
+        bad = malformed_program(env, dram, 1, "dram_address")
+        try:
+            with pytest.raises(DRAMAccessError):
+                fast.run(bad.insn_addr, bad.insn_count)
+        finally:
+            bad.close()
+        assert fast.last_run == want
+        flag = malformed_program(env, dram, 2, "token_overflow")
+        try:
+            with pytest.raises(TokenOverflowError):
+                fast.run(flag.insn_addr, flag.insn_count)
+        finally:
+            flag.close()
+        assert fast.last_run == want
