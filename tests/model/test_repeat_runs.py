@@ -43,6 +43,20 @@ def test_a_stream_run_again_repeats_with_the_counters_of_the_full_model(env, dra
         assert fast.stats() == full.stats()
 
 
+def test_a_repeat_runs_neither_the_python_checks_nor_the_dispatcher(env, dram, monkeypatch):
+    b, addr, count, _ = _gemm_stream(env, dram)
+    slow = []
+    real = CycleModel._run
+    monkeypatch.setattr(CycleModel, "_run", lambda self, *a: slow.append(1) or real(self, *a))
+    with b, CycleModel(env, dram, functional=False) as fast, CycleModel(env, dram) as full:
+        for _ in range(5):
+            fast.run(addr, count)
+            full.run(addr, count)
+            assert fast.last_run == full.last_run
+        assert len(slow) == 1 + 5  # the first timing-only run, and every run of the full model
+        assert fast.stats() == full.stats()
+
+
 def _gemm_stream(env, dram, iters=3):
     b = ProgramBuilder(env, dram)
     b.uops([(0, 0, 0)], sram_base=0)

@@ -578,14 +578,15 @@ def timing_entry(args: tuple):
     repeated small stream); it must only be called with arguments of the same types (the entry
     does not check them), so the caller keeps ``args`` themselves.
     """
-    if _TIMING_RUN is None:
+    overloads = getattr(_TIMING_RUN, "overloads", None)  # (None: not a numba dispatcher)
+    if overloads is None:
         return None
     key = tuple((a.dtype.num, a.ndim, a.flags.c_contiguous, a.flags.aligned, a.flags.writeable) for a in args)
     if key not in _ENTRIES:
         from numba import typeof
         from numba.core.typing.typeof import Purpose
 
-        cres = _TIMING_RUN.overloads.get(tuple(typeof(a, Purpose.argument) for a in args))
+        cres = overloads.get(tuple(typeof(a, Purpose.argument) for a in args))
         _ENTRIES[key] = None if cres is None else cres.entry_point
     return _ENTRIES[key]
 

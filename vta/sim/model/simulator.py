@@ -71,7 +71,7 @@ from ...errors import DeadlockError, InvalidInstructionError, SimulationError
 from ..debug import DEBUG_DUMP_INSN, dump_executed
 from ..fsim.sched import schedule
 from ..fsim.simulator import FunctionalSimulator
-from ..stream import Program, check_fields, confirm_suspects, count_executed, lent_tokens, read_stream
+from ..stream import Program, check_fields, confirm_suspects, count_executed, lent_tokens
 from . import costs as mc
 from . import replay as rp
 from .costs import Timing
@@ -139,7 +139,7 @@ class CycleModel(FunctionalSimulator):
         self._io = np.zeros(rp.IO_SIZE, np.int64)
         self._io_in = None  # what the in slots of self._io hold
         # a repeat of the last timing-only run, when it was clean and left no tokens: (the inputs
-        # it depends on, the compiled entry, its arguments) (see :meth:`_repeat_key`)
+        # it depends on, the compiled entry, then its 6 arguments) (see :meth:`_repeat_key`)
         self._repeat = None
         self._repeat_next = None  # (entry, arguments) of the current run, when it can be repeated
         # the stream of the last compiled run: (address, count, DRAM generation) when its range
@@ -197,7 +197,10 @@ class CycleModel(FunctionalSimulator):
         """
         rep = self._repeat
         if (rep is not None and type(wait_cycles) is int and wait_cycles >= 0
-                and rep[0] == self._repeat_key(insn_phys_addr, insn_count, self.tokens) and rep[1](*rep[2])):
+                and rep[0] == (insn_phys_addr, insn_count, type(insn_count), self.functional, self.dram.generation,
+                               self.tokens, self.debug_flags, self.env, self.timing, mc.compute_cycles,
+                               mc.store_cycles, getattr(mc, "FETCH_BUFFER_INSNS", 0))  # (_repeat_key, inlined)
+                and rep[1](rep[2], rep[3], rep[4], rep[5], rep[6], rep[7])):
             self._last_run = None  # (the counters it committed)
             return 0
         self._repeat = None
@@ -206,7 +209,8 @@ class CycleModel(FunctionalSimulator):
             self._repeat_next = None
             result = super().run(insn_phys_addr, insn_count, wait_cycles)
             if self._repeat_next is not None:
-                self._repeat = (self._repeat_key(insn_phys_addr, insn_count, [0, 0, 0, 0]),) + self._repeat_next
+                entry, args = self._repeat_next
+                self._repeat = (self._repeat_key(insn_phys_addr, insn_count, [0, 0, 0, 0]), entry) + args
                 self._io[rp.IO_REUSE] = 2
                 self._io_in = None
             if self._timed is None:  # timed by the compiled run (the counters are in self._acc)
@@ -306,7 +310,7 @@ class CycleModel(FunctionalSimulator):
     def _run(self, insn_phys_addr: int, n: int) -> tuple[list[int], list[int]]:
         """fsim's run (executes), or with ``functional=False`` its checks and the timing only."""
         if self.functional:
-            self._executed_words = read_stream(self.dram, insn_phys_addr, n)  # (fsim's first check too)
+            self._executed_words = None  # (set by _execute: the words fsim read)
             return super()._run(insn_phys_addr, n)
         if n == 0:
             raise DeadlockError("the stream has 0 instructions, so FINISH never executes and the run never ends")
@@ -425,6 +429,11 @@ class CycleModel(FunctionalSimulator):
         arrays = self._time(words, lent, insn_phys_addr)
         count_executed(self._stats, program or Program(words, self.env), np.arange(n), self.env)
         return [t + d for t, d in zip(lent, arrays["tokens"], strict=True)], held
+
+    def _execute(self, program: Program, order: np.ndarray) -> None:
+        # the words fsim executes: its own copy, read before the run (timed afterwards)
+        self._executed_words = program.words
+        super()._execute(program, order)
 
     def _dump_executed(self, program: Program, done: np.ndarray) -> None:
         # The functional run prints nothing itself; a successful run prints in timed order.
