@@ -90,6 +90,11 @@ _STAGES = (isa.STAGE_LOAD, isa.STAGE_COMPUTE, isa.STAGE_STORE)
 _NONE_HELD = (0, 0, 0, 0)
 
 
+def _no_entry(*args) -> int:
+    """The stand-in for a compiled entry that cannot be found: the repeat is never taken."""
+    return 0
+
+
 class CycleModel(FunctionalSimulator):
     """fsim plus an event-driven timing model of the RTL (see the module docstring).
 
@@ -141,7 +146,7 @@ class CycleModel(FunctionalSimulator):
         # a repeat of the last timing-only run, when it was clean and left no tokens: (the inputs
         # it depends on, the compiled entry, then its 6 arguments) (see :meth:`_repeat_key`)
         self._repeat = None
-        self._repeat_next = None  # (entry, arguments) of the current run, when it can be repeated
+        self._repeat_next = None  # the arguments of the current run's compiled call, when it can be repeated
         # the stream of the last compiled run: (address, count, DRAM generation) when its range
         # was checked and its words are a view of the arena (valid while the generation stays)
         self._stream_key = None
@@ -200,7 +205,7 @@ class CycleModel(FunctionalSimulator):
                 and rep[0] == (insn_phys_addr, insn_count, type(insn_count), self.functional, self.dram.generation,
                                self.tokens, self.debug_flags, self.env, self.timing, mc.compute_cycles,
                                mc.store_cycles, getattr(mc, "FETCH_BUFFER_INSNS", 0))  # (_repeat_key, inlined)
-                and rep[1](rep[2], rep[3], rep[4], rep[5], rep[6], rep[7])):
+                and (rep[1] or self._repeat_entry())(rep[2], rep[3], rep[4], rep[5], rep[6], rep[7])):
             self._last_run = None  # (the counters it committed)
             return 0
         self._repeat = None
@@ -208,9 +213,8 @@ class CycleModel(FunctionalSimulator):
             self._timed = None
             self._repeat_next = None
             result = super().run(insn_phys_addr, insn_count, wait_cycles)
-            if self._repeat_next is not None:
-                entry, args = self._repeat_next
-                self._repeat = (self._repeat_key(insn_phys_addr, insn_count, [0, 0, 0, 0]), entry) + args
+            if self._repeat_next is not None:  # (the entry is looked up when the run is repeated)
+                self._repeat = (self._repeat_key(insn_phys_addr, insn_count, [0, 0, 0, 0]), None) + self._repeat_next
                 self._io[rp.IO_REUSE] = 2
                 self._io_in = None
             if self._timed is None:  # timed by the compiled run (the counters are in self._acc)
@@ -238,6 +242,13 @@ class CycleModel(FunctionalSimulator):
                 return result
             self._time(words, tokens, insn_phys_addr)
         return self._finish_run(result)
+
+    def _repeat_entry(self):
+        """The compiled entry of :attr:`_repeat` (looked up on its first repeat, then kept in it), or
+        :func:`_no_entry` when there is none (the run then takes the whole path)."""
+        entry = rp.timing_entry(self._repeat[2:]) or _no_entry
+        self._repeat = self._repeat[:1] + (entry,) + self._repeat[2:]
+        return entry
 
     def _repeat_key(self, insn_phys_addr, insn_count, tokens: list) -> tuple:
         """What a timing-only run depends on besides the words (the compiled run compares those):
@@ -385,18 +396,17 @@ class CycleModel(FunctionalSimulator):
             if (out[rp.IO_COMMITTED] and self._stream_key is not None and not self.debug_flags & DEBUG_DUMP_INSN
                     and not (after[0] or after[1] or after[2] or after[3])):
                 # a clean run from no tokens to none, of a stream that stays where it is: it may be repeated
-                args = (words, consts, self._allocs, flat, io, self._acc)
-                entry = rp.timing_entry(args)
-                self._repeat_next = None if entry is None else (entry, args)
+                self._repeat_next = (words, consts, self._allocs, flat, io, self._acc)
             return after, _NONE_HELD
         t = self.tokens
         return after, [t[0] - lent[0], t[1] - lent[1], t[2] - lent[2], t[3] - lent[3]]
 
     def _live_allocs(self) -> None:
         """Make ``_allocs``: the live allocations of the arena as start and end (k x 2)."""
-        live = list(self.dram.allocations())
-        self._allocs = np.array(live or [(0, 0)], np.int64)
-        self._allocs[:, 1] += self._allocs[:, 0]
+        bounds = []
+        for start, nbytes in self.dram.allocations():
+            bounds += (start, start + nbytes)
+        self._allocs = np.array(bounds or (0, 0), np.int64).reshape(-1, 2)
         self._allocs_generation = self.dram.generation
 
     def _check_stream(self, words: np.ndarray, lent: list[int]) -> tuple[Program, list[int]]:
