@@ -147,6 +147,8 @@ class CycleModel(FunctionalSimulator):
         # it depends on, the compiled entry, then its 6 arguments) (see :meth:`_repeat_key`)
         self._repeat = None
         self._repeat_next = None  # the arguments of the current run's compiled call, when it can be repeated
+        # (the DRAM data array, the compiled entry for stream words that are views of it) (see rp.timing_entry)
+        self._view_entry = (None, None)
         # the stream of the last compiled run: (address, count, DRAM generation) when its range
         # was checked and its words are a view of the arena (valid while the generation stays)
         self._stream_key = None
@@ -213,8 +215,9 @@ class CycleModel(FunctionalSimulator):
             self._timed = None
             self._repeat_next = None
             result = super().run(insn_phys_addr, insn_count, wait_cycles)
-            if self._repeat_next is not None:  # (the entry is looked up when the run is repeated)
-                self._repeat = (self._repeat_key(insn_phys_addr, insn_count, [0, 0, 0, 0]), None) + self._repeat_next
+            if self._repeat_next is not None:  # (the entry of the arena's views, or looked up when repeated)
+                entry = self._view_entry[1] if self._view_entry[0] is self.dram.data else None
+                self._repeat = (self._repeat_key(insn_phys_addr, insn_count, [0, 0, 0, 0]), entry) + self._repeat_next
                 self._io[rp.IO_REUSE] = 2
                 self._io_in = None
             if self._timed is None:  # timed by the compiled run (the counters are in self._acc)
@@ -359,7 +362,43 @@ class CycleModel(FunctionalSimulator):
             io[rp.IO_REUSE] = reuse
         flat = self._scratch.flat_for(n)
         self._scanned = None
-        rp._TIMING_RUN(words, consts, self._allocs, flat, io, self._acc)
+        view = self._stream_key is not None
+        entry = self._view_entry
+        run = entry[1] if view and entry[0] is dram.data else rp._TIMING_RUN
+        if run(words, consts, self._allocs, flat, io, self._acc):  # clean: checked, timed and counted
+            self._scanned = scan
+            self._scanned_consts = consts
+            committed = True
+            if view and run is rp._TIMING_RUN:  # (the entry of this arena's views, looked up once)
+                self._view_entry = (dram.data, rp.timing_entry((words, consts, self._allocs, flat, io, self._acc))
+                                    or rp._TIMING_RUN)
+        else:
+            committed = self._settle(words, consts, flat, scan, n)
+        self._last_run = None
+        if self.debug_flags & DEBUG_DUMP_INSN:
+            self._fast_timed = (words.copy(), list(lent))
+        net = io[rp.IO_COUNTERS + 14:rp.IO_COUNTERS + 18].tolist()  # (the net tokens the stream pushes)
+        after = [lent[0] + net[0], lent[1] + net[1], lent[2] + net[2], lent[3] + net[3]]
+        if check:
+            if committed and view and not self.debug_flags & DEBUG_DUMP_INSN and not (net[0] or net[1] or net[2]
+                                                                                      or net[3]):
+                # a clean run from no tokens to none, of a stream that stays where it is: it may be repeated
+                self._repeat_next = (words, consts, self._allocs, flat, io, self._acc)
+            return after, _NONE_HELD
+        t = self.tokens
+        return after, [t[0] - lent[0], t[1] - lent[1], t[2] - lent[2], t[3] - lent[3]]
+
+    def _settle(self, words: np.ndarray, consts: np.ndarray, flat: np.ndarray, scan: tuple, n: int) -> bool:
+        """After a compiled timing-only run that was not clean: check an invalid stream (or one that runs
+        only out of stream order) the slow way and run it again, confirm the suspects, add the
+        counters of a run with suspects; return whether the compiled run committed its counters.
+
+        Raises
+        ------
+        InvalidInstructionError, DeadlockError, TokenOverflowError, SRAMIndexError, DRAMAccessError
+            fsim's errors for the stream.
+        """
+        io = self._io
         out = io.tolist()
         if out[rp.IO_STATUS] == 1:  # invalid, or its tokens do not let it run in stream order
             self._check_stream(words, [0, 0, 0, 0])
@@ -378,7 +417,7 @@ class CycleModel(FunctionalSimulator):
         k = out[rp.IO_SUSPECTS]
         if k:
             start = rp.suspects_at(n)
-            confirm_suspects(self.env, words, flat[start:start + k].tolist(), dram)
+            confirm_suspects(self.env, words, flat[start:start + k].tolist(), self.dram)
         if out[rp.IO_RC] < 0:
             raise DeadlockError(f"timing model: no unit can start after {-1 - out[rp.IO_RC]} of {n} instructions; "
                                 "the stream was accepted by fsim", None)
@@ -387,19 +426,7 @@ class CycleModel(FunctionalSimulator):
             self._acc[:nhw] += io[rp.IO_COUNTERS:rp.IO_COUNTERS + nhw]
             self._acc[nhw:] += io[rp.IO_COUNTS:rp.IO_COUNTS + len(rp.COUNT_KEYS)]
             io[rp.IO_LAST:rp.IO_LAST + nhw] = io[rp.IO_COUNTERS:rp.IO_COUNTERS + nhw]
-        self._last_run = None
-        if self.debug_flags & DEBUG_DUMP_INSN:
-            self._fast_timed = (words.copy(), list(lent))
-        net = rp.IO_COUNTERS + 14
-        after = [lent[0] + out[net], lent[1] + out[net + 1], lent[2] + out[net + 2], lent[3] + out[net + 3]]
-        if check:
-            if (out[rp.IO_COMMITTED] and self._stream_key is not None and not self.debug_flags & DEBUG_DUMP_INSN
-                    and not (after[0] or after[1] or after[2] or after[3])):
-                # a clean run from no tokens to none, of a stream that stays where it is: it may be repeated
-                self._repeat_next = (words, consts, self._allocs, flat, io, self._acc)
-            return after, _NONE_HELD
-        t = self.tokens
-        return after, [t[0] - lent[0], t[1] - lent[1], t[2] - lent[2], t[3] - lent[3]]
+        return bool(out[rp.IO_COMMITTED])
 
     def _live_allocs(self) -> None:
         """Make ``_allocs``: the live allocations of the arena as start and end (k x 2)."""
