@@ -150,3 +150,17 @@ def test_last_run_stays_that_of_the_last_successful_run(env, dram):
         finally:
             flag.close()
         assert fast.last_run == want
+
+
+def test_a_device_switched_between_functional_and_timing_only_counts_each_run_once(env, dram):
+    p = random_program(env, dram, 4, length=40)
+    try:
+        with CycleModel(env, dram) as oracle, CycleModel(env, dram) as dev:
+            for functional in (True, False, False, True, True, False, False):
+                dev.functional = functional
+                oracle.run(p.insn_addr, p.insn_count)
+                dev.run(p.insn_addr, p.insn_count)
+                assert dev.last_run == oracle.last_run
+            assert dev.stats() == oracle.stats()
+    finally:
+        p.close()

@@ -342,6 +342,9 @@ IO_TOKENS, IO_CHECK, IO_ADDR, IO_STATUS, IO_BAD, IO_SUSPECTS, IO_RC, IO_COMMITTE
 #: differ, return at once, having done nothing. ``IO_LAST`` (out): the 13 hardware counters of the
 #: last committed run (a run that fails later never writes them).
 IO_REUSE, IO_REUSED = 11, 12
+#: ``IO_HW_ONLY`` (in): a clean run adds its hardware counters to ``acc`` but not fsim's (a
+#: functional run: fsim counts its own).
+IO_HW_ONLY = 13
 IO_COUNTERS = 16
 IO_COUNTS = IO_COUNTERS + _NCOUNTERS
 IO_LAST = IO_COUNTS + 13
@@ -559,9 +562,11 @@ def _timing_run(words, consts, allocs, flat, io, acc):
                outs[3], outs[4], bursts, io[IO_COUNTERS:IO_COUNTS], work, 0, _NO_FOOT)
     io[IO_RC] = rc
     if rc == 0 and io[IO_SUSPECTS] == 0:
+        counts = io[IO_HW_ONLY] == 0
         for k in range(13):
             acc[k] += io[IO_COUNTERS + k]
-            acc[13 + k] += io[IO_COUNTS + k]
+            if counts:
+                acc[13 + k] += io[IO_COUNTS + k]
             io[IO_LAST + k] = io[IO_COUNTERS + k]
         io[IO_COMMITTED] = 1
         return 1

@@ -158,7 +158,6 @@ class CycleModel(FunctionalSimulator):
         self._scanned = None  # the inputs (but the words) of the scan the work space holds, if any
         self._scanned_consts = None  # (and the constants it used)
         self._acc = np.zeros(len(HW_STAT_KEYS) + len(rp.COUNT_KEYS), np.int64)
-        self._acc_unused = self._acc.copy()  # (a functional run's: fsim counts its own statistics)
         self._last_run: dict | None = {}
         self._probe = False
         #: The timing events of the last run while the probe is on (see :meth:`set_probe`).
@@ -279,26 +278,40 @@ class CycleModel(FunctionalSimulator):
         io = self._io
         scan = (n, tokens[0], tokens[1], tokens[2], tokens[3], False, self._allocs_generation)
         reuse = scan == self._scanned and consts is self._scanned_consts
-        self._io_in = (tokens[0], tokens[1], tokens[2], tokens[3], False, insn_addr, reuse)
-        io[:6] = self._io_in[:6]  # IO_TOKENS, IO_CHECK, IO_ADDR
-        io[rp.IO_REUSE] = reuse
+        io_in = (tokens[0], tokens[1], tokens[2], tokens[3], False, insn_addr, reuse, "functional")
+        if self._io_in != io_in:  # (the timing-only runs' never equals it: they rewrite the slots)
+            self._io_in = io_in
+            io[:6] = io_in[:6]  # IO_TOKENS, IO_CHECK, IO_ADDR
+            io[rp.IO_REUSE] = reuse
+            io[rp.IO_HW_ONLY] = 1
         self._scanned = None
-        rp._TIMING_RUN(words, consts, self._allocs, self._scratch.flat_for(n), io, self._acc_unused)
+        if not rp._TIMING_RUN(words, consts, self._allocs, self._scratch.flat_for(n), io, self._acc):
+            self._settle_timed(n)  # (not clean: its hardware counters are added here)
+        self._scanned = scan
+        self._scanned_consts = consts
+        self._last_run = None
+        return True
+
+    def _settle_timed(self, n: int) -> None:
+        """After a compiled run of :meth:`_time_compiled` that committed nothing: raise for a stream
+        it could not time, else add its hardware counters (it had suspects, which fsim confirmed).
+
+        Raises
+        ------
+        InvalidInstructionError, DeadlockError
+            If the timing model cannot time a stream fsim has accepted (an inconsistency).
+        """
+        io = self._io
         out = io.tolist()
         if out[rp.IO_STATUS] == 2:  # (unreachable: fsim has accepted the stream)
             i = out[rp.IO_BAD] - 1
             raise InvalidInstructionError(f"instruction {i}: a token flag names a channel its stage does not have", i)
-        self._scanned = scan
-        self._scanned_consts = consts
         if out[rp.IO_RC] < 0:
             raise DeadlockError(f"timing model: no unit can start after {-1 - out[rp.IO_RC]} of {n} instructions; "
                                 "the stream was accepted by fsim", None)
         nhw = len(HW_STAT_KEYS)
-        if not out[rp.IO_COMMITTED]:  # (its counters were added to self._acc_unused)
-            io[rp.IO_LAST:rp.IO_LAST + nhw] = io[rp.IO_COUNTERS:rp.IO_COUNTERS + nhw]
+        io[rp.IO_LAST:rp.IO_LAST + nhw] = io[rp.IO_COUNTERS:rp.IO_COUNTERS + nhw]
         self._acc[:nhw] += io[rp.IO_LAST:rp.IO_LAST + nhw]  # (added to the statistics when read)
-        self._last_run = None
-        return True
 
     def _finish_run(self, result: int) -> int:
         """Add the last run's hardware counters (timed by :meth:`_time`) and make its debug dump."""
@@ -360,6 +373,7 @@ class CycleModel(FunctionalSimulator):
             self._io_in = (lent[0], lent[1], lent[2], lent[3], check, insn_phys_addr, reuse)
             io[:6] = self._io_in[:6]  # IO_TOKENS, IO_CHECK, IO_ADDR
             io[rp.IO_REUSE] = reuse
+            io[rp.IO_HW_ONLY] = 0
         flat = self._scratch.flat_for(n)
         self._scanned = None
         view = self._stream_key is not None
