@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from vta import isa
+from vta.dram import DRAM
 from vta.errors import DRAMAccessError, TokenOverflowError
 from vta.sim.debug import DEBUG_DUMP_INSN
 from vta.sim.model import CycleModel, Timing
@@ -136,20 +137,14 @@ def test_last_run_stays_that_of_the_last_successful_run(env, dram):
             dev.run(addr, count)
         want = dict(full.last_run)
         assert fast.last_run == want
-        bad = malformed_program(env, dram, 1, "dram_address")
-        try:
-            with pytest.raises(DRAMAccessError):
-                fast.run(bad.insn_addr, bad.insn_count)
-        finally:
-            bad.close()
-        assert fast.last_run == want
-        flag = malformed_program(env, dram, 2, "token_overflow")
-        try:
-            with pytest.raises(TokenOverflowError):
-                fast.run(flag.insn_addr, flag.insn_count)
-        finally:
-            flag.close()
-        assert fast.last_run == want
+        for seed, kind, error in ((1, "dram_address", DRAMAccessError), (2, "token_overflow", TokenOverflowError)):
+            bad = malformed_program(env, dram, seed, kind)
+            try:
+                with pytest.raises(error):
+                    fast.run(bad.insn_addr, bad.insn_count)
+            finally:
+                bad.close()
+            assert fast.last_run == want
 
 
 def test_a_device_switched_between_functional_and_timing_only_counts_each_run_once(env, dram):
@@ -164,3 +159,18 @@ def test_a_device_switched_between_functional_and_timing_only_counts_each_run_on
             assert dev.stats() == oracle.stats()
     finally:
         p.close()
+
+
+def test_a_repeat_ends_when_the_device_is_given_another_dram(env):
+    with DRAM(1 << 24) as one, DRAM(1 << 24) as two:
+        b1, addr, count, _ = _gemm_stream(env, one, iters=3)
+        b2, addr2, count2, _ = _gemm_stream(env, two, iters=30)
+        assert (addr2, count2, two.generation) == (addr, count, one.generation)  # (only the DRAM differs)
+        with b1, b2, CycleModel(env, one, functional=False) as fast, CycleModel(env, two) as oracle:
+            fast.run(addr, count)
+            fast.run(addr, count)
+            assert fast._repeat is not None
+            oracle.run(addr, count)
+            fast.dram = two
+            fast.run(addr, count)
+            assert fast.last_run == oracle.last_run

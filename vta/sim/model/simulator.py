@@ -36,8 +36,8 @@ stream again (same words, length, tokens and live allocations), the compiled cal
 with those it last decoded and skips the decode and checks; the replay itself always runs. A
 timing-only run that was clean and left no tokens is repeated by that compiled call alone, through
 its entry point (no dispatch, no Python checks), while the inputs it depends on besides the words
-stay (:meth:`CycleModel._repeat_key`: address, count, DRAM generation, tokens, flags, configuration
-and cost rules).
+stay (:meth:`CycleModel._repeat_key`: address, count, the DRAM and its generation, tokens, flags,
+configuration and cost rules).
 
 The run ends when FINISH retires (as in the RTL, FINISH does not wait for the load and store
 units; well-formed streams make it pop their last tokens). Statistics are fsim's plus tsim's
@@ -154,6 +154,7 @@ class CycleModel(FunctionalSimulator):
         self._stream_key = None
         self._stream_words = None
         self._allocs_generation = None  # the DRAM generation of self._allocs
+        self._keyed_dram = None  # the DRAM these keys and generations are of
         self._allocs = None  # the live allocations as start and end (k x 2)
         self._scanned = None  # the inputs (but the words) of the scan the work space holds, if any
         self._scanned_consts = None  # (and the constants it used)
@@ -203,9 +204,10 @@ class CycleModel(FunctionalSimulator):
         """
         rep = self._repeat
         if (rep is not None and type(wait_cycles) is int and wait_cycles >= 0
-                and rep[0] == (insn_phys_addr, insn_count, type(insn_count), self.functional, self.dram.generation,
-                               self.tokens, self.debug_flags, self.env, self.timing, mc.compute_cycles,
-                               mc.store_cycles, getattr(mc, "FETCH_BUFFER_INSNS", 0))  # (_repeat_key, inlined)
+                and rep[0] == (insn_phys_addr, insn_count, type(insn_count), self.functional, self.dram,
+                               self.dram.generation, self.tokens, self.debug_flags, self.env, self.timing,
+                               mc.compute_cycles, mc.store_cycles, getattr(mc, "FETCH_BUFFER_INSNS", 0))
+                # (the key of _repeat_key, inlined)
                 and (rep[1] or self._repeat_entry())(rep[2], rep[3], rep[4], rep[5], rep[6], rep[7])):
             self._last_run = None  # (the counters it committed)
             return 0
@@ -256,8 +258,8 @@ class CycleModel(FunctionalSimulator):
         """What a timing-only run depends on besides the words (the compiled run compares those):
         a run with the same key as a clean run that left no tokens repeats it, through the compiled
         entry alone (:attr:`_repeat`; same checks, same counters, the replay made again)."""
-        return (insn_phys_addr, insn_count, type(insn_count), self.functional, self.dram.generation, tokens,
-                self.debug_flags, self.env, self.timing, mc.compute_cycles, mc.store_cycles,
+        return (insn_phys_addr, insn_count, type(insn_count), self.functional, self.dram, self.dram.generation,
+                tokens, self.debug_flags, self.env, self.timing, mc.compute_cycles, mc.store_cycles,
                 getattr(mc, "FETCH_BUFFER_INSNS", 0))
 
     def _time_compiled(self, words: np.ndarray, tokens: list[int], insn_addr: int) -> bool:
@@ -273,6 +275,8 @@ class CycleModel(FunctionalSimulator):
             return False
         n = words.shape[0]
         dram = self.dram
+        if dram is not self._keyed_dram:
+            self._new_dram()
         if self._allocs_generation != dram.generation:  # (the scan's field checks need them)
             self._live_allocs()
         io = self._io
@@ -342,6 +346,8 @@ class CycleModel(FunctionalSimulator):
         if n == 0:
             raise DeadlockError("the stream has 0 instructions, so FINISH never executes and the run never ends")
         dram = self.dram
+        if dram is not self._keyed_dram:
+            self._new_dram()
         if self._stream_key != (insn_phys_addr, n, dram.generation):  # (else: checked, the view is valid)
             dram.check(insn_phys_addr, 16 * n, "instruction stream")
             data = dram.data[insn_phys_addr:insn_phys_addr + 16 * n]
@@ -441,6 +447,12 @@ class CycleModel(FunctionalSimulator):
             self._acc[nhw:] += io[rp.IO_COUNTS:rp.IO_COUNTS + len(rp.COUNT_KEYS)]
             io[rp.IO_LAST:rp.IO_LAST + nhw] = io[rp.IO_COUNTERS:rp.IO_COUNTERS + nhw]
         return bool(out[rp.IO_COMMITTED])
+
+    def _new_dram(self) -> None:
+        """Forget what was kept of another DRAM (its stream view, allocations and scan): the device
+        was given a new one, whose generations count from its own start."""
+        self._stream_key = self._allocs_generation = self._scanned = None
+        self._keyed_dram = self.dram
 
     def _live_allocs(self) -> None:
         """Make ``_allocs``: the live allocations of the arena as start and end (k x 2)."""
