@@ -174,3 +174,17 @@ def test_a_repeat_ends_when_the_device_is_given_another_dram(env):
             fast.dram = two
             fast.run(addr, count)
             assert fast.last_run == oracle.last_run
+
+
+def test_close_drops_the_views_of_the_arena(env, dram):
+    b, addr, count, _ = _gemm_stream(env, dram)
+    with b:
+        dev = CycleModel(env, dram, functional=False)
+        dev.run(addr, count)
+        dev.run(addr, count)
+        dev.close()
+        assert dev._repeat is None and dev._stream_words is None and dev._view_entry == (None, None)
+        with CycleModel(env, dram) as full:  # (a closed device still runs: the contract of fsim's close)
+            dev.run(addr, count)
+            full.run(addr, count)
+            assert dev.last_run == full.last_run

@@ -503,6 +503,12 @@ class CycleModel(FunctionalSimulator):
         if self.debug_flags & DEBUG_DUMP_INSN:
             self._functional_order = (program.words, done.tolist(), self._run_tokens)
 
+    def close(self) -> None:
+        """Drop what holds views of the DRAM arena (the stream words, the repeat), then fsim's."""
+        self._repeat = self._repeat_next = self._stream_words = self._stream_key = None
+        self._view_entry = (None, None)
+        super().close()
+
     def stats(self) -> dict:
         """fsim's counters (upstream keys, ``insn_*``, ``tokens_*``) and the hardware counters.
 
