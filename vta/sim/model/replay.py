@@ -338,10 +338,17 @@ _C_SIZE = _C_TIMING + 6
 #: that run too (compared with the copy kept in the work space) the scan is not made again;
 #: ``IO_REUSED`` (out): whether it was reused.
 IO_TOKENS, IO_CHECK, IO_ADDR, IO_STATUS, IO_BAD, IO_SUSPECTS, IO_RC, IO_COMMITTED = 0, 4, 5, 6, 7, 8, 9, 10
+#: ``IO_REUSE`` 2 (in): a repeat of that run (:meth:`vta.sim.model.CycleModel.run`): when the words
+#: differ, return at once, having done nothing. ``IO_LAST`` (out): the 13 hardware counters of the
+#: last committed run (a run that fails later never writes them).
 IO_REUSE, IO_REUSED = 11, 12
+#: ``IO_HW_ONLY`` (in): a clean run adds its hardware counters to ``acc`` but not fsim's (a
+#: functional run: fsim counts its own).
+IO_HW_ONLY = 13
 IO_COUNTERS = 16
 IO_COUNTS = IO_COUNTERS + _NCOUNTERS
-IO_SIZE = IO_COUNTS + 13
+IO_LAST = IO_COUNTS + 13
+IO_SIZE = IO_LAST + 13
 #: fsim's counters of :func:`_scan`, in its order (``STAT_KEYS`` then ``INSN_KEYS``).
 COUNT_KEYS = ("inp_load_nbytes", "wgt_load_nbytes", "acc_load_nbytes", "uop_load_nbytes", "out_store_nbytes",
               "gemm_counter", "alu_counter", "insn_load", "insn_store", "insn_gemm", "insn_alu", "insn_finish",
@@ -513,7 +520,8 @@ def _timing_run(words, consts, allocs, flat, io, acc):
     :meth:`Scratch.take` gives them, then the suspects, then a copy of the words last scanned);
     ``io``: the slots ``IO_*``; ``acc``: the
     counters of clean runs (timed, no suspect) are added to it, the 13 hardware counters of
-    :data:`_COUNTER_KEYS` then fsim's of :data:`COUNT_KEYS`.
+    :data:`_COUNTER_KEYS` then fsim's of :data:`COUNT_KEYS`. Returns 1 for a clean run (its
+    counters committed), else 0.
     """
     n = words.shape[0]
     nr = len(_ROWS)
@@ -536,12 +544,14 @@ def _timing_run(words, consts, allocs, flat, io, acc):
                 break
     io[IO_REUSED] = 1 if reuse else 0
     if not reuse:
+        if io[IO_REUSE] == 2:
+            return 0
         fields = _fixed_tuple(consts[:_C_ELEM], _C_ELEM)
         status = _scan(words, fields, consts[_C_ELEM:_C_PARAMS], consts[_C_PARAMS:_C_CHECK], cols,
                        consts[_C_CHECK:_C_TIMING], allocs, flat[need:need + n], io, io[IO_CHECK] != 0, True)
         io[IO_STATUS] = status
         if status != 0:
-            return
+            return 0
         for i in range(n):
             kept[2 * i] = words[i, 0]
             kept[2 * i + 1] = words[i, 1]
@@ -552,10 +562,38 @@ def _timing_run(words, consts, allocs, flat, io, acc):
                outs[3], outs[4], bursts, io[IO_COUNTERS:IO_COUNTS], work, 0, _NO_FOOT)
     io[IO_RC] = rc
     if rc == 0 and io[IO_SUSPECTS] == 0:
+        counts = io[IO_HW_ONLY] == 0
         for k in range(13):
             acc[k] += io[IO_COUNTERS + k]
-            acc[13 + k] += io[IO_COUNTS + k]
+            if counts:
+                acc[13 + k] += io[IO_COUNTS + k]
+            io[IO_LAST + k] = io[IO_COUNTERS + k]
         io[IO_COMMITTED] = 1
+        return 1
+    return 0
+
+
+_ENTRIES: dict = {}
+
+
+def timing_entry(args: tuple):
+    """The compiled entry point of :func:`_timing_run` for ``args`` (its arguments), or None.
+
+    Calling it skips the dispatcher's type resolution (about a microsecond, most of the cost of a
+    repeated small stream); it must only be called with arguments of the same types (the entry
+    does not check them), so the caller keeps ``args`` themselves.
+    """
+    overloads = getattr(_TIMING_RUN, "overloads", None)  # (None: not a numba dispatcher)
+    if overloads is None:
+        return None
+    key = tuple((a.dtype.num, a.ndim, a.flags.c_contiguous, a.flags.aligned, a.flags.writeable) for a in args)
+    if key not in _ENTRIES:
+        from numba import typeof
+        from numba.core.typing.typeof import Purpose
+
+        cres = overloads.get(tuple(typeof(a, Purpose.argument) for a in args))
+        _ENTRIES[key] = None if cres is None else cres.entry_point
+    return _ENTRIES[key]
 
 
 def suspects_at(n: int) -> int:

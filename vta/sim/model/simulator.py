@@ -33,7 +33,11 @@ alone (a suspect LOAD/STORE, an invalid stream, tokens outstanding, a stream tha
 stream order) is checked the slow way, so the errors stay fsim's. A functional run is timed by the
 same compiled call, its checks off, once fsim has executed the stream. When a device runs the same
 stream again (same words, length, tokens and live allocations), the compiled call compares the words
-with those it last decoded and skips the decode and checks; the replay itself always runs.
+with those it last decoded and skips the decode and checks; the replay itself always runs. A
+timing-only run that was clean and left no tokens is repeated by that compiled call alone, through
+its entry point (no dispatch, no Python checks), while the inputs it depends on besides the words
+stay (:meth:`CycleModel._repeat_key`: address, count, the DRAM and its generation, tokens, flags,
+configuration and cost rules).
 
 The run ends when FINISH retires (as in the RTL, FINISH does not wait for the load and store
 units; well-formed streams make it pop their last tokens). Statistics are fsim's plus tsim's
@@ -67,7 +71,7 @@ from ...errors import DeadlockError, InvalidInstructionError, SimulationError
 from ..debug import DEBUG_DUMP_INSN, dump_executed
 from ..fsim.sched import schedule
 from ..fsim.simulator import FunctionalSimulator
-from ..stream import Program, check_fields, confirm_suspects, count_executed, lent_tokens, read_stream
+from ..stream import Program, check_fields, confirm_suspects, count_executed, lent_tokens
 from . import costs as mc
 from . import replay as rp
 from .costs import Timing
@@ -84,6 +88,11 @@ HW_STAT_KEYS = (("cycle_count",) + tuple(f"{u}_busy_cycles" for u in UNITS)
 QUEUE_DEPTH = 512
 _STAGES = (isa.STAGE_LOAD, isa.STAGE_COMPUTE, isa.STAGE_STORE)
 _NONE_HELD = (0, 0, 0, 0)
+
+
+def _no_entry(*args) -> int:
+    """The stand-in for a compiled entry that cannot be found: the repeat is never taken."""
+    return 0
 
 
 class CycleModel(FunctionalSimulator):
@@ -134,17 +143,22 @@ class CycleModel(FunctionalSimulator):
         # statistics when they are read (the hardware counters, then fsim's of replay.COUNT_KEYS)
         self._io = np.zeros(rp.IO_SIZE, np.int64)
         self._io_in = None  # what the in slots of self._io hold
-        self._out_last = None  # the out slots of the last successful compiled run, as a list
+        # a repeat of the last timing-only run, when it was clean and left no tokens: (the inputs
+        # it depends on, the compiled entry, then its 6 arguments) (see :meth:`_repeat_key`)
+        self._repeat = None
+        self._repeat_next = None  # the arguments of the current run's compiled call, when it can be repeated
+        # (the DRAM data array, the compiled entry for stream words that are views of it) (see rp.timing_entry)
+        self._view_entry = (None, None)
         # the stream of the last compiled run: (address, count, DRAM generation) when its range
         # was checked and its words are a view of the arena (valid while the generation stays)
         self._stream_key = None
         self._stream_words = None
         self._allocs_generation = None  # the DRAM generation of self._allocs
+        self._keyed_dram = None  # the DRAM these keys and generations are of
         self._allocs = None  # the live allocations as start and end (k x 2)
         self._scanned = None  # the inputs (but the words) of the scan the work space holds, if any
         self._scanned_consts = None  # (and the constants it used)
         self._acc = np.zeros(len(HW_STAT_KEYS) + len(rp.COUNT_KEYS), np.int64)
-        self._acc_unused = self._acc.copy()  # (a functional run's: fsim counts its own statistics)
         self._last_run: dict | None = {}
         self._probe = False
         #: The timing events of the last run while the probe is on (see :meth:`set_probe`).
@@ -153,8 +167,8 @@ class CycleModel(FunctionalSimulator):
     @property
     def last_run(self) -> dict:
         """Counters of the last successful run only (``cycle_count`` and per-unit figures)."""
-        if self._last_run is None:
-            self._last_run = dict(zip(HW_STAT_KEYS, self._out_last[rp.IO_COUNTERS:rp.IO_COUNTERS + len(HW_STAT_KEYS)],
+        if self._last_run is None:  # (a compiled run's: the counters it committed)
+            self._last_run = dict(zip(HW_STAT_KEYS, self._io[rp.IO_LAST:rp.IO_LAST + len(HW_STAT_KEYS)].tolist(),
                                       strict=True))
         return self._last_run
 
@@ -168,6 +182,7 @@ class CycleModel(FunctionalSimulator):
         The ``events`` of :func:`time_stream` describe them; with the probe off nothing is kept.
         """
         self._probe = bool(enable)
+        self._repeat = None
         self.probe_events = None
 
     def run(self, insn_phys_addr: int, insn_count: int, wait_cycles: int = 0) -> int:
@@ -187,9 +202,25 @@ class CycleModel(FunctionalSimulator):
         TokenOverflowError
             Exactly as :meth:`vta.sim.fsim.FunctionalSimulator.run`; a failed run adds no cycles.
         """
+        rep = self._repeat
+        if (rep is not None and type(wait_cycles) is int and wait_cycles >= 0
+                and rep[0] == (insn_phys_addr, insn_count, type(insn_count), self.functional, self.dram,
+                               self.dram.generation, self.tokens, self.debug_flags, self.env, self.timing,
+                               mc.compute_cycles, mc.store_cycles, getattr(mc, "FETCH_BUFFER_INSNS", 0))
+                # (the key of _repeat_key, inlined)
+                and (rep[1] or self._repeat_entry())(rep[2], rep[3], rep[4], rep[5], rep[6], rep[7])):
+            self._last_run = None  # (the counters it committed)
+            return 0
+        self._repeat = None
         if not self.functional:
             self._timed = None
+            self._repeat_next = None
             result = super().run(insn_phys_addr, insn_count, wait_cycles)
+            if self._repeat_next is not None:  # (the entry of the arena's views, or looked up when repeated)
+                entry = self._view_entry[1] if self._view_entry[0] is self.dram.data else None
+                self._repeat = (self._repeat_key(insn_phys_addr, insn_count, [0, 0, 0, 0]), entry) + self._repeat_next
+                self._io[rp.IO_REUSE] = 2
+                self._io_in = None
             if self._timed is None:  # timed by the compiled run (the counters are in self._acc)
                 if self.debug_flags & DEBUG_DUMP_INSN:
                     words, tokens = self._fast_timed
@@ -216,6 +247,21 @@ class CycleModel(FunctionalSimulator):
             self._time(words, tokens, insn_phys_addr)
         return self._finish_run(result)
 
+    def _repeat_entry(self):
+        """The compiled entry of :attr:`_repeat` (looked up on its first repeat, then kept in it), or
+        :func:`_no_entry` when there is none (the run then takes the whole path)."""
+        entry = rp.timing_entry(self._repeat[2:]) or _no_entry
+        self._repeat = self._repeat[:1] + (entry,) + self._repeat[2:]
+        return entry
+
+    def _repeat_key(self, insn_phys_addr, insn_count, tokens: list) -> tuple:
+        """What a timing-only run depends on besides the words (the compiled run compares those):
+        a run with the same key as a clean run that left no tokens repeats it, through the compiled
+        entry alone (:attr:`_repeat`; same checks, same counters, the replay made again)."""
+        return (insn_phys_addr, insn_count, type(insn_count), self.functional, self.dram, self.dram.generation,
+                tokens, self.debug_flags, self.env, self.timing, mc.compute_cycles, mc.store_cycles,
+                getattr(mc, "FETCH_BUFFER_INSNS", 0))
+
     def _time_compiled(self, words: np.ndarray, tokens: list[int], insn_addr: int) -> bool:
         """Time a stream fsim has executed with the compiled run of the timing-only model (its
         checks off): set :attr:`last_run` and add the hardware counters. Returns False, having
@@ -229,30 +275,47 @@ class CycleModel(FunctionalSimulator):
             return False
         n = words.shape[0]
         dram = self.dram
+        if dram is not self._keyed_dram:
+            self._new_dram()
         if self._allocs_generation != dram.generation:  # (the scan's field checks need them)
             self._live_allocs()
         io = self._io
         scan = (n, tokens[0], tokens[1], tokens[2], tokens[3], False, self._allocs_generation)
         reuse = scan == self._scanned and consts is self._scanned_consts
-        self._io_in = (tokens[0], tokens[1], tokens[2], tokens[3], False, insn_addr, reuse)
-        io[:6] = self._io_in[:6]  # IO_TOKENS, IO_CHECK, IO_ADDR
-        io[rp.IO_REUSE] = reuse
+        io_in = (tokens[0], tokens[1], tokens[2], tokens[3], False, insn_addr, reuse, "functional")
+        if self._io_in != io_in:  # (the timing-only runs' never equals it: they rewrite the slots)
+            self._io_in = io_in
+            io[:6] = io_in[:6]  # IO_TOKENS, IO_CHECK, IO_ADDR
+            io[rp.IO_REUSE] = reuse
+            io[rp.IO_HW_ONLY] = 1
         self._scanned = None
-        rp._TIMING_RUN(words, consts, self._allocs, self._scratch.flat_for(n), io, self._acc_unused)
+        if not rp._TIMING_RUN(words, consts, self._allocs, self._scratch.flat_for(n), io, self._acc):
+            self._settle_timed(n)  # (not clean: its hardware counters are added here)
+        self._scanned = scan
+        self._scanned_consts = consts
+        self._last_run = None
+        return True
+
+    def _settle_timed(self, n: int) -> None:
+        """After a compiled run of :meth:`_time_compiled` that committed nothing: raise for a stream
+        it could not time, else add its hardware counters (it had suspects, which fsim confirmed).
+
+        Raises
+        ------
+        InvalidInstructionError, DeadlockError
+            If the timing model cannot time a stream fsim has accepted (an inconsistency).
+        """
+        io = self._io
         out = io.tolist()
         if out[rp.IO_STATUS] == 2:  # (unreachable: fsim has accepted the stream)
             i = out[rp.IO_BAD] - 1
             raise InvalidInstructionError(f"instruction {i}: a token flag names a channel its stage does not have", i)
-        self._scanned = scan
-        self._scanned_consts = consts
         if out[rp.IO_RC] < 0:
             raise DeadlockError(f"timing model: no unit can start after {-1 - out[rp.IO_RC]} of {n} instructions; "
                                 "the stream was accepted by fsim", None)
         nhw = len(HW_STAT_KEYS)
-        self._acc[:nhw] += io[rp.IO_COUNTERS:rp.IO_COUNTERS + nhw]  # (added to the statistics when read)
-        self._out_last = out
-        self._last_run = None
-        return True
+        io[rp.IO_LAST:rp.IO_LAST + nhw] = io[rp.IO_COUNTERS:rp.IO_COUNTERS + nhw]
+        self._acc[:nhw] += io[rp.IO_LAST:rp.IO_LAST + nhw]  # (added to the statistics when read)
 
     def _finish_run(self, result: int) -> int:
         """Add the last run's hardware counters (timed by :meth:`_time`) and make its debug dump."""
@@ -278,11 +341,13 @@ class CycleModel(FunctionalSimulator):
     def _run(self, insn_phys_addr: int, n: int) -> tuple[list[int], list[int]]:
         """fsim's run (executes), or with ``functional=False`` its checks and the timing only."""
         if self.functional:
-            self._executed_words = read_stream(self.dram, insn_phys_addr, n)  # (fsim's first check too)
+            self._executed_words = None  # (set by _execute: the words fsim read)
             return super()._run(insn_phys_addr, n)
         if n == 0:
             raise DeadlockError("the stream has 0 instructions, so FINISH never executes and the run never ends")
         dram = self.dram
+        if dram is not self._keyed_dram:
+            self._new_dram()
         if self._stream_key != (insn_phys_addr, n, dram.generation):  # (else: checked, the view is valid)
             dram.check(insn_phys_addr, 16 * n, "instruction stream")
             data = dram.data[insn_phys_addr:insn_phys_addr + 16 * n]
@@ -314,9 +379,46 @@ class CycleModel(FunctionalSimulator):
             self._io_in = (lent[0], lent[1], lent[2], lent[3], check, insn_phys_addr, reuse)
             io[:6] = self._io_in[:6]  # IO_TOKENS, IO_CHECK, IO_ADDR
             io[rp.IO_REUSE] = reuse
+            io[rp.IO_HW_ONLY] = 0
         flat = self._scratch.flat_for(n)
         self._scanned = None
-        rp._TIMING_RUN(words, consts, self._allocs, flat, io, self._acc)
+        view = self._stream_key is not None
+        entry = self._view_entry
+        run = entry[1] if view and entry[0] is dram.data else rp._TIMING_RUN
+        if run(words, consts, self._allocs, flat, io, self._acc):  # clean: checked, timed and counted
+            self._scanned = scan
+            self._scanned_consts = consts
+            committed = True
+            if view and run is rp._TIMING_RUN:  # (the entry of this arena's views, looked up once)
+                self._view_entry = (dram.data, rp.timing_entry((words, consts, self._allocs, flat, io, self._acc))
+                                    or rp._TIMING_RUN)
+        else:
+            committed = self._settle(words, consts, flat, scan, n)
+        self._last_run = None
+        if self.debug_flags & DEBUG_DUMP_INSN:
+            self._fast_timed = (words.copy(), list(lent))
+        net = io[rp.IO_COUNTERS + 14:rp.IO_COUNTERS + 18].tolist()  # (the net tokens the stream pushes)
+        after = [lent[0] + net[0], lent[1] + net[1], lent[2] + net[2], lent[3] + net[3]]
+        if check:
+            if committed and view and not self.debug_flags & DEBUG_DUMP_INSN and not (net[0] or net[1] or net[2]
+                                                                                      or net[3]):
+                # a clean run from no tokens to none, of a stream that stays where it is: it may be repeated
+                self._repeat_next = (words, consts, self._allocs, flat, io, self._acc)
+            return after, _NONE_HELD
+        t = self.tokens
+        return after, [t[0] - lent[0], t[1] - lent[1], t[2] - lent[2], t[3] - lent[3]]
+
+    def _settle(self, words: np.ndarray, consts: np.ndarray, flat: np.ndarray, scan: tuple, n: int) -> bool:
+        """After a compiled timing-only run that was not clean: check an invalid stream (or one that runs
+        only out of stream order) the slow way and run it again, confirm the suspects, add the
+        counters of a run with suspects; return whether the compiled run committed its counters.
+
+        Raises
+        ------
+        InvalidInstructionError, DeadlockError, TokenOverflowError, SRAMIndexError, DRAMAccessError
+            fsim's errors for the stream.
+        """
+        io = self._io
         out = io.tolist()
         if out[rp.IO_STATUS] == 1:  # invalid, or its tokens do not let it run in stream order
             self._check_stream(words, [0, 0, 0, 0])
@@ -335,7 +437,7 @@ class CycleModel(FunctionalSimulator):
         k = out[rp.IO_SUSPECTS]
         if k:
             start = rp.suspects_at(n)
-            confirm_suspects(self.env, words, flat[start:start + k].tolist(), dram)
+            confirm_suspects(self.env, words, flat[start:start + k].tolist(), self.dram)
         if out[rp.IO_RC] < 0:
             raise DeadlockError(f"timing model: no unit can start after {-1 - out[rp.IO_RC]} of {n} instructions; "
                                 "the stream was accepted by fsim", None)
@@ -343,22 +445,21 @@ class CycleModel(FunctionalSimulator):
             nhw = len(HW_STAT_KEYS)
             self._acc[:nhw] += io[rp.IO_COUNTERS:rp.IO_COUNTERS + nhw]
             self._acc[nhw:] += io[rp.IO_COUNTS:rp.IO_COUNTS + len(rp.COUNT_KEYS)]
-        self._out_last = out
-        self._last_run = None
-        if self.debug_flags & DEBUG_DUMP_INSN:
-            self._fast_timed = (words.copy(), list(lent))
-        net = rp.IO_COUNTERS + 14
-        after = [lent[0] + out[net], lent[1] + out[net + 1], lent[2] + out[net + 2], lent[3] + out[net + 3]]
-        if check:
-            return after, _NONE_HELD
-        t = self.tokens
-        return after, [t[0] - lent[0], t[1] - lent[1], t[2] - lent[2], t[3] - lent[3]]
+            io[rp.IO_LAST:rp.IO_LAST + nhw] = io[rp.IO_COUNTERS:rp.IO_COUNTERS + nhw]
+        return bool(out[rp.IO_COMMITTED])
+
+    def _new_dram(self) -> None:
+        """Forget what was kept of another DRAM (its stream view, allocations and scan): the device
+        was given a new one, whose generations count from its own start."""
+        self._stream_key = self._allocs_generation = self._scanned = None
+        self._keyed_dram = self.dram
 
     def _live_allocs(self) -> None:
         """Make ``_allocs``: the live allocations of the arena as start and end (k x 2)."""
-        live = list(self.dram.allocations())
-        self._allocs = np.array(live or [(0, 0)], np.int64)
-        self._allocs[:, 1] += self._allocs[:, 0]
+        bounds = []
+        for start, nbytes in self.dram.allocations():
+            bounds += (start, start + nbytes)
+        self._allocs = np.array(bounds or (0, 0), np.int64).reshape(-1, 2)
         self._allocs_generation = self.dram.generation
 
     def _check_stream(self, words: np.ndarray, lent: list[int]) -> tuple[Program, list[int]]:
@@ -392,10 +493,21 @@ class CycleModel(FunctionalSimulator):
         count_executed(self._stats, program or Program(words, self.env), np.arange(n), self.env)
         return [t + d for t, d in zip(lent, arrays["tokens"], strict=True)], held
 
+    def _execute(self, program: Program, order: np.ndarray) -> None:
+        # the words fsim executes: its own copy, read before the run (timed afterwards)
+        self._executed_words = program.words
+        super()._execute(program, order)
+
     def _dump_executed(self, program: Program, done: np.ndarray) -> None:
         # The functional run prints nothing itself; a successful run prints in timed order.
         if self.debug_flags & DEBUG_DUMP_INSN:
             self._functional_order = (program.words, done.tolist(), self._run_tokens)
+
+    def close(self) -> None:
+        """Drop what holds views of the DRAM arena (the stream words, the repeat), then fsim's."""
+        self._repeat = self._repeat_next = self._stream_words = self._stream_key = None
+        self._view_entry = (None, None)
+        super().close()
 
     def stats(self) -> dict:
         """fsim's counters (upstream keys, ``insn_*``, ``tokens_*``) and the hardware counters.
