@@ -1,0 +1,160 @@
+"""Rotated virtual threads in a built 1x1 convolution (``vta.tir.transform.vthread_rotate``):
+with ``ALU_MOV`` and ``COMPUTE_OVERLAP`` a 1x1 kernel whose whole reduction is one step and
+whose threads each own one output-channel tile loads its weights once (shared by threads over the
+rows, per thread over the output channels), and the threads' tiles follow one another (bias copy,
+GEMM, bias copy of the next thread, ...) instead of lock-step. Outputs against the tests'
+integer oracle on fsim and on the cycle model, with and without the options."""
+
+from __future__ import annotations
+
+from contextlib import ExitStack
+
+import numpy as np
+import pytest
+
+from tests.conftest import CONFIG_DIR
+from vta import isa, nd, rpc
+from vta.env import Environment, load_config
+from vta.errors import ScheduleError
+from vta.testing import simulator
+from vta.topi import qnn
+from vta.topi.qnn_build import qconv2d_workload
+from vta.topi.tiling import Conv2DTiling, choose_conv2d_tiling, rotates
+
+from . import oracle
+
+CI, CO, HW, STRIDE = 64, 64, 16, 2
+
+
+def _env(name: str, target: str) -> Environment:
+    cfg = load_config(CONFIG_DIR / name)
+    cfg["TARGET"] = target
+    return Environment(cfg)
+
+
+def _spec(env: Environment) -> qnn.QConv2DSpec:
+    return qnn.QConv2DSpec(env.BATCH, CI, CO, HW, HW, 1, 1, (STRIDE, STRIDE), (0, 0, 0, 0), 0,
+                           qnn.Requant.from_scale(0.0007), 0, (-128, 127))
+
+
+def _conv(env: Environment, tmp_path, tiling: Conv2DTiling | None, seed: int = 0):
+    """Build and run the fused 1x1 convolution on ``env``; check it against the oracle; its
+    instructions."""
+    rng = np.random.default_rng(seed)
+    x = rng.integers(-128, 128, size=(env.BATCH, CI, HW, HW)).astype(np.int8)
+    wt = rng.integers(-128, 128, size=(CO, CI, 1, 1)).astype(np.int8)
+    bias = rng.integers(-5000, 5000, size=CO).astype(np.int32)
+    with env:
+        spec = _spec(env)
+        mod, layout = qnn.build_qconv2d(spec, "qconv", **({} if tiling is None else {"tiling": tiling}))
+        obj = tmp_path / f"qconv_{env.TARGET}.o"
+        mod.save(obj)
+        with ExitStack() as stack:
+            remote = stack.enter_context(rpc.LocalSession())
+            remote.upload(str(obj))
+            f = remote.load_module(obj.name)
+            arrays = [stack.enter_context(nd.array(a, remote.ext_dev(0)))
+                      for a in layout.pack_args(data=x, weight=wt, bias=bias)]
+            out = stack.enter_context(nd.array(layout.empty_output(), remote.ext_dev(0)))
+            simulator.clear_stats()
+            insns = f.capture(*arrays, out, execute=True).instructions()
+            got = layout.unpack(out.numpy())
+    want = oracle.finish(oracle.requant(oracle.conv_acc(x, wt, bias, (STRIDE, STRIDE), (0, 0, 0, 0), 0),
+                                        spec.requant), 0, (-128, 127), None, None)
+    assert len(np.unique(want)) >= 8, "weak oracle"
+    np.testing.assert_array_equal(got, want)
+    return insns
+
+
+def _weight_loads(insns) -> int:
+    return sum(isinstance(i, isa.MemInsn) and i.opcode == isa.OPCODE_LOAD and i.memory_type == isa.MEM_WGT
+               and i.x_size > 0 for i in insns)
+
+
+def _compute_order(insns) -> list[str]:
+    """The compute unit's bias copies (a MOV over many rows) and accumulating GEMMs, in order."""
+    out = []
+    for i in insns:
+        if isinstance(i, isa.AluInsn) and i.alu_opcode == isa.ALU_MOV and i.iter_out * i.iter_in >= 16:
+            out.append("mov")
+        elif isinstance(i, isa.GemmInsn) and not i.reset_reg:
+            out.append("gemm")
+    return out
+
+
+#: Output 8x8 pixels x 4 channel blocks, 4 input blocks: threads over the rows (weights shared)
+#: or over the output channels (weights per thread); two to four tiles per thread.
+ROTATED = {
+    "h4_two_tiles": Conv2DTiling(tile_h=2, tile_w=4, tile_co=4, tile_ci=4, h_nthread=4),
+    "h4_four_tiles": Conv2DTiling(tile_h=1, tile_w=4, tile_co=4, tile_ci=4, h_nthread=4),
+    "h2_two_tiles": Conv2DTiling(tile_h=2, tile_w=8, tile_co=4, tile_ci=4, h_nthread=2),
+    "h2_four_tiles": Conv2DTiling(tile_h=2, tile_w=4, tile_co=4, tile_ci=4, h_nthread=2),
+    "oc4_four_tiles": Conv2DTiling(tile_h=4, tile_w=4, tile_co=1, tile_ci=4, oc_nthread=4),
+    "oc2_two_tiles": Conv2DTiling(tile_h=4, tile_w=8, tile_co=2, tile_ci=4, oc_nthread=2),
+}
+
+
+@pytest.mark.parametrize("target", ["sim", "model"])
+@pytest.mark.parametrize("name", sorted(ROTATED))
+def test_rotated_threads_with_options(tmp_path, target, name):
+    t = ROTATED[name]
+    env = _env("extended.json", target)
+    with env:
+        assert rotates(env, qconv2d_workload(_spec(env), env), t)
+    insns = _conv(env, tmp_path, t)
+    # the weights once: one load shared by the row threads, one per output-channel thread
+    assert _weight_loads(insns) == (1 if t.oc_nthread == 1 else t.threads)
+    order = _compute_order(insns)
+    assert order[:4] == ["mov", "gemm", "mov", "gemm"], order[:8]
+    assert order.count("gemm") == order.count("mov") == 64 // (t.tile_h * t.tile_w) * 4 // t.tile_co
+
+
+@pytest.mark.parametrize("name", ["h2_four_tiles", "oc2_two_tiles"])
+def test_same_tiling_without_options_is_not_rotated(tmp_path, name):
+    """The default configuration builds the same two-thread tilings as before: weights loaded per
+    tile, lock-step (its instruction streams are pinned by ``python -m vta regress``)."""
+    t = ROTATED[name]
+    env = _env("vta_config.json", "sim")
+    with env:
+        assert not rotates(env, qconv2d_workload(_spec(env), env), t)
+    insns = _conv(env, tmp_path, t)
+    assert _weight_loads(insns) == 64 // (t.tile_h * t.tile_w) * 4 // t.tile_co
+
+
+def test_one_tile_per_thread_is_not_rotated(tmp_path):
+    """With one tile per thread nothing overlaps: the schedule keeps the staggered threads."""
+    t = Conv2DTiling(tile_h=4, tile_w=8, tile_co=4, tile_ci=4, h_nthread=2)
+    env = _env("extended.json", "sim")
+    with env:
+        assert not rotates(env, qconv2d_workload(_spec(env), env), t)
+    assert _weight_loads(_conv(env, tmp_path, t)) == 2
+
+
+def test_four_threads_refused_without_options():
+    env = _env("vta_config.json", "sim")
+    with env, pytest.raises(ScheduleError, match="must be 1 or 2"):
+        qnn.build_qconv2d(_spec(env), "qconv", tiling=ROTATED["h4_two_tiles"])
+
+
+@pytest.mark.parametrize("shape, expect", [((64, 128, 56), True), ((256, 512, 14), False)])
+def test_chooser_rotates_only_with_options(shape, expect):
+    """ResNet-18's 1x1 projections C4 (rotated) and C10 (its 128 KiB of weights would hold the
+    first GEMM back: staggered) on configs/extended.json; never on the default configuration."""
+    ci, co, hw = shape
+    for name in ("extended.json", "vta_config.json"):
+        env = _env(name, "sim")
+        with env:
+            spec = qnn.QConv2DSpec(env.BATCH, ci, co, hw, hw, 1, 1, (2, 2), (0, 0, 0, 0), 0,
+                                   qnn.Requant.from_scale(0.0007), 0, (-128, 127))
+            wl = qconv2d_workload(spec, env)
+            assert rotates(env, wl, choose_conv2d_tiling(env, wl)) is (expect and name == "extended.json"), name
+
+
+def test_fallback_lock_step_is_correct(tmp_path, monkeypatch):
+    """A body the rotation does not handle is expanded lock-step, the shared weights' token
+    popped once before the threads (each thread popping it would deadlock)."""
+    from vta.tir.transform import inject_virtual_thread as ivt
+
+    monkeypatch.setattr(ivt, "rotate_threads", lambda *args: None)
+    insns = _conv(_env("extended.json", "sim"), tmp_path, ROTATED["h4_two_tiles"])
+    assert _compute_order(insns)[:4] == ["mov", "mov", "mov", "mov"]
