@@ -33,7 +33,7 @@ from ..te import compute, create_schedule, reduce_axis, thread_axis
 from ..te import sum as te_sum
 from ..te.schedule import Schedule
 from ..te.tensor import ComputeOp, Tensor
-from ..tir.nodes import StringImm
+from ..tir.nodes import Add, StringImm
 from ..tir.transform.vthread_rotate import ROTATE_PRAGMA
 from ..tir.transform.vthread_stagger import STAGGER_PRAGMA
 from ..transform.dma import CROP_PREFIX
@@ -248,7 +248,22 @@ def epilogue_workload(graph: OpGraph, wl: Conv2DWorkload) -> Conv2DWorkload:
     extra = sum(int(op.attrs.get("extra_tile", 0)) for op in graph.ewise if op.attrs)
     # and one marked ``extra_vector`` (a constant vector built on the ALU) is budgeted like a bias
     vectors = sum(int(op.attrs.get("extra_vector", 0)) for op in graph.ewise if op.attrs)
-    return replace(wl, bias=int(biases) + vectors, residuals=residuals + extra, alu_stages=len(graph.ewise))
+    return replace(wl, bias=int(biases) + vectors, residuals=residuals + extra, alu_stages=len(graph.ewise),
+                   bias_first=_bias_first(graph))
+
+
+def _bias_first(graph: OpGraph) -> bool:
+    """Whether the stage reading the core's result adds one per-channel input to it (the
+    addition InjectBiasMov turns into the tile's starting value)."""
+    first = [op for op in graph.ewise if any(t.op is graph.core for t in op.input_tensors)]
+    if len(first) != 1 or not isinstance(first[0].body, Add):
+        return False
+    others = [t for t in first[0].input_tensors if t.op is not graph.core]
+    return len(others) == 1 and len(others[0].shape) == 6 and all(_const(d) == 1 for d in others[0].shape[2:4])
+
+
+def _const(x) -> int | None:
+    return getattr(x, "value", x if isinstance(x, int) else None)
 
 
 def schedule_conv_tiles(graph: OpGraph, tiling: Conv2DTiling, skip_zero_taps: bool = False,

@@ -93,6 +93,9 @@ class Conv2DWorkload:
     #: whether the input load moves only the rows the kernel reads (a one-tap kernel along the
     #: rows with a row stride > 1: vta.topi.conv2d_packed subsamples its input)
     subsampled_rows: bool = False
+    #: whether the epilogue's first stage adds a per-channel vector to the convolution's result
+    #: (with ALU_MOV the tile then starts from it: vta.transform.bias_mov)
+    bias_first: bool = False
 
     def window(self, tile_h: int, tile_w: int) -> tuple[int, int]:
         """Input rows and columns an output tile of ``tile_h`` x ``tile_w`` pixels loads."""
@@ -185,12 +188,13 @@ class DenseTiling:
 
 def rotates(env: Environment, wl: Conv2DWorkload, t: Conv2DTiling) -> bool:
     """Whether the convolution schedule rotates the virtual threads of ``t``
-    (:mod:`vta.tir.transform.vthread_rotate`): a 1x1 kernel on a configuration with ``ALU_MOV``
-    and ``COMPUTE_OVERLAP``, threads on one axis, the whole reduction in one step and one
+    (:mod:`vta.tir.transform.vthread_rotate`): a 1x1 kernel whose tile starts from its bias
+    (``wl.bias_first``) on a configuration with ``ALU_MOV`` and ``COMPUTE_OVERLAP``, threads on
+    one axis, the whole reduction in one step and one
     output-channel tile per thread (its weights are then loaded once) and at least two tiles per
     thread (the rotation overlaps a thread's tiles)."""
     tiles = -(-wl.out_height // t.tile_h) * -(-wl.out_width // t.tile_w) * -(-wl.co_blocks // t.tile_co)
-    return (bool(env.ALU_MOV) and bool(env.COMPUTE_OVERLAP) and wl.kh == 1 and wl.kw == 1
+    return (bool(env.ALU_MOV) and bool(env.COMPUTE_OVERLAP) and wl.kh == 1 and wl.kw == 1 and wl.bias_first
             and t.threads > 1 and 1 in (t.oc_nthread, t.h_nthread) and tiles >= 2 * t.threads
             and t.tile_ci == wl.ci_blocks and t.tile_co * t.oc_nthread == wl.co_blocks)
 

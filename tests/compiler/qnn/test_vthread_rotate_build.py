@@ -158,3 +158,20 @@ def test_fallback_lock_step_is_correct(tmp_path, monkeypatch):
     monkeypatch.setattr(ivt, "rotate_threads", lambda *args: None)
     insns = _conv(_env("extended.json", "sim"), tmp_path, ROTATED["h4_two_tiles"])
     assert _compute_order(insns)[:4] == ["mov", "mov", "mov", "mov"]
+
+
+def test_epilogue_shifting_first_is_not_rotated():
+    """``vta.topi.requantize`` shifts before it adds the bias: the tile starts from a GEMM reset,
+    which the rotated order does not overlap; the workload says so and the chooser keeps the
+    staggered threads."""
+    from dataclasses import replace
+
+    env = _env("extended.json", "sim")
+    with env:
+        wl = qconv2d_workload(_spec(env), env)
+        assert wl.bias_first
+        t = ROTATED["h4_two_tiles"]
+        assert rotates(env, wl, t) and not rotates(env, replace(wl, bias_first=False), t)
+        big = qconv2d_workload(qnn.QConv2DSpec(env.BATCH, 64, 128, 56, 56, 1, 1, (2, 2), (0, 0, 0, 0), 0,
+                                               qnn.Requant.from_scale(0.0007), 0, (-128, 127)), env)
+        assert not rotates(env, big, choose_conv2d_tiling(env, replace(big, bias_first=False)))

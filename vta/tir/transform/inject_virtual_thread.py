@@ -8,6 +8,13 @@ Reference tvm-vta-software.md 2.2 item 20. For a ``virtual_thread`` attribute ov
 * the smallest statements that depend on ``v`` (or that are co-processor scopes, calls or
   stores, since threads share nothing) are repeated per thread: unrolled when they contain no
   loop and ``n < 16`` (``v`` replaced by 0, 1, ...), otherwise wrapped in a loop over ``v.s``.
+
+Two other orders of the same per-thread code, asked for by a pragma on the thread axis:
+``vthread_stagger`` (two threads one reduction step apart, :mod:`.vthread_stagger`) and
+``vthread_rotate`` (each thread's tile epilogue after the next thread's GEMM, weights loaded
+once, :mod:`.vthread_rotate`). Each falls back to the lock-step order when the tokens would
+not pair; a rotated body whose threads share their weights then pops the weights' token once,
+before the threads.
 """
 
 from __future__ import annotations
