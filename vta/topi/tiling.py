@@ -59,7 +59,8 @@ __all__ = [
 #: Most virtual threads (on one axis) of a rotated schedule (:func:`rotates`).
 _ROTATED_MAX_THREADS = 4
 #: Least estimated share of the GEMM bound for which a rotated tiling is chosen (the staggered
-#: threads reach 64-83% of it on ResNet-18's 1x1 layers C4, C7, C10 on configs/extended.json).
+#: threads reach 64-83% of it on ResNet-18's 1x1 layers C4, C7, C10 on configs/extended.json;
+#: the rotated ones 81-99% on C2-C5 and C7, which they are chosen for).
 _ROTATED_MIN_SHARE = 0.8
 
 #: Bytes a load moves per cycle (a 64-bit memory interface) and fixed cycles per instruction.
@@ -188,13 +189,13 @@ class DenseTiling:
 
 def rotates(env: Environment, wl: Conv2DWorkload, t: Conv2DTiling) -> bool:
     """Whether the convolution schedule rotates the virtual threads of ``t``
-    (:mod:`vta.tir.transform.vthread_rotate`): a 1x1 kernel whose tile starts from its bias
+    (:mod:`vta.tir.transform.vthread_rotate`): a convolution whose tile starts from its bias
     (``wl.bias_first``) on a configuration with ``ALU_MOV`` and ``COMPUTE_OVERLAP``, threads on
     one axis, the whole reduction in one step and one
     output-channel tile per thread (its weights are then loaded once) and at least two tiles per
     thread (the rotation overlaps a thread's tiles)."""
     tiles = -(-wl.out_height // t.tile_h) * -(-wl.out_width // t.tile_w) * -(-wl.co_blocks // t.tile_co)
-    return (bool(env.ALU_MOV) and bool(env.COMPUTE_OVERLAP) and wl.kh == 1 and wl.kw == 1 and wl.bias_first
+    return (bool(env.ALU_MOV) and bool(env.COMPUTE_OVERLAP) and wl.bias_first
             and t.threads > 1 and 1 in (t.oc_nthread, t.h_nthread) and tiles >= 2 * t.threads
             and t.tile_ci == wl.ci_blocks and t.tile_co * t.oc_nthread == wl.co_blocks)
 
@@ -355,7 +356,7 @@ def rotated_candidates(env: Environment, wl: Conv2DWorkload):
     ``ROTATED_MAX_THREADS`` threads on one axis dividing its tiles, the whole reduction per
     tile, one output-channel tile per thread; nothing when the configuration or kernel does
     not allow rotated threads."""
-    if not (env.ALU_MOV and env.COMPUTE_OVERLAP and wl.kh == 1 and wl.kw == 1):
+    if not (env.ALU_MOV and env.COMPUTE_OVERLAP):
         return
     oh, ow = wl.out_height, wl.out_width
     for th, tw, nt, on_oc in product(_divisors(oh), _divisors(ow), range(2, _ROTATED_MAX_THREADS + 1),

@@ -1,5 +1,5 @@
-"""Rotated virtual threads in a built 1x1 convolution (``vta.tir.transform.vthread_rotate``):
-with ``ALU_MOV`` and ``COMPUTE_OVERLAP`` a 1x1 kernel whose whole reduction is one step and
+"""Rotated virtual threads in a built convolution (``vta.tir.transform.vthread_rotate``):
+with ``ALU_MOV`` and ``COMPUTE_OVERLAP`` a 1x1 (or 3x3) kernel whose whole reduction is one step and
 whose threads each own one output-channel tile loads its weights once (shared by threads over the
 rows, per thread over the output channels), and the threads' tiles follow one another (bias copy,
 GEMM, bias copy of the next thread, ...) instead of lock-step. Outputs against the tests'
@@ -32,20 +32,27 @@ def _env(name: str, target: str) -> Environment:
     return Environment(cfg)
 
 
-def _spec(env: Environment) -> qnn.QConv2DSpec:
-    return qnn.QConv2DSpec(env.BATCH, CI, CO, HW, HW, 1, 1, (STRIDE, STRIDE), (0, 0, 0, 0), 0,
-                           qnn.Requant.from_scale(0.0007), 0, (-128, 127))
+def _spec(env: Environment, k: int = 1) -> qnn.QConv2DSpec:
+    """The 1x1 stride-2 convolution, or (``k`` 3) a padded 3x3 stride-1 one of the same output
+    size."""
+    if k == 1:
+        return qnn.QConv2DSpec(env.BATCH, CI, CO, HW, HW, 1, 1, (STRIDE, STRIDE), (0, 0, 0, 0), 0,
+                               qnn.Requant.from_scale(0.0007), 0, (-128, 127))
+    hw = HW // STRIDE
+    return qnn.QConv2DSpec(env.BATCH, CI, CO, hw, hw, k, k, (1, 1), (k // 2,) * 4, 0,
+                           qnn.Requant.from_scale(0.0002), 0, (-128, 127))
 
 
-def _conv(env: Environment, tmp_path, tiling: Conv2DTiling | None, seed: int = 0):
-    """Build and run the fused 1x1 convolution on ``env``; check it against the oracle; its
-    instructions."""
+def _conv(env: Environment, tmp_path, tiling: Conv2DTiling | None, seed: int = 0, k: int = 1):
+    """Build and run the fused convolution (:func:`_spec`) on ``env``; check it against the
+    oracle; its instructions."""
     rng = np.random.default_rng(seed)
-    x = rng.integers(-128, 128, size=(env.BATCH, CI, HW, HW)).astype(np.int8)
-    wt = rng.integers(-128, 128, size=(CO, CI, 1, 1)).astype(np.int8)
+    with env:
+        spec = _spec(env, k)
+    x = rng.integers(-128, 128, size=(env.BATCH, CI, spec.height, spec.width)).astype(np.int8)
+    wt = rng.integers(-128, 128, size=(CO, CI, k, k)).astype(np.int8)
     bias = rng.integers(-5000, 5000, size=CO).astype(np.int32)
     with env:
-        spec = _spec(env)
         mod, layout = qnn.build_qconv2d(spec, "qconv", **({} if tiling is None else {"tiling": tiling}))
         obj = tmp_path / f"qconv_{env.TARGET}.o"
         mod.save(obj)
@@ -59,7 +66,7 @@ def _conv(env: Environment, tmp_path, tiling: Conv2DTiling | None, seed: int = 0
             simulator.clear_stats()
             insns = f.capture(*arrays, out, execute=True).instructions()
             got = layout.unpack(out.numpy())
-    want = oracle.finish(oracle.requant(oracle.conv_acc(x, wt, bias, (STRIDE, STRIDE), (0, 0, 0, 0), 0),
+    want = oracle.finish(oracle.requant(oracle.conv_acc(x, wt, bias, spec.strides, spec.padding, 0),
                                         spec.requant), 0, (-128, 127), None, None)
     assert len(np.unique(want)) >= 8, "weak oracle"
     np.testing.assert_array_equal(got, want)
@@ -107,6 +114,24 @@ def test_rotated_threads_with_options(tmp_path, target, name):
     order = _compute_order(insns)
     assert order[:4] == ["mov", "gemm", "mov", "gemm"], order[:8]
     assert order.count("gemm") == order.count("mov") == 64 // (t.tile_h * t.tile_w) * 4 // t.tile_co
+
+
+@pytest.mark.parametrize("config", ["extended.json", "vta_config.json"])
+@pytest.mark.parametrize("name", ["h4_two_tiles", "oc2_two_tiles"])
+def test_3x3_kernel(tmp_path, config, name):
+    """A padded 3x3 kernel rotates too (its weights loaded once) with the options; without them
+    the two-thread tiling builds as before and the four-thread one is refused."""
+    t = ROTATED[name]
+    env = _env(config, "sim")
+    with env:
+        assert rotates(env, qconv2d_workload(_spec(env, 3), env), t) is (config == "extended.json")
+    if config != "extended.json" and t.threads > 2:
+        with env, pytest.raises(ScheduleError, match="must be 1 or 2"):
+            qnn.build_qconv2d(_spec(env, 3), "qconv", tiling=t)
+        return
+    insns = _conv(env, tmp_path, t, k=3)
+    tiles = 64 // (t.tile_h * t.tile_w) * 4 // t.tile_co
+    assert _weight_loads(insns) == ((1 if t.oc_nthread == 1 else t.threads) if config == "extended.json" else tiles)
 
 
 @pytest.mark.parametrize("name", ["h2_four_tiles", "oc2_two_tiles"])

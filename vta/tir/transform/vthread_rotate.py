@@ -1,7 +1,7 @@
 """Virtual threads whose tile epilogues run one thread behind their GEMMs ("rotated" threads).
 
 Used by :mod:`.inject_virtual_thread` for a virtual thread whose axis carries the pragma
-:data:`ROTATE_PRAGMA` (the convolution schedule sets it on a 1x1 kernel whose whole reduction
+:data:`ROTATE_PRAGMA` (the convolution schedule sets it on a convolution whose whole reduction
 is one step, on a configuration with ``ALU_MOV`` and ``COMPUTE_OVERLAP``). Each thread's body
 is a prologue, one loop nest over output tiles and an epilogue; the tile body splits into a
 *head* (bias copy, input load, GEMM) and a *tail* (the ALU epilogue, the store). The lock-step
