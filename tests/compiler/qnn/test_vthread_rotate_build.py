@@ -7,21 +7,19 @@ integer oracle on fsim and on the cycle model, with and without the options."""
 
 from __future__ import annotations
 
-from contextlib import ExitStack
-
 import numpy as np
 import pytest
 
 from tests.conftest import CONFIG_DIR
-from vta import isa, nd, rpc
+from vta import isa
 from vta.env import Environment, load_config
 from vta.errors import ScheduleError
-from vta.testing import simulator
 from vta.topi import qnn
 from vta.topi.qnn_build import qconv2d_workload
 from vta.topi.tiling import Conv2DTiling, choose_conv2d_tiling, rotates
 
 from . import oracle
+from .capture import run_captured
 
 CI, CO, HW, STRIDE = 64, 64, 16, 2
 
@@ -54,18 +52,7 @@ def _conv(env: Environment, tmp_path, tiling: Conv2DTiling | None, seed: int = 0
     bias = rng.integers(-5000, 5000, size=CO).astype(np.int32)
     with env:
         mod, layout = qnn.build_qconv2d(spec, "qconv", **({} if tiling is None else {"tiling": tiling}))
-        obj = tmp_path / f"qconv_{env.TARGET}.o"
-        mod.save(obj)
-        with ExitStack() as stack:
-            remote = stack.enter_context(rpc.LocalSession())
-            remote.upload(str(obj))
-            f = remote.load_module(obj.name)
-            arrays = [stack.enter_context(nd.array(a, remote.ext_dev(0)))
-                      for a in layout.pack_args(data=x, weight=wt, bias=bias)]
-            out = stack.enter_context(nd.array(layout.empty_output(), remote.ext_dev(0)))
-            simulator.clear_stats()
-            insns = f.capture(*arrays, out, execute=True).instructions()
-            got = layout.unpack(out.numpy())
+        got, insns = run_captured(mod, layout, layout.pack_args(data=x, weight=wt, bias=bias), tmp_path)
     want = oracle.finish(oracle.requant(oracle.conv_acc(x, wt, bias, spec.strides, spec.padding, 0),
                                         spec.requant), 0, (-128, 127), None, None)
     assert len(np.unique(want)) >= 8, "weak oracle"

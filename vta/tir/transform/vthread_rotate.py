@@ -42,7 +42,8 @@ import dataclasses
 from .. import nodes as n
 from ..arith import as_const_int
 from ..functor import post_order_visit, substitute
-from .vthread_stagger import _MAX_EVENTS, _MOV, _POP, _PUSH, _buffers, _events, _has_scope, _scope_queue, _token
+from .vthread_stagger import _MAX_EVENTS, _MOV, _POP, _PUSH, _buffers, _events, _has_call, _has_scope, _scope_queue
+from .vthread_stagger import _token
 from .vthread_stagger import _token_stmt, _tokens_consistent, _uses
 from .vthread_stagger import _Unsupported as _EventsUnsupported
 
@@ -68,12 +69,6 @@ def _has_gemm(stmt: n.Stmt) -> bool:
             found.append(x)
 
     post_order_visit(stmt, f)
-    return bool(found)
-
-
-def _has_call(stmt: n.Stmt, op: str) -> bool:
-    found = []
-    post_order_visit(stmt, lambda x: found.append(x) if isinstance(x, n.Call) and x.op == op else None)
     return bool(found)
 
 
@@ -241,7 +236,7 @@ def _rotate(body: n.Stmt, var: n.Var, num: int) -> tuple[n.Stmt, list]:
     delay = num > 2
     p = _parts(body)
     if (len(p.head) < 2 or _scope_queue(p.head[0]) != _COMPUTE_Q or _has_gemm(p.head[0])
-            or not _has_call(p.head[0], _MOV)):
+            or not _has_call(p.head[:1], _MOV)):
         raise _Unsupported("the tile does not start with a bias copy before its loads and GEMM")
     copy, work = p.head[:1], p.head[1:]
     em = _Emitter(var)
