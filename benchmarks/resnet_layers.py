@@ -18,7 +18,8 @@ ResNet-18 (:data:`REPEATS`). ``busy%`` is the share of the cycles the compute un
 ALU epilogue share that unit, so the epilogue's cost caps it), ``alu/gemm`` the ALU micro-ops
 per GEMM micro-op (a ``--vs`` configuration with ``COMPUTE_OVERLAP`` prints no ``ceil%``: its
 busy counter adds the two lanes' cycles). ``--search`` instead runs every fitting tiling of each layer (or the
-estimator's best ``--limit``) and prints how far the chooser's pick is from the best. Cycles
+estimators' best ``--limit`` of the classic and of the rotated tilings) and prints how far the
+chooser's pick is from the best. Cycles
 come from the cycle model (``TARGET=model``, fast) by default, from tsim (the Verilated RTL,
 ideal memory) with ``--tsim``. ``--quick`` runs two small
 layers (C10 and C11) on the model. The output of every layer is checked against a NumPy oracle
@@ -157,6 +158,8 @@ def search(name: str, env: Environment, tmp: Path, limit: int | None = None) -> 
         choose_conv2d_tiling,
         conv2d_candidates,
         estimate_conv2d_cycles,
+        estimate_rotated_cycles,
+        rotated_candidates,
     )
 
     rng = np.random.default_rng(sorted(RESNET18_CONV).index(name))
@@ -164,9 +167,11 @@ def search(name: str, env: Environment, tmp: Path, limit: int | None = None) -> 
     w = rng.integers(-16, 16, size=(co, ci, k, k)).astype(np.int8)
     wl = qconv2d_workload(layer_spec(name, w, env), env)
     chosen = choose_conv2d_tiling(env, wl)
-    cands = sorted(conv2d_candidates(env, wl), key=lambda t: estimate_conv2d_cycles(env, wl, t))
-    if limit:
-        cands = cands[:limit] + ([chosen] if chosen not in cands[:limit] else [])
+    # the classic tilings by their estimate, then the rotated ones (vta.tir.transform.vthread_rotate) by theirs
+    classic = sorted(conv2d_candidates(env, wl), key=lambda t: estimate_conv2d_cycles(env, wl, t))
+    rotated = sorted(rotated_candidates(env, wl), key=lambda t: estimate_rotated_cycles(env, wl, t))
+    cands = (classic[:limit] + rotated[:limit]) if limit else classic + rotated
+    cands += [chosen] if chosen not in cands else []
     start = time.perf_counter()
     results = {}
     for t in cands:

@@ -33,7 +33,8 @@ from ..te import compute, create_schedule, reduce_axis, thread_axis
 from ..te import sum as te_sum
 from ..te.schedule import Schedule
 from ..te.tensor import ComputeOp, Tensor
-from ..tir.nodes import StringImm
+from ..tir.nodes import Add, StringImm
+from ..tir.transform.vthread_rotate import ROTATE_PRAGMA
 from ..tir.transform.vthread_stagger import STAGGER_PRAGMA
 from ..transform.dma import CROP_PREFIX
 from ._traverse import OpGraph, classify
@@ -46,6 +47,7 @@ from .tiling import (
     check_fits,
     choose_conv2d_tiling,
     conv2d_footprint,
+    rotates,
 )
 
 __all__ = [
@@ -234,7 +236,7 @@ def schedule_conv2d_packed(outs: Any, tiling: Conv2DTiling | None = None) -> Sch
         tiling = tuned_tiling("conv2d", env, wl) or choose_conv2d_tiling(env, wl)
     _check_tiling(wl, tiling)
     check_fits(env, conv2d_footprint(wl, tiling), f"schedule_conv2d_packed with {tiling!r}")
-    return schedule_conv_tiles(graph, tiling)
+    return schedule_conv_tiles(graph, tiling, rotate=rotates(env, wl, tiling))
 
 
 def epilogue_workload(graph: OpGraph, wl: Conv2DWorkload) -> Conv2DWorkload:
@@ -246,13 +248,33 @@ def epilogue_workload(graph: OpGraph, wl: Conv2DWorkload) -> Conv2DWorkload:
     extra = sum(int(op.attrs.get("extra_tile", 0)) for op in graph.ewise if op.attrs)
     # and one marked ``extra_vector`` (a constant vector built on the ALU) is budgeted like a bias
     vectors = sum(int(op.attrs.get("extra_vector", 0)) for op in graph.ewise if op.attrs)
-    return replace(wl, bias=int(biases) + vectors, residuals=residuals + extra, alu_stages=len(graph.ewise))
+    return replace(wl, bias=int(biases) + vectors, residuals=residuals + extra, alu_stages=len(graph.ewise),
+                   bias_first=_bias_first(graph))
 
 
-def schedule_conv_tiles(graph: OpGraph, tiling: Conv2DTiling, skip_zero_taps: bool = False) -> Schedule:
+def _bias_first(graph: OpGraph) -> bool:
+    """Whether the stage reading the core's result adds one per-channel input to it (the
+    addition InjectBiasMov turns into the tile's starting value)."""
+    first = [op for op in graph.ewise if any(t.op is graph.core for t in op.input_tensors)]
+    if len(first) != 1 or not isinstance(first[0].body, Add):
+        return False
+    others = [t for t in first[0].input_tensors if t.op is not graph.core]
+    return len(others) == 1 and len(others[0].shape) == 6 and all(_const(d) == 1 for d in others[0].shape[2:4])
+
+
+def _const(x) -> int | None:
+    return getattr(x, "value", x if isinstance(x, int) else None)
+
+
+def schedule_conv_tiles(graph: OpGraph, tiling: Conv2DTiling, skip_zero_taps: bool = False,
+                        rotate: bool = False) -> Schedule:
     """The VTA schedule of a packed convolution-like stage (``graph.core``: axes ``(b, co, i, j,
     bi, ci)``, reduction ``(k_o, d_i, d_j, k_i)``, reading a (padded) input and a kernel) and
     its epilogue, tiled by ``tiling`` (already checked by the caller).
+
+    With ``rotate`` (:func:`~vta.topi.tiling.rotates` holds for the tiling) each thread loads
+    its weights once, before its tiles, and the threads are rotated
+    (:mod:`vta.tir.transform.vthread_rotate`).
 
     With ``skip_zero_taps`` the GEMM is not tensorized but marked ``conv2d_transpose_gemm``:
     the input read may be guarded (``if_then_else(cond, x, 0)`` with ``cond`` independent of the
@@ -309,18 +331,28 @@ def schedule_conv_tiles(graph: OpGraph, tiling: Conv2DTiling, skip_zero_taps: bo
     # thread's tile overlaps the other's GEMM; vta.tir.transform.vthread_stagger). Larger kernels
     # keep lock-step: their loads, not the stores, would then be exposed.
     stagger = bool(env.ALU_MOV) and all(_extent(ax) == 1 for ax in (d_i, d_j))
+    outer = x_bo
     for nthread, axis in ((tiling.oc_nthread, x_co0), (tiling.h_nthread, x_i0)):
         if nthread > 1:
             _, v_t = s[output].split(axis, factor=nthread)
+            outer = v_t
             s[output].reorder(v_t, x_bo)
             s[output].bind(v_t, thread_axis("cthread"))
-            if stagger:
+            if rotate:
+                s[output].pragma(v_t, ROTATE_PRAGMA)
+            elif stagger:
                 s[output].pragma(v_t, STAGGER_PRAGMA)
 
     k_o0, k_o1 = s[conv].split(k_o, factor=tiling.tile_ci)
     s[conv].reorder(k_o0, c_bo, c_co, c_i, k_o1, d_i, d_j, c_j, c_bi, c_ci, k_i)
     s[cdata].compute_at(s[conv], k_o0)
-    s[ckernel].compute_at(s[conv], k_o0)
+    # rotated threads: one reduction step and one output-channel tile per thread, so a thread's
+    # weights are the same for all its tiles: loaded once, before them; threads over the rows
+    # all read the same weights: one copy, loaded before the threads (at the root)
+    if not rotate:
+        s[ckernel].compute_at(s[conv], k_o0)
+    elif tiling.oc_nthread > 1:
+        s[ckernel].compute_at(s[output], outer)
     # A ragged last channel tile (module docstring): the weights past the last input channel
     # are zero-filled (padded rows of the weight load), so the input's channels there need not
     # be loaded; the weights past the last output channel feed only outputs never stored.
@@ -339,6 +371,9 @@ def _extent(axis) -> int | None:
     return getattr(ext, "value", None)
 
 
+#: Most virtual threads (on one axis) of a rotated schedule (:func:`~vta.topi.tiling.rotates`).
+ROTATED_MAX_THREADS = 4
+
 #: Most zero rows a padded load fills past its data (the 4-bit y_pad field).
 _MAX_PAD = 15
 
@@ -353,7 +388,8 @@ def _check_tiling(wl: Conv2DWorkload, t: Conv2DTiling, what: str = "schedule_con
     """Every tile may be ragged (not dividing its extent, see the module docstring) but not
     larger than the extent; virtual threads divide the tile counts; no spatial tile reads only
     padding."""
-    check_tiling(t, wl.out_height, wl.out_width, wl.co_blocks, wl.ci_blocks, what, ragged_co=True, ragged_ci=True)
+    check_tiling(t, wl.out_height, wl.out_width, wl.co_blocks, wl.ci_blocks, what, ragged_co=True, ragged_ci=True,
+                 max_threads=ROTATED_MAX_THREADS if rotates(get_env(), wl, t) else 2)
     check_windows(wl, t, what)
 
 
@@ -374,19 +410,21 @@ def check_windows(wl: Conv2DWorkload, t: Conv2DTiling, what: str) -> None:
 
 
 def check_tiling(t: Conv2DTiling, out_height: int, out_width: int, co_blocks: int, ci_blocks: int,
-                 what: str, ragged_co: bool = False, ragged_ci: bool = False) -> None:
+                 what: str, ragged_co: bool = False, ragged_ci: bool = False, max_threads: int = 2) -> None:
     """Check a convolution tiling against its extents (see :func:`schedule_conv_tiles`).
 
     With ``ragged_co`` (``ragged_ci``) the output- (input-) channel factor need not divide its
-    block count (the last channel tile is ragged), like the spatial tiles.
+    block count (the last channel tile is ragged), like the spatial tiles. ``max_threads``
+    above 2 (rotated threads, :func:`~vta.topi.tiling.rotates`) allows that many threads on one
+    axis.
 
     Raises
     ------
     ScheduleError
         If a channel factor does not divide its block count (unless allowed ragged), a
         ragged last ``tile_ci`` chunk is more than 15 blocks short, a tile is not in
-        ``[1, extent]``, a thread count is not 1 or 2, both are 2, or the threads do not
-        divide the tiles.
+        ``[1, extent]``, a thread count is not 1 or 2 (up to ``max_threads`` on one axis),
+        both are above 1, or the threads do not divide the tiles.
     """
     for name, factor, extent, ragged in (("tile_co", t.tile_co, co_blocks, ragged_co),
                                          ("tile_ci", t.tile_ci, ci_blocks, ragged_ci)):
@@ -401,11 +439,15 @@ def check_tiling(t: Conv2DTiling, out_height: int, out_width: int, co_blocks: in
         raise ScheduleError(f"{what}: the last tile_ci={t.tile_ci} chunk of {ci_blocks} input blocks is {short} blocks "
                             f"short; its weights are zero-filled by padded rows, at most {_MAX_PAD} (the 4-bit pad "
                             f"field): choose a tile_ci leaving at most {_MAX_PAD}")
-    if t.oc_nthread not in (1, 2) or t.h_nthread not in (1, 2):
-        raise ScheduleError(f"{what}: thread counts {(t.oc_nthread, t.h_nthread)!r} must be 1 or 2")
-    if t.threads > 2:
-        # the dependency tokens the schedule passes pair two virtual threads: four deadlock or
-        # compute wrong outputs
+    if max_threads > 2 and 1 in (t.oc_nthread, t.h_nthread) and 0 < t.threads <= max_threads:
+        pass  # rotated threads on one axis (vta.tir.transform.vthread_rotate)
+    elif t.oc_nthread not in (1, 2) or t.h_nthread not in (1, 2):
+        raise ScheduleError(f"{what}: thread counts {(t.oc_nthread, t.h_nthread)!r} must be 1 or 2"
+                            + (f" (or up to {max_threads} on one axis)" if max_threads > 2 else ""))
+    elif t.threads > 2:
+        # two thread axes nest two virtual_thread scopes: the inner expansion does not rebase
+        # the outer one's buffers (measured: all four threads load to the same SRAM rows), and
+        # their dependency tokens deadlock
         raise ScheduleError(f"{what}: {t!r} has {t.threads} virtual threads; at most 2 (oc_nthread or h_nthread)")
     if _ceil_div(co_blocks, t.tile_co) % t.oc_nthread or _ceil_div(out_height, t.tile_h) % t.h_nthread:
         raise ScheduleError(f"{what}: {t!r} leaves tiles that the virtual threads do not divide")

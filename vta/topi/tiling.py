@@ -45,12 +45,23 @@ __all__ = [
     "DenseWorkload",
     "check_fits",
     "choose_conv2d_tiling",
+    "choose_rotated_tiling",
     "choose_dense_tiling",
     "conv2d_candidates",
     "conv2d_footprint",
     "dense_footprint",
     "estimate_conv2d_cycles",
+    "estimate_rotated_cycles",
+    "rotated_candidates",
+    "rotates",
 ]
+
+#: Most virtual threads (on one axis) of a rotated schedule (:func:`rotates`).
+_ROTATED_MAX_THREADS = 4
+#: Least estimated share of the GEMM bound for which a rotated tiling is chosen (the staggered
+#: threads reach 64-83% of it on ResNet-18's 1x1 layers C4, C7, C10 on configs/extended.json;
+#: the rotated ones 81-99% on C2-C5 and C7, which they are chosen for).
+_ROTATED_MIN_SHARE = 0.8
 
 #: Bytes a load moves per cycle (a 64-bit memory interface) and fixed cycles per instruction.
 _LOAD_BYTES_PER_CYCLE = 8
@@ -83,6 +94,9 @@ class Conv2DWorkload:
     #: whether the input load moves only the rows the kernel reads (a one-tap kernel along the
     #: rows with a row stride > 1: vta.topi.conv2d_packed subsamples its input)
     subsampled_rows: bool = False
+    #: whether the epilogue's first stage adds a per-channel vector to the convolution's result
+    #: (with ALU_MOV the tile then starts from it: vta.transform.bias_mov)
+    bias_first: bool = False
 
     def window(self, tile_h: int, tile_w: int) -> tuple[int, int]:
         """Input rows and columns an output tile of ``tile_h`` x ``tile_w`` pixels loads."""
@@ -171,6 +185,19 @@ class DenseTiling:
     @property
     def threads(self) -> int:
         return self.oc_nthread
+
+
+def rotates(env: Environment, wl: Conv2DWorkload, t: Conv2DTiling) -> bool:
+    """Whether the convolution schedule rotates the virtual threads of ``t``
+    (:mod:`vta.tir.transform.vthread_rotate`): a convolution whose tile starts from its bias
+    (``wl.bias_first``) on a configuration with ``ALU_MOV`` and ``COMPUTE_OVERLAP``, threads on
+    one axis, the whole reduction in one step and one
+    output-channel tile per thread (its weights are then loaded once) and at least two tiles per
+    thread (the rotation overlaps a thread's tiles)."""
+    tiles = -(-wl.out_height // t.tile_h) * -(-wl.out_width // t.tile_w) * -(-wl.co_blocks // t.tile_co)
+    return (bool(env.ALU_MOV) and bool(env.COMPUTE_OVERLAP) and wl.bias_first
+            and t.threads > 1 and 1 in (t.oc_nthread, t.h_nthread) and tiles >= 2 * t.threads
+            and t.tile_ci == wl.ci_blocks and t.tile_co * t.oc_nthread == wl.co_blocks)
 
 
 def _kernel_uops(extents: list[int]) -> int:
@@ -324,6 +351,53 @@ def estimate_conv2d_cycles(env: Environment, wl: Conv2DWorkload, t: Conv2DTiling
     return ends[-1] + (groups - len(ends)) * last
 
 
+def rotated_candidates(env: Environment, wl: Conv2DWorkload):
+    """Every fitting tiling the schedule rotates (:func:`rotates`): 2 or up to
+    ``ROTATED_MAX_THREADS`` threads on one axis dividing its tiles, the whole reduction per
+    tile, one output-channel tile per thread; nothing when the configuration or kernel does
+    not allow rotated threads."""
+    if not (env.ALU_MOV and env.COMPUTE_OVERLAP):
+        return
+    oh, ow = wl.out_height, wl.out_width
+    for th, tw, nt, on_oc in product(_divisors(oh), _divisors(ow), range(2, _ROTATED_MAX_THREADS + 1),
+                                     (False, True)):
+        if on_oc:
+            if wl.co_blocks % nt:
+                continue
+            t = Conv2DTiling(th, tw, wl.co_blocks // nt, wl.ci_blocks, nt, 1)
+        else:
+            if (oh // th) % nt:
+                continue
+            t = Conv2DTiling(th, tw, wl.co_blocks, wl.ci_blocks, 1, nt)
+        if rotates(env, wl, t) and not wl.padding_only_tile(th, tw) and _fits(env, conv2d_footprint(wl, t)):
+            yield t
+
+
+def estimate_rotated_cycles(env: Environment, wl: Conv2DWorkload, t: Conv2DTiling) -> float:
+    """Cycles of a rotated schedule (:mod:`vta.tir.transform.vthread_rotate`): the first round
+    of tiles waits for the weights (once when the threads share them, split over the rows;
+    per thread otherwise) and each thread's first input; then one tile per GEMM time or per
+    load, store or second-lane (bias copy and epilogue) time, whichever is longest; then the
+    last tile's epilogue and store."""
+    c = _conv2d_unit_costs(env, wl, t)
+    n = t.threads
+    rows = wl.n_blocks * t.tile_co * t.tile_h * t.tile_w
+    tiles = (wl.out_height // t.tile_h) * (wl.out_width // t.tile_w) * (wl.co_blocks // t.tile_co)
+    wgt = _OVERHEAD + _LOAD_LAT + t.tile_co * wl.ci_blocks * wl.kh * wl.kw * max(env.WGT_ELEM_BYTES // _BEAT, 1)
+    inp = c["load"] - (_OVERHEAD + _LOAD_LAT + t.tile_ci * t.tile_co * wl.kh * wl.kw
+                       * max(env.WGT_ELEM_BYTES // _BEAT, 1))
+    shared = t.oc_nthread == 1
+    epilogue = rows + wl.alu_stages * (_OVERHEAD + _FILL)
+    copy = rows + _OVERHEAD + _LOAD_LAT + _FILL
+    per_tile = max(c["gemm"], inp, c["store"], epilogue + copy)
+    ld = wgt if shared else 0.0
+    gemm = 0.0
+    for _ in range(n):
+        ld += inp + (0 if shared else wgt)
+        gemm = max(gemm, ld) + c["gemm"]
+    return gemm + (tiles - n) * per_tile + epilogue + c["store"]
+
+
 def _heuristic_conv2d_cost(env: Environment, wl: Conv2DWorkload, t: Conv2DTiling) -> tuple:
     """The traffic estimate the chooser used before the pipeline estimate (kept for comparison)."""
     oh, ow = wl.out_height, wl.out_width
@@ -342,8 +416,33 @@ def _heuristic_conv2d_cost(env: Environment, wl: Conv2DWorkload, t: Conv2DTiling
     return (cost, insns, -tw)
 
 
+def choose_rotated_tiling(env: Environment, wl: Conv2DWorkload) -> Conv2DTiling | None:
+    """The rotated tiling (:func:`rotated_candidates`) with the least
+    :func:`estimate_rotated_cycles`, two threads counted 10% slower (measured on ResNet-18 C4
+    and C7: with two, a tile's epilogue queues ahead of the other thread's GEMM and its micro-op
+    load), on ties the tiling loading fewer input pixels (C4: 7x2 tiles, 28,374 cycles, against
+    1x14, 29,131), then larger tiles; ``None`` when there is none or its estimate is below
+    :data:`_ROTATED_MIN_SHARE` of the GEMM bound (the weights of the whole layer then take too
+    long before the first GEMM, e.g. ResNet-18 C10: the lock-step or staggered threads do
+    better)."""
+    best, best_key = None, None
+    for t in rotated_candidates(env, wl):
+        est = estimate_rotated_cycles(env, wl, t)
+        in_h, in_w = wl.window(t.tile_h, t.tile_w)
+        moved = in_h * in_w * (wl.out_height // t.tile_h) * (wl.out_width // t.tile_w)
+        key = (est * (1.1 if t.threads == 2 else 1.0), moved, -t.tile_h * t.tile_w * t.tile_co)
+        if best_key is None or key < best_key:
+            best, best_key, best_est = t, key, est
+    if best is None:
+        return None
+    bound = wl.n_blocks * wl.out_height * wl.out_width * wl.co_blocks * wl.ci_blocks * wl.kh * wl.kw
+    return best if bound >= _ROTATED_MIN_SHARE * best_est else None
+
+
 def choose_conv2d_tiling(env: Environment, wl: Conv2DWorkload) -> Conv2DTiling:
-    """The fitting convolution tiling with the least estimated time.
+    """The fitting convolution tiling with the least estimated time: the rotated one
+    (:func:`choose_rotated_tiling`) where there is one, else the least
+    :func:`estimate_conv2d_cycles`.
 
     Raises
     ------
@@ -352,6 +451,9 @@ def choose_conv2d_tiling(env: Environment, wl: Conv2DWorkload) -> Conv2DTiling:
         the message names the overflowing buffer and by how much.
         Also if some spatial tile reads only padding even with the whole output in one tile.
     """
+    rotated = choose_rotated_tiling(env, wl)
+    if rotated is not None:
+        return rotated
     best, best_cost = None, None
     for t in conv2d_candidates(env, wl):
         key = (estimate_conv2d_cycles(env, wl, t), -t.tile_w)

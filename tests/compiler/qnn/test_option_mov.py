@@ -144,7 +144,9 @@ CONV_CASES = {
     # the MOV), so the map's LOAD initialises the tile and the MOV is the identity, dropped
     "3x3_border_map": {"z_in": 5},
     "1x1_stride2": {"k": 1, "stride": 2, "ci": 32},
-    "multi_tile": {"ci": 64, "co": 64, "hw": 14},    # several tiles, reduction steps, virtual threads
+    # several tiles, reduction steps, virtual threads; the tiling pinned (what the chooser takes
+    # without ALU_MOV: with it and COMPUTE_OVERLAP it would rotate the threads, one step per tile)
+    "multi_tile": {"ci": 64, "co": 64, "hw": 14, "tiling": Conv2DTiling(14, 14, 2, 1, 2, 1)},
     "output_zero_point": {"z_out": -100, "clip": (-128, 127), "scale": 0.004},
     "grouped": {"ci": 32, "groups": 2},
     # ragged channel tiles (3 blocks in tiles of 2): the last tile's bias rows past the last

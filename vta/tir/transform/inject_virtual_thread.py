@@ -8,6 +8,13 @@ Reference tvm-vta-software.md 2.2 item 20. For a ``virtual_thread`` attribute ov
 * the smallest statements that depend on ``v`` (or that are co-processor scopes, calls or
   stores, since threads share nothing) are repeated per thread: unrolled when they contain no
   loop and ``n < 16`` (``v`` replaced by 0, 1, ...), otherwise wrapped in a loop over ``v.s``.
+
+Two other orders of the same per-thread code, asked for by a pragma on the thread axis:
+``vthread_stagger`` (two threads one reduction step apart, :mod:`.vthread_stagger`) and
+``vthread_rotate`` (each thread's tile epilogue after the next thread's GEMM, weights loaded
+once, :mod:`.vthread_rotate`). Each falls back to the lock-step order when the tokens would
+not pair; a rotated body whose threads share their weights then pops the weights' token once,
+before the threads.
 """
 
 from __future__ import annotations
@@ -19,6 +26,7 @@ from ...errors import ScheduleError
 from .. import nodes as n
 from ..arith import as_const_int
 from ..functor import StmtExprMutator, StmtExprVisitor, substitute
+from .vthread_rotate import ROTATE_PRAGMA, hoist_shared_pops, rotate_threads
 from .vthread_stagger import STAGGER_PRAGMA, stagger_two_threads
 
 __all__ = ["inject_virtual_thread", "InjectVirtualThread"]
@@ -318,27 +326,38 @@ class _Expander(StmtExprMutator):
         super().__init__()
         self.stagger = stagger
         self.force = stagger
+        self.rotate = False
 
     def visit_AttrStmt(self, op: n.AttrStmt):
-        if op.attr_key == "pragma_" + STAGGER_PRAGMA:
-            saved, self.stagger = self.stagger, True
-            try:
-                return self.visit(op.body)
-            finally:
-                self.stagger = saved
+        for key, flag in ((STAGGER_PRAGMA, "stagger"), (ROTATE_PRAGMA, "rotate")):
+            if op.attr_key == "pragma_" + key:
+                saved = getattr(self, flag)
+                setattr(self, flag, True)
+                try:
+                    return self.visit(op.body)
+                finally:
+                    setattr(self, flag, saved)
         if op.attr_key != "virtual_thread":
             return self.generic_visit(op)
-        stagger, self.stagger = self.stagger, self.force  # a pragma covers its own thread only
+        # a pragma covers its own thread only
+        (stagger, rotate), self.stagger, self.rotate = (self.stagger, self.rotate), self.force, False
         try:
             body = self.visit(op.body)
         finally:
-            self.stagger = stagger
+            self.stagger, self.rotate = stagger, rotate
         var, tag = _thread_var(op.node)
         num = as_const_int(op.value)
         if num is None or num < 1:
             raise ScheduleError(f"virtual thread {var.name!r} needs a constant positive extent, got {op.value!r}")
         allow_share = str(tag).startswith("vthread")
         touched = _VarTouched().run(body, var)
+        if rotate and num >= 2 and not allow_share:
+            rotated = rotate_threads(_Rebaser(var, num, touched, allow_share).visit(body), var, num)
+            if rotated is not None:
+                return rotated
+            # otherwise lock-step, the shared weights' token popped once before the threads
+            pops, body = hoist_shared_pops(body)
+            return n.seq(*pops, _VTInjector(var, num, _VarTouched().run(body, var), allow_share).visit(body))
         if stagger and num == 2 and not allow_share:
             staggered = stagger_two_threads(_Rebaser(var, num, touched, allow_share).visit(body), var)
             if staggered is not None:
