@@ -42,10 +42,7 @@ import dataclasses
 from .. import nodes as n
 from ..arith import as_const_int
 from ..functor import post_order_visit, substitute
-from .vthread_stagger import _MAX_EVENTS, _MOV, _POP, _PUSH, _buffers, _events, _has_call, _has_scope, _scope_queue
-from .vthread_stagger import _token
-from .vthread_stagger import _token_stmt, _tokens_consistent, _uses
-from .vthread_stagger import _Unsupported as _EventsUnsupported
+from . import vthread_events as ve
 
 __all__ = ["rotate_threads", "hoist_shared_pops", "ROTATE_PRAGMA"]
 
@@ -102,18 +99,18 @@ def _split_prologue(pre: list) -> tuple[list, list, list]:
     i = 0
     while i < len(pre):
         s = pre[i]
-        if _token(s, _PUSH) is not None:
+        if ve.token(s, ve.PUSH) is not None:
             front.append(s)
             i += 1
             continue
-        if _scope_queue(s) == _LOAD_Q and i + 1 < len(pre):
+        if ve.scope_queue(s) == _LOAD_Q and i + 1 < len(pre):
             body = _seq(s.body)
-            chan = _token(body[-1], _PUSH)
-            if chan == (_LOAD_Q, _COMPUTE_Q) and _token(pre[i + 1], _POP) == chan and len(body) > 1:
+            chan = ve.token(body[-1], ve.PUSH)
+            if chan == (_LOAD_Q, _COMPUTE_Q) and ve.token(pre[i + 1], ve.POP) == chan and len(body) > 1:
                 lazy.append(_scope(s, body[:-1]))
                 i += 2
                 continue
-        if _token(s, _POP) == (_LOAD_Q, _COMPUTE_Q) and not lazy:
+        if ve.token(s, ve.POP) == (_LOAD_Q, _COMPUTE_Q) and not lazy:
             shared.append(s)
             i += 1
             continue
@@ -124,7 +121,7 @@ def _split_prologue(pre: list) -> tuple[list, list, list]:
 def _tile_nest(loop: n.For) -> tuple[list, list]:
     """The perfect loop nest over tiles from ``loop`` and the innermost body's statements."""
     loops = [loop]
-    while isinstance(loops[-1].body, n.For) and _has_scope(loops[-1].body):
+    while isinstance(loops[-1].body, n.For) and ve.has_scope(loops[-1].body):
         loops.append(loops[-1].body)
     for lp in loops:
         if as_const_int(lp.min) != 0 or as_const_int(lp.extent) is None or as_const_int(lp.extent) < 1:
@@ -146,7 +143,7 @@ def _split_tile(body: list) -> tuple[list, list]:
     head = body[:g] + [_scope(scope, inner[:p + 1])]
     rest = inner[p + 1:]
     tail = ([_scope(scope, rest)] if rest else []) + body[g + 1:]
-    if not tail or _scope_queue(head[-1]) != _COMPUTE_Q:
+    if not tail or ve.scope_queue(head[-1]) != _COMPUTE_Q:
         raise _Unsupported("nothing after the GEMM, or the GEMM outside the compute queue")
     return head, tail
 
@@ -155,20 +152,20 @@ def _move_credit(head: list, tail: list):
     """Push the input load's credit after the GEMM instead of at the end of the head's first
     scope when that is safe (module docstring); ``(head, channel)`` or ``(head, None)``."""
     first = head[0]
-    loads = [i for i, s in enumerate(head) if _scope_queue(s) == _LOAD_Q]
-    if _scope_queue(first) != _COMPUTE_Q or len(loads) != 1:
+    loads = [i for i, s in enumerate(head) if ve.scope_queue(s) == _LOAD_Q]
+    if ve.scope_queue(first) != _COMPUTE_Q or len(loads) != 1:
         return head, None
     load = head[loads[0]]
     fbody, lbody = _seq(first.body), _seq(load.body)
-    chan = _token(fbody[-1], _PUSH)
-    if chan != (_COMPUTE_Q, _LOAD_Q) or _token(lbody[0], _POP) != chan:
+    chan = ve.token(fbody[-1], ve.PUSH)
+    if chan != (_COMPUTE_Q, _LOAD_Q) or ve.token(lbody[0], ve.POP) != chan:
         return head, None
-    written = _buffers(load, written=True)
+    written = ve.buffers(load, written=True)
     others = [first] + tail + [s for i, s in enumerate(head) if i not in (0, loads[0])][:-1]
-    if any(_buffers(s) & written for s in others):
+    if any(ve.buffers(s) & written for s in others):
         return head, None
     gemm = head[-1]
-    new = [_scope(first, fbody[:-1])] + head[1:-1] + [_scope(gemm, _seq(gemm.body) + [_token_stmt(_PUSH, chan)])]
+    new = [_scope(first, fbody[:-1])] + head[1:-1] + [_scope(gemm, _seq(gemm.body) + [ve.token_stmt(ve.PUSH, chan)])]
     return new, chan
 
 
@@ -176,18 +173,18 @@ def _input_token_before_gemm(head: list) -> bool:
     """Whether the GEMM scope first pops a token that a load scope of the head pushes last
     (then it also follows every earlier load, such as the prologue's weights)."""
     chan = (_LOAD_Q, _COMPUTE_Q)
-    pushed = any(_scope_queue(s) == _LOAD_Q and _token(_seq(s.body)[-1], _PUSH) == chan for s in head[:-1])
-    return pushed and _token(_seq(head[-1].body)[0], _POP) == chan
+    pushed = any(ve.scope_queue(s) == _LOAD_Q and ve.token(_seq(s.body)[-1], ve.PUSH) == chan for s in head[:-1])
+    return pushed and ve.token(_seq(head[-1].body)[0], ve.POP) == chan
 
 
 def _parts(body: n.Stmt) -> _Parts:
     items = _seq(body)
-    at = [i for i, s in enumerate(items) if isinstance(s, n.For) and _has_scope(s)]
+    at = [i for i, s in enumerate(items) if isinstance(s, n.For) and ve.has_scope(s)]
     if len(at) != 1:
         raise _Unsupported("not exactly one tile loop")
     pre, post = items[:at[0]], items[at[0] + 1:]
     front, lazy, shared = _split_prologue(pre)
-    if any(_has_scope(s) for s in post):
+    if any(ve.has_scope(s) for s in post):
         raise _Unsupported("queue work after the tile loop")
     loops, tile = _tile_nest(items[at[0]])
     head, tail = _split_tile(tile)
@@ -212,7 +209,7 @@ class _Emitter:
         m.update(vmap or {})
         for s in stmts:
             out.append(substitute(s, m))
-            events.extend((kind, chan, t) for kind, chan in _events(s))
+            events.extend((kind, chan, t) for kind, chan in ve.events(s))
 
 
 def _tile_vars(loops: list, f: n.PrimExpr) -> dict:
@@ -235,8 +232,8 @@ def _rotate(body: n.Stmt, var: n.Var, num: int) -> tuple[n.Stmt, list]:
     # micro-op load then never queues behind the epilogue); with two it follows its own GEMM
     delay = num > 2
     p = _parts(body)
-    if (len(p.head) < 2 or _scope_queue(p.head[0]) != _COMPUTE_Q or _has_gemm(p.head[0])
-            or not _has_call(p.head[:1], _MOV)):
+    if (len(p.head) < 2 or ve.scope_queue(p.head[0]) != _COMPUTE_Q or _has_gemm(p.head[0])
+            or not ve.has_call(p.head[:1], ve.MOV)):
         raise _Unsupported("the tile does not start with a bias copy before its loads and GEMM")
     copy, work = p.head[:1], p.head[1:]
     em = _Emitter(var)
@@ -246,12 +243,12 @@ def _rotate(body: n.Stmt, var: n.Var, num: int) -> tuple[n.Stmt, list]:
     dtype = p.loops[0].loop_var.dtype
     # the shared weights' push precedes the threads: the first thread pops it, the others'
     # GEMMs pop tokens of input loads queued after it (module docstring)
-    em.events.extend(("push", _token(s, _POP), 0) for s in p.shared)
+    em.events.extend(("push", ve.token(s, ve.POP), 0) for s in p.shared)
     em.emit(p.shared, 0)
     for t in range(num):
         em.emit(p.front, t)
         if p.credit is not None:
-            em.emit([_token_stmt(_PUSH, p.credit)], t)
+            em.emit([ve.token_stmt(ve.PUSH, p.credit)], t)
 
     def tile(f, nxt, prev, out=None, events=None, first=False, last=False):
         """Tile ``f`` of every thread (``nxt``/``prev``: the variables of tiles ``f + 1``/``f - 1``)."""
@@ -277,7 +274,7 @@ def _rotate(body: n.Stmt, var: n.Var, num: int) -> tuple[n.Stmt, list]:
         fv = n.Var("tile.rot", dtype)
         body_out, body_ev = [], []
         tile(_tile_vars(p.loops, fv + 1), _tile_vars(p.loops, fv + 2), _tile_vars(p.loops, fv), body_out, body_ev)
-        if len(body_ev) * (tiles - 2) > _MAX_EVENTS:
+        if len(body_ev) * (tiles - 2) > ve.MAX_EVENTS:
             raise _Unsupported("too many token events to check")
         em.out.append(n.For(fv, n.IntImm(0, dtype), n.IntImm(tiles - 2, dtype), n.ForKind.SERIAL, n.seq(*body_out)))
         em.events.extend(body_ev * (tiles - 2))
@@ -289,7 +286,7 @@ def _rotate(body: n.Stmt, var: n.Var, num: int) -> tuple[n.Stmt, list]:
         em.emit(p.post, t)
     if p.credit is not None:
         for t in range(num):
-            em.emit([_token_stmt(_POP, p.credit)], t)
+            em.emit([ve.token_stmt(ve.POP, p.credit)], t)
     return n.seq(*em.out), em.events
 
 
@@ -303,9 +300,9 @@ def rotate_threads(body: n.Stmt, var: n.Var, num: int) -> n.Stmt | None:
         body = body.body
     try:
         out, events = _rotate(body, var, num)
-    except (_Unsupported, _EventsUnsupported):
+    except (_Unsupported, ve.Unsupported):
         return None
-    if _uses(out, var) or not _tokens_consistent(events):
+    if ve.uses(out, var) or not ve.tokens_consistent(events):
         return None
     return _rewrap(allocs, out)
 
@@ -322,9 +319,9 @@ def hoist_shared_pops(body: n.Stmt) -> tuple[list, n.Stmt]:
     items = _seq(body)
     pops = []
     for s in items:
-        if _has_scope(s) or isinstance(s, n.For):
+        if ve.has_scope(s) or isinstance(s, n.For):
             break
-        if _token(s, _POP) == (_LOAD_Q, _COMPUTE_Q):
+        if ve.token(s, ve.POP) == (_LOAD_Q, _COMPUTE_Q):
             pops.append(s)
     if not pops:
         return [], _rewrap(allocs, body)

@@ -37,99 +37,13 @@ import dataclasses
 
 from .. import nodes as n
 from ..arith import as_const_int
-from ..functor import post_order_visit, substitute
+from ..functor import substitute
+from . import vthread_events as ve
 
 __all__ = ["stagger_two_threads", "STAGGER_PRAGMA"]
 
 #: The pragma (``s[stage].pragma(thread_axis, STAGGER_PRAGMA)``) asking for the staggered order.
 STAGGER_PRAGMA = "vthread_stagger"
-
-_PUSH = "tir.vta.coproc_dep_push"
-_POP = "tir.vta.coproc_dep_pop"
-_SCOPES = ("coproc_scope", "coproc_uop_scope")
-_MOV = "tir.vta.mov"
-#: Most token events the check expands before giving up on staggering.
-_MAX_EVENTS = 1 << 20
-
-
-class _Unsupported(Exception):
-    """The body has a shape the staggered expansion does not handle (use lock-step)."""
-
-
-def _uses(node, var: n.Var) -> bool:
-    found = []
-
-    def f(x):
-        if x is var:
-            found.append(x)
-
-    post_order_visit(node, f)
-    return bool(found)
-
-
-def _has_scope(stmt: n.Stmt) -> bool:
-    found = []
-
-    def f(x):
-        if isinstance(x, n.AttrStmt) and x.attr_key in _SCOPES:
-            found.append(x)
-
-    post_order_visit(stmt, f)
-    return bool(found)
-
-
-def _has_call(stmts, op: str) -> bool:
-    found = []
-
-    def f(x):
-        if isinstance(x, n.Call) and x.op == op:
-            found.append(x)
-
-    for s in stmts:
-        post_order_visit(s, f)
-    return bool(found)
-
-
-def _has_loop(stmt: n.Stmt) -> bool:
-    found = []
-
-    def f(x):
-        if isinstance(x, n.For):
-            found.append(x)
-
-    post_order_visit(stmt, f)
-    return bool(found)
-
-
-def _events(stmt: n.Stmt) -> list[tuple[str, tuple[int, int]]]:
-    """Token pushes and pops of one thread's ``stmt`` in program order, loops expanded."""
-    if isinstance(stmt, n.Evaluate):
-        v = stmt.value
-        if isinstance(v, n.Call) and v.op in (_PUSH, _POP):
-            chan = tuple(as_const_int(a) for a in v.args)
-            if None in chan:
-                raise _Unsupported("token with a non-constant queue")
-            return [("push" if v.op == _PUSH else "pop", chan)]
-        return []
-    if isinstance(stmt, n.SeqStmt):
-        out = []
-        for c in stmt.seq:
-            out.extend(_events(c))
-        return out
-    if isinstance(stmt, n.For):
-        body = _events(stmt.body)
-        if not body:
-            return []
-        ext = as_const_int(stmt.extent)
-        if ext is None or len(body) * ext > _MAX_EVENTS:
-            raise _Unsupported("tokens in a loop of unknown or huge extent")
-        return body * ext
-    if isinstance(stmt, n.IfThenElse):
-        if _events(stmt.then_case) or (stmt.else_case is not None and _events(stmt.else_case)):
-            raise _Unsupported("tokens under a condition")
-        return []
-    body = getattr(stmt, "body", None)
-    return _events(body) if isinstance(body, n.Stmt) else []
 
 
 class _Expander:
@@ -146,13 +60,13 @@ class _Expander:
     def _one(self, stmt: n.Stmt, t: int, extra=None):
         vmap = {self.var: n.IntImm(t, self.var.dtype)}
         vmap.update(extra or {})
-        return substitute(stmt, vmap), [(kind, chan, t) for kind, chan in _events(stmt)]
+        return substitute(stmt, vmap), [(kind, chan, t) for kind, chan in ve.events(stmt)]
 
     def _pair(self, stmt: n.Stmt, maps=(None, None)):
         """Both threads' copies of one statement (``maps``: extra substitutions per thread), as
         the lock-step expansion writes them: a loop over the threads when it has a loop."""
         (s0, e0), (s1, e1) = self._one(stmt, 0, maps[0]), self._one(stmt, 1, maps[1])
-        if not _has_loop(stmt):
+        if not ve.has_loop(stmt):
             return n.seq(s0, s1), e0 + e1
         ts = n.Var(self.var.name + ".s", self.var.dtype)
         vmap = {self.var: ts}
@@ -165,19 +79,19 @@ class _Expander:
     def expand(self, stmt: n.Stmt):
         if isinstance(stmt, n.SeqStmt):
             return self._seq(stmt)
-        if isinstance(stmt, n.For) and not _uses(stmt.extent, self.var) and _has_scope(stmt.body):
+        if isinstance(stmt, n.For) and not ve.uses(stmt.extent, self.var) and ve.has_scope(stmt.body):
             ext = as_const_int(stmt.extent)
             self.tile_loops += ext is None or ext > 1
             body, ev = self.expand(stmt.body)
             self.tile_loops -= ext is None or ext > 1
-            if ev and (ext is None or len(ev) * ext > _MAX_EVENTS):
-                raise _Unsupported("tokens in a loop of unknown or huge extent")
+            if ev and (ext is None or len(ev) * ext > ve.MAX_EVENTS):
+                raise ve.Unsupported("tokens in a loop of unknown or huge extent")
             return dataclasses.replace(stmt, body=body), ev * (ext or 0)
-        if isinstance(stmt, n.Allocate) and not _uses(n.seq(*(n.Evaluate(e) for e in stmt.extents)), self.var):
+        if isinstance(stmt, n.Allocate) and not ve.uses(n.seq(*(n.Evaluate(e) for e in stmt.extents)), self.var):
             body, ev = self.expand(stmt.body)
             return dataclasses.replace(stmt, body=body), ev
-        if (isinstance(stmt, n.AttrStmt) and stmt.attr_key not in _SCOPES and stmt.attr_key != "virtual_thread"
-                and not _uses(stmt.value, self.var) and _has_scope(stmt.body)):
+        if (isinstance(stmt, n.AttrStmt) and stmt.attr_key not in ve.SCOPES and stmt.attr_key != "virtual_thread"
+                and not ve.uses(stmt.value, self.var) and ve.has_scope(stmt.body)):
             body, ev = self.expand(stmt.body)
             return dataclasses.replace(stmt, body=body), ev
         return self._pair(stmt)
@@ -186,7 +100,7 @@ class _Expander:
         loops = [i for i, c in enumerate(stmt.seq) if _is_reduction(c)]
         # with one tile per thread only the last store can overlap: worth it after a bias copy
         # (its epilogue is short), not after a reset and a longer epilogue (measured)
-        if len(loops) == 1 and (self.tile_loops or _has_call(stmt.seq[:loops[0]], _MOV)):
+        if len(loops) == 1 and (self.tile_loops or ve.has_call(stmt.seq[:loops[0]], ve.MOV)):
             return self._stagger(stmt.seq[: loops[0]], stmt.seq[loops[0]], stmt.seq[loops[0] + 1:])
         out, ev = [], []
         for c in stmt.seq:
@@ -228,7 +142,7 @@ class _Expander:
         emit(post, 0)
         emit([loop.body], 1, {k: n.IntImm(ext - 1, k.dtype)})
         if chan is not None:
-            out.append(_token_stmt(_PUSH, chan))
+            out.append(ve.token_stmt(ve.PUSH, chan))
             ev.append(("push", chan, 0))
         emit(post, 1)
         self.staggered += 1
@@ -240,64 +154,12 @@ def _is_reduction(stmt: n.Stmt) -> bool:
     if not isinstance(stmt, n.For) or as_const_int(stmt.min) != 0:
         return False
     ext = as_const_int(stmt.extent)
-    if ext is None or ext < 2 or not _has_scope(stmt.body):
+    if ext is None or ext < 2 or not ve.has_scope(stmt.body):
         return False
     inner = stmt.body.seq if isinstance(stmt.body, n.SeqStmt) else (stmt.body,)
-    if not all(isinstance(p, n.AttrStmt) and p.attr_key in _SCOPES for p in inner):
+    if not all(isinstance(p, n.AttrStmt) and p.attr_key in ve.SCOPES for p in inner):
         return False
     return True
-
-
-def _tokens_consistent(events) -> bool:
-    """Every channel's pushes and pops come from the threads in the same order, and each pop
-    follows its push in program order."""
-    pushes: dict = {}
-    pops: dict = {}
-    for kind, chan, t in events:
-        if kind == "push":
-            pushes.setdefault(chan, []).append(t)
-        else:
-            got = pops.setdefault(chan, [])
-            seq = pushes.get(chan, [])
-            if len(got) >= len(seq) or seq[len(got)] != t:
-                return False
-            got.append(t)
-    return True
-
-
-def _token_stmt(op: str, chan) -> n.Evaluate:
-    return n.Evaluate(n.Call("int32", op, tuple(n.IntImm(c) for c in chan)))
-
-
-def _token(stmt: n.Stmt, op: str):
-    """The constant channel of a push/pop statement ``stmt`` (``op``), else None."""
-    if isinstance(stmt, n.Evaluate) and isinstance(stmt.value, n.Call) and stmt.value.op == op:
-        chan = tuple(as_const_int(a) for a in stmt.value.args)
-        return None if None in chan else chan
-    return None
-
-
-def _scope_queue(stmt: n.Stmt):
-    if isinstance(stmt, n.AttrStmt) and stmt.attr_key == "coproc_scope":
-        return as_const_int(stmt.value)
-    return None
-
-
-def _buffers(stmt: n.Stmt, written: bool = False) -> set[int]:
-    """Buffers ``stmt`` accesses (``written``: only those it writes)."""
-    out: set[int] = set()
-
-    def f(x):
-        if isinstance(x, n.Call) and x.op == "tir.tvm_access_ptr" and isinstance(x.args[1], n.Var):
-            if not written or (as_const_int(x.args[4]) or 0) & 2:
-                out.add(id(x.args[1]))
-        elif isinstance(x, n.Store):
-            out.add(id(x.buffer_var))
-        elif isinstance(x, n.Load) and not written:
-            out.add(id(x.buffer_var))
-
-    post_order_visit(stmt, f)
-    return out
 
 
 def _load_credit(pre, loop: n.For, post):
@@ -305,23 +167,23 @@ def _load_credit(pre, loop: n.For, post):
     credit of the loop's first load, when no statement of ``pre`` or ``post`` touches a buffer
     the loop's loads write (the credit then only needs the previous tile's reduction); else None."""
     first = loop.body.seq[0] if isinstance(loop.body, n.SeqStmt) else loop.body
-    lq = _scope_queue(first)
+    lq = ve.scope_queue(first)
     if lq is None:
         return None
     head = first.body.seq[0] if isinstance(first.body, n.SeqStmt) else first.body
-    chan = _token(head, _POP)
+    chan = ve.token(head, ve.POP)
     if chan is None or chan[1] != lq:
         return None
     scope = pre[-1] if pre else None
-    if (_scope_queue(scope) != chan[0] or not isinstance(scope.body, n.SeqStmt)
-            or _token(scope.body.seq[-1], _PUSH) != chan):
+    if (ve.scope_queue(scope) != chan[0] or not isinstance(scope.body, n.SeqStmt)
+            or ve.token(scope.body.seq[-1], ve.PUSH) != chan):
         return None
     loaded = set()
     for part in (loop.body.seq if isinstance(loop.body, n.SeqStmt) else (loop.body,)):
-        if _scope_queue(part) == lq:
-            loaded |= _buffers(part, written=True)
+        if ve.scope_queue(part) == lq:
+            loaded |= ve.buffers(part, written=True)
     others = list(pre) + list(post)
-    if any(_scope_queue(c) == lq for c in others) or any(_buffers(c) & loaded for c in others):
+    if any(ve.scope_queue(c) == lq for c in others) or any(ve.buffers(c) & loaded for c in others):
         return None
     return chan
 
@@ -333,9 +195,9 @@ def stagger_two_threads(body: n.Stmt, var: n.Var) -> n.Stmt | None:
     exp = _Expander(var)
     try:
         out, events = exp.expand(body)
-    except _Unsupported:
+    except ve.Unsupported:
         return None
-    if not exp.staggered or _uses(out, var) or len(exp.carried) > 1:
+    if not exp.staggered or ve.uses(out, var) or len(exp.carried) > 1:
         return None
     if exp.carried:
         # thread 0's first credit before everything, its last one drained after everything
@@ -344,10 +206,10 @@ def stagger_two_threads(body: n.Stmt, var: n.Var) -> n.Stmt | None:
         while isinstance(out, n.Allocate):
             wrap.append(out)
             out = out.body
-        out = n.seq(_token_stmt(_PUSH, chan), out, _token_stmt(_POP, chan))
+        out = n.seq(ve.token_stmt(ve.PUSH, chan), out, ve.token_stmt(ve.POP, chan))
         for a in reversed(wrap):
             out = dataclasses.replace(a, body=out)
         events = [("push", chan, 0), *events, ("pop", chan, 0)]
-    if not _tokens_consistent(events):
+    if not ve.tokens_consistent(events):
         return None
     return out
