@@ -15,7 +15,6 @@ from tests.conftest import CONFIG_DIR, make_env
 from vta import isa, nd, rpc
 from vta.env import Environment, load_config
 from vta.errors import ScheduleError
-from vta.testing import simulator
 from vta.tir import nodes as n
 from vta.topi import qnn
 from vta.topi.tiling import Conv2DTiling
@@ -23,6 +22,7 @@ from vta.transform.alu import MOV_OP, _opcode
 from vta.transform.bias_mov import inject_bias_mov
 
 from . import oracle
+from .capture import run_captured
 
 
 def _env(name: str, **options) -> Environment:
@@ -35,21 +35,6 @@ def _env(name: str, **options) -> Environment:
 #: (name, configuration): the option alone on the default core, and with every option.
 MOV_CONFIGS = {"mov_only": ("vta_config.json", {"ALU_MOV": True}), "extended": ("extended.json", {})}
 
-
-def _run(mod, layout, packed: list, tmp_path):
-    """One call on fsim: (packed output, decoded instructions)."""
-    obj = tmp_path / f"op_{len(list(tmp_path.iterdir()))}.o"
-    mod.save(obj)
-    with ExitStack() as stack:
-        remote = stack.enter_context(rpc.LocalSession())
-        remote.upload(str(obj))
-        f = remote.load_module(obj.name)
-        dev = remote.ext_dev(0)
-        arrays = [stack.enter_context(nd.array(a, dev)) for a in packed]
-        out = stack.enter_context(nd.array(layout.empty_output(), dev))
-        simulator.clear_stats()
-        cap = f.capture(*arrays, out, execute=True)
-        return out.numpy(), cap.instructions()
 
 
 def _uops(insns) -> dict:
@@ -80,13 +65,13 @@ def _conv(env: Environment, tmp_path, *, ci=16, co=32, hw=8, k=3, stride=1, z_in
         bias = rng.integers(-5000, 5000, size=co).astype(np.int32)
         r = rng.integers(-128, 128, size=spec.out_shape).astype(np.int8) if residual else None
         mod, layout = qnn.build_qconv2d(spec, "qconv", tiling=tiling)
-        out, insns = _run(mod, layout, layout.pack_args(data=x, weight=wt, bias=bias, residual=r), tmp_path)
+        got, insns = run_captured(mod, layout, layout.pack_args(data=x, weight=wt, bias=bias, residual=r), tmp_path)
     gi, go = ci // groups, co // groups
     acc = np.concatenate([oracle.conv_acc(x[:, g * gi:(g + 1) * gi], wt[g * go:(g + 1) * go], bias[g * go:(g + 1) * go],
                                           (stride, stride), pad, z_in) for g in range(groups)], axis=1)
     want = oracle.finish(oracle.requant(acc, spec.requant), z_out, clip, r, residual)
     assert len(np.unique(want)) >= 8, "weak oracle"
-    np.testing.assert_array_equal(layout.unpack(out), want)
+    np.testing.assert_array_equal(got, want)
     return _uops(insns)
 
 
@@ -108,7 +93,7 @@ def _dense(env: Environment, tmp_path, form: str, seed=3):
         bias = rng.integers(-3000, 3000, size=fo).astype(np.int32)
         r = rng.integers(-128, 128, size=(nb, fo)).astype(np.int8) if res else None
         mod, layout = qnn.build_qdense(spec, "qdense")
-        out, insns = _run(mod, layout, layout.pack_args(data=x, weight=w, bias=bias, residual=r), tmp_path)
+        got, insns = run_captured(mod, layout, layout.pack_args(data=x, weight=w, bias=bias, residual=r), tmp_path)
     acc = x.astype(np.int64) @ w.astype(np.int64).T + bias
     if inter is None:
         want = oracle.finish(oracle.requant(acc, rq), z_out, clip, r, res)
@@ -117,7 +102,7 @@ def _dense(env: Environment, tmp_path, form: str, seed=3):
         operands = [own - 3, r.astype(np.int64) - res.zero_point]
         want = oracle.rounded_sum(operands, [inter.requant, res.requant], z_out, clip)
     assert len(np.unique(want)) >= 8, "weak oracle"
-    np.testing.assert_array_equal(layout.unpack(out), want)
+    np.testing.assert_array_equal(got, want)
     return _uops(insns)
 
 

@@ -6,19 +6,17 @@ Outputs against the tests' integer oracle on fsim and on the cycle model."""
 
 from __future__ import annotations
 
-from contextlib import ExitStack
-
 import numpy as np
 import pytest
 
 from tests.conftest import CONFIG_DIR
-from vta import isa, nd, rpc
+from vta import isa
 from vta.env import Environment, load_config
-from vta.testing import simulator
 from vta.topi import qnn
 from vta.topi.tiling import Conv2DTiling
 
 from . import oracle
+from .capture import run_captured
 
 
 def _env(name: str, target: str, **options) -> Environment:
@@ -40,18 +38,8 @@ def _conv(env: Environment, tmp_path, k: int, tiling: Conv2DTiling, stride: int 
         spec = qnn.QConv2DSpec(1, ci, co, hw, hw, k, k, (stride, stride), pad, 0, qnn.Requant.from_scale(0.0007),
                                0, (-128, 127))
         mod, layout = qnn.build_qconv2d(spec, "qconv", tiling=tiling)
-        obj = tmp_path / f"qconv_{k}_{env.TARGET}.o"
-        mod.save(obj)
-        with ExitStack() as stack:
-            remote = stack.enter_context(rpc.LocalSession())
-            remote.upload(str(obj))
-            f = remote.load_module(obj.name)
-            arrays = [stack.enter_context(nd.array(a, remote.ext_dev(0)))
-                      for a in layout.pack_args(data=x, weight=wt, bias=bias)]
-            out = stack.enter_context(nd.array(layout.empty_output(), remote.ext_dev(0)))
-            simulator.clear_stats()
-            insns = f.capture(*arrays, out, execute=True).instructions()
-            got = layout.unpack(out.numpy())
+        got, insns = run_captured(mod, layout, layout.pack_args(data=x, weight=wt, bias=bias), tmp_path,
+                                  f"qconv_{k}_{env.TARGET}")
     want = oracle.finish(oracle.requant(oracle.conv_acc(x, wt, bias, (stride, stride), pad, 0), spec.requant),
                          0, (-128, 127), None, None)
     assert len(np.unique(want)) >= 8, "weak oracle"
