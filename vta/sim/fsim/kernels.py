@@ -946,7 +946,7 @@ def _load(uop_dst, uop_src, uop_wgt, inp_f, wgt_f, acc_f, dram, dram_s8, dram_s3
 _COMPILED = ("_stretch", "_batch", "_field", "_decode", "_in_dram", "_prepass", "_token_step", "_suspect",
              "_same_gemm", "_zero", "_copy", "_offsets", "_add_rows", "_dot_sum", "_wrap_add", "_dot_add", "_gemm_nest",
              "_gemm_batch", "_operand", "_add_wrapped", "_gemm_run", "_gemm", "_alu", "_req", "_alu_imm", "_alu_rows",
-             "_store", "_load", "_pack", "_unpack", "token_step", "suspect", "_run_stretch", "_same_words")
+             "_store", "_load", "_pack", "_unpack", "token_step", "suspect", "_run_stretch")
 _FASTMATH = ("_add_rows", "_dot_sum", "_dot_add", "_gemm_nest")
 #: Those that allocate (the others run without reference counting: see :func:`_stretch`).
 _ALLOCATING = ("_offsets", "_gemm_batch", "_operand", "_batch", "_run_stretch")
@@ -1007,26 +1007,6 @@ def compile_all(njit, blas: bool):
     ns["_mm"] = ns["_mm_blas" if blas else "_mm_loops"]
     _COMPILED_NS.update(ns)
     return ns["_run_stretch"]
-
-
-def _same_words(a, b):
-    """Whether two flat int64 arrays are equal (of equal lengths or not)."""
-    n = a.shape[0]
-    if n != b.shape[0]:
-        return False
-    for r0 in range(0, n, 1024):  # blocks without an early exit inside (so they vectorise)
-        diff = np.int64(0)
-        for r in range(r0, min(n, r0 + 1024)):
-            diff |= a[r] ^ b[r]
-        if diff != 0:
-            return False
-    return True
-
-
-def same_words(a, b):
-    """Whether two instruction arrays (C-contiguous int64) hold the same words: the compiled
-    :func:`_same_words` (after :func:`compile_all`)."""
-    return a.shape == b.shape and _COMPILED_NS["_same_words"](a.reshape(-1), b.reshape(-1))
 
 
 def prepass(words, table, depths, elems, allocs, tokens, out):
