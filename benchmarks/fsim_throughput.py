@@ -34,11 +34,14 @@ import argparse
 import json
 import statistics
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # this checkout's vta, not an installed one
 
 from vta import isa
 from vta.dram import DRAM
