@@ -34,11 +34,14 @@ import argparse
 import json
 import statistics
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # this checkout's vta, not an installed one
 
 from vta import isa
 from vta.dram import DRAM
@@ -53,7 +56,8 @@ from vta.testing.programs import ProgramBuilder
 UPSTREAM = {
     "GEMM": (0.16, "upstream's own blocked 1024^3 GEMM stream (24,581 instructions, same 4,194,304 "
                    "uop-iterations)"),
-    "conv": (0.043, "this instruction-heavy stream, 29,000 groups (261,002 instructions)"),
+    "conv": (0.044, "this instruction-heavy stream, 29,000 groups (261,002 instructions); run by --upstream on "
+                    "2026-12-07, six runs of 7 interleaved with ours (medians 0.043-0.052 s), load 2-3"),
 }
 
 
@@ -64,6 +68,11 @@ BEFORE = {
     "conv": {"jit": 0.042, "numpy": 0.588},
 }
 BEFORE_WHAT = "this benchmark at the start of issue 12 item 6 (2026-11-25), idle machine"
+#: The compiled engine's figure on the instruction-heavy stream before issue 25 item 4 (median
+#: wall-clock seconds): main at be6262a, 2026-12-07, three runs of 7 interleaved with the change
+#: and with the upstream peer (0.022-0.024 s; upstream x1.87-1.94), load 2-3.
+BEFORE_25 = 0.023
+BEFORE_25_WHAT = "main at be6262a (2026-12-07), before issue 25 item 4, interleaved with it, load 2-3"
 #: The narrow line's figures before the compiled loop unpacked and packed sub-byte elements
 #: itself (it handed every sub-byte LOAD and STORE to the NumPy path), full-size stream:
 #: median wall-clock seconds, with the load average of the shared machine they were measured on.
@@ -312,6 +321,8 @@ def main(argv=None) -> None:
             if not args.quick:
                 print(f"  before (stored, not run here: {BEFORE_WHAT}): "
                       + ", ".join(f"{name} {BEFORE['conv'][name]:.3f} s" for name in devs))
+                if "jit" in devs:
+                    print(f"  before (stored, not run here: {BEFORE_25_WHAT}): jit {BEFORE_25:.3f} s")
             with Environment(load_config(data_dir("configs") / "narrow.json")) as narrow:
                 ndevs = {e: FunctionalSimulator(narrow, dram, engine=e, batch_gemms=not args.no_batch_gemms)
                          for e in engines}

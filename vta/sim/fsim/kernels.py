@@ -155,10 +155,15 @@ def _wrap_add(acc_row, part):
 
 
 def _dot_add(x, w, acc_row, part):
-    """``acc_row += x @ w.T`` modulo 2^32, through the float32 scratch ``part``."""
-    part[:, :] = 0.0
-    _dot_sum(x, w, part)
-    _wrap_add(acc_row, part)
+    """``acc_row += x @ w.T`` modulo 2^32 (float32 dot products, each an exact integer: the caller
+    bounds the sums), each lane added to the accumulator as soon as it is summed (``part`` is
+    not used: a scratch row would cost a store, a load and a ``memset`` call per row)."""
+    for b in range(x.shape[0]):
+        for j in range(w.shape[0]):
+            tot = np.float32(0.0)
+            for k in range(x.shape[1]):
+                tot += x[b, k] * w[j, k]
+            acc_row[b, j] = np.int32((np.int64(acc_row[b, j]) + np.int64(tot)) & 0xFFFFFFFF)
 
 
 def _offsets(ext, f1, f2, role, want):

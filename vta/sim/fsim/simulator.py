@@ -150,6 +150,7 @@ class FunctionalSimulator(Device):
                               stacklevel=2)
         #: The engine in use: "jit" (compiled loop plus NumPy) or "numpy".
         self.engine = "numpy" if self._jit is None else "jit"
+        self._order: np.ndarray | None = None  # the stream order of the longest stream so far
         # the NumPy engine's plans of small instructions (:mod:`vta.sim.fsim.plans`)
         self._plans = PlanCache(self.sram, dram) if self._jit is None else None
 
@@ -213,7 +214,7 @@ class FunctionalSimulator(Device):
         after, suspects = self._jit.prechecks(words, tokens, self.dram) if self._jit is not None else (None, None)
         if self._rng is None and after is not None:
             tokens[:] = after
-            order = np.arange(n)  # a valid stream run in stream order (checked in one compiled pass)
+            order = self._stream_order(n)  # a valid stream run in stream order (checked in one compiled pass)
         else:
             program.validate()
             order = schedule(program.flow, tokens, self._rng)
@@ -228,6 +229,14 @@ class FunctionalSimulator(Device):
                 exc.insn_index = int(order[self._position])
             raise
         return tokens, held
+
+    def _stream_order(self, n: int) -> np.ndarray:
+        """``0 .. n-1``, kept between runs (a stream of many small instructions run again and again
+        would otherwise allocate and fill it every run); callers only read it."""
+        kept = self._order
+        if kept is None or kept.size < n:
+            kept = self._order = np.arange(n, dtype=np.int64)
+        return kept[:n]
 
     def _failed(self) -> None:
         """After a run that raised: back to the reset state, counted in ``runs_failed``."""
