@@ -121,7 +121,7 @@ module vta_load import vta_pkg::*; (
     .sram_end_o     (area_end),
     .busy_o         (dma_busy),
     .req_valid_o    (dreq_valid),
-    .req_ready_i    (is_wgt ? req_ready_i[1] : req_ready_i[0]),
+    .req_ready_i    (wgt_q ? req_ready_i[1] : req_ready_i[0]),
     .req_addr_o     (req_addr_o),
     .req_len_o      (req_len_o),
     .rsp_valid_i    (|rsp_valid_i),
@@ -134,13 +134,22 @@ module vta_load import vta_pkg::*; (
     .wr_data_o      (wr_data)
   );
 
-  assign req_valid_o = {dreq_valid && is_wgt, dreq_valid && !is_wgt};
+  // The transfer's destination, latched when it starts (an enabled register): the read engine's
+  // requests and writes, which it makes only while busy, are routed by it, not by the decode of
+  // the instruction in every cycle.
+  logic wgt_q;
+  always_ff @(posedge clk_i or negedge rst_ni) begin
+    if (!rst_ni)        wgt_q <= 1'b0;
+    else if (dma_start) wgt_q <= is_wgt;
+  end
 
-  assign inp_we_o    = wr_valid && !is_wgt;
+  assign req_valid_o = {dreq_valid && wgt_q, dreq_valid && !wgt_q};
+
+  assign inp_we_o    = wr_valid && !wgt_q;
   assign inp_waddr_o = wr_idx[LOG_INP_BUFF_DEPTH-1:0];
   assign inp_wdata_o = {InpLanes{wr_data}};
   assign inp_wmask_o = wr_pad ? '1 : InpLanes'(1) << wr_sub;
-  assign wgt_we_o    = wr_valid && is_wgt;
+  assign wgt_we_o    = wr_valid && wgt_q;
   assign wgt_waddr_o = wr_idx[LOG_WGT_BUFF_DEPTH-1:0];
   assign wgt_wdata_o = {WgtLanes{wr_data}};
   assign wgt_wmask_o = wr_pad ? '1 : WgtLanes'(1) << wr_sub;
