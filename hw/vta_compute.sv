@@ -112,7 +112,7 @@ module vta_compute import vta_pkg::*; (
   // LOAD fields
   logic [15:0] x_size;
   logic [4:0]  elem_log;
-  logic [47:0] area_end;   // end of the padded rectangle (from the read engine)
+  logic [47:0] area_end;   // end of a LOAD's padded rectangle (in the decode cycle, else 0)
   logic [31:0] load_depth;
   logic        is_uop_load, is_acc8;
   assign x_size      = insn[MEM_X_SIZE_LO +: 16];
@@ -262,8 +262,8 @@ module vta_compute import vta_pkg::*; (
     .start_i        (dma_start),
     .insn_i         (insn),
     .elem_log_i     (elem_log),
-    .check_i        (decode && is_load),
-    .sram_end_o     (area_end),
+    .check_i        (1'b0),
+    .sram_end_o     (),
     .busy_o         (dma_busy),
     .req_valid_o    (dreq_valid),
     .req_ready_i    (x_uop_q ? req_ready_i[0] : req_ready_i[1]),
@@ -350,12 +350,16 @@ module vta_compute import vta_pkg::*; (
   assign done    = (decode && skip)
                 || (in_load && !dma_busy)
                 || (in_exec && !gen_active_q && s1_valid_q && !s1_err && !halt_i);
-  // the checks of the cycle the instruction is taken, evaluated only in that cycle
+  // the checks of the cycle the instruction is taken, evaluated only in that cycle (the padded
+  // area is multiplied out here, not by the read engine, whose check output a simulator would
+  // compute in every cycle)
   always_comb begin
     empty_loop = 1'b0;
     skip       = 1'b0;
     ld_err     = 1'b0;
+    area_end   = '0;
     if (decode) begin
+      area_end   = mem_padded_end(insn);
       empty_loop = (iter_out == '0) || (iter_in == '0) || (uop_end <= UopW'(uop_bgn));
       skip   = is_load ? (x_size == '0) : !((is_gemm || is_alu) && !empty_loop);
       ld_err = is_load && !skip && (area_end > 48'(load_depth));

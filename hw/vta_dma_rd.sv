@@ -19,7 +19,8 @@ module vta_dma_rd import vta_pkg::*; (
   input  logic        start_i,         // insn_i has x_size != 0 and fits its buffer
   input  logic [INSN_BITS-1:0] insn_i,
   input  logic [4:0]  elem_log_i,      // log2 of the DRAM element bytes, >= 2
-  input  logic        check_i,         // the caller checks sram_end_o in this cycle
+  input  logic        check_i,         // the caller checks sram_end_o in this cycle (vta_compute_ov;
+                                       // the others use mem_padded_end in their decode)
   output logic [47:0] sram_end_o,      // end of the padded rectangle in the buffer (check_i)
   output logic        busy_o,
   // read requests and responses
@@ -56,9 +57,7 @@ module vta_dma_rd import vta_pkg::*; (
   always_comb begin
     sram_end_o = '0;
     if (check_i) begin
-      sram_end_o = 48'(sram_base)
-                 + (48'(x_pad_0) + 48'(x_size) + 48'(x_pad_1))
-                 * (48'(y_pad_0) + 48'(y_size) + 48'(y_pad_1));
+      sram_end_o = mem_padded_end(insn_i);
     end
   end
 

@@ -50,7 +50,7 @@ module vta_load import vta_pkg::*; (
   // ------------------------------------------------------------------ fields
   logic        is_wgt, x_zero;
   logic [4:0]  elem_log;
-  logic [47:0] area_end;   // end of the padded rectangle (from the read engine)
+  logic [47:0] area_end;   // end of the padded rectangle (in the decode cycle, else 0)
   logic [31:0] depth;
 
   assign is_wgt    = (32'(insn[MEM_MEMORY_TYPE_LO +: 3]) == MEM_WGT);
@@ -63,13 +63,17 @@ module vta_load import vta_pkg::*; (
   logic       decode, exec, done, fail, dma_start, dma_busy;
   logic [1:0] tok_pop, tok_push;
   assign done = (decode && x_zero) || (exec && !dma_busy);
-  // the checks of the cycle the instruction is taken, evaluated only in that cycle
+  // the checks of the cycle the instruction is taken, evaluated only in that cycle (the padded
+  // area is multiplied out here, not by the read engine, whose check output a simulator would
+  // compute in every cycle)
   always_comb begin
-    x_zero = 1'b0;
-    fail   = 1'b0;
+    x_zero   = 1'b0;
+    fail     = 1'b0;
+    area_end = '0;
     if (decode) begin
-      x_zero = (insn[MEM_X_SIZE_LO +: 16] == '0);
-      fail   = !x_zero && (area_end > 48'(depth));
+      x_zero   = (insn[MEM_X_SIZE_LO +: 16] == '0);
+      area_end = mem_padded_end(insn);
+      fail     = !x_zero && (area_end > 48'(depth));
     end
   end
 
@@ -117,8 +121,8 @@ module vta_load import vta_pkg::*; (
     .start_i        (dma_start),
     .insn_i         (insn),
     .elem_log_i     (elem_log),
-    .check_i        (decode),
-    .sram_end_o     (area_end),
+    .check_i        (1'b0),
+    .sram_end_o     (),
     .busy_o         (dma_busy),
     .req_valid_o    (dreq_valid),
     .req_ready_i    (wgt_q ? req_ready_i[1] : req_ready_i[0]),
