@@ -256,6 +256,7 @@ module vta_compute import vta_pkg::*; (
   logic [1:0]  wr_half;
   logic [63:0] wr_data;
 
+  logic [47:0] dma_end;
   vta_dma_rd u_dma (
     .clk_i,
     .rst_ni,
@@ -263,7 +264,7 @@ module vta_compute import vta_pkg::*; (
     .insn_i         (insn),
     .elem_log_i     (elem_log),
     .check_i        (1'b0),
-    .sram_end_o     (),
+    .sram_end_o     (dma_end),  // unused: the area is checked in decode
     .busy_o         (dma_busy),
     .req_valid_o    (dreq_valid),
     .req_ready_i    (x_uop_q ? req_ready_i[0] : req_ready_i[1]),
@@ -504,7 +505,7 @@ module vta_compute import vta_pkg::*; (
   end
 
   logic unused;
-  assign unused = ^{wr_idx_hi, uop[31:0]};
+  assign unused = ^{wr_idx_hi, uop[31:0], dma_end};
 
   // Checks: same-cycle implications over the values before the clock edge (what a concurrent
   // assertion samples), as immediate assertions on the clock edge that run only in an edge where

@@ -115,6 +115,7 @@ module vta_load import vta_pkg::*; (
   logic [1:0]  wr_half;
   logic [63:0] wr_data;
 
+  logic [47:0] dma_end;
   vta_dma_rd u_dma (
     .clk_i,
     .rst_ni,
@@ -122,7 +123,7 @@ module vta_load import vta_pkg::*; (
     .insn_i         (insn),
     .elem_log_i     (elem_log),
     .check_i        (1'b0),
-    .sram_end_o     (),
+    .sram_end_o     (dma_end),  // unused: the area is checked in decode
     .busy_o         (dma_busy),
     .req_valid_o    (dreq_valid),
     .req_ready_i    (wgt_q ? req_ready_i[1] : req_ready_i[0]),
@@ -161,7 +162,7 @@ module vta_load import vta_pkg::*; (
   // the g2l / l2g channels only (the load has no previous stage); opcode and flags are the
   // sequencer's
   logic unused;
-  assign unused = ^{wr_half, tok_pop[0], tok_push[0], insn};
+  assign unused = ^{wr_half, tok_pop[0], tok_push[0], insn, dma_end};
 
   // Checks: same-cycle implications over the values before the clock edge (what a concurrent
   // assertion samples), as immediate assertions on the clock edge that run only in an edge where
