@@ -80,40 +80,39 @@ module vta_compute import vta_pkg::*; (
   logic                 decode, exec, start, in_load, in_exec;
 
   // ------------------------------------------------------------------ instruction fields
-  logic [2:0]  opcode, mtype, alu_op;
-  logic        is_gemm, is_alu, reset_reg, use_imm, tensor_alu;
-  logic [15:0] imm;
+  // Decoded from insn (the queue head in the cycle it is taken) only for that cycle's checks and
+  // start; what an executing instruction needs is latched at start into the x_*_q registers
+  // below (enabled registers), so a simulator does not re-decode the 128-bit instruction in
+  // every cycle of a GEMM or ALU.
+  logic [2:0]  opcode, mtype;
+  logic        is_gemm, is_alu;
   logic [UopW-2:0] uop_bgn;
   logic [UopW-1:0] uop_end;
   logic [13:0] iter_out, iter_in;
-  logic [31:0] f_dst_out, f_dst_in, f_src_out, f_src_in, f_wgt_out, f_wgt_in;
 
   assign opcode    = insn[INSN_OPCODE_LO +: 3];
   assign mtype     = insn[MEM_MEMORY_TYPE_LO +: 3];
   assign is_gemm   = (32'(opcode) == OPCODE_GEMM);
   assign is_alu    = (32'(opcode) == OPCODE_ALU);
-  assign reset_reg = insn[GEMM_RESET_REG_LO] && is_gemm;
   assign uop_bgn   = insn[GEMM_UOP_BGN_LO +: GEMM_UOP_BGN_W];
   assign uop_end   = insn[GEMM_UOP_END_LO +: GEMM_UOP_END_W];
   assign iter_out  = insn[GEMM_ITER_OUT_LO +: GEMM_ITER_OUT_W];
   assign iter_in   = insn[GEMM_ITER_IN_LO +: GEMM_ITER_IN_W];
-  assign alu_op    = insn[ALU_ALU_OPCODE_LO +: 3];
-  assign use_imm   = insn[ALU_USE_IMM_LO];
-  assign imm       = insn[ALU_IMM_LO +: 16];
-  assign tensor_alu = is_alu && !use_imm;
-  assign f_dst_out = 32'(insn[GEMM_DST_FACTOR_OUT_LO +: GEMM_DST_FACTOR_OUT_W]);
-  assign f_dst_in  = 32'(insn[GEMM_DST_FACTOR_IN_LO +: GEMM_DST_FACTOR_IN_W]);
-  assign f_src_out = is_alu ? 32'(insn[ALU_SRC_FACTOR_OUT_LO +: ALU_SRC_FACTOR_OUT_W])
-                            : 32'(insn[GEMM_SRC_FACTOR_OUT_LO +: GEMM_SRC_FACTOR_OUT_W]);
-  assign f_src_in  = is_alu ? 32'(insn[ALU_SRC_FACTOR_IN_LO +: ALU_SRC_FACTOR_IN_W])
-                            : 32'(insn[GEMM_SRC_FACTOR_IN_LO +: GEMM_SRC_FACTOR_IN_W]);
-  assign f_wgt_out = 32'(insn[GEMM_WGT_FACTOR_OUT_LO +: GEMM_WGT_FACTOR_OUT_W]);
-  assign f_wgt_in  = 32'(insn[GEMM_WGT_FACTOR_IN_LO +: GEMM_WGT_FACTOR_IN_W]);
+
+  // the executing instruction, latched at start
+  logic            x_load_q, x_uop_q, x_acc8_q;          // LOAD, of uops, of ACC_8BIT
+  logic            x_gemm_q, x_alu_q, x_reset_q, x_use_imm_q, x_tensor_q;
+  logic [2:0]      x_alu_op_q;
+  logic [15:0]     x_imm_q;
+  logic [UopW-2:0] x_uop_bgn_q;
+  logic [UopW-1:0] x_uop_last_q;                          // uop_end - 1
+  logic [13:0]     x_out_last_q, x_in_last_q;             // iter_out - 1, iter_in - 1
+  logic [31:0]     f_dst_out, f_dst_in, f_src_out, f_src_in, f_wgt_out, f_wgt_in;
 
   // LOAD fields
   logic [15:0] x_size;
   logic [4:0]  elem_log;
-  logic [47:0] area_end;   // end of the padded rectangle (from the read engine)
+  logic [47:0] area_end;   // end of a LOAD's padded rectangle (in the decode cycle, else 0)
   logic [31:0] load_depth;
   logic        is_uop_load, is_acc8;
   assign x_size      = insn[MEM_X_SIZE_LO +: 16];
@@ -163,13 +162,13 @@ module vta_compute import vta_pkg::*; (
       if (d_idx >= ACC_BUFF_DEPTH) begin
         s1_err = 1'b1; s1_err_field = 8'(FIELD_ACC_INDEX);
         s1_err_value = d_idx; s1_err_limit = ACC_BUFF_DEPTH;
-      end else if (is_gemm && !reset_reg && s_idx >= INP_BUFF_DEPTH) begin
+      end else if (x_gemm_q && !x_reset_q && s_idx >= INP_BUFF_DEPTH) begin
         s1_err = 1'b1; s1_err_field = 8'(FIELD_INP_INDEX);
         s1_err_value = s_idx; s1_err_limit = INP_BUFF_DEPTH;
-      end else if (is_gemm && !reset_reg && w_idx >= WGT_BUFF_DEPTH) begin
+      end else if (x_gemm_q && !x_reset_q && w_idx >= WGT_BUFF_DEPTH) begin
         s1_err = 1'b1; s1_err_field = 8'(FIELD_WGT_INDEX);
         s1_err_value = w_idx; s1_err_limit = WGT_BUFF_DEPTH;
-      end else if (tensor_alu && s_idx >= ACC_BUFF_DEPTH) begin
+      end else if (x_tensor_q && s_idx >= ACC_BUFF_DEPTH) begin
         s1_err = 1'b1; s1_err_field = 8'(FIELD_ACC_INDEX);
         s1_err_value = s_idx; s1_err_limit = ACC_BUFF_DEPTH;
       end
@@ -190,11 +189,11 @@ module vta_compute import vta_pkg::*; (
     end else if (s0_err || s1_err) begin
       gen_active_d = 1'b0;
     end else if (issue) begin
-      if (u_q == uop_end - UopW'(1)) begin
-        u_d = UopW'(uop_bgn);
-        if (i_in_q == iter_in - 14'd1) begin
+      if (u_q == x_uop_last_q) begin
+        u_d = UopW'(x_uop_bgn_q);
+        if (i_in_q == x_in_last_q) begin
           i_in_d = '0; id_d = '0; is_d = '0; iw_d = '0;
-          if (i_out_q == iter_out - 14'd1) begin
+          if (i_out_q == x_out_last_q) begin
             gen_active_d = 1'b0;
           end else begin
             i_out_d = i_out_q + 14'd1;
@@ -224,9 +223,9 @@ module vta_compute import vta_pkg::*; (
   end
 
   // S1 reads
-  assign inp_re_o    = s1_valid_q && !s1_err && is_gemm;
+  assign inp_re_o    = s1_valid_q && !s1_err && x_gemm_q;
   assign inp_raddr_o = s_idx[LOG_INP_BUFF_DEPTH-1:0];
-  assign wgt_re_o    = s1_valid_q && !s1_err && is_gemm;
+  assign wgt_re_o    = s1_valid_q && !s1_err && x_gemm_q;
   assign wgt_raddr_o = w_idx[LOG_WGT_BUFF_DEPTH-1:0];
 
   // S2 datapath
@@ -257,17 +256,18 @@ module vta_compute import vta_pkg::*; (
   logic [1:0]  wr_half;
   logic [63:0] wr_data;
 
+  logic [47:0] dma_end;
   vta_dma_rd u_dma (
     .clk_i,
     .rst_ni,
     .start_i        (dma_start),
     .insn_i         (insn),
     .elem_log_i     (elem_log),
-    .check_i        (decode && is_load),
-    .sram_end_o     (area_end),
+    .check_i        (1'b0),
+    .sram_end_o     (dma_end),  // unused: the area is checked in decode
     .busy_o         (dma_busy),
     .req_valid_o    (dreq_valid),
-    .req_ready_i    (is_uop_load ? req_ready_i[0] : req_ready_i[1]),
+    .req_ready_i    (x_uop_q ? req_ready_i[0] : req_ready_i[1]),
     .req_addr_o     (req_addr_o),
     .req_len_o      (req_len_o),
     .rsp_valid_i    (|rsp_valid_i),
@@ -279,7 +279,7 @@ module vta_compute import vta_pkg::*; (
     .wr_half_o      (wr_half),
     .wr_data_o      (wr_data)
   );
-  assign req_valid_o = {dreq_valid && !is_uop_load, dreq_valid && is_uop_load};
+  assign req_valid_o = {dreq_valid && !x_uop_q, dreq_valid && x_uop_q};
 
   // uop writes: the low half's element and the next one always sit in different banks.
   assign wr_idx_hi = wr_idx + 32'd1;
@@ -287,7 +287,7 @@ module vta_compute import vta_pkg::*; (
     uop_we_o    = '0;
     uop_waddr_o = '0;
     uop_wdata_o = '0;
-    if (in_load && is_uop_load && wr_valid) begin
+    if (in_load && x_uop_q && wr_valid) begin
       uop_we_o[wr_idx[0]]     = wr_half[0];
       uop_waddr_o[wr_idx[0]]  = wr_idx[LOG_UOP_BUFF_DEPTH-1:1];
       uop_wdata_o[wr_idx[0]]  = wr_data[31:0];
@@ -310,12 +310,12 @@ module vta_compute import vta_pkg::*; (
     acc_waddr_o = s2_dst_q;
     acc_wdata_o = s2_alu_q ? alu_y : gemm_y;
     if (in_load) begin
-      acc_we_o    = wr_valid && !is_uop_load;
+      acc_we_o    = wr_valid && !x_uop_q;
       acc_waddr_o = wr_idx[LOG_ACC_BUFF_DEPTH-1:0];
       if (wr_pad) begin
         acc_wdata_o = '0;
         acc_wmask_o = '1;
-      end else if (is_acc8) begin
+      end else if (x_acc8_q) begin
         acc_wdata_o = {(ACC_ELEM_BITS / (8 * ACC_WIDTH)){acc8_beat}};
         acc_wmask_o = AccLanes'((1 << Acc8Lanes) - 1) << (32'(wr_sub) * Acc8Lanes);
       end else begin
@@ -327,7 +327,7 @@ module vta_compute import vta_pkg::*; (
     end
   end
 
-  assign acc_re_o       = {s1_valid_q && !s1_err && tensor_alu, s1_valid_q && !s1_err};
+  assign acc_re_o       = {s1_valid_q && !s1_err && x_tensor_q, s1_valid_q && !s1_err};
   assign acc_raddr_o[0] = d_idx[LOG_ACC_BUFF_DEPTH-1:0];
   assign acc_raddr_o[1] = s_idx[LOG_ACC_BUFF_DEPTH-1:0];
 
@@ -346,17 +346,21 @@ module vta_compute import vta_pkg::*; (
   logic [31:0] err_value_d, err_limit_d;
 
   assign is_load = (32'(opcode) == OPCODE_LOAD);
-  assign in_load = exec && is_load;
-  assign in_exec = exec && !is_load;
+  assign in_load = exec && x_load_q;
+  assign in_exec = exec && !x_load_q;
   assign done    = (decode && skip)
                 || (in_load && !dma_busy)
                 || (in_exec && !gen_active_q && s1_valid_q && !s1_err && !halt_i);
-  // the checks of the cycle the instruction is taken, evaluated only in that cycle
+  // the checks of the cycle the instruction is taken, evaluated only in that cycle (the padded
+  // area is multiplied out here, not by the read engine, whose check output a simulator would
+  // compute in every cycle)
   always_comb begin
     empty_loop = 1'b0;
     skip       = 1'b0;
     ld_err     = 1'b0;
+    area_end   = '0;
     if (decode) begin
+      area_end   = mem_padded_end(insn);
       empty_loop = (iter_out == '0) || (iter_in == '0) || (uop_end <= UopW'(uop_bgn));
       skip   = is_load ? (x_size == '0) : !((is_gemm || is_alu) && !empty_loop);
       ld_err = is_load && !skip && (area_end > 48'(load_depth));
@@ -446,18 +450,62 @@ module vta_compute import vta_pkg::*; (
       s2_valid_q   <= s2_valid_d;
       s2_dst_q     <= s2_dst_d;
       if (s1_valid_q) begin
-        s2_gemm_q    <= is_gemm;
-        s2_reset_q   <= reset_reg;
-        s2_alu_q     <= is_alu;
-        s2_use_imm_q <= use_imm;
-        s2_op_q      <= alu_op;
-        s2_imm_q     <= imm;
+        s2_gemm_q    <= x_gemm_q;
+        s2_reset_q   <= x_reset_q;
+        s2_alu_q     <= x_alu_q;
+        s2_use_imm_q <= x_use_imm_q;
+        s2_op_q      <= x_alu_op_q;
+        s2_imm_q     <= x_imm_q;
       end
     end
   end
 
+  // The executing instruction's fields, latched when it starts (see "instruction fields").
+  always_ff @(posedge clk_i or negedge rst_ni) begin
+    if (!rst_ni) begin
+      x_load_q     <= 1'b0;
+      x_uop_q      <= 1'b0;
+      x_acc8_q     <= 1'b0;
+      x_gemm_q     <= 1'b0;
+      x_alu_q      <= 1'b0;
+      x_reset_q    <= 1'b0;
+      x_use_imm_q  <= 1'b0;
+      x_tensor_q   <= 1'b0;
+      x_alu_op_q   <= '0;
+      x_imm_q      <= '0;
+      x_uop_bgn_q  <= '0;
+      x_uop_last_q <= '0;
+      x_out_last_q <= '0;
+      x_in_last_q  <= '0;
+      f_dst_out <= '0; f_dst_in <= '0; f_src_out <= '0; f_src_in <= '0; f_wgt_out <= '0; f_wgt_in <= '0;
+    end else if (start) begin
+      x_load_q     <= is_load;
+      x_uop_q      <= is_uop_load;
+      x_acc8_q     <= is_acc8;
+      x_gemm_q     <= is_gemm;
+      x_alu_q      <= is_alu;
+      x_reset_q    <= insn[GEMM_RESET_REG_LO] && is_gemm;
+      x_use_imm_q  <= insn[ALU_USE_IMM_LO];
+      x_tensor_q   <= is_alu && !insn[ALU_USE_IMM_LO];
+      x_alu_op_q   <= insn[ALU_ALU_OPCODE_LO +: 3];
+      x_imm_q      <= insn[ALU_IMM_LO +: 16];
+      x_uop_bgn_q  <= uop_bgn;
+      x_uop_last_q <= uop_end - UopW'(1);
+      x_out_last_q <= iter_out - 14'd1;
+      x_in_last_q  <= iter_in - 14'd1;
+      f_dst_out    <= 32'(insn[GEMM_DST_FACTOR_OUT_LO +: GEMM_DST_FACTOR_OUT_W]);
+      f_dst_in     <= 32'(insn[GEMM_DST_FACTOR_IN_LO +: GEMM_DST_FACTOR_IN_W]);
+      f_src_out    <= is_alu ? 32'(insn[ALU_SRC_FACTOR_OUT_LO +: ALU_SRC_FACTOR_OUT_W])
+                             : 32'(insn[GEMM_SRC_FACTOR_OUT_LO +: GEMM_SRC_FACTOR_OUT_W]);
+      f_src_in     <= is_alu ? 32'(insn[ALU_SRC_FACTOR_IN_LO +: ALU_SRC_FACTOR_IN_W])
+                             : 32'(insn[GEMM_SRC_FACTOR_IN_LO +: GEMM_SRC_FACTOR_IN_W]);
+      f_wgt_out    <= 32'(insn[GEMM_WGT_FACTOR_OUT_LO +: GEMM_WGT_FACTOR_OUT_W]);
+      f_wgt_in     <= 32'(insn[GEMM_WGT_FACTOR_IN_LO +: GEMM_WGT_FACTOR_IN_W]);
+    end
+  end
+
   logic unused;
-  assign unused = ^{wr_idx_hi, uop[31:0]};
+  assign unused = ^{wr_idx_hi, uop[31:0], dma_end};
 
   // Checks: same-cycle implications over the values before the clock edge (what a concurrent
   // assertion samples), as immediate assertions on the clock edge that run only in an edge where

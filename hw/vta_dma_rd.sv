@@ -11,14 +11,16 @@
 // + x_pad_1; sram_end_o = sram_base + W*H is the end of the padded rectangle, which the caller
 // checks against its buffer before start_i: it is computed only in the cycles of check_i (the
 // caller's decode of the instruction) and is 0 in the others, so a simulator does not multiply
-// out the padded area every cycle. The caller holds the inputs stable until !busy_o.
+// out the padded area every cycle. insn_i and elem_log_i are read only in the cycles of start_i
+// and check_i: what the engine needs while busy is latched at start_i.
 module vta_dma_rd import vta_pkg::*; (
   input  logic        clk_i,
   input  logic        rst_ni,
   input  logic        start_i,         // insn_i has x_size != 0 and fits its buffer
   input  logic [INSN_BITS-1:0] insn_i,
   input  logic [4:0]  elem_log_i,      // log2 of the DRAM element bytes, >= 2
-  input  logic        check_i,         // the caller checks sram_end_o in this cycle
+  input  logic        check_i,         // the caller checks sram_end_o in this cycle (vta_compute_ov;
+                                       // the others use mem_padded_end in their decode)
   output logic [47:0] sram_end_o,      // end of the padded rectangle in the buffer (check_i)
   output logic        busy_o,
   // read requests and responses
@@ -37,41 +39,41 @@ module vta_dma_rd import vta_pkg::*; (
   output logic [63:0] wr_data_o
 );
   // ------------------------------------------------------------------ geometry
+  // The fields of insn_i are read only in the cycle of start_i (and of check_i): everything the
+  // engine needs while busy is latched into the g_*_q registers at start_i, so a simulator does
+  // not extract and combine the fields of the 128-bit instruction in every cycle.
   logic [15:0] x_size, y_size, x_stride;
   logic [3:0]  x_pad_0, x_pad_1, y_pad_0, y_pad_1;
-  logic [31:0] dram_addr;     // byte address of row 0 (dram_base * elem bytes)
-  logic [31:0] stride_bytes;  // x_stride * elem bytes
   logic [31:0] sram_base;
-  assign x_size       = insn_i[MEM_X_SIZE_LO +: 16];
-  assign y_size       = insn_i[MEM_Y_SIZE_LO +: 16];
-  assign x_stride     = insn_i[MEM_X_STRIDE_LO +: 16];
-  assign x_pad_0      = insn_i[MEM_X_PAD_0_LO +: 4];
-  assign x_pad_1      = insn_i[MEM_X_PAD_1_LO +: 4];
-  assign y_pad_0      = insn_i[MEM_Y_PAD_0_LO +: 4];
-  assign y_pad_1      = insn_i[MEM_Y_PAD_1_LO +: 4];
-  assign dram_addr    = insn_i[MEM_DRAM_BASE_LO +: 32] << elem_log_i;
-  assign stride_bytes = 32'(x_stride) << elem_log_i;
-  assign sram_base    = 32'(insn_i[MEM_SRAM_BASE_LO +: 16]);
+  assign x_size    = insn_i[MEM_X_SIZE_LO +: 16];
+  assign y_size    = insn_i[MEM_Y_SIZE_LO +: 16];
+  assign x_stride  = insn_i[MEM_X_STRIDE_LO +: 16];
+  assign x_pad_0   = insn_i[MEM_X_PAD_0_LO +: 4];
+  assign x_pad_1   = insn_i[MEM_X_PAD_1_LO +: 4];
+  assign y_pad_0   = insn_i[MEM_Y_PAD_0_LO +: 4];
+  assign y_pad_1   = insn_i[MEM_Y_PAD_1_LO +: 4];
+  assign sram_base = 32'(insn_i[MEM_SRAM_BASE_LO +: 16]);
 
-  logic [31:0] width;       // padded row width in elements
-  logic [31:0] height;      // padded rows
-  logic [31:0] row_bytes;   // x_size * elem bytes
-  logic [15:0] sub_last;    // beats per element - 1 (elements >= 8 bytes)
-  logic        narrow;      // 4-byte elements
-
-  assign width      = 32'(x_pad_0) + 32'(x_size) + 32'(x_pad_1);
-  assign height     = 32'(y_pad_0) + 32'(y_size) + 32'(y_pad_1);
-  assign row_bytes  = 32'(x_size) << elem_log_i;
-  assign narrow     = (elem_log_i < 5'd3);
-  assign sub_last   = narrow ? 16'd0 : 16'((32'd1 << (elem_log_i - 5'd3)) - 32'd1);
   always_comb begin
     sram_end_o = '0;
     if (check_i) begin
-      sram_end_o = 48'(sram_base)
-                 + (48'(x_pad_0) + 48'(x_size) + 48'(x_pad_1))
-                 * (48'(y_pad_0) + 48'(y_size) + 48'(y_pad_1));
+      sram_end_o = mem_padded_end(insn_i);
     end
   end
+
+  // latched at start_i
+  logic [31:0] g_x_size_q;      // x_size
+  logic [31:0] g_x_last_q;      // x_size - 1
+  logic [31:0] g_width_q;       // padded row width in elements
+  logic [31:0] g_height_q;      // padded rows
+  logic [31:0] g_row_bytes_q;   // x_size * elem bytes
+  logic [31:0] g_stride_q;      // x_stride * elem bytes
+  logic [31:0] g_pad_x0_q;      // x_pad_0: the first data column
+  logic [31:0] g_data_x1_q;     // x_pad_0 + x_size: the first right-pad column
+  logic [31:0] g_data_y0_q;     // y_pad_0: the first data row
+  logic [31:0] g_data_y1_q;     // y_pad_0 + y_size: the first bottom-pad row
+  logic [15:0] g_sub_last_q;    // beats per element - 1 (elements >= 8 bytes)
+  logic        g_narrow_q;      // 4-byte elements
 
   function automatic logic [31:0] row_beats(logic [2:0] addr_lo, logic [31:0] nbytes);
     return ({29'd0, addr_lo} + nbytes + 32'd7) >> 3;
@@ -106,12 +108,12 @@ module vta_dma_rd import vta_pkg::*; (
   logic        lo_ok, hi_ok;
 
   // For 4-byte elements dt_x_q is signed: -1 when the row starts in a beat's high half.
-  assign lo_ok = !dt_x_q[31] && (dt_x_q < 32'(x_size));
-  assign hi_ok = ((dt_x_q + 32'd1) < 32'(x_size));
+  assign lo_ok = !dt_x_q[31] && (dt_x_q < g_x_size_q);
+  assign hi_ok = ((dt_x_q + 32'd1) < g_x_size_q);
 
   always_comb begin
-    if (narrow) row_end = ((dt_x_q + 32'd2) >= 32'(x_size));
-    else        row_end = (dt_x_q == 32'(x_size) - 32'd1) && (dt_sub_q == sub_last);
+    if (g_narrow_q) row_end = ((dt_x_q + 32'd2) >= g_x_size_q);
+    else            row_end = (dt_x_q == g_x_last_q) && (dt_sub_q == g_sub_last_q);
   end
 
   // x of the first beat's low half: -1 when a 4-byte-element row starts mid-beat
@@ -124,10 +126,10 @@ module vta_dma_rd import vta_pkg::*; (
   logic [31:0] pd_r_q, pd_c_q, pd_row_idx_q;
   logic        pd_data_row, pd_emit;
 
-  assign pd_data_row = (pd_r_q >= 32'(y_pad_0)) && (pd_r_q < 32'(y_pad_0) + 32'(y_size));
+  assign pd_data_row = (pd_r_q >= g_data_y0_q) && (pd_r_q < g_data_y1_q);
   // Emit when the walker sits on a pad element and no data beat uses the write port.
-  assign pd_emit = pd_active_q && !(dt_active_q && rsp_valid_i) && (pd_c_q < width)
-                   && !(pd_data_row && pd_c_q == 32'(x_pad_0));
+  assign pd_emit = pd_active_q && !(dt_active_q && rsp_valid_i) && (pd_c_q < g_width_q)
+                   && !(pd_data_row && pd_c_q == g_pad_x0_q);
 
   // ------------------------------------------------------------------ outputs
   always_comb begin
@@ -141,12 +143,12 @@ module vta_dma_rd import vta_pkg::*; (
       wr_valid_o = 1'b1;
       wr_idx_o   = dt_row_idx_q + dt_x_q;
       wr_sub_o   = dt_sub_q;
-      wr_half_o  = narrow ? {hi_ok, lo_ok} : 2'b11;
+      wr_half_o  = g_narrow_q ? {hi_ok, lo_ok} : 2'b11;
     end else if (pd_emit) begin
       wr_valid_o = 1'b1;
       wr_pad_o   = 1'b1;
       wr_idx_o   = pd_row_idx_q + pd_c_q;
-      wr_half_o  = narrow ? 2'b01 : 2'b11;
+      wr_half_o  = g_narrow_q ? 2'b01 : 2'b11;
       wr_data_o  = '0;
     end
   end
@@ -170,22 +172,41 @@ module vta_dma_rd import vta_pkg::*; (
       pd_r_q        <= '0;
       pd_c_q        <= '0;
       pd_row_idx_q  <= '0;
-    end else if (start_i || busy_o) begin
-      // An idle engine does not move until start_i (every next state equals the state), so the
-      // next state is computed only in this enabled branch, and a simulator evaluates none of
-      // it while the engine is idle (logic outside a clocked enable is evaluated every cycle).
+    end else if (start_i) begin
+      // Start (only from idle: StartWhenIdle): the three walkers take their first state from
+      // the instruction. A busy engine moves in the branch below; an idle one without start_i
+      // does not move (every next state equals the state), so a simulator evaluates neither
+      // branch while the engine is idle (logic outside a clocked enable is evaluated every cycle).
+      automatic logic [31:0] dram_addr, width, height;
+      automatic logic        narrow;
+      dram_addr = insn_i[MEM_DRAM_BASE_LO +: 32] << elem_log_i;
+      width     = 32'(x_pad_0) + 32'(x_size) + 32'(x_pad_1);
+      height    = 32'(y_pad_0) + 32'(y_size) + 32'(y_pad_1);
+      narrow    = (elem_log_i < 5'd3);
+      // request generator
+      rq_row_addr_q <= dram_addr;
+      rq_rows_q     <= y_size;
+      rq_state_q    <= (y_size == 16'd0) ? RqIdle : RqRow;
+      // data consumer
+      dt_active_q   <= (y_size != 16'd0);
+      dt_rows_q     <= y_size;
+      dt_row_idx_q  <= sram_base + 32'(y_pad_0) * width + 32'(x_pad_0);
+      dt_row_addr_q <= dram_addr;
+      dt_x_q        <= first_x(dram_addr[2], narrow);
+      dt_sub_q      <= '0;
+      // pad walker
+      pd_active_q  <= (height != 32'd0) && ((height != 32'(y_size)) || (x_pad_0 != 4'd0)
+                                            || (x_pad_1 != 4'd0));
+      pd_r_q       <= '0;
+      pd_c_q       <= '0;
+      pd_row_idx_q <= sram_base;
+    end else if (busy_o) begin
       // request generator
       unique case (rq_state_q)
-        RqIdle: begin
-          if (start_i) begin
-            rq_row_addr_q <= dram_addr;
-            rq_rows_q     <= y_size;
-            rq_state_q    <= (y_size == 16'd0) ? RqIdle : RqRow;
-          end
-        end
+        RqIdle: ;
         RqRow: begin
           rq_addr_q  <= {rq_row_addr_q[31:3], 3'd0};
-          rq_rem_q   <= row_beats(rq_row_addr_q[2:0], row_bytes);
+          rq_rem_q   <= row_beats(rq_row_addr_q[2:0], g_row_bytes_q);
           rq_state_q <= RqBurst;
         end
         RqBurst: begin
@@ -194,7 +215,7 @@ module vta_dma_rd import vta_pkg::*; (
             rq_rem_q  <= rq_rem_q - burst;
             if (rq_rem_q == burst) begin
               rq_rows_q     <= rq_rows_q - 16'd1;
-              rq_row_addr_q <= rq_row_addr_q + stride_bytes;
+              rq_row_addr_q <= rq_row_addr_q + g_stride_q;
               rq_state_q    <= (rq_rows_q == 16'd1) ? RqIdle : RqRow;
             end
           end
@@ -202,24 +223,17 @@ module vta_dma_rd import vta_pkg::*; (
         default: rq_state_q <= RqIdle;
       endcase
       // data consumer
-      if (start_i) begin
-        dt_active_q   <= (y_size != 16'd0);
-        dt_rows_q     <= y_size;
-        dt_row_idx_q  <= sram_base + 32'(y_pad_0) * width + 32'(x_pad_0);
-        dt_row_addr_q <= dram_addr;
-        dt_x_q        <= first_x(dram_addr[2], narrow);
-        dt_sub_q      <= '0;
-      end else if (dt_active_q && rsp_valid_i) begin
+      if (dt_active_q && rsp_valid_i) begin
         if (row_end) begin
           dt_rows_q     <= dt_rows_q - 16'd1;
           dt_active_q   <= (dt_rows_q != 16'd1);
-          dt_row_idx_q  <= dt_row_idx_q + width;
-          dt_row_addr_q <= dt_row_addr_q + stride_bytes;
-          dt_x_q        <= first_x(dt_row_addr_q[2] ^ stride_bytes[2], narrow);
+          dt_row_idx_q  <= dt_row_idx_q + g_width_q;
+          dt_row_addr_q <= dt_row_addr_q + g_stride_q;
+          dt_x_q        <= first_x(dt_row_addr_q[2] ^ g_stride_q[2], g_narrow_q);
           dt_sub_q      <= '0;
-        end else if (narrow) begin
+        end else if (g_narrow_q) begin
           dt_x_q <= dt_x_q + 32'd2;
-        end else if (dt_sub_q == sub_last) begin
+        end else if (dt_sub_q == g_sub_last_q) begin
           dt_x_q   <= dt_x_q + 32'd1;
           dt_sub_q <= '0;
         end else begin
@@ -227,24 +241,49 @@ module vta_dma_rd import vta_pkg::*; (
         end
       end
       // pad walker
-      if (start_i) begin
-        pd_active_q  <= (height != 32'd0) && ((height != 32'(y_size)) || (x_pad_0 != 4'd0)
-                                              || (x_pad_1 != 4'd0));
-        pd_r_q       <= '0;
-        pd_c_q       <= '0;
-        pd_row_idx_q <= sram_base;
-      end else if (pd_active_q) begin
-        if (pd_c_q >= width) begin
+      if (pd_active_q) begin
+        if (pd_c_q >= g_width_q) begin
           pd_r_q       <= pd_r_q + 32'd1;
           pd_c_q       <= '0;
-          pd_row_idx_q <= pd_row_idx_q + width;
-          if (pd_r_q + 32'd1 == height) pd_active_q <= 1'b0;
-        end else if (pd_data_row && pd_c_q == 32'(x_pad_0)) begin
-          pd_c_q <= 32'(x_pad_0) + 32'(x_size);  // skip the data
+          pd_row_idx_q <= pd_row_idx_q + g_width_q;
+          if (pd_r_q + 32'd1 == g_height_q) pd_active_q <= 1'b0;
+        end else if (pd_data_row && pd_c_q == g_pad_x0_q) begin
+          pd_c_q <= g_data_x1_q;  // skip the data
         end else if (pd_emit) begin
           pd_c_q <= pd_c_q + 32'd1;
         end
       end
+    end
+  end
+
+  // The geometry registers: loaded at start_i only (enabled registers).
+  always_ff @(posedge clk_i or negedge rst_ni) begin
+    if (!rst_ni) begin
+      g_x_size_q    <= '0;
+      g_x_last_q    <= '0;
+      g_width_q     <= '0;
+      g_height_q    <= '0;
+      g_row_bytes_q <= '0;
+      g_stride_q    <= '0;
+      g_pad_x0_q    <= '0;
+      g_data_x1_q   <= '0;
+      g_data_y0_q   <= '0;
+      g_data_y1_q   <= '0;
+      g_sub_last_q  <= '0;
+      g_narrow_q    <= 1'b0;
+    end else if (start_i) begin
+      g_x_size_q    <= 32'(x_size);
+      g_x_last_q    <= 32'(x_size) - 32'd1;
+      g_width_q     <= 32'(x_pad_0) + 32'(x_size) + 32'(x_pad_1);
+      g_height_q    <= 32'(y_pad_0) + 32'(y_size) + 32'(y_pad_1);
+      g_row_bytes_q <= 32'(x_size) << elem_log_i;
+      g_stride_q    <= 32'(x_stride) << elem_log_i;
+      g_pad_x0_q    <= 32'(x_pad_0);
+      g_data_x1_q   <= 32'(x_pad_0) + 32'(x_size);
+      g_data_y0_q   <= 32'(y_pad_0);
+      g_data_y1_q   <= 32'(y_pad_0) + 32'(y_size);
+      g_sub_last_q  <= (elem_log_i < 5'd3) ? 16'd0 : 16'((32'd1 << (elem_log_i - 5'd3)) - 32'd1);
+      g_narrow_q    <= (elem_log_i < 5'd3);
     end
   end
 

@@ -1,5 +1,7 @@
 // Synchronous FIFO with a valid/ready interface on both sides and a fill count.
-// The head is available combinationally (first-word fall-through).
+// The head is available combinationally (first-word fall-through), from a register that holds
+// a copy of the head entry: it changes only with a push into an empty FIFO or a pop, so a
+// simulator does not index the storage in every cycle.
 module vta_fifo #(
   parameter int unsigned Width = 8,
   parameter int unsigned Depth = 4,
@@ -20,13 +22,14 @@ module vta_fifo #(
   output logic [CntW-1:0]  count_o
 );
   logic [Width-1:0] mem_q [Depth];
+  logic [Width-1:0] head_q;           // mem_q[rptr_q] while cnt_q != 0
   logic [PtrW-1:0]  wptr_q, rptr_q;
   logic [CntW-1:0]  cnt_q;
   logic             push, pop;
 
   assign wready_o = (cnt_q != CntW'(Depth));
   assign rvalid_o = (cnt_q != '0);
-  assign rdata_o  = mem_q[rptr_q];
+  assign rdata_o  = head_q;
   assign count_o  = cnt_q;
   assign push     = wvalid_i & wready_o;
   assign pop      = rvalid_o & rready_i;
@@ -50,9 +53,13 @@ module vta_fifo #(
     end
   end
 
-  // Storage has no reset (like an SRAM).
+  // Storage has no reset (like an SRAM); nor has the head copy, which is read only while the
+  // FIFO holds an entry. After a pop the head is the next stored entry, or the entry pushed in
+  // the same cycle when the popped one was the last; a push into an empty FIFO is the head.
   always_ff @(posedge clk_i) begin
     if (push) mem_q[wptr_q] <= wdata_i;
+    if (pop && cnt_q != CntW'(1)) head_q <= mem_q[incr(rptr_q)];
+    else if (push && (cnt_q == '0 || pop)) head_q <= wdata_i;
   end
 
   // Writes follow valid/ready: a writer held off by a full FIFO keeps offering its entry until

@@ -60,8 +60,10 @@ module vta_insn_seq import vta_pkg::*; #(
   assign head_pops   = DepMask & {head[INSN_POP_NEXT_DEP_LO], head[INSN_POP_PREV_DEP_LO]};
   assign pop_ok      = (head_pops & ~tok_avail_i) == '0;
   assign take        = (state_q == SeqIdle) && q_valid_i && !halt_i && pop_ok;
-  // the instruction in the unit: the head in the cycle it is taken, then the kept copy
-  assign insn        = (state_q == SeqIdle) ? head : insn_q;
+  // The instruction in the unit: the queue head, which stays in place until the instruction
+  // retires (HeadHeld checks it against the kept copy insn_q), so the unit reads the head in
+  // every state and no 128-bit mux between the head and the copy is evaluated every cycle.
+  assign insn        = head;
   assign insn_pushes = DepMask & {insn[INSN_PUSH_NEXT_DEP_LO], insn[INSN_PUSH_PREV_DEP_LO]};
 
   always_comb begin

@@ -50,7 +50,7 @@ module vta_load import vta_pkg::*; (
   // ------------------------------------------------------------------ fields
   logic        is_wgt, x_zero;
   logic [4:0]  elem_log;
-  logic [47:0] area_end;   // end of the padded rectangle (from the read engine)
+  logic [47:0] area_end;   // end of the padded rectangle (in the decode cycle, else 0)
   logic [31:0] depth;
 
   assign is_wgt    = (32'(insn[MEM_MEMORY_TYPE_LO +: 3]) == MEM_WGT);
@@ -63,13 +63,17 @@ module vta_load import vta_pkg::*; (
   logic       decode, exec, done, fail, dma_start, dma_busy;
   logic [1:0] tok_pop, tok_push;
   assign done = (decode && x_zero) || (exec && !dma_busy);
-  // the checks of the cycle the instruction is taken, evaluated only in that cycle
+  // the checks of the cycle the instruction is taken, evaluated only in that cycle (the padded
+  // area is multiplied out here, not by the read engine, whose check output a simulator would
+  // compute in every cycle)
   always_comb begin
-    x_zero = 1'b0;
-    fail   = 1'b0;
+    x_zero   = 1'b0;
+    fail     = 1'b0;
+    area_end = '0;
     if (decode) begin
-      x_zero = (insn[MEM_X_SIZE_LO +: 16] == '0);
-      fail   = !x_zero && (area_end > 48'(depth));
+      x_zero   = (insn[MEM_X_SIZE_LO +: 16] == '0);
+      area_end = mem_padded_end(insn);
+      fail     = !x_zero && (area_end > 48'(depth));
     end
   end
 
@@ -111,17 +115,18 @@ module vta_load import vta_pkg::*; (
   logic [1:0]  wr_half;
   logic [63:0] wr_data;
 
+  logic [47:0] dma_end;
   vta_dma_rd u_dma (
     .clk_i,
     .rst_ni,
     .start_i        (dma_start),
     .insn_i         (insn),
     .elem_log_i     (elem_log),
-    .check_i        (decode),
-    .sram_end_o     (area_end),
+    .check_i        (1'b0),
+    .sram_end_o     (dma_end),  // unused: the area is checked in decode
     .busy_o         (dma_busy),
     .req_valid_o    (dreq_valid),
-    .req_ready_i    (is_wgt ? req_ready_i[1] : req_ready_i[0]),
+    .req_ready_i    (wgt_q ? req_ready_i[1] : req_ready_i[0]),
     .req_addr_o     (req_addr_o),
     .req_len_o      (req_len_o),
     .rsp_valid_i    (|rsp_valid_i),
@@ -134,13 +139,22 @@ module vta_load import vta_pkg::*; (
     .wr_data_o      (wr_data)
   );
 
-  assign req_valid_o = {dreq_valid && is_wgt, dreq_valid && !is_wgt};
+  // The transfer's destination, latched when it starts (an enabled register): the read engine's
+  // requests and writes, which it makes only while busy, are routed by it, not by the decode of
+  // the instruction in every cycle.
+  logic wgt_q;
+  always_ff @(posedge clk_i or negedge rst_ni) begin
+    if (!rst_ni)        wgt_q <= 1'b0;
+    else if (dma_start) wgt_q <= is_wgt;
+  end
 
-  assign inp_we_o    = wr_valid && !is_wgt;
+  assign req_valid_o = {dreq_valid && wgt_q, dreq_valid && !wgt_q};
+
+  assign inp_we_o    = wr_valid && !wgt_q;
   assign inp_waddr_o = wr_idx[LOG_INP_BUFF_DEPTH-1:0];
   assign inp_wdata_o = {InpLanes{wr_data}};
   assign inp_wmask_o = wr_pad ? '1 : InpLanes'(1) << wr_sub;
-  assign wgt_we_o    = wr_valid && is_wgt;
+  assign wgt_we_o    = wr_valid && wgt_q;
   assign wgt_waddr_o = wr_idx[LOG_WGT_BUFF_DEPTH-1:0];
   assign wgt_wdata_o = {WgtLanes{wr_data}};
   assign wgt_wmask_o = wr_pad ? '1 : WgtLanes'(1) << wr_sub;
@@ -148,7 +162,7 @@ module vta_load import vta_pkg::*; (
   // the g2l / l2g channels only (the load has no previous stage); opcode and flags are the
   // sequencer's
   logic unused;
-  assign unused = ^{wr_half, tok_pop[0], tok_push[0], insn};
+  assign unused = ^{wr_half, tok_pop[0], tok_push[0], insn, dma_end};
 
   // Checks: same-cycle implications over the values before the clock edge (what a concurrent
   // assertion samples), as immediate assertions on the clock edge that run only in an edge where

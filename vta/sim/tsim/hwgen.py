@@ -306,5 +306,23 @@ def sv_package(env: Environment) -> str:
         for name in sorted((k for k in g if k.startswith(prefix) and isinstance(g[k], int)), key=lambda k: g[k]):
             lp(name, g[name])
     lp("CONFIG_MAGIC", CONFIG_MAGIC)
-    lines += ["", "endpackage : vta_pkg", ""]
+    lines += [
+        "",
+        "  // ---------------------------------------------------------------- helpers",
+        "  // End of a LOAD's padded rectangle in its buffer: sram_base + W * H, W = x_pad_0 + x_size",
+        "  // + x_pad_1, H = y_pad_0 + y_size + y_pad_1 (48 bits: the product of two 17-bit sums).",
+        "  // It reads only the geometry fields of the instruction it is given.",
+        "  /* verilator lint_off UNUSEDSIGNAL */",
+        "  function automatic logic [47:0] mem_padded_end(logic [INSN_BITS-1:0] insn);",
+        "    return 48'(insn[MEM_SRAM_BASE_LO +: 16])",
+        "         + (48'(insn[MEM_X_PAD_0_LO +: 4]) + 48'(insn[MEM_X_SIZE_LO +: 16])",
+        "            + 48'(insn[MEM_X_PAD_1_LO +: 4]))",
+        "         * (48'(insn[MEM_Y_PAD_0_LO +: 4]) + 48'(insn[MEM_Y_SIZE_LO +: 16])",
+        "            + 48'(insn[MEM_Y_PAD_1_LO +: 4]));",
+        "  endfunction",
+        "  /* verilator lint_on UNUSEDSIGNAL */",
+        "",
+        "endpackage : vta_pkg",
+        "",
+    ]
     return "\n".join(lines)
