@@ -194,18 +194,26 @@ def parse_modules(text: str) -> list[dict]:
     modules = doc.get("modules") if isinstance(doc, dict) else None
     if not isinstance(modules, dict) or not modules:
         raise BuildError("Yosys's stat output has no modules: run stat -json on a synthesised design")
-    names = {name.lstrip("\\") for name in modules}
+    stats = {name.lstrip("\\"): stat for name, stat in modules.items()}
+    # Yosys's transistor estimate of a module includes its submodules': subtract theirs.
+    below = {name: _transistors(stat) for name, stat in stats.items()}
     out = []
-    for name, stat in modules.items():
-        by_type = {str(k): int(v) for k, v in stat.get("num_cells_by_type", {}).items() if str(k) not in names}
-        counts = _count_cells(by_type)
+    for name, stat in stats.items():
+        types = {str(k): int(v) for k, v in stat.get("num_cells_by_type", {}).items()}
+        counts = _count_cells({t: n for t, n in types.items() if t not in stats})
         module, instance = split_module_name(name)
         row = {"module": module, "instance": instance,
                **{k: counts[k] for k in ("cells", "logic_cells", "flip_flops", "latches")}}
-        if "estimated_num_transistors" in stat:
-            row["transistors"] = int(str(stat["estimated_num_transistors"]).rstrip("+"))
+        if below[name] is not None:
+            row["transistors"] = below[name] - sum(n * (below[t] or 0) for t, n in types.items() if t in stats)
         out.append(row)
     return sorted(out, key=lambda r: (r["instance"], r["module"]))
+
+
+def _transistors(stat: dict) -> int | None:
+    """Yosys's transistor estimate in a module's ``stat -tech cmos`` entry (None without one)."""
+    value = stat.get("estimated_num_transistors")
+    return None if value is None else int(str(value).rstrip("+"))
 
 
 def parse_memories(text: str) -> list[dict]:

@@ -174,9 +174,13 @@ def test_cells_per_module_of_a_real_hierarchy(tmp_path, mapping):
               ("tiny_xor", "u_x0"): 4, ("tiny_xor", "u_x1"): 4}
     assert {k: m["cells"] for k, m in mods.items()} == expect
     assert {k: m["flip_flops"] for k, m in mods.items()} == {k: 4 if k[0] == "tiny_top" else 0 for k in expect}
-    assert all(m["transistors"] > 0 for m in mods.values())
+    # Each module's own transistors (Yosys's CMOS costs: 12 a multiplexer or XOR, 16 a flip-flop),
+    # its submodules' not included, so that they add up to the design's.
+    assert {k: m["transistors"] for k, m in mods.items()} == {k: 16 * n if k[0] == "tiny_top" else 12 * n
+                                                             for k, n in expect.items()}
     total = parse_stat(text)
     assert total["cells"] == 22 and total["flip_flops"] == 4
+    assert total["transistors"] == sum(m["transistors"] for m in mods.values())
     assert total["cells_by_type"] == {"$_DFF_P_": 4, "$_MUX_": 10, "$_XOR_": 8}
     assert unit_cells({"modules": list(mods.values())}) == {
         "tiny_mux": {"instances": 3, "cells": 10, "flip_flops": 0},
