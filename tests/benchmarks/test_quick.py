@@ -83,7 +83,7 @@ FIGURES: dict[str, tuple[tuple[str, ...], bool]] = {
                 r"^  (cycle model: [\d,]+ cycles; outputs identical to fsim: True|worst cosine)|skipped"), False),
     "depthwise_schemes.py": ((r"^grouped convolutions, model, BATCH=\d+",
                               r"^dw3x3/1 32ch 28x28 +[\d,]+ +[\d,]+ +[\d,]+ .* (blocks|per-group|dense)$"), False),
-    "requant_exactness.py": ((r"^(== ch_ppocr_cls \(\d+ QDQ Conv/Add/Mul|ch_ppocr_cls: skipped)",
+    "requant_exactness.py": ((r"^(== ch_ppocr_cls \(\d+ QDQ Conv/Gemm/Add/Mul|ch_ppocr_cls: skipped)",
                               r"^(  all Conv ours +: +[\d.]+% of \d+ outputs equal|ch_ppocr_cls: skipped)"), False),
     "node_divergence.py": ((r"^(== ch_ppocr_cls \(requant_mode fixed, seed 21\): \d+ tensors|ch_ppocr_cls: skipped)",
                             r"^(  isolated vta\.conv2d +vta: +[\d.]+% of \d+ elements equal|ch_ppocr_cls: skipped)",
