@@ -115,7 +115,13 @@ def test_every_benchmark_has_a_smoke_run():
     assert not set(FIGURES) - scripts, "FIGURES names a benchmark that no longer exists"
 
 
-@pytest.mark.parametrize("script", sorted(FIGURES))
+#: Smoke runs of more than half a minute, run in the slow tier (network.py --quick builds and runs a
+#: whole small network on fsim and the cycle model: about 50 s).
+SLOW_SMOKE = {"network.py"}
+
+
+@pytest.mark.parametrize("script", [pytest.param(s, marks=pytest.mark.slow) if s in SLOW_SMOKE else s
+                                    for s in sorted(FIGURES)])
 def test_quick_mode(script, tmp_path):
     patterns, needs_verilator = FIGURES[script]
     if needs_verilator:
