@@ -42,6 +42,7 @@ from ._traverse import epilogue_inputs as _epilogue_inputs
 from .dispatch import tuned_tiling
 from .pad import SUBSAMPLE_TAG, pad, subsample
 from .tiling import (
+    ROTATED_MAX_THREADS,
     Conv2DTiling,
     Conv2DWorkload,
     check_fits,
@@ -370,9 +371,6 @@ def _extent(axis) -> int | None:
     ext = getattr(axis.dom, "extent", None)
     return getattr(ext, "value", None)
 
-
-#: Most virtual threads (on one axis) of a rotated schedule (:func:`~vta.topi.tiling.rotates`).
-ROTATED_MAX_THREADS = 4
 
 #: Most zero rows a padded load fills past its data (the 4-bit y_pad field).
 _MAX_PAD = 15

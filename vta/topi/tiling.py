@@ -43,6 +43,7 @@ __all__ = [
     "Conv2DWorkload",
     "DenseTiling",
     "DenseWorkload",
+    "ROTATED_MAX_THREADS",
     "check_fits",
     "choose_conv2d_tiling",
     "choose_rotated_tiling",
@@ -57,7 +58,7 @@ __all__ = [
 ]
 
 #: Most virtual threads (on one axis) of a rotated schedule (:func:`rotates`).
-_ROTATED_MAX_THREADS = 4
+ROTATED_MAX_THREADS = 4
 #: Least estimated share of the GEMM bound for which a rotated tiling is chosen (the staggered
 #: threads reach 64-83% of it on ResNet-18's 1x1 layers C4, C7, C10 on configs/extended.json;
 #: the rotated ones 81-99% on C2-C5 and C7, which they are chosen for).
@@ -359,7 +360,7 @@ def rotated_candidates(env: Environment, wl: Conv2DWorkload):
     if not (env.ALU_MOV and env.COMPUTE_OVERLAP):
         return
     oh, ow = wl.out_height, wl.out_width
-    for th, tw, nt, on_oc in product(_divisors(oh), _divisors(ow), range(2, _ROTATED_MAX_THREADS + 1),
+    for th, tw, nt, on_oc in product(_divisors(oh), _divisors(ow), range(2, ROTATED_MAX_THREADS + 1),
                                      (False, True)):
         if on_oc:
             if wl.co_blocks % nt:
