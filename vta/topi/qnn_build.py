@@ -206,6 +206,17 @@ class _Chain:
         ``hi * m + ((lo * m) >> 15)``. No step leaves int32: ``|hi| <= 2**16`` and ``m < 2**15``
         give ``|hi * m| < 2**31``, ``|lo * m| < 2**29``, the sum is ``floor(x * m / 2**15)``.
         The ``hi`` stage carries the ``extra_tile`` attribute so the tilers budget the tile."""
+        hi = self._split_accumulator()
+        self._scale(m, mult_t)
+        self.imm("shr", PRODUCT_SHIFT)
+        lo = self.x
+        self.x = hi
+        self._scale(m, mult_t)
+        self._sum(lo)
+
+    def _split_accumulator(self) -> Tensor:
+        """``x = hi * 2**15 + lo``: ``hi = ((x >> 1) + 2**13) >> 14`` in a new tile (returned; its
+        first stage carries ``extra_tile``), ``lo = (x << 17) >> 17`` in place (``x``)."""
         x0 = self.x
         self.x = compute(self.shape, lambda *i: x0(*i) >> 1, name=self._name("hi"), tag=ELEMWISE_TAG,
                          attrs={"extra_tile": 1})
@@ -215,13 +226,7 @@ class _Chain:
         self.x = x0
         self.imm("shl", 32 - PRODUCT_SHIFT)
         self.imm("shr", 32 - PRODUCT_SHIFT)
-        self._scale(m, mult_t)
-        self.imm("shr", PRODUCT_SHIFT)
-        lo = self.x
-        self.x = hi
-        self._scale(m, mult_t)
-        hm = self.x
-        self.x = compute(self.shape, lambda *i: hm(*i) + lo(*i), name=self._name("t"), tag=ELEMWISE_TAG)
+        return hi
 
     def split_multiplier(self, ms: tuple, mult_ts: tuple, k: int = MULTIPLIER_SPLIT) -> None:
         """``x = (x * m) >> k`` exactly for ``m = mh * 2**k + ml``: ``x * mh + ((x * ml) >> k)``
@@ -245,8 +250,7 @@ class _Chain:
         low = self.x
         self.x = x0
         self._scale(mh, th)
-        high = self.x
-        self.x = compute(self.shape, lambda *i: high(*i) + low(*i), name=self._name("t"), tag=ELEMWISE_TAG)
+        self._sum(low)
 
     def four_product(self, ms: tuple, mult_ts: tuple) -> None:
         """``x = floor(x * m / 2**24)`` exactly for any int32 ``x`` and ``0 <= m < 2**24`` (the
@@ -260,15 +264,7 @@ class _Chain:
         ``x`` (``hi``, ``lo * ml``, ``hi * ml``) carry ``extra_tile`` (the storage planner does
         not always fold the last into the dead second); 15 instructions."""
         (mh, ml), (th, tl) = ms, mult_ts
-        x0 = self.x
-        self.x = compute(self.shape, lambda *i: x0(*i) >> 1, name=self._name("hi"), tag=ELEMWISE_TAG,
-                         attrs={"extra_tile": 1})
-        self.imm("add", 1 << 13)
-        self.imm("shr", 14)
-        hi = self.x
-        self.x = x0
-        self.imm("shl", 32 - PRODUCT_SHIFT)
-        self.imm("shr", 32 - PRODUCT_SHIFT)
+        hi = self._split_accumulator()
         lo = self.x
         self._copy_scaled(lo, ml, tl, extra=True)
         self.imm("shr", QUAD_SPLIT)
