@@ -2,15 +2,16 @@
 
 Builds are cached in ``vta.cache.cache_dir("cocotb")`` under a key made of every ``hw/*.sv``
 source, the lint waivers, the generated ``vta_pkg`` (so the configuration), the top module, the
-build flags and the cocotb installation the model links against; a second run with the same
-sources reuses the compiled model. Tests that need Verilator are marked ``verilator`` and skip
-with a reason when it is missing.
+build flags and the cocotb and Python versions the model links against; a second run with the
+same sources reuses the compiled model, from any virtual environment with those versions. Tests
+that need Verilator are marked ``verilator`` and skip with a reason when it is missing.
 """
 
 from __future__ import annotations
 
 import fcntl
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -39,12 +40,18 @@ def rtl_sources() -> list[Path]:
     return sorted(HW_DIR.glob("*.sv"))
 
 
-def _cocotb_libs() -> str:
-    """The directory and version of the cocotb libraries a build links against."""
-    import cocotb
+def _cocotb_libs_dir() -> Path:
+    """The directory of the current cocotb installation's simulator libraries."""
     from cocotb_tools.config import libs_dir
 
-    return f"{libs_dir.resolve()}@{cocotb.__version__}"
+    return Path(libs_dir).resolve()
+
+
+def _cocotb_abi() -> str:
+    """What a compiled model's binary interface with cocotb depends on: cocotb's and Python's versions."""
+    import cocotb
+
+    return f"cocotb {cocotb.__version__} / {sys.implementation.cache_tag}"
 
 
 def build(toplevel: str, config: str = "vta_config.json", generated: dict[str, str] | None = None) -> Path:
@@ -65,9 +72,10 @@ def build(toplevel: str, config: str = "vta_config.json", generated: dict[str, s
     _verilator.ensure_on_path()
     package = hwgen.sv_package(make_env(config))
     sources = ({path.name: path.read_bytes() for path in rtl_sources()} if generated is None else dict(generated))
-    # The compiled model links cocotb's VPI library by its absolute path, so a build is only valid
-    # for the cocotb installation (virtual environment) it was linked against.
-    parts: list[bytes | str] = ["cocotb-v4", _cocotb_libs(), toplevel, *BUILD_ARGS, "vta_pkg.sv", package]
+    # The compiled model records the building environment's cocotb library directory as its RUNPATH;
+    # :func:`run` puts the current environment's directory on LD_LIBRARY_PATH, which the loader
+    # searches first, so a build serves every environment with the same cocotb and Python versions.
+    parts: list[bytes | str] = ["cocotb-v5", _cocotb_abi(), toplevel, *BUILD_ARGS, "vta_pkg.sv", package]
     for name in sorted(sources):
         parts += [name, sources[name]]
     build_dir = cache_dir("cocotb") / f"{toplevel}-{content_key(parts)}"
@@ -116,11 +124,12 @@ def run(toplevel: str, test_module: str, tmp_path: Path, config: str = "vta_conf
     build_dir = build(toplevel, config, generated)
     runner = get_runner("verilator")
     pythonpath = os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH", "")]))
+    libpath = os.pathsep.join(filter(None, [str(_cocotb_libs_dir()), os.environ.get("LD_LIBRARY_PATH", "")]))
     xml = tmp_path / "results.xml"
     try:
         runner.test(test_module=test_module, hdl_toplevel=toplevel, hdl_toplevel_lang="verilog",
                     build_dir=build_dir, test_dir=tmp_path, results_xml=str(xml), testcase=testcase,
-                    extra_env={"PYTHONPATH": pythonpath, "VTA_HW_CONFIG": config},
+                    extra_env={"PYTHONPATH": pythonpath, "LD_LIBRARY_PATH": libpath, "VTA_HW_CONFIG": config},
                     log_file=tmp_path / "sim.log")
     except SystemExit:  # the runner exits when a cocotb test fails; the results say which
         pass
