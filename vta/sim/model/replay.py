@@ -50,6 +50,7 @@ compiles for some seconds); ``VTA_MODEL_ENGINE=python`` forces the plain loop.
 
 from __future__ import annotations
 
+import mmap
 import os
 
 import numpy as np
@@ -671,6 +672,26 @@ def _tables(env: Environment) -> tuple[np.ndarray, np.ndarray]:
     return t
 
 
+#: Work spaces of at least this many bytes are mapped apart, in small pages (see :func:`_work_space`).
+_MAPPED_BYTES = 1 << 22
+
+
+def _work_space(count: int) -> np.ndarray:
+    """An uninitialised int64 array of ``count`` entries for :class:`Scratch`.
+
+    A large one (a stream of some ten thousand instructions and more) is an anonymous mapping of
+    its own, in small pages, populated at once where the system can: NumPy asks for huge pages for
+    large arrays, and on a loaded machine the kernel then compacts memory on the first touch of
+    each, which cost a first run of a long stream several times its replay (the first use is
+    always a first touch: the replay writes every per-instruction array).
+    """
+    nbytes = 8 * count
+    if nbytes < _MAPPED_BYTES:
+        return np.empty(count, np.int64)
+    flags = mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | getattr(mmap, "MAP_POPULATE", 0)
+    return np.frombuffer(mmap.mmap(-1, nbytes, flags=flags), np.int64)
+
+
 class Scratch:
     """Work arrays and constants reused by the replays of one owner (a device): a replay's
     per-instruction arrays are only valid until the owner's next replay."""
@@ -691,7 +712,7 @@ class Scratch:
         c = a + b + 3 * max(n, 1)
         need = c + work_size(n)
         if self.flat.size < need:
-            self.flat = np.empty(max(need, 2 * self.flat.size), np.int64)
+            self.flat = _work_space(max(need, 2 * self.flat.size))
         f = self.flat
         views = (f[:a].reshape(len(_ROWS), n), f[a:a + b].reshape(len(_OUTS), n), f[a + b:c].reshape(max(n, 1), 3),
                  f[c:need])
@@ -715,7 +736,7 @@ class Scratch:
         words last scanned."""
         need = suspects_at(n) + 3 * n
         if self.flat.size < need:
-            self.flat = np.empty(max(need, 2 * self.flat.size), np.int64)
+            self.flat = _work_space(max(need, 2 * self.flat.size))
             self._views = (-1, None)
         return self.flat
 
