@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from vta import build, isa
-from vta.testing import Input, Output, run_built
+from vta.testing import Input, Output, run_built, run_by_name
 
 from . import workloads as W
 
@@ -35,13 +35,15 @@ def test_two_calls_captured_outputs_and_per_call_statistics(env, tmp_path):
     assert sum(isinstance(i, isa.AluInsn) for i in run.instructions) == 1
 
 
-def test_same_name_twice_keeps_both_object_files(env, tmp_path):
+def test_by_name_and_same_name_twice_keeps_both_object_files(env, tmp_path):
     case = W.vadd(env, np.random.default_rng(4), m=ROWS)
     mod = build(case.schedule, case.args, "ext_dev", name="vadd")
-    for _ in range(2):
-        run = run_built(mod, _vadd_args(case), tmp_path, name="same")
-        np.testing.assert_array_equal(run.outputs[0], case.expected())
-        assert run.instructions is None
+    run = run_built(mod, _vadd_args(case), tmp_path, name="same")
+    np.testing.assert_array_equal(run.outputs[0], case.expected())
+    assert run.instructions is None
+    outs, stats = run_by_name(mod, case.args, case.inputs, tmp_path, name="same")
+    assert list(outs) == [case.out_name] and len(stats) == 1
+    np.testing.assert_array_equal(outs[case.out_name], case.expected())
     assert sorted(p.name for p in tmp_path.iterdir()) == ["same.o", "same_1.o"]
 
 

@@ -7,8 +7,9 @@ an ``ext_dev`` array; each call runs with the device's statistics cleared first 
 captured: the instructions it executed, ``Module.capture``); the outputs are read back.
 
 :func:`run_built` takes a built module and the arguments in call order, :class:`Input` or
-:class:`Output` (a bare NumPy array is an input); :func:`build_and_run` builds a schedule first
-and names its arguments by tensor.
+:class:`Output` (a bare NumPy array is an input); :func:`run_by_name` takes the tensors the
+module was built with and the inputs by tensor name. Building is the caller's (``vta.build``
+sits above this package).
 
 Examples
 --------
@@ -31,7 +32,7 @@ from .. import nd, rpc
 from ..runtime import subbyte
 from . import simulator
 
-__all__ = ["Input", "Output", "DeviceRun", "run_built", "build_and_run"]
+__all__ = ["Input", "Output", "DeviceRun", "run_built", "run_by_name"]
 
 
 @dataclass(frozen=True)
@@ -226,49 +227,40 @@ def run_built(mod, args: Sequence[Any], work_dir, *, name: str | None = None, re
     return DeviceRun(outputs, stats, insns, seconds)
 
 
-def build_and_run(sched, tensors: Sequence[Any], inputs: dict, work_dir, *, name: str = "default_function",
-                  debug_flag: int = 0, calls: int = 1) -> tuple[dict, list, Any]:
-    """Build ``sched`` for ``ext_dev`` and call it ``calls`` times (:func:`run_built`).
+def run_by_name(mod, tensors: Sequence[Any], inputs: dict, work_dir, *, name: str | None = None, calls: int = 1,
+                clear_debug_flag: bool = False) -> tuple[dict, list]:
+    """Call ``mod`` (built from ``tensors``) ``calls`` times with its arguments named by tensor
+    (:func:`run_built`).
 
     Parameters
     ----------
-    sched : vta.te.Schedule
+    mod : vta.runtime.Module
     tensors : sequence of vta.te.Tensor
-        The arguments of the built function, in order.
+        The arguments ``mod`` was built with, in order.
     inputs : dict
-        Argument name -> NumPy array (int8 values for a sub-byte tensor such as ``int4``, packed
-        on the device); every other argument is an output, allocated with the tensor's shape
-        and dtype.
+        Tensor name -> NumPy array (int8 values for a sub-byte tensor such as ``int4``, packed on
+        the device); every other tensor is an output, allocated with its shape and dtype.
     work_dir : str or Path
-        Where the object file is written.
-    name : str
-        The function's name (and the object file's stem).
-    debug_flag : int
-        ``build_config(debug_flag=...)``; the command queue's flag is cleared afterwards.
+    name : str, optional
+        The object file's stem (default as for :func:`run_built`).
     calls : int
-        How many calls.
+    clear_debug_flag : bool
+        As for :func:`run_built`.
 
     Returns
     -------
     tuple
-        ``(outputs by argument name, statistics of each call (list of dicts), module)``.
+        ``(outputs by tensor name, statistics of each call (list of dicts))``.
 
     Raises
     ------
-    ValueError
-        If ``calls`` is not an int of at least 1.
-    vta.errors.ScheduleError, vta.errors.BuildError
-        If the schedule does not build.
+    ValueError, TypeError, vta.errors.ModuleLoadError, vta.errors.DTypeRangeError
+        As for :func:`run_built`.
     """
-    from ..build import build, build_config
-
-    _check_calls(calls)
-    with build_config(debug_flag=debug_flag):
-        mod = build(sched, list(tensors), "ext_dev", name=name)
     args = [_tensor_argument(t, inputs) for t in tensors]
-    run = run_built(mod, args, work_dir, name=name, calls=calls, clear_debug_flag=bool(debug_flag))
+    run = run_built(mod, args, work_dir, name=name, calls=calls, clear_debug_flag=clear_debug_flag)
     out_names = [t.name for t in tensors if t.name not in inputs]
-    return dict(zip(out_names, run.outputs, strict=True)), run.stats, mod
+    return dict(zip(out_names, run.outputs, strict=True)), run.stats
 
 
 def _tensor_argument(tensor, inputs: dict) -> Input | Output:
