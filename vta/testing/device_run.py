@@ -107,6 +107,7 @@ class DeviceRun:
 
 
 def _check_calls(calls: int) -> None:
+    """Refuse a ``calls`` that is not a positive int."""
     if isinstance(calls, bool) or not isinstance(calls, int) or calls < 1:
         raise ValueError(f"calls must be an int of at least 1, got {calls!r}")
 
@@ -131,6 +132,7 @@ def _free_object_path(work_dir: Path, name: str) -> Path:
 
 
 def _device_array(stack: ExitStack, arg: Input | Output, dev) -> Any:
+    """``arg`` on device ``dev``, released when ``stack`` closes."""
     if isinstance(arg, Input):
         return stack.enter_context(nd.array(arg.array, dev, dtype=arg.dtype))
     if arg.init is not None:
