@@ -32,7 +32,6 @@ import argparse
 import os
 import sys
 import tempfile
-from contextlib import ExitStack
 from pathlib import Path
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
@@ -41,9 +40,8 @@ import numpy as np  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from vta import nd, rpc  # noqa: E402
 from vta.env import Environment, load_config  # noqa: E402
-from vta.testing import simulator  # noqa: E402
+from vta.testing import Output, run_built  # noqa: E402
 from vta.topi import qnn  # noqa: E402
 from vta.topi.qnn_group import AccelGrouping, accel_grouping, expand_group_weight  # noqa: E402
 
@@ -149,19 +147,9 @@ def run(name: str, scheme: str, env: Environment, tmp: Path) -> tuple[dict, bool
     with env:
         mod, layout = qnn.build_qconv2d(spec, f"dw_{scheme.replace('-', '_')}")
         packed = layout.pack_args(data=scheme_input(x, groups, grouping, env), weight=ws, bias=full_bias)
-        obj = tmp / f"dw_{scheme}.o"
-        mod.save(obj)
-        with ExitStack() as stack:
-            remote = stack.enter_context(rpc.LocalSession())
-            remote.upload(str(obj))
-            f = remote.load_module(obj.name)
-            dev = remote.ext_dev(0)
-            arrays = [stack.enter_context(nd.array(a, dev)) for a in packed]
-            out = stack.enter_context(nd.array(layout.empty_output(), dev))
-            simulator.clear_stats()
-            f(*arrays, out)
-            stats = dict(simulator.stats())
-            got = layout.unpack(out.numpy())[:, src >= 0]
+        run = run_built(mod, [*packed, Output.like(layout.empty_output())], tmp, name=f"dw_{scheme}")
+    stats = dict(run.stats[0])
+    got = layout.unpack(run.outputs[0])[:, src >= 0]
     m = rq.multiplier.astype(np.int64) * np.ones(cs, np.int64)
     s = rq.shift.astype(np.int64) * np.ones(cs, np.int64)
     keep = src >= 0

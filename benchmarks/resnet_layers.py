@@ -33,7 +33,6 @@ import os
 import sys
 import tempfile
 import time
-from contextlib import ExitStack
 from pathlib import Path
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
@@ -42,10 +41,9 @@ import numpy as np  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from vta import nd, rpc  # noqa: E402
 from vta.dse.workloads import RESNET18_CONV  # noqa: E402
 from vta.env import Environment, load_config  # noqa: E402
-from vta.testing import simulator  # noqa: E402
+from vta.testing import Output, run_built  # noqa: E402
 from vta.topi import qnn  # noqa: E402
 
 #: Occurrences of each layer shape in ResNet-18 (the 3x3 convolutions of each stage's blocks
@@ -129,23 +127,11 @@ def run_layer(name: str, env: Environment, tmp: Path, tiling=None, per_channel: 
         mod, layout = qnn.build_qconv2d(spec, f"resnet_{name}", **({} if tiling is None else {"tiling": tiling}))
         build_s = time.perf_counter() - start
         packed = layout.pack_args(data=x, weight=w, bias=bias)
-        obj = tmp / f"resnet_{name}_{env.BITSTREAM}.o"
-        mod.save(obj)
-        with ExitStack() as stack:
-            remote = stack.enter_context(rpc.LocalSession())
-            remote.upload(str(obj))
-            f = remote.load_module(obj.name)
-            dev = remote.ext_dev(0)
-            arrays = [stack.enter_context(nd.array(a, dev)) for a in packed]
-            out = stack.enter_context(nd.array(layout.empty_output(), dev))
-            simulator.clear_stats()
-            start = time.perf_counter()
-            f(*arrays, out)
-            run_s = time.perf_counter() - start
-            stats = dict(simulator.stats())
-            got = layout.unpack(out.numpy())
+        run = run_built(mod, [*packed, Output.like(layout.empty_output())], tmp, name=f"resnet_{name}_{env.BITSTREAM}")
+    stats = dict(run.stats[0])
+    got = layout.unpack(run.outputs[0])
     stats["correct"] = bool(np.array_equal(got, _oracle(x, w, bias, spec)))
-    stats["build_s"], stats["run_s"] = build_s, run_s
+    stats["build_s"], stats["run_s"] = build_s, run.seconds[0]
     return stats
 
 

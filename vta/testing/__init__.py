@@ -6,6 +6,9 @@ session suited to the configuration's ``TARGET`` (reference tvm-vta-software.md 
 :func:`trace` switches the profiler's tracing on for it (:mod:`vta.testing.trace`).
 :mod:`vta.testing.dtypes` gives host data for the configured element types (``int4`` included):
 value ranges, random values and the wrap-around of a narrowing store.
+:func:`run_built` saves, loads and calls a built module on ``ext_dev`` arrays and reads back its
+outputs, statistics and (captured) instructions; :func:`run_by_name` names the arguments by tensor
+(:mod:`vta.testing.device_run`).
 """
 
 from __future__ import annotations
@@ -15,10 +18,12 @@ from typing import Any, Callable
 
 from ..env import Environment, get_env
 from . import simulator
+from .device_run import DeviceRun, Input, Output, run_by_name, run_built
 from .simulator import LOCAL_TARGETS
 from .trace import trace
 
-__all__ = ["run", "simulator", "trace", "LOCAL_TARGETS", "BOARD_TARGETS"]
+__all__ = ["run", "simulator", "trace", "LOCAL_TARGETS", "BOARD_TARGETS", "run_built", "run_by_name", "Input",
+           "Output", "DeviceRun"]
 
 #: Upstream board targets, reached only through an RPC server.
 BOARD_TARGETS = ("pynq", "ultra96", "de10nano")

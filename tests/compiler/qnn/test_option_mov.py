@@ -6,15 +6,14 @@ micro-ops counted against the same build without the option; the fall-backs keep
 
 from __future__ import annotations
 
-from contextlib import ExitStack
-
 import numpy as np
 import pytest
 
-from tests.conftest import CONFIG_DIR, make_env
-from vta import isa, nd, rpc
-from vta.env import Environment, load_config
+from tests.conftest import make_env
+from vta import isa
+from vta.env import Environment
 from vta.errors import ScheduleError
+from vta.testing import Output, run_built
 from vta.tir import nodes as n
 from vta.topi import qnn
 from vta.topi.tiling import Conv2DTiling
@@ -23,13 +22,7 @@ from vta.transform.bias_mov import inject_bias_mov
 
 from . import oracle
 from .capture import run_captured
-
-
-def _env(name: str, **options) -> Environment:
-    """The shipped configuration ``name`` with ``options`` set (e.g. ``ALU_MOV=False``)."""
-    cfg = load_config(CONFIG_DIR / name)
-    cfg.update(options)
-    return Environment(cfg)
+from .conftest import config_env
 
 
 #: (name, configuration): the option alone on the default core, and with every option.
@@ -145,8 +138,8 @@ CONV_CASES = {
 @pytest.mark.parametrize("case", sorted(CONV_CASES))
 def test_conv_bias_mov_same_outputs_fewer_uops(tmp_path, config, case):
     name, options = MOV_CONFIGS[config]
-    with_mov = _conv(_env(name, **options), tmp_path, **CONV_CASES[case])
-    without = _conv(_env(name, **{**options, "ALU_MOV": False}), tmp_path, **CONV_CASES[case])
+    with_mov = _conv(config_env(name, **options), tmp_path, **CONV_CASES[case])
+    without = _conv(config_env(name, **{**options, "ALU_MOV": False}), tmp_path, **CONV_CASES[case])
     _check_mov(with_mov, without, map_loaded=case == "3x3_border_map")
 
 
@@ -154,10 +147,10 @@ def test_conv_residual_per_channel_copies_become_movs(tmp_path):
     """Per-channel multipliers (the split product copies a tile) and a residual: the copies are
     MOVs too, outputs unchanged."""
     res = qnn.ResidualSpec(-3, qnn.Requant.from_scale(0.7))
-    env = _env("extended.json")
+    env = config_env("extended.json")
     case = {"residual": res, "scale": np.linspace(0.001, 0.004, 32), "z_in": -7, "seed": 5}
     with_mov = _conv(env, tmp_path, **case)
-    without = _conv(_env("extended.json", ALU_MOV=False), tmp_path, **case)
+    without = _conv(config_env("extended.json", ALU_MOV=False), tmp_path, **case)
     _check_mov(with_mov, without, map_loaded=True)  # an input zero point: a bias map
     assert with_mov["MOV_t"] > 0
 
@@ -166,14 +159,14 @@ def test_conv_residual_per_channel_copies_become_movs(tmp_path):
 @pytest.mark.parametrize("form", ["plain", "per_channel_residual", "intermediate_residual"])
 def test_dense_bias_mov(tmp_path, config, form):
     name, options = MOV_CONFIGS[config]
-    with_mov = _dense(_env(name, **options), tmp_path, form)
-    without = _dense(_env(name, **{**options, "ALU_MOV": False}), tmp_path, form)
+    with_mov = _dense(config_env(name, **options), tmp_path, form)
+    without = _dense(config_env(name, **{**options, "ALU_MOV": False}), tmp_path, form)
     _check_mov(with_mov, without)
 
 
 def test_without_the_option_no_mov(tmp_path):
     """The default core and extended.json without ALU_MOV: the reset and the bias ADD stay."""
-    for env in (make_env(), _env("extended.json", ALU_MOV=False)):
+    for env in (make_env(), config_env("extended.json", ALU_MOV=False)):
         uops = _conv(env, tmp_path)
         assert uops["reset"] > 0 and "MOV_t" not in uops and "MOV_i" not in uops
 
@@ -185,7 +178,7 @@ def test_fallback_epilogue_shifting_before_the_bias(tmp_path):
     from vta.te import placeholder
     from vta.topi import conv2d_packed, requantize, schedule_conv2d_packed
 
-    env = _env("vta_config.json", ALU_MOV=True)
+    env = config_env("vta_config.json", ALU_MOV=True)
     rng = np.random.default_rng(2)
     with env:
         data = placeholder((1, 1, 8, 8, 1, 16), name="data", dtype="int8")
@@ -196,17 +189,9 @@ def test_fallback_epilogue_shifting_before_the_bias(tmp_path):
         x = rng.integers(-128, 128, size=(1, 1, 8, 8, 1, 16)).astype(np.int8)
         w = rng.integers(-128, 128, size=(1, 1, 3, 3, 16, 16)).astype(np.int8)
         b = rng.integers(-20, 20, size=(1, 1, 1, 1, 1, 16)).astype(np.int32)
-        obj = tmp_path / "conv.o"
-        mod.save(obj)
-        with ExitStack() as stack:
-            remote = stack.enter_context(rpc.LocalSession())
-            remote.upload(str(obj))
-            f = remote.load_module(obj.name)
-            dev = remote.ext_dev(0)
-            arrays = [stack.enter_context(nd.array(a, dev)) for a in (x, w, b)]
-            o = stack.enter_context(nd.array(np.zeros((1, 1, 8, 8, 1, 16), np.int8), dev))
-            uops = _uops(f.capture(*arrays, o, execute=True).instructions())
-            got = o.numpy()
+        run = run_built(mod, [x, w, b, Output.like(np.zeros((1, 1, 8, 8, 1, 16), np.int8))], tmp_path, name="conv",
+                        capture=True)
+    uops, got = _uops(run.instructions), run.outputs[0]
     xp = np.pad(x[0, 0, :, :, 0, :].astype(np.int64), ((1, 1), (1, 1), (0, 0)))
     acc = np.zeros((8, 8, 16), np.int64)
     for di in range(3):
@@ -220,13 +205,13 @@ def test_fallback_epilogue_shifting_before_the_bias(tmp_path):
 
 def test_pass_is_identity_without_the_option():
     func = n.PrimFunc((), n.Evaluate(n.IntImm(0)))
-    for env in (make_env(), _env("extended.json", ALU_MOV=False)):
+    for env in (make_env(), config_env("extended.json", ALU_MOV=False)):
         assert inject_bias_mov(env)(func) is func
 
 
 def test_lowering_refuses_mov_without_the_option():
     x = n.Var("x", "int32")
     call = n.Call("int32", MOV_OP, (x,))
-    assert _opcode(_env("vta_config.json", ALU_MOV=True), call, "stage")[0] == "mov"
+    assert _opcode(config_env("vta_config.json", ALU_MOV=True), call, "stage")[0] == "mov"
     with pytest.raises(ScheduleError, match="ALU_MOV"):
         _opcode(make_env(), call, "stage")

@@ -7,27 +7,18 @@ integer oracle on fsim and on the cycle model, with and without the options."""
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
-from tests.conftest import CONFIG_DIR
 from vta import isa
-from vta.env import Environment, load_config
+from vta.env import Environment
 from vta.errors import ScheduleError
 from vta.topi import qnn
 from vta.topi.qnn_build import qconv2d_workload
 from vta.topi.tiling import Conv2DTiling, choose_conv2d_tiling, rotates
 
-from . import oracle
-from .capture import run_captured
+from .conftest import compute_order, config_env, run_checked_conv
 
 CI, CO, HW, STRIDE = 64, 64, 16, 2
-
-
-def _env(name: str, target: str) -> Environment:
-    cfg = load_config(CONFIG_DIR / name)
-    cfg["TARGET"] = target
-    return Environment(cfg)
 
 
 def _spec(env: Environment, k: int = 1) -> qnn.QConv2DSpec:
@@ -44,20 +35,9 @@ def _spec(env: Environment, k: int = 1) -> qnn.QConv2DSpec:
 def _conv(env: Environment, tmp_path, tiling: Conv2DTiling | None, seed: int = 0, k: int = 1):
     """Build and run the fused convolution (:func:`_spec`) on ``env``; check it against the
     oracle; its instructions."""
-    rng = np.random.default_rng(seed)
     with env:
         spec = _spec(env, k)
-    x = rng.integers(-128, 128, size=(env.BATCH, CI, spec.height, spec.width)).astype(np.int8)
-    wt = rng.integers(-128, 128, size=(CO, CI, k, k)).astype(np.int8)
-    bias = rng.integers(-5000, 5000, size=CO).astype(np.int32)
-    with env:
-        mod, layout = qnn.build_qconv2d(spec, "qconv", **({} if tiling is None else {"tiling": tiling}))
-        got, insns = run_captured(mod, layout, layout.pack_args(data=x, weight=wt, bias=bias), tmp_path)
-    want = oracle.finish(oracle.requant(oracle.conv_acc(x, wt, bias, spec.strides, spec.padding, 0),
-                                        spec.requant), 0, (-128, 127), None, None)
-    assert len(np.unique(want)) >= 8, "weak oracle"
-    np.testing.assert_array_equal(got, want)
-    return insns
+    return run_checked_conv(env, tmp_path, spec, tiling, seed)
 
 
 def _weight_loads(insns) -> int:
@@ -66,14 +46,8 @@ def _weight_loads(insns) -> int:
 
 
 def _compute_order(insns) -> list[str]:
-    """The compute unit's bias copies (a MOV over many rows) and accumulating GEMMs, in order."""
-    out = []
-    for i in insns:
-        if isinstance(i, isa.AluInsn) and i.alu_opcode == isa.ALU_MOV and i.iter_out * i.iter_in >= 16:
-            out.append("mov")
-        elif isinstance(i, isa.GemmInsn) and not i.reset_reg:
-            out.append("gemm")
-    return out
+    """The bias copies (a MOV over at least 16 rows) and accumulating GEMMs, in order."""
+    return compute_order(insns, min_rows=16)
 
 
 #: Output 8x8 pixels x 4 channel blocks, 4 input blocks: threads over the rows (weights shared)
@@ -92,7 +66,7 @@ ROTATED = {
 @pytest.mark.parametrize("name", sorted(ROTATED))
 def test_rotated_threads_with_options(tmp_path, target, name):
     t = ROTATED[name]
-    env = _env("extended.json", target)
+    env = config_env("extended.json", target)
     with env:
         assert rotates(env, qconv2d_workload(_spec(env), env), t)
     insns = _conv(env, tmp_path, t)
@@ -109,7 +83,7 @@ def test_3x3_kernel(tmp_path, config, name):
     """A padded 3x3 kernel rotates too (its weights loaded once) with the options; without them
     the two-thread tiling builds as before and the four-thread one is refused."""
     t = ROTATED[name]
-    env = _env(config, "sim")
+    env = config_env(config, "sim")
     with env:
         assert rotates(env, qconv2d_workload(_spec(env, 3), env), t) is (config == "extended.json")
     if config != "extended.json" and t.threads > 2:
@@ -126,7 +100,7 @@ def test_same_tiling_without_options_is_not_rotated(tmp_path, name):
     """The default configuration builds the same two-thread tilings as before: weights loaded per
     tile, lock-step (its instruction streams are pinned by ``python -m vta regress``)."""
     t = ROTATED[name]
-    env = _env("vta_config.json", "sim")
+    env = config_env("vta_config.json", "sim")
     with env:
         assert not rotates(env, qconv2d_workload(_spec(env), env), t)
     insns = _conv(env, tmp_path, t)
@@ -136,14 +110,14 @@ def test_same_tiling_without_options_is_not_rotated(tmp_path, name):
 def test_one_tile_per_thread_is_not_rotated(tmp_path):
     """With one tile per thread nothing overlaps: the schedule keeps the staggered threads."""
     t = Conv2DTiling(tile_h=4, tile_w=8, tile_co=4, tile_ci=4, h_nthread=2)
-    env = _env("extended.json", "sim")
+    env = config_env("extended.json", "sim")
     with env:
         assert not rotates(env, qconv2d_workload(_spec(env), env), t)
     assert _weight_loads(_conv(env, tmp_path, t)) == 2
 
 
 def test_four_threads_refused_without_options():
-    env = _env("vta_config.json", "sim")
+    env = config_env("vta_config.json", "sim")
     with env, pytest.raises(ScheduleError, match="must be 1 or 2"):
         qnn.build_qconv2d(_spec(env), "qconv", tiling=ROTATED["h4_two_tiles"])
 
@@ -154,7 +128,7 @@ def test_chooser_rotates_only_with_options(shape, expect):
     first GEMM back: staggered) on configs/extended.json; never on the default configuration."""
     ci, co, hw = shape
     for name in ("extended.json", "vta_config.json"):
-        env = _env(name, "sim")
+        env = config_env(name, "sim")
         with env:
             spec = qnn.QConv2DSpec(env.BATCH, ci, co, hw, hw, 1, 1, (2, 2), (0, 0, 0, 0), 0,
                                    qnn.Requant.from_scale(0.0007), 0, (-128, 127))
@@ -168,7 +142,7 @@ def test_fallback_lock_step_is_correct(tmp_path, monkeypatch):
     from vta.tir.transform import inject_virtual_thread as ivt
 
     monkeypatch.setattr(ivt, "rotate_threads", lambda *args: None)
-    insns = _conv(_env("extended.json", "sim"), tmp_path, ROTATED["h4_two_tiles"])
+    insns = _conv(config_env("extended.json", "sim"), tmp_path, ROTATED["h4_two_tiles"])
     assert _compute_order(insns)[:4] == ["mov", "mov", "mov", "mov"]
 
 
@@ -178,7 +152,7 @@ def test_epilogue_shifting_first_is_not_rotated():
     staggered threads."""
     from dataclasses import replace
 
-    env = _env("extended.json", "sim")
+    env = config_env("extended.json", "sim")
     with env:
         wl = qconv2d_workload(_spec(env), env)
         assert wl.bias_first

@@ -6,56 +6,27 @@ Outputs against the tests' integer oracle on fsim and on the cycle model."""
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
-from tests.conftest import CONFIG_DIR
-from vta import isa
-from vta.env import Environment, load_config
+from vta.env import Environment
 from vta.topi import qnn
 from vta.topi.tiling import Conv2DTiling
 
-from . import oracle
-from .capture import run_captured
-
-
-def _env(name: str, target: str, **options) -> Environment:
-    cfg = load_config(CONFIG_DIR / name)
-    cfg.update(options, TARGET=target)
-    return Environment(cfg)
+from .conftest import compute_order, config_env, run_checked_conv
 
 
 def _conv(env: Environment, tmp_path, k: int, tiling: Conv2DTiling, stride: int = 2, seed: int = 0):
     """Build and run a fused convolution (64 -> 32 channels, 14x14 input) on ``env``; check it
-    against the oracle; the compute unit's instructions."""
-    rng = np.random.default_rng(seed)
-    ci, co, hw = 64, 32, 14
-    pad = (k // 2,) * 4
-    x = rng.integers(-128, 128, size=(1, ci, hw, hw)).astype(np.int8)
-    wt = rng.integers(-128, 128, size=(co, ci, k, k)).astype(np.int8)
-    bias = rng.integers(-5000, 5000, size=co).astype(np.int32)
+    against the oracle; the instructions it executed."""
     with env:
-        spec = qnn.QConv2DSpec(1, ci, co, hw, hw, k, k, (stride, stride), pad, 0, qnn.Requant.from_scale(0.0007),
-                               0, (-128, 127))
-        mod, layout = qnn.build_qconv2d(spec, "qconv", tiling=tiling)
-        got, insns = run_captured(mod, layout, layout.pack_args(data=x, weight=wt, bias=bias), tmp_path,
-                                  f"qconv_{k}_{env.TARGET}")
-    want = oracle.finish(oracle.requant(oracle.conv_acc(x, wt, bias, (stride, stride), pad, 0), spec.requant),
-                         0, (-128, 127), None, None)
-    assert len(np.unique(want)) >= 8, "weak oracle"
-    np.testing.assert_array_equal(got, want)
-    return insns
+        spec = qnn.QConv2DSpec(1, 64, 32, 14, 14, k, k, (stride, stride), (k // 2,) * 4, 0,
+                               qnn.Requant.from_scale(0.0007), 0, (-128, 127))
+    return run_checked_conv(env, tmp_path, spec, tiling, seed, f"qconv_{k}_{env.TARGET}")
 
 
 def _compute_order(insns) -> list[str]:
-    """The compute unit's bias copies (a MOV over many rows) and accumulating GEMMs, in order."""
-    out = []
-    for i in insns:
-        if isinstance(i, isa.AluInsn) and i.alu_opcode == isa.ALU_MOV and i.iter_out * i.iter_in > 16:
-            out.append("mov")
-        elif isinstance(i, isa.GemmInsn) and not i.reset_reg:
-            out.append("gemm")
-    return out
+    """The bias copies (a MOV over more than 16 rows) and accumulating GEMMs, in order."""
+    return compute_order(insns, min_rows=17)
 
 
 #: Two tiles per thread, both thread kinds.
@@ -68,11 +39,11 @@ TILINGS = {
 @pytest.mark.parametrize("target", ["sim", "model"])
 @pytest.mark.parametrize("tiling", sorted(TILINGS))
 def test_1x1_threads_staggered_with_mov(tmp_path, target, tiling):
-    order = _compute_order(_conv(_env("extended.json", target), tmp_path, 1, TILINGS[tiling]))
+    order = _compute_order(_conv(config_env("extended.json", target), tmp_path, 1, TILINGS[tiling]))
     assert order[:3] == ["mov", "gemm", "mov"], order[:6]
 
 
 @pytest.mark.parametrize("tiling", sorted(TILINGS))
 def test_3x3_keeps_lock_step(tmp_path, tiling):
-    order = _compute_order(_conv(_env("extended.json", "sim"), tmp_path, 3, TILINGS[tiling]))
+    order = _compute_order(_conv(config_env("extended.json", "sim"), tmp_path, 3, TILINGS[tiling]))
     assert order[:2] == ["mov", "mov"], order[:6]
