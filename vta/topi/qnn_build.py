@@ -803,14 +803,54 @@ def _stages_below(out: Tensor) -> list:
     return order
 
 
-def _row_tile(rows: int, entries_per_row: int, buffers: int, env: Environment) -> int:
-    """The largest divisor of ``rows`` whose tiles (``buffers`` copies) fit the accumulator."""
+def _row_tile(rows: int, entries_per_row: int, buffers: int, env: Environment, vectors: int = 0) -> int:
+    """The largest divisor of ``rows`` whose tiles (``buffers`` copies, plus ``vectors`` entries
+    of constant vectors) fit the accumulator."""
     cap = env.ACC_BUFF_DEPTH
     for t in range(rows, 0, -1):
-        if rows % t == 0 and t * entries_per_row * buffers <= cap:
+        if rows % t == 0 and t * entries_per_row * buffers + vectors <= cap:
             return t
     raise ScheduleError(f"qadd: one row of {entries_per_row} entries x {buffers} operands overflows the "
                         f"accumulator ({cap} entries)")
+
+
+def _times(ch: _Chain, m: int) -> None:
+    """``x * m``: an immediate MUL (or shift), or a MUL of a constant vector built on the ALU
+    when ``m`` does not fit the 16-bit immediate."""
+    if _fits_imm(m) or (m > 0 and m & (m - 1) == 0):
+        ch.scale_imm(m)
+    else:
+        ch.tensor("mul", ch.constant(m))
+
+
+def _fitted_sum(a: Tensor, b: Tensor, spec, env: Environment) -> Tensor:
+    """``clip(floor((a m_a + b m_b + c) / 2**s))`` of :attr:`QAddSpec.fit` on the ALU: ACC_8BIT
+    loads, a MUL each (of a constant vector beyond the immediate), ADD, then the offset and the
+    shift as ``((x + c_lo) >> k) + c_hi >> (s - k)`` with ``c = c_hi 2**k + c_lo``, ``0 <= c_lo <
+    2**k``, ``k = min(s, 15)`` (nested floors: the same value), MIN, MAX."""
+    f = spec.fit
+    vec = (1, 1, 1, 1, env.BATCH, env.BLOCK_OUT)
+    terms = []
+    for t, m, prefix in ((a, f.lhs_multiplier, "lhs"), (b, f.rhs_multiplier, "rhs")):
+        loaded = compute(t.shape, lambda *i, t=t: t(*i).astype(env.acc_dtype), name=f"{prefix}_load", tag=LOAD_TAG)
+        ch = _Chain(loaded, prefix, vec)
+        _times(ch, int(m))
+        terms.append(ch.x)
+    ta, tb = terms
+    ch = _Chain(compute(ta.shape, lambda *i: ta(*i) + tb(*i), name="qadd_sum", tag=ELEMWISE_TAG), "qadd", vec)
+    k = min(int(f.shift), PRODUCT_SHIFT)
+    c_hi, c_lo = int(f.offset) >> k, int(f.offset) & ((1 << k) - 1)
+    if c_lo:
+        ch.imm("add", c_lo)
+    if k:
+        ch.imm("shr", k)
+    if c_hi and _fits_imm(c_hi):
+        ch.imm("add", c_hi)
+    elif c_hi:
+        ch.tensor("add", ch.constant(c_hi))
+    if int(f.shift) > k:
+        ch.imm("shr", int(f.shift) - k)
+    return _finish(ch, 0, spec.clip, env)
 
 
 def declare_qadd(spec, env: Environment) -> tuple[Tensor, list, list, list]:
@@ -822,7 +862,9 @@ def declare_qadd(spec, env: Environment) -> tuple[Tensor, list, list, list]:
     a = placeholder(shape, name="lhs", dtype=env.inp_dtype)
     b = placeholder(shape, name="rhs", dtype=env.inp_dtype)
     frac = sum_fraction_bits(spec.lhs.requant, spec.rhs.requant)
-    if frac is not None:  # one rounding of the rescaled sum
+    if spec.fit is not None:  # the sum fitted to onnxruntime's outputs
+        out = _fitted_sum(a, b, spec, env)
+    elif frac is not None:  # one rounding of the rescaled sum
         ta, tb = _term(a, spec.lhs, frac, env, "lhs"), _term(b, spec.rhs, frac, env, "rhs")
         ch = _Chain(compute(shape, lambda *i: ta(*i) + tb(*i), name="qadd_sum", tag=ELEMWISE_TAG), "qadd")
         out = _finish(ch, ch.round_sum(frac, spec.output_zero_point), spec.clip, env)
@@ -865,7 +907,8 @@ def schedule_alu_op(kind: str, spec, declare, env: Environment, tiling=None) -> 
     with env:
         out, pairs, loads, alus = declare(spec, env)
         if tiling is None:
-            tile_c, tile_h = 1, _row_tile(spec.height, spec.width, 2, env)
+            vectors = sum(int(t.op.attrs.get("extra_vector", 0)) for t in alus if t.op.attrs)
+            tile_c, tile_h = 1, _row_tile(spec.height, spec.width, 2, env, vectors)
         else:
             wl = alu_workload(kind, spec, declare, env)
             if wl.c_blocks % tiling.tile_c or wl.height % tiling.tile_h or \

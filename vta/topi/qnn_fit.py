@@ -104,3 +104,146 @@ def fit_affine(x: Any, y: Any, lo: int, hi: int, max_multiplier: int = MAX_FIT_M
                 continue
             return AffineRequant(int(m), int(c), int(s))
     return None
+
+
+#: Largest shift tried for a sum of two operands (the multipliers stay near ``r * 2**shift``).
+MAX_SUM_SHIFT = 24
+#: The ALU builds a constant vector up to this magnitude (:meth:`vta.topi.qnn_build._Chain.constant`).
+MAX_SUM_CONSTANT = 1 << 30
+
+
+@dataclass(frozen=True)
+class AffineSum:
+    """``clip(floor((a * lhs_multiplier + b * rhs_multiplier + offset) / 2**shift), lo, hi)`` of
+    integers ``a``, ``b``."""
+
+    lhs_multiplier: int
+    rhs_multiplier: int
+    offset: int
+    shift: int
+
+    def apply(self, a: Any, b: Any, lo: int, hi: int) -> np.ndarray:
+        """The fitted outputs of ``a`` and ``b`` (broadcast), int64."""
+        t = (np.asarray(a).astype(np.int64) * self.lhs_multiplier
+             + np.asarray(b).astype(np.int64) * self.rhs_multiplier + self.offset)
+        return np.clip(np.right_shift(t, self.shift), int(lo), int(hi))
+
+
+def _slope_range(x: np.ndarray, low: np.ndarray, up: np.ndarray) -> tuple[int, int]:
+    """The integers ``m`` for which some ``c`` gives ``low[i] <= x[i] m + c <= up[i]`` for every
+    ``i`` (``x`` increasing): ``(x_p - x_q) m <= up_p - low_q`` for every pair; an empty range
+    has ``lo > hi``."""
+    dx = x[:, None] - x[None, :]
+    rhs = up[:, None] - low[None, :]
+    pos = dx > 0
+    m_hi = np.floor_divide(rhs[pos], dx[pos]).min()
+    m_lo = -np.floor_divide(rhs.T[pos], dx[pos]).min()      # pairs with x_p < x_q
+    return int(m_lo), int(m_hi)
+
+
+def _lhs_range(x: np.ndarray, low: np.ndarray, up: np.ndarray) -> tuple[int, int]:
+    """The range of the left multiplier allowed by every column (a necessary condition): each
+    column ``j`` (one right operand) is a one-operand fit of its own."""
+    dx = x[:, None] - x[None, :]
+    pos = dx > 0
+    d = dx[pos][:, None]
+    m_lo, m_hi = -(1 << 62), 1 << 62
+    for j in range(0, low.shape[1], 32):
+        rhs = up[:, None, j:j + 32] - low[None, :, j:j + 32]
+        m_hi = min(m_hi, int(np.floor_divide(rhs[pos], d).min()))
+        m_lo = max(m_lo, int(-np.floor_divide(rhs.transpose(1, 0, 2)[pos], d).min()))
+        if m_lo > m_hi:
+            break
+    return m_lo, m_hi
+
+
+def _span(xa: np.ndarray, xb: np.ndarray, f: AffineSum) -> int:
+    """The largest ``|a m_a + b m_b + c|`` bound of a fit."""
+    return int(np.abs(xa).max() * abs(f.lhs_multiplier) + np.abs(xb).max() * abs(f.rhs_multiplier) + abs(f.offset))
+
+
+def _sum_at(xa: np.ndarray, xb: np.ndarray, low: np.ndarray, up: np.ndarray, candidates: range,
+            limits: bool = True) -> AffineSum | None:
+    """The first left multiplier of ``candidates`` with a right multiplier and offset meeting
+    ``low <= a m_a + b m_b + c <= up`` everywhere (shift 0 here), and inside the ALU's limits
+    with ``limits``."""
+    for ma in candidates:
+        col_low = (low - ma * xa[:, None]).max(axis=0)
+        col_up = (up - ma * xa[:, None]).min(axis=0)
+        mb_lo, mb_hi = _slope_range(xb, col_low, col_up)
+        if mb_lo > mb_hi:
+            continue
+        mb = (mb_lo + mb_hi) // 2
+        c_lo, c_hi = int((col_low - mb * xb).max()), int((col_up - mb * xb).min())
+        f = AffineSum(int(ma), int(mb), (c_lo + c_hi) // 2, 0)
+        if not limits or (max(abs(ma), abs(mb), abs(f.offset)) < MAX_SUM_CONSTANT and _span(xa, xb, f) < 1 << 31):
+            return f
+    return None
+
+
+def fit_affine_sum(xa: Any, xb: Any, y: Any, lo: int, hi: int, max_shift: int = MAX_SUM_SHIFT,
+                   max_candidates: int = 4096) -> AffineSum | None:
+    """Integers with ``clip(floor((a_i m_a + b_j m_b + c) / 2**s), lo, hi) == y[i, j]`` for every
+    pair, the smallest shift ``s <= max_shift`` that has them, multipliers and offset below
+    ``2**30`` and every ``a m_a + b m_b + c`` inside int32; None when there are none.
+
+    A solution at shift ``s`` doubled is one at ``s + 1``, so whether one exists is decided at
+    ``max_shift`` and the smallest shift found by bisection. At each shift the left multiplier's
+    range comes from the columns (one right operand each, as :func:`fit_affine`), and for each
+    candidate in it the right multiplier's range from the rows' bounds.
+
+    Parameters
+    ----------
+    xa, xb : 1-D arrays of int
+        The left and right inputs, increasing.
+    y : 2-D array of int
+        ``y[i, j]``, the output wanted for ``(xa[i], xb[j])`` (inside ``[lo, hi]``).
+    lo, hi : int
+        The clip applied after.
+    max_shift, max_candidates : int
+        The search limits (shift; left multipliers tried per shift).
+
+    Raises
+    ------
+    ValueError
+        If the shapes disagree, an input is not increasing, or an output is outside ``[lo, hi]``.
+    """
+    xa = np.asarray(xa).astype(np.int64).ravel()
+    xb = np.asarray(xb).astype(np.int64).ravel()
+    y = np.asarray(y).astype(np.int64)
+    if y.shape != (xa.size, xb.size) or xa.size < 2 or xb.size < 2:
+        raise ValueError(f"fit_affine_sum: y must have shape ({xa.size}, {xb.size}) with two inputs or more a side, "
+                         f"got {y.shape}")
+    if np.any(np.diff(xa) <= 0) or np.any(np.diff(xb) <= 0):
+        raise ValueError("fit_affine_sum: the inputs xa and xb must be increasing")
+    if y.min() < lo or y.max() > hi:
+        raise ValueError(f"fit_affine_sum: outputs must lie in [{lo}, {hi}], got [{int(y.min())}, {int(y.max())}]")
+
+    top = _lhs_range(xa, *_bounds(y, max_shift, lo, hi))
+
+    def solve(s: int, limits: bool = True) -> AffineSum | None:
+        # the range at s is the top range scaled down (solutions at s doubled are solutions at max_shift)
+        k = max_shift - s
+        m_lo, m_hi = -((-top[0]) >> k), top[1] >> k
+        if m_lo > m_hi or m_hi - m_lo >= max_candidates:
+            return None
+        found = _sum_at(xa, xb, *_bounds(y, s, lo, hi), range(m_lo, m_hi + 1), limits)
+        return None if found is None else AffineSum(found.lhs_multiplier, found.rhs_multiplier, found.offset, s)
+
+    unlimited = solve(max_shift, limits=False)
+    if unlimited is None:
+        return None
+    # the spans about halve with each shift less: the largest shift that may keep inside int32
+    cap = max_shift - max(0, (_span(xa, xb, unlimited) >> 30).bit_length())
+    best = solve(cap) or solve(cap - 1)
+    if best is None:
+        return None
+    low_s, high_s = -1, best.shift          # no solution at low_s (nor below), one at high_s
+    while high_s - low_s > 1:
+        s = (low_s + high_s) // 2
+        found = solve(s)
+        if found is None:
+            low_s = s
+        else:
+            high_s, best = s, found
+    return best

@@ -107,6 +107,8 @@ def qadd_np(spec: QAddSpec, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     for name, t in (("a", a), ("b", b)):
         if np.shape(t) != spec.out_shape:
             raise ValueError(f"qadd_np: {name} has shape {np.shape(t)!r}, expected {spec.out_shape!r}")
+    if spec.fit is not None:
+        return spec.fit.apply(a, b, spec.clip[0], spec.clip[1]).astype(np.int8)
     y = add_np([(a, spec.lhs.zero_point, spec.lhs.requant), (b, spec.rhs.zero_point, spec.rhs.requant)],
                spec.output_zero_point, spec.clip[0], spec.clip[1])
     return y.astype(np.int8)
