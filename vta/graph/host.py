@@ -176,7 +176,7 @@ def _pair_add(attrs, a: np.ndarray, b: np.ndarray, dtype: str) -> np.ndarray | N
     if a.size == 1 or b.size == 1 or not available() or any(dt not in ("uint8", "int8") for dt in dts):
         return None
     sides = [(dt, float(_vec(attrs[f"{side}_scale"])[0]), int(attrs[f"{side}_zero_point"]))
-             for dt, side in zip(dts, ("lhs", "rhs"), strict=True)]
+             for dt, side in zip(dts[:2], ("lhs", "rhs"), strict=True)]
     table = pair_add_table(*sides, (dtype, float(_vec(attrs["output_scale"])[0]), int(attrs["output_zero_point"])))
     ia, ib = (x.astype(np.int64) - int(np.iinfo(x.dtype).min) for x in np.broadcast_arrays(a, b))
     return table[ia, ib]

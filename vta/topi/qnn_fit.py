@@ -162,11 +162,9 @@ def _span(xa: np.ndarray, xb: np.ndarray, f: AffineSum) -> int:
     return int(np.abs(xa).max() * abs(f.lhs_multiplier) + np.abs(xb).max() * abs(f.rhs_multiplier) + abs(f.offset))
 
 
-def _sum_at(xa: np.ndarray, xb: np.ndarray, low: np.ndarray, up: np.ndarray, candidates: range,
-            limits: bool = True) -> AffineSum | None:
+def _sum_at(xa: np.ndarray, xb: np.ndarray, low: np.ndarray, up: np.ndarray, candidates: list) -> AffineSum | None:
     """The first left multiplier of ``candidates`` with a right multiplier and offset meeting
-    ``low <= a m_a + b m_b + c <= up`` everywhere (shift 0 here), and inside the ALU's limits
-    with ``limits``."""
+    ``low <= a m_a + b m_b + c <= up`` everywhere (shift 0 here) inside the ALU's limits."""
     for ma in candidates:
         col_low = (low - ma * xa[:, None]).max(axis=0)
         col_up = (up - ma * xa[:, None]).min(axis=0)
@@ -176,9 +174,21 @@ def _sum_at(xa: np.ndarray, xb: np.ndarray, low: np.ndarray, up: np.ndarray, can
         mb = (mb_lo + mb_hi) // 2
         c_lo, c_hi = int((col_low - mb * xb).max()), int((col_up - mb * xb).min())
         f = AffineSum(int(ma), int(mb), (c_lo + c_hi) // 2, 0)
-        if not limits or (max(abs(ma), abs(mb), abs(f.offset)) < MAX_SUM_CONSTANT and _span(xa, xb, f) < 1 << 31):
+        if max(abs(ma), abs(mb), abs(f.offset)) < MAX_SUM_CONSTANT and _span(xa, xb, f) < 1 << 31:
             return f
     return None
+
+
+def _middle_out(lo: int, hi: int, count: int) -> list[int]:
+    """At most ``count`` integers of ``[lo, hi]``, from its middle outwards (a wide range's
+    feasible multipliers lie inside it; the middle ones first)."""
+    mid = (lo + hi) // 2
+    out = [mid]
+    for d in range(1, count):
+        out += [v for v in (mid - d, mid + d) if lo <= v <= hi]
+        if len(out) >= count or (mid - d < lo and mid + d > hi):
+            break
+    return out[:count]
 
 
 def fit_affine_sum(xa: Any, xb: Any, y: Any, lo: int, hi: int, max_shift: int = MAX_SUM_SHIFT,
@@ -187,10 +197,10 @@ def fit_affine_sum(xa: Any, xb: Any, y: Any, lo: int, hi: int, max_shift: int = 
     pair, the smallest shift ``s <= max_shift`` that has them, multipliers and offset below
     ``2**30`` and every ``a m_a + b m_b + c`` inside int32; None when there are none.
 
-    A solution at shift ``s`` doubled is one at ``s + 1``, so whether one exists is decided at
-    ``max_shift`` and the smallest shift found by bisection. At each shift the left multiplier's
-    range comes from the columns (one right operand each, as :func:`fit_affine`), and for each
-    candidate in it the right multiplier's range from the rows' bounds.
+    The shifts are tried in increasing order. A solution at shift ``s`` doubled is one at
+    ``s + 1``, so the left multiplier's range at ``max_shift`` (from the columns, one right
+    operand each, as :func:`fit_affine`) scaled down bounds it at every shift; for each candidate
+    in it the right multiplier's range comes from the rows' bounds.
 
     Parameters
     ----------
@@ -201,7 +211,8 @@ def fit_affine_sum(xa: Any, xb: Any, y: Any, lo: int, hi: int, max_shift: int = 
     lo, hi : int
         The clip applied after.
     max_shift, max_candidates : int
-        The search limits (shift; left multipliers tried per shift).
+        The search limits (shift; left multipliers tried per shift, from the middle of their
+        range outwards).
 
     Raises
     ------
@@ -221,29 +232,17 @@ def fit_affine_sum(xa: Any, xb: Any, y: Any, lo: int, hi: int, max_shift: int = 
 
     top = _lhs_range(xa, *_bounds(y, max_shift, lo, hi))
 
-    def solve(s: int, limits: bool = True) -> AffineSum | None:
+    def solve(s: int) -> AffineSum | None:
         # the range at s is the top range scaled down (solutions at s doubled are solutions at max_shift)
         k = max_shift - s
         m_lo, m_hi = -((-top[0]) >> k), top[1] >> k
-        if m_lo > m_hi or m_hi - m_lo >= max_candidates:
+        if m_lo > m_hi:
             return None
-        found = _sum_at(xa, xb, *_bounds(y, s, lo, hi), range(m_lo, m_hi + 1), limits)
+        found = _sum_at(xa, xb, *_bounds(y, s, lo, hi), _middle_out(m_lo, m_hi, max_candidates))
         return None if found is None else AffineSum(found.lhs_multiplier, found.rhs_multiplier, found.offset, s)
 
-    unlimited = solve(max_shift, limits=False)
-    if unlimited is None:
-        return None
-    # the spans about halve with each shift less: the largest shift that may keep inside int32
-    cap = max_shift - max(0, (_span(xa, xb, unlimited) >> 30).bit_length())
-    best = solve(cap) or solve(cap - 1)
-    if best is None:
-        return None
-    low_s, high_s = -1, best.shift          # no solution at low_s (nor below), one at high_s
-    while high_s - low_s > 1:
-        s = (low_s + high_s) // 2
+    for s in range(max_shift + 1):
         found = solve(s)
-        if found is None:
-            low_s = s
-        else:
-            high_s, best = s, found
-    return best
+        if found is not None:
+            return found
+    return None
