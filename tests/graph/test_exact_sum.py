@@ -111,17 +111,41 @@ def test_a_graphs_add_equals_onnxruntime_on_every_pair(env, name):
         assert rec.device == "vta" and "fitted to onnxruntime's outputs" in rec.reason
 
 
-def test_a_residual_whose_sum_is_not_exact_leaves_the_convolution_for_a_fitted_add(env):
-    """A convolution's absorbed residual add whose fixed-point sum misses onnxruntime's becomes a
-    standalone accelerator add with the fitted sum (the convolution keeps its requantisation)."""
-    lhs, rhs, out = CASES["int8"]
+def _residual_graph(lhs, rhs, out, layer_first=True):
     b = GraphBuilder()
     x = b.input("x", (1, 16, 6, 6), "int8", scale=0.1, zero_point=0)
     r = b.input("r", (1, 16, 6, 6), rhs[0], scale=rhs[1], zero_point=rhs[2])
     w = np.random.default_rng(0).integers(-20, 21, (16, 16, 3, 3)).astype(np.int8)
     c = b.qnn.conv2d(x, b.const("w", w, scale=0.01), padding=(1, 1, 1, 1), name="conv")
-    y = b.qnn.requantize(c, output_scale=lhs[1], output_zero_point=lhs[2], name="rq")
-    g = b.finish(b.qnn.add(y, r, output_scale=out[1], output_zero_point=out[2], name="add"))
-    placed = {n.name: n for n in optimize(g, env).nodes}
-    assert placed["conv"].op == "vta.conv2d" and placed["conv"].attrs["spec"].residual is None
-    assert placed["add"].op == "vta.add" and placed["add"].attrs["spec"].fit is not None
+    y = b.qnn.requantize(c, input_scale=0.1 * 0.01, output_scale=lhs[1], output_zero_point=lhs[2],
+                         out_dtype=lhs[0], name="rq")
+    pair = (y, r) if layer_first else (r, y)
+    return b.finish(b.qnn.add(*pair, output_scale=out[1], output_zero_point=out[2], out_dtype=out[0], name="add")), w
+
+
+@pytest.mark.native
+@pytest.mark.parametrize("layer_first", [True, False])
+def test_a_convolutions_residual_sum_is_fitted_in_its_epilogue(env, layer_first):
+    """A convolution's absorbed residual add whose fixed-point sum misses onnxruntime's keeps the
+    fusion with the fitted sum after the layer's own int8 result (fsim): the output is the
+    layer's integer requantisation (the tests' fixed-point oracle) summed by the float32 model of
+    QLinearAdd, on every residual value."""
+    from .oracle import conv_int, requant, worst_bits
+    from .test_e2e_fsim import run_graph
+
+    lhs, rhs, out = CASES["int8"]
+    g, w = _residual_graph(lhs, rhs, out, layer_first)
+    conv = {n.name: n for n in optimize(g, env).nodes}["conv"]
+    assert conv.op == "vta.conv2d" and conv.attrs["spec"].intermediate.fit is not None
+    rng = np.random.default_rng(5)
+    x = rng.integers(-128, 128, (1, 16, 6, 6)).astype(np.int8)
+    feeds = {"x": x, "r": rng.integers(-128, 128, (1, 16, 6, 6)).astype(np.int8)}
+    feeds["r"].reshape(-1)[:256] = np.arange(-128, 128)
+    y = requant(conv_int(x, w, 0, 1, (1, 1, 1, 1)), 0.1 * 0.01 / lhs[1], lhs[2], -128, 127,
+                acc_bits=worst_bits(w, np.zeros(16)))
+    pair = (y, lhs[1:], feeds["r"], rhs[1:]) if layer_first else (feeds["r"], rhs[1:], y, lhs[1:])
+    want = qlinear_add_f32(*pair, out[1:], -128, 127)
+    m = run_graph(g, feeds, env)
+    np.testing.assert_array_equal(m.get_output(0).astype(np.int64), want)
+    rec = {r.name: r for r in m.node_records()}["conv"]
+    assert rec.device == "vta" and "residual sum fitted" in rec.reason

@@ -573,6 +573,9 @@ def _epilogue(acc: Tensor, spec, bias: Tensor | None, vec_shape: tuple, residual
             ch.imm("min", inter.clip[1] - inter.zero_point)
             ch.imm("max", inter.clip[0] - inter.zero_point)
         ch.clipped = None
+        if inter.fit is not None and spec.residual is not None:
+            _fitted_residual(ch, inter, residual_shape, env, placeholders)
+            return _finish(ch, 0, spec.clip, env)
         frac = sum_fraction_bits(inter.requant, spec.residual.requant) if spec.residual is not None else None
         if frac is not None:
             # both operands rescaled with frac fraction bits, then one rounding of the sum
@@ -838,8 +841,16 @@ def _fitted_sum(a: Tensor, b: Tensor, spec, env: Environment) -> Tensor:
         terms.append(ch.x)
     ta, tb = terms
     ch = _Chain(compute(ta.shape, lambda *i: ta(*i) + tb(*i), name="qadd_sum", tag=ELEMWISE_TAG), "qadd", vec)
-    k = min(int(f.shift), PRODUCT_SHIFT)
-    c_hi, c_lo = int(f.offset) >> k, int(f.offset) & ((1 << k) - 1)
+    _offset_shift(ch, int(f.offset), int(f.shift))
+    return _finish(ch, 0, spec.clip, env)
+
+
+def _offset_shift(ch: _Chain, offset: int, shift: int) -> None:
+    """``x = floor((x + offset) / 2**shift)`` as ``((x + c_lo) >> k) + c_hi >> (shift - k)`` with
+    ``offset = c_hi 2**k + c_lo``, ``0 <= c_lo < 2**k``, ``k = min(shift, 15)`` (nested floors:
+    the same value); ``c_hi`` an immediate, or a constant vector beyond it."""
+    k = min(shift, PRODUCT_SHIFT)
+    c_hi, c_lo = offset >> k, offset & ((1 << k) - 1)
     if c_lo:
         ch.imm("add", c_lo)
     if k:
@@ -848,9 +859,34 @@ def _fitted_sum(a: Tensor, b: Tensor, spec, env: Environment) -> Tensor:
         ch.imm("add", c_hi)
     elif c_hi:
         ch.tensor("add", ch.constant(c_hi))
-    if int(f.shift) > k:
-        ch.imm("shr", int(f.shift) - k)
-    return _finish(ch, 0, spec.clip, env)
+    if shift > k:
+        ch.imm("shr", shift - k)
+
+
+def _fitted_residual(ch: _Chain, inter, residual_shape: tuple, env: Environment, placeholders: list) -> None:
+    """The fitted sum of the operator's int8 output (``x + zero point``) and the residual
+    (:attr:`IntermediateSpec.fit`), as :func:`_fitted_sum`.
+
+    Raises
+    ------
+    ScheduleError
+        If the epilogue has no constant vectors and a multiplier passes the immediate.
+    """
+    f = inter.fit
+    if ch.const_shape is None and not all(_fits_imm(int(m)) for m in (f.lhs_multiplier, f.rhs_multiplier)):
+        raise ScheduleError("a fitted residual sum with multipliers beyond the 16-bit immediate needs constant "
+                            "vectors (a convolution's epilogue builds them; a dense layer's does not)")
+    if inter.zero_point:
+        ch.imm("add", inter.zero_point)
+    _times(ch, int(f.lhs_multiplier))
+    r = placeholder(residual_shape, name="residual", dtype=env.inp_dtype)
+    placeholders.append(("residual", r))
+    loaded = compute(r.shape, lambda *i: r(*i).astype(env.acc_dtype), name="res_load", tag=LOAD_TAG)
+    rc = _Chain(loaded, "res", ch.const_shape)
+    _times(rc, int(f.rhs_multiplier))
+    x, y = ch.x, rc.x
+    ch.x = compute(x.shape, lambda *i: x(*i) + y(*i), name="res_add", tag=ELEMWISE_TAG)
+    _offset_shift(ch, int(f.offset), int(f.shift))
 
 
 def declare_qadd(spec, env: Environment) -> tuple[Tensor, list, list, list]:

@@ -34,6 +34,8 @@ def _finish(acc: np.ndarray, rq: Requant, z_out: int, clip: tuple, residual: Res
     if intermediate is not None:
         zi, (lo, hi) = intermediate.zero_point, intermediate.clip
         y = np.clip(y + zi, lo, hi) - zi
+        if intermediate.fit is not None and residual is not None:
+            return intermediate.fit.apply(y + zi, r, clip[0], clip[1]).astype(np.int8)
         frac = sum_fraction_bits(intermediate.requant, residual.requant) if residual is not None else None
         if frac is not None:
             # both operands rescaled with frac fraction bits, one rounding of the sum (QLinearAdd)

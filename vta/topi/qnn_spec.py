@@ -72,6 +72,9 @@ class IntermediateSpec:
     zero_point: int
     requant: Requant
     clip: tuple = INT8_RANGE
+    #: a :class:`~vta.topi.qnn_fit.AffineSum` of (the operator's int8 output, the residual) that
+    #: replaces both rescales and the rounding of the sum (fitted to onnxruntime's sum)
+    fit: Any = None
 
     def __post_init__(self):
         _check_zp(self.zero_point, "IntermediateSpec")

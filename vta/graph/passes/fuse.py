@@ -314,7 +314,7 @@ class FuseAccelerator:
         for key, c in plans.items():
             if c.requant is not None and c.add is not None and self.residual_rounding == "intermediate":
                 problem = sum_problem(c.add, self._residual_sum_spec(c))
-                if problem is None:
+                if problem is None or (c.kind == "conv2d" and self._fit_residual(c)):
                     kept[key] = c
                     continue
                 add_chain = Chain("add", [c.add, *c.activations], c.add, add=c.add, activations=list(c.activations))
@@ -330,6 +330,24 @@ class FuseAccelerator:
                 continue
             kept[key] = c
         return kept
+
+    def _fit_residual(self, c: Chain) -> bool:
+        """Whether an integer form of the chain's residual sum fitted to onnxruntime's exists
+        (kept in ``_fits`` under the layer's name, as a sum of the layer's int8 output and the
+        residual; noted in :attr:`reasons`)."""
+        from ...topi.qnn_fit import AffineSum
+        from ..ort_tables import pair_add_fit
+
+        fit = pair_add_fit(*_sum_operand_types(c.add))
+        if fit is None:
+            return False
+        if c.add.inputs[0] != c.requant.output:     # the layer is the add's right operand
+            fit = AffineSum(fit.rhs_multiplier, fit.lhs_multiplier, fit.offset, fit.shift)
+        self._fits[c.core.name] = fit
+        self.reasons[c.core.name] = (f"residual sum fitted to onnxruntime's outputs over every input pair: floor(("
+                                     f"y * {fit.lhs_multiplier} + r * {fit.rhs_multiplier} + {fit.offset}) / "
+                                     f"2**{fit.shift})")
+        return True
 
     def _exact_add(self, c: Chain) -> bool:
         """Whether the standalone add of ``c`` runs on the accelerator: its fixed-point sum is
@@ -408,6 +426,8 @@ class FuseAccelerator:
             residual_val, _ = self._to_int8(rw, c.residual)
             # the layer's own int8 result, rounded and saturated as the unfused graph does, then rescaled
             _, residual_spec, intermediate = self._sum_operands(c)
+            if core.name in self._fits:
+                intermediate = dataclasses.replace(intermediate, fit=self._fits[core.name])
             if self.residual_rounding == "intermediate":
                 requant = self._requant(_scale(rq.attrs["input_scale"]) / _scale(rq.attrs["output_scale"]), acc_bits)
             else:
