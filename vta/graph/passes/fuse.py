@@ -454,8 +454,9 @@ class FuseAccelerator:
                 grouping = accel_grouping(cin, w.shape[0], groups, env.BLOCK_IN, env.BLOCK_OUT)
                 w = expand_group_weight(w, groups, grouping)
                 ratio = (w.shape[0] * w.shape[1]) / (core.output_type.shape[1] * core.inputs[1].type.shape[1])
-                self.reasons[core.name] = (f"{groups} groups run as {grouping.groups} group(s) of whole channel "
-                                           f"blocks with block-diagonal weights ({ratio:.1f}x the layer's MACs)")
+                note = (f"{groups} groups run as {grouping.groups} group(s) of whole channel "
+                        f"blocks with block-diagonal weights ({ratio:.1f}x the layer's MACs)")
+                self.reasons[core.name] = "; ".join(filter(None, (note, self.reasons.get(core.name))))
                 cin, groups = grouping.in_channels, grouping.groups
                 bias = _pad_axis(bias, 0, w.shape[0])
                 common["requant"] = _pad_requant(requant, w.shape[0])
