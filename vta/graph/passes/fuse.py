@@ -21,7 +21,11 @@ way:
   (Q's ``IntermediateSpec``) and rescaled to the add's output scale, the residual by its own
   per-tensor multiplier: the fusion gives the bits of the unfused graph;
 * the requantization gets a pre-shift when the layer's worst accumulator (``255 * sum|w| +
-  |bias|``) can pass 23 bits, so that ``acc * m`` stays inside int32.
+  |bias|``) can pass 23 bits, so that ``acc * m`` stays inside int32;
+* every sum of two tensors (a standalone add, a residual) is compared with onnxruntime's on all
+  65,536 input pairs (:func:`sum_problem`): where the fixed-point sum differs, the integer form
+  fitted to onnxruntime's table takes its place (``QAddSpec.fit``, ``IntermediateSpec.fit``), or
+  the add stays on the CPU (onnxruntime's table) when there is none.
 """
 
 from __future__ import annotations
@@ -306,9 +310,11 @@ class FuseAccelerator:
         """The plans with every sum equal to onnxruntime's on every input pair
         (:func:`sum_problem`). A sum that is not keeps the accelerator with the integer form
         fitted to onnxruntime's outputs (:func:`vta.graph.ort_tables.pair_add_fit`, kept in
-        ``_fits``) where one exists, else stays on the CPU; a convolution or dense layer whose
-        absorbed add is not exact leaves it (and what follows) to a standalone add. The reasons
-        and notes go to :attr:`reasons` under the add's name."""
+        ``_fits``) where one exists, else stays on the CPU. A convolution keeps an absorbed add
+        whose sum is not exact with the fitted sum in its epilogue; without a fit, and in a dense
+        layer (its epilogue builds no constant vectors), the add (and what follows it) leaves the
+        chain for a standalone add. The reasons and notes go to :attr:`reasons` under the add's
+        (or the convolution's) name."""
         kept: dict[str, Chain] = {}
         self._fits = {}
         for key, c in plans.items():
