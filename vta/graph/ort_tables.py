@@ -28,7 +28,8 @@ import numpy as np
 
 from ..topi.qnn_fit import AffineRequant, AffineSum, fit_affine, fit_affine_sum
 
-__all__ = ["available", "pair_add_fit", "pair_add_table", "scalar_add_fit", "scalar_add_table", "sum_mismatches"]
+__all__ = ["available", "int8_offset", "pair_add_fit", "pair_add_table", "scalar_add_fit", "scalar_add_table",
+           "sum_mismatches"]
 
 _ONNX_TYPES = {"uint8": 2, "int8": 3}
 
@@ -145,7 +146,8 @@ def scalar_add_fit(x_dtype: str, x_scale: float, x_zero_point: int, value: int, 
     return fit_affine(np.arange(info.min, info.max + 1), table, lo, hi)
 
 
-def _int8_offset(dtype: str) -> int:
+def int8_offset(dtype: str) -> int:
+    """What moves a value of ``dtype`` to the accelerator's int8 domain (``vta.to_int8``)."""
     return -128 if dtype == "uint8" else 0
 
 
@@ -158,6 +160,6 @@ def pair_add_fit(lhs: tuple, rhs: tuple, out: tuple) -> AffineSum | None:
     if not available():
         return None
     table = pair_add_table(lhs, rhs, out)
-    xa = _all_values(lhs[0]).astype(np.int64) + _int8_offset(lhs[0])
-    xb = _all_values(rhs[0]).astype(np.int64) + _int8_offset(rhs[0])
-    return fit_affine_sum(xa, xb, table + _int8_offset(out[0]), -128, 127)
+    xa = _all_values(lhs[0]).astype(np.int64) + int8_offset(lhs[0])
+    xb = _all_values(rhs[0]).astype(np.int64) + int8_offset(rhs[0])
+    return fit_affine_sum(xa, xb, table + int8_offset(out[0]), -128, 127)

@@ -39,6 +39,7 @@ from ...errors import GraphError
 from ..accel_match import Chain, Matcher, avg_pool_spec
 from ...topi.qnn_group import accel_grouping, expand_group_weight
 from ..accel_ops import ACCEL_OPS, AccelOp, _pad_axis, _pad_requant
+from ..ort_tables import int8_offset
 from ..ir import Graph, Node, Value
 from ._rewrite import Rewriter
 from .accumulator_bits import worst_accumulator_bits
@@ -68,11 +69,6 @@ def fold_clip(activations: list[Node], dtype: str) -> tuple[int, int]:
     return lo, max(lo, hi)
 
 
-def _int8_offset(dtype: str) -> int:
-    """What moves a value of ``dtype`` to the accelerator's int8 domain (``vta.to_int8``)."""
-    return -128 if dtype == "uint8" else 0
-
-
 def _sum_operand_types(add: Node) -> tuple[tuple, tuple, tuple]:
     """``(dtype, scale, zero_point)`` of a ``qnn.add``'s left and right operands and output."""
     a = add.attrs
@@ -97,11 +93,11 @@ def sum_problem(add: Node, spec) -> str | None:
     *sides, out = _sum_operand_types(add)
     out_dtype = out[0]
     grid = dataclasses.replace(spec, batch=1, channels=256, height=256, width=1, clip=INT8_RANGE)
-    offsets = [_int8_offset(dt) for dt, _, _ in sides]
+    offsets = [int8_offset(dt) for dt, _, _ in sides]
 
     def ours(ga, gb):
         y = qadd_np(grid, (ga + offsets[0]).reshape(grid.out_shape), (gb + offsets[1]).reshape(grid.out_shape))
-        return y.astype(np.int64).reshape(ga.shape) - _int8_offset(out_dtype)
+        return y.astype(np.int64).reshape(ga.shape) - int8_offset(out_dtype)
 
     n = sum_mismatches(*sides, out, ours)
     if n == 0:
@@ -381,10 +377,10 @@ class FuseAccelerator:
         a, rq = c.add.attrs, c.requant
         out_scale = _scale(a["output_scale"])
         mine, other = ("lhs", "rhs") if c.add.inputs[0] == rq.output else ("rhs", "lhs")
-        residual = self._residual(int(a[f"{other}_zero_point"]) + _int8_offset(c.residual.type.dtype),
+        residual = self._residual(int(a[f"{other}_zero_point"]) + int8_offset(c.residual.type.dtype),
                                   _scale(a[f"{other}_scale"]) / out_scale)
         y_dtype = rq.output_type.dtype
-        y_off = _int8_offset(y_dtype)
+        y_off = int8_offset(y_dtype)
         y_lo, y_hi = _dtype_range(y_dtype)
         intermediate = self._intermediate(int(a[f"{mine}_zero_point"]) + y_off, (y_lo + y_off, y_hi + y_off),
                                           _scale(a[f"{mine}_scale"]) / out_scale)
@@ -399,7 +395,7 @@ class FuseAccelerator:
         mine, residual, intermediate = self._sum_operands(c)
         layer = ResidualSpec(intermediate.zero_point, intermediate.requant)
         lhs, rhs = (layer, residual) if mine == "lhs" else (residual, layer)
-        z_out = int(c.add.attrs["output_zero_point"]) + _int8_offset(c.add.output_type.dtype)
+        z_out = int(c.add.attrs["output_zero_point"]) + int8_offset(c.add.output_type.dtype)
         return QAddSpec(1, 1, 1, 1, lhs, rhs, z_out, INT8_RANGE)
 
     def _fuse(self, rw: Rewriter, chain: Chain) -> Value:
@@ -492,10 +488,10 @@ class FuseAccelerator:
 
         add = c.core
         a = add.attrs
-        da, db = (_int8_offset(v.type.dtype) for v in add.inputs)
+        da, db = (int8_offset(v.type.dtype) for v in add.inputs)
         out_scale = _scale(a["output_scale"])
         out_dtype = add.output_type.dtype
-        doff = _int8_offset(out_dtype)
+        doff = int8_offset(out_dtype)
         lo, hi = fold_clip(c.activations, out_dtype)
         n, ch, h, w = add.inputs[0].type.shape
         return QAddSpec(n, ch, h, w, self._residual(int(a["lhs_zero_point"]) + da, _scale(a["lhs_scale"]) / out_scale),
