@@ -100,12 +100,12 @@ def scalar_add_table(x_dtype: str, x_scale: float, x_zero_point: int, value: int
                     out_dtype)
 
 
-@functools.lru_cache(maxsize=256)
+@functools.lru_cache(maxsize=128)
 def pair_add_table(lhs: tuple, rhs: tuple, out: tuple) -> np.ndarray:
-    """onnxruntime's ``Q(DQ(a) + DQ(b))`` for every pair of 8-bit values: a ``(256, 256)`` int64
-    table whose entry ``[i, j]`` is the sum of the ``i``-th value of the left operand's dtype and
-    the ``j``-th of the right one's, in increasing order. ``lhs``, ``rhs``, ``out``:
-    ``(dtype, scale, zero_point)``.
+    """onnxruntime's ``Q(DQ(a) + DQ(b))`` for every pair of 8-bit values: a ``(256, 256)`` int16
+    table (128 KiB; read-only) whose entry ``[i, j]`` is the sum of the ``i``-th value of the
+    left operand's dtype and the ``j``-th of the right one's, in increasing order. ``lhs``,
+    ``rhs``, ``out``: ``(dtype, scale, zero_point)``.
 
     Raises
     ------
@@ -116,7 +116,9 @@ def pair_add_table(lhs: tuple, rhs: tuple, out: tuple) -> np.ndarray:
     a, b = _all_values(lhs[0]), _all_values(rhs[0])
     feeds = {"a": np.repeat(a, b.size), "b": np.tile(b, a.size)}
     qparams = {"a": lhs[1:], "b": rhs[1:], "y": out[1:]}
-    return _qdq_add(feeds, qparams, {}, ("a", "b"), out[0]).reshape(a.size, b.size)
+    table = _qdq_add(feeds, qparams, {}, ("a", "b"), out[0]).astype(np.int16).reshape(a.size, b.size)
+    table.flags.writeable = False      # cached: shared by every caller
+    return table
 
 
 def sum_mismatches(lhs: tuple, rhs: tuple, out: tuple, ours) -> int:
