@@ -14,7 +14,8 @@ runs onnxruntime on the QDQ sum over every pair (a 256 x 256 table), which tells
 accelerator's fixed-point sum equals onnxruntime's on every input (:func:`sum_mismatches`), and
 is the host kernel of a sum that does not (a lookup per element: each output of onnxruntime's
 QLinearAdd depends on its own pair of inputs only). :func:`pair_add_fit` fits the ALU's integer
-form ``floor((a m_a + b m_b + c) / 2**s)`` of the accelerator's int8 operands to that table
+form ``floor((a m_a + b m_b + c) / 2**s)`` (or the division rounded half to even) of the
+accelerator's int8 operands to that table
 (:func:`vta.topi.qnn_fit.fit_affine_sum`): where one exists the sum stays on the accelerator and
 equals onnxruntime's on every input.
 """
@@ -164,4 +165,6 @@ def pair_add_fit(lhs: tuple, rhs: tuple, out: tuple) -> AffineSum | None:
     table = pair_add_table(lhs, rhs, out)
     xa = _all_values(lhs[0]).astype(np.int64) + int8_offset(lhs[0])
     xb = _all_values(rhs[0]).astype(np.int64) + int8_offset(rhs[0])
-    return fit_affine_sum(xa, xb, table + int8_offset(out[0]), -128, 127)
+    y = table.astype(np.int64) + int8_offset(out[0])
+    # rounded down first (fewer ALU instructions), else half to even (real ties of the sum)
+    return fit_affine_sum(xa, xb, y, -128, 127) or fit_affine_sum(xa, xb, y, -128, 127, even=True)

@@ -841,8 +841,28 @@ def _fitted_sum(a: Tensor, b: Tensor, spec, env: Environment) -> Tensor:
         terms.append(ch.x)
     ta, tb = terms
     ch = _Chain(compute(ta.shape, lambda *i: ta(*i) + tb(*i), name="qadd_sum", tag=ELEMWISE_TAG), "qadd", vec)
-    _offset_shift(ch, int(f.offset), int(f.shift))
+    _fit_rounding(ch, f)
     return _finish(ch, 0, spec.clip, env)
+
+
+def _fit_rounding(ch: _Chain, f) -> None:
+    """``x = (x + offset) / 2**shift`` of an :class:`~vta.topi.qnn_fit.AffineSum`, rounded down
+    (:func:`_offset_shift`) or, with ``even``, half to even: ``q = (x + offset) >> shift`` in an
+    extra tile (the stage carries ``extra_tile``), its parity ``-(q << 31) >> 31``, then ``(x +
+    parity + offset + 2**(shift-1) - 1) >> shift``."""
+    offset, shift = int(f.offset), int(f.shift)
+    if not (f.even and shift):
+        _offset_shift(ch, offset, shift)
+        return
+    x = ch.x
+    ch._copy_scaled(x, 1, None, extra=True, what="parity")
+    _offset_shift(ch, offset, shift)
+    ch.imm("shl", 31)
+    ch.imm("shr", 31)
+    ch.imm("mul", -1)
+    parity = ch.x
+    ch.x = compute(x.shape, lambda *i: x(*i) + parity(*i), name=ch._name("t"), tag=ELEMWISE_TAG)
+    _offset_shift(ch, offset + (1 << (shift - 1)) - 1, shift)
 
 
 def _offset_shift(ch: _Chain, offset: int, shift: int) -> None:
@@ -886,7 +906,7 @@ def _fitted_residual(ch: _Chain, inter, residual_shape: tuple, env: Environment,
     _times(rc, int(f.rhs_multiplier))
     x, y = ch.x, rc.x
     ch.x = compute(x.shape, lambda *i: x(*i) + y(*i), name="res_add", tag=ELEMWISE_TAG)
-    _offset_shift(ch, int(f.offset), int(f.shift))
+    _fit_rounding(ch, f)
 
 
 def declare_qadd(spec, env: Environment) -> tuple[Tensor, list, list, list]:
@@ -943,8 +963,11 @@ def schedule_alu_op(kind: str, spec, declare, env: Environment, tiling=None) -> 
     with env:
         out, pairs, loads, alus = declare(spec, env)
         if tiling is None:
+            # a fitted sum budgets its constant vectors and its extra tile (other operators: two tiles, as always)
+            fitted = getattr(spec, "fit", None) is not None
             vectors = sum(int(t.op.attrs.get("extra_vector", 0)) for t in alus if t.op.attrs)
-            tile_c, tile_h = 1, _row_tile(spec.height, spec.width, 2, env, vectors)
+            extra = sum(int(t.op.attrs.get("extra_tile", 0)) for t in alus if t.op.attrs) if fitted else 0
+            tile_c, tile_h = 1, _row_tile(spec.height, spec.width, 2 + extra, env, vectors)
         else:
             wl = alu_workload(kind, spec, declare, env)
             if wl.c_blocks % tiling.tile_c or wl.height % tiling.tile_h or \

@@ -47,8 +47,13 @@ class AffineRequant:
         return np.clip(np.right_shift(t, self.shift), int(lo), int(hi))
 
 
-def _bounds(y: np.ndarray, s: int, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]:
+def _bounds(y: np.ndarray, s: int, lo: int, hi: int, even: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """The values ``t`` with ``t / 2**s`` rounded down (``even``: half to even) to ``y``, open
+    at a clipped end."""
     big = 1 << 60
+    if even and s:
+        half, odd = 1 << (s - 1), y & 1
+        return np.where(y <= lo, -big, (y << s) - half + odd), np.where(y >= hi, big, (y << s) + half - odd)
     low = np.where(y <= lo, -big, y << s)
     up = np.where(y >= hi, big, ((y + 1) << s) - 1)
     return low, up
@@ -115,17 +120,22 @@ MAX_SUM_CONSTANT = 1 << 30
 @dataclass(frozen=True)
 class AffineSum:
     """``clip(floor((a * lhs_multiplier + b * rhs_multiplier + offset) / 2**shift), lo, hi)`` of
-    integers ``a``, ``b``."""
+    integers ``a``, ``b``; with ``even`` the division rounds half to even instead of down
+    (``floor((x + 2**(shift-1) - 1 + q % 2) / 2**shift)``, ``q = floor(x / 2**shift)``: what a
+    sum whose real value ties, as onnxruntime's ``rint`` rounds it, needs)."""
 
     lhs_multiplier: int
     rhs_multiplier: int
     offset: int
     shift: int
+    even: bool = False
 
     def apply(self, a: Any, b: Any, lo: int, hi: int) -> np.ndarray:
         """The fitted outputs of ``a`` and ``b`` (broadcast), int64."""
         t = (np.asarray(a).astype(np.int64) * self.lhs_multiplier
              + np.asarray(b).astype(np.int64) * self.rhs_multiplier + self.offset)
+        if self.even and self.shift:
+            t = t + (1 << (self.shift - 1)) - 1 + (np.right_shift(t, self.shift) & 1)
         return np.clip(np.right_shift(t, self.shift), int(lo), int(hi))
 
 
@@ -192,10 +202,11 @@ def _middle_out(lo: int, hi: int, count: int) -> list[int]:
 
 
 def fit_affine_sum(xa: Any, xb: Any, y: Any, lo: int, hi: int, max_shift: int = MAX_SUM_SHIFT,
-                   max_candidates: int = 4096) -> AffineSum | None:
+                   max_candidates: int = 4096, even: bool = False) -> AffineSum | None:
     """Integers with ``clip(floor((a_i m_a + b_j m_b + c) / 2**s), lo, hi) == y[i, j]`` for every
-    pair, the smallest shift ``s <= max_shift`` that has them, multipliers and offset below
-    ``2**30`` and every ``a m_a + b m_b + c`` inside int32; None when there are none.
+    pair (``even``: the division rounded half to even, :class:`AffineSum`), the smallest shift
+    ``s <= max_shift`` that has them, multipliers and offset below ``2**30`` and every ``a m_a +
+    b m_b + c`` inside int32; None when there are none.
 
     The shifts are tried in increasing order. A solution at shift ``s`` doubled is one at
     ``s + 1``, so the left multiplier's range at ``max_shift`` (from the columns, one right
@@ -230,7 +241,7 @@ def fit_affine_sum(xa: Any, xb: Any, y: Any, lo: int, hi: int, max_shift: int = 
     if y.min() < lo or y.max() > hi:
         raise ValueError(f"fit_affine_sum: outputs must lie in [{lo}, {hi}], got [{int(y.min())}, {int(y.max())}]")
 
-    top = _lhs_range(xa, *_bounds(y, max_shift, lo, hi))
+    top = _lhs_range(xa, *_bounds(y, max_shift, lo, hi, even))
 
     def solve(s: int) -> AffineSum | None:
         # the range at s is the top range scaled down (solutions at s doubled are solutions at max_shift)
@@ -238,8 +249,8 @@ def fit_affine_sum(xa: Any, xb: Any, y: Any, lo: int, hi: int, max_shift: int = 
         m_lo, m_hi = -((-top[0]) >> k), top[1] >> k
         if m_lo > m_hi:
             return None
-        found = _sum_at(xa, xb, *_bounds(y, s, lo, hi), _middle_out(m_lo, m_hi, max_candidates))
-        return None if found is None else AffineSum(found.lhs_multiplier, found.rhs_multiplier, found.offset, s)
+        found = _sum_at(xa, xb, *_bounds(y, s, lo, hi, even), _middle_out(m_lo, m_hi, max_candidates))
+        return None if found is None else AffineSum(found.lhs_multiplier, found.rhs_multiplier, found.offset, s, even)
 
     for s in range(max_shift + 1):
         found = solve(s)
