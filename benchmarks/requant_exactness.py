@@ -1,6 +1,7 @@
 """Per-layer bit-exactness of the integer requantisations against onnxruntime, on a zoo model.
 
-Run: ``python benchmarks/requant_exactness.py [NAME ...] [--calibration 2] [--layers] [--quick]``
+Run: ``python benchmarks/requant_exactness.py [NAME ...] [--calibration 2] [--layers] [--quick]
+[--exceptions] [--ort-levels]``
 (default: every model of :data:`vta.models.zoo.ZOO`; ``--quick``: the text-direction classifier).
 
 Every QDQ ``Conv``, ``Add`` and ``Mul`` of the quantized model (a ``DequantizeLinear`` on each
@@ -32,6 +33,16 @@ and compared with onnxruntime's QuantizeLinear output: the share of equal elemen
 (``--layers``) and over all layers of a kind, and the largest difference. ``float`` at 100%
 confirms what onnxruntime computes; the gap between ``fixed`` and ``exact24`` is what a 15-bit
 multiplier costs.
+
+``--exceptions``: per convolution, the accumulator values inside the layer's worst-case bound
+(:func:`~vta.graph.passes.accumulator_bits.worst_accumulator_bits`) on which onnxruntime's
+``rint(float32(float32(acc) * M))`` differs from ``exact24`` (what an ALU correction table of
+"exceptional" values per channel would have to hold): only accumulators next to ``(k + 1/2) / M``
+can differ, so those are enumerated.
+
+``--ort-levels``: onnxruntime against itself, the whole model run with ``ORT_DISABLE_ALL`` and
+``ORT_ENABLE_BASIC`` graph optimisation against the default ``ORT_ENABLE_ALL`` (cosine and share
+of equal elements per output).
 """
 
 from __future__ import annotations
@@ -302,6 +313,78 @@ def check_mul(node, dqs, q, inits, got):
 CHECKS = {"Conv": check_conv, "Gemm": check_gemm, "Add": check_add, "Mul": check_mul}
 
 
+def _channel_exceptions(M, zy, info, bound):
+    """How many ``|acc| < bound`` give ``rint(float32(float32(acc) * M))`` (clamped as
+    onnxruntime clamps) other than the exact product with the 24-bit mantissa rounded half up."""
+    if M == 0:
+        return 0
+    hs = np.arange(info.min - zy - 1, info.max - zy + 1) + 0.5       # the halves of the output range
+    hs = hs[np.abs(hs) <= (bound + 2) * float(M)]
+    if hs.size == 0:
+        return 0
+    # float32 rounds acc (above 2**24) and the product by at most |h| 2**-23 output steps
+    r = int(np.ceil(np.abs(hs).max() * 2.0 ** -22 / float(M))) + 2
+    acc = np.unique((np.round(hs / float(M)).astype(np.int64)[:, None] + np.arange(-r, r + 1)[None, :]).ravel())
+    acc = acc[np.abs(acc) < bound]
+    theirs = np.rint(np.clip(acc.astype(F32) * M, F32(info.min - zy), F32(info.max - zy))).astype(np.int64)
+    frac, exp = np.frexp(np.float64(M))
+    m, sh = int(frac * (1 << 24)), int(24 - exp)
+    exact = np.clip((acc * m + (1 << (sh - 1))) >> sh, info.min - zy, info.max - zy)
+    return int(np.count_nonzero(theirs != exact))
+
+
+def exceptions(name: str, calibration: int, out=sys.stdout) -> list:
+    """Per QDQ convolution: ``(name, channels, exceptional values, channels with one, most in a
+    channel, accumulator bits)`` (module docstring, ``--exceptions``)."""
+    import onnx
+    from onnx import numpy_helper
+
+    model = onnx.load(str(zoo.quantized_model(name, calibration=calibration)))
+    inits = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
+    rows = []
+    for kind, node, dqs, q in patterns(model):
+        if kind != "Conv" or dqs[1].input[0] not in inits:
+            continue
+        w = inits[dqs[1].input[0]]
+        sw = np.asarray(inits[dqs[1].input[1]], F32).reshape(-1)
+        sx = F32(np.asarray(inits[dqs[0].input[1]]).reshape(-1)[0])
+        bias = inits.get(dqs[2].input[0]) if len(dqs) > 2 else None
+        sy = F32(np.asarray(inits[q.input[1]]).reshape(()))
+        zy = int(np.asarray(inits[q.input[2]]).reshape(()))
+        info = np.iinfo(inits[q.input[2]].dtype)
+        bits = worst_accumulator_bits(w, 0, bias)
+        per = np.array([_channel_exceptions(F32(M), zy, info, 1 << bits) for M in ((sx * sw) / sy).astype(F32)])
+        rows.append((node.name, per.size, int(per.sum()), int((per > 0).sum()), int(per.max()), bits))
+        print(f"  {node.name[:40]:40s} {per.size:4d} channels: {per.sum():6d} exceptional accumulators in "
+              f"{(per > 0).sum():4d} channels, at most {per.max():5d} in one; bound {bits} bits", file=out)
+    most = sorted(r[4] for r in rows)
+    print(f"== {name}: {len(rows)} convolutions, {sum(r[2] for r in rows)} exceptional accumulator values; the most "
+          f"in one channel per layer: median {most[len(most) // 2]}, largest {most[-1]}", file=out)
+    return rows
+
+
+def ort_levels(name: str, calibration: int, out=sys.stdout) -> dict:
+    """onnxruntime's outputs with less graph optimisation against its default (``--ort-levels``)."""
+    import onnxruntime as ort
+
+    from vta.models import runner
+
+    path = zoo.quantized_model(name, calibration=calibration)
+    feeds = zoo.sample_feeds(name, 1, seed=21)[0]
+    outs = {}
+    for level in ("ORT_ENABLE_ALL", "ORT_ENABLE_BASIC", "ORT_DISABLE_ALL"):
+        opts = ort.SessionOptions()
+        opts.graph_optimization_level = getattr(ort.GraphOptimizationLevel, level)
+        outs[level] = ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"]).run(None, feeds)
+    result = {}
+    for level in ("ORT_ENABLE_BASIC", "ORT_DISABLE_ALL"):
+        rows = runner.compare_outputs(outs[level], outs["ORT_ENABLE_ALL"])
+        result[level] = rows
+        cells = ", ".join(f"{r['index']}: cosine {r['cosine']:.4f} ({100 * r['equal']:.1f}% equal)" for r in rows)
+        print(f"== {name}: {level} against ORT_ENABLE_ALL: {cells}", file=out)
+    return result
+
+
 def measure(name: str, calibration: int, show_layers: bool, out=sys.stdout) -> dict:
     import onnx
     from onnx import numpy_helper
@@ -347,10 +430,19 @@ def main(argv=None) -> int:
     ap.add_argument("--calibration", type=int, default=2, help="calibration pages of the quantized model (2)")
     ap.add_argument("--layers", action="store_true", help="print every layer")
     ap.add_argument("--quick", action="store_true", help="the text-direction classifier only")
+    ap.add_argument("--exceptions", action="store_true", help="count the exceptional accumulators per convolution")
+    ap.add_argument("--ort-levels", action="store_true", help="onnxruntime's graph optimisation levels against "
+                                                              "each other")
     args = ap.parse_args(argv)
     names = ["ch_ppocr_cls"] if args.quick else (args.names or list(zoo.ZOO))
     for name in names:
         try:
+            if args.exceptions or args.ort_levels:
+                if args.exceptions:
+                    exceptions(name, args.calibration)
+                if args.ort_levels:
+                    ort_levels(name, args.calibration)
+                continue
             measure(name, args.calibration, args.layers)
         except ModelFetchError as exc:
             print(f"{name}: skipped ({exc})")

@@ -87,3 +87,21 @@ def rounded_sum(terms, zp, lo, hi):
     frac = min([15] + [s for _, _, s in parts])
     total = sum((c * m) >> (s - frac) for c, m, s in parts)
     return np.clip(((total + (1 << (frac - 1))) >> frac) + zp, lo, hi)
+
+
+def qlinear_add_f32(a, lhs, b, rhs, out, lo, hi):
+    """onnxruntime's QLinearAdd (the kernel of a QDQ ``Add``) in float32, as its source reads:
+    ``r_x = float32(s_x / s_out)``, the zero points folded into one float32 constant
+    ``K = float32(z_out - fma(r_a, z_a, float32(r_b * z_b)))``, then ``fma(b, r_b, fma(a, r_a,
+    K))`` on the raw 8-bit values, rounded half to even and clipped. ``lhs``, ``rhs``, ``out``:
+    ``(scale, zero_point)``. A fused multiply-add rounds once: float64 holds ``x * r + c`` of an
+    8-bit ``x``, a float32 ``r`` and a float32 ``c`` exactly, so it is evaluated there and
+    rounded to float32."""
+    f32 = np.float32
+    (sa, za), (sb, zb), (sc, zc) = lhs, rhs, out
+    ra, rb = f32(f32(sa) / f32(sc)), f32(f32(sb) / f32(sc))
+    inner = f32(np.float64(ra) * za + np.float64(f32(rb * f32(zb))))
+    k = np.float64(f32(f32(zc) - inner))
+    t = (np.asarray(a, np.float64) * np.float64(ra) + k).astype(f32).astype(np.float64)
+    v = (np.asarray(b, np.float64) * np.float64(rb) + t).astype(f32)
+    return np.clip(np.rint(v).astype(np.int64), lo, hi)

@@ -34,16 +34,36 @@ def test_requantize_rounding_and_saturation_per_channel():
     np.testing.assert_array_equal(out, requant(acc, in_scale / 0.05, 5, -128, 127))
 
 
-def test_qnn_add_rescales_both_operands():
+_ADD_ATTRS = dict(lhs_scale=0.02, lhs_zero_point=100, rhs_scale=0.03, rhs_zero_point=90, output_scale=0.04,
+                 output_zero_point=120, out_dtype=None)
+
+
+def test_qnn_add_without_onnxruntime_rescales_both_operands(monkeypatch):
+    from vta.graph import ort_tables
+
+    monkeypatch.setattr(ort_tables, "available", lambda: False)
     a = rng.integers(0, 256, (1, 4, 3, 3)).astype(np.uint8)
     b = rng.integers(0, 256, (1, 4, 3, 3)).astype(np.uint8)
-    attrs = dict(lhs_scale=0.02, lhs_zero_point=100, rhs_scale=0.03, rhs_zero_point=90, output_scale=0.04,
-                 output_zero_point=120, out_dtype=None)
-    out = run_kernel("qnn.add", attrs, [a, b])
+    out = run_kernel("qnn.add", _ADD_ATTRS, [a, b])
     from .oracle import rounded_sum
     exp = rounded_sum([(a.astype(np.int64) - 100, 0.5), (b.astype(np.int64) - 90, 0.75)], 120, 0, 255)
     np.testing.assert_array_equal(out, exp)
     assert out.dtype == np.uint8
+
+
+def test_qnn_add_of_two_tensors_is_onnxruntimes_qlinear_add_on_every_pair():
+    """With onnxruntime installed the kernel gives its QLinearAdd's outputs (ties to even where
+    the real sum ends in one half: here on a quarter of the pairs), checked on every pair."""
+    pytest.importorskip("onnxruntime")
+    from .oracle import qlinear_add_f32
+
+    g = np.arange(256)
+    a = np.repeat(g, 256).astype(np.uint8).reshape(1, 256, 16, 16)
+    b = np.tile(g, 256).astype(np.uint8).reshape(1, 256, 16, 16)
+    out = run_kernel("qnn.add", _ADD_ATTRS, [a, b])
+    exp = qlinear_add_f32(a, (0.02, 100), b, (0.03, 90), (0.04, 120), 0, 255)
+    assert out.dtype == np.uint8
+    np.testing.assert_array_equal(out, exp)
 
 
 def test_quantize_rounds_half_to_even_and_dequantize_inverts():

@@ -121,15 +121,21 @@ def _requantize(attrs, ins):
 
 
 def _qnn_add(attrs, ins):
-    """The quantized sum as the accelerator computes it (:func:`vta.topi.qnn.add_np`): both
-    operands rescaled to the output scale in fixed point and the sum rounded once."""
+    """The quantized sum as onnxruntime computes it: with a single-valued operand, the integer
+    requantisation fitted to its outputs (:func:`_scalar_add`); of two 8-bit tensors, its outputs
+    over every input pair looked up (:func:`_pair_add`; the accelerator takes only the sums on
+    which its own form agrees with them on every pair). Without onnxruntime, and for other
+    dtypes, the accelerator's form (:func:`vta.topi.qnn.add_np`): both operands rescaled to the
+    output scale in fixed point and the sum rounded once."""
     from ..topi.qnn import Requant, add_np
 
     a, b = ins
     dtype, lo, hi = _out_range(attrs, str(a.dtype))
-    fitted = _scalar_add(attrs, a, b, dtype)
-    if fitted is not None:
-        return fitted.astype(dtype)
+    exact = _scalar_add(attrs, a, b, dtype)
+    if exact is None:
+        exact = _pair_add(attrs, a, b, dtype)
+    if exact is not None:
+        return np.clip(exact, lo, hi).astype(dtype)
     out_scale = _vec(attrs["output_scale"])
     operands = [(x, int(attrs[f"{side}_zero_point"]), Requant.from_scale(_vec(attrs[f"{side}_scale"]) / out_scale))
                 for x, side in ((a, "lhs"), (b, "rhs"))]
@@ -158,6 +164,22 @@ def _scalar_add(attrs, a: np.ndarray, b: np.ndarray, dtype: str) -> np.ndarray |
         return None
     lo, hi = dtype_range(dtype)
     return np.broadcast_to(fit.apply(x, lo, hi), np.broadcast_shapes(a.shape, b.shape))
+
+
+def _pair_add(attrs, a: np.ndarray, b: np.ndarray, dtype: str) -> np.ndarray | None:
+    """A sum of two 8-bit tensors as onnxruntime computes it: each output looked up in its table
+    over every input pair (:func:`vta.graph.ort_tables.pair_add_table`); None without onnxruntime,
+    for a single-valued operand, or for another dtype."""
+    from .ort_tables import available, pair_add_table
+
+    dts = (str(a.dtype), str(b.dtype), dtype)
+    if a.size == 1 or b.size == 1 or not available() or any(dt not in ("uint8", "int8") for dt in dts):
+        return None
+    sides = [(dt, float(_vec(attrs[f"{side}_scale"])[0]), int(attrs[f"{side}_zero_point"]))
+             for dt, side in zip(dts[:2], ("lhs", "rhs"), strict=True)]
+    table = pair_add_table(*sides, (dtype, float(_vec(attrs["output_scale"])[0]), int(attrs["output_zero_point"])))
+    ia, ib = (x.astype(np.int64) - int(np.iinfo(x.dtype).min) for x in np.broadcast_arrays(a, b))
+    return table[ia, ib]
 
 
 def _qnn_mul(attrs, ins):

@@ -573,6 +573,9 @@ def _epilogue(acc: Tensor, spec, bias: Tensor | None, vec_shape: tuple, residual
             ch.imm("min", inter.clip[1] - inter.zero_point)
             ch.imm("max", inter.clip[0] - inter.zero_point)
         ch.clipped = None
+        if inter.fit is not None and spec.residual is not None:
+            _fitted_residual(ch, inter, residual_shape, env, placeholders)
+            return _finish(ch, 0, spec.clip, env)
         frac = sum_fraction_bits(inter.requant, spec.residual.requant) if spec.residual is not None else None
         if frac is not None:
             # both operands rescaled with frac fraction bits, then one rounding of the sum
@@ -803,14 +806,107 @@ def _stages_below(out: Tensor) -> list:
     return order
 
 
-def _row_tile(rows: int, entries_per_row: int, buffers: int, env: Environment) -> int:
-    """The largest divisor of ``rows`` whose tiles (``buffers`` copies) fit the accumulator."""
+def _row_tile(rows: int, entries_per_row: int, buffers: int, env: Environment, vectors: int = 0) -> int:
+    """The largest divisor of ``rows`` whose tiles (``buffers`` copies, plus ``vectors`` entries
+    of constant vectors) fit the accumulator."""
     cap = env.ACC_BUFF_DEPTH
     for t in range(rows, 0, -1):
-        if rows % t == 0 and t * entries_per_row * buffers <= cap:
+        if rows % t == 0 and t * entries_per_row * buffers + vectors <= cap:
             return t
     raise ScheduleError(f"qadd: one row of {entries_per_row} entries x {buffers} operands overflows the "
                         f"accumulator ({cap} entries)")
+
+
+def _times(ch: _Chain, m: int) -> None:
+    """``x * m``: an immediate MUL (or shift), or a MUL of a constant vector built on the ALU
+    when ``m`` does not fit the 16-bit immediate."""
+    if _fits_imm(m) or (m > 0 and m & (m - 1) == 0):
+        ch.scale_imm(m)
+    else:
+        ch.tensor("mul", ch.constant(m))
+
+
+def _fitted_sum(a: Tensor, b: Tensor, spec, env: Environment) -> Tensor:
+    """``clip(floor((a m_a + b m_b + c) / 2**s))`` of :attr:`QAddSpec.fit` on the ALU: ACC_8BIT
+    loads, a MUL each (of a constant vector beyond the immediate), ADD, then the offset and the
+    shift as ``((x + c_lo) >> k) + c_hi >> (s - k)`` with ``c = c_hi 2**k + c_lo``, ``0 <= c_lo <
+    2**k``, ``k = min(s, 15)`` (nested floors: the same value), MIN, MAX."""
+    f = spec.fit
+    vec = (1, 1, 1, 1, env.BATCH, env.BLOCK_OUT)
+    terms = []
+    for t, m, prefix in ((a, f.lhs_multiplier, "lhs"), (b, f.rhs_multiplier, "rhs")):
+        loaded = compute(t.shape, lambda *i, t=t: t(*i).astype(env.acc_dtype), name=f"{prefix}_load", tag=LOAD_TAG)
+        ch = _Chain(loaded, prefix, vec)
+        _times(ch, int(m))
+        terms.append(ch.x)
+    ta, tb = terms
+    ch = _Chain(compute(ta.shape, lambda *i: ta(*i) + tb(*i), name="qadd_sum", tag=ELEMWISE_TAG), "qadd", vec)
+    _fit_rounding(ch, f)
+    return _finish(ch, 0, spec.clip, env)
+
+
+def _fit_rounding(ch: _Chain, f) -> None:
+    """``x = (x + offset) / 2**shift`` of an :class:`~vta.topi.qnn_fit.AffineSum`, rounded down
+    (:func:`_offset_shift`) or, with ``even``, half to even: ``q = (x + offset) >> shift`` in an
+    extra tile (the stage carries ``extra_tile``), its parity ``-(q << 31) >> 31``, then ``(x +
+    parity + offset + 2**(shift-1) - 1) >> shift``."""
+    offset, shift = int(f.offset), int(f.shift)
+    if not (f.even and shift):
+        _offset_shift(ch, offset, shift)
+        return
+    x = ch.x
+    ch._copy_scaled(x, 1, None, extra=True, what="parity")
+    _offset_shift(ch, offset, shift)
+    ch.imm("shl", 31)
+    ch.imm("shr", 31)
+    ch.imm("mul", -1)
+    parity = ch.x
+    ch.x = compute(x.shape, lambda *i: x(*i) + parity(*i), name=ch._name("t"), tag=ELEMWISE_TAG)
+    _offset_shift(ch, offset + (1 << (shift - 1)) - 1, shift)
+
+
+def _offset_shift(ch: _Chain, offset: int, shift: int) -> None:
+    """``x = floor((x + offset) / 2**shift)`` as ``((x + c_lo) >> k) + c_hi >> (shift - k)`` with
+    ``offset = c_hi 2**k + c_lo``, ``0 <= c_lo < 2**k``, ``k = min(shift, 15)`` (nested floors:
+    the same value); ``c_hi`` an immediate, or a constant vector beyond it."""
+    k = min(shift, PRODUCT_SHIFT)
+    c_hi, c_lo = offset >> k, offset & ((1 << k) - 1)
+    if c_lo:
+        ch.imm("add", c_lo)
+    if k:
+        ch.imm("shr", k)
+    if c_hi and _fits_imm(c_hi):
+        ch.imm("add", c_hi)
+    elif c_hi:
+        ch.tensor("add", ch.constant(c_hi))
+    if shift > k:
+        ch.imm("shr", shift - k)
+
+
+def _fitted_residual(ch: _Chain, inter, residual_shape: tuple, env: Environment, placeholders: list) -> None:
+    """The fitted sum of the operator's int8 output (``x + zero point``) and the residual
+    (:attr:`IntermediateSpec.fit`), as :func:`_fitted_sum`.
+
+    Raises
+    ------
+    ScheduleError
+        If the epilogue has no constant vectors and a multiplier passes the immediate.
+    """
+    f = inter.fit
+    if ch.const_shape is None and not all(_fits_imm(int(m)) for m in (f.lhs_multiplier, f.rhs_multiplier)):
+        raise ScheduleError("a fitted residual sum with multipliers beyond the 16-bit immediate needs constant "
+                            "vectors (a convolution's epilogue builds them; a dense layer's does not)")
+    if inter.zero_point:
+        ch.imm("add", inter.zero_point)
+    _times(ch, int(f.lhs_multiplier))
+    r = placeholder(residual_shape, name="residual", dtype=env.inp_dtype)
+    placeholders.append(("residual", r))
+    loaded = compute(r.shape, lambda *i: r(*i).astype(env.acc_dtype), name="res_load", tag=LOAD_TAG)
+    rc = _Chain(loaded, "res", ch.const_shape)
+    _times(rc, int(f.rhs_multiplier))
+    x, y = ch.x, rc.x
+    ch.x = compute(x.shape, lambda *i: x(*i) + y(*i), name="res_add", tag=ELEMWISE_TAG)
+    _fit_rounding(ch, f)
 
 
 def declare_qadd(spec, env: Environment) -> tuple[Tensor, list, list, list]:
@@ -822,7 +918,9 @@ def declare_qadd(spec, env: Environment) -> tuple[Tensor, list, list, list]:
     a = placeholder(shape, name="lhs", dtype=env.inp_dtype)
     b = placeholder(shape, name="rhs", dtype=env.inp_dtype)
     frac = sum_fraction_bits(spec.lhs.requant, spec.rhs.requant)
-    if frac is not None:  # one rounding of the rescaled sum
+    if spec.fit is not None:  # the sum fitted to onnxruntime's outputs
+        out = _fitted_sum(a, b, spec, env)
+    elif frac is not None:  # one rounding of the rescaled sum
         ta, tb = _term(a, spec.lhs, frac, env, "lhs"), _term(b, spec.rhs, frac, env, "rhs")
         ch = _Chain(compute(shape, lambda *i: ta(*i) + tb(*i), name="qadd_sum", tag=ELEMWISE_TAG), "qadd")
         out = _finish(ch, ch.round_sum(frac, spec.output_zero_point), spec.clip, env)
@@ -865,7 +963,11 @@ def schedule_alu_op(kind: str, spec, declare, env: Environment, tiling=None) -> 
     with env:
         out, pairs, loads, alus = declare(spec, env)
         if tiling is None:
-            tile_c, tile_h = 1, _row_tile(spec.height, spec.width, 2, env)
+            # a fitted sum budgets its constant vectors and its extra tile (other operators: two tiles, as always)
+            fitted = getattr(spec, "fit", None) is not None
+            vectors = sum(int(t.op.attrs.get("extra_vector", 0)) for t in alus if t.op.attrs)
+            extra = sum(int(t.op.attrs.get("extra_tile", 0)) for t in alus if t.op.attrs) if fitted else 0
+            tile_c, tile_h = 1, _row_tile(spec.height, spec.width, 2 + extra, env, vectors)
         else:
             wl = alu_workload(kind, spec, declare, env)
             if wl.c_blocks % tiling.tile_c or wl.height % tiling.tile_h or \

@@ -47,8 +47,13 @@ class AffineRequant:
         return np.clip(np.right_shift(t, self.shift), int(lo), int(hi))
 
 
-def _bounds(y: np.ndarray, s: int, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]:
+def _bounds(y: np.ndarray, s: int, lo: int, hi: int, even: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """The values ``t`` with ``t / 2**s`` rounded down (``even``: half to even) to ``y``, open
+    at a clipped end."""
     big = 1 << 60
+    if even and s:
+        half, odd = 1 << (s - 1), y & 1
+        return np.where(y <= lo, -big, (y << s) - half + odd), np.where(y >= hi, big, (y << s) + half - odd)
     low = np.where(y <= lo, -big, y << s)
     up = np.where(y >= hi, big, ((y + 1) << s) - 1)
     return low, up
@@ -103,4 +108,152 @@ def fit_affine(x: Any, y: Any, lo: int, hi: int, max_multiplier: int = MAX_FIT_M
             if t.min() < -(1 << 31) or t.max() >= 1 << 31:
                 continue
             return AffineRequant(int(m), int(c), int(s))
+    return None
+
+
+#: Largest shift tried for a sum of two operands (the multipliers stay near ``r * 2**shift``).
+MAX_SUM_SHIFT = 24
+#: The ALU builds a constant vector up to this magnitude (:meth:`vta.topi.qnn_build._Chain.constant`).
+MAX_SUM_CONSTANT = 1 << 30
+
+
+@dataclass(frozen=True)
+class AffineSum:
+    """``clip(floor((a * lhs_multiplier + b * rhs_multiplier + offset) / 2**shift), lo, hi)`` of
+    integers ``a``, ``b``; with ``even`` the division rounds half to even instead of down
+    (``floor((x + 2**(shift-1) - 1 + q % 2) / 2**shift)``, ``q = floor(x / 2**shift)``: what a
+    sum whose real value ties, as onnxruntime's ``rint`` rounds it, needs)."""
+
+    lhs_multiplier: int
+    rhs_multiplier: int
+    offset: int
+    shift: int
+    even: bool = False
+
+    def apply(self, a: Any, b: Any, lo: int, hi: int) -> np.ndarray:
+        """The fitted outputs of ``a`` and ``b`` (broadcast), int64."""
+        t = (np.asarray(a).astype(np.int64) * self.lhs_multiplier
+             + np.asarray(b).astype(np.int64) * self.rhs_multiplier + self.offset)
+        if self.even and self.shift:
+            t = t + (1 << (self.shift - 1)) - 1 + (np.right_shift(t, self.shift) & 1)
+        return np.clip(np.right_shift(t, self.shift), int(lo), int(hi))
+
+
+def _slope_range(x: np.ndarray, low: np.ndarray, up: np.ndarray) -> tuple[int, int]:
+    """The integers ``m`` for which some ``c`` gives ``low[i] <= x[i] m + c <= up[i]`` for every
+    ``i`` (``x`` increasing): ``(x_p - x_q) m <= up_p - low_q`` for every pair; an empty range
+    has ``lo > hi``."""
+    dx = x[:, None] - x[None, :]
+    rhs = up[:, None] - low[None, :]
+    pos = dx > 0
+    m_hi = np.floor_divide(rhs[pos], dx[pos]).min()
+    m_lo = -np.floor_divide(rhs.T[pos], dx[pos]).min()      # pairs with x_p < x_q
+    return int(m_lo), int(m_hi)
+
+
+def _lhs_range(x: np.ndarray, low: np.ndarray, up: np.ndarray) -> tuple[int, int]:
+    """The range of the left multiplier allowed by every column (a necessary condition): each
+    column ``j`` (one right operand) is a one-operand fit of its own."""
+    dx = x[:, None] - x[None, :]
+    pos = dx > 0
+    d = dx[pos][:, None]
+    m_lo, m_hi = -(1 << 62), 1 << 62
+    for j in range(0, low.shape[1], 32):
+        rhs = up[:, None, j:j + 32] - low[None, :, j:j + 32]
+        m_hi = min(m_hi, int(np.floor_divide(rhs[pos], d).min()))
+        m_lo = max(m_lo, int(-np.floor_divide(rhs.transpose(1, 0, 2)[pos], d).min()))
+        if m_lo > m_hi:
+            break
+    return m_lo, m_hi
+
+
+def _span(xa: np.ndarray, xb: np.ndarray, f: AffineSum) -> int:
+    """The largest ``|a m_a + b m_b + c|`` bound of a fit."""
+    return int(np.abs(xa).max() * abs(f.lhs_multiplier) + np.abs(xb).max() * abs(f.rhs_multiplier) + abs(f.offset))
+
+
+def _sum_at(xa: np.ndarray, xb: np.ndarray, low: np.ndarray, up: np.ndarray, candidates: list) -> AffineSum | None:
+    """The first left multiplier of ``candidates`` with a right multiplier and offset meeting
+    ``low <= a m_a + b m_b + c <= up`` everywhere (shift 0 here) inside the ALU's limits."""
+    for ma in candidates:
+        col_low = (low - ma * xa[:, None]).max(axis=0)
+        col_up = (up - ma * xa[:, None]).min(axis=0)
+        mb_lo, mb_hi = _slope_range(xb, col_low, col_up)
+        if mb_lo > mb_hi:
+            continue
+        mb = (mb_lo + mb_hi) // 2
+        c_lo, c_hi = int((col_low - mb * xb).max()), int((col_up - mb * xb).min())
+        f = AffineSum(int(ma), int(mb), (c_lo + c_hi) // 2, 0)
+        if max(abs(ma), abs(mb), abs(f.offset)) < MAX_SUM_CONSTANT and _span(xa, xb, f) < 1 << 31:
+            return f
+    return None
+
+
+def _middle_out(lo: int, hi: int, count: int) -> list[int]:
+    """At most ``count`` integers of ``[lo, hi]``, from its middle outwards (a wide range's
+    feasible multipliers lie inside it; the middle ones first)."""
+    mid = (lo + hi) // 2
+    out = [mid]
+    for d in range(1, count):
+        out += [v for v in (mid - d, mid + d) if lo <= v <= hi]
+        if len(out) >= count or (mid - d < lo and mid + d > hi):
+            break
+    return out[:count]
+
+
+def fit_affine_sum(xa: Any, xb: Any, y: Any, lo: int, hi: int, max_shift: int = MAX_SUM_SHIFT,
+                   max_candidates: int = 4096, even: bool = False) -> AffineSum | None:
+    """Integers with ``clip(floor((a_i m_a + b_j m_b + c) / 2**s), lo, hi) == y[i, j]`` for every
+    pair (``even``: the division rounded half to even, :class:`AffineSum`), the smallest shift
+    ``s <= max_shift`` that has them, multipliers and offset below ``2**30`` and every ``a m_a +
+    b m_b + c`` inside int32; None when there are none.
+
+    The shifts are tried in increasing order. A solution at shift ``s`` doubled is one at
+    ``s + 1``, so the left multiplier's range at ``max_shift`` (from the columns, one right
+    operand each, as :func:`fit_affine`) scaled down bounds it at every shift; for each candidate
+    in it the right multiplier's range comes from the rows' bounds.
+
+    Parameters
+    ----------
+    xa, xb : 1-D arrays of int
+        The left and right inputs, increasing.
+    y : 2-D array of int
+        ``y[i, j]``, the output wanted for ``(xa[i], xb[j])`` (inside ``[lo, hi]``).
+    lo, hi : int
+        The clip applied after.
+    max_shift, max_candidates : int
+        The search limits (shift; left multipliers tried per shift, from the middle of their
+        range outwards).
+
+    Raises
+    ------
+    ValueError
+        If the shapes disagree, an input is not increasing, or an output is outside ``[lo, hi]``.
+    """
+    xa = np.asarray(xa).astype(np.int64).ravel()
+    xb = np.asarray(xb).astype(np.int64).ravel()
+    y = np.asarray(y).astype(np.int64)
+    if y.shape != (xa.size, xb.size) or xa.size < 2 or xb.size < 2:
+        raise ValueError(f"fit_affine_sum: y must have shape ({xa.size}, {xb.size}) with two inputs or more a side, "
+                         f"got {y.shape}")
+    if np.any(np.diff(xa) <= 0) or np.any(np.diff(xb) <= 0):
+        raise ValueError("fit_affine_sum: the inputs xa and xb must be increasing")
+    if y.min() < lo or y.max() > hi:
+        raise ValueError(f"fit_affine_sum: outputs must lie in [{lo}, {hi}], got [{int(y.min())}, {int(y.max())}]")
+
+    top = _lhs_range(xa, *_bounds(y, max_shift, lo, hi, even))
+
+    def solve(s: int) -> AffineSum | None:
+        # the range at s is the top range scaled down (solutions at s doubled are solutions at max_shift)
+        k = max_shift - s
+        m_lo, m_hi = -((-top[0]) >> k), top[1] >> k
+        if m_lo > m_hi:
+            return None
+        found = _sum_at(xa, xb, *_bounds(y, s, lo, hi, even), _middle_out(m_lo, m_hi, max_candidates))
+        return None if found is None else AffineSum(found.lhs_multiplier, found.rhs_multiplier, found.offset, s, even)
+
+    for s in range(max_shift + 1):
+        found = solve(s)
+        if found is not None:
+            return found
     return None

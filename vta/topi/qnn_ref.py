@@ -34,6 +34,8 @@ def _finish(acc: np.ndarray, rq: Requant, z_out: int, clip: tuple, residual: Res
     if intermediate is not None:
         zi, (lo, hi) = intermediate.zero_point, intermediate.clip
         y = np.clip(y + zi, lo, hi) - zi
+        if intermediate.fit is not None and residual is not None:
+            return intermediate.fit.apply(y + zi, r, clip[0], clip[1]).astype(np.int8)
         frac = sum_fraction_bits(intermediate.requant, residual.requant) if residual is not None else None
         if frac is not None:
             # both operands rescaled with frac fraction bits, one rounding of the sum (QLinearAdd)
@@ -107,6 +109,8 @@ def qadd_np(spec: QAddSpec, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     for name, t in (("a", a), ("b", b)):
         if np.shape(t) != spec.out_shape:
             raise ValueError(f"qadd_np: {name} has shape {np.shape(t)!r}, expected {spec.out_shape!r}")
+    if spec.fit is not None:
+        return spec.fit.apply(a, b, spec.clip[0], spec.clip[1]).astype(np.int8)
     y = add_np([(a, spec.lhs.zero_point, spec.lhs.requant), (b, spec.rhs.zero_point, spec.rhs.requant)],
                spec.output_zero_point, spec.clip[0], spec.clip[1])
     return y.astype(np.int8)

@@ -4,6 +4,7 @@ NCHW sizes before packing."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from .qnn_requant import INT8_RANGE, Requant
 
@@ -71,6 +72,9 @@ class IntermediateSpec:
     zero_point: int
     requant: Requant
     clip: tuple = INT8_RANGE
+    #: a :class:`~vta.topi.qnn_fit.AffineSum` of (the operator's int8 output, the residual) that
+    #: replaces both rescales and the rounding of the sum (fitted to onnxruntime's sum)
+    fit: Any = None
 
     def __post_init__(self):
         _check_zp(self.zero_point, "IntermediateSpec")
@@ -228,7 +232,9 @@ class QDenseSpec:
 @dataclass(frozen=True)
 class QAddSpec:
     """``clip(requant_a(a - z_a) + requant_b(b - z_b) + z_out)`` of two int8 NCHW tensors (a dense
-    activation ``(N, C)`` is ``height = width = 1``).
+    activation ``(N, C)`` is ``height = width = 1``); with ``fit`` (a
+    :class:`~vta.topi.qnn_fit.AffineSum` of the int8 operands, fitted to onnxruntime's outputs
+    over every input pair) ``clip(fit(a, b))`` instead, the operands' requants unused.
 
     Raises
     ------
@@ -244,6 +250,7 @@ class QAddSpec:
     rhs: ResidualSpec
     output_zero_point: int = 0
     clip: tuple = INT8_RANGE
+    fit: Any = None
 
     def __post_init__(self):
         for name in ("batch", "channels", "height", "width"):

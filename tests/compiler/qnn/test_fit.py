@@ -66,3 +66,36 @@ def test_bad_tables_are_refused():
         fit_affine(np.array([1, 1]), np.array([0, 0]), 0, 255)
     with pytest.raises(ValueError, match=r"lie in \[0, 255\]"):
         fit_affine(np.arange(2), np.array([0, 300]), 0, 255)
+
+
+def _brute_sum(xa, xb, ma, mb, c, s, lo, hi):
+    return np.array([[min(max((a * ma + b * mb + c) // (1 << s), lo), hi) for b in xb.tolist()] for a in xa.tolist()])
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_a_sum_table_made_by_an_integer_form_is_fitted_exactly(seed):
+    from vta.topi.qnn_fit import fit_affine_sum
+
+    rng = np.random.default_rng(seed)
+    x = np.arange(-128, 128, 3)
+    s = int(rng.integers(10, 20))
+    ma, mb = (int(v) for v in rng.integers(1 << (s - 3), 1 << s, 2))
+    c = int(rng.integers(-(1 << (s + 4)), 1 << (s + 4)))
+    y = _brute_sum(x, x, ma, mb, c, s, -128, 127)
+    fit = fit_affine_sum(x, x, y, -128, 127)
+    assert fit is not None and fit.shift <= s
+    np.testing.assert_array_equal(_brute_sum(x, x, fit.lhs_multiplier, fit.rhs_multiplier, fit.offset, fit.shift,
+                                             -128, 127), y)
+
+
+def test_a_sum_table_with_a_step_out_of_line_has_no_fit():
+    from vta.topi.qnn_fit import fit_affine_sum
+
+    x = np.arange(-20, 20)
+    y = _brute_sum(x, x, 3, 5, 0, 3, -128, 127)
+    y[7, 9] += 2                          # no monotone affine form has this jump
+    assert fit_affine_sum(x, x, y, -128, 127) is None
+    with pytest.raises(ValueError, match="increasing"):
+        fit_affine_sum(x[::-1], x, y, -128, 127)
+    with pytest.raises(ValueError, match="shape"):
+        fit_affine_sum(x, x[:5], y, -128, 127)

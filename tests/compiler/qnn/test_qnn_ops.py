@@ -371,3 +371,37 @@ def test_conv7x7_first_layer_with_the_kernel_width_folded(qenv, tmp_path):
     # 21 folded channels fill two 16-wide blocks: 2 x 7 kernel rows against 1 x 49 taps.
     assert gemm[True] * 49 == gemm[False] * 14
     assert layout.arg("data").shape[1:4] == (2, 22, 8) and layout.folds and not layout.needs_border_map
+
+
+def _rounded(t: int, s: int, even: bool) -> int:
+    """``t / 2**s`` rounded down, or half to even (Python's integers)."""
+    if not (even and s):
+        return t >> s
+    q, r = t >> s, t - ((t >> s) << s)
+    return q + (r > (1 << (s - 1)) or (r == (1 << (s - 1)) and q % 2 == 1))
+
+
+@pytest.mark.parametrize("fit", [(288971, 436527, 6749993 - 128 * (288971 + 436527), 19, False),
+                                 (700, -300, 1 << 27, 10, False), (1, 1, 0, 1, True), (8385, 8192, 15226, 14, True),
+                                 (288971, 436527, -3 << 20, 19, True)],
+                         ids=["vector-multipliers", "vector-offset", "halves-even", "even", "even-vectors"])
+def test_qadd_fitted_sum_on_every_pair(qenv, tmp_path, fit):
+    """``QAddSpec.fit`` on the ALU: ``clip(floor((a m_a + b m_b + c) / 2**s))`` (or rounded half
+    to even) on all 65,536 pairs of int8 operands, against Python's integers (multipliers beyond
+    the 16-bit immediate: constant vectors; an offset whose high part passes it: a constant vector
+    added)."""
+    from vta.topi.qnn_fit import AffineSum
+
+    f = AffineSum(*fit)
+    unused = qnn.ResidualSpec(0, qnn.Requant.from_scale(0.5))
+    spec = qnn.QAddSpec(1, 256, 16, 16, unused, unused, 0, (-128, 120), fit=f)
+    g = np.arange(-128, 128)
+    a = np.repeat(g, 256).astype(np.int8).reshape(spec.out_shape)
+    b = np.tile(g, 256).astype(np.int8).reshape(spec.out_shape)
+    mod, layout = qnn.build_qadd(spec, "qadd_fit")
+    out, stats = run_op(mod, layout, layout.pack_args(lhs=a, rhs=b), tmp_path)
+    want = [min(max(_rounded(int(x) * f.lhs_multiplier + int(y) * f.rhs_multiplier + f.offset, f.shift, f.even),
+                    -128), 120) for x, y in zip(a.ravel().tolist(), b.ravel().tolist(), strict=True)]
+    np.testing.assert_array_equal(layout.unpack(out).ravel(), np.array(want))
+    np.testing.assert_array_equal(qnn.qadd_np(spec, a, b).ravel(), np.array(want))
+    assert stats["gemm_counter"] == 0

@@ -21,7 +21,11 @@ way:
   (Q's ``IntermediateSpec``) and rescaled to the add's output scale, the residual by its own
   per-tensor multiplier: the fusion gives the bits of the unfused graph;
 * the requantization gets a pre-shift when the layer's worst accumulator (``255 * sum|w| +
-  |bias|``) can pass 23 bits, so that ``acc * m`` stays inside int32.
+  |bias|``) can pass 23 bits, so that ``acc * m`` stays inside int32;
+* every sum of two tensors (a standalone add, a residual) is compared with onnxruntime's on all
+  65,536 input pairs (:func:`sum_problem`): where the fixed-point sum differs, the integer form
+  fitted to onnxruntime's table takes its place (``QAddSpec.fit``, ``IntermediateSpec.fit``), or
+  the add stays on the CPU (onnxruntime's table) when there is none.
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ from ...errors import GraphError
 from ..accel_match import Chain, Matcher, avg_pool_spec
 from ...topi.qnn_group import accel_grouping, expand_group_weight
 from ..accel_ops import ACCEL_OPS, AccelOp, _pad_axis, _pad_requant
+from ..ort_tables import int8_offset
 from ..ir import Graph, Node, Value
 from ._rewrite import Rewriter
 from .accumulator_bits import worst_accumulator_bits
@@ -62,6 +67,43 @@ def fold_clip(activations: list[Node], dtype: str) -> tuple[int, int]:
             lo = max(lo, int(np.ceil(act.attrs["a_min"])))
             hi = min(hi, int(np.floor(act.attrs["a_max"])))
     return lo, max(lo, hi)
+
+
+def _sum_operand_types(add: Node) -> tuple[tuple, tuple, tuple]:
+    """``(dtype, scale, zero_point)`` of a ``qnn.add``'s left and right operands and output."""
+    a = add.attrs
+    sides = tuple((v.type.dtype, float(_scale(a[f"{side}_scale"])[0]), int(a[f"{side}_zero_point"]))
+                  for v, side in zip(add.inputs, ("lhs", "rhs"), strict=True))
+    return (*sides, (add.output_type.dtype, float(_scale(a["output_scale"])[0]), int(a["output_zero_point"])))
+
+
+def sum_problem(add: Node, spec) -> str | None:
+    """Why the accelerator's sum ``spec`` (a :class:`~vta.topi.qnn.QAddSpec` in the int8 domain,
+    ``lhs`` the add's first input; its sizes and clip are not read) of the ``qnn.add`` node
+    ``add`` cannot stand for onnxruntime's: the count of the 65,536 input pairs on which
+    :func:`~vta.topi.qnn.qadd_np` (what ``vta.add`` and a fused residual compute) differs from
+    onnxruntime's QDQ sum (:func:`vta.graph.ort_tables.sum_mismatches`). None when they agree on
+    every pair, and when onnxruntime is not installed (nothing to compare with: the fixed-point
+    sum stays)."""
+    from ...topi.qnn import INT8_RANGE, qadd_np
+    from ..ort_tables import available, sum_mismatches
+
+    if not available():
+        return None
+    *sides, out = _sum_operand_types(add)
+    out_dtype = out[0]
+    grid = dataclasses.replace(spec, batch=1, channels=256, height=256, width=1, clip=INT8_RANGE)
+    offsets = [int8_offset(dt) for dt, _, _ in sides]
+
+    def ours(ga, gb):
+        y = qadd_np(grid, (ga + offsets[0]).reshape(grid.out_shape), (gb + offsets[1]).reshape(grid.out_shape))
+        return y.astype(np.int64).reshape(ga.shape) - int8_offset(out_dtype)
+
+    n = sum_mismatches(*sides, out, ours)
+    if n == 0:
+        return None
+    return (f"the accelerator's fixed-point sum differs from onnxruntime's on {n} of the 65536 input pairs: "
+            "onnxruntime's sum on the CPU")
 
 
 def _core_macs(core: Node) -> int:
@@ -174,6 +216,7 @@ class FuseAccelerator:
         plans, reasons = chain_plans(graph, env, self.pad_limit)
         self.reasons.clear()
         self.reasons.update(reasons)
+        plans = self._exact_sums(plans)
         absorbed = {n.name for c in plans.values() for n in c.nodes[:-1]}
         rw = Rewriter(graph)
         self._int8_cache: dict[str, Value] = {}
@@ -259,6 +302,102 @@ class FuseAccelerator:
         folded_blocks = -(-spec.in_channels * spec.kernel_w // env.BLOCK_IN)
         return folded_blocks < spec.kernel_w
 
+    def _exact_sums(self, plans: dict[str, Chain]) -> dict[str, Chain]:
+        """The plans with every sum equal to onnxruntime's on every input pair
+        (:func:`sum_problem`). A sum that is not keeps the accelerator with the integer form
+        fitted to onnxruntime's outputs (:func:`vta.graph.ort_tables.pair_add_fit`, kept in
+        ``_fits``) where one exists, else stays on the CPU. A convolution keeps an absorbed add
+        whose sum is not exact with the fitted sum in its epilogue; without a fit, and in a dense
+        layer (its epilogue builds no constant vectors), the add (and what follows it) leaves the
+        chain for a standalone add. The reasons and notes go to :attr:`reasons` under the add's
+        (or the convolution's) name."""
+        kept: dict[str, Chain] = {}
+        self._fits = {}
+        for key, c in plans.items():
+            if c.requant is not None and c.add is not None and self.residual_rounding == "intermediate":
+                problem = sum_problem(c.add, self._residual_sum_spec(c))
+                if problem is None or (c.kind == "conv2d" and self._fit_residual(c)):
+                    kept[key] = c
+                    continue
+                add_chain = Chain("add", [c.add, *c.activations], c.add, add=c.add, activations=list(c.activations))
+                c = dataclasses.replace(c, nodes=c.nodes[:c.nodes.index(c.add)], add=None, residual=None,
+                                        activations=[])
+                kept[c.last.name] = c
+                a, b = add_chain.core.inputs
+                if a.type.ndim != 4 or a.type.shape != b.type.shape:
+                    self.reasons[add_chain.core.name] = problem
+                    continue
+                key, c = add_chain.last.name, add_chain
+            if c.kind == "add" and not self._exact_add(c):
+                continue
+            kept[key] = c
+        return kept
+
+    def _fit_residual(self, c: Chain) -> bool:
+        """Whether an integer form of the chain's residual sum fitted to onnxruntime's exists
+        (kept in ``_fits`` under the layer's name, as a sum of the layer's int8 output and the
+        residual; noted in :attr:`reasons`)."""
+        from ...topi.qnn_fit import AffineSum
+        from ..ort_tables import pair_add_fit
+
+        fit = pair_add_fit(*_sum_operand_types(c.add))
+        if fit is None:
+            return False
+        if c.add.inputs[0] != c.requant.output:     # the layer is the add's right operand
+            fit = AffineSum(fit.rhs_multiplier, fit.lhs_multiplier, fit.offset, fit.shift)
+        self._fits[c.core.name] = fit
+        self.reasons[c.core.name] = (f"residual sum fitted to onnxruntime's outputs over every input pair: floor(("
+                                     f"y * {fit.lhs_multiplier} + r * {fit.rhs_multiplier} + {fit.offset}) / "
+                                     f"2**{fit.shift})")
+        return True
+
+    def _exact_add(self, c: Chain) -> bool:
+        """Whether the standalone add of ``c`` runs on the accelerator: its fixed-point sum is
+        onnxruntime's on every input pair, or an integer form fitted to onnxruntime's outputs
+        exists (kept in ``_fits``, noted in :attr:`reasons`); otherwise the reason is recorded."""
+        add = c.core
+        problem = sum_problem(add, self._add_spec(c))
+        if problem is None:
+            return True
+        from ..ort_tables import pair_add_fit
+
+        fit = pair_add_fit(*_sum_operand_types(add))
+        if fit is None:
+            self.reasons[add.name] = f"{problem} (no integer form within the ALU's limits equals it)"
+            return False
+        self._fits[add.name] = fit
+        self.reasons[add.name] = (f"the sum fitted to onnxruntime's outputs over every input pair: floor((a * "
+                                  f"{fit.lhs_multiplier} + b * {fit.rhs_multiplier} + {fit.offset}) / "
+                                  f"2**{fit.shift})")
+        return True
+
+    def _sum_operands(self, c: Chain):
+        """``(mine, residual spec, intermediate spec)`` of a chain's absorbed add (``intermediate``
+        rounding): which side of the add the layer's result is, and the two rescaled operands."""
+        a, rq = c.add.attrs, c.requant
+        out_scale = _scale(a["output_scale"])
+        mine, other = ("lhs", "rhs") if c.add.inputs[0] == rq.output else ("rhs", "lhs")
+        residual = self._residual(int(a[f"{other}_zero_point"]) + int8_offset(c.residual.type.dtype),
+                                  _scale(a[f"{other}_scale"]) / out_scale)
+        y_dtype = rq.output_type.dtype
+        y_off = int8_offset(y_dtype)
+        y_lo, y_hi = _dtype_range(y_dtype)
+        intermediate = self._intermediate(int(a[f"{mine}_zero_point"]) + y_off, (y_lo + y_off, y_hi + y_off),
+                                          _scale(a[f"{mine}_scale"]) / out_scale)
+        return mine, residual, intermediate
+
+    def _residual_sum_spec(self, c: Chain):
+        """The sum a chain's epilogue computes after its intermediate (the layer's own int8
+        result and the residual, rescaled and added as :class:`~vta.topi.qnn.QAddSpec` does), as
+        a spec whose ``lhs`` is the add's first input."""
+        from ...topi.qnn import INT8_RANGE, QAddSpec, ResidualSpec
+
+        mine, residual, intermediate = self._sum_operands(c)
+        layer = ResidualSpec(intermediate.zero_point, intermediate.requant)
+        lhs, rhs = (layer, residual) if mine == "lhs" else (residual, layer)
+        z_out = int(c.add.attrs["output_zero_point"]) + int8_offset(c.add.output_type.dtype)
+        return QAddSpec(1, 1, 1, 1, lhs, rhs, z_out, INT8_RANGE)
+
     def _fuse(self, rw: Rewriter, chain: Chain) -> Value:
         return FUSED_KINDS[chain.kind](self, rw, chain)
 
@@ -286,19 +425,16 @@ class FuseAccelerator:
         if c.add is not None:
             a = c.add.attrs
             out_scale, z_out = _scale(a["output_scale"]), int(a["output_zero_point"])
-            mine, other = ("lhs", "rhs") if c.add.inputs[0] == rq.output else ("rhs", "lhs")
-            residual_val, dr = self._to_int8(rw, c.residual)
-            residual_spec = self._residual(int(a[f"{other}_zero_point"]) + dr, _scale(a[f"{other}_scale"]) / out_scale)
+            residual_val, _ = self._to_int8(rw, c.residual)
+            # the layer's own int8 result, rounded and saturated as the unfused graph does, then rescaled
+            _, residual_spec, intermediate = self._sum_operands(c)
+            if core.name in self._fits:
+                intermediate = dataclasses.replace(intermediate, fit=self._fits[core.name])
             if self.residual_rounding == "intermediate":
-                # the layer's own int8 result, rounded and saturated as the unfused graph does, then rescaled
-                y_dtype = rq.output_type.dtype
-                y_off = -128 if y_dtype == "uint8" else 0
-                y_lo, y_hi = _dtype_range(y_dtype)
-                intermediate = self._intermediate(int(a[f"{mine}_zero_point"]) + y_off, (y_lo + y_off, y_hi + y_off),
-                                                  _scale(a[f"{mine}_scale"]) / out_scale)
                 requant = self._requant(_scale(rq.attrs["input_scale"]) / _scale(rq.attrs["output_scale"]), acc_bits)
             else:
                 # straight to the add's output scale: one rounding, no intermediate saturation
+                intermediate = None
                 requant = self._requant(_scale(rq.attrs["input_scale"]) / out_scale, acc_bits)
         else:
             out_scale, z_out = _scale(rq.attrs["output_scale"]), int(rq.attrs["output_zero_point"])
@@ -320,8 +456,9 @@ class FuseAccelerator:
                 grouping = accel_grouping(cin, w.shape[0], groups, env.BLOCK_IN, env.BLOCK_OUT)
                 w = expand_group_weight(w, groups, grouping)
                 ratio = (w.shape[0] * w.shape[1]) / (core.output_type.shape[1] * core.inputs[1].type.shape[1])
-                self.reasons[core.name] = (f"{groups} groups run as {grouping.groups} group(s) of whole channel "
-                                           f"blocks with block-diagonal weights ({ratio:.1f}x the layer's MACs)")
+                note = (f"{groups} groups run as {grouping.groups} group(s) of whole channel "
+                        f"blocks with block-diagonal weights ({ratio:.1f}x the layer's MACs)")
+                self.reasons[core.name] = "; ".join(filter(None, (note, self.reasons.get(core.name))))
                 cin, groups = grouping.in_channels, grouping.groups
                 bias = _pad_axis(bias, 0, w.shape[0])
                 common["requant"] = _pad_requant(requant, w.shape[0])
@@ -345,23 +482,33 @@ class FuseAccelerator:
         out = rw.emit(accel.name, inputs, attrs, core.name)
         return self._finish(rw, out, out_dtype, c.last)
 
-    def _fuse_add(self, rw: Rewriter, c: Chain) -> Value:
+    def _add_spec(self, c: Chain):
+        """The :class:`~vta.topi.qnn.QAddSpec` of a standalone add chain (the int8 domain)."""
         from ...topi.qnn import QAddSpec
 
         add = c.core
         a = add.attrs
-        va, da = self._to_int8(rw, add.inputs[0])
-        vb, db = self._to_int8(rw, add.inputs[1])
+        da, db = (int8_offset(v.type.dtype) for v in add.inputs)
         out_scale = _scale(a["output_scale"])
         out_dtype = add.output_type.dtype
-        doff = -128 if out_dtype == "uint8" else 0
+        doff = int8_offset(out_dtype)
         lo, hi = fold_clip(c.activations, out_dtype)
-        n, ch, h, w = va.type.shape
-        spec = QAddSpec(n, ch, h, w, self._residual(int(a["lhs_zero_point"]) + da, _scale(a["lhs_scale"]) / out_scale),
+        n, ch, h, w = add.inputs[0].type.shape
+        return QAddSpec(n, ch, h, w, self._residual(int(a["lhs_zero_point"]) + da, _scale(a["lhs_scale"]) / out_scale),
                         self._residual(int(a["rhs_zero_point"]) + db, _scale(a["rhs_scale"]) / out_scale),
                         int(a["output_zero_point"]) + doff, (lo + doff, hi + doff))
-        attrs = dict(spec=spec, layout="NCHW", out_scale=float(out_scale[0]),
-                     out_zero_point=int(a["output_zero_point"]) + doff, out_axis=None, channels=ch)
+
+    def _fuse_add(self, rw: Rewriter, c: Chain) -> Value:
+        add = c.core
+        a = add.attrs
+        va, _ = self._to_int8(rw, add.inputs[0])
+        vb, _ = self._to_int8(rw, add.inputs[1])
+        out_dtype = add.output_type.dtype
+        spec = self._add_spec(c)
+        if add.name in self._fits:
+            spec = dataclasses.replace(spec, fit=self._fits[add.name])
+        attrs = dict(spec=spec, layout="NCHW", out_scale=float(_scale(a["output_scale"])[0]),
+                     out_zero_point=spec.output_zero_point, out_axis=None, channels=spec.channels)
         rw.names.discard(add.name)
         out = rw.emit(_BY_KIND[c.kind].name, [va, vb], attrs, add.name)
         return self._finish(rw, out, out_dtype, c.last)
