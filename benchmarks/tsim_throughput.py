@@ -301,9 +301,17 @@ BEFORE_PASS8 = {
     "gemm_ipc": 3020,            # GEMM-heavy program (64 x 16 x 64)
 }
 
-#: The function whose inclusive instruction count is the model's per-cycle work: the root
-#: evaluation of the Verilated model, which the shim calls once per clock edge.
-_EVAL_FUNCTION = "Vvta_tsim_top___024root___eval(*"
+#: The function whose inclusive instruction count is the model's per-cycle work: the shim's
+#: evaluation of the rising clock edge (the only edge it evaluates). Libraries built before that
+#: function existed called the root evaluation of the Verilated model once per clock edge: their
+#: count is that function's (:func:`_eval_function`).
+_EVAL_FUNCTION = "*vta_tsim_rising_edge(*"
+_EVAL_FUNCTION_OLD = "Vvta_tsim_top___024root___eval(*"
+
+
+def _eval_function(lib: Path) -> str:
+    """The callgrind function pattern of the per-cycle evaluation in ``lib``."""
+    return _EVAL_FUNCTION if b"vta_tsim_rising_edge" in Path(lib).read_bytes() else _EVAL_FUNCTION_OLD
 
 
 def _rate(cycles: float, seconds: float) -> float:
@@ -476,7 +484,7 @@ def instructions_per_cycle(what: str, lib: Path) -> tuple[float, int] | None:
     with tempfile.TemporaryDirectory(prefix="vta-tsim-cg-") as tmp:
         out = Path(tmp) / "callgrind.out"
         cmd = [valgrind, "--tool=callgrind", f"--callgrind-out-file={out}", "--collect-atstart=no",
-               f"--toggle-collect={_EVAL_FUNCTION}", sys.executable, str(Path(__file__).resolve()),
+               f"--toggle-collect={_eval_function(lib)}", sys.executable, str(Path(__file__).resolve()),
                "--child-run", what, "--library", str(lib)]
         proc = subprocess.run(cmd, cwd=tmp, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                               env=dict(os.environ, PYTHONPATH=str(_REPO)))
@@ -487,7 +495,7 @@ def instructions_per_cycle(what: str, lib: Path) -> tuple[float, int] | None:
                                f"{proc.stdout[-2000:]}{proc.stderr[-2000:]}")
         instructions, n = int(collected.group(1)), int(cycles.group(1))
         if instructions == 0:
-            raise RuntimeError(f"callgrind counted no instructions in {_EVAL_FUNCTION}")
+            raise RuntimeError(f"callgrind counted no instructions in {_eval_function(lib)}")
         return instructions / n, n
 
 
