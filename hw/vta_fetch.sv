@@ -176,7 +176,47 @@ module vta_fetch import vta_pkg::*; (
       half_q  <= 1'b0;
       low_q   <= '0;
     end else begin
+      // FeRun comes first and reads the registers it needs, into automatic copies, before any
+      // of them is assigned: a simulator then updates them in place (Verilator keeps a shadow
+      // copy of a register read after an assignment to it in its process, copied in and back
+      // every cycle). The other states read none.
       unique case (state_q)
+        FeRun: begin
+          automatic logic [31:0]     addr     = addr_q;
+          automatic logic [31:0]     left     = left_q;
+          automatic logic [31:0]     index    = index_q;
+          automatic logic [CntW-1:0] cnt      = cnt_q;
+          automatic logic [CntW-1:0] fly      = fly_q;
+          automatic logic [PtrW-1:0] rptr     = rptr_q;
+          automatic logic [PtrW-1:0] wptr     = wptr_q;
+          automatic logic            half     = half_q;
+          automatic logic [3:0]      nins     = burst_insns;
+          automatic logic            stop     = halt_i || err_o;
+          automatic logic            take_req = req_fire;
+          automatic logic            take_ins = insn_in;
+          automatic logic            disp     = dispatching;
+          automatic logic            done     = drained;
+          automatic logic [CntW-1:0] fly_add  = fly_in;
+          automatic logic [CntW-1:0] cnt_sub  = cnt_out;
+          if (stop) begin
+            state_q <= FeHalted;
+          end else begin
+            if (take_req) begin
+              addr_q <= addr + 32'({nins, 4'd0});
+              left_q <= left - 32'(nins);
+            end
+            fly_q <= fly + fly_add - (take_ins ? CntW'(1) : '0);
+            cnt_q <= cnt + (take_ins ? CntW'(1) : '0) - cnt_sub;
+            if (disp) index_q <= index + 32'd1;
+            if (done) state_q <= FeIdle;
+          end
+          if (disp) rptr_q <= rptr + PtrW'(1);
+          if (take_ins) wptr_q <= wptr + PtrW'(1);
+          if (rsp_valid_i) begin
+            half_q <= !half;
+            if (!half) low_q <= rsp_data_i;
+          end
+        end
         FeIdle: begin
           rptr_q <= '0;
           wptr_q <= '0;
@@ -186,26 +226,6 @@ module vta_fetch import vta_pkg::*; (
             left_q  <= insn_count_i;
             index_q <= '0;
             state_q <= (insn_count_i == '0) ? FeIdle : FeRun;
-          end
-        end
-        FeRun: begin
-          if (halt_i || err_o) begin
-            state_q <= FeHalted;
-          end else begin
-            if (req_fire) begin
-              addr_q <= addr_q + 32'({burst_insns, 4'd0});
-              left_q <= left_q - 32'(burst_insns);
-            end
-            fly_q <= fly_q + fly_in - (insn_in ? CntW'(1) : '0);
-            cnt_q <= cnt_q + (insn_in ? CntW'(1) : '0) - cnt_out;
-            if (dispatching) index_q <= index_q + 32'd1;
-            if (drained) state_q <= FeIdle;
-          end
-          if (dispatching) rptr_q <= rptr_q + PtrW'(1);
-          if (insn_in) wptr_q <= wptr_q + PtrW'(1);
-          if (rsp_valid_i) begin
-            half_q <= !half_q;
-            if (!half_q) low_q <= rsp_data_i;
           end
         end
         FeHalted: state_q <= FeHalted;

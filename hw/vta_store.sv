@@ -182,7 +182,19 @@ module vta_store import vta_pkg::*; (
       // the state (no burst, element or ack is outstanding, WalkOnlyInExec and AckExpected), so
       // the next state is computed only then, in this enabled branch, and a simulator evaluates
       // none of it while the store is idle (logic outside a clocked enable is evaluated every
-      // cycle).
+      // cycle). The registers this process reads are read first, into automatic copies, before
+      // any of them is assigned: a simulator then updates them in place (Verilator keeps a
+      // shadow copy of a register read after an assignment to it in its process, copied in and
+      // back every cycle, also while the store is idle).
+      automatic logic [15:0] rows     = rows_q;
+      automatic logic [31:0] row_addr = row_addr_q;
+      automatic logic [31:0] addr     = addr_q;
+      automatic logic [31:0] rem      = rem_q;
+      automatic logic [31:0] src      = src_q;
+      automatic logic [31:0] rd_left  = rd_left_q;
+      automatic logic [7:0]  blen     = blen_q;
+      automatic logic [15:0] sub      = sub_q;
+      automatic logic [31:0] nbeats   = burst;
       // burst walk
       if (start) begin
         aw_active_q <= 1'b1;
@@ -191,17 +203,17 @@ module vta_store import vta_pkg::*; (
         addr_q      <= dram_base << ElemLog;
         rem_q       <= 32'(x_size) << (ElemLog - 3);
       end else if (req_fire) begin
-        if (rem_q != burst) begin
-          addr_q <= addr_q + (burst << 3);
-          rem_q  <= rem_q - burst;
-        end else if (rows_q == 16'd1) begin  // the last burst of the last row
+        if (rem != nbeats) begin
+          addr_q <= addr + (nbeats << 3);
+          rem_q  <= rem - nbeats;
+        end else if (rows == 16'd1) begin  // the last burst of the last row
           aw_active_q <= 1'b0;
-          addr_q      <= addr_q + (burst << 3);
+          addr_q      <= addr + (nbeats << 3);
           rem_q       <= '0;
-        end else begin                       // the row's last burst: on to the next row
-          rows_q     <= rows_q - 16'd1;
-          row_addr_q <= row_addr_q + (32'(x_stride) << ElemLog);
-          addr_q     <= row_addr_q + (32'(x_stride) << ElemLog);
+        end else begin                     // the row's last burst: on to the next row
+          rows_q     <= rows - 16'd1;
+          row_addr_q <= row_addr + (32'(x_stride) << ElemLog);
+          addr_q     <= row_addr + (32'(x_stride) << ElemLog);
           rem_q      <= 32'(x_size) << (ElemLog - 3);
         end
       end
@@ -210,8 +222,8 @@ module vta_store import vta_pkg::*; (
         src_q     <= 32'(sram_base);
         rd_left_q <= 32'(x_size) * 32'(y_size);
       end else if (read) begin
-        src_q     <= src_q + 32'd1;
-        rd_left_q <= rd_left_q - 32'd1;
+        src_q     <= src + 32'd1;
+        rd_left_q <= rd_left - 32'd1;
       end
       inflight_q <= read;
       cnt_q      <= cnt_q + (inflight_q ? 2'd1 : 2'd0) - (pop ? 2'd1 : 2'd0);
@@ -220,12 +232,12 @@ module vta_store import vta_pkg::*; (
       // beat stream: a burst accepted in this cycle opens (its beats start next cycle)
       if (req_fire) begin
         open_q <= 1'b1;
-        blen_q <= 8'(burst - 32'd1);
+        blen_q <= 8'(nbeats - 32'd1);
       end else if (beat_fire) begin
-        blen_q <= blen_q - 8'd1;
-        if (blen_q == '0) open_q <= 1'b0;
+        blen_q <= blen - 8'd1;
+        if (blen == '0) open_q <= 1'b0;
       end
-      if (beat_fire) sub_q <= pop ? '0 : sub_q + 16'd1;
+      if (beat_fire) sub_q <= pop ? '0 : sub + 16'd1;
       acks_q <= acks_q + (req_fire ? 16'd1 : 16'd0) - (wr_ack_i ? 16'd1 : 16'd0);
     end
   end
