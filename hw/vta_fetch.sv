@@ -54,12 +54,20 @@ module vta_fetch import vta_pkg::*; (
   logic [63:0] low_q;               // that low beat
   logic [INSN_BITS-1:0] buf_q [BufInsns];
   logic [3:0]  burst_insns;
+  logic [3:0]  burst_insns_q;      // burst_len(addr_q[6:4], left_q)
   logic        req_fire, insn_in, running;
 
-  always_comb begin
-    burst_insns = 4'(BurstInsns) - {1'b0, addr_q[6:4]};
-    if (left_q < 32'(burst_insns)) burst_insns = left_q[3:0];
-  end
+  // Instructions of the next burst (blk: the address's instruction within its burst boundary):
+  // those left, at most up to the boundary. burst_insns_q is a register written with addr_q and
+  // left_q (so it always equals this function of them), which a simulator computes only when
+  // they change.
+  function automatic logic [3:0] burst_len(logic [2:0] blk, logic [31:0] left);
+    logic [3:0] n;
+    n = 4'(BurstInsns) - {1'b0, blk};
+    return (left < 32'(n)) ? left[3:0] : n;
+  endfunction
+
+  assign burst_insns = burst_insns_q;
 
   assign running     = (state_q == FeRun) && !halt_i;
   assign req_valid_o = running && (left_q != '0)
@@ -168,6 +176,7 @@ module vta_fetch import vta_pkg::*; (
       state_q <= FeIdle;
       addr_q  <= '0;
       left_q  <= '0;
+      burst_insns_q <= '0;
       index_q <= '0;
       cnt_q   <= '0;
       fly_q   <= '0;
@@ -202,8 +211,11 @@ module vta_fetch import vta_pkg::*; (
             state_q <= FeHalted;
           end else begin
             if (take_req) begin
-              addr_q <= addr + 32'({nins, 4'd0});
-              left_q <= left - 32'(nins);
+              automatic logic [31:0] addr1 = addr + 32'({nins, 4'd0});
+              automatic logic [31:0] left1 = left - 32'(nins);
+              addr_q        <= addr1;
+              left_q        <= left1;
+              burst_insns_q <= burst_len(addr1[6:4], left1);
             end
             fly_q <= fly + fly_add - (take_ins ? CntW'(1) : '0);
             cnt_q <= cnt + (take_ins ? CntW'(1) : '0) - cnt_sub;
@@ -224,6 +236,7 @@ module vta_fetch import vta_pkg::*; (
           if (launch_i) begin
             addr_q  <= insn_addr_i;
             left_q  <= insn_count_i;
+            burst_insns_q <= burst_len(insn_addr_i[6:4], insn_count_i);
             index_q <= '0;
             state_q <= (insn_count_i == '0) ? FeIdle : FeRun;
           end

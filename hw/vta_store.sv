@@ -71,12 +71,19 @@ module vta_store import vta_pkg::*; (
   logic [31:0] addr_q;                   // byte address of the next burst
   logic [31:0] rem_q;                    // beats of the row not yet requested
   logic [31:0] burst;
+  logic [31:0] burst_q;                  // burst_len(addr_q[6:3], rem_q)
   logic        req_fire;
 
-  always_comb begin
-    burst = 32'(MAX_BURST_BEATS) - 32'(addr_q[6:3]);
-    if (rem_q < burst) burst = rem_q;
-  end
+  // Beats of the next burst (beat: the address's beat within its burst boundary): the rest of the
+  // row, at most up to the boundary. burst_q is a register written with addr_q and rem_q (so it
+  // always equals this function of them), which a simulator computes only when they change.
+  function automatic logic [31:0] burst_len(logic [3:0] beat, logic [31:0] rem);
+    logic [31:0] beats;
+    beats = 32'(MAX_BURST_BEATS) - 32'(beat);
+    return (rem < beats) ? rem : beats;
+  endfunction
+
+  assign burst = burst_q;
 
   // ------------------------------------------------------------------ element reader
   localparam int unsigned BufElems = 2;
@@ -167,6 +174,7 @@ module vta_store import vta_pkg::*; (
       row_addr_q  <= '0;
       addr_q      <= '0;
       rem_q       <= '0;
+      burst_q     <= '0;
       src_q       <= '0;
       rd_left_q   <= '0;
       inflight_q  <= 1'b0;
@@ -197,24 +205,34 @@ module vta_store import vta_pkg::*; (
       automatic logic [31:0] nbeats   = burst;
       // burst walk
       if (start) begin
+        automatic logic [31:0] addr0 = dram_base << ElemLog;
+        automatic logic [31:0] rem0  = 32'(x_size) << (ElemLog - 3);
         aw_active_q <= 1'b1;
         rows_q      <= y_size;
-        row_addr_q  <= dram_base << ElemLog;
-        addr_q      <= dram_base << ElemLog;
-        rem_q       <= 32'(x_size) << (ElemLog - 3);
+        row_addr_q  <= addr0;
+        addr_q      <= addr0;
+        rem_q       <= rem0;
+        burst_q     <= burst_len(addr0[6:3], rem0);
       end else if (req_fire) begin
         if (rem != nbeats) begin
-          addr_q <= addr + (nbeats << 3);
-          rem_q  <= rem - nbeats;
+          automatic logic [31:0] addr1 = addr + (nbeats << 3);
+          automatic logic [31:0] rem1  = rem - nbeats;
+          addr_q  <= addr1;
+          rem_q   <= rem1;
+          burst_q <= burst_len(addr1[6:3], rem1);
         end else if (rows == 16'd1) begin  // the last burst of the last row
           aw_active_q <= 1'b0;
           addr_q      <= addr + (nbeats << 3);
           rem_q       <= '0;
+          burst_q     <= '0;               // burst_len of any address and 0 beats
         end else begin                     // the row's last burst: on to the next row
+          automatic logic [31:0] addr1 = row_addr + (32'(x_stride) << ElemLog);
+          automatic logic [31:0] rem1  = 32'(x_size) << (ElemLog - 3);
           rows_q     <= rows - 16'd1;
-          row_addr_q <= row_addr + (32'(x_stride) << ElemLog);
-          addr_q     <= row_addr + (32'(x_stride) << ElemLog);
-          rem_q      <= 32'(x_size) << (ElemLog - 3);
+          row_addr_q <= addr1;
+          addr_q     <= addr1;
+          rem_q      <= rem1;
+          burst_q    <= burst_len(addr1[6:3], rem1);
         end
       end
       // element reader
