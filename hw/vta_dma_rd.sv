@@ -87,11 +87,19 @@ module vta_dma_rd import vta_pkg::*; (
   logic [31:0] rq_rem_q;                      // beats left in the row
   logic [15:0] rq_rows_q;                     // rows left, the current one included
   logic [31:0] burst;
+  logic [31:0] burst_q;                       // burst_len(rq_addr_q, rq_rem_q)
 
-  always_comb begin
-    burst = 32'(MAX_BURST_BEATS) - 32'(rq_addr_q[6:3]);
-    if (rq_rem_q < burst) burst = rq_rem_q;
-  end
+  // Beats of the next burst (beat: the address's beat within its burst boundary): the rest of the
+  // row, at most up to the boundary. burst_q is a register written with rq_addr_q and rq_rem_q
+  // (so it always equals this function of them), which a simulator computes only when they
+  // change, not every cycle.
+  function automatic logic [31:0] burst_len(logic [3:0] beat, logic [31:0] rem);
+    logic [31:0] beats;
+    beats = 32'(MAX_BURST_BEATS) - 32'(beat);
+    return (rem < beats) ? rem : beats;
+  endfunction
+
+  assign burst = burst_q;
 
   assign req_valid_o = (rq_state_q == RqBurst);
   assign req_addr_o  = rq_addr_q;
@@ -124,9 +132,10 @@ module vta_dma_rd import vta_pkg::*; (
   // ------------------------------------------------------------------ pad walker
   logic        pd_active_q;
   logic [31:0] pd_r_q, pd_c_q, pd_row_idx_q;
+  logic        pd_data_row_q;  // g_data_y0_q <= pd_r_q < g_data_y1_q (written with pd_r_q)
   logic        pd_data_row, pd_emit;
 
-  assign pd_data_row = (pd_r_q >= g_data_y0_q) && (pd_r_q < g_data_y1_q);
+  assign pd_data_row = pd_data_row_q;
   // Emit when the walker sits on a pad element and no data beat uses the write port.
   assign pd_emit = pd_active_q && !(dt_active_q && rsp_valid_i) && (pd_c_q < g_width_q)
                    && !(pd_data_row && pd_c_q == g_pad_x0_q);
@@ -155,6 +164,10 @@ module vta_dma_rd import vta_pkg::*; (
 
   assign busy_o = (rq_state_q != RqIdle) || dt_active_q || pd_active_q;
 
+  // The walkers' registers. Every one of them that the process reads is read at the top of the
+  // enabled branch, into an automatic copy, before any of them is assigned: a simulator then
+  // updates them in place (Verilator keeps a shadow copy of a register read after an assignment
+  // to it in its process, copied in and back every cycle, also while the engine is idle).
   always_ff @(posedge clk_i or negedge rst_ni) begin
     if (!rst_ni) begin
       rq_state_q    <= RqIdle;
@@ -172,85 +185,116 @@ module vta_dma_rd import vta_pkg::*; (
       pd_r_q        <= '0;
       pd_c_q        <= '0;
       pd_row_idx_q  <= '0;
-    end else if (start_i) begin
+      burst_q       <= '0;
+      pd_data_row_q <= 1'b0;
+    end else if (start_i || busy_o) begin
       // Start (only from idle: StartWhenIdle): the three walkers take their first state from
-      // the instruction. A busy engine moves in the branch below; an idle one without start_i
+      // the instruction. A busy engine moves in the other branch; an idle one without start_i
       // does not move (every next state equals the state), so a simulator evaluates neither
       // branch while the engine is idle (logic outside a clocked enable is evaluated every cycle).
-      automatic logic [31:0] dram_addr, width, height;
-      automatic logic        narrow;
-      dram_addr = insn_i[MEM_DRAM_BASE_LO +: 32] << elem_log_i;
-      width     = 32'(x_pad_0) + 32'(x_size) + 32'(x_pad_1);
-      height    = 32'(y_pad_0) + 32'(y_size) + 32'(y_pad_1);
-      narrow    = (elem_log_i < 5'd3);
-      // request generator
-      rq_row_addr_q <= dram_addr;
-      rq_rows_q     <= y_size;
-      rq_state_q    <= (y_size == 16'd0) ? RqIdle : RqRow;
-      // data consumer
-      dt_active_q   <= (y_size != 16'd0);
-      dt_rows_q     <= y_size;
-      dt_row_idx_q  <= sram_base + 32'(y_pad_0) * width + 32'(x_pad_0);
-      dt_row_addr_q <= dram_addr;
-      dt_x_q        <= first_x(dram_addr[2], narrow);
-      dt_sub_q      <= '0;
-      // pad walker
-      pd_active_q  <= (height != 32'd0) && ((height != 32'(y_size)) || (x_pad_0 != 4'd0)
-                                            || (x_pad_1 != 4'd0));
-      pd_r_q       <= '0;
-      pd_c_q       <= '0;
-      pd_row_idx_q <= sram_base;
-    end else if (busy_o) begin
-      // request generator
-      unique case (rq_state_q)
-        RqIdle: ;
-        RqRow: begin
-          rq_addr_q  <= {rq_row_addr_q[31:3], 3'd0};
-          rq_rem_q   <= row_beats(rq_row_addr_q[2:0], g_row_bytes_q);
-          rq_state_q <= RqBurst;
-        end
-        RqBurst: begin
-          if (req_ready_i) begin
-            rq_addr_q <= rq_addr_q + (burst << 3);
-            rq_rem_q  <= rq_rem_q - burst;
-            if (rq_rem_q == burst) begin
-              rq_rows_q     <= rq_rows_q - 16'd1;
-              rq_row_addr_q <= rq_row_addr_q + g_stride_q;
-              rq_state_q    <= (rq_rows_q == 16'd1) ? RqIdle : RqRow;
+      automatic rq_state_e   rq_state    = rq_state_q;
+      automatic logic [31:0] rq_row_addr = rq_row_addr_q;
+      automatic logic [31:0] rq_addr     = rq_addr_q;
+      automatic logic [31:0] rq_rem      = rq_rem_q;
+      automatic logic [15:0] rq_rows     = rq_rows_q;
+      automatic logic [31:0] rq_burst    = burst;
+      automatic logic        dt_active   = dt_active_q;
+      automatic logic [15:0] dt_rows     = dt_rows_q;
+      automatic logic [31:0] dt_row_idx  = dt_row_idx_q;
+      automatic logic [31:0] dt_row_addr = dt_row_addr_q;
+      automatic logic [31:0] dt_x        = dt_x_q;
+      automatic logic [15:0] dt_sub      = dt_sub_q;
+      automatic logic        dt_row_end  = row_end;
+      automatic logic        pd_active   = pd_active_q;
+      automatic logic [31:0] pd_r        = pd_r_q;
+      automatic logic [31:0] pd_c        = pd_c_q;
+      automatic logic [31:0] pd_row_idx  = pd_row_idx_q;
+      automatic logic        pd_on_data  = pd_data_row && pd_c_q == g_pad_x0_q;
+      automatic logic        pd_emit_now = pd_emit;
+      if (start_i) begin
+        automatic logic [31:0] dram_addr, width, height;
+        automatic logic        narrow;
+        dram_addr = insn_i[MEM_DRAM_BASE_LO +: 32] << elem_log_i;
+        width     = 32'(x_pad_0) + 32'(x_size) + 32'(x_pad_1);
+        height    = 32'(y_pad_0) + 32'(y_size) + 32'(y_pad_1);
+        narrow    = (elem_log_i < 5'd3);
+        // request generator
+        rq_row_addr_q <= dram_addr;
+        rq_rows_q     <= y_size;
+        rq_state_q    <= (y_size == 16'd0) ? RqIdle : RqRow;
+        // data consumer
+        dt_active_q   <= (y_size != 16'd0);
+        dt_rows_q     <= y_size;
+        dt_row_idx_q  <= sram_base + 32'(y_pad_0) * width + 32'(x_pad_0);
+        dt_row_addr_q <= dram_addr;
+        dt_x_q        <= first_x(dram_addr[2], narrow);
+        dt_sub_q      <= '0;
+        // pad walker
+        pd_active_q  <= (height != 32'd0) && ((height != 32'(y_size)) || (x_pad_0 != 4'd0)
+                                              || (x_pad_1 != 4'd0));
+        pd_r_q       <= '0;
+        pd_c_q       <= '0;
+        pd_row_idx_q <= sram_base;
+        pd_data_row_q <= (y_pad_0 == 4'd0) && (32'(y_size) != 32'd0);
+      end else begin
+        // request generator
+        unique case (rq_state)
+          RqIdle: ;
+          RqRow: begin
+            automatic logic [31:0] addr = {rq_row_addr[31:3], 3'd0};
+            automatic logic [31:0] rem  = row_beats(rq_row_addr[2:0], g_row_bytes_q);
+            rq_addr_q  <= addr;
+            rq_rem_q   <= rem;
+            burst_q    <= burst_len(addr[6:3], rem);
+            rq_state_q <= RqBurst;
+          end
+          RqBurst: begin
+            if (req_ready_i) begin
+              automatic logic [31:0] addr = rq_addr + (rq_burst << 3);
+              automatic logic [31:0] rem  = rq_rem - rq_burst;
+              rq_addr_q <= addr;
+              rq_rem_q  <= rem;
+              burst_q   <= burst_len(addr[6:3], rem);
+              if (rq_rem == rq_burst) begin
+                rq_rows_q     <= rq_rows - 16'd1;
+                rq_row_addr_q <= rq_row_addr + g_stride_q;
+                rq_state_q    <= (rq_rows == 16'd1) ? RqIdle : RqRow;
+              end
             end
           end
+          default: rq_state_q <= RqIdle;
+        endcase
+        // data consumer
+        if (dt_active && rsp_valid_i) begin
+          if (dt_row_end) begin
+            dt_rows_q     <= dt_rows - 16'd1;
+            dt_active_q   <= (dt_rows != 16'd1);
+            dt_row_idx_q  <= dt_row_idx + g_width_q;
+            dt_row_addr_q <= dt_row_addr + g_stride_q;
+            dt_x_q        <= first_x(dt_row_addr[2] ^ g_stride_q[2], g_narrow_q);
+            dt_sub_q      <= '0;
+          end else if (g_narrow_q) begin
+            dt_x_q <= dt_x + 32'd2;
+          end else if (dt_sub == g_sub_last_q) begin
+            dt_x_q   <= dt_x + 32'd1;
+            dt_sub_q <= '0;
+          end else begin
+            dt_sub_q <= dt_sub + 16'd1;
+          end
         end
-        default: rq_state_q <= RqIdle;
-      endcase
-      // data consumer
-      if (dt_active_q && rsp_valid_i) begin
-        if (row_end) begin
-          dt_rows_q     <= dt_rows_q - 16'd1;
-          dt_active_q   <= (dt_rows_q != 16'd1);
-          dt_row_idx_q  <= dt_row_idx_q + g_width_q;
-          dt_row_addr_q <= dt_row_addr_q + g_stride_q;
-          dt_x_q        <= first_x(dt_row_addr_q[2] ^ g_stride_q[2], g_narrow_q);
-          dt_sub_q      <= '0;
-        end else if (g_narrow_q) begin
-          dt_x_q <= dt_x_q + 32'd2;
-        end else if (dt_sub_q == g_sub_last_q) begin
-          dt_x_q   <= dt_x_q + 32'd1;
-          dt_sub_q <= '0;
-        end else begin
-          dt_sub_q <= dt_sub_q + 16'd1;
-        end
-      end
-      // pad walker
-      if (pd_active_q) begin
-        if (pd_c_q >= g_width_q) begin
-          pd_r_q       <= pd_r_q + 32'd1;
-          pd_c_q       <= '0;
-          pd_row_idx_q <= pd_row_idx_q + g_width_q;
-          if (pd_r_q + 32'd1 == g_height_q) pd_active_q <= 1'b0;
-        end else if (pd_data_row && pd_c_q == g_pad_x0_q) begin
-          pd_c_q <= g_data_x1_q;  // skip the data
-        end else if (pd_emit) begin
-          pd_c_q <= pd_c_q + 32'd1;
+        // pad walker
+        if (pd_active) begin
+          if (pd_c >= g_width_q) begin
+            pd_r_q        <= pd_r + 32'd1;
+            pd_data_row_q <= (pd_r + 32'd1 >= g_data_y0_q) && (pd_r + 32'd1 < g_data_y1_q);
+            pd_c_q       <= '0;
+            pd_row_idx_q <= pd_row_idx + g_width_q;
+            if (pd_r + 32'd1 == g_height_q) pd_active_q <= 1'b0;
+          end else if (pd_on_data) begin
+            pd_c_q <= g_data_x1_q;  // skip the data
+          end else if (pd_emit_now) begin
+            pd_c_q <= pd_c + 32'd1;
+          end
         end
       end
     end

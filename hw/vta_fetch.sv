@@ -54,12 +54,20 @@ module vta_fetch import vta_pkg::*; (
   logic [63:0] low_q;               // that low beat
   logic [INSN_BITS-1:0] buf_q [BufInsns];
   logic [3:0]  burst_insns;
+  logic [3:0]  burst_insns_q;      // burst_len(addr_q[6:4], left_q)
   logic        req_fire, insn_in, running;
 
-  always_comb begin
-    burst_insns = 4'(BurstInsns) - {1'b0, addr_q[6:4]};
-    if (left_q < 32'(burst_insns)) burst_insns = left_q[3:0];
-  end
+  // Instructions of the next burst (blk: the address's instruction within its burst boundary):
+  // those left, at most up to the boundary. burst_insns_q is a register written with addr_q and
+  // left_q (so it always equals this function of them), which a simulator computes only when
+  // they change.
+  function automatic logic [3:0] burst_len(logic [2:0] blk, logic [31:0] left);
+    logic [3:0] n;
+    n = 4'(BurstInsns) - {1'b0, blk};
+    return (left < 32'(n)) ? left[3:0] : n;
+  endfunction
+
+  assign burst_insns = burst_insns_q;
 
   assign running     = (state_q == FeRun) && !halt_i;
   assign req_valid_o = running && (left_q != '0)
@@ -168,6 +176,7 @@ module vta_fetch import vta_pkg::*; (
       state_q <= FeIdle;
       addr_q  <= '0;
       left_q  <= '0;
+      burst_insns_q <= '0;
       index_q <= '0;
       cnt_q   <= '0;
       fly_q   <= '0;
@@ -176,7 +185,50 @@ module vta_fetch import vta_pkg::*; (
       half_q  <= 1'b0;
       low_q   <= '0;
     end else begin
+      // FeRun comes first and reads the registers it needs, into automatic copies, before any
+      // of them is assigned: a simulator then updates them in place (Verilator keeps a shadow
+      // copy of a register read after an assignment to it in its process, copied in and back
+      // every cycle). The other states read none.
       unique case (state_q)
+        FeRun: begin
+          automatic logic [31:0]     addr     = addr_q;
+          automatic logic [31:0]     left     = left_q;
+          automatic logic [31:0]     index    = index_q;
+          automatic logic [CntW-1:0] cnt      = cnt_q;
+          automatic logic [CntW-1:0] fly      = fly_q;
+          automatic logic [PtrW-1:0] rptr     = rptr_q;
+          automatic logic [PtrW-1:0] wptr     = wptr_q;
+          automatic logic            half     = half_q;
+          automatic logic [3:0]      nins     = burst_insns;
+          automatic logic            stop     = halt_i || err_o;
+          automatic logic            take_req = req_fire;
+          automatic logic            take_ins = insn_in;
+          automatic logic            disp     = dispatching;
+          automatic logic            done     = drained;
+          automatic logic [CntW-1:0] fly_add  = fly_in;
+          automatic logic [CntW-1:0] cnt_sub  = cnt_out;
+          if (stop) begin
+            state_q <= FeHalted;
+          end else begin
+            if (take_req) begin
+              automatic logic [31:0] addr1 = addr + 32'({nins, 4'd0});
+              automatic logic [31:0] left1 = left - 32'(nins);
+              addr_q        <= addr1;
+              left_q        <= left1;
+              burst_insns_q <= burst_len(addr1[6:4], left1);
+            end
+            fly_q <= fly + fly_add - (take_ins ? CntW'(1) : '0);
+            cnt_q <= cnt + (take_ins ? CntW'(1) : '0) - cnt_sub;
+            if (disp) index_q <= index + 32'd1;
+            if (done) state_q <= FeIdle;
+          end
+          if (disp) rptr_q <= rptr + PtrW'(1);
+          if (take_ins) wptr_q <= wptr + PtrW'(1);
+          if (rsp_valid_i) begin
+            half_q <= !half;
+            if (!half) low_q <= rsp_data_i;
+          end
+        end
         FeIdle: begin
           rptr_q <= '0;
           wptr_q <= '0;
@@ -184,28 +236,9 @@ module vta_fetch import vta_pkg::*; (
           if (launch_i) begin
             addr_q  <= insn_addr_i;
             left_q  <= insn_count_i;
+            burst_insns_q <= burst_len(insn_addr_i[6:4], insn_count_i);
             index_q <= '0;
             state_q <= (insn_count_i == '0) ? FeIdle : FeRun;
-          end
-        end
-        FeRun: begin
-          if (halt_i || err_o) begin
-            state_q <= FeHalted;
-          end else begin
-            if (req_fire) begin
-              addr_q <= addr_q + 32'({burst_insns, 4'd0});
-              left_q <= left_q - 32'(burst_insns);
-            end
-            fly_q <= fly_q + fly_in - (insn_in ? CntW'(1) : '0);
-            cnt_q <= cnt_q + (insn_in ? CntW'(1) : '0) - cnt_out;
-            if (dispatching) index_q <= index_q + 32'd1;
-            if (drained) state_q <= FeIdle;
-          end
-          if (dispatching) rptr_q <= rptr_q + PtrW'(1);
-          if (insn_in) wptr_q <= wptr_q + PtrW'(1);
-          if (rsp_valid_i) begin
-            half_q <= !half_q;
-            if (!half_q) low_q <= rsp_data_i;
           end
         end
         FeHalted: state_q <= FeHalted;

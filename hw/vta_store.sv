@@ -71,12 +71,19 @@ module vta_store import vta_pkg::*; (
   logic [31:0] addr_q;                   // byte address of the next burst
   logic [31:0] rem_q;                    // beats of the row not yet requested
   logic [31:0] burst;
+  logic [31:0] burst_q;                  // burst_len(addr_q[6:3], rem_q)
   logic        req_fire;
 
-  always_comb begin
-    burst = 32'(MAX_BURST_BEATS) - 32'(addr_q[6:3]);
-    if (rem_q < burst) burst = rem_q;
-  end
+  // Beats of the next burst (beat: the address's beat within its burst boundary): the rest of the
+  // row, at most up to the boundary. burst_q is a register written with addr_q and rem_q (so it
+  // always equals this function of them), which a simulator computes only when they change.
+  function automatic logic [31:0] burst_len(logic [3:0] beat, logic [31:0] rem);
+    logic [31:0] beats;
+    beats = 32'(MAX_BURST_BEATS) - 32'(beat);
+    return (rem < beats) ? rem : beats;
+  endfunction
+
+  assign burst = burst_q;
 
   // ------------------------------------------------------------------ element reader
   localparam int unsigned BufElems = 2;
@@ -167,6 +174,7 @@ module vta_store import vta_pkg::*; (
       row_addr_q  <= '0;
       addr_q      <= '0;
       rem_q       <= '0;
+      burst_q     <= '0;
       src_q       <= '0;
       rd_left_q   <= '0;
       inflight_q  <= 1'b0;
@@ -182,27 +190,49 @@ module vta_store import vta_pkg::*; (
       // the state (no burst, element or ack is outstanding, WalkOnlyInExec and AckExpected), so
       // the next state is computed only then, in this enabled branch, and a simulator evaluates
       // none of it while the store is idle (logic outside a clocked enable is evaluated every
-      // cycle).
+      // cycle). The registers this process reads are read first, into automatic copies, before
+      // any of them is assigned: a simulator then updates them in place (Verilator keeps a
+      // shadow copy of a register read after an assignment to it in its process, copied in and
+      // back every cycle, also while the store is idle).
+      automatic logic [15:0] rows     = rows_q;
+      automatic logic [31:0] row_addr = row_addr_q;
+      automatic logic [31:0] addr     = addr_q;
+      automatic logic [31:0] rem      = rem_q;
+      automatic logic [31:0] src      = src_q;
+      automatic logic [31:0] rd_left  = rd_left_q;
+      automatic logic [7:0]  blen     = blen_q;
+      automatic logic [15:0] sub      = sub_q;
+      automatic logic [31:0] nbeats   = burst;
       // burst walk
       if (start) begin
+        automatic logic [31:0] addr0 = dram_base << ElemLog;
+        automatic logic [31:0] rem0  = 32'(x_size) << (ElemLog - 3);
         aw_active_q <= 1'b1;
         rows_q      <= y_size;
-        row_addr_q  <= dram_base << ElemLog;
-        addr_q      <= dram_base << ElemLog;
-        rem_q       <= 32'(x_size) << (ElemLog - 3);
+        row_addr_q  <= addr0;
+        addr_q      <= addr0;
+        rem_q       <= rem0;
+        burst_q     <= burst_len(addr0[6:3], rem0);
       end else if (req_fire) begin
-        if (rem_q != burst) begin
-          addr_q <= addr_q + (burst << 3);
-          rem_q  <= rem_q - burst;
-        end else if (rows_q == 16'd1) begin  // the last burst of the last row
+        if (rem != nbeats) begin
+          automatic logic [31:0] addr1 = addr + (nbeats << 3);
+          automatic logic [31:0] rem1  = rem - nbeats;
+          addr_q  <= addr1;
+          rem_q   <= rem1;
+          burst_q <= burst_len(addr1[6:3], rem1);
+        end else if (rows == 16'd1) begin  // the last burst of the last row
           aw_active_q <= 1'b0;
-          addr_q      <= addr_q + (burst << 3);
+          addr_q      <= addr + (nbeats << 3);
           rem_q       <= '0;
-        end else begin                       // the row's last burst: on to the next row
-          rows_q     <= rows_q - 16'd1;
-          row_addr_q <= row_addr_q + (32'(x_stride) << ElemLog);
-          addr_q     <= row_addr_q + (32'(x_stride) << ElemLog);
-          rem_q      <= 32'(x_size) << (ElemLog - 3);
+          burst_q     <= '0;               // burst_len of any address and 0 beats
+        end else begin                     // the row's last burst: on to the next row
+          automatic logic [31:0] addr1 = row_addr + (32'(x_stride) << ElemLog);
+          automatic logic [31:0] rem1  = 32'(x_size) << (ElemLog - 3);
+          rows_q     <= rows - 16'd1;
+          row_addr_q <= addr1;
+          addr_q     <= addr1;
+          rem_q      <= rem1;
+          burst_q    <= burst_len(addr1[6:3], rem1);
         end
       end
       // element reader
@@ -210,8 +240,8 @@ module vta_store import vta_pkg::*; (
         src_q     <= 32'(sram_base);
         rd_left_q <= 32'(x_size) * 32'(y_size);
       end else if (read) begin
-        src_q     <= src_q + 32'd1;
-        rd_left_q <= rd_left_q - 32'd1;
+        src_q     <= src + 32'd1;
+        rd_left_q <= rd_left - 32'd1;
       end
       inflight_q <= read;
       cnt_q      <= cnt_q + (inflight_q ? 2'd1 : 2'd0) - (pop ? 2'd1 : 2'd0);
@@ -220,12 +250,12 @@ module vta_store import vta_pkg::*; (
       // beat stream: a burst accepted in this cycle opens (its beats start next cycle)
       if (req_fire) begin
         open_q <= 1'b1;
-        blen_q <= 8'(burst - 32'd1);
+        blen_q <= 8'(nbeats - 32'd1);
       end else if (beat_fire) begin
-        blen_q <= blen_q - 8'd1;
-        if (blen_q == '0) open_q <= 1'b0;
+        blen_q <= blen - 8'd1;
+        if (blen == '0) open_q <= 1'b0;
       end
-      if (beat_fire) sub_q <= pop ? '0 : sub_q + 16'd1;
+      if (beat_fire) sub_q <= pop ? '0 : sub + 16'd1;
       acks_q <= acks_q + (req_fire ? 16'd1 : 16'd0) - (wr_ack_i ? 16'd1 : 16'd0);
     end
   end

@@ -252,6 +252,66 @@ inline void eval(Model* m) {
   }
 }
 
+}  // namespace
+
+// The two steps of the root evaluation that do the work of a clock edge: computing the triggers
+// of the edge (the clock's and the reset's edge expressions, against their previous values) and
+// running the processes they trigger (the `nba` region). Declared weak like the root evaluation.
+void Vvta_tsim_top___024root___eval_triggers_vec__act(Vvta_tsim_top___024root* vlSelf) __attribute__((weak));
+void Vvta_tsim_top___024root___eval_nba(Vvta_tsim_top___024root* vlSelf) __attribute__((weak));
+// Present only in a model with processes in the `act` region (logic the scheduler re-evaluates
+// until it settles) or the `ico` region (logic reading inputs outside a clocked process); this
+// design has neither, and with either one the root evaluation is used.
+void Vvta_tsim_top___024root___eval_act(Vvta_tsim_top___024root* vlSelf) __attribute__((weak));
+void Vvta_tsim_top___024root___eval_ico(Vvta_tsim_top___024root* vlSelf) __attribute__((weak));
+
+namespace {
+
+// Whether the root holds the trigger vectors this Verilator names __VactTriggered and
+// __VnbaTriggered (detected, as HasClkPrev).
+template <typename R, typename = void>
+struct HasTriggers : std::false_type {};
+template <typename R>
+struct HasTriggers<R, decltype(void(std::declval<R&>().__VactTriggered[0]),
+                               void(std::declval<R&>().__VnbaTriggered[0]))> : std::true_type {};
+
+// Evaluate a rising clock edge as the root evaluation does, without its scheduling loop. Every
+// process of the design is `posedge clk_i` or `negedge rst_ni` (there is no `ico` region: no
+// logic reads an input outside a clocked process), so the root evaluation computes the triggers
+// of the edge, runs the triggered processes once, and then computes the triggers a second time
+// (finding none: the processes write no clock or reset) before it returns. This does the first
+// two steps only: the same processes, in the same order, on the same values.
+template <typename R>
+inline bool rise_without_loop(R* root, std::true_type) {
+  if (&Vvta_tsim_top___024root___eval_triggers_vec__act == nullptr ||
+      &Vvta_tsim_top___024root___eval_nba == nullptr || &Vvta_tsim_top___024root___eval_act != nullptr ||
+      &Vvta_tsim_top___024root___eval_ico != nullptr) {
+    return false;
+  }
+  Vvta_tsim_top___024root___eval_triggers_vec__act(root);
+  constexpr size_t kWords = sizeof(root->__VactTriggered) / sizeof(root->__VactTriggered[0]);
+  bool any = false;
+  for (size_t i = 0; i < kWords; ++i) {
+    root->__VnbaTriggered[i] = root->__VnbaTriggered[i] | root->__VactTriggered[i];
+    any = any || root->__VnbaTriggered[i] != 0;
+  }
+  if (any) {
+    Vvta_tsim_top___024root___eval_nba(root);
+    for (size_t i = 0; i < kWords; ++i) root->__VnbaTriggered[i] = 0;
+  }
+  return true;
+}
+template <typename R>
+inline bool rise_without_loop(R*, std::false_type) {
+  return false;
+}
+
+// Evaluate the rising clock edge (clk_i already raised). Kept out of line so that a profiler can
+// count the model's work per cycle in one function (benchmarks/tsim_throughput.py does).
+__attribute__((noinline)) void vta_tsim_rising_edge(Model* m) {
+  if (!rise_without_loop(m->top->rootp, HasTriggers<Vvta_tsim_top___024root>{})) eval(m);
+}
+
 inline void tick(Model* m) {
 #if VTA_TSIM_TRACE_KIND
   const bool tracing = m->trace != nullptr;
@@ -272,7 +332,7 @@ inline void tick(Model* m) {
 #endif
   }
   m->top->clk_i = 1;
-  eval(m);
+  vta_tsim_rising_edge(m);
 #if VTA_TSIM_TRACE_KIND
   if (m->trace) m->trace->dump(m->trace_time++);
 #endif
