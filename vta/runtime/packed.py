@@ -88,7 +88,10 @@ class HandleTable:
     """
 
     def __init__(self) -> None:
-        self._lock = threading.Lock()
+        # Reentrant: a garbage collection started by any allocation under the lock can drop a
+        # weakly held object, whose callback (``forget`` in :meth:`acquire_weak`) takes the lock
+        # again in the same thread; a plain lock deadlocked there.
+        self._lock = threading.RLock()
         self._objects: dict[int, Any] = {}
         self._counts: dict[int, int] = {}
         self._by_identity: dict[int, int] = {}
