@@ -1074,7 +1074,7 @@ _ALLOCATING = ("_offsets", "_gemm_batch", "_operand", "_batch", "_run_stretch")
 #: reference-count update per array argument, more than a small instruction's work).
 _INLINED = ("_field", "_decode", "_token_step", "_suspect", "_gemm", "_alu", "_req", "_alu_imm", "_alu_rows", "_store",
             "_load", "_wrap_add", "_dot_sum", "_dot_add", "_dot_row", "_wt", "_zero", "_copy", "_in_dram",
-            "_add_rows", "_pack", "_unpack", "token_step", "suspect", "_operand", "_add_wrapped")
+            "_add_rows", "_pack", "_unpack", "token_step", "suspect", "_operand", "_add_wrapped", "_gemm_nest")
 #: The compiled functions by name, each calling the others' compiled versions (after :func:`compile_all`).
 _COMPILED_NS: dict = {}
 
