@@ -1067,6 +1067,9 @@ _COMPILED = ("_stretch", "_batch", "_field", "_decode", "_in_dram", "_prepass", 
              "_wt", "_dot_row", "_same_words", "_gemm_batch", "_operand", "_add_wrapped",
              "_gemm_run", "_gemm", "_alu", "_req", "_alu_imm", "_alu_rows", "_store", "_load", "_pack", "_unpack",
              "token_step", "suspect", "_run_stretch")
+#: (Those also in :data:`_INLINED` are compiled with the options of the loop they are inlined
+#: into, which has no fastmath: their loops are sums with no reduction variable, which LLVM
+#: vectorises without reordering, and :func:`_dot_vec` is explicit vector code.)
 _FASTMATH = ("_add_rows", "_dot_row", "_dot_sum", "_dot_add", "_gemm_nest")
 #: Those that allocate (the others run without reference counting: see :func:`_stretch`).
 _ALLOCATING = ("_offsets", "_gemm_batch", "_operand", "_batch", "_run_stretch")
