@@ -57,7 +57,8 @@ UPSTREAM = {
     "GEMM": (0.16, "upstream's own blocked 1024^3 GEMM stream (24,581 instructions, same 4,194,304 "
                    "uop-iterations)"),
     "conv": (0.044, "this instruction-heavy stream, 29,000 groups (261,002 instructions); run by --upstream on "
-                    "2026-12-07, six runs of 7 interleaved with ours (medians 0.043-0.052 s), load 2-3"),
+                    "2026-12-07, six runs of 7 interleaved with ours (medians 0.043-0.052 s), load 2-3; again six "
+                    "runs of 7 later that day (medians 0.043-0.046 s), load 2-4"),
 }
 
 
@@ -73,6 +74,12 @@ BEFORE_WHAT = "this benchmark at the start of issue 12 item 6 (2026-11-25), idle
 #: and with the upstream peer (0.022-0.024 s; upstream x1.87-1.94), load 2-3.
 BEFORE_25 = 0.023
 BEFORE_25_WHAT = "main at be6262a (2026-12-07), before issue 25 item 4, interleaved with it, load 2-3"
+#: The compiled engine's figure on the instruction-heavy stream before its dot products read
+#: transposed weight blocks in one vector and the GEMM nest was inlined (median wall-clock
+#: seconds): main at 941e530, 2026-12-07, three runs of 7 interleaved with the change and with the
+#: upstream peer (0.016-0.017 s; upstream x2.60-2.67, the change x4.08-4.28), load 2-4.
+BEFORE_DOT = 0.017
+BEFORE_DOT_WHAT = "main at 941e530 (2026-12-07), before the vector dot products, interleaved with them, load 2-4"
 #: The narrow line's figures before the compiled loop unpacked and packed sub-byte elements
 #: itself (it handed every sub-byte LOAD and STORE to the NumPy path), full-size stream:
 #: median wall-clock seconds, with the load average of the shared machine they were measured on.
@@ -323,6 +330,7 @@ def main(argv=None) -> None:
                       + ", ".join(f"{name} {BEFORE['conv'][name]:.3f} s" for name in devs))
                 if "jit" in devs:
                     print(f"  before (stored, not run here: {BEFORE_25_WHAT}): jit {BEFORE_25:.3f} s")
+                    print(f"  before (stored, not run here: {BEFORE_DOT_WHAT}): jit {BEFORE_DOT:.3f} s")
             with Environment(load_config(data_dir("configs") / "narrow.json")) as narrow:
                 ndevs = {e: FunctionalSimulator(narrow, dram, engine=e, batch_gemms=not args.no_batch_gemms)
                          for e in engines}

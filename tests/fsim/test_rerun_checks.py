@@ -54,33 +54,34 @@ def test_same_stream_again_gives_the_same_result(env, dram, sim):
     prog.close()
 
 
-def test_rewritten_instruction_is_checked_again(env, dram, sim):
-    prog, (addr, count), data, outs, second = _copy_program(env, dram)
-    sim.run(addr, count)
-    # the second STORE now writes past the end of the arena: rejected before anything runs,
-    # so the first STORE writes nothing either
+def _rewrite_second_store(env, dram, addr, second, outs):
+    """The second STORE now writes past the end of the arena; the outputs the first writes remain."""
     bad = isa.MemInsn(opcode=isa.OPCODE_STORE, memory_type=isa.MEM_OUT, sram_base=0,
                       dram_base=(dram.data.size // env.OUT_ELEM_BYTES) - 1, y_size=1, x_size=2, x_stride=2)
     w0, w1 = isa.encode_words(bad, env)
     dram.write(addr + 16 * second, np.array([w0, w1], dtype="<u8").tobytes())
-    _clear(dram, outs, data.size)
-    with pytest.raises(DRAMAccessError, match=f"instruction {second}"):
-        sim.run(addr, count)
-    assert not _outputs(dram, outs, data.size)[0].any()
-    for a in outs:
-        dram.free(a)
-    prog.close()
+    return outs
 
 
-def test_freed_buffer_is_checked_again(env, dram, sim):
+def _free_second_output(env, dram, addr, second, outs):
+    """The same words, but the second STORE's target is no longer allocated."""
+    dram.free(outs[1])
+    return outs[:1]
+
+
+@pytest.mark.parametrize("change", [_rewrite_second_store, _free_second_output], ids=["rewritten", "freed"])
+def test_changed_stream_or_allocation_is_checked_again(env, dram, sim, change):
+    # after a clean run, the change makes the second STORE leave the arena's allocations: the
+    # rerun is rejected before anything runs, so the first STORE writes nothing either
     prog, (addr, count), data, outs, second = _copy_program(env, dram)
     sim.run(addr, count)
-    dram.free(outs[1])  # the same words, but the second STORE's target is no longer allocated
-    _clear(dram, outs[:1], data.size)
+    live = change(env, dram, addr, second, outs)
+    _clear(dram, live, data.size)
     with pytest.raises(DRAMAccessError, match=f"instruction {second}"):
         sim.run(addr, count)
-    assert not _outputs(dram, outs[:1], data.size)[0].any()
-    dram.free(outs[0])
+    assert not _outputs(dram, live, data.size)[0].any()
+    for a in live:
+        dram.free(a)
     prog.close()
 
 

@@ -121,6 +121,11 @@ class JitEngine:
         self.deferred = 0
         #: Scratch of the BLAS products (float32; pages are touched on first use only).
         self.mats = np.empty(MATS_FLOATS if batch_gemms else 0, dtype=np.float32)
+        #: The weight blocks transposed, as the loop's dot products read them, and the weight
+        #: version each was transposed at (the loop fills both as GEMMs read the blocks; kept
+        #: between runs so the pages are not faulted in again: untouched pages cost nothing).
+        self.wt = np.empty((env.WGT_BUFF_DEPTH, env.BLOCK_IN, env.BLOCK_OUT), dtype=np.float32)
+        self.wver = np.empty(env.WGT_BUFF_DEPTH, dtype=np.int64)
         #: The last stream :meth:`prechecks` checked: (its words, (tokens, allocation starts and
         #: ends), the result). The checks depend on nothing else, so a run of the same stream with
         #: the same tokens and allocations reuses the result instead of checking every row again.
@@ -149,7 +154,7 @@ class JitEngine:
         words = np.ascontiguousarray(words)
         key = (tuple(int(t) for t in tokens), starts.tobytes(), ends.tobytes())
         kept = self._checked
-        if kept is not None and kept[1] == key and np.array_equal(words, kept[0]):
+        if kept is not None and kept[1] == key and kernels.same_words(words, kept[0]):
             after, suspects = kept[2]
         else:
             state = np.zeros(6, dtype=np.int64)
@@ -198,7 +203,8 @@ class JitEngine:
             while sim._position < n:
                 sim._position = self.kernel(order, sim._position, words, self.table, sp.uop_dst, sp.uop_src,
                                             sp.uop_wgt, sp.inp, sp.wgt, sp.acc, data, data.view(np.int8),
-                                            data.view(np.int32), starts, ends, self.cfg, counts, self.mats)
+                                            data.view(np.int32), starts, ends, self.cfg, counts, self.mats, self.wt,
+                                            self.wver)
                 if sim._position == n:
                     break
                 # deferred: the NumPy path executes it, or raises the precise error

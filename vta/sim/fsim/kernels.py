@@ -70,11 +70,13 @@ def _gemm_nest(uop_dst, uop_src, uop_wgt, inp, wgt, acc, inp_f, wgt_f, scratch, 
     """A non-reset GEMM nest (indices already checked).
 
     ``inp_f`` and ``wgt_f`` are flat views of ``inp`` and ``wgt``; ``scratch`` holds float32
-    arrays ``part`` (``(BATCH, BLOCK_OUT)``), ``xsum`` (``(BATCH, BLOCK_IN)``), ``wsum``
-    (``(BLOCK_OUT, BLOCK_IN)``) and flat views of the last two; then the weight sums kept
-    for reuse (``sums``: ``_SUM_SLOTS`` weight blocks, ``sums_f`` the same flat, ``sum_keys``
-    what each holds: first block, step, count, weight version) and ``run``, whose slot 2 is
-    the weight version (it goes up whenever the loop loads weights).
+    arrays ``part`` (``(BATCH, BLOCK_OUT)``), ``xsum`` (``(BATCH, BLOCK_IN)``) and its flat
+    view; the transposed weight blocks (``wt``, ``(WGT depth, BLOCK_IN, BLOCK_OUT)``, its flat
+    view ``wt_f`` and ``wver``, the weight version each block was transposed at: see
+    :func:`_wt`); then the weight sums kept for reuse (``sums``: ``_SUM_SLOTS`` transposed weight
+    blocks, ``sums_f`` the same flat, ``sum_keys`` what each holds: first block, step, count,
+    weight version) and ``run``, whose slot 2 is the weight version (it goes up whenever the
+    loop loads weights).
 
     Accumulation into ``acc`` is addition modulo 2^32, so the iterations may run in any order:
     micro-ops run outermost. When the inner loop does not move the destination
@@ -89,16 +91,16 @@ def _gemm_nest(uop_dst, uop_src, uop_wgt, inp, wgt, acc, inp_f, wgt_f, scratch, 
     """
     nk = inp.shape[2]
     chunk = max(1, 1024 // nk)  # chunk * nk products of at most 2^14 each: |sum| <= 2^24
-    part, xsum, wsum, xsum_f, wsum_f, sums, sums_f, sum_keys, run = scratch
+    part, xsum, xsum_f, wt, wt_f, wver, sums, sums_f, sum_keys, run = scratch
     slot = 0
-    nx, nw = xsum_f.shape[0], wsum_f.shape[0]
+    nx, nw = xsum_f.shape[0], wt.shape[1] * wt.shape[2]
     for u in range(bgn, end):
         d0, s0, w0 = uop_dst[u], uop_src[u], uop_wgt[u]
         if dfi != 0 or ii == 1:
             for o in range(io):
                 for t in range(ii):
-                    _dot_add(inp[s0 + o * sfo + t * sfi], wgt[w0 + o * wfo + t * wfi], acc[d0 + o * dfo + t * dfi],
-                             part)
+                    _dot_add(inp[s0 + o * sfo + t * sfi], _wt(wgt, wt, wver, run[2], w0 + o * wfo + t * wfi),
+                             acc[d0 + o * dfo + t * dfi], part)
             continue
         for t0 in range(0, ii, chunk):
             t1 = min(ii, t0 + chunk)
@@ -112,8 +114,9 @@ def _gemm_nest(uop_dst, uop_src, uop_wgt, inp, wgt, acc, inp_f, wgt_f, scratch, 
                             kept = sums_f[slot * nw:(slot + 1) * nw]
                             kept[:] = 0.0
                             for t in range(t0, t1):
-                                w = (w0 + o * wfo + t * wfi) * nw
-                                _add_rows(kept, wgt_f[w:w + nw])
+                                w = w0 + o * wfo + t * wfi
+                                _wt(wgt, wt, wver, run[2], w)
+                                _add_rows(kept, wt_f[w * nw:(w + 1) * nw])
                             sum_keys[slot, 0], sum_keys[slot, 1], sum_keys[slot, 2] = wb, wfi, t1 - t0
                             sum_keys[slot, 3] = run[2]
                     _dot_add(inp[s0 + o * sfo], sums[slot], acc[d0 + o * dfo], part)
@@ -123,12 +126,29 @@ def _gemm_nest(uop_dst, uop_src, uop_wgt, inp, wgt, acc, inp_f, wgt_f, scratch, 
                         for t in range(t0, t1):
                             x = (s0 + o * sfo + t * sfi) * nx
                             _add_rows(xsum_f, inp_f[x:x + nx])
-                    _dot_add(xsum, wgt[w0 + o * wfo], acc[d0 + o * dfo], part)
+                    _dot_add(xsum, _wt(wgt, wt, wver, run[2], w0 + o * wfo), acc[d0 + o * dfo], part)
                 else:
                     part[:, :] = 0.0
                     for t in range(t0, t1):
-                        _dot_sum(inp[s0 + o * sfo + t * sfi], wgt[w0 + o * wfo + t * wfi], part)
+                        _dot_sum(inp[s0 + o * sfo + t * sfi], _wt(wgt, wt, wver, run[2], w0 + o * wfo + t * wfi), part)
                     _wrap_add(acc[d0 + o * dfo], part)
+
+
+def _wt(wgt, wt, wver, version, w):
+    """Weight block ``w`` transposed (``(BLOCK_IN, BLOCK_OUT)``): ``wt[w]``, made from ``wgt[w]``
+    unless it was made at this weight ``version`` already (``wver[w]``).
+
+    The dot products read the weights by columns of ``wgt[w]`` so that each input lane
+    multiplies a whole contiguous row of ``BLOCK_OUT`` weights (:func:`_dot_row`); a block is
+    transposed once per weight version, however many GEMMs read it.
+    """
+    if wver[w] != version:
+        src, to = wgt[w], wt[w]
+        for j in range(src.shape[0]):
+            for k in range(src.shape[1]):
+                to[k, j] = src[j, k]
+        wver[w] = version
+    return wt[w]
 
 
 def _add_rows(total, rows):
@@ -137,14 +157,33 @@ def _add_rows(total, rows):
         total[q] += rows[q]
 
 
-def _dot_sum(x, w, part):
-    """``part += x @ w.T`` (float32; the caller bounds the sums so they are exact)."""
+def _dot_row(x, wt, p):
+    """``p += x @ wt`` for one input row ``x`` (``BLOCK_IN``), a transposed weight block ``wt``
+    (``(BLOCK_IN, BLOCK_OUT)``) and a float32 row ``p`` (``BLOCK_OUT``).
+
+    Each step adds four input lanes times four contiguous weight rows to ``p``: the inner loop
+    over ``BLOCK_OUT`` is vector multiply-adds, and ``p`` is loaded and stored a quarter as
+    often as one lane a step would (its store-to-load round trip bounds the speed). The caller
+    bounds the sums so they are exact in any order.
+    """
+    nk, nj = wt.shape[0], wt.shape[1]
+    k4 = nk - (nk & 3)
+    for k in range(0, k4, 4):
+        x0, x1, x2, x3 = x[k], x[k + 1], x[k + 2], x[k + 3]
+        w0, w1, w2, w3 = wt[k], wt[k + 1], wt[k + 2], wt[k + 3]
+        for j in range(nj):
+            p[j] += (x0 * w0[j] + x1 * w1[j]) + (x2 * w2[j] + x3 * w3[j])
+    for k in range(k4, nk):
+        xk, wk = x[k], wt[k]
+        for j in range(nj):
+            p[j] += xk * wk[j]
+
+
+def _dot_sum(x, wt, part):
+    """``part += x @ wt`` (float32; ``wt`` a transposed weight block; the caller bounds the sums
+    so they are exact)."""
     for b in range(x.shape[0]):
-        for j in range(w.shape[0]):
-            tot = np.float32(0.0)
-            for k in range(x.shape[1]):
-                tot += x[b, k] * w[j, k]
-            part[b, j] += tot
+        _dot_row(x[b], wt, part[b])
 
 
 def _wrap_add(acc_row, part):
@@ -154,16 +193,93 @@ def _wrap_add(acc_row, part):
             acc_row[b, j] = np.int32((np.int64(acc_row[b, j]) + np.int64(part[b, j])) & 0xFFFFFFFF)
 
 
-def _dot_add(x, w, acc_row, part):
-    """``acc_row += x @ w.T`` modulo 2^32 (float32 dot products, each an exact integer: the caller
-    bounds the sums), each lane added to the accumulator as soon as it is summed (``part`` is
-    not used: a scratch row would cost a store, a load and a ``memset`` call per row)."""
+def _dot_add(x, wt, acc_row, part):
+    """``acc_row += x @ wt`` modulo 2^32 (``wt`` a transposed weight block; float32 dot products,
+    each an exact integer: the caller bounds the sums).
+
+    With ``BLOCK_OUT`` = :data:`_VECTOR_LANES` each row is one vector sum (:func:`_dot_vec`),
+    else it is summed in ``part`` by :func:`_dot_row`.
+    """
+    nj = part.shape[1]
     for b in range(x.shape[0]):
-        for j in range(w.shape[0]):
-            tot = np.float32(0.0)
-            for k in range(x.shape[1]):
-                tot += x[b, k] * w[j, k]
-            acc_row[b, j] = np.int32((np.int64(acc_row[b, j]) + np.int64(tot)) & 0xFFFFFFFF)
+        if nj == _VECTOR_LANES:
+            _dot_vec(x[b], wt, acc_row[b])
+            continue
+        p = part[b]
+        for j in range(nj):
+            p[j] = np.float32(0.0)
+        _dot_row(x[b], wt, p)
+        for j in range(nj):
+            acc_row[b, j] = np.int32((np.int64(acc_row[b, j]) + np.int64(p[j])) & 0xFFFFFFFF)
+
+
+#: The ``BLOCK_OUT`` whose dot products :func:`_dot_vec` sums in one vector register (the
+#: default configuration's: LLVM's vectoriser, working in steps of two full vectors for loops of
+#: unknown length, leaves a 16-lane loop to its scalar remainder).
+_VECTOR_LANES = 16
+
+
+def _dot_vec(x, wt, acc):
+    """``acc += x @ wt`` modulo 2^32 for one input row ``x`` (float32, ``BLOCK_IN``), a transposed
+    weight block ``wt`` (``(BLOCK_IN, 16)``) and an int32 accumulator row ``acc`` (16 lanes); the
+    sums are exact integers (the caller bounds them).
+
+    Plain Python here; :func:`compile_all` puts :func:`_dot_vec_intrinsic` in its place, which
+    keeps the 16 sums in one vector register.
+    """
+    for j in range(acc.shape[0]):
+        tot = np.float32(0.0)
+        for k in range(x.shape[0]):
+            tot += x[k] * wt[k, j]
+        acc[j] = np.int32((np.int64(acc[j]) + np.int64(tot)) & 0xFFFFFFFF)
+
+
+def _dot_vec_intrinsic():
+    """A numba intrinsic ``dot_vec(x, wt, acc)``: :func:`_dot_vec` as explicit LLVM vector code.
+
+    The 16 sums live in one ``<16 x float>`` value: per input lane one broadcast and one
+    multiply-add of a whole weight row, then one conversion to int32 and one wrapping vector add
+    to the accumulator row. Every product and partial sum is an integer below 2^24 in
+    magnitude, so the float32 arithmetic is exact and the conversion too. The three arrays must
+    be C-contiguous (numba refuses to compile a call with others).
+    """
+    from llvmlite import ir
+    from numba.core import cgutils
+    from numba.core import types as nbtypes
+    from numba.extending import intrinsic
+
+    lanes = _VECTOR_LANES
+
+    @intrinsic
+    def dot_vec(typingctx, x, wt, acc):
+        if not all(isinstance(a, nbtypes.Array) and a.layout == "C" for a in (x, wt, acc)):
+            return None
+        sig = nbtypes.void(x, wt, acc)
+
+        def codegen(context, builder, sig, args):
+            xa, wa, aa = (context.make_array(t)(context, builder, v) for t, v in zip(sig.args, args, strict=True))
+            f32, i32 = ir.FloatType(), ir.IntType(32)
+            fvec, ivec = ir.VectorType(f32, lanes), ir.VectorType(i32, lanes)
+            nk = builder.extract_value(xa.shape, 0)
+            total = cgutils.alloca_once_value(builder, ir.Constant(fvec, None))
+            rows = builder.bitcast(wa.data, fvec.as_pointer())
+            zeros = ir.Constant(ir.VectorType(i32, lanes), None)
+            with cgutils.for_range(builder, nk) as loop:
+                xk = builder.load(builder.gep(xa.data, [loop.index]))
+                splat = builder.shuffle_vector(builder.insert_element(ir.Constant(fvec, ir.Undefined), xk,
+                                                                      ir.Constant(i32, 0)),
+                                               ir.Constant(fvec, ir.Undefined), zeros)
+                row = builder.load(builder.gep(rows, [loop.index]), align=4)
+                builder.store(builder.fadd(builder.load(total), builder.fmul(splat, row, flags=("contract",)),
+                                           flags=("contract",)), total)
+            accp = builder.bitcast(aa.data, ivec.as_pointer())
+            old = builder.load(accp, align=4)
+            builder.store(builder.add(old, builder.fptosi(builder.load(total), ivec)), accp, align=4)
+            return context.get_dummy_value()
+
+        return sig, codegen
+
+    return dot_vec
 
 
 def _offsets(ext, f1, f2, role, want):
@@ -534,26 +650,29 @@ def _suspect(words, table, i, depths, elems, allocs, hit):
 
 
 def _run_stretch(order, pos, words, table, uop_dst, uop_src, uop_wgt, inp, wgt, acc, dram, dram_s8, dram_s32,
-                 starts, ends, cfg, counts, mats):
+                 starts, ends, cfg, counts, mats, wt, wver):
     """Execute ``order[pos:]`` until an instruction must be deferred; return its position.
 
     ``dram``, ``dram_s8`` and ``dram_s32`` are the arena as uint8, int8 and int32. ``counts``
     accumulates the statistics of the executed instructions in the order of :data:`COUNT_KEYS`.
     ``counts`` has one more slot: the runs of GEMMs executed as BLAS products. ``mats`` is
     float32 scratch for the BLAS products (:func:`_gemm_batch`; kept by the caller between
-    runs, so its pages are not faulted in again every run).
+    runs, so its pages are not faulted in again every run). ``wt`` (float32, ``(WGT depth,
+    BLOCK_IN, BLOCK_OUT)``) and ``wver`` (int64, WGT depth) are the caller's scratch for the
+    transposed weight blocks (:func:`_wt`), likewise kept between runs.
     """
     if cfg[15] == 0:  # accumulators narrower than 32 bits: all through the NumPy path
         return pos
     f = np.zeros(table.shape[0], dtype=np.int64)  # the decoded fields of the current instruction
     batch, blk_in, blk_out = cfg[0], cfg[1], cfg[2]
-    xsum, wsum = np.zeros((batch, blk_in), dtype=np.float32), np.zeros((blk_out, blk_in), dtype=np.float32)
+    xsum = np.zeros((batch, blk_in), dtype=np.float32)
     run = np.zeros(3, dtype=np.int64)  # [GEMMs before this position run one by one, length of a run to
     # batch, weight version]
-    sums = np.zeros((_SUM_SLOTS, blk_out, blk_in), dtype=np.float32)
+    sums = np.zeros((_SUM_SLOTS, blk_in, blk_out), dtype=np.float32)
     sum_keys = np.full((_SUM_SLOTS, 4), -1, dtype=np.int64)
-    scratch = (np.zeros((batch, blk_out), dtype=np.float32), xsum, wsum, xsum.reshape(xsum.size),
-               wsum.reshape(wsum.size), sums, sums.reshape(sums.size), sum_keys, run)
+    wver[:] = -1  # no weight block transposed yet (the versions count from 0 in this call)
+    scratch = (np.zeros((batch, blk_out), dtype=np.float32), xsum, xsum.reshape(xsum.size), wt,
+               wt.reshape(wt.size), wver, sums, sums.reshape(sums.size), sum_keys, run)
     bgns = np.empty(order.shape[0], dtype=np.int64)  # micro-ops of a run of GEMMs
     # flat views of the buffers (made once: a reshape per instruction costs more than a small one)
     inp_f, wgt_f, acc_f = inp.reshape(inp.size), wgt.reshape(wgt.size), acc.reshape(acc.size)
@@ -945,16 +1064,20 @@ def _load(uop_dst, uop_src, uop_wgt, inp_f, wgt_f, acc_f, dram, dram_s8, dram_s3
 #: integer of at most 2^24 in magnitude, so any order gives the exact result).
 _COMPILED = ("_stretch", "_batch", "_field", "_decode", "_in_dram", "_prepass", "_token_step", "_suspect",
              "_same_gemm", "_zero", "_copy", "_offsets", "_add_rows", "_dot_sum", "_wrap_add", "_dot_add", "_gemm_nest",
-             "_gemm_batch", "_operand", "_add_wrapped", "_gemm_run", "_gemm", "_alu", "_req", "_alu_imm", "_alu_rows",
-             "_store", "_load", "_pack", "_unpack", "token_step", "suspect", "_run_stretch")
-_FASTMATH = ("_add_rows", "_dot_sum", "_dot_add", "_gemm_nest")
+             "_wt", "_dot_row", "_same_words", "_gemm_batch", "_operand", "_add_wrapped",
+             "_gemm_run", "_gemm", "_alu", "_req", "_alu_imm", "_alu_rows", "_store", "_load", "_pack", "_unpack",
+             "token_step", "suspect", "_run_stretch")
+#: (Those also in :data:`_INLINED` are compiled with the options of the loop they are inlined
+#: into, which has no fastmath: their loops are sums with no reduction variable, which LLVM
+#: vectorises without reordering, and :func:`_dot_vec` is explicit vector code.)
+_FASTMATH = ("_add_rows", "_dot_row", "_dot_sum", "_dot_add", "_gemm_nest")
 #: Those that allocate (the others run without reference counting: see :func:`_stretch`).
 _ALLOCATING = ("_offsets", "_gemm_batch", "_operand", "_batch", "_run_stretch")
 #: Per-instruction helpers inlined into their callers by numba (a call boundary costs a
 #: reference-count update per array argument, more than a small instruction's work).
 _INLINED = ("_field", "_decode", "_token_step", "_suspect", "_gemm", "_alu", "_req", "_alu_imm", "_alu_rows", "_store",
-            "_load", "_wrap_add", "_dot_sum", "_dot_add", "_zero", "_copy", "_in_dram", "_add_rows", "_pack",
-            "_unpack", "token_step", "suspect", "_operand", "_add_wrapped")
+            "_load", "_wrap_add", "_dot_sum", "_dot_add", "_dot_row", "_wt", "_zero", "_copy", "_in_dram",
+            "_add_rows", "_pack", "_unpack", "token_step", "suspect", "_operand", "_add_wrapped", "_gemm_nest")
 #: The compiled functions by name, each calling the others' compiled versions (after :func:`compile_all`).
 _COMPILED_NS: dict = {}
 
@@ -1003,10 +1126,28 @@ def compile_all(njit, blas: bool):
     ns = dict(globals())
     if blas:
         ns["_sgemm"] = _sgemm_intrinsic()
+    ns["_dot_vec"] = _dot_vec_intrinsic()
     compile_into(ns, _COMPILED + ("_mm_blas" if blas else "_mm_loops",), njit, options)
     ns["_mm"] = ns["_mm_blas" if blas else "_mm_loops"]
     _COMPILED_NS.update(ns)
     return ns["_run_stretch"]
+
+
+def _same_words(a, b):
+    """Whether two int64 arrays of instruction words are equal (shapes and every word); stops
+    at the first difference."""
+    if a.shape[0] != b.shape[0] or a.shape[1] != b.shape[1]:
+        return False
+    for i in range(a.shape[0]):
+        for c in range(a.shape[1]):
+            if a[i, c] != b[i, c]:
+                return False
+    return True
+
+
+def same_words(a, b) -> bool:
+    """The compiled :func:`_same_words` (after :func:`compile_all`)."""
+    return bool(_COMPILED_NS["_same_words"](a, b))
 
 
 def prepass(words, table, depths, elems, allocs, tokens, out):
