@@ -87,17 +87,11 @@ module vta_dma_rd import vta_pkg::*; (
   logic [31:0] rq_rem_q;                      // beats left in the row
   logic [15:0] rq_rows_q;                     // rows left, the current one included
   logic [31:0] burst;
-  logic [31:0] burst_q;                       // burst_len(rq_addr_q, rq_rem_q)
+  logic [31:0] burst_q;                       // mem_burst_beats(rq_addr_q, rq_rem_q)
 
-  // Beats of the next burst (beat: the address's beat within its burst boundary): the rest of the
-  // row, at most up to the boundary. burst_q is a register written with rq_addr_q and rq_rem_q
-  // (so it always equals this function of them), which a simulator computes only when they
-  // change, not every cycle.
-  function automatic logic [31:0] burst_len(logic [3:0] beat, logic [31:0] rem);
-    logic [31:0] beats;
-    beats = 32'(MAX_BURST_BEATS) - 32'(beat);
-    return (rem < beats) ? rem : beats;
-  endfunction
+  // Beats of the next burst: burst_q is a register written with rq_addr_q and rq_rem_q (always
+  // vta_pkg::mem_burst_beats of them), which a simulator computes only when they change, not
+  // every cycle.
 
   assign burst = burst_q;
 
@@ -245,7 +239,7 @@ module vta_dma_rd import vta_pkg::*; (
             automatic logic [31:0] rem  = row_beats(rq_row_addr[2:0], g_row_bytes_q);
             rq_addr_q  <= addr;
             rq_rem_q   <= rem;
-            burst_q    <= burst_len(addr[6:3], rem);
+            burst_q    <= mem_burst_beats(addr[6:3], rem);
             rq_state_q <= RqBurst;
           end
           RqBurst: begin
@@ -254,7 +248,7 @@ module vta_dma_rd import vta_pkg::*; (
               automatic logic [31:0] rem  = rq_rem - rq_burst;
               rq_addr_q <= addr;
               rq_rem_q  <= rem;
-              burst_q   <= burst_len(addr[6:3], rem);
+              burst_q   <= mem_burst_beats(addr[6:3], rem);
               if (rq_rem == rq_burst) begin
                 rq_rows_q     <= rq_rows - 16'd1;
                 rq_row_addr_q <= rq_row_addr + g_stride_q;

@@ -71,17 +71,11 @@ module vta_store import vta_pkg::*; (
   logic [31:0] addr_q;                   // byte address of the next burst
   logic [31:0] rem_q;                    // beats of the row not yet requested
   logic [31:0] burst;
-  logic [31:0] burst_q;                  // burst_len(addr_q[6:3], rem_q)
+  logic [31:0] burst_q;                  // mem_burst_beats(addr_q[6:3], rem_q)
   logic        req_fire;
 
-  // Beats of the next burst (beat: the address's beat within its burst boundary): the rest of the
-  // row, at most up to the boundary. burst_q is a register written with addr_q and rem_q (so it
-  // always equals this function of them), which a simulator computes only when they change.
-  function automatic logic [31:0] burst_len(logic [3:0] beat, logic [31:0] rem);
-    logic [31:0] beats;
-    beats = 32'(MAX_BURST_BEATS) - 32'(beat);
-    return (rem < beats) ? rem : beats;
-  endfunction
+  // Beats of the next burst: burst_q is a register written with addr_q and rem_q (always
+  // vta_pkg::mem_burst_beats of them), which a simulator computes only when they change.
 
   assign burst = burst_q;
 
@@ -212,19 +206,19 @@ module vta_store import vta_pkg::*; (
         row_addr_q  <= addr0;
         addr_q      <= addr0;
         rem_q       <= rem0;
-        burst_q     <= burst_len(addr0[6:3], rem0);
+        burst_q     <= mem_burst_beats(addr0[6:3], rem0);
       end else if (req_fire) begin
         if (rem != nbeats) begin
           automatic logic [31:0] addr1 = addr + (nbeats << 3);
           automatic logic [31:0] rem1  = rem - nbeats;
           addr_q  <= addr1;
           rem_q   <= rem1;
-          burst_q <= burst_len(addr1[6:3], rem1);
+          burst_q <= mem_burst_beats(addr1[6:3], rem1);
         end else if (rows == 16'd1) begin  // the last burst of the last row
           aw_active_q <= 1'b0;
           addr_q      <= addr + (nbeats << 3);
           rem_q       <= '0;
-          burst_q     <= '0;               // burst_len of any address and 0 beats
+          burst_q     <= '0;               // mem_burst_beats of any address and 0 beats
         end else begin                     // the row's last burst: on to the next row
           automatic logic [31:0] addr1 = row_addr + (32'(x_stride) << ElemLog);
           automatic logic [31:0] rem1  = 32'(x_size) << (ElemLog - 3);
@@ -232,7 +226,7 @@ module vta_store import vta_pkg::*; (
           row_addr_q <= addr1;
           addr_q     <= addr1;
           rem_q      <= rem1;
-          burst_q    <= burst_len(addr1[6:3], rem1);
+          burst_q    <= mem_burst_beats(addr1[6:3], rem1);
         end
       end
       // element reader
