@@ -11,15 +11,13 @@ its input LOADs read rows two input rows apart and move half the rows of the ful
 
 from __future__ import annotations
 
-from contextlib import ExitStack, contextmanager
-
 import numpy as np
 import pytest
 
 from tests.conftest import make_env
-from vta import isa, nd, rpc, te, topi
+from vta import isa, te, topi
 from vta.build import build
-from vta.testing import simulator
+from vta.testing.device_run import Input, Output, run_built
 from vta.topi import Conv2DTiling
 from vta.topi.tiling import Conv2DWorkload, conv2d_footprint
 
@@ -109,34 +107,18 @@ def test_strided_1x1_conv_bit_exact(config, name, tmp_path):
     np.testing.assert_array_equal(_unpack(outs[out_name]), want)
 
 
-@contextmanager
-def _loaded(mod, tmp_path, name):
-    """``mod`` saved as ``<name>.o``, uploaded and loaded in a local RPC session: (function, device)."""
-    obj = tmp_path / f"{name}.o"
-    mod.save(obj)
-    with ExitStack() as stack:
-        remote = stack.enter_context(rpc.LocalSession())
-        remote.upload(str(obj))
-        yield remote.load_module(obj.name), remote.ext_dev(0)
-
-
 def _input_loads(env, name, tmp_path):
     """The input LOADs (memory type INP, moving data) a call of case ``name`` runs, and fsim's
     statistics."""
     s, args, inputs, _, want = _case(env, name)
     mod = build(s, args, "ext_dev", name="strided")
-    with ExitStack() as stack:
-        f, dev = stack.enter_context(_loaded(mod, tmp_path, "strided"))
-        arrays = [stack.enter_context(nd.array(inputs[t.name], dev)) if t.name in inputs
-                  else stack.enter_context(nd.empty(tuple(int(x) for x in t.shape), t.dtype, dev)) for t in args]
-        simulator.clear_stats()
-        cap = f.capture(*arrays, execute=True)
-        stats = dict(simulator.stats())
-        got = _unpack(arrays[-1].numpy())
-    np.testing.assert_array_equal(got, want)
-    loads = [i for i in cap.instructions() if isinstance(i, isa.MemInsn) and i.opcode == isa.OPCODE_LOAD
+    spec = [Input(inputs[t.name]) if t.name in inputs else Output(tuple(int(x) for x in t.shape), t.dtype)
+            for t in args]
+    run = run_built(mod, spec, tmp_path, capture=True)
+    np.testing.assert_array_equal(_unpack(run.outputs[-1]), want)
+    loads = [i for i in run.instructions if isinstance(i, isa.MemInsn) and i.opcode == isa.OPCODE_LOAD
              and i.memory_type == isa.MEM_INP and i.x_size > 0]   # not the no-ops of the dependency tokens
-    return loads, stats
+    return loads, run.stats[0]
 
 
 def test_stride2_input_loads_move_half_the_rows(tmp_path):
@@ -216,12 +198,8 @@ def test_fused_qconv2d_strided_1x1_bit_exact(stride, tmp_path):
         spec = qnn.QConv2DSpec(env.BATCH, ci, co, h, h, 1, 1, (stride, stride), (0, 0, 0, 0), 0, rq, 0, (-128, 127))
         mod, layout = qnn.build_qconv2d(spec, "qconv_strided")
         packed = layout.pack_args(data=x, weight=w, bias=bias)
-        with ExitStack() as stack:
-            f, dev = stack.enter_context(_loaded(mod, tmp_path, "qconv_strided"))
-            arrays = [stack.enter_context(nd.array(a, dev)) for a in packed]
-            out = stack.enter_context(nd.array(layout.empty_output(), dev))
-            f(*arrays, out)
-            got = layout.unpack(out.numpy())
+        run = run_built(mod, [*packed, Output.like(layout.empty_output())], tmp_path)
+        got = layout.unpack(run.outputs[0])
     oh = (h - 1) // stride + 1
     acc = np.zeros((env.BATCH, co, oh, oh), np.int64)
     for y in range(oh):
