@@ -35,6 +35,12 @@ class AluWorkload:
         The right operand is ``(N, C, 1, 1)``, broadcast over the pixels.
     alu_stages : int
         ALU stages of the operator's program (it tells two requantisations apart).
+    extra_tiles : int
+        Full-size tiles the program keeps beside the two operands (a fitted sum rounded half to
+        even keeps its quotient).
+    vectors : int
+        Accumulator entries of constant vectors the program builds on the ALU (a multiplier
+        beyond the 16-bit immediate).
     """
 
     kind: str
@@ -44,6 +50,8 @@ class AluWorkload:
     width: int
     rhs_broadcast: bool = False
     alu_stages: int = 0
+    extra_tiles: int = 0
+    vectors: int = 0
 
 
 @dataclass(frozen=True)
@@ -56,9 +64,9 @@ class AluTiling:
 
 def alu_footprint(wl: AluWorkload, t: AluTiling) -> int:
     """Accumulator entries of one tile: the left operand's tile and the right one's (one entry per
-    channel block when it is broadcast)."""
+    channel block when it is broadcast), the program's extra tiles and its constant vectors."""
     tile = t.tile_c * t.tile_h * wl.width
-    return tile + (t.tile_c if wl.rhs_broadcast else tile)
+    return tile * (1 + wl.extra_tiles) + (t.tile_c if wl.rhs_broadcast else tile) + wl.vectors
 
 
 def _divisors(x: int) -> list[int]:
@@ -73,16 +81,16 @@ def alu_candidates(env: Environment, wl: AluWorkload) -> list[AluTiling]:
 
 def choose_alu_tiling(env: Environment, wl: AluWorkload) -> AluTiling:
     """The default tiling: one channel block, the most rows (a divisor of the height) whose two
-    full-size operand tiles fit the accumulator.
+    full-size operand tiles, extra tiles and constant vectors fit the accumulator.
 
     Raises
     ------
     ScheduleError
-        If one row of the two operands overflows the accumulator.
+        If one row of the operands overflows the accumulator.
     """
-    cap = env.ACC_BUFF_DEPTH
+    cap, buffers = env.ACC_BUFF_DEPTH, 2 + wl.extra_tiles
     for rows in range(wl.height, 0, -1):
-        if wl.height % rows == 0 and rows * wl.width * 2 <= cap:
+        if wl.height % rows == 0 and rows * wl.width * buffers + wl.vectors <= cap:
             return AluTiling(1, rows)
-    raise ScheduleError(f"{wl.kind}: one row of {wl.width} entries x 2 operands overflows the accumulator "
-                        f"({cap} entries)")
+    raise ScheduleError(f"{wl.kind}: one row of {wl.width} entries x {buffers} tiles (+ {wl.vectors} entries "
+                        f"of constant vectors) overflows the accumulator ({cap} entries)")

@@ -938,13 +938,23 @@ def declare_qadd(spec, env: Environment) -> tuple[Tensor, list, list, list]:
 def alu_workload(kind: str, spec, declare, env: Environment | None = None):
     """The :class:`~vta.topi.alu_tiling.AluWorkload` of an ALU-only operator (``kind`` ``"add"``
     with :func:`declare_qadd`, ``"multiply"`` with :func:`vta.topi.qnn_mul.declare_qmul`)."""
-    from .alu_tiling import AluWorkload
-
     env = env or get_env()
     with env:
         _, _, _, alus = declare(spec, env)
-        return AluWorkload(kind, _ceil_div(spec.batch, env.BATCH), _ceil_div(spec.channels, env.BLOCK_OUT),
-                           spec.height, spec.width, bool(getattr(spec, "rhs_broadcast", False)), len(alus))
+        return _alu_workload(kind, spec, alus, env)
+
+
+def _alu_workload(kind: str, spec, alus: list, env: Environment):
+    """The workload of an ALU-only operator whose ALU stages are ``alus``: a fitted sum budgets
+    its extra tile and every operator its constant vectors."""
+    from .alu_tiling import AluWorkload
+
+    vectors = sum(int(t.op.attrs.get("extra_vector", 0)) for t in alus if t.op.attrs)
+    extra = sum(int(t.op.attrs.get("extra_tile", 0)) for t in alus if t.op.attrs) \
+        if getattr(spec, "fit", None) is not None else 0
+    return AluWorkload(kind, _ceil_div(spec.batch, env.BATCH), _ceil_div(spec.channels, env.BLOCK_OUT),
+                       spec.height, spec.width, bool(getattr(spec, "rhs_broadcast", False)), len(alus),
+                       extra, vectors)
 
 
 def schedule_alu_op(kind: str, spec, declare, env: Environment, tiling=None) -> tuple:
@@ -958,24 +968,20 @@ def schedule_alu_op(kind: str, spec, declare, env: Environment, tiling=None) -> 
         If one row of the operands does not fit the accumulator, or ``tiling`` does not divide
         the channel blocks and rows or overflows the accumulator.
     """
-    from .alu_tiling import alu_footprint
+    from .alu_tiling import alu_footprint, choose_alu_tiling
 
     with env:
         out, pairs, loads, alus = declare(spec, env)
+        wl = _alu_workload(kind, spec, alus, env)
         if tiling is None:
-            # a fitted sum budgets its constant vectors and its extra tile (other operators: two tiles, as always)
-            fitted = getattr(spec, "fit", None) is not None
-            vectors = sum(int(t.op.attrs.get("extra_vector", 0)) for t in alus if t.op.attrs)
-            extra = sum(int(t.op.attrs.get("extra_tile", 0)) for t in alus if t.op.attrs) if fitted else 0
-            tile_c, tile_h = 1, _row_tile(spec.height, spec.width, 2 + extra, env, vectors)
-        else:
-            wl = alu_workload(kind, spec, declare, env)
-            if wl.c_blocks % tiling.tile_c or wl.height % tiling.tile_h or \
-                    alu_footprint(wl, tiling) > env.ACC_BUFF_DEPTH:
-                raise ScheduleError(f"{kind}: {tiling!r} does not divide {wl.c_blocks} channel blocks and "
-                                    f"{wl.height} rows, or its tiles overflow the accumulator "
-                                    f"({env.ACC_BUFF_DEPTH} entries)")
-            tile_c, tile_h = tiling.tile_c, tiling.tile_h
+            tiling = choose_alu_tiling(env, wl)
+        elif wl.c_blocks % tiling.tile_c or wl.height % tiling.tile_h or \
+                alu_footprint(wl, tiling) > env.ACC_BUFF_DEPTH:
+            raise ScheduleError(f"{kind}: {tiling!r} does not divide {wl.c_blocks} channel blocks and "
+                                f"{wl.height} rows, or its tiles ({alu_footprint(wl, tiling)} entries with "
+                                f"{wl.extra_tiles} extra tiles and {wl.vectors} of constant vectors) overflow "
+                                f"the accumulator ({env.ACC_BUFF_DEPTH} entries)")
+        tile_c, tile_h = tiling.tile_c, tiling.tile_h
         return _ewise_schedule(out, loads, alus, 2, tile_h, env, tile_c), pairs
 
 

@@ -412,3 +412,29 @@ def test_qadd_fitted_sum_on_every_pair(qenv, tmp_path, fit):
     np.testing.assert_array_equal(layout.unpack(out).ravel(), np.array(want))
     np.testing.assert_array_equal(qnn.qadd_np(spec, a, b).ravel(), np.array(want))
     assert stats["gemm_counter"] == 0
+
+
+def test_every_offered_tiling_of_a_fitted_sum_fits_its_constant_vectors(tmp_path):
+    """A fitted sum whose multipliers pass the 16-bit immediate builds constant vectors in the
+    accumulator: the tilings tuning is offered (``alu_candidates``) leave room for them, so the
+    largest one builds and matches the sum written here on every pair."""
+    from vta.env import get_env
+    from vta.topi.alu_tiling import alu_candidates
+    from vta.topi.qnn_build import alu_workload, declare_qadd
+    from vta.topi.qnn_fit import AffineSum
+
+    f = AffineSum(288971, 436527, 6749993 - 128 * (288971 + 436527), 19)
+    unused = qnn.ResidualSpec(0, qnn.Requant.from_scale(0.5))
+    spec = qnn.QAddSpec(1, 256, 16, 16, unused, unused, 0, (-128, 127), fit=f)
+    env = get_env()
+    biggest = max(alu_candidates(env, alu_workload("add", spec, declare_qadd, env)),
+                  key=lambda t: t.tile_c * t.tile_h)
+    assert biggest.tile_c * biggest.tile_h * spec.width * 2 >= env.ACC_BUFF_DEPTH // 2   # not a small tile
+    g = np.arange(-128, 128)
+    a = np.repeat(g, 256).astype(np.int8).reshape(spec.out_shape)
+    b = np.tile(g, 256).astype(np.int8).reshape(spec.out_shape)
+    mod, layout = qnn.build_qadd(spec, "qadd_fit_tiled", tiling=biggest)
+    out, _ = run_op(mod, layout, layout.pack_args(lhs=a, rhs=b), tmp_path)
+    want = [min(max((int(x) * f.lhs_multiplier + int(y) * f.rhs_multiplier + f.offset) >> f.shift, -128), 127)
+            for x, y in zip(a.ravel().tolist(), b.ravel().tolist(), strict=True)]
+    np.testing.assert_array_equal(layout.unpack(out).ravel(), np.array(want))
