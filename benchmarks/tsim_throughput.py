@@ -239,28 +239,33 @@ the inputs (no gain in a C++ model of the generated code), and Verilator's ``-fn
 units' control, flat, remain.
 
 A tenth pass (2026-12-07, main at 1e50939; callgrind as printed by this script): 2,913
-instructions per simulated cycle on C11 and 2,574 on the GEMM-heavy program before, 2,839 and
-2,512 after (-2.5%, -2.4%; cycle counts unchanged, 465,169 and 68,544). Kept: the DRAM model's queue of read
-bursts a ring instead of a ``std::deque`` (C11 2,902), and GCC profile-guided optimisation of the
-library :func:`vta.sim.tsim.library.build` makes (:mod:`vta.sim.tsim.pgo`: an instrumented build runs
-ResNet-18 C11 and the ALU chain in a child process, then the design and the shim are compiled again
-with that profile; the clean build takes about twice as long, 40 to 50 s, and is cached like the
-other). The profile mostly orders branches and code, so it saves more time than instructions:
-C11 2,839 a cycle (a workload of the training) and the GEMM-heavy program 2,512 (not one), and per CPU
-second, medians of nine rounds of both libraries interleaved in one process at a load average of 2
-to 3, the GEMM-heavy program 5.42 M before and 5.75 M after (pair ratio 1.058), C11 4.93 M and
-5.53 M (1.117). Measured and not kept: link-time optimisation of the model and the shim (+43 a cycle
-on the GEMM-heavy program), ``-mtls-dialect=gnu2`` for the shim's thread-local model pointer (+2),
-``-mprefer-vector-width=256`` (no change), the GEMM's dot products accumulated from operands
-sign-extended to the accumulator width instead of 16-bit products (+17, as in pass 7).
-``-march=native`` stays out: valgrind 3.19 cannot run this machine's AVX-512, so its effect cannot
-be counted, and x86-64-v3 (AVX2) is already used when the CPU has it. Where the GEMM-heavy program's
-2,574 went before the pass (callgrind ``--dump-line=yes``, ``-CFLAGS -g``, by the module of the
-signals a statement names): the GEMM core 418, the compute unit's control 356, vta_top's glue 248,
-fetch 131, the VCR 127, the store 194 with its sequencer, the memory engine 122, the weight SRAM's
-read copy 115, the three instruction queues 222, the read engines 138, the load 121 with its
-sequencer; no statement above 55. On C11 the DRAM model's DPI call added about 100 a cycle (it
-runs in two cycles of three). The issue's bar of 2,000 is not reached.
+instructions per simulated cycle on C11 and 2,574 on the GEMM-heavy program before, 2,840 and
+2,500 after (-2.5%, -2.9%; cycle counts unchanged, 465,169 and 68,544). Kept: the DRAM model's queue
+of read bursts a ring instead of a ``std::deque`` (C11 2,902), and GCC profile-guided optimisation
+of the library :func:`vta.sim.tsim.library.build` makes (:mod:`vta.sim.tsim.pgo`: an instrumented
+build runs a training program of its own, rounds of a tiled GEMM with an ALU epilogue and
+overlapping load, compute and store, in a child process; then the design and the shim are compiled
+again with that profile; the clean build takes about 30 to 35 s instead of 20, and is cached like
+the other; ``VTA_TSIM_PGO=0`` turns it off). Neither C11 nor the GEMM-heavy program is the training
+program. The profile mostly orders branches and code, so it saves more time than instructions: per
+CPU second, nine rounds of both libraries interleaved in one process at a load average of 3 to 4,
+C11 4.72 M before and 5.05 M after (median pair ratio 1.075), the GEMM-heavy program 5.03 M and
+5.30 M (1.096); a first version trained on C11 itself gave C11 1.117 and 2,839 a cycle. Measured and
+not kept: link-time optimisation of the model and the shim (+43 a cycle on the GEMM-heavy program),
+``-mtls-dialect=gnu2`` for the shim's thread-local model pointer (+2 on C11), the DRAM model's
+request and write paths moved out of line (+1), ``-mprefer-vector-width=256`` (no change),
+``-fvect-cost-model=unlimited`` (+793), the GEMM's dot products accumulated from operands
+sign-extended to the accumulator width (+17, as in pass 7) or from operand arrays sign-extended to
+16 bits in the copy (+986: the copy is then scalar). ``-march=native`` stays out: valgrind 3.19
+cannot run this machine's AVX-512, so its effect cannot be counted, and x86-64-v3 (AVX2) is already
+used when the CPU has it. Where the GEMM-heavy program's 2,574 went before the pass (callgrind
+``--dump-line=yes``, ``-CFLAGS -g``, by the module of the signals a statement names): the GEMM core
+418, the compute unit's control 356, vta_top's glue 248, the three instruction queues 222, the store
+194 with its sequencer, fetch 131, the VCR 127, the memory engine 122, the load 121 with its
+sequencer, the read engines 138, the weight SRAM's read copy 115 (32 pairs of 64-bit moves: the
+compiler merges the byte copies but does not vectorise them); no statement above 55. On C11 the
+DRAM model's DPI call adds about 80 a cycle (it runs in two cycles of three). The issue's bar of
+2,000 is not reached.
 """
 
 from __future__ import annotations

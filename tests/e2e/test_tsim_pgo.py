@@ -35,6 +35,24 @@ def test_recipe_names_the_training():
     assert set(pgo.TRAINING) <= set(pgo.recipe())
 
 
+@pytest.mark.verilator
+def test_training_program_runs_and_leaves_no_token(tsim_library):
+    from vta.sim.tsim import TSim
+
+    env = make_env()
+    m, k = pgo._sizes(env)
+    with env, DRAM(1 << 26) as dram, TSim(env, dram, library=tsim_library()) as dev:
+        insn_addr, count, _ = pgo.training_program(env, dram)
+        dev.clear_stats()
+        assert dev.run(insn_addr, count) == 0
+        stats = dev.stats()
+    rounds, reps = pgo._ROUNDS, pgo._REPS
+    # gemm_counter counts the accumulating (non-reset) uops: m * k * reps a round
+    assert stats["gemm_counter"] == rounds * m * k * reps
+    assert stats["store_retired"] == rounds and stats["load_retired"] == 2 * rounds
+    assert all(stats[f"tokens_{c}"] == 0 for c in ("l2g", "g2l", "g2s", "s2g"))
+
+
 def _run(lib, env, m, k, reps, seed):
     from vta.sim.tsim import TSim
 
