@@ -9,7 +9,6 @@
 #include <cstdarg>
 #include <cstdio>
 #include <cstring>
-#include <deque>
 #include <memory>
 #include <string>
 #include <type_traits>
@@ -74,6 +73,37 @@ struct DramTiming {
 };
 constexpr uint32_t kCreditCap = 2 * 8;  // bytes of read credit banked at most
 
+// The queue of read bursts: a ring over a power-of-two vector that doubles when full. A beat is
+// served in most cycles of a load, and std::deque's indexing and size cost several times the
+// work of the DRAM model itself there.
+class BurstQueue {
+ public:
+  bool empty() const { return head_ == tail_; }
+  size_t size() const { return tail_ - head_; }
+  ReadBurst& front() { return buf_[head_ & mask_]; }
+  ReadBurst& operator[](size_t i) { return buf_[(head_ + i) & mask_]; }
+  void pop_front() { ++head_; }
+  void clear() { head_ = tail_ = 0; }
+  void push_back(const ReadBurst& r) {
+    if (size() == buf_.size()) grow();
+    buf_[tail_++ & mask_] = r;
+  }
+
+ private:
+  void grow() {
+    std::vector<ReadBurst> bigger(buf_.empty() ? 16 : 2 * buf_.size());
+    for (size_t i = 0; i < size(); ++i) bigger[i] = (*this)[i];
+    tail_ = size();
+    head_ = 0;
+    buf_.swap(bigger);
+    mask_ = buf_.size() - 1;
+  }
+  std::vector<ReadBurst> buf_;
+  size_t mask_ = 0;
+  size_t head_ = 0;  // index of the front, modulo the capacity
+  size_t tail_ = 0;  // one past the back
+};
+
 // One record of the profiler's probe (layout shared with vta/sim/tsim/probe.py).
 struct ProbeRecord {
   uint64_t cycle;  // cycles the core counted in the run before this one (the ECNT0 clock)
@@ -131,7 +161,7 @@ struct Model {
   uint8_t req_addr = 0;
   uint32_t req_wdata = 0, resp_value = 0;
   // memory
-  std::deque<ReadBurst> reads;
+  BurstQueue reads;
   DramTiming dram;
   size_t in_flight = 0;     // bursts issued to the DRAM and not yet returned in full (a prefix of reads)
   uint64_t credit = kCreditCap;

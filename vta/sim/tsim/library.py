@@ -5,7 +5,8 @@ The product of :func:`build` is one shared library (``libvta_tsim_hw.so``) expor
 ``sim/vta_tsim.h``. It is cached under ``vta.cache.cache_dir("tsim")`` in a directory named by a
 hash of every source file, the generated ``vta_pkg`` (so of the configuration), the Verilator
 flags and the waveform option; a cache entry is created atomically (built in a temporary
-directory, then renamed), so concurrent builds never see half a library.
+directory, then renamed), so concurrent builds never see half a library. :func:`build` without
+waveforms compiles the model with a profile taken on a training run (:mod:`vta.sim.tsim.pgo`).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from ...atomic import fsync_file
 from ...cache import cache_dir, content_key
 from ...env import Environment, data_dir
 from ...errors import BuildError, ModuleLoadError
+from . import pgo as _pgo
 from . import verilator as _verilator
 
 __all__ = ["build", "build_sources", "sources", "expand_limit", "LIBRARY_NAME", "TOP_MODULE", "TRACE_KINDS", "Library",
@@ -181,11 +183,13 @@ def build(env: Environment, trace: str | None = None) -> Path:
     except ImportError as exc:
         raise BuildError(f"the RTL package generator vta.sim.tsim.hwgen cannot be imported: {exc}") from exc
     package = hwgen.sv_package(env)
-    return build_sources(sources(), package, trace=trace, expand=expand_limit(env))
+    train = env if trace is None and _pgo.enabled() else None
+    return build_sources(sources(), package, trace=trace, expand=expand_limit(env), train=train)
 
 
 def build_sources(sv_files: Sequence[Path], package: str, *, trace: str | None = None,
-                  cache: Path | None = None, expand: int | None = None) -> Path:
+                  cache: Path | None = None, expand: int | None = None,
+                  train: Environment | None = None) -> Path:
     """Build a tsim library from explicit SystemVerilog files and ``vta_pkg`` text.
 
     :func:`build` is this with the project's sources; tests and benchmarks use it to build in a
@@ -203,6 +207,9 @@ def build_sources(sv_files: Sequence[Path], package: str, *, trace: str | None =
         Cache directory (default ``vta.cache.cache_dir("tsim")``).
     expand : int, optional
         Verilator's ``--expand-limit`` (:func:`expand_limit`; default Verilator's own).
+    train : Environment, optional
+        Build with a profile (:mod:`vta.sim.tsim.pgo`) taken on this configuration, which must
+        be the one of ``package``; without waveform support only.
 
     Returns
     -------
@@ -214,8 +221,11 @@ def build_sources(sv_files: Sequence[Path], package: str, *, trace: str | None =
     BuildError
         If Verilator is missing or the build fails.
     ValueError
-        If ``trace`` is not one of :data:`TRACE_KINDS`, or ``expand`` is not positive.
+        If ``trace`` is not one of :data:`TRACE_KINDS`, ``expand`` is not positive, or ``train``
+        is given with a ``trace``.
     """
+    if train is not None and trace is not None:
+        raise ValueError(f"a profile-guided build (train) has no waveform support; got trace {trace!r}")
     if trace not in TRACE_KINDS:
         raise ValueError(f"trace {trace!r} is not one of {TRACE_KINDS!r}")
     if expand is not None and expand < 1:
@@ -228,6 +238,8 @@ def build_sources(sv_files: Sequence[Path], package: str, *, trace: str | None =
     design_flags = flags + (["--expand-limit", str(expand)] if expand is not None else [])
     sv_files = [Path(p).resolve() for p in sv_files]
     parts: list[bytes | str] = [_RECIPE_VERSION, str(root), *design_flags, "vta_pkg.sv", package]
+    if train is not None:
+        parts += _pgo.recipe()
     for path in sv_files:
         parts += [path.name, path.read_bytes()]
     for name in _SHIM_SOURCES:
@@ -246,6 +258,9 @@ def build_sources(sv_files: Sequence[Path], package: str, *, trace: str | None =
         pkg_file = tmp / "vta_pkg.sv"
         pkg_file.write_text(package)
         out = tmp / LIBRARY_NAME
+        if train is not None:
+            _build_with_profile(design_flags, flags, seeded, pkg_file, sv_files, tmp, out, runtime, train)
+            return _publish(tmp, out, entry, library)
         cmd = [
             _verilator.verilator_bin(), *design_flags,
             "-Mdir", str(tmp / "obj"), "-o", str(out),
@@ -261,17 +276,71 @@ def build_sources(sv_files: Sequence[Path], package: str, *, trace: str | None =
             tail = proc.stdout[-_TAIL_CHARS:]
             raise BuildError(f"Verilator build of {TOP_MODULE} failed (exit code {proc.returncode}):\n{tail}")
         _keep_runtime(tmp / "obj", runtime)
-        shutil.rmtree(tmp / "obj")
-        fsync_file(out)  # the entry is published whole, by renaming its directory
-        try:
-            os.rename(tmp, entry)
-        except OSError:
-            if not library.exists():  # not a concurrent build that won the race
-                raise
-        return library
+        return _publish(tmp, out, entry, library)
     finally:
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _publish(tmp: Path, out: Path, entry: Path, library: Path) -> Path:
+    """Drop the build's objects and publish ``tmp`` as the cache ``entry`` (atomically, by renaming)."""
+    shutil.rmtree(tmp / "obj")
+    fsync_file(out)  # the entry is published whole, by renaming its directory
+    try:
+        os.rename(tmp, entry)
+    except OSError:
+        if not library.exists():  # not a concurrent build that won the race
+            raise
+    return library
+
+
+def _make(obj: Path, flags: list[str], runtime_objs: list[str], targets: Sequence[str] = (),
+          user: tuple[str, str] = ("", "")) -> None:
+    """Run the generated makefile in ``obj`` with the make variables of ``flags`` (its ``-MAKEFLAGS``),
+    the cached run-time objects taken as up to date and ``user`` = (compiler, link) flags."""
+    make_vars = [flags[i + 1] for i, arg in enumerate(flags) if arg == "-MAKEFLAGS"]
+    make = shutil.which("make")
+    if make is None:
+        raise BuildError("the tsim build needs make, which is not on PATH")
+    cmd = [make, "-C", str(obj), "-f", f"V{TOP_MODULE}.mk", "-j", str(min(2, os.cpu_count() or 1)), *make_vars,
+           f"USER_CPPFLAGS={user[0]}", f"USER_LDFLAGS={user[1]}",
+           *[f"--assume-old={name}" for name in runtime_objs], *targets]
+    proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    if proc.returncode != 0:
+        raise BuildError(f"C++ build of {TOP_MODULE} failed (exit code {proc.returncode}):\n"
+                         f"{proc.stdout[-_TAIL_CHARS:]}")
+
+
+def _build_with_profile(design_flags: list[str], flags: list[str], seeded: list[str], pkg_file: Path,
+                        sv_files: list[Path], tmp: Path, out: Path, runtime: Path, env: Environment) -> None:
+    """Verilate, build instrumented, train (:mod:`vta.sim.tsim.pgo`), build again with the profile.
+
+    The run-time objects are compiled without instrumentation (or taken from the cache), so they
+    can be kept for other builds; only the design and the shim are compiled twice.
+    """
+    obj = tmp / "obj"
+    cmd = [_verilator.verilator_bin(), *[a for a in design_flags if a != "--build"],
+           "-Mdir", str(obj), "-o", str(out), "-CFLAGS", f"-I{_sim_dir()}",
+           str(pkg_file), *map(str, sv_files), str(_sim_dir() / "vta_tsim.cc")]
+    proc = subprocess.run(cmd, cwd=tmp, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    if proc.returncode != 0:
+        raise BuildError(f"Verilator of {TOP_MODULE} failed (exit code {proc.returncode}):\n"
+                         f"{proc.stdout[-_TAIL_CHARS:]}")
+    # The objects Verilator's makefile would compile from its run-time library for this build.
+    wanted = [name for name in _RUNTIME_OBJS[:3] if name not in seeded]
+    if wanted:
+        _make(obj, flags, seeded, wanted)
+    runtime_objs = seeded + wanted
+    _make(obj, flags, runtime_objs, user=_pgo.GENERATE_FLAGS)
+    _pgo.train(out, env, tmp)
+    for path in obj.iterdir():
+        if path.suffix in (".o", ".a") and path.name not in runtime_objs:
+            path.unlink()
+    out.unlink()
+    _make(obj, flags, runtime_objs, user=(_pgo.USE_FLAGS, ""))
+    if not out.exists():
+        raise BuildError(f"the profile-guided build of {TOP_MODULE} produced no library")
+    _keep_runtime(obj, runtime)
 
 
 def _runtime_dir(root: Path, flags: list[str]) -> Path:
