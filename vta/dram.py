@@ -62,6 +62,8 @@ class DRAM:
         #: The whole arena as a writable uint8 array; index = physical address.
         self.data = np.frombuffer(self._map, dtype=np.uint8)
         self._starts: list[int] = []  # sorted start addresses of live allocations
+        self._bounds: list[int] = []  # start and end (exclusive) of each, in the same order, flat
+        self._bounds_array: tuple = (-1, None)  # (generation, bounds() of it)
         self._sizes: dict[int, int] = {}  # start -> requested bytes
         self._pages: dict[int, int] = {}  # start -> pages reserved
         self._free: list[tuple[int, int]] = []  # (pages, start) of freed blocks, sorted
@@ -129,8 +131,7 @@ class DRAM:
                     f"({used} bytes live in {len(self._sizes)} allocations); free buffers or use a larger arena"
                 )
             self._top = start + pages * PAGE_BYTES
-        bisect.insort(self._starts, start)
-        self._sizes[start] = nbytes
+        self._insert(start, nbytes)
         self._pages[start] = pages
         self.generation += 1
         return start
@@ -179,8 +180,7 @@ class DRAM:
             kept.append(((addr - self._top) // PAGE_BYTES, self._top))
         self._top = max(self._top, end)
         self._free = sorted(kept)
-        bisect.insort(self._starts, addr)
-        self._sizes[addr] = nbytes
+        self._insert(addr, nbytes)
         self._pages[addr] = pages
         self.generation += 1
         return addr
@@ -198,7 +198,9 @@ class DRAM:
             raise AllocationError(f"address 0x{int(addr):x} is not the start of a live DRAM allocation")
         pages = self._pages.pop(addr)
         del self._sizes[addr]
-        self._starts.pop(bisect.bisect_left(self._starts, addr))
+        i = bisect.bisect_left(self._starts, addr)
+        del self._starts[i]
+        del self._bounds[2 * i:2 * i + 2]
         self.generation += 1
         self._map.madvise(mmap.MADV_DONTNEED, addr, pages * PAGE_BYTES)
         # Coalesce with freed neighbours so that large requests can reuse the space.
@@ -217,6 +219,26 @@ class DRAM:
         else:
             kept.append(((end - start) // PAGE_BYTES, start))
         self._free = sorted(kept)
+
+    def _insert(self, start: int, nbytes: int) -> None:
+        """Record a new live allocation in the sorted starts, the flat bounds and the sizes."""
+        i = bisect.bisect_left(self._starts, start)
+        self._starts.insert(i, start)
+        self._bounds[2 * i:2 * i] = (start, start + nbytes)
+        self._sizes[start] = nbytes
+
+    def bounds(self) -> np.ndarray:
+        """The live allocations as a (k, 2) int64 array: start and end (exclusive) of each, in address order.
+
+        Made once per :attr:`generation` and shared by every caller (a checker of many ranges reads it
+        instead of calling :meth:`allocations`): read it, never write it.
+        """
+        cached = self._bounds_array
+        if cached[0] != self.generation:
+            k = len(self._starts)
+            cached = self._bounds_array = (self.generation,
+                                           np.fromiter(self._bounds, np.int64, 2 * k).reshape(k, 2))
+        return cached[1]
 
     def allocations(self) -> Iterator[tuple[int, int]]:
         """Yield ``(address, nbytes)`` of every live allocation in address order."""

@@ -76,3 +76,28 @@ def test_exhaustion_is_a_clear_error():
         dram.alloc(3 * PAGE_BYTES)
         with pytest.raises(AllocationError, match="cannot hold"):
             dram.alloc(1)
+
+
+def test_bounds_follow_the_live_allocations():
+    """``bounds()`` after random allocs, reserves and frees; oracle: :meth:`DRAM.allocations`."""
+    rng = np.random.default_rng(5)
+    with DRAM(1 << 24) as dram:
+        live = []
+        for step in range(300):
+            if live and rng.random() < 0.4:
+                dram.free(live.pop(int(rng.integers(len(live)))))
+            elif rng.random() < 0.1:
+                try:
+                    live.append(dram.reserve(int(rng.integers(1, 4000)) * PAGE_BYTES, int(rng.integers(1, 9000))))
+                except AllocationError:  # (the range overlaps a live allocation)
+                    pass
+            else:
+                live.append(dram.alloc(int(rng.integers(1, 3 * PAGE_BYTES))))
+            got = dram.bounds()
+            want = [(a, a + n) for a, n in dram.allocations()]
+            assert got.dtype == np.int64 and got.shape == (len(want), 2), step
+            assert got.tolist() == [list(w) for w in want], step
+            assert dram.bounds() is got  # (made once per generation)
+        for a in live:
+            dram.free(a)
+        assert dram.bounds().shape == (0, 2)

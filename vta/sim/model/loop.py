@@ -20,8 +20,13 @@ a load leads to its retirement, which frees the unit and pushes its tokens.
 
 from __future__ import annotations
 
+import numpy as np
+
 __all__ = ["HELPERS", "QUEUE_DEPTH", "core", "work_size"]
 
+#: Index cast of the hot lookups (their indices are never negative: an unsigned one spares the
+#: compiled loop the wraparound of negative indices in chains of dependent loads).
+_U = np.uint64
 #: Entries of each instruction queue.
 QUEUE_DEPTH = 512
 #: Credit the channel banks at most while idle (bytes; two beats), as the shim does.
@@ -228,24 +233,26 @@ def _queue_free_at(i, t, unit, qpos, queue, qbase, end, queue_depth, qfree):
     older instruction whose entry it takes must have retired (-1: not known yet)."""
     if qpos[i] < queue_depth:
         return t
-    older = queue[qbase[unit[i]] + qpos[i] - queue_depth]
-    if end[older] < 0:
+    older = queue[_U(qbase[unit[_U(i)]] + qpos[_U(i)] - queue_depth)]
+    e = end[_U(older)]
+    if e < 0:
         return -1
-    return t if end[older] + qfree <= t else end[older] + qfree
+    return t if e + qfree <= t else e + qfree
 
 
 def _dispatch(i, d, unit, qpos, queue, qbase, end, heads, queue_depth, qfree, dispatch, blocked_from, stall,
               retired, dirty):
     """Dispatch instruction ``i`` from cycle ``d`` (later when its queue is full: fetch stalls);
     return the dispatch cycle and the units whose candidate changes."""
-    blocked_from[i] = d
+    blocked_from[_U(i)] = d
     free_at = _queue_free_at(i, d, unit, qpos, queue, qbase, end, queue_depth, qfree)
     if free_at > d:
         stall[0] += free_at - d
         d = free_at
-    dispatch[i] = d
-    if qpos[i] == heads[unit[i]]:  # its unit's head: the unit can start it
-        dirty |= 1 << unit[i]
+    dispatch[_U(i)] = d
+    u = unit[_U(i)]
+    if qpos[_U(i)] == heads[u]:  # its unit's head: the unit can start it
+        dirty |= 1 << u
     retired[0] += 1
     return d, dirty
 
@@ -262,8 +269,9 @@ def _dispatch_arrived(n, f_next, fr, fm, fetch_buffer, next_dispatch, fready, un
         if fr < n and fr + fm - fetch_buffer - 1 < f_next:
             break  # fetch's next event is a request
         i = f_next
-        d = next_dispatch if next_dispatch > fready[i] else fready[i]
-        blocked_from[i] = d
+        fi = fready[_U(i)]
+        d = next_dispatch if next_dispatch > fi else fi
+        blocked_from[_U(i)] = d
         if _queue_free_at(i, d, unit, qpos, queue, qbase, end, queue_depth, qfree) < 0:
             break
         d, dirty = _dispatch(i, d, unit, qpos, queue, qbase, end, heads, queue_depth, qfree, dispatch, blocked_from,
@@ -320,8 +328,9 @@ def _tokens_ready(t, mask, popped, tokens, push_cnt, push_t):
                 j = k - tokens[c]
                 if j >= push_cnt[c]:
                     return -1
-                if push_t[c, j] > t:
-                    t = push_t[c, j]
+                p = push_t[c, _U(j)]
+                if p > t:
+                    t = p
         mask >>= 1
         c += 1
     return t
@@ -340,10 +349,10 @@ def _candidates(dirty, ld_insn, heads, qlen, queue, qbase, dispatch, free, pops,
             continue
         if heads[u] >= qlen[u]:
             continue
-        i = queue[qbase[u] + heads[u]]
-        if dispatch[i] < 0:
+        i = queue[_U(qbase[u] + heads[u])]
+        if dispatch[_U(i)] < 0:
             continue
-        t0 = dispatch[i] + 1
+        t0 = dispatch[_U(i)] + 1
         if free[u] > t0:
             t0 = free[u]
         t = _tokens_ready(t0, pops[i], popped, tokens, push_cnt, push_t)
@@ -467,9 +476,9 @@ def _load_requests(u, best, best_t, f_time, f_req, fetch_buffer, ld_insn, ld_req
 
 def _start(u, s, heads, queue, qbase, cand_w, start, ready, stall, pops, popped):
     """Unit ``u`` starts its queue head at cycle ``s`` (it pops its tokens); return it."""
-    i = queue[qbase[u] + heads[u]]
+    i = queue[_U(qbase[u] + heads[u])]
     heads[u] += 1
-    start[i] = s
+    start[_U(i)] = s
     ready[i] = s - cand_w[u]
     stall[u + 1] += cand_w[u]
     m = pops[i]
@@ -485,16 +494,16 @@ def _start(u, s, heads, queue, qbase, cand_w, start, ready, stall, pops, popped)
 def _retire(i, u, e, start, end, busy, retired, free, pushes, push_t, push_cnt, consumer, dirty):
     """Instruction ``i`` retires from unit ``u`` at cycle ``e``: the unit is free and the
     consumers of its pushes see the tokens. Returns ``dirty`` with the units this changes."""
-    end[i] = e
-    busy[u + 1] += e - start[i]
+    end[_U(i)] = e
+    busy[u + 1] += e - start[_U(i)]
     retired[u + 1] += 1
     free[u] = e
     dirty |= 1 << u
-    m = pushes[i]
+    m = pushes[_U(i)]
     c = 0
     while m != 0:
         if m & 1:
-            push_t[c, push_cnt[c]] = e
+            push_t[c, _U(push_cnt[c])] = e
             push_cnt[c] += 1
             dirty |= 1 << consumer[c]
         m >>= 1

@@ -1,0 +1,82 @@
+"""The timing-only run's shortcut (:meth:`vta.sim.model.CycleModel._time_new`) against the general path.
+
+The shortcut takes the common timing-only run (an aligned stream run from no outstanding token)
+in one method. Oracles: the same device class with the shortcut refused (the general path:
+fsim's ``run`` around :meth:`CycleModel._run`), and fsim itself for the errors and fsim's
+counters. Valid random programs, streams that leave tokens and damaged streams run in one
+sequence on each device, so the state a run leaves (tokens, work space, repeat) is compared too.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from vta.errors import SimulationError
+from vta.sim.fsim import FunctionalSimulator
+from vta.sim.model import CycleModel
+from vta.sim.model import replay as rp
+from vta.testing.malformed import KINDS, malformed_program
+from vta.testing.programs import random_program
+
+pytestmark = pytest.mark.skipif(rp.compiled() is None, reason="numba is not installed")
+
+
+class _General(CycleModel):
+    """The model with the shortcut refused: every timing-only run takes the general path."""
+
+    def _time_new(self, insn_phys_addr, n):
+        return False
+
+
+def _outcome(dev, addr, count):
+    """What one run gives: the error (type and message) or the last run's counters; then the tokens."""
+    try:
+        dev.run(addr, count)
+    except SimulationError as exc:
+        return type(exc).__name__, str(exc), list(dev.tokens)
+    return dict(dev.last_run) if isinstance(dev, CycleModel) else None, list(dev.tokens)
+
+
+def _streams(env, dram):
+    """Valid programs, each run twice (the second a repeat), and damaged streams, in turn."""
+    for seed in range(4):
+        yield lambda seed=seed: random_program(env, dram, seed, length=24), 2
+        kind = sorted(KINDS)[seed * 3 % len(KINDS)]
+        yield lambda seed=seed, kind=kind: malformed_program(env, dram, seed, kind), 1
+    for kind in sorted(KINDS):
+        yield lambda kind=kind: malformed_program(env, dram, 7, kind), 1
+
+
+def test_the_shortcut_gives_the_general_paths_counters_errors_and_tokens(env, dram, monkeypatch):
+    taken = []
+    real = CycleModel._time_new
+
+    def spy(self, *args):
+        done = real(self, *args)
+        taken.append(done)
+        return done
+
+    monkeypatch.setattr(CycleModel, "_time_new", spy)
+    with (CycleModel(env, dram, functional=False) as fast, _General(env, dram, functional=False) as general,
+          FunctionalSimulator(env, dram) as fsim):
+        for make, runs in _streams(env, dram):
+            p = make()
+            try:
+                for _ in range(runs):
+                    got = _outcome(fast, p.insn_addr, p.insn_count)
+                    want = _outcome(general, p.insn_addr, p.insn_count)
+                    assert got == want
+                    ref = _outcome(fsim, p.insn_addr, p.insn_count)
+                    if len(ref) == 3:  # fsim's error: the same one
+                        assert got[:2] == ref[:2]
+                    else:  # the tokens fsim leaves
+                        assert got[-1] == ref[-1]
+                    for dev in (fast, general, fsim):  # (a stream left tokens: start the next from none)
+                        dev.tokens = [0, 0, 0, 0]
+            finally:
+                p.close()
+        assert fast.stats() == general.stats()
+        for key in ("insn_load", "insn_store", "insn_gemm", "insn_alu", "insn_finish", "inp_load_nbytes",
+                    "out_store_nbytes", "gemm_counter", "alu_counter", "runs_failed"):
+            assert fast.stats()[key] == fsim.stats()[key], key
+    assert True in taken  # (the shortcut was exercised)
