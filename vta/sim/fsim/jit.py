@@ -22,9 +22,11 @@ the lowest bits) are unpacked with sign extension on LOAD and packed on STORE in
 like :func:`vta.sim.fsim.units.unpack_signed` and :func:`~vta.sim.fsim.units.pack_low_bits`.
 
 Runs of consecutive GEMMs that differ only in their micro-op (the inner loops of a blocked
-matrix product) are executed inside the loop as BLAS products of the float32 scratchpads, read
-in place where their layout allows and gathered otherwise (exact: see
-:mod:`vta.sim.fsim.kernels`), with no Python in between.
+matrix product) are executed inside the loop as matrix products, with no Python in between: on
+a CPU with AVX-512 VNNI and 16-lane blocks, by int8 dot products of the operands packed as
+bytes (:func:`vta.sim.fsim.kernels.int8_dots_available`); elsewhere as BLAS products of the
+float32 scratchpads, read in place where their layout allows and gathered otherwise. Both are
+exact (see :mod:`vta.sim.fsim.kernels`).
 
 numba is optional: without it (or with ``engine="numpy"``) fsim uses the NumPy path alone.
 Compiled code is cached on disk (:mod:`vta.sim.numba_cache`).

@@ -628,17 +628,71 @@ def _pack_inputs(inp_f, s0, row_s, r0, r1, nb, red_s, k0, k1, m8, at, mp, sums):
     for m in range(r0, r1):
         for b in range(nb):
             row = (m - r0) * nb + b
-            to = at + row * kl
-            tot = np.int64(0)
-            for q in range(k0, k1):
-                frm = ((s0 + row_s[m] + red_s[q]) * nb + b) * 16
-                for t in range(16):
-                    v = np.int64(inp_f[frm + t])
-                    tot += v
-                    m8[to + t] = np.uint8(v & 0xFF)
-                to += 16
+            tot = _pack_row(inp_f, (s0 + row_s[m]) * nb + b, nb, red_s, k0, k1, m8, at + row * kl)
             sums[row] = np.int32((np.int64(sums[row]) + tot) & 0xFFFFFFFF)
     m8[at + (r1 - r0) * nb * kl:at + mp * kl] = 0
+
+
+def _pack_row(inp_f, base, nb, red_s, k0, k1, m8, to):
+    """One row of :func:`_pack_inputs`: for each reduction step ``q`` of ``k0..k1``, the 16 lanes
+    ``inp_f[(base + red_s[q] * nb) * 16:][:16]`` as signed bytes at ``m8[to + (q - k0) * 16:]``;
+    returns the sum of the values.
+
+    Plain Python here; :func:`compile_all` puts :func:`_pack_row_intrinsic` in its place.
+    """
+    tot = 0
+    for q in range(k0, k1):
+        frm = (base + red_s[q] * nb) * 16
+        for t in range(16):
+            v = np.int64(inp_f[frm + t])
+            tot += v
+            m8[to + (q - k0) * 16 + t] = np.uint8(v & 0xFF)
+    return tot
+
+
+def _pack_row_intrinsic():
+    """A numba intrinsic ``pack_row(inp_f, base, nb, red_s, k0, k1, m8, to)``: :func:`_pack_row` with
+    one vector conversion of 16 floats to int32 lanes per step, summed in a vector and stored
+    truncated to bytes."""
+    from llvmlite import ir
+    from numba.core import cgutils
+    from numba.core import types as nbtypes
+    from numba.extending import intrinsic
+
+    @intrinsic
+    def pack_row(typingctx, inp_f, base, nb, red_s, k0, k1, m8, to):
+        sig = nbtypes.int64(inp_f, base, nb, red_s, k0, k1, m8, to)
+
+        def codegen(context, builder, sig, args):
+            f32, i8, i32, i64 = ir.FloatType(), ir.IntType(8), ir.IntType(32), ir.IntType(64)
+            vf, vi, vb = ir.VectorType(f32, 16), ir.VectorType(i32, 16), ir.VectorType(i8, 16)
+
+            def wide(k):
+                return context.cast(builder, args[k], sig.args[k], nbtypes.int64)
+
+            def data(k):
+                return context.make_array(sig.args[k])(context, builder, args[k]).data
+
+            src, reds = data(0), builder.bitcast(data(3), i64.as_pointer())
+            dst = builder.gep(data(6), [wide(7)])
+            base_, nb_, k0_ = wide(1), wide(2), wide(4)
+            total = cgutils.alloca_once_value(builder, ir.Constant(vi, None))
+            with cgutils.for_range(builder, builder.sub(wide(5), k0_)) as loop:
+                q = loop.index
+                red = builder.load(builder.gep(reds, [builder.add(k0_, q)]))
+                frm = builder.mul(builder.add(base_, builder.mul(red, nb_)), ir.Constant(i64, 16))
+                lanes = builder.fptosi(builder.load(builder.bitcast(builder.gep(src, [frm]), vf.as_pointer()), align=4),
+                                       vi)
+                builder.store(builder.add(builder.load(total), lanes), total)
+                to = builder.gep(dst, [builder.mul(q, ir.Constant(i64, 16))])
+                builder.store(builder.trunc(lanes, vb), builder.bitcast(to, vb.as_pointer()), align=1)
+            reduce = cgutils.get_or_insert_function(builder.module, ir.FunctionType(i32, [vi]),
+                                                    "llvm.vector.reduce.add.v16i32")
+            return builder.sext(builder.call(reduce, [builder.load(total)]), i64)
+
+        return sig, codegen
+
+    return pack_row
 
 
 def _pack_weights(wgt_f, w0, col_w, c0, c1, red_w, k0, k1, m8, at, gp):
@@ -1322,7 +1376,7 @@ _COMPILED = ("_stretch", "_batch", "_field", "_decode", "_in_dram", "_prepass", 
              "_load", "_pack", "_unpack", "token_step", "suspect", "_run_stretch")
 #: The int8 dot products' innermost functions: compiled from their plain Python when the CPU
 #: lacks AVX-512 VNNI (then never called: :data:`_INT8_DOTS` is off), else intrinsics.
-_INT8_INNER = ("_int8_tile", "_pack_block")
+_INT8_INNER = ("_int8_tile", "_pack_block", "_pack_row")
 #: (Those also in :data:`_INLINED` are compiled with the options of the loop they are inlined
 #: into, which has no fastmath: their loops are sums with no reduction variable, which LLVM
 #: vectorises without reordering, and :func:`_dot_vec` is explicit vector code.)
@@ -1386,7 +1440,8 @@ def compile_all(njit, blas: bool):
     names = _COMPILED + ("_mm_blas" if blas else "_mm_loops",)
     ns["_INT8_DOTS"] = int8_dots_available()
     if ns["_INT8_DOTS"]:
-        ns["_int8_tile"], ns["_pack_block"] = _int8_tile_intrinsic(), _pack_block_intrinsic()
+        ns["_int8_tile"], ns["_pack_block"], ns["_pack_row"] = (_int8_tile_intrinsic(), _pack_block_intrinsic(),
+                                                                 _pack_row_intrinsic())
     else:
         names += _INT8_INNER
     compile_into(ns, names, njit, options)
