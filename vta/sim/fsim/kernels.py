@@ -615,8 +615,8 @@ def _int8_product(inp_f, wgt_f, acc_f, d0, s0, w0, row_d, row_s, col_d, col_w, r
                         row = (m - r0) * nb + b
                         fix = np.int64(sums[row]) * 128
                         at, p = d + b * 16, row * npad + (c - c0) * 16
-                        for j in range(16):
-                            v = (np.int64(prod[p + j]) - fix) * mult
+                        for j in range(16):  # (the difference wrapped to int32 first: times mult it fits int64)
+                            v = np.int64(np.int32((np.int64(prod[p + j]) - fix) & 0xFFFFFFFF)) * mult
                             acc_f[at + j] = np.int32((np.int64(acc_f[at + j]) + v) & 0xFFFFFFFF)
 
 
