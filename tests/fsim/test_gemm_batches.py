@@ -126,15 +126,21 @@ def test_int8_products_span_passes_and_partial_tiles(any_env, dram, monkeypatch,
         assert dev._jit.batched_runs == 1
 
 
-def test_int8_product_functions_match_numpy(monkeypatch):
-    """The plain Python form of the int8 products (the specification of the compiled tile and
-    packing), on a small run with repeated rows, BATCH 2 and a reduction in two passes, against
-    a NumPy product of the same operands: rows = (dst, src) offsets, columns = (dst, wgt), reduction
-    steps = (src, wgt), scaled by the repeat count and added to the accumulator modulo 2^32."""
-    monkeypatch.setattr(kernels, "_INT8_LANES", 64)  # passes of 4 steps (the plain Python is slow)
+@pytest.mark.parametrize("compiled", [False, True])
+def test_int8_product_functions_match_numpy(monkeypatch, compiled):
+    """The int8 products as a function, plain Python (the specification of the compiled tile and
+    packing) and compiled, on a small run with BATCH 2, a reduction in two passes, the largest
+    repeat count and scratch too small (the function allocates its own), against a NumPy product
+    of the same operands: rows = (dst, src) offsets, columns = (dst, wgt), reduction steps = (src,
+    wgt), scaled by the repeat count and added to the accumulator modulo 2^32."""
+    if compiled:
+        jit.JitEngine(get_env())  # compiles the loop
+        product = kernels._COMPILED_NS["_int8_product"]
+    else:
+        monkeypatch.setattr(kernels, "_INT8_LANES", 64)  # passes of 4 steps (the plain Python is slow)
+        product = kernels._int8_product
     rng = np.random.default_rng(3)
-    nb, steps = 2, kernels._INT8_LANES // 16
-    n_red = steps + 3
+    nb, n_red, mult = 2, kernels._INT8_LANES // 16 + 3, 2**32 - 1
     inp = rng.integers(-128, 128, size=(3 * n_red, nb, 16)).astype(np.float32)
     wgt = rng.integers(-128, 128, size=(3 * n_red, 16, 16)).astype(np.float32)
     acc = rng.integers(-2**31, 2**31, size=(12, nb, 16), dtype=np.int64).astype(np.int32)
@@ -146,12 +152,11 @@ def test_int8_product_functions_match_numpy(monkeypatch):
         for c in range(3):
             x = inp[row_s[m] + red_s].transpose(1, 0, 2).reshape(nb, -1).astype(np.int64)   # [b][lanes]
             w = wgt[col_w[c] + red_w].transpose(1, 0, 2).reshape(16, -1).astype(np.int64)  # [j][lanes]
-            want[row_d[m] + col_d[c]] += 5 * (x @ w.T)
+            want[row_d[m] + col_d[c]] += mult * (x @ w.T)
     want = ((want + 2**31) % 2**32 - 2**31).astype(np.int32)
-    mats = np.empty(16, dtype=np.float32)  # too small: the function allocates its own
     got = acc.copy()
-    kernels._int8_product(inp.reshape(-1), wgt.reshape(-1), got.reshape(-1), 0, 0, 0, row_d, row_s, col_d, col_w,
-                          red_s, red_w, nb, 5, mats)
+    product(inp.reshape(-1), wgt.reshape(-1), got.reshape(-1), 0, 0, 0, row_d, row_s, col_d, col_w, red_s, red_w, nb,
+            mult, np.empty(16, dtype=np.float32))
     assert np.array_equal(got, want)
 
 
