@@ -160,8 +160,15 @@ def test_int8_product_functions_match_numpy(monkeypatch, compiled):
     assert np.array_equal(got, want)
 
 
-def test_int8_products_are_used_where_the_cpu_has_them(dram):
-    """On a CPU with AVX-512 VNNI the compiled engine multiplies lined-up GEMMs with int8 dot
-    products (elsewhere with float32 BLAS products, which the tests above check the same way)."""
-    jit.JitEngine(get_env())  # compiles the loop
-    assert kernels._COMPILED_NS["_INT8_DOTS"] == kernels.int8_dots_available()
+def test_int8_products_are_used_where_the_cpu_has_them(dram, monkeypatch):
+    """On a CPU with AVX-512 VNNI the compiled engine multiplies a lined-up run of the default
+    configuration with int8 dot products, elsewhere with float32 BLAS products (the tests above
+    check whichever path the CPU takes against the oracle)."""
+    monkeypatch.setattr(jit, "BATCH_MIN_MACS", 0)
+    env = get_env()
+    prog = _run_program(env, dram, n_run=2, io=3, ii=4, rng=np.random.default_rng(2), fill=None,
+                        steps={"dst": 1, "src": 0, "wgt": 4}, factors={"dst": (2, 0), "src": (4, 1), "wgt": (0, 1)})
+    with prog:
+        dev = _check(env, dram, prog)
+    assert dev._jit.batched_runs == 1
+    assert dev._jit.int8_runs == (1 if kernels.int8_dots_available() else 0)

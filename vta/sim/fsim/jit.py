@@ -117,8 +117,10 @@ class JitEngine:
         #: The ALU opcodes the configuration accepts, as a bit mask (the pre-pass flags any other).
         self.alu_ok = alu_mask(env)
         self.batch_gemms = bool(batch_gemms)
-        #: Runs of GEMMs executed as BLAS products during the last :meth:`run` (a diagnostic).
+        #: Runs of GEMMs executed as matrix products during the last :meth:`run` (a diagnostic).
         self.batched_runs = 0
+        #: Those of them done by int8 dot products (:func:`vta.sim.fsim.kernels.int8_dots_available`).
+        self.int8_runs = 0
         #: Instructions the last :meth:`run` handed to the NumPy path (a diagnostic).
         self.deferred = 0
         #: Scratch of the BLAS products (float32; pages are touched on first use only).
@@ -198,7 +200,7 @@ class JitEngine:
         sp = sim.sram
         order = np.ascontiguousarray(order, dtype=np.int64)
         n = order.size
-        counts = np.zeros(len(COUNT_KEYS) + 1, dtype=np.int64)  # + runs executed as BLAS products
+        counts = np.zeros(len(COUNT_KEYS) + 2, dtype=np.int64)  # + runs executed as products, as int8 ones
         deferred = []
         data = sim.dram.data
         try:
@@ -216,9 +218,9 @@ class JitEngine:
                 sim._position += 1
         finally:
             values = counts.tolist()
-            for key, value in zip(COUNT_KEYS, values[:-1], strict=True):  # the last: batched runs
+            for key, value in zip(COUNT_KEYS, values[:-2], strict=True):  # the last two: batched runs
                 sim._stats[key] += value
-            self.batched_runs = values[-1]
+            self.batched_runs, self.int8_runs = values[-2], values[-1]
             self.deferred = len(deferred)
             count_numpy(sim._stats, program, np.asarray(deferred, dtype=np.int64), sim.env)
 

@@ -442,15 +442,16 @@ def _gemm_batch(uop_dst, uop_src, uop_wgt, inp, wgt, acc, bgns, io, ii, dfo, dfi
     ``mats`` is the float32 scratch for the gathered operands and the product (a larger one is
     allocated when it is too small).
 
-    Returns False, having changed nothing, when the run does not line up, a level has another
-    shape (e.g. moves all three operands), or an index would leave its buffer; the caller then
-    executes the instructions one by one.
+    Returns 1 when done by float32 products, 2 when by the int8 dot products of
+    :func:`_int8_product`; 0, having changed nothing, when the run does not line up, a level has
+    another shape (e.g. moves all three operands), or an index would leave its buffer (the
+    caller then executes the instructions one by one).
     """
     n_run = bgns.shape[0]
     uop_depth = uop_dst.shape[0]
     for q in range(n_run):
         if bgns[q] >= uop_depth:
-            return False
+            return 0
     u0 = bgns[0]
     d0, s0, w0 = uop_dst[u0], uop_src[u0], uop_wgt[u0]
     sd, ss, sw = 0, 0, 0
@@ -458,11 +459,11 @@ def _gemm_batch(uop_dst, uop_src, uop_wgt, inp, wgt, acc, bgns, io, ii, dfo, dfi
         u1 = bgns[1]
         sd, ss, sw = uop_dst[u1] - d0, uop_src[u1] - s0, uop_wgt[u1] - w0
     if sd < 0 or ss < 0 or sw < 0:
-        return False
+        return 0
     for q in range(n_run):
         u = bgns[q]
         if uop_dst[u] != d0 + q * sd or uop_src[u] != s0 + q * ss or uop_wgt[u] != w0 + q * sw:
-            return False
+            return 0
     ext = np.array((n_run, io, ii), dtype=np.int64)
     fd = np.array((sd, dfo, dfi), dtype=np.int64)
     fs = np.array((ss, sfo, sfi), dtype=np.int64)
@@ -472,11 +473,11 @@ def _gemm_batch(uop_dst, uop_src, uop_wgt, inp, wgt, acc, bgns, io, ii, dfo, dfi
     top_d, top_s, top_w = d0, s0, w0
     for lv in range(3):
         if ext[lv] <= 0:
-            return False
+            return 0
         if ext[lv] == 1:
             continue
         if fd[lv] < 0 or fs[lv] < 0 or fw[lv] < 0:
-            return False
+            return 0
         top_d += (ext[lv] - 1) * fd[lv]
         top_s += (ext[lv] - 1) * fs[lv]
         top_w += (ext[lv] - 1) * fw[lv]
@@ -490,9 +491,9 @@ def _gemm_batch(uop_dst, uop_src, uop_wgt, inp, wgt, acc, bgns, io, ii, dfo, dfi
         elif not md and not ms and not mw:
             mult *= ext[lv]
         else:
-            return False
+            return 0
     if top_d >= acc.shape[0] or top_s >= inp.shape[0] or top_w >= wgt.shape[0]:
-        return False
+        return 0
     mult &= 0xFFFFFFFF
     row_d, row_s = _offsets(ext, fd, fs, role, _ROW)
     col_d, col_w = _offsets(ext, fd, fw, role, _COL)
@@ -501,7 +502,7 @@ def _gemm_batch(uop_dst, uop_src, uop_wgt, inp, wgt, acc, bgns, io, ii, dfo, dfi
     if _INT8_DOTS and nj == 16 and nk == 16:
         _int8_product(inp.reshape(inp.size), wgt.reshape(wgt.size), acc.reshape(acc.size), d0, s0, w0, row_d, row_s,
                       col_d, col_w, red_s, red_w, nb, mult, mats)
-        return True
+        return 2
     chunk = max(1, 1024 // nk)  # reduction steps per product: chunk * nk * 2^14 <= 2^24
     n_rows, n_cols, n_red = row_d.shape[0], col_d.shape[0], red_s.shape[0]
     block_r = max(1, _BLOCK_ROWS // nb)
@@ -546,7 +547,7 @@ def _gemm_batch(uop_dst, uop_src, uop_wgt, inp, wgt, acc, bgns, io, ii, dfo, dfi
                             else:
                                 p = (c - c0) * nj * nm + (m - r0) * nb + b
                                 _add_wrapped(acc_f, d + b * nj, prod, p, nm, nj, mult)
-    return True
+    return 1
 
 
 #: Whether :func:`_gemm_batch` multiplies with the int8 dot products of :func:`_int8_product` (set
@@ -962,9 +963,9 @@ def _run_stretch(order, pos, words, table, uop_dst, uop_src, uop_wgt, inp, wgt, 
 
     ``dram``, ``dram_s8`` and ``dram_s32`` are the arena as uint8, int8 and int32. ``counts``
     accumulates the statistics of the executed instructions in the order of :data:`COUNT_KEYS`.
-    ``counts`` has one more slot: the runs of GEMMs executed as BLAS products. ``mats`` is
-    float32 scratch for the BLAS products (:func:`_gemm_batch`; kept by the caller between
-    runs, so its pages are not faulted in again every run). ``wt`` (float32, ``(WGT depth,
+    ``counts`` has two more slots: the runs of GEMMs executed as matrix products, and those of them
+    done by int8 dot products. ``mats`` is float32 scratch for the products (:func:`_gemm_batch`;
+    kept by the caller between runs, so its pages are not faulted in again every run). ``wt`` (float32, ``(WGT depth,
     BLOCK_IN, BLOCK_OUT)``) and ``wver`` (int64, WGT depth) are the caller's scratch for the
     transposed weight blocks (:func:`_wt`), likewise kept between runs.
     """
@@ -1072,12 +1073,15 @@ def _batch(order, pos, n_run, words, table, uop_dst, uop_src, uop_wgt, inp, wgt,
         bgns[q] = _field(words, table, i + q, _G + 1)
     io, ii = _field(words, table, i, _G + 3), _field(words, table, i, _G + 4)
     g = [_field(words, table, i, _G + c) for c in range(5, 11)]  # the six factors
-    if not _gemm_batch(uop_dst, uop_src, uop_wgt, inp, wgt, acc, bgns[:n_run], io, ii, g[0], g[1], g[2], g[3], g[4],
-                       g[5], mats):
+    done = _gemm_batch(uop_dst, uop_src, uop_wgt, inp, wgt, acc, bgns[:n_run], io, ii, g[0], g[1], g[2], g[3], g[4],
+                       g[5], mats)
+    if done == 0:
         return False
     counts[9] += n_run
     counts[5] += n_run * io * ii
     counts[13] += 1
+    if done == 2:
+        counts[14] += 1
     return True
 
 
