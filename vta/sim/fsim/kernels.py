@@ -425,22 +425,23 @@ _CALL_LANES = 256
 
 
 def _gemm_batch(uop_dst, uop_src, uop_wgt, inp, wgt, acc, bgns, io, ii, dfo, dfi, sfo, sfi, wfo, wfi, mats):
-    """Run consecutive one-micro-op GEMMs with equal loops as BLAS products, if they line up.
+    """Run consecutive one-micro-op GEMMs with equal loops as matrix products, if they line up.
 
-    ``bgns`` holds the ``uop_bgn`` of each instruction. The run is one loop nest of three
-    levels (instruction, ``i_out``, ``i_in``) when the micro-op indices step by a constant from
-    one instruction to the next. Each level that moves dst and src is a row of the product,
-    dst and wgt a column, src and wgt a reduction; a level moving nothing repeats the
-    contribution. The operands (float32 scratchpads holding int8 values) are multiplied with
-    BLAS in reduction chunks of at most ``2^24 / 2^14`` products, so every sum is exact; the
-    int32 accumulation wraps modulo 2^32. GEMMs only add to the accumulator, so the result is
-    the sequential one whatever the order. An operand whose rows lie evenly spaced in its
-    scratchpad, each row's reduction contiguous (the inputs of a blocked product with BATCH 1),
-    is read in place; others are gathered first (:func:`_operand`), in pieces of at most
-    :data:`_CALL_LANES` reduction lanes that the calls add up. The product is laid out by rows
-    when it has at least as many rows as columns, else by columns (BLAS is faster so), and
-    ``mats`` is the float32 scratch for the gathered operands and the product (a larger one is
-    allocated when it is too small).
+    ``bgns`` holds the ``uop_bgn`` of each instruction. The run is one loop nest of three levels
+    (instruction, ``i_out``, ``i_in``) when the micro-op indices step by a constant from one
+    instruction to the next. Each level that moves dst and src is a row of the product, dst and wgt
+    a column, src and wgt a reduction; a level moving nothing repeats the contribution. With 16-lane
+    blocks on a CPU with AVX-512 VNNI (:data:`_INT8_DOTS`) the product is made by
+    :func:`_int8_product`. Otherwise the operands (float32 scratchpads holding int8 values) are
+    multiplied with BLAS in reduction chunks of at most ``2^24 / 2^14`` products, so every sum is
+    exact; the int32 accumulation wraps modulo 2^32. GEMMs only add to the accumulator, so the
+    result is the sequential one whatever the order. An operand whose rows lie evenly spaced in its
+    scratchpad, each row's reduction contiguous (the inputs of a blocked product with BATCH 1), is
+    read in place; others are gathered first (:func:`_operand`), in pieces of at most
+    :data:`_CALL_LANES` reduction lanes that the calls add up. The product is laid out by rows when
+    it has at least as many rows as columns, else by columns (BLAS is faster so), and ``mats`` is
+    the float32 scratch for the gathered operands and the product (a larger one is allocated when it
+    is too small).
 
     Returns 1 when done by float32 products, 2 when by the int8 dot products of
     :func:`_int8_product`; 0, having changed nothing, when the run does not line up, a level has
