@@ -24,8 +24,9 @@ as stored figures, labelled with how and when they were measured (:data:`UPSTREA
 ratio to a time of this run. Likewise this benchmark's figures at the start of the
 instruction-heavy work (:data:`BEFORE`), printed beside this run's in full runs.
 
-fsim runs its batched GEMM products with BLAS limited to one thread (like the upstream
-simulator, which uses one core), whatever ``OPENBLAS_NUM_THREADS`` says.
+fsim runs its batched GEMM products on one thread (like the upstream simulator, which uses one
+core): on a CPU with AVX-512 VNNI as int8 dot products of its own, elsewhere with BLAS limited to
+one thread, whatever ``OPENBLAS_NUM_THREADS`` says.
 """
 
 from __future__ import annotations
@@ -80,6 +81,15 @@ BEFORE_25_WHAT = "main at be6262a (2026-12-07), before issue 25 item 4, interlea
 #: upstream peer (0.016-0.017 s; upstream x2.60-2.67, the change x4.08-4.28), load 2-4.
 BEFORE_DOT = 0.017
 BEFORE_DOT_WHAT = "main at 941e530 (2026-12-07), before the vector dot products, interleaved with them, load 2-4"
+#: The compiled engine's figures on the two GEMM streams before their batched products became
+#: int8 dot products (seconds per run): main at 1e50939, 2026-12-07, in-process CPU medians of 30
+#: runs, one process each in ``farm-bench`` pairs with the change, load 2.3-2.8: compact 37.8-40.0
+#: ms over 7 processes (the change 11.7-12.3 ms), upstream-shaped 31.7-34.6 ms over 6 (the change
+#: 15.9-17.6 ms); this benchmark with ``--upstream``, three runs of 7 interleaved with the change,
+#: load 3.2-3.6: upstream x3.58-x5.60 compact, x4.70-x6.09 upstream-shaped (the change x6.42-x12.69
+#: and x8.75-x11.35).
+BEFORE_INT8 = {"GEMM stream": 0.038, "upstream-shaped GEMM stream": 0.033}
+BEFORE_INT8_WHAT = "main at 1e50939 (2026-12-07), before the int8 dot products, paired with them, load 2.3-2.8"
 #: The narrow line's figures before the compiled loop unpacked and packed sub-byte elements
 #: itself (it handed every sub-byte LOAD and STORE to the NumPy path), full-size stream:
 #: median wall-clock seconds, with the load average of the shared machine they were measured on.
@@ -318,6 +328,8 @@ def main(argv=None) -> None:
             else:
                 up_sec, up_what = UPSTREAM["GEMM"]
                 print(f"  upstream C++ fsim -O2 (stored, not run here): {up_sec:.3f} s for the 1024^3 GEMM ({up_what})")
+            if not args.quick and "jit" in devs:
+                print(f"  before (stored, not run here: {BEFORE_INT8_WHAT}): jit {BEFORE_INT8[label]:.3f} s")
             prog.close()
         if args.only != "gemm":
             count = conv_figures(env, dram, devs, groups, args.repeat, "instruction-heavy stream", upstream)

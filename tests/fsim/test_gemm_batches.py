@@ -14,7 +14,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from vta import isa
-from vta.sim.fsim import jit
+from vta.env import get_env
+from vta.sim.fsim import jit, kernels
 from vta.testing.programs import ProgramBuilder
 
 from .conftest import assert_same_state, run_both
@@ -104,3 +105,70 @@ def test_tall_product_read_in_place_is_exact(any_env, dram, monkeypatch, overlap
         dev = _check(any_env, dram, prog)
     if any_env.INP_WIDTH == 8 and any_env.WGT_WIDTH == 8 and any_env.ACC_WIDTH == 32:
         assert dev._jit.batched_runs == 1
+
+
+@pytest.mark.parametrize("fill", [0x80, 0x7F, None])
+def test_int8_products_span_passes_and_partial_tiles(any_env, dram, monkeypatch, fill):
+    """A run whose reduction is longer than one pass of the int8 products (more than
+    ``_INT8_LANES`` lanes), with a row count that is not a whole number of tiles and an odd
+    number of 16-lane column groups (both padded); all -128 or all 127 operands give the
+    largest sums (the int32 lanes wrap and the correction must undo the +128 exactly)."""
+    monkeypatch.setattr(jit, "BATCH_MIN_MACS", 0)
+    env = any_env
+    ii = min(kernels._INT8_LANES // env.BLOCK_IN + 5, env.WGT_BUFF_DEPTH // 3)
+    io = min(9, env.INP_BUFF_DEPTH // ii)
+    prog = _run_program(env, dram, n_run=3, io=io, ii=ii, rng=np.random.default_rng(13), fill=fill,
+                        steps={"dst": 1, "src": 0, "wgt": ii}, factors={"dst": (3, 0), "src": (ii, 1),
+                                                                        "wgt": (0, 1)})
+    with prog:
+        dev = _check(env, dram, prog)
+    if env.INP_WIDTH == 8 and env.WGT_WIDTH == 8 and env.ACC_WIDTH == 32:
+        assert dev._jit.batched_runs == 1
+
+
+@pytest.mark.parametrize("compiled", [False, True])
+def test_int8_product_functions_match_numpy(monkeypatch, compiled):
+    """The int8 products as a function, plain Python (the specification of the compiled tile and
+    packing) and compiled, on a small run with BATCH 2, a reduction in two passes, the largest
+    repeat count and scratch too small (the function allocates its own), against a NumPy product
+    of the same operands: rows = (dst, src) offsets, columns = (dst, wgt), reduction steps = (src,
+    wgt), scaled by the repeat count and added to the accumulator modulo 2^32."""
+    if compiled:
+        jit.JitEngine(get_env())  # compiles the loop
+        product = kernels._COMPILED_NS["_int8_product"]
+    else:
+        monkeypatch.setattr(kernels, "_INT8_LANES", 64)  # passes of 4 steps (the plain Python is slow)
+        product = kernels._int8_product
+    rng = np.random.default_rng(3)
+    nb, n_red, mult = 2, kernels._INT8_LANES // 16 + 3, 2**32 - 1
+    inp = rng.integers(-128, 128, size=(3 * n_red, nb, 16)).astype(np.float32)
+    wgt = rng.integers(-128, 128, size=(3 * n_red, 16, 16)).astype(np.float32)
+    acc = rng.integers(-2**31, 2**31, size=(12, nb, 16), dtype=np.int64).astype(np.int32)
+    row_d, row_s = np.array([0, 3, 6]), np.array([0, n_red, 2 * n_red])
+    col_d, col_w = np.array([0, 1, 2]), np.array([0, n_red, 2 * n_red])
+    red_s = red_w = np.arange(n_red)
+    want = acc.astype(np.int64)
+    for m in range(3):
+        for c in range(3):
+            x = inp[row_s[m] + red_s].transpose(1, 0, 2).reshape(nb, -1).astype(np.int64)   # [b][lanes]
+            w = wgt[col_w[c] + red_w].transpose(1, 0, 2).reshape(16, -1).astype(np.int64)  # [j][lanes]
+            want[row_d[m] + col_d[c]] += mult * (x @ w.T)
+    want = ((want + 2**31) % 2**32 - 2**31).astype(np.int32)
+    got = acc.copy()
+    product(inp.reshape(-1), wgt.reshape(-1), got.reshape(-1), 0, 0, 0, row_d, row_s, col_d, col_w, red_s, red_w, nb,
+            mult, np.empty(16, dtype=np.float32))
+    assert np.array_equal(got, want)
+
+
+def test_int8_products_are_used_where_the_cpu_has_them(dram, monkeypatch):
+    """On a CPU with AVX-512 VNNI the compiled engine multiplies a lined-up run of the default
+    configuration with int8 dot products, elsewhere with float32 BLAS products (the tests above
+    check whichever path the CPU takes against the oracle)."""
+    monkeypatch.setattr(jit, "BATCH_MIN_MACS", 0)
+    env = get_env()
+    prog = _run_program(env, dram, n_run=2, io=3, ii=4, rng=np.random.default_rng(2), fill=None,
+                        steps={"dst": 1, "src": 0, "wgt": 4}, factors={"dst": (2, 0), "src": (4, 1), "wgt": (0, 1)})
+    with prog:
+        dev = _check(env, dram, prog)
+    assert dev._jit.batched_runs == 1
+    assert dev._jit.int8_runs == (1 if kernels.int8_dots_available() else 0)

@@ -22,9 +22,11 @@ the lowest bits) are unpacked with sign extension on LOAD and packed on STORE in
 like :func:`vta.sim.fsim.units.unpack_signed` and :func:`~vta.sim.fsim.units.pack_low_bits`.
 
 Runs of consecutive GEMMs that differ only in their micro-op (the inner loops of a blocked
-matrix product) are executed inside the loop as BLAS products of the float32 scratchpads, read
-in place where their layout allows and gathered otherwise (exact: see
-:mod:`vta.sim.fsim.kernels`), with no Python in between.
+matrix product) are executed inside the loop as matrix products, with no Python in between: on
+a CPU with AVX-512 VNNI and 16-lane blocks, by int8 dot products of the operands packed as
+bytes (:func:`vta.sim.fsim.kernels.int8_dots_available`); elsewhere as BLAS products of the
+float32 scratchpads, read in place where their layout allows and gathered otherwise. Both are
+exact (see :mod:`vta.sim.fsim.kernels`).
 
 numba is optional: without it (or with ``engine="numpy"``) fsim uses the NumPy path alone.
 Compiled code is cached on disk (:mod:`vta.sim.numba_cache`).
@@ -115,8 +117,10 @@ class JitEngine:
         #: The ALU opcodes the configuration accepts, as a bit mask (the pre-pass flags any other).
         self.alu_ok = alu_mask(env)
         self.batch_gemms = bool(batch_gemms)
-        #: Runs of GEMMs executed as BLAS products during the last :meth:`run` (a diagnostic).
+        #: Runs of GEMMs executed as matrix products during the last :meth:`run` (a diagnostic).
         self.batched_runs = 0
+        #: Those of them done by int8 dot products (:func:`vta.sim.fsim.kernels.int8_dots_available`).
+        self.int8_runs = 0
         #: Instructions the last :meth:`run` handed to the NumPy path (a diagnostic).
         self.deferred = 0
         #: Scratch of the BLAS products (float32; pages are touched on first use only).
@@ -196,7 +200,7 @@ class JitEngine:
         sp = sim.sram
         order = np.ascontiguousarray(order, dtype=np.int64)
         n = order.size
-        counts = np.zeros(len(COUNT_KEYS) + 1, dtype=np.int64)  # + runs executed as BLAS products
+        counts = np.zeros(len(COUNT_KEYS) + 2, dtype=np.int64)  # + runs executed as products, as int8 ones
         deferred = []
         data = sim.dram.data
         try:
@@ -214,9 +218,9 @@ class JitEngine:
                 sim._position += 1
         finally:
             values = counts.tolist()
-            for key, value in zip(COUNT_KEYS, values[:-1], strict=True):  # the last: batched runs
+            for key, value in zip(COUNT_KEYS, values[:-2], strict=True):  # the last two: batched runs
                 sim._stats[key] += value
-            self.batched_runs = values[-1]
+            self.batched_runs, self.int8_runs = values[-2], values[-1]
             self.deferred = len(deferred)
             count_numpy(sim._stats, program, np.asarray(deferred, dtype=np.int64), sim.env)
 

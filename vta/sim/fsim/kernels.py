@@ -425,32 +425,34 @@ _CALL_LANES = 256
 
 
 def _gemm_batch(uop_dst, uop_src, uop_wgt, inp, wgt, acc, bgns, io, ii, dfo, dfi, sfo, sfi, wfo, wfi, mats):
-    """Run consecutive one-micro-op GEMMs with equal loops as BLAS products, if they line up.
+    """Run consecutive one-micro-op GEMMs with equal loops as matrix products, if they line up.
 
-    ``bgns`` holds the ``uop_bgn`` of each instruction. The run is one loop nest of three
-    levels (instruction, ``i_out``, ``i_in``) when the micro-op indices step by a constant from
-    one instruction to the next. Each level that moves dst and src is a row of the product,
-    dst and wgt a column, src and wgt a reduction; a level moving nothing repeats the
-    contribution. The operands (float32 scratchpads holding int8 values) are multiplied with
-    BLAS in reduction chunks of at most ``2^24 / 2^14`` products, so every sum is exact; the
-    int32 accumulation wraps modulo 2^32. GEMMs only add to the accumulator, so the result is
-    the sequential one whatever the order. An operand whose rows lie evenly spaced in its
-    scratchpad, each row's reduction contiguous (the inputs of a blocked product with BATCH 1),
-    is read in place; others are gathered first (:func:`_operand`), in pieces of at most
-    :data:`_CALL_LANES` reduction lanes that the calls add up. The product is laid out by rows
-    when it has at least as many rows as columns, else by columns (BLAS is faster so), and
-    ``mats`` is the float32 scratch for the gathered operands and the product (a larger one is
-    allocated when it is too small).
+    ``bgns`` holds the ``uop_bgn`` of each instruction. The run is one loop nest of three levels
+    (instruction, ``i_out``, ``i_in``) when the micro-op indices step by a constant from one
+    instruction to the next. Each level that moves dst and src is a row of the product, dst and wgt
+    a column, src and wgt a reduction; a level moving nothing repeats the contribution. With 16-lane
+    blocks on a CPU with AVX-512 VNNI (:data:`_INT8_DOTS`) the product is made by
+    :func:`_int8_product`. Otherwise the operands (float32 scratchpads holding int8 values) are
+    multiplied with BLAS in reduction chunks of at most ``2^24 / 2^14`` products, so every sum is
+    exact; the int32 accumulation wraps modulo 2^32. GEMMs only add to the accumulator, so the
+    result is the sequential one whatever the order. An operand whose rows lie evenly spaced in its
+    scratchpad, each row's reduction contiguous (the inputs of a blocked product with BATCH 1), is
+    read in place; others are gathered first (:func:`_operand`), in pieces of at most
+    :data:`_CALL_LANES` reduction lanes that the calls add up. The product is laid out by rows when
+    it has at least as many rows as columns, else by columns (BLAS is faster so), and ``mats`` is
+    the float32 scratch for the gathered operands and the product (a larger one is allocated when it
+    is too small).
 
-    Returns False, having changed nothing, when the run does not line up, a level has another
-    shape (e.g. moves all three operands), or an index would leave its buffer; the caller then
-    executes the instructions one by one.
+    Returns 1 when done by float32 products, 2 when by the int8 dot products of
+    :func:`_int8_product`; 0, having changed nothing, when the run does not line up, a level has
+    another shape (e.g. moves all three operands), or an index would leave its buffer (the
+    caller then executes the instructions one by one).
     """
     n_run = bgns.shape[0]
     uop_depth = uop_dst.shape[0]
     for q in range(n_run):
         if bgns[q] >= uop_depth:
-            return False
+            return 0
     u0 = bgns[0]
     d0, s0, w0 = uop_dst[u0], uop_src[u0], uop_wgt[u0]
     sd, ss, sw = 0, 0, 0
@@ -458,11 +460,11 @@ def _gemm_batch(uop_dst, uop_src, uop_wgt, inp, wgt, acc, bgns, io, ii, dfo, dfi
         u1 = bgns[1]
         sd, ss, sw = uop_dst[u1] - d0, uop_src[u1] - s0, uop_wgt[u1] - w0
     if sd < 0 or ss < 0 or sw < 0:
-        return False
+        return 0
     for q in range(n_run):
         u = bgns[q]
         if uop_dst[u] != d0 + q * sd or uop_src[u] != s0 + q * ss or uop_wgt[u] != w0 + q * sw:
-            return False
+            return 0
     ext = np.array((n_run, io, ii), dtype=np.int64)
     fd = np.array((sd, dfo, dfi), dtype=np.int64)
     fs = np.array((ss, sfo, sfi), dtype=np.int64)
@@ -472,11 +474,11 @@ def _gemm_batch(uop_dst, uop_src, uop_wgt, inp, wgt, acc, bgns, io, ii, dfo, dfi
     top_d, top_s, top_w = d0, s0, w0
     for lv in range(3):
         if ext[lv] <= 0:
-            return False
+            return 0
         if ext[lv] == 1:
             continue
         if fd[lv] < 0 or fs[lv] < 0 or fw[lv] < 0:
-            return False
+            return 0
         top_d += (ext[lv] - 1) * fd[lv]
         top_s += (ext[lv] - 1) * fs[lv]
         top_w += (ext[lv] - 1) * fw[lv]
@@ -490,14 +492,18 @@ def _gemm_batch(uop_dst, uop_src, uop_wgt, inp, wgt, acc, bgns, io, ii, dfo, dfi
         elif not md and not ms and not mw:
             mult *= ext[lv]
         else:
-            return False
+            return 0
     if top_d >= acc.shape[0] or top_s >= inp.shape[0] or top_w >= wgt.shape[0]:
-        return False
+        return 0
     mult &= 0xFFFFFFFF
     row_d, row_s = _offsets(ext, fd, fs, role, _ROW)
     col_d, col_w = _offsets(ext, fd, fw, role, _COL)
     red_s, red_w = _offsets(ext, fs, fw, role, _RED)
     nb, nj, nk = inp.shape[1], wgt.shape[1], inp.shape[2]
+    if _INT8_DOTS and nj == 16 and nk == 16:
+        _int8_product(inp.reshape(inp.size), wgt.reshape(wgt.size), acc.reshape(acc.size), d0, s0, w0, row_d, row_s,
+                      col_d, col_w, red_s, red_w, nb, mult, mats)
+        return 2
     chunk = max(1, 1024 // nk)  # reduction steps per product: chunk * nk * 2^14 <= 2^24
     n_rows, n_cols, n_red = row_d.shape[0], col_d.shape[0], red_s.shape[0]
     block_r = max(1, _BLOCK_ROWS // nb)
@@ -542,7 +548,310 @@ def _gemm_batch(uop_dst, uop_src, uop_wgt, inp, wgt, acc, bgns, io, ii, dfo, dfi
                             else:
                                 p = (c - c0) * nj * nm + (m - r0) * nb + b
                                 _add_wrapped(acc_f, d + b * nj, prod, p, nm, nj, mult)
-    return True
+    return 1
+
+
+#: Whether :func:`_gemm_batch` multiplies with the int8 dot products of :func:`_int8_product` (set
+#: in the compiled namespace by :func:`compile_all` when the CPU has them; the plain Python
+#: functions of this module always take the float32 path).
+_INT8_DOTS = False
+#: Rows and 16-column groups of one tile of :func:`_int8_tile` (8 x 2 vector accumulators).
+_TILE_ROWS, _TILE_GROUPS = 8, 2
+#: Reduction lanes of one pass of :func:`_int8_product` at most (bounds its packed operands).
+_INT8_LANES = 4096
+
+
+def _int8_product(inp_f, wgt_f, acc_f, d0, s0, w0, row_d, row_s, col_d, col_w, red_s, red_w, nb, mult, mats):
+    """The product of a lined-up run of GEMMs (:func:`_gemm_batch`'s rows, columns and reduction
+    steps) by int8 dot products, for BLOCK_IN = BLOCK_OUT = 16; added to the accumulator
+    modulo 2^32 (times ``mult``).
+
+    Every operand is an integer of at most 8 bits (the scratchpads hold them as float32). The
+    inputs are packed as signed bytes, row by row (:func:`_pack_inputs`, which also sums each
+    row), the weights as unsigned bytes ``w + 128`` in the order the dot products read them
+    (:func:`_pack_weights`); :func:`_int8_tile` sums ``x * (w + 128)`` in int32 lanes, so the
+    product is that minus ``128 * sum(x)`` of the row. Integer sums wrap modulo 2^32 like the
+    accumulator, so the result is exact for any reduction length, with no chunks. Rows and
+    column groups are padded to whole tiles (zero inputs, zero weights); the operands and the
+    product live in ``mats`` (float32 scratch, viewed as bytes and int32; a larger array is
+    allocated when it is too small).
+    """
+    n_rows, n_cols, n_red = row_d.shape[0], col_d.shape[0], red_s.shape[0]
+    block_r = max(1, _BLOCK_ROWS // nb)
+    block_c = max(1, _BLOCK_ROWS // 16)
+    steps = _INT8_LANES // 16
+    most_r = ((min(n_rows, block_r) * nb + _TILE_ROWS - 1) // _TILE_ROWS) * _TILE_ROWS
+    most_g = ((min(n_cols, block_c) + _TILE_GROUPS - 1) // _TILE_GROUPS) * _TILE_GROUPS
+    lanes = min(n_red, steps) * 16
+    # bytes: the packed inputs, then the packed weights; then int32: the product, the row sums
+    x_bytes, w_bytes = most_r * lanes, most_g * 16 * lanes
+    at_prod = (x_bytes + w_bytes + 3) // 4
+    need = at_prod + most_r * most_g * 16 + most_r
+    if mats.shape[0] < need:
+        mats = np.empty(need, dtype=np.float32)
+    m8, m32 = mats.view(np.uint8), mats.view(np.int32)
+    for r0 in range(0, n_rows, block_r):
+        r1 = min(n_rows, r0 + block_r)
+        mp = (((r1 - r0) * nb + _TILE_ROWS - 1) // _TILE_ROWS) * _TILE_ROWS
+        for c0 in range(0, n_cols, block_c):
+            c1 = min(n_cols, c0 + block_c)
+            gp = ((c1 - c0 + _TILE_GROUPS - 1) // _TILE_GROUPS) * _TILE_GROUPS
+            npad = gp * 16
+            prod = m32[at_prod:at_prod + mp * npad]
+            sums = m32[at_prod + mp * npad:at_prod + mp * npad + mp]
+            prod[:] = 0
+            sums[:] = 0
+            for k0 in range(0, n_red, steps):
+                k1 = min(n_red, k0 + steps)
+                kl = (k1 - k0) * 16
+                _pack_inputs(inp_f, s0, row_s, r0, r1, nb, red_s, k0, k1, m8, 0, mp, sums)
+                _pack_weights(wgt_f, w0, col_w, c0, c1, red_w, k0, k1, m8, x_bytes, gp)
+                for t0 in range(0, mp, _TILE_ROWS):
+                    for g0 in range(0, gp, _TILE_GROUPS):
+                        _int8_tile(m8, x_bytes + g0 * 16 * kl, 16 * kl, m8, t0 * kl, kl, kl // 4, prod,
+                                   t0 * npad + g0 * 16, npad)
+            for m in range(r0, r1):
+                for c in range(c0, c1):
+                    d = (d0 + row_d[m] + col_d[c]) * nb * 16
+                    for b in range(nb):
+                        row = (m - r0) * nb + b
+                        fix = np.int64(sums[row]) * 128
+                        at, p = d + b * 16, row * npad + (c - c0) * 16
+                        for j in range(16):  # (the difference wrapped to int32 first: times mult it fits int64)
+                            v = np.int64(np.int32((np.int64(prod[p + j]) - fix) & 0xFFFFFFFF)) * mult
+                            acc_f[at + j] = np.int32((np.int64(acc_f[at + j]) + v) & 0xFFFFFFFF)
+
+
+def _pack_inputs(inp_f, s0, row_s, r0, r1, nb, red_s, k0, k1, m8, at, mp, sums):
+    """Rows ``r0..r1`` (each ``nb`` sub-rows) by reduction steps ``k0..k1`` of the inputs as signed
+    bytes (two's complement) in ``m8`` from ``at``, ``16 * (k1 - k0)`` bytes a row, ``mp`` rows (the
+    rows past the last are zeros); ``sums[row] +=`` the sum of the row's values (modulo 2^32)."""
+    kl = (k1 - k0) * 16
+    for m in range(r0, r1):
+        for b in range(nb):
+            row = (m - r0) * nb + b
+            tot = _pack_row(inp_f, (s0 + row_s[m]) * nb + b, nb, red_s, k0, k1, m8, at + row * kl)
+            sums[row] = np.int32((np.int64(sums[row]) + tot) & 0xFFFFFFFF)
+    m8[at + (r1 - r0) * nb * kl:at + mp * kl] = 0
+
+
+def _pack_row(inp_f, base, nb, red_s, k0, k1, m8, to):
+    """One row of :func:`_pack_inputs`: for each reduction step ``q`` of ``k0..k1``, the 16 lanes
+    ``inp_f[(base + red_s[q] * nb) * 16:][:16]`` as signed bytes at ``m8[to + (q - k0) * 16:]``;
+    returns the sum of the values.
+
+    Plain Python here; :func:`compile_all` puts :func:`_pack_row_intrinsic` in its place.
+    """
+    tot = 0
+    for q in range(k0, k1):
+        frm = (base + red_s[q] * nb) * 16
+        for t in range(16):
+            v = np.int64(inp_f[frm + t])
+            tot += v
+            m8[to + (q - k0) * 16 + t] = np.uint8(v & 0xFF)
+    return tot
+
+
+def _pack_row_intrinsic():
+    """A numba intrinsic ``pack_row(inp_f, base, nb, red_s, k0, k1, m8, to)``: :func:`_pack_row` with
+    one vector conversion of 16 floats to int32 lanes per step, summed in a vector and stored
+    truncated to bytes."""
+    from llvmlite import ir
+    from numba.core import cgutils
+    from numba.core import types as nbtypes
+    from numba.extending import intrinsic
+
+    @intrinsic
+    def pack_row(typingctx, inp_f, base, nb, red_s, k0, k1, m8, to):
+        sig = nbtypes.int64(inp_f, base, nb, red_s, k0, k1, m8, to)
+
+        def codegen(context, builder, sig, args):
+            f32, i8, i32, i64 = ir.FloatType(), ir.IntType(8), ir.IntType(32), ir.IntType(64)
+            vf, vi, vb = ir.VectorType(f32, 16), ir.VectorType(i32, 16), ir.VectorType(i8, 16)
+
+            def wide(k):
+                return context.cast(builder, args[k], sig.args[k], nbtypes.int64)
+
+            def data(k):
+                return context.make_array(sig.args[k])(context, builder, args[k]).data
+
+            src, reds = data(0), builder.bitcast(data(3), i64.as_pointer())
+            dst = builder.gep(data(6), [wide(7)])
+            base_, nb_, k0_ = wide(1), wide(2), wide(4)
+            total = cgutils.alloca_once_value(builder, ir.Constant(vi, None))
+            with cgutils.for_range(builder, builder.sub(wide(5), k0_)) as loop:
+                q = loop.index
+                red = builder.load(builder.gep(reds, [builder.add(k0_, q)]))
+                frm = builder.mul(builder.add(base_, builder.mul(red, nb_)), ir.Constant(i64, 16))
+                lanes = builder.fptosi(builder.load(builder.bitcast(builder.gep(src, [frm]), vf.as_pointer()), align=4),
+                                       vi)
+                builder.store(builder.add(builder.load(total), lanes), total)
+                to = builder.gep(dst, [builder.mul(q, ir.Constant(i64, 16))])
+                builder.store(builder.trunc(lanes, vb), builder.bitcast(to, vb.as_pointer()), align=1)
+            reduce = cgutils.get_or_insert_function(builder.module, ir.FunctionType(i32, [vi]),
+                                                    "llvm.vector.reduce.add.v16i32")
+            return builder.sext(builder.call(reduce, [builder.load(total)]), i64)
+
+        return sig, codegen
+
+    return pack_row
+
+
+def _pack_weights(wgt_f, w0, col_w, c0, c1, red_w, k0, k1, m8, at, gp):
+    """Columns ``c0..c1`` (one 16 x 16 weight block per column and reduction step ``k0..k1``) as
+    unsigned bytes ``w + 128`` in ``m8`` from ``at``, in the order :func:`_int8_tile` reads them:
+    per column, per group of four reduction lanes, the 16 output lanes' four bytes. ``gp``
+    columns in all (those past ``c1 - c0`` hold weights 0: bytes 128)."""
+    kl = (k1 - k0) * 16
+    for c in range(c0, c1):
+        to = at + (c - c0) * 16 * kl
+        for q in range(k0, k1):
+            _pack_block(wgt_f, (w0 + col_w[c] + red_w[q]) * 256, m8, to)
+            to += 256
+    m8[at + (c1 - c0) * 16 * kl:at + gp * 16 * kl] = 128
+
+
+def _pack_block(wgt_f, frm, m8, to):
+    """One 16 x 16 weight block ``wgt_f[frm:frm + 256]`` (output lane ``j``, input lane ``k``) as
+    256 bytes ``w + 128`` at ``m8[to]``: byte ``(k // 4) * 64 + j * 4 + k % 4``.
+
+    Plain Python here; :func:`compile_all` puts :func:`_pack_block_intrinsic` in its place.
+    """
+    for j in range(16):
+        for k in range(16):
+            m8[to + (k >> 2) * 64 + j * 4 + (k & 3)] = np.uint8(np.int64(wgt_f[frm + j * 16 + k]) + 128)
+
+
+def _int8_tile(wq, wo, ldw, xq, xo, ldx, nk4, out, oo, ldo):
+    """``out[oo + r * ldo + g * 16 + j] += sum_k x[r, k] * w[g, j, k]`` (int32, wrapping) for 8 rows
+    ``r`` and two groups ``g`` of 16 columns ``j``, over ``4 * nk4`` reduction lanes ``k``: ``x``
+    the signed bytes ``xq[xo + r * ldx + k]``, ``w`` the unsigned bytes packed by
+    :func:`_pack_weights` from ``wq[wo + g * ldw]``.
+
+    Plain Python here; :func:`compile_all` puts :func:`_int8_tile_intrinsic` in its place.
+    """
+    for r in range(_TILE_ROWS):
+        for g in range(_TILE_GROUPS):
+            for j in range(16):
+                tot = np.int64(out[oo + r * ldo + g * 16 + j])
+                for k in range(4 * nk4):
+                    x = np.int64(xq[xo + r * ldx + k])
+                    x = x - 256 if x >= 128 else x
+                    tot += x * np.int64(wq[wo + g * ldw + (k >> 2) * 64 + j * 4 + (k & 3)])
+                out[oo + r * ldo + g * 16 + j] = np.int32(((tot + (1 << 31)) & 0xFFFFFFFF) - (1 << 31))
+
+
+def _int8_tile_intrinsic():
+    """A numba intrinsic ``int8_tile(wq, wo, ldw, xq, xo, ldx, nk4, out, oo, ldo)``: :func:`_int8_tile`
+    with AVX-512 VNNI dot products (``vpdpbusd``: per int32 lane, four unsigned-by-signed byte
+    products added, wrapping).
+
+    Per step of four reduction lanes: the two groups' 64 weight bytes are loaded once, each
+    row's four input bytes broadcast, and 16 dot products go to 16 vector accumulators (kept in
+    registers), which are added to ``out`` at the end. Made only when the CPU has AVX-512 VNNI
+    (:func:`int8_dots_available`).
+    """
+    from llvmlite import ir
+    from numba.core import cgutils
+    from numba.core import types as nbtypes
+    from numba.extending import intrinsic
+
+    rows, groups = _TILE_ROWS, _TILE_GROUPS
+
+    @intrinsic
+    def int8_tile(typingctx, wq, wo, ldw, xq, xo, ldx, nk4, out, oo, ldo):
+        sig = nbtypes.void(wq, wo, ldw, xq, xo, ldx, nk4, out, oo, ldo)
+
+        def codegen(context, builder, sig, args):
+            i8, i32 = ir.IntType(8), ir.IntType(32)
+            vec = ir.VectorType(i32, 16)
+            dot = cgutils.get_or_insert_function(builder.module, ir.FunctionType(vec, [vec, vec, vec]),
+                                                 "llvm.x86.avx512.vpdpbusd.512")
+
+            def wide(k):
+                return context.cast(builder, args[k], sig.args[k], nbtypes.intp)
+
+            def base(k):
+                data = context.make_array(sig.args[k])(context, builder, args[k]).data
+                return builder.gep(data, [wide(k + 1)])
+
+            def const(v):
+                return ir.Constant(ldw_.type, v)
+
+            pw, px, po = builder.bitcast(base(0), i8.as_pointer()), builder.bitcast(base(3), i8.as_pointer()), base(7)
+            ldw_, ldx_, ldo_ = wide(2), wide(5), wide(9)
+            outs = [builder.bitcast(builder.gep(po, [builder.add(builder.mul(const(r), ldo_), const(16 * g))]),
+                                    vec.as_pointer()) for r in range(rows) for g in range(groups)]
+            total = [cgutils.alloca_once_value(builder, builder.load(p, align=4)) for p in outs]
+            with cgutils.for_range(builder, wide(6)) as loop:
+                k = loop.index
+                ws = [builder.load(builder.bitcast(builder.gep(pw, [builder.add(builder.mul(const(g), ldw_),
+                                                                                builder.mul(k, const(64)))]),
+                                                   vec.as_pointer()), align=1) for g in range(groups)]
+                for r in range(rows):
+                    p = builder.gep(px, [builder.add(builder.mul(const(r), ldx_), builder.mul(k, const(4)))])
+                    x = builder.load(builder.bitcast(p, i32.as_pointer()), align=1)
+                    splat = builder.shuffle_vector(builder.insert_element(ir.Constant(vec, ir.Undefined), x,
+                                                                          ir.Constant(i32, 0)),
+                                                   ir.Constant(vec, ir.Undefined), ir.Constant(vec, None))
+                    for g in range(groups):
+                        slot = total[r * groups + g]
+                        builder.store(builder.call(dot, [builder.load(slot), ws[g], splat]), slot)
+            for p, slot in zip(outs, total, strict=True):
+                builder.store(builder.load(slot), p, align=4)
+            return context.get_dummy_value()
+
+        return sig, codegen
+
+    return int8_tile
+
+
+def _pack_block_intrinsic():
+    """A numba intrinsic ``pack_block(wgt_f, frm, m8, to)``: :func:`_pack_block` as one vector
+    conversion of the 256 floats to bytes, a flip of the top bit (``+ 128``) and one byte
+    shuffle."""
+    from llvmlite import ir
+    from numba.core import types as nbtypes
+    from numba.extending import intrinsic
+
+    # output byte (k // 4) * 64 + j * 4 + k % 4 comes from input lane j * 16 + k
+    order = [j * 16 + k4 * 4 + t for k4 in range(4) for j in range(16) for t in range(4)]
+
+    @intrinsic
+    def pack_block(typingctx, wgt_f, frm, m8, to):
+        sig = nbtypes.void(wgt_f, frm, m8, to)
+
+        def codegen(context, builder, sig, args):
+            f32, i8, i32 = ir.FloatType(), ir.IntType(8), ir.IntType(32)
+
+            def at(k):
+                data = context.make_array(sig.args[k])(context, builder, args[k]).data
+                return builder.gep(data, [context.cast(builder, args[k + 1], sig.args[k + 1], nbtypes.intp)])
+
+            floats = builder.load(builder.bitcast(at(0), ir.VectorType(f32, 256).as_pointer()), align=4)
+            as_bytes = builder.xor(builder.fptosi(floats, ir.VectorType(i8, 256)),
+                                   ir.Constant(ir.VectorType(i8, 256), [ir.Constant(i8, 0x80)] * 256))
+            packed = builder.shuffle_vector(as_bytes, ir.Constant(ir.VectorType(i8, 256), ir.Undefined),
+                                            ir.Constant(ir.VectorType(i32, 256), [ir.Constant(i32, q) for q in order]))
+            builder.store(packed, builder.bitcast(at(2), ir.VectorType(i8, 256).as_pointer()), align=1)
+            return context.get_dummy_value()
+
+        return sig, codegen
+
+    return pack_block
+
+
+def int8_dots_available() -> bool:
+    """Whether numba compiles for a CPU with AVX-512 VNNI and BW (the int8 dot products of
+    :func:`_int8_product`): the host CPU, unless ``NUMBA_CPU_NAME`` or ``NUMBA_CPU_FEATURES``
+    name another."""
+    import numba
+    from llvmlite import binding
+
+    if numba.config.CPU_NAME is not None or numba.config.CPU_FEATURES is not None:
+        return False
+    features = binding.get_host_cpu_features()
+    return bool(features.get("avx512vnni")) and bool(features.get("avx512bw"))
 
 
 def _add_wrapped(acc_f, at, prod, p, step, n, mult):
@@ -655,9 +964,9 @@ def _run_stretch(order, pos, words, table, uop_dst, uop_src, uop_wgt, inp, wgt, 
 
     ``dram``, ``dram_s8`` and ``dram_s32`` are the arena as uint8, int8 and int32. ``counts``
     accumulates the statistics of the executed instructions in the order of :data:`COUNT_KEYS`.
-    ``counts`` has one more slot: the runs of GEMMs executed as BLAS products. ``mats`` is
-    float32 scratch for the BLAS products (:func:`_gemm_batch`; kept by the caller between
-    runs, so its pages are not faulted in again every run). ``wt`` (float32, ``(WGT depth,
+    ``counts`` has two more slots: the runs of GEMMs executed as matrix products, and those of them
+    done by int8 dot products. ``mats`` is float32 scratch for the products (:func:`_gemm_batch`;
+    kept by the caller between runs, so its pages are not faulted in again every run). ``wt`` (float32, ``(WGT depth,
     BLOCK_IN, BLOCK_OUT)``) and ``wver`` (int64, WGT depth) are the caller's scratch for the
     transposed weight blocks (:func:`_wt`), likewise kept between runs.
     """
@@ -765,12 +1074,15 @@ def _batch(order, pos, n_run, words, table, uop_dst, uop_src, uop_wgt, inp, wgt,
         bgns[q] = _field(words, table, i + q, _G + 1)
     io, ii = _field(words, table, i, _G + 3), _field(words, table, i, _G + 4)
     g = [_field(words, table, i, _G + c) for c in range(5, 11)]  # the six factors
-    if not _gemm_batch(uop_dst, uop_src, uop_wgt, inp, wgt, acc, bgns[:n_run], io, ii, g[0], g[1], g[2], g[3], g[4],
-                       g[5], mats):
+    done = _gemm_batch(uop_dst, uop_src, uop_wgt, inp, wgt, acc, bgns[:n_run], io, ii, g[0], g[1], g[2], g[3], g[4],
+                       g[5], mats)
+    if done == 0:
         return False
     counts[9] += n_run
     counts[5] += n_run * io * ii
     counts[13] += 1
+    if done == 2:
+        counts[14] += 1
     return True
 
 
@@ -1064,15 +1376,18 @@ def _load(uop_dst, uop_src, uop_wgt, inp_f, wgt_f, acc_f, dram, dram_s8, dram_s3
 #: integer of at most 2^24 in magnitude, so any order gives the exact result).
 _COMPILED = ("_stretch", "_batch", "_field", "_decode", "_in_dram", "_prepass", "_token_step", "_suspect",
              "_same_gemm", "_zero", "_copy", "_offsets", "_add_rows", "_dot_sum", "_wrap_add", "_dot_add", "_gemm_nest",
-             "_wt", "_dot_row", "_same_words", "_gemm_batch", "_operand", "_add_wrapped",
-             "_gemm_run", "_gemm", "_alu", "_req", "_alu_imm", "_alu_rows", "_store", "_load", "_pack", "_unpack",
-             "token_step", "suspect", "_run_stretch")
+             "_wt", "_dot_row", "_same_words", "_gemm_batch", "_operand", "_add_wrapped", "_int8_product",
+             "_pack_inputs", "_pack_weights", "_gemm_run", "_gemm", "_alu", "_req", "_alu_imm", "_alu_rows", "_store",
+             "_load", "_pack", "_unpack", "token_step", "suspect", "_run_stretch")
+#: The int8 dot products' innermost functions: compiled from their plain Python when the CPU
+#: lacks AVX-512 VNNI (then never called: :data:`_INT8_DOTS` is off), else intrinsics.
+_INT8_INNER = ("_int8_tile", "_pack_block", "_pack_row")
 #: (Those also in :data:`_INLINED` are compiled with the options of the loop they are inlined
 #: into, which has no fastmath: their loops are sums with no reduction variable, which LLVM
 #: vectorises without reordering, and :func:`_dot_vec` is explicit vector code.)
 _FASTMATH = ("_add_rows", "_dot_row", "_dot_sum", "_dot_add", "_gemm_nest")
 #: Those that allocate (the others run without reference counting: see :func:`_stretch`).
-_ALLOCATING = ("_offsets", "_gemm_batch", "_operand", "_batch", "_run_stretch")
+_ALLOCATING = ("_offsets", "_gemm_batch", "_operand", "_batch", "_run_stretch", "_int8_product")
 #: Per-instruction helpers inlined into their callers by numba (a call boundary costs a
 #: reference-count update per array argument, more than a small instruction's work).
 _INLINED = ("_field", "_decode", "_token_step", "_suspect", "_gemm", "_alu", "_req", "_alu_imm", "_alu_rows", "_store",
@@ -1127,7 +1442,14 @@ def compile_all(njit, blas: bool):
     if blas:
         ns["_sgemm"] = _sgemm_intrinsic()
     ns["_dot_vec"] = _dot_vec_intrinsic()
-    compile_into(ns, _COMPILED + ("_mm_blas" if blas else "_mm_loops",), njit, options)
+    names = _COMPILED + ("_mm_blas" if blas else "_mm_loops",)
+    ns["_INT8_DOTS"] = int8_dots_available()
+    if ns["_INT8_DOTS"]:
+        ns["_int8_tile"], ns["_pack_block"], ns["_pack_row"] = (_int8_tile_intrinsic(), _pack_block_intrinsic(),
+                                                                 _pack_row_intrinsic())
+    else:
+        names += _INT8_INNER
+    compile_into(ns, names, njit, options)
     ns["_mm"] = ns["_mm_blas" if blas else "_mm_loops"]
     _COMPILED_NS.update(ns)
     return ns["_run_stretch"]
