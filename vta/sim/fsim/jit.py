@@ -226,8 +226,9 @@ class JitEngine:
 
 
 def _allocations(dram) -> tuple[np.ndarray, np.ndarray]:
-    """Start and end addresses of the live allocations of ``dram`` (one empty one if there are none)."""
-    allocs = list(dram.allocations())
-    starts = np.array([a for a, _ in allocs] or [0], dtype=np.int64)
-    ends = np.array([a + n for a, n in allocs] or [0], dtype=np.int64)
-    return starts, ends
+    """Start and end addresses of the live allocations of ``dram`` (one empty one if there are none),
+    from the arena's bounds array (made once per allocation generation)."""
+    bounds = dram.bounds()
+    if not bounds.shape[0]:
+        return np.zeros(1, np.int64), np.zeros(1, np.int64)
+    return np.ascontiguousarray(bounds[:, 0]), np.ascontiguousarray(bounds[:, 1])
