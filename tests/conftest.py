@@ -7,6 +7,10 @@ import os
 # Threaded BLAS on a small shared machine makes fsim's batched products 10-20x slower; the
 # simulator's arithmetic is the same with one thread. Must happen before NumPy is imported.
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+# The suite builds tsim libraries without a profile (vta.sim.tsim.pgo): a profile changes no bit
+# and no cycle (tests/e2e/test_tsim_pgo.py builds one and checks that), and it would add a
+# training run and a second compile to every configuration's cold build.
+os.environ.setdefault("VTA_TSIM_PGO", "0")
 
 from pathlib import Path  # noqa: E402
 
