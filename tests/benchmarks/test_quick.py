@@ -115,9 +115,10 @@ def test_every_benchmark_has_a_smoke_run():
     assert not set(FIGURES) - scripts, "FIGURES names a benchmark that no longer exists"
 
 
-#: Smoke runs of more than half a minute, run in the slow tier (network.py --quick builds and runs a
-#: whole small network on fsim and the cycle model: about 50 s).
-SLOW_SMOKE = {"network.py"}
+#: Smoke runs of more than a quarter of a minute, run in the slow tier (network.py --quick builds and
+#: runs a whole small network on fsim and the cycle model: about 50 s; the two tuning scripts tune
+#: a few tasks: 23 s and 14 s).
+SLOW_SMOKE = {"network.py", "tune_resnet18.py", "tune_zoo.py"}
 
 
 @pytest.mark.parametrize("script", [pytest.param(s, marks=pytest.mark.slow) if s in SLOW_SMOKE else s

@@ -76,6 +76,7 @@ def test_the_fitted_integer_sum_is_onnxruntimes_where_the_fixed_point_one_is_not
         + np.abs(b + _offset(rhs[0])).max() * abs(fit.rhs_multiplier) < 1 << 31
 
 
+@pytest.mark.slow  # (two searches over 65,536 pairs and two onnxruntime tables: about 19 s)
 def test_ties_to_even_need_the_even_rounding():
     """``rne(x / 2)`` of odd ``x`` alternates down and up: no ``floor((x m + c) / 2**s)`` gives
     it, the same division rounded half to even does; some sums have neither."""
