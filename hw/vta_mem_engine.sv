@@ -56,23 +56,34 @@ module vta_mem_engine import vta_pkg::*; #(
   output logic                   beat_o
 );
   // ------------------------------------------------------------------ read arbitration
-  logic [7:0] grant;
-  logic       any_req;
+  logic [7:0]  grant;
+  logic        any_req;
+  logic [31:0] req_addr;
+  logic [7:0]  req_len;
 
+  // The granted client's address and length are selected inside the priority loop, by constant
+  // client numbers, and only in a cycle with a request: a simulator then does no work for the
+  // request mux in the other cycles (a mux indexed by the grant was evaluated on every edge).
   always_comb begin
-    grant   = 8'd0;
-    any_req = 1'b0;
-    for (int c = NumRd - 1; c >= 0; c--) begin
-      if (cl_req_valid_i[c]) begin
-        grant   = 8'(c);
-        any_req = 1'b1;
+    grant    = 8'd0;
+    any_req  = 1'b0;
+    req_addr = '0;
+    req_len  = '0;
+    if (cl_req_valid_i != '0) begin
+      for (int c = NumRd - 1; c >= 0; c--) begin
+        if (cl_req_valid_i[c]) begin
+          grant    = 8'(c);
+          any_req  = 1'b1;
+          req_addr = cl_req_addr_i[c];
+          req_len  = cl_req_len_i[c];
+        end
       end
     end
   end
 
   assign mem_rd_req_valid_o = any_req;
-  assign mem_rd_req_addr_o  = cl_req_addr_i[grant[$clog2(NumRd)-1:0]];
-  assign mem_rd_req_len_o   = cl_req_len_i[grant[$clog2(NumRd)-1:0]];
+  assign mem_rd_req_addr_o  = req_addr;
+  assign mem_rd_req_len_o   = req_len;
   assign mem_rd_req_id_o    = grant;
 
   always_comb begin
