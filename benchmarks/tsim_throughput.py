@@ -284,7 +284,13 @@ from pathlib import Path
 _REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(_REPO))
 
+# tests.conftest turns the profile-guided build off for the test suite (VTA_TSIM_PGO=0 unless set);
+# this benchmark measures the library users get, so it keeps the caller's setting.
+_PGO_SETTING = os.environ.get("VTA_TSIM_PGO")
 from tests.conftest import make_env  # noqa: E402
+
+if _PGO_SETTING is None:
+    os.environ.pop("VTA_TSIM_PGO", None)
 from tests.e2e import gemm_program  # noqa: E402
 from vta import isa  # noqa: E402
 from vta.dram import DRAM, global_dram  # noqa: E402
