@@ -123,25 +123,25 @@ module vta_compute import vta_pkg::*; (
   assign load_depth  = is_uop_load ? 32'(UOP_BUFF_DEPTH) : 32'(ACC_BUFF_DEPTH);
 
   // ------------------------------------------------------------------ uop index generator (S0)
-  logic            gen_active_q, gen_active_d, gen_start;
-  logic [UopW-1:0] u_q, u_d;
-  logic [13:0]     i_out_q, i_out_d, i_in_q, i_in_d;
-  logic [31:0]     od_q, od_d, os_q, os_d, ow_q, ow_d;   // outer-loop offsets
-  logic [31:0]     id_q, id_d, is_q, is_d, iw_q, iw_d;   // inner-loop offsets
+  logic            gen_active_q, gen_start;
+  logic [UopW-1:0] u_q;
+  logic [13:0]     i_out_q, i_in_q;
+  logic [31:0]     od_q, os_q, ow_q;   // outer-loop offsets
+  logic [31:0]     id_q, is_q, iw_q;   // inner-loop offsets
   logic            issue, s0_err;
   logic            empty_loop;
 
   assign s0_err = gen_active_q && (32'(u_q) >= UOP_BUFF_DEPTH);
 
   // pipeline registers
-  logic            s1_valid_q, s1_valid_d, s1_sel_q, s1_sel_d;
-  logic [31:0]     s1_od_q, s1_od_d, s1_os_q, s1_os_d, s1_ow_q, s1_ow_d;
+  logic            s1_valid_q, s1_valid_d, s1_sel_q;
+  logic [31:0]     s1_od_q, s1_os_q, s1_ow_q;
   logic            s2_valid_q, s2_valid_d;
   // the operation of the uop in S2 (the instruction may have retired)
   logic            s2_gemm_q, s2_reset_q, s2_alu_q, s2_use_imm_q;
   logic [2:0]      s2_op_q;
   logic [15:0]     s2_imm_q;
-  logic [LOG_ACC_BUFF_DEPTH-1:0] s2_dst_q, s2_dst_d;
+  logic [LOG_ACC_BUFF_DEPTH-1:0] s2_dst_q;
 
   // S1 decode
   logic [31:0] uop, d_idx, s_idx, w_idx;
@@ -177,50 +177,11 @@ module vta_compute import vta_pkg::*; (
 
   assign issue = gen_active_q && !s0_err && !s1_err && !halt_i;
 
-  always_comb begin
-    gen_active_d = gen_active_q;
-    u_d = u_q; i_out_d = i_out_q; i_in_d = i_in_q;
-    od_d = od_q; os_d = os_q; ow_d = ow_q;
-    id_d = id_q; is_d = is_q; iw_d = iw_q;
-    if (gen_start) begin
-      gen_active_d = 1'b1;
-      u_d = UopW'(uop_bgn); i_out_d = '0; i_in_d = '0;
-      od_d = '0; os_d = '0; ow_d = '0; id_d = '0; is_d = '0; iw_d = '0;
-    end else if (s0_err || s1_err) begin
-      gen_active_d = 1'b0;
-    end else if (issue) begin
-      if (u_q == x_uop_last_q) begin
-        u_d = UopW'(x_uop_bgn_q);
-        if (i_in_q == x_in_last_q) begin
-          i_in_d = '0; id_d = '0; is_d = '0; iw_d = '0;
-          if (i_out_q == x_out_last_q) begin
-            gen_active_d = 1'b0;
-          end else begin
-            i_out_d = i_out_q + 14'd1;
-            od_d = od_q + f_dst_out; os_d = os_q + f_src_out; ow_d = ow_q + f_wgt_out;
-          end
-        end else begin
-          i_in_d = i_in_q + 14'd1;
-          id_d = id_q + f_dst_in; is_d = is_q + f_src_in; iw_d = iw_q + f_wgt_in;
-        end
-      end else begin
-        u_d = u_q + UopW'(1);
-      end
-    end
-  end
-
   assign uop_re_o    = issue;
   assign uop_raddr_o = u_q[LOG_UOP_BUFF_DEPTH-1:1];
 
-  always_comb begin
-    s1_valid_d = issue;
-    s1_sel_d   = u_q[0];
-    s1_od_d    = od_q + id_q;
-    s1_os_d    = os_q + is_q;
-    s1_ow_d    = ow_q + iw_q;
-    s2_valid_d = s1_valid_q && !s1_err && !halt_i;
-    s2_dst_d   = d_idx[LOG_ACC_BUFF_DEPTH-1:0];
-  end
+  assign s1_valid_d = issue;
+  assign s2_valid_d = s1_valid_q && !s1_err && !halt_i;
 
   // S1 reads
   assign inp_re_o    = s1_valid_q && !s1_err && x_gemm_q;
@@ -438,18 +399,44 @@ module vta_compute import vta_pkg::*; (
       s2_op_q      <= '0;
       s2_imm_q     <= '0;
     end else begin
-      gen_active_q <= gen_active_d;
-      u_q          <= u_d;
-      i_out_q      <= i_out_d;
-      i_in_q       <= i_in_d;
-      od_q <= od_d; os_q <= os_d; ow_q <= ow_d;
-      id_q <= id_d; is_q <= is_d; iw_q <= iw_d;
-      s1_valid_q   <= s1_valid_d;
-      s1_sel_q     <= s1_sel_d;
-      s1_od_q <= s1_od_d; s1_os_q <= s1_os_d; s1_ow_q <= s1_ow_d;
-      s2_valid_q   <= s2_valid_d;
-      s2_dst_q     <= s2_dst_d;
+      // The generator's next state, written under its conditions (start, error, issue) in this
+      // process: a simulator copies no next-state values of the ten generator registers in the
+      // cycles they keep their values.
+      if (gen_start) begin
+        gen_active_q <= 1'b1;
+        u_q <= UopW'(uop_bgn); i_out_q <= '0; i_in_q <= '0;
+        od_q <= '0; os_q <= '0; ow_q <= '0; id_q <= '0; is_q <= '0; iw_q <= '0;
+      end else if (s0_err || s1_err) begin
+        gen_active_q <= 1'b0;
+      end else if (issue) begin
+        if (u_q == x_uop_last_q) begin
+          u_q <= UopW'(x_uop_bgn_q);
+          if (i_in_q == x_in_last_q) begin
+            i_in_q <= '0; id_q <= '0; is_q <= '0; iw_q <= '0;
+            if (i_out_q == x_out_last_q) begin
+              gen_active_q <= 1'b0;
+            end else begin
+              i_out_q <= i_out_q + 14'd1;
+              od_q <= od_q + f_dst_out; os_q <= os_q + f_src_out; ow_q <= ow_q + f_wgt_out;
+            end
+          end else begin
+            i_in_q <= i_in_q + 14'd1;
+            id_q <= id_q + f_dst_in; is_q <= is_q + f_src_in; iw_q <= iw_q + f_wgt_in;
+          end
+        end else begin
+          u_q <= u_q + UopW'(1);
+        end
+      end
+      // S1's uop select and offsets are read only while s1_valid_q (loaded with it on an issue);
+      // S2's destination only while s2_valid_q (loaded with it when S1 holds a uop).
+      s1_valid_q <= s1_valid_d;
+      if (issue) begin
+        s1_sel_q <= u_q[0];
+        s1_od_q  <= od_q + id_q; s1_os_q <= os_q + is_q; s1_ow_q <= ow_q + iw_q;
+      end
+      s2_valid_q <= s2_valid_d;
       if (s1_valid_q) begin
+        s2_dst_q     <= d_idx[LOG_ACC_BUFF_DEPTH-1:0];
         s2_gemm_q    <= x_gemm_q;
         s2_reset_q   <= x_reset_q;
         s2_alu_q     <= x_alu_q;

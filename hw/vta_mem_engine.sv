@@ -56,23 +56,34 @@ module vta_mem_engine import vta_pkg::*; #(
   output logic                   beat_o
 );
   // ------------------------------------------------------------------ read arbitration
-  logic [7:0] grant;
-  logic       any_req;
+  logic [7:0]  grant;
+  logic        any_req;
+  logic [31:0] req_addr;
+  logic [7:0]  req_len;
 
+  // The granted client's address and length are selected inside the priority loop, by constant
+  // client numbers, and only in a cycle with a request: a simulator then does no work for the
+  // request mux in the other cycles (a mux indexed by the grant was evaluated on every edge).
   always_comb begin
-    grant   = 8'd0;
-    any_req = 1'b0;
-    for (int c = NumRd - 1; c >= 0; c--) begin
-      if (cl_req_valid_i[c]) begin
-        grant   = 8'(c);
-        any_req = 1'b1;
+    grant    = 8'd0;
+    any_req  = 1'b0;
+    req_addr = '0;
+    req_len  = '0;
+    if (cl_req_valid_i != '0) begin
+      for (int c = NumRd - 1; c >= 0; c--) begin
+        if (cl_req_valid_i[c]) begin
+          grant    = 8'(c);
+          any_req  = 1'b1;
+          req_addr = cl_req_addr_i[c];
+          req_len  = cl_req_len_i[c];
+        end
       end
     end
   end
 
   assign mem_rd_req_valid_o = any_req;
-  assign mem_rd_req_addr_o  = cl_req_addr_i[grant[$clog2(NumRd)-1:0]];
-  assign mem_rd_req_len_o   = cl_req_len_i[grant[$clog2(NumRd)-1:0]];
+  assign mem_rd_req_addr_o  = req_addr;
+  assign mem_rd_req_len_o   = req_len;
   assign mem_rd_req_id_o    = grant;
 
   always_comb begin
@@ -155,34 +166,46 @@ module vta_mem_engine import vta_pkg::*; #(
   assign beat_o = rsp_valid_q || (mem_wr_valid_o && mem_wr_ready_i);
 
   // ------------------------------------------------------------------ checks
-  // same-cycle implications over the values before the clock edge (what a concurrent assertion
-  // samples), as immediate assertions on the clock edge that run only in an edge where one of the
-  // checks fails (a simulator evaluates the checks once, together, and copies no sampled values).
-  // Each check is about a read response, a read or write request or a write ack, so they are
-  // evaluated only in an edge with one of these, inside the clocked process (as continuous
-  // assignments they were computed every cycle).
+  // Same-cycle implications over the values before the clock edge (what a concurrent assertion
+  // samples), as immediate assertions on the clock edge. Each check is about one event (a read
+  // response, a read request, a write request, a write ack) and is evaluated only in an edge with
+  // that event, so a cycle with only a read beat (most of a load) tests the response's id and
+  // nothing else, and a cycle with none of them (most of a GEMM) one condition; a labelled
+  // assertion runs only in an edge where its check fails (a simulator then evaluates each check
+  // once and copies no sampled values).
   always_ff @(posedge clk_i) begin
     if (rst_ni && (mem_rd_valid_i || mem_rd_req_valid_o || mem_wr_req_valid_o || mem_wr_ack_i)) begin
-      automatic logic rd_id_ok, rd_aligned_ok, rd_cross_ok, wr_cross_ok, ack_ok;
-      rd_id_ok      = !mem_rd_valid_i || (mem_rd_id_i < 8'(NumRd));
-      rd_aligned_ok = !mem_rd_req_valid_o || (mem_rd_req_addr_o[2:0] == 3'd0);
-      rd_cross_ok   = !mem_rd_req_valid_o
-                   || (({1'b0, mem_rd_req_addr_o[6:3]} + {1'b0, mem_rd_req_len_o[3:0]} < 5'd16)
-                       && (mem_rd_req_len_o < 8'(MAX_BURST_BEATS)));
-      wr_cross_ok   = !mem_wr_req_valid_o
-                   || (({1'b0, mem_wr_req_addr_o[6:3]} + {1'b0, mem_wr_req_len_o[3:0]} < 5'd16)
-                       && (mem_wr_req_len_o < 8'(MAX_BURST_BEATS)) && (mem_wr_req_addr_o[2:0] == 3'd0));
-      ack_ok        = !mem_wr_ack_i || (wr_acks_q != '0);
-      if (!(rd_id_ok && rd_aligned_ok && rd_cross_ok && wr_cross_ok && ack_ok)) begin
-        RdIdKnown: assert (rd_id_ok)
-          else $error("vta_mem_engine: read response with unknown id %0d", mem_rd_id_i);
-        RdReqAligned: assert (rd_aligned_ok)
-          else $error("vta_mem_engine: unaligned read address");
-        RdReqNoCross: assert (rd_cross_ok)
-          else $error("vta_mem_engine: read burst crosses a %0d-byte boundary", BURST_BOUNDARY_BYTES);
-        WrReqNoCross: assert (wr_cross_ok)
-          else $error("vta_mem_engine: bad write burst");
-        AckOnlyForSentBurst: assert (ack_ok)
+      if (mem_rd_valid_i) begin
+        automatic logic id_ok;
+        id_ok = mem_rd_id_i < 8'(NumRd);
+        if (!id_ok) begin
+          RdIdKnown: assert (id_ok)
+            else $error("vta_mem_engine: read response with unknown id %0d", mem_rd_id_i);
+        end
+      end
+      if (mem_rd_req_valid_o) begin
+        automatic logic aligned_ok, cross_ok;
+        aligned_ok = mem_rd_req_addr_o[2:0] == 3'd0;
+        cross_ok   = ({1'b0, mem_rd_req_addr_o[6:3]} + {1'b0, mem_rd_req_len_o[3:0]} < 5'd16)
+                  && (mem_rd_req_len_o < 8'(MAX_BURST_BEATS));
+        if (!(aligned_ok && cross_ok)) begin
+          RdReqAligned: assert (aligned_ok)
+            else $error("vta_mem_engine: unaligned read address");
+          RdReqNoCross: assert (cross_ok)
+            else $error("vta_mem_engine: read burst crosses a %0d-byte boundary", BURST_BOUNDARY_BYTES);
+        end
+      end
+      if (mem_wr_req_valid_o) begin
+        automatic logic ok;
+        ok = ({1'b0, mem_wr_req_addr_o[6:3]} + {1'b0, mem_wr_req_len_o[3:0]} < 5'd16)
+          && (mem_wr_req_len_o < 8'(MAX_BURST_BEATS)) && (mem_wr_req_addr_o[2:0] == 3'd0);
+        if (!ok) begin
+          WrReqNoCross: assert (ok)
+            else $error("vta_mem_engine: bad write burst");
+        end
+      end
+      if (mem_wr_ack_i && wr_acks_q == '0) begin
+        AckOnlyForSentBurst: assert (wr_acks_q != '0)
           else $error("vta_mem_engine: write ack without a completed burst");
       end
     end

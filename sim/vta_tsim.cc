@@ -458,6 +458,44 @@ int reg_read(Model* m, uint32_t addr, uint32_t* value) {
   return VTA_TSIM_OK;
 }
 
+// The DRAM's read side in one edge (vta_dpi_mem_tick and vta_dpi_mem_beat): issue waiting bursts
+// while the outstanding limit allows, then return at most one beat, of the oldest burst, once its
+// latency has elapsed and the bandwidth credit allows; rd_busy says whether bursts remain queued.
+// The outputs are 0 on entry.
+inline void serve_read(Model* m, svBit* rd_valid, unsigned long long* rd_data, unsigned char* rd_id_out,
+                       svBit* rd_last, svBit* rd_busy) {
+  const uint64_t now = m->cycles;
+  const DramTiming& d = m->dram;
+  // Bursts are issued in order, so the issued ones are the first `in_flight` of the queue.
+  while (m->in_flight < m->reads.size() && (d.max_outstanding == 0 || m->in_flight < d.max_outstanding)) {
+    ReadBurst& r = m->reads[m->in_flight++];
+    r.issued = true;
+    r.ready = now + d.latency - 1;
+  }
+  if (d.bytes_per_cycle < kBeatBytes) {
+    const uint64_t grown = m->credit + (now - m->credit_cycle) * d.bytes_per_cycle;
+    m->credit = grown < kCreditCap ? grown : kCreditCap;
+  }
+  m->credit_cycle = now;
+  if (!m->reads.empty() && m->reads.front().issued && m->reads.front().ready <= now &&
+      (d.bytes_per_cycle >= kBeatBytes || m->credit >= kBeatBytes)) {
+    ReadBurst& r = m->reads.front();
+    if (d.bytes_per_cycle < kBeatBytes) m->credit -= kBeatBytes;
+    unsigned long long v = 0;
+    if (!r.bad) std::memcpy(&v, m->arena + r.addr, kBeatBytes);
+    *rd_valid = 1;
+    *rd_data = v;
+    *rd_id_out = r.id;
+    r.addr += kBeatBytes;
+    if (--r.beats == 0) {
+      *rd_last = 1;
+      m->reads.pop_front();
+      --m->in_flight;
+    }
+  }
+  *rd_busy = m->reads.empty() ? 0 : 1;
+}
+
 }  // namespace
 
 // ------------------------------------------------------------------------------------------
@@ -535,38 +573,19 @@ void vta_dpi_mem_tick(svBit rd_req, unsigned int rd_addr, unsigned char rd_len, 
     if (bad) m->record_dram_error(rd_addr, nbytes, false);
     m->reads.push_back(ReadBurst{rd_addr, static_cast<uint32_t>(rd_len) + 1, rd_id, bad});
   }
-  // The DRAM: issue waiting bursts while the outstanding limit allows, then return at most one
-  // beat, of the oldest burst, once its latency has elapsed and the bandwidth credit allows.
-  const uint64_t now = m->cycles;
-  const DramTiming& d = m->dram;
-  // Bursts are issued in order, so the issued ones are the first `in_flight` of the queue.
-  while (m->in_flight < m->reads.size() && (d.max_outstanding == 0 || m->in_flight < d.max_outstanding)) {
-    ReadBurst& r = m->reads[m->in_flight++];
-    r.issued = true;
-    r.ready = now + d.latency - 1;
-  }
-  if (d.bytes_per_cycle < kBeatBytes) {
-    const uint64_t grown = m->credit + (now - m->credit_cycle) * d.bytes_per_cycle;
-    m->credit = grown < kCreditCap ? grown : kCreditCap;
-  }
-  m->credit_cycle = now;
-  if (!m->reads.empty() && m->reads.front().issued && m->reads.front().ready <= now &&
-      (d.bytes_per_cycle >= kBeatBytes || m->credit >= kBeatBytes)) {
-    ReadBurst& r = m->reads.front();
-    if (d.bytes_per_cycle < kBeatBytes) m->credit -= kBeatBytes;
-    unsigned long long v = 0;
-    if (!r.bad) std::memcpy(&v, m->arena + r.addr, kBeatBytes);
-    *rd_valid = 1;
-    *rd_data = v;
-    *rd_id_out = r.id;
-    r.addr += kBeatBytes;
-    if (--r.beats == 0) {
-      *rd_last = 1;
-      m->reads.pop_front();
-      --m->in_flight;
-    }
-  }
-  *rd_busy = m->reads.empty() ? 0 : 1;
+  serve_read(m, rd_valid, rd_data, rd_id_out, rd_last, rd_busy);
+}
+
+void vta_dpi_mem_beat(svBit* rd_valid, unsigned long long* rd_data, unsigned char* rd_id_out, svBit* rd_last,
+                      svBit* rd_busy) {
+  *rd_valid = 0;
+  *rd_data = 0;
+  *rd_id_out = 0;
+  *rd_last = 0;
+  *rd_busy = 0;
+  Model* m = g_current;
+  if (m == nullptr) return;
+  serve_read(m, rd_valid, rd_data, rd_id_out, rd_last, rd_busy);
 }
 
 // Token channels (vta_pkg CHAN_*): the unit that pushes and the unit that pops each one

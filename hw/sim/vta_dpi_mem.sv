@@ -55,6 +55,17 @@ module vta_dpi_mem (
     output bit               rd_busy
   );
 
+  // The edges with read bursts outstanding and nothing to hand over (most edges of a load): the
+  // read beat to present during the next cycle and whether more are queued, with no arguments to
+  // pass (vta_dpi_mem_tick does the same after taking the edge's requests and write beat).
+  import "DPI-C" function void vta_dpi_mem_beat(
+    output bit               rd_valid,
+    output longint unsigned  rd_data,
+    output byte unsigned     rd_id_out,
+    output bit               rd_last,
+    output bit               rd_busy
+  );
+
   logic            wr_open_q, wr_ack_q;
   logic            rd_valid_q, rd_last_q, rd_busy_q;
   logic [63:0]     rd_data_q;
@@ -84,10 +95,14 @@ module vta_dpi_mem (
       rd_busy_q  <= 1'b0;
     end else begin
       if (rd_req_fire || wr_req_fire || wr_beat_fire || rd_busy_q) begin
-        vta_dpi_mem_tick(rd_req_fire, rd_req_addr_i, rd_req_len_i, rd_req_id_i,
-                         wr_req_fire, wr_req_addr_i, wr_req_len_i,
-                         wr_beat_fire, wr_data_i, wr_strb_i, wr_last_i,
-                         rd_valid_d, rd_data_d, rd_id_d, rd_last_d, rd_busy_d);
+        if (rd_req_fire || wr_req_fire || wr_beat_fire) begin
+          vta_dpi_mem_tick(rd_req_fire, rd_req_addr_i, rd_req_len_i, rd_req_id_i,
+                           wr_req_fire, wr_req_addr_i, wr_req_len_i,
+                           wr_beat_fire, wr_data_i, wr_strb_i, wr_last_i,
+                           rd_valid_d, rd_data_d, rd_id_d, rd_last_d, rd_busy_d);
+        end else begin
+          vta_dpi_mem_beat(rd_valid_d, rd_data_d, rd_id_d, rd_last_d, rd_busy_d);
+        end
         rd_valid_q <= rd_valid_d;
         rd_data_q  <= rd_data_d;
         rd_id_q    <= rd_id_d;

@@ -4,8 +4,9 @@ expansion limit follows the accumulator row.
 Most checks of ``hw/`` are labelled immediate assertions on the clock edge that run only in an
 edge where one of the module's checks fails (a cheaper form of a same-cycle concurrent
 assertion). A copy of ``hw/`` whose store check AckExpected is made to fail at the first write
-acknowledgement must stop a run with that assertion's label and message; the copy is built into
-a temporary cache.
+acknowledgement must stop a run with that assertion's label and message; so must copies whose
+memory engine checks (each evaluated only in an edge with its own event) are made to fail at the
+first read response and at the first read request. The copies are built into temporary caches.
 """
 
 from __future__ import annotations
@@ -69,3 +70,45 @@ def test_guarded_check_fires(tmp_path):
     assert "AckExpected" in msg
     assert "vta_store: write ack without an outstanding burst" in msg
     assert re.search(r"vta_store\.sv:\d+", msg)
+
+
+# vta_mem_engine's checks, each made to fail at the first edge with its event: (sound text,
+# broken text, label, message).
+_MEM_CHECKS = {
+    "read-response": ("id_ok = mem_rd_id_i < 8'(NumRd);", "id_ok = mem_rd_id_i < 8'(0);",
+                      "RdIdKnown", "vta_mem_engine: read response with unknown id 0"),
+    "read-request": ("&& (mem_rd_req_len_o < 8'(MAX_BURST_BEATS));",
+                     "&& (mem_rd_req_len_o < 8'(0));",
+                     "RdReqNoCross", "vta_mem_engine: read burst crosses a 128-byte boundary"),
+}
+
+
+@needs_verilator[0]
+@needs_verilator[1]
+@pytest.mark.parametrize("event", sorted(_MEM_CHECKS))
+def test_memory_engine_check_fires_on_its_event(tmp_path, event):
+    from vta.sim.tsim import TSim, hwgen, library
+
+    sound, broken, label, message = _MEM_CHECKS[event]
+    hw = tmp_path / "hw"
+    shutil.copytree(library._hw_dir(), hw)
+    engine = hw / "vta_mem_engine.sv"
+    text = engine.read_text()
+    assert text.count(sound) == 1, f"the {label} check changed; update this test"
+    engine.write_text(text.replace(sound, broken))
+    env = make_env()
+    sv = sorted(hw.glob("*.sv")) + sorted((hw / "sim").glob("*.sv"))
+    lib = library.build_sources(sv, hwgen.sv_package(env), cache=tmp_path / "cache",
+                                expand=library.expand_limit(env))
+    with env, DRAM(1 << 26) as dram, TSim(env, dram, library=lib) as dev:
+        prog = gemm_program.build(env, dram, m=2, k=2)
+        try:
+            with pytest.raises(HardwareAssertionError) as info:
+                dev.run(prog.insn_addr, prog.insn_count)
+        finally:
+            prog.free(dram)
+    msg = str(info.value)
+    assert "RTL assertion failed" in msg
+    assert label in msg
+    assert message in msg
+    assert re.search(r"vta_mem_engine\.sv:\d+", msg)
