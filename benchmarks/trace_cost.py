@@ -29,9 +29,9 @@ from pathlib import Path
 _REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(_REPO))
 
-from tests.conftest import make_env
 from tests.e2e import gemm_program
 from vta.dram import DRAM
+from vta.env import Environment, default_config_path, load_config
 from vta.profile import Recorder
 from vta.sim.model import CycleModel
 from vta.testing.programs import random_program
@@ -108,7 +108,7 @@ def main() -> None:
     args = ap.parse_args()
     if args.quick:
         args.repeats = 1
-    env = make_env()
+    env = Environment(load_config(default_config_path()))
     print(f"trace cost, {env.BITSTREAM}, median of {args.repeats} runs")
     with DRAM(1 << 26) as dram:
         progs = _programs(env, dram)
