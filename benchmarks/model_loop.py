@@ -90,7 +90,8 @@ def _args(env: Environment, words: np.ndarray, insn_addr: int, work_size) -> tup
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--groups", type=int, default=29_000, help="groups of the conv-like stream (9 insns each)")
+    ap.add_argument("--groups", type=int, nargs="*", default=[29_000],
+                    help="groups of the conv-like stream (9 insns each); several: one stream each")
     ap.add_argument("--repeat", type=int, default=20)
     ap.add_argument("--dram", nargs="*", default=["ideal", "ddr4"])
     ap.add_argument("--vs", default=None, help="a git revision whose loop is timed in turn")
@@ -100,19 +101,19 @@ def main(argv=None) -> int:
     if args.vs:
         old = _old_module(args.vs)
         engines.insert(0, (args.vs, _compile(old), old.work_size))
-    for memory in args.dram:
+    for memory, groups in ((m, g) for m in args.dram for g in args.groups):
         env = _env(memory)
         dram = DRAM(1 << 28)
-        prog = conv_stream(env, dram, args.groups)
+        prog = conv_stream(env, dram, groups)
         words = isa.encode_program(prog.insns, env).astype(np.int64).reshape(-1, 2)
         calls = [(name, fn, _args(env, words, 4096, ws)) for name, fn, ws in engines]
         times = {name: [] for name, _f, _a in calls}
         cycles = {}
-        for name, fn, a in calls:  # warm
+        for name, fn, a in calls:  # warm (and the first run's time)
             rc = fn(*a)
             cycles[name] = (rc, int(a[-4][0]))
-        for _ in range(args.repeat):
-            for name, fn, a in calls:
+        for k in range(args.repeat):
+            for name, fn, a in (calls if k % 2 == 0 else calls[::-1]):  # each first in turn
                 c0 = time.process_time()
                 fn(*a)
                 times[name].append(time.process_time() - c0)
