@@ -42,7 +42,8 @@ QUEUE_FREE = 2
 QUEUE_FREE_BUFFERED = 0
 #: Beat intervals kept per load for its pad writer (more are merged into the last one).
 PAD_INTERVALS = 256
-#: Entries of :func:`core`'s small state in its work space: those set at the start of a run, then
+#: Entries of :func:`core`'s small state in its work space: the loads in flight (:data:`LD_ROW`
+#: ...) and the last instruction of each COMPUTE_OVERLAP lane (each set before it is read), then
 #: the pad writers' intervals and the memory channel's ring of the last bursts (at most 1024).
 _STATE_SET = 64
 _STATE = _STATE_SET + 4 * PAD_INTERVALS + 1024
