@@ -123,7 +123,9 @@ def main(argv=None) -> int:
             print(f"{memory:6s} {name:8s} {n} insns: median {meds[name] * 1e3:8.2f} ms, "
                   f"{meds[name] / n * 1e9:6.1f} ns/insn; rc, cycles {cycles[name]}")
         if args.vs:
-            print(f"{memory:6s} new / {args.vs}: x{meds['new'] / meds[args.vs]:.3f} "
+            pairs = statistics.median(x / y for x, y in zip(times["new"], times[args.vs], strict=True))
+            print(f"{memory:6s} new / {args.vs}: x{meds['new'] / meds[args.vs]:.3f} (median of the pairs' ratios "
+                  f"x{pairs:.3f}) "
                   f"(cycles {'equal' if cycles['new'] == cycles[args.vs] else 'DIFFER'})")
         prog.close()
         dram.close()
