@@ -3,14 +3,18 @@
 :func:`core` is the loop :mod:`vta.sim.model.replay` runs (its module docstring gives the timing
 rules: fetch, the three units, the memory channel, the pad writer). It is plain Python that
 numba compiles (:func:`vta.sim.model.replay.compiled`); every helper here is inlined into it,
-so the split into functions costs nothing at run time. The loop keeps, between events:
+so the split into functions costs nothing at run time. The loop keeps, between events, its hot
+state in local scalars (numba keeps them in registers; an array entry would wait for the stores
+to every other array, which may alias it), per unit and per token channel where the code is per
+unit:
 
-* fetch's state, as scalars in :func:`core` (the next instruction to dispatch, the burst it is
-  in, the buffered fetch's next request);
-* each unit's queue (``queue``, ``qpos``, ``heads``), the cycle it is free, and its candidate:
-  the cycle its queue head can start, recomputed only for the units an event changed
-  (``dirty``, a bit mask);
-* the token channels (cycles of every push, pops made);
+* fetch's state (the next instruction to dispatch, the burst it is in, the buffered fetch's next
+  request, and the older instruction whose queue entry it waits for: nothing is tried until that
+  one leaves its queue);
+* each unit's queue head (the queues themselves, ``queue`` and ``qpos``, are arrays), the cycle
+  it is free, and its candidate: the cycle its queue head can start, recomputed only for the
+  units an event changed (``dirty``, a bit mask);
+* the token channels (pops and pushes made; the cycle of every push in an array);
 * the memory channel (:func:`_serve`) and the loads in flight in the load and compute units.
 
 Each turn of the loop finds the earliest event (a fetch request or dispatch, a unit's start, a
@@ -38,7 +42,8 @@ QUEUE_FREE = 2
 QUEUE_FREE_BUFFERED = 0
 #: Beat intervals kept per load for its pad writer (more are merged into the last one).
 PAD_INTERVALS = 256
-#: Entries of :func:`core`'s small state in its work space: those set at the start of a run, then
+#: Entries of :func:`core`'s small state in its work space: the loads in flight (:data:`LD_ROW`
+#: ...) and the last instruction of each COMPUTE_OVERLAP lane (each set before it is read), then
 #: the pad writers' intervals and the memory channel's ring of the last bursts (at most 1024).
 _STATE_SET = 64
 _STATE = _STATE_SET + 4 * PAD_INTERVALS + 1024
@@ -47,13 +52,19 @@ _STATE = _STATE_SET + 4 * PAD_INTERVALS + 1024
 LOAD_REQUEST = 2
 PAD_START = 1
 LOAD_RETIRE = 1
+#: The unit that pops each token channel (fsim's order): compute, load, compute, store.
+CONSUMER = (1, 0, 1, 2)
+#: :func:`_token_at`'s answer for a token not pushed yet.
+_NOT_PUSHED = -(1 << 62)
+#: Rows of the state of the loads in flight (a column per unit): the row and byte offset of the
+#: next burst, the first and last beat (memory cycles), the beat intervals kept.
+LD_ROW, LD_OFF, LD_FIRST, LD_LAST, LD_NIV = range(5)
 
 
 #: The helpers numba inlines into :func:`core` (with :func:`work_size`).
-HELPERS = ("work_size", "_pad_end", "_fetch_burst", "_serve", "_setup", "_queue_free_at", "_dispatch",
-           "_dispatch_arrived", "_fetch_event", "_fetch_key", "_tokens_ready", "_candidates", "_earliest_start",
-           "_earliest_request",
-           "_request_buffered", "_request_burst", "_load_requests", "_start", "_retire", "_meets", "_conflict",
+HELPERS = ("work_size", "_pad_end", "_fetch_burst", "_serve", "_setup", "_queue_older", "_queue_free_at", "_dispatch",
+           "_dispatch_arrived", "_fetch_event", "_fetch_key", "_token_at", "_tokens_ready", "_candidate", "_push",
+           "_request_buffered", "_request_burst", "_load_begins", "_load_requests", "_meets", "_conflict",
            "_lanes_candidate", "_lanes_retire")
 
 #: Columns of the footprint table of the option COMPUTE_OVERLAP (:mod:`vta.sim.model.lanes`): the
@@ -116,54 +127,49 @@ def _fetch_burst(insn_addr, first, n):
     return m
 
 
-def _serve(ch, ring, r, beats, latency, bytes_per_cycle, max_outstanding):
-    """Serve one read burst requested at cycle ``r``: ``ch`` is the channel state (next free request
-    cycle, next free beat cycle, bursts issued, credit, cycle of the credit), ``ring`` the last-beat
-    cycles of the recent bursts. Returns (request cycle, first beat cycle, last beat cycle)."""
-    a = r if r > ch[0] else ch[0]
-    ch[0] = a + 1
+def _serve(c_req, c_beat, c_n, c_cr, c_crt, ring, r, beats, latency, bytes_per_cycle, max_outstanding):
+    """Serve one read burst requested at cycle ``r``. The channel's state: its next free request
+    cycle, next free beat cycle, bursts issued, credit and cycle of the credit; ``ring`` holds the
+    last-beat cycles of the recent bursts. Returns (request cycle, first beat cycle, last beat
+    cycle) and the channel's new state."""
+    a = r if r > c_req else c_req
     issue = a
-    if max_outstanding > 0 and ch[2] >= max_outstanding:
-        prev = ring[ch[2] % max_outstanding] + 1
+    if max_outstanding > 0 and c_n >= max_outstanding:
+        prev = ring[_U(c_n % max_outstanding)] + 1
         if prev > issue:
             issue = prev
     p = issue + latency - 1
-    if ch[1] > p:
-        p = ch[1]
+    if c_beat > p:
+        p = c_beat
     if bytes_per_cycle >= 8:
         first = p
         last = p + beats - 1
     else:
         first = -1
-        credit = ch[3]
-        credit_t = ch[4]
         for _b in range(beats):
-            cr = credit + (p - credit_t) * bytes_per_cycle
+            cr = c_cr + (p - c_crt) * bytes_per_cycle
             if cr > CREDIT_CAP:
                 cr = CREDIT_CAP
             if cr < 8:
                 p += (8 - cr + bytes_per_cycle - 1) // bytes_per_cycle
-                cr = credit + (p - credit_t) * bytes_per_cycle
+                cr = c_cr + (p - c_crt) * bytes_per_cycle
                 if cr > CREDIT_CAP:
                     cr = CREDIT_CAP
-            credit = cr - 8
-            credit_t = p
+            c_cr = cr - 8
+            c_crt = p
             if first < 0:
                 first = p
             p += 1
         last = p - 1
-        ch[3] = credit
-        ch[4] = credit_t
-    ch[1] = last + 1
     if max_outstanding > 0:
-        ring[ch[2] % max_outstanding] = last
-    ch[2] += 1
-    return a, first, last
+        ring[_U(c_n % max_outstanding)] = last
+    return a, first, last, a + 1, last + 1, c_n + 1, c_cr, c_crt
 
 
-def _setup(n, unit, pops, pushes, start, end, dispatch, work):
-    """Reset the per-instruction outputs and the loop's state in ``work`` for a run, and fill the
-    three queues; return the net tokens the stream pushes on each channel (pushes minus pops)."""
+def _setup(n, unit, pops, pushes, start, end, dispatch, queue, qpos, dcyc, qend):
+    """Reset the per-instruction outputs and the loop's per-instruction state for a run and fill the
+    three queues; return the net tokens the stream pushes on each channel (pushes minus pops) and
+    the lengths of the load and compute queues."""
     # (the set-up passes count in scalars: an array entry updated at every instruction waits for
     # its previous store when compiled)
     q0 = 0
@@ -181,23 +187,14 @@ def _setup(n, unit, pops, pushes, start, end, dispatch, work):
         start[i] = -1
         end[i] = -1
         dispatch[i] = -1
+        dcyc[i] = -1
+        qend[i] = -1
         pu = pushes[i]
         po = pops[i]
         net0 += (pu & 1) - (po & 1)
         net1 += ((pu >> 1) & 1) - ((po >> 1) & 1)
         net2 += ((pu >> 2) & 1) - ((po >> 2) & 1)
         net3 += (pu >> 3) - (po >> 3)
-    # every entry of the small state but the intervals and the ring is set here (those are read
-    # only below what has been written)
-    st = work[7 * n + 4:7 * n + 4 + _STATE]
-    st[:_STATE_SET] = 0
-    st[0] = q0  # queue lengths
-    st[1] = q1
-    st[2] = n - q0 - q1
-    st[4] = q0  # queue bases
-    st[5] = q0 + q1
-    queue = work[:n]
-    qpos = work[n:2 * n]
     f0 = 0
     f1 = q0
     f2 = q0 + q1
@@ -215,76 +212,91 @@ def _setup(n, unit, pops, pushes, start, end, dispatch, work):
             qpos[i] = f2 - q0 - q1
             queue[f2] = i
             f2 += 1
-    st[32] = 1  # the unit that pops each channel (fsim's order): compute, load, compute, store
-    st[33] = 0
-    st[34] = 1
-    st[35] = 2
-    st[36:39] = -1  # no candidate yet
-    st[42] = -(1 << 40)  # memory channel: (fetch's first request is made before cycle 0)
-    st[43] = -(1 << 40)
-    st[45] = CREDIT_CAP
-    st[46] = -(1 << 40)
-    st[47:49] = -1  # no load in flight
-    return net0, net1, net2, net3
+    return net0, net1, net2, net3, q0, q1
 
 
-def _queue_free_at(i, t, unit, qpos, queue, qbase, end, queue_depth, qfree):
+def _queue_older(i, unit, qpos, queue, q0, q1, queue_depth):
+    """The older instruction whose entry in its unit's queue instruction ``i`` takes (the queues
+    of the load and compute units hold ``q0`` and ``q1`` instructions), -1 for none."""
+    k = qpos[_U(i)]
+    if k < queue_depth:
+        return -1
+    u = unit[_U(i)]
+    base = 0 if u == 0 else (q0 if u == 1 else q0 + q1)
+    return queue[_U(base + k - queue_depth)]
+
+
+def _queue_free_at(i, t, unit, qpos, queue, q0, q1, qend, queue_depth, qfree):
     """The first cycle from ``t`` at which instruction ``i`` finds room in its unit's queue: the
-    older instruction whose entry it takes must have retired (-1: not known yet)."""
-    if qpos[i] < queue_depth:
+    older instruction whose entry it takes must have left it (-1: not known yet)."""
+    older = _queue_older(i, unit, qpos, queue, q0, q1, queue_depth)
+    if older < 0:
         return t
-    older = queue[_U(qbase[unit[_U(i)]] + qpos[_U(i)] - queue_depth)]
-    e = end[_U(older)]
+    e = qend[_U(older)]
     if e < 0:
         return -1
     return t if e + qfree <= t else e + qfree
 
 
-def _dispatch(i, d, unit, qpos, queue, qbase, end, heads, queue_depth, qfree, dispatch, blocked_from, stall,
-              retired, dirty):
-    """Dispatch instruction ``i`` from cycle ``d`` (later when its queue is full: fetch stalls);
-    return the dispatch cycle and the units whose candidate changes."""
+def _dispatch(i, d, free_at, unit, qpos, h0, h1, h2, dispatch, blocked_from, stall0, dirty):
+    """Dispatch instruction ``i`` from cycle ``d``, or from ``free_at`` when its queue is full until
+    then (fetch stalls); return the dispatch cycle, fetch's stall cycles and the units whose
+    candidate changes (its unit's, when it is the queue head: ``h0``, ``h1``, ``h2``)."""
     blocked_from[_U(i)] = d
-    free_at = _queue_free_at(i, d, unit, qpos, queue, qbase, end, queue_depth, qfree)
     if free_at > d:
-        stall[0] += free_at - d
+        stall0 += free_at - d
         d = free_at
     dispatch[_U(i)] = d
     u = unit[_U(i)]
-    if qpos[_U(i)] == heads[u]:  # its unit's head: the unit can start it
-        dirty |= 1 << u
-    retired[0] += 1
-    return d, dirty
+    k = qpos[_U(i)]
+    if u == 0:
+        if k == h0:
+            dirty |= 1
+    elif u == 1:
+        if k == h1:
+            dirty |= 2
+    elif k == h2:
+        dirty |= 4
+    return d, stall0, dirty
 
 
-def _dispatch_arrived(n, f_next, fr, fm, fetch_buffer, next_dispatch, fready, unit, qpos, queue, qbase, end, heads,
-                      queue_depth, qfree, dispatch, blocked_from, stall, retired, busy, dirty):
+def _dispatch_arrived(n, f_next, fr, fm, fetch_buffer, next_dispatch, fready, unit, qpos, queue, q0, q1, qend, h0,
+                      h1, h2, queue_depth, qfree, dispatch, blocked_from, stall0, ret0, busy0, dirty):
     """Buffered fetch: dispatch each fetched instruction as soon as its cycle is known (its beats
-    have arrived and its queue entry's older instruction has an end), unless a request is
-    pending (fetch makes the request first). A dispatch changes nothing but fetch and the
-    candidate of a queue head's unit, which starts after the dispatch, so handling it early
-    keeps the events' order (a request it enables comes after it as well). Returns fetch's next
-    instruction, its next dispatch cycle and ``dirty``."""
+    have arrived and its queue entry's older instruction has left), unless a request is pending
+    (fetch makes the request first). A dispatch changes nothing but fetch and the candidate of a
+    queue head's unit, which starts after the dispatch, so handling it early keeps the events'
+    order (a request it enables comes after it as well). Returns fetch's next instruction, its
+    next dispatch cycle, its stall, retired and busy counts, ``dirty``, and the older instruction
+    whose queue entry fetch waits for (-1: none; nothing is dispatched until it leaves)."""
+    wait = -1
     while f_next < fr:
         if fr < n and fr + fm - fetch_buffer - 1 < f_next:
             break  # fetch's next event is a request
         i = f_next
         fi = fready[_U(i)]
         d = next_dispatch if next_dispatch > fi else fi
-        blocked_from[_U(i)] = d
-        if _queue_free_at(i, d, unit, qpos, queue, qbase, end, queue_depth, qfree) < 0:
-            break
-        d, dirty = _dispatch(i, d, unit, qpos, queue, qbase, end, heads, queue_depth, qfree, dispatch, blocked_from,
-                             stall, retired, dirty)
+        free_at = d
+        older = _queue_older(i, unit, qpos, queue, q0, q1, queue_depth)
+        if older >= 0:
+            e = qend[_U(older)]
+            if e < 0:
+                blocked_from[_U(i)] = d
+                wait = older
+                break
+            if e + qfree > d:
+                free_at = e + qfree
+        d, stall0, dirty = _dispatch(i, d, free_at, unit, qpos, h0, h1, h2, dispatch, blocked_from, stall0, dirty)
+        ret0 += 1
         next_dispatch = d + 1
         f_next += 1
         if f_next == n:  # fetch is busy from launch to its last dispatch, unless blocked
-            busy[0] = d + 1 - stall[0]
-    return f_next, next_dispatch, dirty
+            busy0 = d + 1 - stall0
+    return f_next, next_dispatch, stall0, ret0, busy0, dirty, wait
 
 
 def _fetch_event(n, f_next, fr, fm, fetch_buffer, last_req, fetch_free, burst_left, next_dispatch, dispatch, unit,
-                 qpos, queue, qbase, end, queue_depth, qfree):
+                 qpos, queue, q0, q1, qend, queue_depth, qfree):
     """Fetch's next event: its cycle (-1: none yet) and whether it is a burst request (else a
     dispatch)."""
     f_time = -1
@@ -303,96 +315,95 @@ def _fetch_event(n, f_next, fr, fm, fetch_buffer, last_req, fetch_free, burst_le
         f_time = fetch_free if burst_left == 0 else next_dispatch
         f_req = burst_left == 0
     if f_time >= 0 and f_next < n and not f_req:  # a full queue blocks dispatch, not reading
-        f_time = _queue_free_at(f_next, f_time, unit, qpos, queue, qbase, end, queue_depth, qfree)
+        f_time = _queue_free_at(f_next, f_time, unit, qpos, queue, q0, q1, qend, queue_depth, qfree)
     return f_time, f_req
 
 
-def _fetch_key(f_time, f_req, fetch_buffer, ch):
+def _fetch_key(f_time, f_req, fetch_buffer, c_req):
     """The cycle fetch's event competes at: the drain-then-fetch RTL requests a burst two cycles
     before the model's ``fetch_free``, the buffered fetch at its request cycle (both measured on
-    tsim), and a request waits for a free request cycle of the channel."""
+    tsim), and a request waits for a free request cycle of the channel (``c_req``)."""
     if not f_req:
         return f_time
     key = f_time if fetch_buffer > 0 else f_time - 2
-    return ch[0] if ch[0] > key else key
+    return c_req if c_req > key else key
 
 
-def _tokens_ready(t, mask, popped, tokens, push_cnt, push_t):
+def _token_at(t, k, tok, cnt, push_t, c):
+    """The cycle from ``t`` on at which channel ``c`` (``k`` pops made, ``tok`` tokens at the start,
+    ``cnt`` pushes made) has the token of its next pop, or :data:`_NOT_PUSHED`."""
+    if k < tok:
+        return t
+    j = k - tok
+    if j >= cnt:
+        return _NOT_PUSHED
+    p = push_t[c, _U(j)]
+    return p if p > t else t
+
+
+def _tokens_ready(t, mask, pp0, pp1, pp2, pp3, tk0, tk1, tk2, tk3, pc0, pc1, pc2, pc3, push_t):
     """The cycle from ``t`` on at which every token in ``mask`` (a bit per channel) has been pushed,
-    or -1 when one of them is not pushed yet."""
-    c = 0
-    while mask != 0:
-        if mask & 1:
-            k = popped[c]
-            if k >= tokens[c]:
-                j = k - tokens[c]
-                if j >= push_cnt[c]:
-                    return -1
-                p = push_t[c, _U(j)]
-                if p > t:
-                    t = p
-        mask >>= 1
-        c += 1
-    return t
+    or -1 when one of them is not pushed yet (``pp*``: pops made, ``tk*``: tokens at the start,
+    ``pc*``: pushes made, per channel)."""
+    if mask & 1:
+        t = _token_at(t, pp0, tk0, pc0, push_t, 0)
+    if mask & 2 and t != _NOT_PUSHED:
+        t = _token_at(t, pp1, tk1, pc1, push_t, 1)
+    if mask & 4 and t != _NOT_PUSHED:
+        t = _token_at(t, pp2, tk2, pc2, push_t, 2)
+    if mask & 8 and t != _NOT_PUSHED:
+        t = _token_at(t, pp3, tk3, pc3, push_t, 3)
+    return -1 if t == _NOT_PUSHED else t
 
 
-def _candidates(dirty, ld_insn, heads, qlen, queue, qbase, dispatch, free, pops, popped, tokens, push_cnt, push_t,
-                cand_t, cand_w):
-    """Recompute the candidate of each unit in ``dirty``: the cycle its queue head can start
-    (``cand_t``, -1 when it cannot yet: a load in flight, an empty queue, a head not dispatched
-    or a pop without its push) and the cycles it waits for tokens (``cand_w``)."""
-    for u in range(3):
-        if (dirty >> u) & 1 == 0:
-            continue
-        cand_t[u] = -1
-        if u < 2 and ld_insn[u] >= 0:
-            continue
-        if heads[u] >= qlen[u]:
-            continue
-        i = queue[_U(qbase[u] + heads[u])]
-        if dispatch[_U(i)] < 0:
-            continue
-        t0 = dispatch[_U(i)] + 1
-        if free[u] > t0:
-            t0 = free[u]
-        t = _tokens_ready(t0, pops[i], popped, tokens, push_cnt, push_t)
-        if t >= 0:
-            cand_t[u] = t
-            cand_w[u] = t - t0
+def _candidate(head, qlen, base, free_u, queue, dispatch, pops, pp0, pp1, pp2, pp3, tk0, tk1, tk2, tk3, pc0, pc1,
+               pc2, pc3, push_t):
+    """A unit's candidate: the cycle its queue head (entry ``head`` of ``qlen`` from ``base``) can
+    start, -1 when it cannot yet (an empty queue, a head not dispatched or a pop without its push),
+    and the cycles it waits for tokens."""
+    if head >= qlen:
+        return -1, 0
+    i = queue[_U(base + head)]
+    d = dispatch[_U(i)]
+    if d < 0:
+        return -1, 0
+    t0 = d + 1 if d + 1 > free_u else free_u
+    t = _tokens_ready(t0, pops[_U(i)], pp0, pp1, pp2, pp3, tk0, tk1, tk2, tk3, pc0, pc1, pc2, pc3, push_t)
+    if t < 0:
+        return -1, 0
+    return t, t - t0
 
 
-def _earliest_start(cand_t):
-    """The unit whose candidate is earliest (-1: none) and its cycle."""
-    best = -1
-    best_t = 0
-    for u in range(3):
-        if cand_t[u] >= 0 and (best < 0 or cand_t[u] < best_t):
-            best = u
-            best_t = cand_t[u]
-    return best, best_t
+def _push(m, e, push_t, pc0, pc1, pc2, pc3, dirty):
+    """Push the tokens of ``m`` (a bit per channel) at cycle ``e``; their consumers (:data:`CONSUMER`)
+    become ``dirty``. Returns the pushes made per channel and ``dirty``."""
+    if m & 1:
+        push_t[0, _U(pc0)] = e
+        pc0 += 1
+        dirty |= 1 << CONSUMER[0]
+    if m & 2:
+        push_t[1, _U(pc1)] = e
+        pc1 += 1
+        dirty |= 1 << CONSUMER[1]
+    if m & 4:
+        push_t[2, _U(pc2)] = e
+        pc2 += 1
+        dirty |= 1 << CONSUMER[2]
+    if m & 8:
+        push_t[3, _U(pc3)] = e
+        pc3 += 1
+        dirty |= 1 << CONSUMER[3]
+    return pc0, pc1, pc2, pc3, dirty
 
 
-def _earliest_request(ld_insn, ld_req, ch, client):
-    """The load in flight whose next read request comes first (-1: none) and its cycle: a request
-    waits for a free request cycle, and in one cycle the lowest client wins (fixed priority)."""
-    lu = -1
-    lt = 0
-    for u in range(2):
-        if ld_insn[u] >= 0:
-            t = ld_req[u] if ld_req[u] > ch[0] else ch[0]
-            if lu < 0 or t < lt or (t == lt and client[ld_insn[u]] < client[ld_insn[lu]]):
-                lu = u
-                lt = t
-    return lu, lt
-
-
-def _request_buffered(n, fr, fm, f_time, insn_addr, fetch_latency, ch, ring, latency, bytes_per_cycle,
-                      max_outstanding, fready, bursts, nbursts):
+def _request_buffered(n, fr, fm, f_time, insn_addr, fetch_latency, c_req, c_beat, c_n, c_cr, c_crt, ring, latency,
+                      bytes_per_cycle, max_outstanding, fready, bursts, nbursts):
     """Buffered fetch: request the burst of instructions ``fr .. fr+fm-1`` at ``f_time`` and note
     when each can be dispatched (its second beat, then the dispatch latency). Returns the next
-    burst's first instruction and size, and the bursts made."""
+    burst's first instruction and size, the bursts made and the channel's state."""
     m = fm
-    _a, first, last = _serve(ch, ring, f_time, 2 * m, latency, bytes_per_cycle, max_outstanding)
+    _a, first, last, c_req, c_beat, c_n, c_cr, c_crt = _serve(c_req, c_beat, c_n, c_cr, c_crt, ring, f_time, 2 * m,
+                                                              latency, bytes_per_cycle, max_outstanding)
     for j in range(m):
         beat = 2 * j + 1
         fready[fr + j] = first + 1 + (beat * (last - first)) // (2 * m - 1) + fetch_latency
@@ -402,113 +413,85 @@ def _request_buffered(n, fr, fm, f_time, insn_addr, fetch_latency, ch, ring, lat
     fr += m
     if fr < n:
         fm = _fetch_burst(insn_addr, fr, n)
-    return fr, fm, nbursts + 1
+    return fr, fm, nbursts + 1, c_req, c_beat, c_n, c_cr, c_crt
 
 
-def _request_burst(n, i, fetch_free, insn_addr, fetch_latency, ch, ring, latency, bytes_per_cycle, max_outstanding,
-                   busy, bursts, nbursts):
+def _request_burst(n, i, fetch_free, insn_addr, fetch_latency, c_req, c_beat, c_n, c_cr, c_crt, ring, latency,
+                   bytes_per_cycle, max_outstanding, bursts, nbursts):
     """Drain-then-fetch: read the burst starting at instruction ``i`` (requested two cycles before
-    ``fetch_free``). Returns the cycle of its first dispatch and its size."""
+    ``fetch_free``). Returns the cycle of its first dispatch, its size and the channel's state."""
     m = _fetch_burst(insn_addr, i, n)
-    _a, first, last = _serve(ch, ring, fetch_free - 2, 2 * m, latency, bytes_per_cycle, max_outstanding)
+    _a, first, last, c_req, c_beat, c_n, c_cr, c_crt = _serve(c_req, c_beat, c_n, c_cr, c_crt, ring, fetch_free - 2,
+                                                              2 * m, latency, bytes_per_cycle, max_outstanding)
     next_dispatch = last + 4 + fetch_latency - 1  # its beats arrive at last + 4
-    busy[0] += next_dispatch - fetch_free
     bursts[nbursts, 0] = i
     bursts[nbursts, 1] = fetch_free
     bursts[nbursts, 2] = next_dispatch
-    return next_dispatch, m
+    return next_dispatch, m, c_req, c_beat, c_n, c_cr, c_crt
 
 
-def _load_requests(u, best, best_t, f_time, f_req, fetch_buffer, ld_insn, ld_req, ld_row, ld_off, ld_first, ld_last,
-                   ld_iv, ld_niv, addr, stride, row_bytes, rows, client, ch, ring, latency, bytes_per_cycle,
-                   max_outstanding):
-    """The read requests of the load in flight in unit ``u``, burst after burst while its next
+def _load_begins(ld, u):
+    """A LOAD with data starts in unit ``u``: its first burst is at row 0, offset 0."""
+    ld[LD_ROW, u] = 0
+    ld[LD_OFF, u] = 0
+    ld[LD_FIRST, u] = -1
+    ld[LD_NIV, u] = 0
+
+
+def _load_requests(u, i, r, i2, r2, best, best_t, f_time, f_req, fetch_buffer, ld, ld_iv, addr, stride, row_bytes,
+                   rows, client, c_req, c_beat, c_n, c_cr, c_crt, ring, latency, bytes_per_cycle, max_outstanding):
+    """The read requests of load ``i`` in flight in unit ``u`` (next request at ``r``; the other
+    unit's load ``i2``, -1 for none, requests next at ``r2``), burst after burst while its next
     request stays the earliest event (a request changes nothing but the channel, so the other
     candidates stand). A burst is at most 16 beats, within one row and one 128-byte block; the
-    cycles its beats reach the unit are kept as intervals for the pad writer. Returns whether
-    the load's last burst was requested."""
-    i = ld_insn[u]
+    cycles its beats reach the unit are kept as intervals for the pad writer (``ld``: the row and
+    byte offset of the next burst, the first and last beat, the intervals kept, per unit).
+    Returns whether the load's last burst was requested, its next request cycle and the
+    channel's state."""
     u2 = 1 - u
     while True:
-        r = ld_req[u]
-        row_addr = addr[i] + ld_row[u] * stride[i]
+        row_addr = addr[i] + ld[LD_ROW, u] * stride[i]
         lo = row_addr - row_addr % 8
         nbeat_row = (row_addr % 8 + row_bytes[i] + 7) // 8
-        at = lo + ld_off[u]
-        left = nbeat_row - ld_off[u] // 8
+        at = lo + ld[LD_OFF, u]
+        left = nbeat_row - ld[LD_OFF, u] // 8
         beats = 16 - (at % 128) // 8
         if beats > left:
             beats = left
-        a, first, last = _serve(ch, ring, r, beats, latency, bytes_per_cycle, max_outstanding)
-        if ld_first[u] < 0:
-            ld_first[u] = first
-        ld_last[u] = last
-        k = ld_niv[u]
+        a, first, last, c_req, c_beat, c_n, c_cr, c_crt = _serve(c_req, c_beat, c_n, c_cr, c_crt, ring, r, beats,
+                                                                 latency, bytes_per_cycle, max_outstanding)
+        if ld[LD_FIRST, u] < 0:
+            ld[LD_FIRST, u] = first
+        ld[LD_LAST, u] = last
+        k = ld[LD_NIV, u]
         if k > 0 and (ld_iv[u, k - 1, 1] + 1 >= first + 2 or k == PAD_INTERVALS):
             ld_iv[u, k - 1, 1] = last + 2  # contiguous with the previous beats (or no room)
         else:
             ld_iv[u, k, 0] = first + 2
             ld_iv[u, k, 1] = last + 2
-            ld_niv[u] = k + 1
+            ld[LD_NIV, u] = k + 1
         if beats < left:
-            ld_off[u] += 8 * beats
-            ld_req[u] = a + 1
+            ld[LD_OFF, u] += 8 * beats
+            r = a + 1
         else:
-            ld_row[u] += 1
-            ld_off[u] = 0
-            if ld_row[u] >= rows[i]:
-                return True
-            ld_req[u] = a + 2  # one cycle to set up the next row
+            ld[LD_ROW, u] += 1
+            ld[LD_OFF, u] = 0
+            if ld[LD_ROW, u] >= rows[i]:
+                return True, r, c_req, c_beat, c_n, c_cr, c_crt
+            r = a + 2  # one cycle to set up the next row
         # the pick of the main loop for the next event, with this load's next request
-        t = ld_req[u] if ld_req[u] > ch[0] else ch[0]
+        t = r if r > c_req else c_req
         if best >= 0 and t >= best_t:
-            return False
-        if ld_insn[u2] >= 0:
-            t2 = ld_req[u2] if ld_req[u2] > ch[0] else ch[0]
-            c2 = client[ld_insn[u2]]
+            return False, r, c_req, c_beat, c_n, c_cr, c_crt
+        if i2 >= 0:
+            t2 = r2 if r2 > c_req else c_req
+            c2 = client[i2]
             if t2 < t or (t2 == t and (c2 < client[i] or (c2 == client[i] and u2 == 0))):
-                return False
+                return False, r, c_req, c_beat, c_n, c_cr, c_crt
         if f_time >= 0:
-            f_key = _fetch_key(f_time, f_req, fetch_buffer, ch)
+            f_key = _fetch_key(f_time, f_req, fetch_buffer, c_req)
             if f_key < t or (f_key == t and f_req):
-                return False
-
-
-def _start(u, s, heads, queue, qbase, cand_w, start, ready, stall, pops, popped):
-    """Unit ``u`` starts its queue head at cycle ``s`` (it pops its tokens); return it."""
-    i = queue[_U(qbase[u] + heads[u])]
-    heads[u] += 1
-    start[_U(i)] = s
-    ready[i] = s - cand_w[u]
-    stall[u + 1] += cand_w[u]
-    m = pops[i]
-    c = 0
-    while m != 0:
-        if m & 1:
-            popped[c] += 1
-        m >>= 1
-        c += 1
-    return i
-
-
-def _retire(i, u, e, start, end, busy, retired, free, pushes, push_t, push_cnt, consumer, dirty):
-    """Instruction ``i`` retires from unit ``u`` at cycle ``e``: the unit is free and the
-    consumers of its pushes see the tokens. Returns ``dirty`` with the units this changes."""
-    end[_U(i)] = e
-    busy[u + 1] += e - start[_U(i)]
-    retired[u + 1] += 1
-    free[u] = e
-    dirty |= 1 << u
-    m = pushes[_U(i)]
-    c = 0
-    while m != 0:
-        if m & 1:
-            push_t[c, _U(push_cnt[c])] = e
-            push_cnt[c] += 1
-            dirty |= 1 << consumer[c]
-        m >>= 1
-        c += 1
-    return dirty
+                return False, r, c_req, c_beat, c_n, c_cr, c_crt
 
 
 def _meets(alo, ahi, blo, bhi):
@@ -527,13 +510,14 @@ def _conflict(foot, i, j):
             and _meets(foot[i, F_ULO], foot[i, F_UHI], foot[j, F_ULO], foot[j, F_UHI]))
 
 
-def _lanes_candidate(i, t0, take_free, foot, last_lane, dcyc, qpos, queue, qbase, end):
+def _lanes_candidate(i, t0, take_free, foot, last_lane, dcyc, qpos, queue, q0, end):
     """COMPUTE_OVERLAP: the first cycle from ``t0`` the compute unit can take its head ``i`` but for
     tokens (-1: not known yet). Its lane must be free (the lane's last instruction done), it must
     not conflict with the instruction in flight in the other lane, the retirement buffer must have
     room (the instruction ROB_DEPTH older retired) and the footprint scanner must be done: it
     starts once ``i`` is the queue head (``take_free``: the cycle after the previous take) and no
-    LOAD UOP into its uop range is in flight, and takes ``foot[i, F_SCAN]`` cycles."""
+    LOAD UOP into its uop range is in flight, and takes ``foot[i, F_SCAN]`` cycles (the compute
+    queue starts at ``q0``)."""
     lane = foot[i, F_LANE]
     t = t0
     j = last_lane[lane]
@@ -550,7 +534,7 @@ def _lanes_candidate(i, t0, take_free, foot, last_lane, dcyc, qpos, queue, qbase
             t = dcyc[o] + 1
     k = qpos[i]
     if k >= ROB_DEPTH:
-        old = queue[qbase[1] + k - ROB_DEPTH]
+        old = queue[q0 + k - ROB_DEPTH]
         if end[old] < 0:
             return -1
         if end[old] > t:
@@ -568,27 +552,30 @@ def _lanes_candidate(i, t0, take_free, foot, last_lane, dcyc, qpos, queue, qbase
     return t
 
 
-def _lanes_retire(rp, last_r, heads, queue, qbase, dcyc, start, end, busy, retired, free, pushes, push_t, push_cnt,
-                  consumer, dirty, finish, finish_end, done):
+def _lanes_retire(rp, last_r, h1, q0, queue, dcyc, start, end, busy2, ret2, pushes, push_t, pc0, pc1, pc2, pc3, dirty,
+                  finish, finish_end, done):
     """COMPUTE_OVERLAP: retire, in program order and one per cycle, the compute unit's taken
-    instructions whose done cycle is known (from its ``rp``-th, after a retirement at ``last_r``).
-    Returns the new ``rp``, ``last_r``, ``dirty``, ``finish_end`` and ``done``."""
-    while rp < heads[1]:
-        i = queue[qbase[1] + rp]
+    instructions (``h1`` of them; its queue starts at ``q0``) whose done cycle is known (from its
+    ``rp``-th, after a retirement at ``last_r``). Returns the new ``rp``, ``last_r``, the unit's
+    busy cycles and retirements, the pushes per channel, ``dirty``, ``finish_end`` and ``done``."""
+    while rp < h1:
+        i = queue[_U(q0 + rp)]
         if dcyc[i] < 0:
             break
         r = dcyc[i]
         if last_r + 1 > r:
             r = last_r + 1
-        keep = free[1]
-        dirty = _retire(i, 1, r + 1, start, end, busy, retired, free, pushes, push_t, push_cnt, consumer, dirty)
-        free[1] = keep
+        e = r + 1
+        end[i] = e
+        busy2 += e - start[i]
+        ret2 += 1
+        pc0, pc1, pc2, pc3, dirty = _push(pushes[i], e, push_t, pc0, pc1, pc2, pc3, dirty | 2)
         if finish[i] and finish_end < 0:
-            finish_end = r + 1
+            finish_end = e
         done += 1
         last_r = r
         rp += 1
-    return rp, last_r, dirty, finish_end, done
+    return rp, last_r, busy2, ret2, pc0, pc1, pc2, pc3, dirty, finish_end, done
 
 
 def core(n, unit, pops, pushes, cost, finish, client, addr, row_bytes, stride, rows, xp0, xp1, yp0, yp1, xs,
@@ -609,55 +596,64 @@ def core(n, unit, pops, pushes, cost, finish, client, addr, row_bytes, stride, r
     then the number of fetch bursts, then the net tokens the stream pushes on each channel (4);
     ``work``: at least :func:`work_size` integers of scratch space.
     """
-    net0, net1, net2, net3 = _setup(n, unit, pops, pushes, start, end, dispatch, work)
-    # views of the state (see _setup); fready: the buffered fetch's cycle each instruction can be
-    # dispatched; push_t: the cycle of every push per channel (entries below push_cnt are read)
+    # the per-instruction state in ``work``: the queues (load, compute, store instructions in
+    # program order), each instruction's entry in its queue, the buffered fetch's cycle it can be
+    # dispatched, the cycle of every push per channel (entries below the push count are read),
+    # then the small state, a compute instruction's done cycle with COMPUTE_OVERLAP (dcyc, -1
+    # unknown) and the cycle after the one the queue entry of each instruction is freed in
+    # (qend: its retirement; with COMPUTE_OVERLAP a compute instruction's take)
     queue = work[:n]
     qpos = work[n:2 * n]
     fready = work[2 * n:3 * n]
     push_t = work[3 * n:7 * n + 4].reshape(4, n + 1)
     st = work[7 * n + 4:7 * n + 4 + _STATE]
-    qlen = st[0:3]
-    qbase = st[3:6]
-    heads = st[6:9]
-    free = st[9:12]
-    push_cnt = st[12:16]
-    popped = st[16:20]
-    busy = st[20:24]
-    stall = st[24:28]
-    retired = st[28:32]
-    consumer = st[32:36]
-    cand_t = st[36:39]
-    cand_w = st[39:42]
-    # the memory channel: next free request cycle, next free beat cycle, bursts issued, credit,
-    # cycle of the credit; and the last-beat cycle of the recent bursts
-    ch = st[42:47]
-    ring = st[_STATE_SET + 4 * PAD_INTERVALS:_STATE]
-    # the loads in flight in the load (0) and compute (1) units: the instruction, the cycle of its
-    # next request, the row and byte offset of its next burst, its first and last beat (memory
-    # cycles), and the cycles its beats reach the unit as intervals (merged when full)
-    ld_insn = st[47:49]
-    ld_req = st[49:51]
-    ld_row = st[51:53]
-    ld_off = st[53:55]
-    ld_first = st[55:57]
-    ld_last = st[57:59]
-    ld_niv = st[59:61]
-    ld_iv = st[_STATE_SET:_STATE_SET + 4 * PAD_INTERVALS].reshape((2, PAD_INTERVALS, 2))
-    # the queue entry of each instruction is free again from qend[i] - 1 + qfree (its retirement;
-    # with COMPUTE_OVERLAP a compute instruction's take); dcyc: a compute instruction's done cycle
-    # (COMPUTE_OVERLAP; -1 unknown); last_lane: the last instruction each lane took
     dcyc = work[7 * n + 4 + _STATE:8 * n + 4 + _STATE]
     qend = work[8 * n + 4 + _STATE:9 * n + 4 + _STATE]
-    for i in range(n):
-        dcyc[i] = -1
-        qend[i] = -1
-    last_lane = st[61:63]
+    net0, net1, net2, net3, q0, q1 = _setup(n, unit, pops, pushes, start, end, dispatch, queue, qpos, dcyc, qend)
+    q2 = n - q0 - q1
+    # per unit (0 load, 1 compute, 2 store; fetch's counters are the 0th): the queue head, the cycle
+    # it is free, its candidate (the cycle its queue head can start, -1 when it cannot yet, and the
+    # cycles it waits for tokens), recomputed only for the units an event changed (``dirty``, a
+    # bit mask), its busy and stall cycles and retirements; per channel: pops made, tokens at the
+    # start, pushes made
+    h0 = h1 = h2 = 0
+    free0 = free1 = free2 = 0
+    c0t = c1t = c2t = -1
+    c0w = c1w = c2w = 0
+    busy0 = busy1 = busy2 = busy3 = 0
+    stall0 = stall1 = stall2 = stall3 = 0
+    ret0 = ret1 = ret2 = ret3 = 0
+    pp0 = pp1 = pp2 = pp3 = 0
+    pc0 = pc1 = pc2 = pc3 = 0
+    tk0 = tokens[0]
+    tk1 = tokens[1]
+    tk2 = tokens[2]
+    tk3 = tokens[3]
+    dirty = 7
+    # the memory channel: next free request cycle, next free beat cycle, bursts issued, credit,
+    # cycle of the credit (fetch's first request is made before cycle 0); and the last-beat cycle
+    # of the recent bursts
+    c_req = -(1 << 40)
+    c_beat = -(1 << 40)
+    c_n = 0
+    c_cr = CREDIT_CAP
+    c_crt = -(1 << 40)
+    ring = st[_STATE_SET + 4 * PAD_INTERVALS:_STATE]
+    # the loads in flight in the load (0) and compute (1) units: the instruction (-1 none) and the
+    # cycle of its next request; in ``ld`` the row and byte offset of its next burst, its first and
+    # last beat (memory cycles), and in ``ld_iv`` the cycles its beats reach the unit as intervals
+    # (merged when full)
+    ld_insn0 = ld_insn1 = -1
+    ld_req0 = ld_req1 = 0
+    ld = st[0:10].reshape((5, 2))
+    ld_iv = st[_STATE_SET:_STATE_SET + 4 * PAD_INTERVALS].reshape((2, PAD_INTERVALS, 2))
+    # COMPUTE_OVERLAP: the last instruction each lane took, the compute instructions retired, the
+    # cycle of the last retirement
+    last_lane = st[10:12]
     last_lane[0] = -1
     last_lane[1] = -1
     rp = 0
     last_r = -(1 << 40)
-    dirty = 7  # the units whose candidate is to be recomputed (bit mask)
     # fetch: the next instruction to dispatch, those left in its burst, the next dispatch cycle,
     # the cycle fetch is free to request; buffered (fetch_buffer > 0): the next instruction to
     # request, its burst's size, the last request cycle
@@ -670,39 +666,69 @@ def core(n, unit, pops, pushes, cost, finish, client, addr, row_bytes, stride, r
     fm = _fetch_burst(insn_addr, 0, n) if n > 0 else 0
     last_req = -1
     qfree = QUEUE_FREE if fetch_buffer == 0 else QUEUE_FREE_BUFFERED
+    wait = -1  # the buffered fetch waits for this instruction to leave its queue (-1: none)
     finish_end = -1
     done = 0
     while done < n:
-        if fetch_buffer > 0:
-            f_next, next_dispatch, dirty = _dispatch_arrived(
-                n, f_next, fr, fm, fetch_buffer, next_dispatch, fready, unit, qpos, queue, qbase, qend, heads,
-                queue_depth, qfree, dispatch, blocked_from, stall, retired, busy, dirty)
+        if fetch_buffer > 0 and (wait < 0 or qend[_U(wait)] >= 0):
+            f_next, next_dispatch, stall0, ret0, busy0, dirty, wait = _dispatch_arrived(
+                n, f_next, fr, fm, fetch_buffer, next_dispatch, fready, unit, qpos, queue, q0, q1, qend, h0, h1, h2,
+                queue_depth, qfree, dispatch, blocked_from, stall0, ret0, busy0, dirty)
         f_time, f_req = _fetch_event(n, f_next, fr, fm, fetch_buffer, last_req, fetch_free, burst_left,
-                                     next_dispatch, dispatch, unit, qpos, queue, qbase, qend, queue_depth, qfree)
+                                     next_dispatch, dispatch, unit, qpos, queue, q0, q1, qend, queue_depth, qfree)
         if dirty != 0:
-            lanes_dirty = lanes != 0 and (dirty & 2) != 0
-            if lanes != 0:
-                dirty &= 5
-            _candidates(dirty, ld_insn, heads, qlen, queue, qbase, dispatch, free, pops, popped, tokens, push_cnt,
-                        push_t, cand_t, cand_w)
+            if dirty & 1:
+                c0t = -1
+                if ld_insn0 < 0:
+                    c0t, c0w = _candidate(h0, q0, 0, free0, queue, dispatch, pops, pp0, pp1, pp2, pp3, tk0, tk1, tk2,
+                                          tk3, pc0, pc1, pc2, pc3, push_t)
+            if dirty & 2:
+                c1t = -1
+                if lanes != 0:  # the compute unit of COMPUTE_OVERLAP
+                    if h1 < q1:
+                        i = queue[q0 + h1]
+                        if dispatch[i] >= 0:
+                            t0 = dispatch[i] + 1
+                            if free1 > t0:
+                                t0 = free1
+                            t1 = _lanes_candidate(i, t0, t0, foot, last_lane, dcyc, qpos, queue, q0, end)
+                            t = _tokens_ready(t1, pops[i], pp0, pp1, pp2, pp3, tk0, tk1, tk2, tk3, pc0, pc1, pc2,
+                                              pc3, push_t)
+                            if t >= 0:
+                                c1t = t
+                                c1w = t - t1
+                elif ld_insn1 < 0:
+                    c1t, c1w = _candidate(h1, q1, q0, free1, queue, dispatch, pops, pp0, pp1, pp2, pp3, tk0, tk1, tk2,
+                                          tk3, pc0, pc1, pc2, pc3, push_t)
+            if dirty & 4:
+                c2t, c2w = _candidate(h2, q2, q0 + q1, free2, queue, dispatch, pops, pp0, pp1, pp2, pp3, tk0, tk1,
+                                      tk2, tk3, pc0, pc1, pc2, pc3, push_t)
             dirty = 0
-            if lanes_dirty:  # the compute unit of COMPUTE_OVERLAP
-                cand_t[1] = -1
-                if heads[1] < qlen[1]:
-                    i = queue[qbase[1] + heads[1]]
-                    if dispatch[i] >= 0:
-                        t0 = dispatch[i] + 1
-                        if free[1] > t0:
-                            t0 = free[1]
-                        t = _lanes_candidate(i, t0, t0, foot, last_lane, dcyc, qpos, queue, qbase, end)
-                        t1 = t
-                        t = _tokens_ready(t1, pops[i], popped, tokens, push_cnt, push_t)
-                        if t >= 0:
-                            cand_t[1] = t
-                            cand_w[1] = t - t1
-        best, best_t = _earliest_start(cand_t)
-        lu, lt = _earliest_request(ld_insn, ld_req, ch, client)
-        f_key = _fetch_key(f_time, f_req, fetch_buffer, ch)
+        # the earliest start (the lowest unit of a tie)
+        best = -1
+        best_t = 0
+        if c0t >= 0:
+            best = 0
+            best_t = c0t
+        if c1t >= 0 and (best < 0 or c1t < best_t):
+            best = 1
+            best_t = c1t
+        if c2t >= 0 and (best < 0 or c2t < best_t):
+            best = 2
+            best_t = c2t
+        # the load in flight whose next read request comes first: a request waits for a free
+        # request cycle, and in one cycle the lowest client wins (fixed priority)
+        lu = -1
+        lt = 0
+        if ld_insn0 >= 0:
+            lu = 0
+            lt = ld_req0 if ld_req0 > c_req else c_req
+        if ld_insn1 >= 0:
+            t = ld_req1 if ld_req1 > c_req else c_req
+            if lu < 0 or t < lt or (t == lt and client[ld_insn1] < client[ld_insn0]):
+                lu = 1
+                lt = t
+        f_key = _fetch_key(f_time, f_req, fetch_buffer, c_req)
         # the earliest event: 1 fetch, 2 a unit's start, 3 a load's request
         pick = 0
         pt = 0
@@ -716,108 +742,167 @@ def core(n, unit, pops, pushes, cost, finish, client, addr, row_bytes, stride, r
             return -1 - done
         if pick == 1:
             if fetch_buffer > 0 and f_req:
-                fr, fm, nbursts = _request_buffered(n, fr, fm, f_time, insn_addr, fetch_latency, ch, ring, latency,
-                                                    bytes_per_cycle, max_outstanding, fready, bursts, nbursts)
+                fr, fm, nbursts, c_req, c_beat, c_n, c_cr, c_crt = _request_buffered(
+                    n, fr, fm, f_time, insn_addr, fetch_latency, c_req, c_beat, c_n, c_cr, c_crt, ring, latency,
+                    bytes_per_cycle, max_outstanding, fready, bursts, nbursts)
                 last_req = f_time
             elif burst_left == 0 and fetch_buffer == 0:
-                next_dispatch, burst_left = _request_burst(n, f_next, fetch_free, insn_addr, fetch_latency, ch, ring,
-                                                           latency, bytes_per_cycle, max_outstanding, busy, bursts,
-                                                           nbursts)
+                next_dispatch, burst_left, c_req, c_beat, c_n, c_cr, c_crt = _request_burst(
+                    n, f_next, fetch_free, insn_addr, fetch_latency, c_req, c_beat, c_n, c_cr, c_crt, ring, latency,
+                    bytes_per_cycle, max_outstanding, bursts, nbursts)
+                busy0 += next_dispatch - fetch_free
                 nbursts += 1
             else:
                 i = f_next
                 d = next_dispatch
                 if fetch_buffer > 0 and fready[i] > d:
                     d = fready[i]
-                d, dirty = _dispatch(i, d, unit, qpos, queue, qbase, qend, heads, queue_depth, qfree, dispatch,
-                                     blocked_from, stall, retired, dirty)
+                free_at = _queue_free_at(i, d, unit, qpos, queue, q0, q1, qend, queue_depth, qfree)
+                d, stall0, dirty = _dispatch(i, d, free_at, unit, qpos, h0, h1, h2, dispatch, blocked_from, stall0,
+                                             dirty)
+                ret0 += 1
                 next_dispatch = d + 1
                 f_next += 1
                 if fetch_buffer > 0:
                     if f_next == n:  # fetch is busy from launch to its last dispatch, unless blocked
-                        busy[0] = d + 1 - stall[0]
+                        busy0 = d + 1 - stall0
                 else:
-                    busy[0] += 1
+                    busy0 += 1
                     burst_left -= 1
                     if burst_left == 0:
                         fetch_free = next_dispatch
             continue
         if pick == 3:
             u = lu
-            if not _load_requests(u, best, best_t, f_time, f_req, fetch_buffer, ld_insn, ld_req, ld_row, ld_off,
-                                  ld_first, ld_last, ld_iv, ld_niv, addr, stride, row_bytes, rows, client, ch, ring,
-                                  latency, bytes_per_cycle, max_outstanding):
+            if u == 0:
+                i = ld_insn0
+                last, ld_req0, c_req, c_beat, c_n, c_cr, c_crt = _load_requests(
+                    0, i, ld_req0, ld_insn1, ld_req1, best, best_t, f_time, f_req, fetch_buffer, ld, ld_iv, addr,
+                    stride, row_bytes, rows, client, c_req, c_beat, c_n, c_cr, c_crt, ring, latency, bytes_per_cycle,
+                    max_outstanding)
+            else:
+                i = ld_insn1
+                last, ld_req1, c_req, c_beat, c_n, c_cr, c_crt = _load_requests(
+                    1, i, ld_req1, ld_insn0, ld_req0, best, best_t, f_time, f_req, fetch_buffer, ld, ld_iv, addr,
+                    stride, row_bytes, rows, client, c_req, c_beat, c_n, c_cr, c_crt, ring, latency, bytes_per_cycle,
+                    max_outstanding)
+            if not last:
                 continue
             # the load's last burst: it retires once its data and pads are written
-            i = ld_insn[u]
-            x_data = ld_last[u] + 3
-            x_pad = _pad_end(start[i] + PAD_START, ld_iv[u], ld_niv[u], rows[i], xs[i], xp0[i], xp1[i], yp0[i],
+            x_data = ld[LD_LAST, u] + 3
+            x_pad = _pad_end(start[i] + PAD_START, ld_iv[u], ld[LD_NIV, u], rows[i], xs[i], xp0[i], xp1[i], yp0[i],
                              yp1[i])
             e = (x_data if x_data > x_pad else x_pad) + LOAD_RETIRE
-            ld_insn[u] = -1
-            if lanes != 0 and u == 1:  # done now; retires in program order
-                dcyc[i] = e - 1
-                dirty |= 2
-                rp, last_r, dirty, finish_end, done = _lanes_retire(
-                    rp, last_r, heads, queue, qbase, dcyc, start, end, busy, retired, free, pushes, push_t, push_cnt,
-                    consumer, dirty, finish, finish_end, done)
-                continue
-        else:
+            if u == 0:
+                ld_insn0 = -1
+            else:
+                ld_insn1 = -1
+                if lanes != 0:  # done now; retires in program order
+                    dcyc[i] = e - 1
+                    rp, last_r, busy2, ret2, pc0, pc1, pc2, pc3, dirty, finish_end, done = _lanes_retire(
+                        rp, last_r, h1, q0, queue, dcyc, start, end, busy2, ret2, pushes, push_t, pc0, pc1, pc2, pc3,
+                        dirty | 2, finish, finish_end, done)
+                    continue
+        else:  # unit ``best`` starts its queue head at ``best_t`` (it pops its tokens)
             u = best
             s = best_t
-            i = _start(u, s, heads, queue, qbase, cand_w, start, ready, stall, pops, popped)
+            if u == 0:
+                i = queue[_U(h0)]
+                h0 += 1
+                w = c0w
+                stall1 += w
+            elif u == 1:
+                i = queue[_U(q0 + h1)]
+                h1 += 1
+                w = c1w
+                stall2 += w
+            else:
+                i = queue[_U(q0 + q1 + h2)]
+                h2 += 1
+                w = c2w
+                stall3 += w
+            start[_U(i)] = s
+            ready[_U(i)] = s - w
+            m = pops[_U(i)]
+            pp0 += m & 1
+            pp1 += (m >> 1) & 1
+            pp2 += (m >> 2) & 1
+            pp3 += (m >> 3) & 1
             dirty |= 1 << u
+            c = cost[_U(i)]
             if lanes != 0 and u == 1:  # taken into its lane: the queue entry is free, one take a cycle
-                free[1] = s + 1
+                free1 = s + 1
                 qend[i] = s + 1
                 last_lane[foot[i, F_LANE]] = i
-                if cost[i] >= 0:
-                    dcyc[i] = s + cost[i] - 1
+                if c >= 0:
+                    dcyc[i] = s + c - 1
                 elif rows[i] == 0:
                     dcyc[i] = _pad_end(s + PAD_START, ld_iv[u], 0, rows[i], xs[i], xp0[i], xp1[i], yp0[i],
                                        yp1[i]) + LOAD_RETIRE - 1
                 else:
-                    ld_insn[u] = i
-                    ld_req[u] = s + LOAD_REQUEST
-                    ld_row[u] = 0
-                    ld_off[u] = 0
-                    ld_first[u] = -1
-                    ld_niv[u] = 0
-                rp, last_r, dirty, finish_end, done = _lanes_retire(
-                    rp, last_r, heads, queue, qbase, dcyc, start, end, busy, retired, free, pushes, push_t, push_cnt,
-                    consumer, dirty, finish, finish_end, done)
+                    ld_insn1 = i
+                    ld_req1 = s + LOAD_REQUEST
+                    _load_begins(ld, 1)
+                rp, last_r, busy2, ret2, pc0, pc1, pc2, pc3, dirty, finish_end, done = _lanes_retire(
+                    rp, last_r, h1, q0, queue, dcyc, start, end, busy2, ret2, pushes, push_t, pc0, pc1, pc2, pc3,
+                    dirty, finish, finish_end, done)
                 continue
-            if cost[i] >= 0:
-                e = s + cost[i]
+            if c >= 0:
+                e = s + c
             elif rows[i] == 0:  # a LOAD of pads only
                 e = _pad_end(s + PAD_START, ld_iv[u], 0, rows[i], xs[i], xp0[i], xp1[i], yp0[i], yp1[i]) + LOAD_RETIRE
             else:  # a LOAD with data: its read requests start
-                ld_insn[u] = i
-                ld_req[u] = s + LOAD_REQUEST
-                ld_row[u] = 0
-                ld_off[u] = 0
-                ld_first[u] = -1
-                ld_niv[u] = 0
+                if u == 0:
+                    ld_insn0 = i
+                    ld_req0 = s + LOAD_REQUEST
+                else:
+                    ld_insn1 = i
+                    ld_req1 = s + LOAD_REQUEST
+                _load_begins(ld, u)
                 continue
-        dirty = _retire(i, u, e, start, end, busy, retired, free, pushes, push_t, push_cnt, consumer, dirty)
-        qend[i] = e
-        if finish[i] and finish_end < 0:
+        # instruction i retires from unit u at cycle e: the unit is free and the consumers of its
+        # pushes see the tokens
+        end[_U(i)] = e
+        b = e - start[_U(i)]
+        if u == 0:
+            busy1 += b
+            ret1 += 1
+            free0 = e
+        elif u == 1:
+            busy2 += b
+            ret2 += 1
+            free1 = e
+        else:
+            busy3 += b
+            ret3 += 1
+            free2 = e
+        pc0, pc1, pc2, pc3, dirty = _push(pushes[_U(i)], e, push_t, pc0, pc1, pc2, pc3, dirty | (1 << u))
+        qend[_U(i)] = e
+        if finish[_U(i)] and finish_end < 0:
             finish_end = e
         done += 1
     if finish_end < 0:  # no FINISH: the last retirement
-        finish_end = free[0]
+        finish_end = free0
         if lanes != 0:
             if last_r + 1 > finish_end:
                 finish_end = last_r + 1
-        elif free[1] > finish_end:
-            finish_end = free[1]
-        if free[2] > finish_end:
-            finish_end = free[2]
+        elif free1 > finish_end:
+            finish_end = free1
+        if free2 > finish_end:
+            finish_end = free2
     counters[0] = finish_end
-    for k in range(4):
-        counters[1 + k] = busy[k]
-        counters[5 + k] = stall[k]
-        counters[9 + k] = retired[k]
+    counters[1] = busy0
+    counters[2] = busy1
+    counters[3] = busy2
+    counters[4] = busy3
+    counters[5] = stall0
+    counters[6] = stall1
+    counters[7] = stall2
+    counters[8] = stall3
+    counters[9] = ret0
+    counters[10] = ret1
+    counters[11] = ret2
+    counters[12] = ret3
     counters[13] = nbursts
     counters[14] = net0
     counters[15] = net1
