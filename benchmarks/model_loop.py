@@ -6,6 +6,9 @@ as well and the two are called in turn (A B A B ...), each on the same decoded s
 of the medians and the cycle counts of both are printed (they must agree).
 
     python benchmarks/model_loop.py [--groups 29000] [--repeat 20] [--dram ideal ddr4] [--vs c6a4f5d]
+
+``--quick``: a 2,000-group stream, ideal memory, 3 calls. The exit status is 1 when the two loops
+give different cycles.
 """
 
 from __future__ import annotations
@@ -62,12 +65,12 @@ def _old_module(rev: str):
     """loop.py of git revision ``rev`` as a module of its own."""
     text = subprocess.run(["git", "show", f"{rev}:vta/sim/model/loop.py"], cwd=_REPO, check=True,
                           capture_output=True, text=True).stdout
-    d = Path(tempfile.mkdtemp())
-    path = d / f"loop_{rev}.py"
-    path.write_text(text)
-    spec = importlib.util.spec_from_file_location(f"loop_{rev}", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    with tempfile.TemporaryDirectory() as d:
+        path = Path(d) / f"loop_{rev}.py"
+        path.write_text(text)
+        spec = importlib.util.spec_from_file_location(f"loop_{rev}", path)
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
     return mod
 
 
@@ -95,7 +98,11 @@ def main(argv=None) -> int:
     ap.add_argument("--repeat", type=int, default=20)
     ap.add_argument("--dram", nargs="*", default=["ideal", "ddr4"])
     ap.add_argument("--vs", default=None, help="a git revision whose loop is timed in turn")
+    ap.add_argument("--quick", action="store_true", help="a 2,000-group stream, ideal memory, 3 calls")
     args = ap.parse_args(argv)
+    if args.quick:
+        args.groups, args.dram, args.repeat = [2_000], ["ideal"], 3
+    status = 0
     new = _compile(loop)
     engines = [("new", new, loop.work_size)]
     if args.vs:
@@ -124,12 +131,13 @@ def main(argv=None) -> int:
                   f"{meds[name] / n * 1e9:6.1f} ns/insn; rc, cycles {cycles[name]}")
         if args.vs:
             pairs = statistics.median(x / y for x, y in zip(times["new"], times[args.vs], strict=True))
+            same = cycles["new"] == cycles[args.vs]
+            status = status or (0 if same else 1)
             print(f"{memory:6s} new / {args.vs}: x{meds['new'] / meds[args.vs]:.3f} (median of the pairs' ratios "
-                  f"x{pairs:.3f}) "
-                  f"(cycles {'equal' if cycles['new'] == cycles[args.vs] else 'DIFFER'})")
+                  f"x{pairs:.3f}) (cycles {'equal' if same else 'DIFFER'})")
         prog.close()
         dram.close()
-    return 0
+    return status
 
 
 if __name__ == "__main__":

@@ -46,6 +46,7 @@ FIGURES: dict[str, tuple[tuple[str, ...], bool]] = {
                            r"-> all programs: median \|error\|", r"^tsim speed: ",
                            r"^model speed \(whole run, with fsim's execution\): .* x[\d.]+ tsim's$",
                            r"^model speed \(timing only, functional=False\): .* x[\d.]+ tsim's$"), True),
+    "model_loop.py": ((r"^ideal +new +\d+ insns: median .* ns/insn; rc, cycles \(0, \d+\)$",), False),
     "model_accuracy_tsim.py": ((r"^configuration vta_config \(1x16x16, int8\), memory ideal$",
                                 r"^  demo +tsim +\d+ +model +\d+ +error .* speed x\d+ +timing-only .* x\d+",
                                 r"^  conv-like \(\d+ insns\) +tsim", r"^  resnet18\.C11 \(\d+ runs\) +tsim",
