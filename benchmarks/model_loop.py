@@ -65,12 +65,15 @@ def _old_module(rev: str):
     """loop.py of git revision ``rev`` as a module of its own."""
     text = subprocess.run(["git", "show", f"{rev}:vta/sim/model/loop.py"], cwd=_REPO, check=True,
                           capture_output=True, text=True).stdout
-    with tempfile.TemporaryDirectory() as d:
-        path = Path(d) / f"loop_{rev}.py"
-        path.write_text(text)
-        spec = importlib.util.spec_from_file_location(f"loop_{rev}", path)
-        mod = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(mod)
+    # numba's cache needs the source file while it compiles: the directory lives as long as the
+    # module (removed when the object is collected, at the latest at exit)
+    tmp = tempfile.TemporaryDirectory(prefix="vta-model-loop-")
+    path = Path(tmp.name) / f"loop_{rev}.py"
+    path.write_text(text)
+    spec = importlib.util.spec_from_file_location(f"loop_{rev}", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    mod._source_dir = tmp
     return mod
 
 
