@@ -522,7 +522,9 @@ def _timing_run_at(arena, consts, allocs, flat, io, acc):
     multiple of 8) of ``arena``, the whole DRAM arena as int64: the instruction words are a view of
     it, made here, once the range is found inside one live allocation of ``allocs``; else the
     status is :data:`STATUS_RANGE` (the caller raises DRAM's error) and nothing else is done.
-    (A first run of a small stream: no view to make in Python, one check fewer.)"""
+    Returns 0 (not clean), 1 (clean, and the stream pushes as many tokens as it pops on each
+    channel) or 2 (clean, tokens left). (A first run of a small stream: no view to make in
+    Python, one check fewer, the net tokens read only when some are left.)"""
     n = io[IO_COUNT]
     lo = io[IO_ADDR]
     hi = lo + 16 * n
@@ -539,7 +541,11 @@ def _timing_run_at(arena, consts, allocs, flat, io, acc):
         io[IO_STATUS] = STATUS_RANGE
         io[IO_COMMITTED] = 0
         return 0
-    return _timing_run(arena[lo >> 3:(lo >> 3) + 2 * n].reshape((n, 2)), consts, allocs, flat, io, acc)
+    rc = _timing_run(arena[lo >> 3:(lo >> 3) + 2 * n].reshape((n, 2)), consts, allocs, flat, io, acc)
+    c = IO_COUNTERS + 14  # (the net tokens the stream pushes)
+    if rc != 0 and (io[c] != 0 or io[c + 1] != 0 or io[c + 2] != 0 or io[c + 3] != 0):
+        return 2
+    return rc
 
 
 def _timing_run(words, consts, allocs, flat, io, acc):
@@ -733,6 +739,8 @@ class Scratch:
     def __init__(self):
         self.flat = np.empty(0, np.int64)
         self.counters = np.empty(_NCOUNTERS, np.int64)
+        #: The longest stream :attr:`flat` holds the work space of :func:`_timing_run` for (:meth:`flat_for`).
+        self.fits = -1
         self._views: tuple = (-1, None)
         self._constants: tuple = (None,)
         self._packed: tuple | None = None
@@ -772,6 +780,8 @@ class Scratch:
         if self.flat.size < need:
             self.flat = _work_space(max(need, 2 * self.flat.size))
             self._views = (-1, None)
+        if n > self.fits:
+            self.fits = n
         return self.flat
 
     def packed(self, env: Environment, timing: mc.Timing) -> np.ndarray | None:

@@ -90,8 +90,6 @@ _STAGES = (isa.STAGE_LOAD, isa.STAGE_COMPUTE, isa.STAGE_STORE)
 _NONE_HELD = (0, 0, 0, 0)
 #: The allocations of an arena without any: one empty range (the compiled checks read row 0).
 _NO_ALLOCS = np.zeros((1, 2), np.int64)
-#: The in slots IO_TOKENS (none lent) and IO_CHECK (on) of :meth:`CycleModel._time_new`.
-_CHECKED_AT_0 = (0, 0, 0, 0, 1, 0)
 
 
 def _no_entry(*args) -> int:
@@ -293,16 +291,15 @@ class CycleModel(FunctionalSimulator):
         reuse = scan == self._scanned and consts is self._scanned_consts
         if self._io_in != (insn_phys_addr, n, reuse):
             self._io_in = (insn_phys_addr, n, reuse)
-            io[:6] = _CHECKED_AT_0  # IO_TOKENS, IO_CHECK (IO_ADDR just below)
-            io[rp.IO_ADDR] = insn_phys_addr
-            io[rp.IO_COUNT] = n
-            io[rp.IO_REUSE] = reuse
-            io[rp.IO_HW_ONLY] = 0
-        flat = self._scratch.flat_for(n)
+            io[:6] = (0, 0, 0, 0, 1, insn_phys_addr)  # IO_TOKENS (none lent), IO_CHECK (on), IO_ADDR
+            io[rp.IO_REUSE:rp.IO_COUNT + 1] = (reuse, 0, 0, n)  # IO_REUSE, IO_REUSED (out), IO_HW_ONLY, IO_COUNT
+        scratch = self._scratch
+        flat = scratch.flat if n <= scratch.fits else scratch.flat_for(n)
         self._scanned = None
         allocs = self._allocs
         run = at[2] or rp._TIMING_RUN_AT
-        if run(at[1], consts, allocs, flat, io, self._acc):
+        rc = run(at[1], consts, allocs, flat, io, self._acc)
+        if rc:
             self._scanned = scan
             self._scanned_consts = consts
             committed = True
@@ -317,15 +314,21 @@ class CycleModel(FunctionalSimulator):
             committed = self._settle(words, consts, flat, scan, n)
         self._last_run = None
         self._timed = self._repeat_next = None
-        net = io[rp.IO_COUNTERS + 14:rp.IO_COUNTERS + 18].tolist()  # (the net tokens the stream pushes)
-        self.tokens = net
-        if net[0] or net[1] or net[2] or net[3]:
-            self._stats["runs_with_tokens_left"] += 1
-        elif committed:  # a clean run from no tokens to none: it may be repeated
-            self._repeat = (self._repeat_key(insn_phys_addr, n, [0, 0, 0, 0]), at[2], at[1], consts, allocs, flat,
-                            io, self._acc)
-            io[rp.IO_REUSE] = 2
-            self._io_in = None
+        if rc == 1:  # clean, and the stream pushes as many tokens as it pops
+            self.tokens = [0, 0, 0, 0]
+        else:
+            net = io[rp.IO_COUNTERS + 14:rp.IO_COUNTERS + 18].tolist()  # (the net tokens the stream pushes)
+            self.tokens = net
+            if net[0] or net[1] or net[2] or net[3]:
+                self._stats["runs_with_tokens_left"] += 1
+                return True
+            if not committed:
+                return True
+        # a clean run from no tokens to none: it may be repeated
+        self._repeat = (self._repeat_key(insn_phys_addr, n, [0, 0, 0, 0]), at[2], at[1], consts, allocs, flat, io,
+                        self._acc)
+        io[rp.IO_REUSE] = 2
+        self._io_in = None
         return True
 
     def _repeat_entry(self):
