@@ -262,8 +262,11 @@ class CycleModel(FunctionalSimulator):
         """The common timing-only run, in one method: a stream at an 8-byte aligned address, run from
         no outstanding token, with the compiled run and no debug dump. Same checks, counters, tokens
         and repeat as the general path (fsim's :meth:`run` around :meth:`_run`), fewer steps (a first
-        run of a small stream is mostly this Python path). Returns False, having done nothing, when
-        it does not apply (the caller then takes the general path).
+        run of a small stream is mostly this Python path): the compiled call
+        (:func:`~vta.sim.model.replay._timing_run_at`) finds the stream's range in the live allocations
+        and views its words in the arena itself, so no NumPy object is made here for a new stream.
+        Returns False, having done nothing, when it does not apply (the caller then takes the
+        general path).
 
         Raises
         ------
