@@ -527,20 +527,21 @@ def _timing_run_at(arena, consts, allocs, flat, io, acc):
     Python, one check fewer, the net tokens read only when some are left.)"""
     n = io[IO_COUNT]
     lo = io[IO_ADDR]
-    hi = lo + 16 * n
-    # the last allocation starting at or below the stream (allocs: sorted, disjoint)
-    k = 0
-    top = allocs.shape[0]
-    while k < top:
-        mid = (k + top) >> 1
-        if allocs[mid, 0] <= lo:
-            k = mid + 1
-        else:
-            top = mid
-    if n <= 0 or k == 0 or hi > allocs[k - 1, 1] or hi > 8 * arena.shape[0]:
-        io[IO_STATUS] = STATUS_RANGE
-        io[IO_COMMITTED] = 0
-        return 0
+    if io[IO_REUSE] != 2:  # (a repeat: the range of a run with the same address, count and allocations)
+        hi = lo + 16 * n
+        # the last allocation starting at or below the stream (allocs: sorted, disjoint)
+        k = 0
+        top = allocs.shape[0]
+        while k < top:
+            mid = (k + top) >> 1
+            if allocs[mid, 0] <= lo:
+                k = mid + 1
+            else:
+                top = mid
+        if n <= 0 or k == 0 or hi > allocs[k - 1, 1] or hi > 8 * arena.shape[0]:
+            io[IO_STATUS] = STATUS_RANGE
+            io[IO_COMMITTED] = 0
+            return 0
     rc = _timing_run(arena[lo >> 3:(lo >> 3) + 2 * n].reshape((n, 2)), consts, allocs, flat, io, acc)
     c = IO_COUNTERS + 14  # (the net tokens the stream pushes)
     if rc != 0 and (io[c] != 0 or io[c + 1] != 0 or io[c + 2] != 0 or io[c + 3] != 0):
@@ -679,7 +680,8 @@ def compiled():
 
     def options(name):
         opts = {"error_model": "numpy"}
-        if name in _INLINED or name in loop.HELPERS:
+        if name in _INLINED or name in loop.HELPERS or name == "_timing_run":
+            # (_timing_run: inlined into _timing_run_at, whose repeats of small streams a call costs)
             opts["inline"] = "always"
         if no_refcount and (name == "core" or name in loop.HELPERS):
             # the loop allocates nothing; reference counts of the arrays its inlined helpers
