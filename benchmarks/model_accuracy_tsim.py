@@ -253,7 +253,7 @@ def summary(label: str, rows: list) -> None:
         print(f"-> {label}: median |error| {100 * statistics.median(errs):.2f} %, max {100 * max(errs):.2f} %, "
               f"slowest speed ratio x{min(r[1] for r in rows):.0f} (whole run, with fsim), "
               f"x{min(r[2] for r in rows):.0f} (timing only), x{min(r[3] for r in rows):.0f} (timing only, first "
-              f"runs) over {len(rows)} streams", flush=True)
+              f"runs; median x{statistics.median(r[3] for r in rows):.0f}) over {len(rows)} streams", flush=True)
 
 
 def reference_label(reference: str) -> str:

@@ -12,6 +12,7 @@ coalesced with their neighbours and their pages are returned to the operating sy
 
 from __future__ import annotations
 
+import array
 import bisect
 import mmap
 from typing import Iterator
@@ -62,7 +63,8 @@ class DRAM:
         #: The whole arena as a writable uint8 array; index = physical address.
         self.data = np.frombuffer(self._map, dtype=np.uint8)
         self._starts: list[int] = []  # sorted start addresses of live allocations
-        self._bounds: list[int] = []  # start and end (exclusive) of each, in the same order, flat
+        # start and end (exclusive) of each, in the same order, flat (int64: bounds() copies it at once)
+        self._bounds = array.array("q")
         self._bounds_array: tuple = (-1, None)  # (generation, bounds() of it)
         self._sizes: dict[int, int] = {}  # start -> requested bytes
         self._pages: dict[int, int] = {}  # start -> pages reserved
@@ -224,7 +226,7 @@ class DRAM:
         """Record a new live allocation in the sorted starts, the flat bounds and the sizes."""
         i = bisect.bisect_left(self._starts, start)
         self._starts.insert(i, start)
-        self._bounds[2 * i:2 * i] = (start, start + nbytes)
+        self._bounds[2 * i:2 * i] = array.array("q", (start, start + nbytes))
         self._sizes[start] = nbytes
 
     def bounds(self) -> np.ndarray:
@@ -237,7 +239,7 @@ class DRAM:
         if cached[0] != self.generation:
             k = len(self._starts)
             cached = self._bounds_array = (self.generation,
-                                           np.fromiter(self._bounds, np.int64, 2 * k).reshape(k, 2))
+                                           np.frombuffer(self._bounds, np.int64, 2 * k).reshape(k, 2).copy())
         return cached[1]
 
     def allocations(self) -> Iterator[tuple[int, int]]:

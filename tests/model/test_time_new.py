@@ -80,3 +80,36 @@ def test_the_shortcut_gives_the_general_paths_counters_errors_and_tokens(env, dr
                     "out_store_nbytes", "gemm_counter", "alu_counter", "runs_failed"):
             assert fast.stats()[key] == fsim.stats()[key], key
     assert True in taken  # (the shortcut was exercised)
+
+
+def test_the_shortcut_checks_the_streams_range_as_the_general_path(env, dram):
+    """The shortcut finds the stream's range in the live allocations itself (in the compiled run):
+    a stream that runs past its allocation, one in no allocation and one at an address that is a
+    multiple of 8 but not of 16 (the words a view of the arena from an odd int64) give the general
+    path's and fsim's outcome."""
+    with (CycleModel(env, dram, functional=False) as fast, _General(env, dram, functional=False) as general,
+          FunctionalSimulator(env, dram) as fsim):
+        p = random_program(env, dram, 3, length=24)
+        q = random_program(env, dram, 5, length=24)
+        try:
+            n = p.insn_count
+            words = dram.data[p.insn_addr:p.insn_addr + 16 * n].copy()
+            # the same stream 8 bytes further in a buffer of its own (addr % 16 == 8)
+            shifted = dram.alloc(16 * n + 8)
+            dram.data[shifted + 8:shifted + 8 + 16 * n] = words
+            cases = [(p.insn_addr, n), (p.insn_addr, n + 1), (p.insn_addr + 16, n), (shifted + 8, n),
+                     (shifted + 8, n + 1), (shifted + 16, n), (1 << 27, 3), (q.insn_addr, q.insn_count)]
+            for addr, count in cases * 2:
+                got = _outcome(fast, addr, count)
+                assert got == _outcome(general, addr, count)
+                ref = _outcome(fsim, addr, count)
+                if len(ref) == 3:
+                    assert got[:2] == ref[:2]
+                for dev in (fast, general, fsim):
+                    dev.tokens = [0, 0, 0, 0]
+            assert fast.stats() == general.stats()
+            assert _outcome(fast, shifted + 8, n) == _outcome(fast, p.insn_addr, n)  # (same words, same cycles)
+            dram.free(shifted)
+        finally:
+            p.close()
+            q.close()

@@ -346,10 +346,14 @@ IO_REUSE, IO_REUSED = 11, 12
 #: ``IO_HW_ONLY`` (in): a clean run adds its hardware counters to ``acc`` but not fsim's (a
 #: functional run: fsim counts its own).
 IO_HW_ONLY = 13
+#: ``IO_COUNT`` (in, :func:`_timing_run_at` only): the number of instructions of the stream at ``IO_ADDR``.
+IO_COUNT = 14
 IO_COUNTERS = 16
 IO_COUNTS = IO_COUNTERS + _NCOUNTERS
 IO_LAST = IO_COUNTS + 13
 IO_SIZE = IO_LAST + 13
+#: The status of :func:`_timing_run_at` for a stream whose range is not inside one live allocation.
+STATUS_RANGE = 3
 #: fsim's counters of :func:`_scan`, in its order (``STAT_KEYS`` then ``INSN_KEYS``).
 COUNT_KEYS = ("inp_load_nbytes", "wgt_load_nbytes", "acc_load_nbytes", "uop_load_nbytes", "out_store_nbytes",
               "gemm_counter", "alu_counter", "insn_load", "insn_store", "insn_gemm", "insn_alu", "insn_finish",
@@ -513,6 +517,38 @@ def _scan(words, fields, elem, params, cols, chk, allocs, sus, io, check, suspec
     return 0
 
 
+def _timing_run_at(arena, consts, allocs, flat, io, acc):
+    """:func:`_timing_run` of the ``io[IO_COUNT]`` instructions at the byte address ``io[IO_ADDR]`` (a
+    multiple of 8) of ``arena``, the whole DRAM arena as int64: the instruction words are a view of
+    it, made here, once the range is found inside one live allocation of ``allocs``; else the
+    status is :data:`STATUS_RANGE` (the caller raises DRAM's error) and nothing else is done.
+    Returns 0 (not clean), 1 (clean, and the stream pushes as many tokens as it pops on each
+    channel) or 2 (clean, tokens left). (A first run of a small stream: no view to make in
+    Python, one check fewer, the net tokens read only when some are left.)"""
+    n = io[IO_COUNT]
+    lo = io[IO_ADDR]
+    if io[IO_REUSE] != 2:  # (a repeat: the range of a run with the same address, count and allocations)
+        hi = lo + 16 * n
+        # the last allocation starting at or below the stream (allocs: sorted, disjoint)
+        k = 0
+        top = allocs.shape[0]
+        while k < top:
+            mid = (k + top) >> 1
+            if allocs[mid, 0] <= lo:
+                k = mid + 1
+            else:
+                top = mid
+        if n <= 0 or k == 0 or hi > allocs[k - 1, 1] or hi > 8 * arena.shape[0]:
+            io[IO_STATUS] = STATUS_RANGE
+            io[IO_COMMITTED] = 0
+            return 0
+    rc = _timing_run(arena[lo >> 3:(lo >> 3) + 2 * n].reshape((n, 2)), consts, allocs, flat, io, acc)
+    c = IO_COUNTERS + 14  # (the net tokens the stream pushes)
+    if rc != 0 and (io[c] != 0 or io[c + 1] != 0 or io[c + 2] != 0 or io[c + 3] != 0):
+        return 2
+    return rc
+
+
 def _timing_run(words, consts, allocs, flat, io, acc):
     """Check, count, decode and replay one stream (see the comment above :data:`_C_ELEM`).
 
@@ -577,17 +613,20 @@ def _timing_run(words, consts, allocs, flat, io, acc):
 _ENTRIES: dict = {}
 
 
-def timing_entry(args: tuple):
-    """The compiled entry point of :func:`_timing_run` for ``args`` (its arguments), or None.
+def timing_entry(args: tuple, at: bool = False):
+    """The compiled entry point of :func:`_timing_run` (with ``at``: :func:`_timing_run_at`) for
+    ``args`` (its arguments), or None.
 
     Calling it skips the dispatcher's type resolution (about a microsecond, most of the cost of a
     repeated small stream); it must only be called with arguments of the same types (the entry
     does not check them), so the caller keeps ``args`` themselves.
     """
-    overloads = getattr(_TIMING_RUN, "overloads", None)  # (None: not a numba dispatcher)
+    fn = _TIMING_RUN_AT if at else _TIMING_RUN
+    overloads = getattr(fn, "overloads", None)  # (None: not a numba dispatcher)
     if overloads is None:
         return None
-    key = tuple((a.dtype.num, a.ndim, a.flags.c_contiguous, a.flags.aligned, a.flags.writeable) for a in args)
+    key = (at,) + tuple((a.dtype.num, a.ndim, a.flags.c_contiguous, a.flags.aligned, a.flags.writeable)
+                        for a in args)
     if key not in _ENTRIES:
         from numba import typeof
         from numba.core.typing.typeof import Purpose
@@ -614,6 +653,7 @@ _COMPILED = None
 _DRIVE = None
 _DECODE = None  # the compiled _decode (for tests)
 _TIMING_RUN = None
+_TIMING_RUN_AT = None
 _ENGINE_FAILED = False
 #: Helpers numba inlines into their callers (IR inlining: about 1.5 times faster for the loop).
 _INLINED = ("_field", "token_step", "suspect")
@@ -621,7 +661,7 @@ _INLINED = ("_field", "token_step", "suspect")
 
 def compiled():
     """The numba-compiled :func:`~vta.sim.model.loop.core` (and the other compiled entries), or None without numba."""
-    global _COMPILED, _DRIVE, _DECODE, _TIMING_RUN, _ENGINE_FAILED
+    global _COMPILED, _DRIVE, _DECODE, _TIMING_RUN, _TIMING_RUN_AT, _ENGINE_FAILED
     if _COMPILED is not None or _ENGINE_FAILED:
         return _COMPILED
     if os.environ.get("VTA_MODEL_ENGINE", "") == "python":
@@ -640,7 +680,8 @@ def compiled():
 
     def options(name):
         opts = {"error_model": "numpy"}
-        if name in _INLINED or name in loop.HELPERS:
+        if name in _INLINED or name in loop.HELPERS or name == "_timing_run":
+            # (_timing_run: inlined into _timing_run_at, whose repeats of small streams a call costs)
             opts["inline"] = "always"
         if no_refcount and (name == "core" or name in loop.HELPERS):
             # the loop allocates nothing; reference counts of the arrays its inlined helpers
@@ -652,8 +693,9 @@ def compiled():
     compile_into(lg, loop.HELPERS + ("core",), numba.njit, options)
     g["core"] = lg["core"]
     g["work_size"] = lg["work_size"]
-    compile_into(g, _INLINED + ("_scan", "_decode", "_drive", "_timing_run"), numba.njit, options)
+    compile_into(g, _INLINED + ("_scan", "_decode", "_drive", "_timing_run", "_timing_run_at"), numba.njit, options)
     _COMPILED, _DECODE, _DRIVE, _TIMING_RUN = g["core"], g["_decode"], g["_drive"], g["_timing_run"]
+    _TIMING_RUN_AT = g["_timing_run_at"]
     return _COMPILED
 
 
@@ -699,6 +741,8 @@ class Scratch:
     def __init__(self):
         self.flat = np.empty(0, np.int64)
         self.counters = np.empty(_NCOUNTERS, np.int64)
+        #: The longest stream :attr:`flat` holds the work space of :func:`_timing_run` for (:meth:`flat_for`).
+        self.fits = -1
         self._views: tuple = (-1, None)
         self._constants: tuple = (None,)
         self._packed: tuple | None = None
@@ -738,6 +782,8 @@ class Scratch:
         if self.flat.size < need:
             self.flat = _work_space(max(need, 2 * self.flat.size))
             self._views = (-1, None)
+        if n > self.fits:
+            self.fits = n
         return self.flat
 
     def packed(self, env: Environment, timing: mc.Timing) -> np.ndarray | None:

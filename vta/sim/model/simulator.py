@@ -151,6 +151,8 @@ class CycleModel(FunctionalSimulator):
         self._repeat_next = None  # the arguments of the current run's compiled call, when it can be repeated
         # (the DRAM data array, the compiled entry for stream words that are views of it) (see rp.timing_entry)
         self._view_entry = (None, None)
+        # (the DRAM data array, it as int64, the compiled entry of rp._timing_run_at for it) (see _time_new)
+        self._at = (None, None, None)
         # the stream of the last compiled run: (address, count, DRAM generation) when its range
         # was checked and its words are a view of the arena (valid while the generation stays)
         self._stream_key = None
@@ -260,8 +262,11 @@ class CycleModel(FunctionalSimulator):
         """The common timing-only run, in one method: a stream at an 8-byte aligned address, run from
         no outstanding token, with the compiled run and no debug dump. Same checks, counters, tokens
         and repeat as the general path (fsim's :meth:`run` around :meth:`_run`), fewer steps (a first
-        run of a small stream is mostly this Python path). Returns False, having done nothing, when
-        it does not apply (the caller then takes the general path).
+        run of a small stream is mostly this Python path): the compiled call
+        (:func:`~vta.sim.model.replay._timing_run_at`) finds the stream's range in the live allocations
+        and views its words in the arena itself, so no NumPy object is made here for a new stream.
+        Returns False, having done nothing, when it does not apply (the caller then takes the
+        general path).
 
         Raises
         ------
@@ -279,52 +284,61 @@ class CycleModel(FunctionalSimulator):
             return False
         if dram is not self._keyed_dram:
             self._new_dram()
-        gen = dram.generation
-        if self._stream_key != (insn_phys_addr, n, gen):
-            dram.check(insn_phys_addr, 16 * n, "instruction stream")
-            self._stream_words = dram.data[insn_phys_addr:insn_phys_addr + 16 * n].view("<i8").reshape(n, 2)
-            self._stream_key = (insn_phys_addr, n, gen)
-            if self._allocs_generation != gen:
-                self._live_allocs()
-        words = self._stream_words
+        if self._allocs_generation != dram.generation:
+            self._live_allocs()
+        at = self._at
+        if at[0] is not dram.data:  # (the arena as int64, the words a view of it made by the compiled run)
+            at = self._at = (dram.data, dram.data[:dram.data.size & ~7].view(np.int64), None)
         io = self._io
         scan = (n, 0, 0, 0, 0, True, self._allocs_generation)
         reuse = scan == self._scanned and consts is self._scanned_consts
-        if self._io_in != (0, 0, 0, 0, True, insn_phys_addr, reuse):
-            self._io_in = (0, 0, 0, 0, True, insn_phys_addr, reuse)
-            io[:6] = self._io_in[:6]  # IO_TOKENS, IO_CHECK, IO_ADDR
-            io[rp.IO_REUSE] = reuse
-            io[rp.IO_HW_ONLY] = 0
-        flat = self._scratch.flat_for(n)
+        if self._io_in != (insn_phys_addr, n, reuse):
+            self._io_in = (insn_phys_addr, n, reuse)
+            io[:6] = (0, 0, 0, 0, 1, insn_phys_addr)  # IO_TOKENS (none lent), IO_CHECK (on), IO_ADDR
+            io[rp.IO_REUSE:rp.IO_COUNT + 1] = (reuse, 0, 0, n)  # IO_REUSE, IO_REUSED (out), IO_HW_ONLY, IO_COUNT
+        scratch = self._scratch
+        flat = scratch.flat if n <= scratch.fits else scratch.flat_for(n)
         self._scanned = None
-        entry = self._view_entry
-        run = entry[1] if entry[0] is dram.data else rp._TIMING_RUN
-        if run(words, consts, self._allocs, flat, io, self._acc):
+        allocs = self._allocs
+        run = at[2] or rp._TIMING_RUN_AT
+        rc = run(at[1], consts, allocs, flat, io, self._acc)
+        if rc:
             self._scanned = scan
             self._scanned_consts = consts
             committed = True
-            if run is rp._TIMING_RUN:  # (the entry of this arena's views, looked up once)
-                entry = self._view_entry = (dram.data, rp.timing_entry((words, consts, self._allocs, flat, io,
-                                                                         self._acc)) or rp._TIMING_RUN)
+            if run is rp._TIMING_RUN_AT:  # (the entry of this arena's runs, looked up once)
+                at = self._at = at[:2] + (rp.timing_entry((at[1], consts, allocs, flat, io, self._acc), at=True),)
         else:
+            if io[rp.IO_STATUS] == rp.STATUS_RANGE:  # not inside one live allocation: DRAM's error
+                self._io_in = None
+                dram.check(insn_phys_addr, 16 * n, "instruction stream")
+                return False  # (unreachable: the general path then says what is wrong)
+            words = dram.data[insn_phys_addr:insn_phys_addr + 16 * n].view("<i8").reshape(n, 2)
             committed = self._settle(words, consts, flat, scan, n)
         self._last_run = None
         self._timed = self._repeat_next = None
-        net = io[rp.IO_COUNTERS + 14:rp.IO_COUNTERS + 18].tolist()  # (the net tokens the stream pushes)
-        self.tokens = net
-        if net[0] or net[1] or net[2] or net[3]:
-            self._stats["runs_with_tokens_left"] += 1
-        elif committed:  # a clean run from no tokens to none: it may be repeated
-            self._repeat = (self._repeat_key(insn_phys_addr, n, [0, 0, 0, 0]), entry[1] if entry[0] is dram.data
-                            else None, words, consts, self._allocs, flat, io, self._acc)
-            io[rp.IO_REUSE] = 2
-            self._io_in = None
+        if rc == 1:  # clean, and the stream pushes as many tokens as it pops
+            self.tokens = [0, 0, 0, 0]
+        else:
+            net = io[rp.IO_COUNTERS + 14:rp.IO_COUNTERS + 18].tolist()  # (the net tokens the stream pushes)
+            self.tokens = net
+            if net[0] or net[1] or net[2] or net[3]:
+                self._stats["runs_with_tokens_left"] += 1
+                return True
+            if not committed:
+                return True
+        # a clean run from no tokens to none: it may be repeated
+        self._repeat = (self._repeat_key(insn_phys_addr, n, [0, 0, 0, 0]), at[2], at[1], consts, allocs, flat, io,
+                        self._acc)
+        io[rp.IO_REUSE] = 2
+        self._io_in = None
         return True
 
     def _repeat_entry(self):
         """The compiled entry of :attr:`_repeat` (looked up on its first repeat, then kept in it), or
         :func:`_no_entry` when there is none (the run then takes the whole path)."""
-        entry = rp.timing_entry(self._repeat[2:]) or _no_entry
+        args = self._repeat[2:]
+        entry = rp.timing_entry(args, at=args[0].ndim == 1) or _no_entry  # (1-d: the arena of _time_new)
         self._repeat = self._repeat[:1] + (entry,) + self._repeat[2:]
         return entry
 
@@ -580,6 +594,7 @@ class CycleModel(FunctionalSimulator):
         """Drop what holds views of the DRAM arena (the stream words, the repeat), then fsim's."""
         self._repeat = self._repeat_next = self._stream_words = self._stream_key = None
         self._view_entry = (None, None)
+        self._at = (None, None, None)
         super().close()
 
     def stats(self) -> dict:
