@@ -6,7 +6,8 @@ edge where one of the module's checks fails (a cheaper form of a same-cycle conc
 assertion). A copy of ``hw/`` whose store check AckExpected is made to fail at the first write
 acknowledgement must stop a run with that assertion's label and message; so must copies whose
 memory engine checks (each evaluated only in an edge with its own event) are made to fail at the
-first read response and at the first read request. The copies are built into temporary caches.
+first read response and at the first read request. The copies are built into temporary caches
+(a cold tsim build each: the memory engine's two run in the slow tier).
 """
 
 from __future__ import annotations
@@ -43,17 +44,17 @@ def test_expand_limit_must_be_positive():
         library.build_sources([], "", expand=0)
 
 
-@needs_verilator[0]
-@needs_verilator[1]
-def test_guarded_check_fires(tmp_path):
+def _run_broken(tmp_path, name: str, sound: str, broken: str) -> str:
+    """Build a copy of ``hw/`` whose file ``name`` has ``sound`` replaced by ``broken``, run a small
+    GEMM on it and return the message of the hardware assertion that stops the run."""
     from vta.sim.tsim import TSim, hwgen, library
 
     hw = tmp_path / "hw"
     shutil.copytree(library._hw_dir(), hw)
-    store = hw / "vta_store.sv"
-    text = store.read_text()
-    assert text.count(_SOUND) == 1, "the AckExpected check changed; update this test"
-    store.write_text(text.replace(_SOUND, _BROKEN))
+    path = hw / name
+    text = path.read_text()
+    assert text.count(sound) == 1, f"the check {sound!r} of {name} changed; update this test"
+    path.write_text(text.replace(sound, broken))
     env = make_env()
     sv = sorted(hw.glob("*.sv")) + sorted((hw / "sim").glob("*.sv"))
     lib = library.build_sources(sv, hwgen.sv_package(env), cache=tmp_path / "cache",
@@ -65,7 +66,13 @@ def test_guarded_check_fires(tmp_path):
                 dev.run(prog.insn_addr, prog.insn_count)
         finally:
             prog.free(dram)
-    msg = str(info.value)
+    return str(info.value)
+
+
+@needs_verilator[0]
+@needs_verilator[1]
+def test_guarded_check_fires(tmp_path):
+    msg = _run_broken(tmp_path, "vta_store.sv", _SOUND, _BROKEN)
     assert "RTL assertion failed" in msg
     assert "AckExpected" in msg
     assert "vta_store: write ack without an outstanding burst" in msg
@@ -83,31 +90,13 @@ _MEM_CHECKS = {
 }
 
 
+@pytest.mark.slow
 @needs_verilator[0]
 @needs_verilator[1]
 @pytest.mark.parametrize("event", sorted(_MEM_CHECKS))
 def test_memory_engine_check_fires_on_its_event(tmp_path, event):
-    from vta.sim.tsim import TSim, hwgen, library
-
     sound, broken, label, message = _MEM_CHECKS[event]
-    hw = tmp_path / "hw"
-    shutil.copytree(library._hw_dir(), hw)
-    engine = hw / "vta_mem_engine.sv"
-    text = engine.read_text()
-    assert text.count(sound) == 1, f"the {label} check changed; update this test"
-    engine.write_text(text.replace(sound, broken))
-    env = make_env()
-    sv = sorted(hw.glob("*.sv")) + sorted((hw / "sim").glob("*.sv"))
-    lib = library.build_sources(sv, hwgen.sv_package(env), cache=tmp_path / "cache",
-                                expand=library.expand_limit(env))
-    with env, DRAM(1 << 26) as dram, TSim(env, dram, library=lib) as dev:
-        prog = gemm_program.build(env, dram, m=2, k=2)
-        try:
-            with pytest.raises(HardwareAssertionError) as info:
-                dev.run(prog.insn_addr, prog.insn_count)
-        finally:
-            prog.free(dram)
-    msg = str(info.value)
+    msg = _run_broken(tmp_path, "vta_mem_engine.sv", sound, broken)
     assert "RTL assertion failed" in msg
     assert label in msg
     assert message in msg
