@@ -116,12 +116,15 @@ def test_every_benchmark_has_a_smoke_run():
     assert not set(FIGURES) - scripts, "FIGURES names a benchmark that no longer exists"
 
 
-#: Smoke runs of more than a quarter of a minute, run in the slow tier (network.py --quick builds and
+#: Smoke runs of more than about ten seconds, run in the slow tier (network.py --quick builds and
 #: runs a whole small network on fsim and the cycle model: about 50 s; the two tuning scripts tune
 #: a few tasks: 23 s and 14 s; the two model-accuracy scripts compare against tsim, and
 #: model_accuracy_tsim.py builds the pinned reference tsim of an older tree: 25-65 s each in a fresh
-#: environment).
-SLOW_SMOKE = {"network.py", "tune_resnet18.py", "tune_zoo.py", "model_accuracy.py", "model_accuracy_tsim.py"}
+#: environment; the zoo scripts import and run a published model, regress_time.py runs `vta
+#: regress`, the sweep, overlap and build scripts compile several networks: 6-20 s each).
+SLOW_SMOKE = {"network.py", "tune_resnet18.py", "tune_zoo.py", "model_accuracy.py", "model_accuracy_tsim.py",
+              "zoo.py", "node_divergence.py", "regress_time.py", "dse_sweep.py", "compute_overlap.py",
+              "network_build.py"}
 
 
 @pytest.mark.parametrize("script", [pytest.param(s, marks=pytest.mark.slow) if s in SLOW_SMOKE else s

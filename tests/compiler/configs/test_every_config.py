@@ -229,10 +229,15 @@ def test_narrow_module_refuses_int8_arrays(tmp_path):
                 f(a8, b4, c4)
 
 
+#: The configurations of the tsim tests in the default tier: the 1x32x32 core's cold library build
+#: (20-35 s in a fresh environment) runs in the slow tier.
+TSIM_CONFIGS = tuple(pytest.param(c, marks=pytest.mark.slow) if c == "block32.json" else c for c in CONFIGS)
+
+
 @pytest.mark.native
 @pytest.mark.verilator
 @pytest.mark.parametrize("workload", sorted(WORKLOADS))
-@pytest.mark.parametrize("config", CONFIGS)
+@pytest.mark.parametrize("config", TSIM_CONFIGS)
 def test_workload_bit_exact_on_tsim(config, workload, tmp_path):
     """The same modules on the Verilated RTL (one ~15 s library build per configuration, cached)."""
     from vta.sim.tsim import verilator

@@ -47,7 +47,8 @@ endmodule
 """
 
 
-@pytest.mark.parametrize("shape", sorted(SHAPES))
+@pytest.mark.parametrize("shape", [s if s == "grouped" else pytest.param(s, marks=pytest.mark.slow)
+                                   for s in sorted(SHAPES)])
 def test_simulation_and_synthesis_views_agree(tmp_path, monkeypatch, shape):
     width, depth, lanes, ports = SHAPES[shape]
     generated = {
