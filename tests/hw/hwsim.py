@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import shutil
 import sys
 from pathlib import Path
 
@@ -84,6 +85,15 @@ def build(toplevel: str, config: str = "vta_config.json", generated: dict[str, s
     with open(build_dir / ".lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not done.exists():
+            # an unfinished build (interrupted, or failed) may have left a Makefile that names the
+            # files of an environment that no longer exists: build from an empty directory
+            for stale in build_dir.iterdir():
+                if stale.name == ".lock":
+                    continue
+                if stale.is_dir() and not stale.is_symlink():
+                    shutil.rmtree(stale)
+                else:
+                    stale.unlink()
             files = [build_dir / "vta_pkg.sv"]
             files[0].write_text(package)
             if generated is None:
