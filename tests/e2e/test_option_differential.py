@@ -107,3 +107,27 @@ def test_option_opcode_refused_by_the_default_rtl(tsim_library, opcode, option):
             with TSim(env, dram, library=lib, check_streams=checks) as dev, \
                     pytest.raises(InvalidInstructionError, match=option):
                 dev.run(addr, count)
+
+
+@pytest.mark.parametrize("rows", [1, 16])
+def test_lane_waits_for_its_load_although_its_token_is_in(extended, rows):
+    """An ALU whose pop was pushed long before waits, in the compute unit's second lane, for the
+    accumulator LOAD in flight ahead of it (the model once let the ready token stand in for the
+    lane's answer "not known yet" and started the ALU 2 cycles early): cycles equal to tsim's."""
+    from vta.testing.programs import ProgramBuilder
+
+    env, dram, tsim, _fsim, model, _serial = extended
+    with ProgramBuilder(env, dram) as prog:
+        inp = prog.buffer(nbytes=env.INP_ELEM_BYTES)
+        acc = prog.buffer(nbytes=rows * 16 * env.ACC_ELEM_BYTES)
+        prog.uops([(0, 0, 0)], sram_base=0)
+        prog.load(isa.MEM_INP, 0, inp, 1, 1, push_next_dep=1)  # the token, pushed early
+        prog.load(isa.MEM_ACC, 0, acc, rows, 16)  # in flight in the ALU's lane
+        prog.append(isa.AluInsn(uop_bgn=0, uop_end=1, alu_opcode=isa.ALU_ADD, use_imm=1, imm=1, pop_prev_dep=1))
+        prog.finish()
+        addr, count = prog.build()
+        tsim.clear_stats()
+        tsim.run(addr, count)
+        model.clear_stats()
+        model.run(addr, count)
+        assert model.stats()["cycle_count"] == tsim.stats()["cycle_count"]

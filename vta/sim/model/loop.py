@@ -692,8 +692,8 @@ def core(n, unit, pops, pushes, cost, finish, client, addr, row_bytes, stride, r
                             if free1 > t0:
                                 t0 = free1
                             t1 = _lanes_candidate(i, t0, t0, foot, last_lane, dcyc, qpos, queue, q0, end)
-                            t = _tokens_ready(t1, pops[i], pp0, pp1, pp2, pp3, tk0, tk1, tk2, tk3, pc0, pc1, pc2,
-                                              pc3, push_t)
+                            t = -1 if t1 < 0 else _tokens_ready(t1, pops[i], pp0, pp1, pp2, pp3, tk0, tk1, tk2, tk3,
+                                                                pc0, pc1, pc2, pc3, push_t)
                             if t >= 0:
                                 c1t = t
                                 c1w = t - t1
