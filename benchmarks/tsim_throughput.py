@@ -290,6 +290,46 @@ registered address an element-by-element copy into the port). The GEMM core (abo
 both programs) is near what GCC makes of the dot products without a dot-product instruction (a
 hand-written C++ equivalent with casts to ``int8_t`` is not cheaper); the rest stays flat. The
 issue's bar of 2,000 is not reached.
+
+A twelfth pass (2026-12-07, main at c477d9d) tried clock gating: fetch, the load (sequencer, read
+engine, destination register) and the store each on a clock of their own from a latch-based
+integrated clock gate (a latch transparent while the clock is low, AND-ed with it), on only in
+cycles where the unit can change state, so that Verilator, which runs a process only when its
+trigger fires, would skip the idle units. On C11 (465,169 cycles) fetch is busy in 5,719 cycles,
+the store in 3,159 (its head waits for a g2s token in 461,563), the load in 314,656; on the
+GEMM-heavy program fetch in 23, the store in 133, the load in 2,590. Cycle counts were unchanged
+(``python -m vta regress --stages workloads`` passed on every configuration) and the fetch, load
+and store cocotb tests and lint passed; the area grew by 12 cells (``python -m vta area``, default
+configuration, fast mapping: 269,377 cells before, 269,389 after, flip-flops unchanged); but it is
+slower and was not kept (callgrind, both clock edges counted): on ``-g`` builds without a profile,
+C11 2,811 before and 3,041 after, the GEMM-heavy program 2,548 and 2,717; on profile-guided builds
+(this script) C11 2,943 and the GEMM-heavy program 2,622, against 2,706 and 2,443 on main
+(re-measured). Why, from the generated code: Verilator does give each gated clock a trigger of its
+own, runs the gated processes only under it, and guards combinational logic by the union of the
+triggers of the processes that write its inputs; but nearly every statement of a unit reads a
+signal of another unit (the queue head and fill, the token flags, the memory engine's ready and
+response, the accumulator read data, the VCR's halt), so its trigger set includes the free-running
+clock and it still runs every cycle (the one block guarded by a gated clock alone, part of fetch's
+head decode, costs 33 instructions when it runs). What gating does skip, the units' clocked
+processes, earlier passes had already put under enables that cost a test each while the unit is
+idle. Against that, the gates cost: the falling edge must be evaluated (the latches take their
+enables while the clock is low), the gates' ``ico`` region runs on both edges, the trigger vector
+is computed twice a cycle, and the latches are replicated into the ``nba`` region because their
+enables are written there: 185 instructions a cycle of shim and scheduling with three gates against
+36 without (125 with the store's gate alone), while the design's own code went from 2,512 to 2,532
+a cycle on the GEMM-heavy program (the combinational logic split from 2 functions into 15 under 13
+different trigger masks, the latch copies). A first enable, the queue not empty or an instruction
+executing, kept the store's clock on in 68,445 of 68,557 edges of the GEMM-heavy program (a STORE
+waits at the queue head for its token); the enable that also requires the pop token turned it on in
+134. For gating to pay here a unit's logic would have to read other units' signals only inside its
+gated processes, which changes the same-cycle handshakes (queue pop, token pop and push, memory
+valid/ready) and so the cycle counts. The fallback, logic moved under an enable, has little left to
+take: fetch's end-of-stream test and count updates computed in its FeRun branch instead of as
+continuous assignments saved 2 instructions a cycle on the GEMM-heavy program, and its request
+condition kept as a register written with the counts cost 3 more (neither kept). The prototype
+(``vta_clock_gate``, the shim evaluating both edges without the scheduling loop, this script
+counting both) is on the branch ``htsim5-gating-prototype``. The issue's bar of 2,000 is not
+reached.
 """
 
 from __future__ import annotations
