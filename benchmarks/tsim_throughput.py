@@ -327,9 +327,8 @@ valid/ready) and so the cycle counts. The fallback, logic moved under an enable,
 take: fetch's end-of-stream test and count updates computed in its FeRun branch instead of as
 continuous assignments saved 2 instructions a cycle on the GEMM-heavy program, and its request
 condition kept as a register written with the counts cost 3 more (neither kept). The prototype
-(``vta_clock_gate``, the shim evaluating both edges without the scheduling loop, this script
-counting both) is on the branch ``htsim5-gating-prototype``. The issue's bar of 2,000 is not
-reached.
+(a ``vta_clock_gate`` module, the shim evaluating both edges without the scheduling loop, this
+script counting both) is not in the tree. The issue's bar of 2,000 is not reached.
 """
 
 from __future__ import annotations
