@@ -346,7 +346,7 @@ IO_REUSE, IO_REUSED = 11, 12
 #: ``IO_HW_ONLY`` (in): a clean run adds its hardware counters to ``acc`` but not fsim's (a
 #: functional run: fsim counts its own).
 IO_HW_ONLY = 13
-#: ``IO_COUNT`` (in, :func:`_timing_run_at` only): the number of instructions of the stream at ``IO_ADDR``.
+#: ``IO_COUNT`` (in, written by :func:`_timing_run_at` itself): the number of instructions of the stream at ``IO_ADDR``.
 IO_COUNT = 14
 IO_COUNTERS = 16
 IO_COUNTS = IO_COUNTERS + _NCOUNTERS
@@ -517,17 +517,28 @@ def _scan(words, fields, elem, params, cols, chk, allocs, sus, io, check, suspec
     return 0
 
 
-def _timing_run_at(arena, consts, allocs, flat, io, acc):
-    """:func:`_timing_run` of the ``io[IO_COUNT]`` instructions at the byte address ``io[IO_ADDR]`` (a
-    multiple of 8) of ``arena``, the whole DRAM arena as int64: the instruction words are a view of
-    it, made here, once the range is found inside one live allocation of ``allocs``; else the
-    status is :data:`STATUS_RANGE` (the caller raises DRAM's error) and nothing else is done.
+def _timing_run_at(arena, consts, allocs, flat, io, acc, addr, count, reuse):
+    """:func:`_timing_run` of the ``count`` instructions at the byte address ``addr`` (a multiple of 8)
+    of ``arena``, the whole DRAM arena as int64, run from no outstanding token with the checks on:
+    the instruction words are a view of it, made here, once the range is found inside one live
+    allocation of ``allocs``; else the status is :data:`STATUS_RANGE` (the caller raises DRAM's
+    error) and nothing else is done. ``reuse``: the value of ``io[IO_REUSE]``. The in slots of
+    ``io`` are written here (``IO_TOKENS`` none, ``IO_CHECK`` on, ``IO_ADDR``, ``IO_REUSE``,
+    ``IO_HW_ONLY`` off, ``IO_COUNT``), so that the caller writes none (a NumPy slice assignment costs
+    a first run more than the slots' stores here).
     Returns 0 (not clean), 1 (clean, and the stream pushes as many tokens as it pops on each
     channel) or 2 (clean, tokens left). (A first run of a small stream: no view to make in
     Python, one check fewer, the net tokens read only when some are left.)"""
-    n = io[IO_COUNT]
-    lo = io[IO_ADDR]
-    if io[IO_REUSE] != 2:  # (a repeat: the range of a run with the same address, count and allocations)
+    n = count
+    lo = addr
+    for k in range(4):
+        io[IO_TOKENS + k] = 0
+    io[IO_CHECK] = 1
+    io[IO_ADDR] = addr
+    io[IO_REUSE] = reuse
+    io[IO_HW_ONLY] = 0
+    io[IO_COUNT] = count
+    if reuse != 2:  # (a repeat: the range of a run with the same address, count and allocations)
         hi = lo + 16 * n
         # the last allocation starting at or below the stream (allocs: sorted, disjoint)
         k = 0
@@ -626,7 +637,7 @@ def timing_entry(args: tuple, at: bool = False):
     if overloads is None:
         return None
     key = (at,) + tuple((a.dtype.num, a.ndim, a.flags.c_contiguous, a.flags.aligned, a.flags.writeable)
-                        for a in args)
+                        if isinstance(a, np.ndarray) else type(a) for a in args)
     if key not in _ENTRIES:
         from numba import typeof
         from numba.core.typing.typeof import Purpose
