@@ -668,6 +668,11 @@ _TIMING_RUN_AT = None
 _ENGINE_FAILED = False
 #: Helpers numba inlines into their callers (IR inlining: about 1.5 times faster for the loop).
 _INLINED = ("_field", "token_step", "suspect")
+#: The compiled functions that allocate nothing, compiled without numba's reference counting: the
+#: timing-only run's entries take their arguments without making a meminfo (a heap allocation and
+#: its free) for each array, and their views without counting references: a first run after other
+#: work (a tsim run) finds that code of numba's runtime out of the caches, several microseconds.
+_NO_NRT = ("_scan", "_timing_run", "_timing_run_at") + _INLINED
 
 
 def compiled():
@@ -694,9 +699,10 @@ def compiled():
         if name in _INLINED or name in loop.HELPERS or name == "_timing_run":
             # (_timing_run: inlined into _timing_run_at, whose repeats of small streams a call costs)
             opts["inline"] = "always"
-        if no_refcount and (name == "core" or name in loop.HELPERS):
+        if no_refcount and (name == "core" or name in loop.HELPERS or name in _NO_NRT):
             # the loop allocates nothing; reference counts of the arrays its inlined helpers
-            # take would cost more than the events themselves
+            # take would cost more than the events themselves (and the timing-only run's: no
+            # meminfo made for each argument, no count for each view)
             opts["_nrt"] = False
         return opts
 
