@@ -517,12 +517,15 @@ def _scan(words, fields, elem, params, cols, chk, allocs, sus, io, check, suspec
     return 0
 
 
-def _timing_run_at(arena, consts, allocs, flat, io, acc, addr, count, reuse):
+def _timing_run_at(arena, consts, bounds, abuf, flat, io, acc, addr, count, reuse):
     """:func:`_timing_run` of the ``count`` instructions at the byte address ``addr`` (a multiple of 8)
     of ``arena``, the whole DRAM arena as int64, run from no outstanding token with the checks on:
     the instruction words are a view of it, made here, once the range is found inside one live
-    allocation of ``allocs``; else the status is :data:`STATUS_RANGE` (the caller raises DRAM's
-    error) and nothing else is done. ``reuse``: the value of ``io[IO_REUSE]``. The in slots of
+    allocation; else the status is :data:`STATUS_RANGE` (the caller raises DRAM's error) and
+    nothing else is done. ``bounds``: the live allocations, flat (:attr:`vta.dram.DRAM.live_bounds`),
+    copied here into ``abuf`` (at least ``max(len(bounds), 2)`` entries) as the k x 2 ``allocs``
+    of :func:`_timing_run` (one empty range when there is none), so that the caller makes no NumPy
+    array per allocation generation. ``reuse``: the value of ``io[IO_REUSE]``. The in slots of
     ``io`` are written here (``IO_TOKENS`` none, ``IO_CHECK`` on, ``IO_ADDR``, ``IO_REUSE``,
     ``IO_HW_ONLY`` off, ``IO_COUNT``), so that the caller writes none (a NumPy slice assignment costs
     a first run more than the slots' stores here).
@@ -531,6 +534,15 @@ def _timing_run_at(arena, consts, allocs, flat, io, acc, addr, count, reuse):
     Python, one check fewer, the net tokens read only when some are left.)"""
     n = count
     lo = addr
+    na = len(bounds) >> 1
+    if na == 0:
+        abuf[0] = 0
+        abuf[1] = 0
+        na = 1
+    else:
+        for k in range(2 * na):
+            abuf[k] = bounds[k]
+    allocs = abuf[:2 * na].reshape((na, 2))
     for k in range(4):
         io[IO_TOKENS + k] = 0
     io[IO_CHECK] = 1

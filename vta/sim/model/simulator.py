@@ -160,6 +160,7 @@ class CycleModel(FunctionalSimulator):
         self._allocs_generation = None  # the DRAM generation of self._allocs
         self._keyed_dram = None  # the DRAM these keys and generations are of
         self._allocs = None  # the live allocations as start and end (k x 2)
+        self._abuf = np.zeros(2, np.int64)  # (_time_new's compiled run copies them here, flat)
         self._scanned = None  # the inputs (but the words) of the scan the work space holds, if any
         self._scanned_consts = None  # (and the constants it used)
         self._acc = np.zeros(len(HW_STAT_KEYS) + len(rp.COUNT_KEYS), np.int64)
@@ -286,34 +287,38 @@ class CycleModel(FunctionalSimulator):
         dram = self.dram
         if dram is not self._keyed_dram:
             self._new_dram()
-        if self._allocs_generation != dram.generation:
-            self._live_allocs()
         at = self._at
         if at[0] is not dram.data:  # (the arena as int64, the words a view of it made by the compiled run)
             at = self._at = (dram.data, dram.data[:dram.data.size & ~7].view(np.int64), None)
+        bounds = dram.live_bounds  # (the compiled run copies them into abuf: no NumPy array per generation)
+        abuf = self._abuf
+        if len(bounds) > abuf.size:
+            abuf = self._abuf = np.zeros(2 * len(bounds), np.int64)
         io = self._io
-        scan = (n, 0, 0, 0, 0, True, self._allocs_generation)
+        scan = (n, 0, 0, 0, 0, True, dram.generation)
         reuse = 1 if scan == self._scanned and consts is self._scanned_consts else 0
         self._io_in = None  # (the compiled run writes the in slots itself)
         scratch = self._scratch
         flat = scratch.flat if n <= scratch.fits else scratch.flat_for(n)
         self._scanned = None
-        allocs = self._allocs
         acc = self._acc
         run = at[2] or rp._TIMING_RUN_AT
-        rc = run(at[1], consts, allocs, flat, io, acc, insn_phys_addr, n, reuse)
+        rc = run(at[1], consts, bounds, abuf, flat, io, acc, insn_phys_addr, n, reuse)
         if rc:
             self._scanned = scan
             self._scanned_consts = consts
             committed = True
             if run is rp._TIMING_RUN_AT:  # (the entry of this arena's runs, looked up once)
-                entry = rp.timing_entry((at[1], consts, allocs, flat, io, acc, insn_phys_addr, n, reuse), at=True)
+                entry = rp.timing_entry((at[1], consts, bounds, abuf, flat, io, acc, insn_phys_addr, n, reuse),
+                                        at=True)
                 at = self._at = at[:2] + (entry,)
         else:
             if io[rp.IO_STATUS] == rp.STATUS_RANGE:  # not inside one live allocation: DRAM's error
                 dram.check(insn_phys_addr, 16 * n, "instruction stream")
                 return False  # (unreachable: the general path then says what is wrong)
             words = dram.data[insn_phys_addr:insn_phys_addr + 16 * n].view("<i8").reshape(n, 2)
+            if self._allocs_generation != dram.generation:  # (the slow checks read them as NumPy)
+                self._live_allocs()
             committed = self._settle(words, consts, flat, scan, n)
         self._last_run = None
         self._timed = self._repeat_next = None
@@ -329,7 +334,7 @@ class CycleModel(FunctionalSimulator):
                 return True
         # a clean run from no tokens to none: it may be repeated (its compiled call, with IO_REUSE 2)
         self._repeat = (self._repeat_key(insn_phys_addr, n, [0, 0, 0, 0]), at[2],
-                        (at[1], consts, allocs, flat, io, acc, insn_phys_addr, n, 2))
+                        (at[1], consts, bounds, abuf, flat, io, acc, insn_phys_addr, n, 2))
         return True
 
     def _can_time_new(self) -> bool:
