@@ -242,6 +242,15 @@ class DRAM:
                                            np.frombuffer(self._bounds, np.int64, 2 * k).reshape(k, 2).copy())
         return cached[1]
 
+    @property
+    def live_bounds(self) -> array.array:
+        """The live allocations' start and end (exclusive), flat (int64: start, end, start, ...), in
+        address order: the allocator's own array, changed in place by every allocation and free (read
+        it, never write it, and hold no buffer of it: a held buffer makes the next allocation fail).
+        :meth:`bounds` is the same as a NumPy array; this one costs no NumPy call (compiled code that
+        reads it per call, :func:`vta.sim.model.replay._timing_run_at`)."""
+        return self._bounds
+
     def allocations(self) -> Iterator[tuple[int, int]]:
         """Yield ``(address, nbytes)`` of every live allocation in address order."""
         for s in self._starts:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import pytest
 
+from vta.dram import DRAM
 from vta.errors import SimulationError
 from vta.sim.fsim import FunctionalSimulator
 from vta.sim.model import CycleModel
@@ -112,4 +113,47 @@ def test_the_shortcut_checks_the_streams_range_as_the_general_path(env, dram):
             dram.free(shifted)
         finally:
             p.close()
+            q.close()
+
+
+def test_the_live_bounds_are_the_allocations_in_address_order():
+    """:attr:`DRAM.live_bounds` (what the shortcut's compiled run reads) against the allocations the
+    arena lists, through allocations and frees that reuse freed space."""
+    with DRAM(1 << 22) as dram:
+        assert list(dram.live_bounds) == []
+        addrs = [dram.alloc(size) for size in (100, 5000, 64, 9000, 1)]
+        for addr in (addrs[1], addrs[3]):
+            dram.free(addr)
+        addrs += [dram.alloc(70), dram.alloc(4096)]
+        want = [x for start, size in dram.allocations() for x in (start, start + size)]
+        assert list(dram.live_bounds) == want
+        assert want == sorted(want)
+        assert dram.live_bounds.tolist() == dram.bounds().reshape(-1).tolist()
+
+
+def test_a_stream_in_an_arena_without_allocations_or_after_others_changed(env):
+    """The shortcut copies the live allocations at every first run: a stream freed (an arena with no
+    allocation left), then a stream placed after others were made and freed, give the general
+    path's and fsim's outcome."""
+    with (DRAM(1 << 24) as dram, CycleModel(env, dram, functional=False) as fast,
+          _General(env, dram, functional=False) as general, FunctionalSimulator(env, dram) as fsim):
+        p = random_program(env, dram, 2, length=16)
+        addr, count = p.insn_addr, p.insn_count
+        assert _outcome(fast, addr, count) == _outcome(general, addr, count)
+        p.close()  # (no allocation is left)
+        assert list(dram.live_bounds) == []
+        got = _outcome(fast, addr, count)
+        assert got == _outcome(general, addr, count)
+        assert got[:2] == _outcome(fsim, addr, count)[:2]
+        assert got[0] == "DRAMAccessError"
+        for dev in (fast, general, fsim):
+            dev.tokens = [0, 0, 0, 0]
+        spare = [dram.alloc(4096) for _ in range(3)]
+        dram.free(spare[1])
+        q = random_program(env, dram, 4, length=16)
+        try:
+            for _ in range(2):  # (the second a repeat)
+                assert _outcome(fast, q.insn_addr, q.insn_count) == _outcome(general, q.insn_addr, q.insn_count)
+            assert fast.stats() == general.stats()
+        finally:
             q.close()

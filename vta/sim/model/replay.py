@@ -346,7 +346,7 @@ IO_REUSE, IO_REUSED = 11, 12
 #: ``IO_HW_ONLY`` (in): a clean run adds its hardware counters to ``acc`` but not fsim's (a
 #: functional run: fsim counts its own).
 IO_HW_ONLY = 13
-#: ``IO_COUNT`` (in, :func:`_timing_run_at` only): the number of instructions of the stream at ``IO_ADDR``.
+#: ``IO_COUNT`` (in, written by :func:`_timing_run_at` itself): the number of instructions of the stream at ``IO_ADDR``.
 IO_COUNT = 14
 IO_COUNTERS = 16
 IO_COUNTS = IO_COUNTERS + _NCOUNTERS
@@ -517,17 +517,40 @@ def _scan(words, fields, elem, params, cols, chk, allocs, sus, io, check, suspec
     return 0
 
 
-def _timing_run_at(arena, consts, allocs, flat, io, acc):
-    """:func:`_timing_run` of the ``io[IO_COUNT]`` instructions at the byte address ``io[IO_ADDR]`` (a
-    multiple of 8) of ``arena``, the whole DRAM arena as int64: the instruction words are a view of
-    it, made here, once the range is found inside one live allocation of ``allocs``; else the
-    status is :data:`STATUS_RANGE` (the caller raises DRAM's error) and nothing else is done.
+def _timing_run_at(arena, consts, bounds, abuf, flat, io, acc, addr, count, reuse):
+    """:func:`_timing_run` of the ``count`` instructions at the byte address ``addr`` (a multiple of 8)
+    of ``arena``, the whole DRAM arena as int64, run from no outstanding token with the checks on:
+    the instruction words are a view of it, made here, once the range is found inside one live
+    allocation; else the status is :data:`STATUS_RANGE` (the caller raises DRAM's error) and
+    nothing else is done. ``bounds``: the live allocations, flat (:attr:`vta.dram.DRAM.live_bounds`),
+    copied here into ``abuf`` (at least ``max(len(bounds), 2)`` entries) as the k x 2 ``allocs``
+    of :func:`_timing_run` (one empty range when there is none), so that the caller makes no NumPy
+    array per allocation generation. ``reuse``: the value of ``io[IO_REUSE]``. The in slots of
+    ``io`` are written here (``IO_TOKENS`` none, ``IO_CHECK`` on, ``IO_ADDR``, ``IO_REUSE``,
+    ``IO_HW_ONLY`` off, ``IO_COUNT``), so that the caller writes none (a NumPy slice assignment costs
+    a first run more than the slots' stores here).
     Returns 0 (not clean), 1 (clean, and the stream pushes as many tokens as it pops on each
     channel) or 2 (clean, tokens left). (A first run of a small stream: no view to make in
     Python, one check fewer, the net tokens read only when some are left.)"""
-    n = io[IO_COUNT]
-    lo = io[IO_ADDR]
-    if io[IO_REUSE] != 2:  # (a repeat: the range of a run with the same address, count and allocations)
+    n = count
+    lo = addr
+    na = len(bounds) >> 1
+    if na == 0:
+        abuf[0] = 0
+        abuf[1] = 0
+        na = 1
+    else:
+        for k in range(2 * na):
+            abuf[k] = bounds[k]
+    allocs = abuf[:2 * na].reshape((na, 2))
+    for k in range(4):
+        io[IO_TOKENS + k] = 0
+    io[IO_CHECK] = 1
+    io[IO_ADDR] = addr
+    io[IO_REUSE] = reuse
+    io[IO_HW_ONLY] = 0
+    io[IO_COUNT] = count
+    if reuse != 2:  # (a repeat: the range of a run with the same address, count and allocations)
         hi = lo + 16 * n
         # the last allocation starting at or below the stream (allocs: sorted, disjoint)
         k = 0
@@ -626,7 +649,7 @@ def timing_entry(args: tuple, at: bool = False):
     if overloads is None:
         return None
     key = (at,) + tuple((a.dtype.num, a.ndim, a.flags.c_contiguous, a.flags.aligned, a.flags.writeable)
-                        for a in args)
+                        if isinstance(a, np.ndarray) else type(a) for a in args)
     if key not in _ENTRIES:
         from numba import typeof
         from numba.core.typing.typeof import Purpose
@@ -657,6 +680,11 @@ _TIMING_RUN_AT = None
 _ENGINE_FAILED = False
 #: Helpers numba inlines into their callers (IR inlining: about 1.5 times faster for the loop).
 _INLINED = ("_field", "token_step", "suspect")
+#: The compiled functions that allocate nothing, compiled without numba's reference counting: the
+#: timing-only run's entries take their arguments without making a meminfo (a heap allocation and
+#: its free) for each array, and their views without counting references: a first run after other
+#: work (a tsim run) finds that code of numba's runtime out of the caches, several microseconds.
+_NO_NRT = ("_scan", "_timing_run", "_timing_run_at") + _INLINED
 
 
 def compiled():
@@ -683,9 +711,10 @@ def compiled():
         if name in _INLINED or name in loop.HELPERS or name == "_timing_run":
             # (_timing_run: inlined into _timing_run_at, whose repeats of small streams a call costs)
             opts["inline"] = "always"
-        if no_refcount and (name == "core" or name in loop.HELPERS):
+        if no_refcount and (name == "core" or name in loop.HELPERS or name in _NO_NRT):
             # the loop allocates nothing; reference counts of the arrays its inlined helpers
-            # take would cost more than the events themselves
+            # take would cost more than the events themselves (and the timing-only run's: no
+            # meminfo made for each argument, no count for each view)
             opts["_nrt"] = False
         return opts
 

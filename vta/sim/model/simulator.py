@@ -146,7 +146,7 @@ class CycleModel(FunctionalSimulator):
         self._io = np.zeros(rp.IO_SIZE, np.int64)
         self._io_in = None  # what the in slots of self._io hold
         # a repeat of the last timing-only run, when it was clean and left no tokens: (the inputs
-        # it depends on, the compiled entry, then its 6 arguments) (see :meth:`_repeat_key`)
+        # it depends on, the compiled entry, the tuple of its arguments) (see :meth:`_repeat_key`)
         self._repeat = None
         self._repeat_next = None  # the arguments of the current run's compiled call, when it can be repeated
         # (the DRAM data array, the compiled entry for stream words that are views of it) (see rp.timing_entry)
@@ -160,11 +160,13 @@ class CycleModel(FunctionalSimulator):
         self._allocs_generation = None  # the DRAM generation of self._allocs
         self._keyed_dram = None  # the DRAM these keys and generations are of
         self._allocs = None  # the live allocations as start and end (k x 2)
+        self._abuf = np.zeros(2, np.int64)  # (_time_new's compiled run copies them here, flat)
         self._scanned = None  # the inputs (but the words) of the scan the work space holds, if any
         self._scanned_consts = None  # (and the constants it used)
         self._acc = np.zeros(len(HW_STAT_KEYS) + len(rp.COUNT_KEYS), np.int64)
         self._last_run: dict | None = {}
         self._probe = False
+        self._new_ok = False  # (whether _time_new may apply: see _can_time_new)
         #: The timing events of the last run while the probe is on (see :meth:`set_probe`).
         self.probe_events: list | None = None
 
@@ -207,12 +209,14 @@ class CycleModel(FunctionalSimulator):
             Exactly as :meth:`vta.sim.fsim.FunctionalSimulator.run`; a failed run adds no cycles.
         """
         rep = self._repeat
-        if (rep is not None and type(wait_cycles) is int and wait_cycles >= 0
+        # (a new stream is a new DRAM generation: two items of the key tell most first runs at once)
+        if (rep is not None and rep[0][5] == self.dram.generation and rep[0][0] == insn_phys_addr
+                and type(wait_cycles) is int and wait_cycles >= 0
                 and rep[0] == (insn_phys_addr, insn_count, type(insn_count), self.functional, self.dram,
                                self.dram.generation, self.tokens, self.debug_flags, self.env, self.timing,
                                mc.compute_cycles, mc.store_cycles, getattr(mc, "FETCH_BUFFER_INSNS", 0))
                 # (the key of _repeat_key, inlined)
-                and (rep[1] or self._repeat_entry())(rep[2], rep[3], rep[4], rep[5], rep[6], rep[7])):
+                and (rep[1] or self._repeat_entry())(*rep[2])):
             self._last_run = None  # (the counters it committed)
             return 0
         self._repeat = None
@@ -229,7 +233,7 @@ class CycleModel(FunctionalSimulator):
             result = super().run(insn_phys_addr, insn_count, wait_cycles)
             if self._repeat_next is not None:  # (the entry of the arena's views, or looked up when repeated)
                 entry = self._view_entry[1] if self._view_entry[0] is self.dram.data else None
-                self._repeat = (self._repeat_key(insn_phys_addr, insn_count, [0, 0, 0, 0]), entry) + self._repeat_next
+                self._repeat = (self._repeat_key(insn_phys_addr, insn_count, [0, 0, 0, 0]), entry, self._repeat_next)
                 self._io[rp.IO_REUSE] = 2
                 self._io_in = None
             if self._timed is None:  # timed by the compiled run (the counters are in self._acc)
@@ -274,46 +278,47 @@ class CycleModel(FunctionalSimulator):
             fsim's errors for the stream (the caller resets the device, as fsim does).
         """
         t = self.tokens
-        dram = self.dram
         if (t[0] or t[1] or t[2] or t[3] or n <= 0 or type(insn_phys_addr) is not int or insn_phys_addr % 8
-                or self.debug_flags & DEBUG_DUMP_INSN or self._jit is None or self._probe
-                or self.env.COMPUTE_OVERLAP or rp.compiled() is None):
+                or self.debug_flags & DEBUG_DUMP_INSN or self._probe or not (self._new_ok or self._can_time_new())):
             return False
         consts = self._scratch.packed(self.env, self.timing)
         if consts is None:
             return False
+        dram = self.dram
         if dram is not self._keyed_dram:
             self._new_dram()
-        if self._allocs_generation != dram.generation:
-            self._live_allocs()
         at = self._at
         if at[0] is not dram.data:  # (the arena as int64, the words a view of it made by the compiled run)
             at = self._at = (dram.data, dram.data[:dram.data.size & ~7].view(np.int64), None)
+        bounds = dram.live_bounds  # (the compiled run copies them into abuf: no NumPy array per generation)
+        abuf = self._abuf
+        if len(bounds) > abuf.size:
+            abuf = self._abuf = np.zeros(2 * len(bounds), np.int64)
         io = self._io
-        scan = (n, 0, 0, 0, 0, True, self._allocs_generation)
-        reuse = scan == self._scanned and consts is self._scanned_consts
-        if self._io_in != (insn_phys_addr, n, reuse):
-            self._io_in = (insn_phys_addr, n, reuse)
-            io[:6] = (0, 0, 0, 0, 1, insn_phys_addr)  # IO_TOKENS (none lent), IO_CHECK (on), IO_ADDR
-            io[rp.IO_REUSE:rp.IO_COUNT + 1] = (reuse, 0, 0, n)  # IO_REUSE, IO_REUSED (out), IO_HW_ONLY, IO_COUNT
+        scan = (n, 0, 0, 0, 0, True, dram.generation)
+        reuse = 1 if scan == self._scanned and consts is self._scanned_consts else 0
+        self._io_in = None  # (the compiled run writes the in slots itself)
         scratch = self._scratch
         flat = scratch.flat if n <= scratch.fits else scratch.flat_for(n)
         self._scanned = None
-        allocs = self._allocs
+        acc = self._acc
         run = at[2] or rp._TIMING_RUN_AT
-        rc = run(at[1], consts, allocs, flat, io, self._acc)
+        rc = run(at[1], consts, bounds, abuf, flat, io, acc, insn_phys_addr, n, reuse)
         if rc:
             self._scanned = scan
             self._scanned_consts = consts
             committed = True
             if run is rp._TIMING_RUN_AT:  # (the entry of this arena's runs, looked up once)
-                at = self._at = at[:2] + (rp.timing_entry((at[1], consts, allocs, flat, io, self._acc), at=True),)
+                entry = rp.timing_entry((at[1], consts, bounds, abuf, flat, io, acc, insn_phys_addr, n, reuse),
+                                        at=True)
+                at = self._at = at[:2] + (entry,)
         else:
             if io[rp.IO_STATUS] == rp.STATUS_RANGE:  # not inside one live allocation: DRAM's error
-                self._io_in = None
                 dram.check(insn_phys_addr, 16 * n, "instruction stream")
                 return False  # (unreachable: the general path then says what is wrong)
             words = dram.data[insn_phys_addr:insn_phys_addr + 16 * n].view("<i8").reshape(n, 2)
+            if self._allocs_generation != dram.generation:  # (the slow checks read them as NumPy)
+                self._live_allocs()
             committed = self._settle(words, consts, flat, scan, n)
         self._last_run = None
         self._timed = self._repeat_next = None
@@ -327,19 +332,23 @@ class CycleModel(FunctionalSimulator):
                 return True
             if not committed:
                 return True
-        # a clean run from no tokens to none: it may be repeated
-        self._repeat = (self._repeat_key(insn_phys_addr, n, [0, 0, 0, 0]), at[2], at[1], consts, allocs, flat, io,
-                        self._acc)
-        io[rp.IO_REUSE] = 2
-        self._io_in = None
+        # a clean run from no tokens to none: it may be repeated (its compiled call, with IO_REUSE 2)
+        self._repeat = (self._repeat_key(insn_phys_addr, n, [0, 0, 0, 0]), at[2],
+                        (at[1], consts, bounds, abuf, flat, io, acc, insn_phys_addr, n, 2))
         return True
+
+    def _can_time_new(self) -> bool:
+        """Whether :meth:`_time_new` may apply to this device at all (fsim's compiled engine, the
+        compiled replay, no COMPUTE_OVERLAP: none of which changes), kept in ``_new_ok``."""
+        self._new_ok = self._jit is not None and not self.env.COMPUTE_OVERLAP and rp.compiled() is not None
+        return self._new_ok
 
     def _repeat_entry(self):
         """The compiled entry of :attr:`_repeat` (looked up on its first repeat, then kept in it), or
         :func:`_no_entry` when there is none (the run then takes the whole path)."""
-        args = self._repeat[2:]
+        args = self._repeat[2]
         entry = rp.timing_entry(args, at=args[0].ndim == 1) or _no_entry  # (1-d: the arena of _time_new)
-        self._repeat = self._repeat[:1] + (entry,) + self._repeat[2:]
+        self._repeat = (self._repeat[0], entry, args)
         return entry
 
     def _repeat_key(self, insn_phys_addr, insn_count, tokens: list) -> tuple:
