@@ -315,7 +315,7 @@ class CycleModel(FunctionalSimulator):
         else:
             if io[rp.IO_STATUS] == rp.STATUS_RANGE:  # not inside one live allocation: DRAM's error
                 dram.check(insn_phys_addr, 16 * n, "instruction stream")
-                return False  # (unreachable: the general path then says what is wrong)
+                return False  # (dram.check raises for such a range; if not, the general path does)
             words = dram.data[insn_phys_addr:insn_phys_addr + 16 * n].view("<i8").reshape(n, 2)
             if self._allocs_generation != dram.generation:  # (the slow checks read them as NumPy)
                 self._live_allocs()
