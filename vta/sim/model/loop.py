@@ -19,7 +19,11 @@ unit:
 
 Each turn of the loop finds the earliest event (a fetch request or dispatch, a unit's start, a
 load's next read request) and handles it; a start of a fixed-cost instruction or the last read of
-a load leads to its retirement, which frees the unit and pushes its tokens.
+a load leads to its retirement, which frees the unit and pushes its tokens. After a retirement, the
+unit's next queue head, when it has a fixed cost and its start is known (dispatched, its tokens
+pushed), starts in the next turn without a search for the earliest event: its start depends on
+nothing the other events change, and what it changes (its end, pushes, queue entry) comes after
+it (on the conv-like stream of ``benchmarks/model_loop.py``, 5 of 9 instructions start so).
 """
 
 from __future__ import annotations
@@ -669,75 +673,83 @@ def core(n, unit, pops, pushes, cost, finish, client, addr, row_bytes, stride, r
     wait = -1  # the buffered fetch waits for this instruction to leave its queue (-1: none)
     finish_end = -1
     done = 0
+    run_u = -1  # a unit whose queue head starts in the next turn, at run_t (-1: none)
+    run_t = 0
     while done < n:
-        if fetch_buffer > 0 and (wait < 0 or qend[_U(wait)] >= 0):
-            f_next, next_dispatch, stall0, ret0, busy0, dirty, wait = _dispatch_arrived(
-                n, f_next, fr, fm, fetch_buffer, next_dispatch, fready, unit, qpos, queue, q0, q1, qend, h0, h1, h2,
-                queue_depth, qfree, dispatch, blocked_from, stall0, ret0, busy0, dirty)
-        f_time, f_req = _fetch_event(n, f_next, fr, fm, fetch_buffer, last_req, fetch_free, burst_left,
-                                     next_dispatch, dispatch, unit, qpos, queue, q0, q1, qend, queue_depth, qfree)
-        if dirty != 0:
-            if dirty & 1:
-                c0t = -1
-                if ld_insn0 < 0:
-                    c0t, c0w = _candidate(h0, q0, 0, free0, queue, dispatch, pops, pp0, pp1, pp2, pp3, tk0, tk1, tk2,
-                                          tk3, pc0, pc1, pc2, pc3, push_t)
-            if dirty & 2:
-                c1t = -1
-                if lanes != 0:  # the compute unit of COMPUTE_OVERLAP
-                    if h1 < q1:
-                        i = queue[q0 + h1]
-                        if dispatch[i] >= 0:
-                            t0 = dispatch[i] + 1
-                            if free1 > t0:
-                                t0 = free1
-                            t1 = _lanes_candidate(i, t0, t0, foot, last_lane, dcyc, qpos, queue, q0, end)
-                            t = _tokens_ready(t1, pops[i], pp0, pp1, pp2, pp3, tk0, tk1, tk2, tk3, pc0, pc1, pc2,
-                                              pc3, push_t)
-                            if t >= 0:
-                                c1t = t
-                                c1w = t - t1
-                elif ld_insn1 < 0:
-                    c1t, c1w = _candidate(h1, q1, q0, free1, queue, dispatch, pops, pp0, pp1, pp2, pp3, tk0, tk1, tk2,
-                                          tk3, pc0, pc1, pc2, pc3, push_t)
-            if dirty & 4:
-                c2t, c2w = _candidate(h2, q2, q0 + q1, free2, queue, dispatch, pops, pp0, pp1, pp2, pp3, tk0, tk1,
-                                      tk2, tk3, pc0, pc1, pc2, pc3, push_t)
-            dirty = 0
-        # the earliest start (the lowest unit of a tie)
-        best = -1
-        best_t = 0
-        if c0t >= 0:
-            best = 0
-            best_t = c0t
-        if c1t >= 0 and (best < 0 or c1t < best_t):
-            best = 1
-            best_t = c1t
-        if c2t >= 0 and (best < 0 or c2t < best_t):
-            best = 2
-            best_t = c2t
-        # the load in flight whose next read request comes first: a request waits for a free
-        # request cycle, and in one cycle the lowest client wins (fixed priority)
-        lu = -1
-        lt = 0
-        if ld_insn0 >= 0:
-            lu = 0
-            lt = ld_req0 if ld_req0 > c_req else c_req
-        if ld_insn1 >= 0:
-            t = ld_req1 if ld_req1 > c_req else c_req
-            if lu < 0 or t < lt or (t == lt and client[ld_insn1] < client[ld_insn0]):
-                lu = 1
-                lt = t
-        f_key = _fetch_key(f_time, f_req, fetch_buffer, c_req)
-        # the earliest event: 1 fetch, 2 a unit's start, 3 a load's request
-        pick = 0
-        pt = 0
-        if best >= 0:
-            pick, pt = 2, best_t
-        if lu >= 0 and (pick == 0 or lt < pt):
-            pick, pt = 3, lt
-        if f_time >= 0 and (pick == 0 or f_key < pt or (f_key == pt and (pick != 3 or f_req))):
-            pick, pt = 1, f_key
+        if run_u >= 0:  # the start found at the last retirement (see there)
+            pick = 2
+            best = run_u
+            best_t = run_t
+            run_u = -1
+        else:
+            if fetch_buffer > 0 and (wait < 0 or qend[_U(wait)] >= 0):
+                f_next, next_dispatch, stall0, ret0, busy0, dirty, wait = _dispatch_arrived(
+                    n, f_next, fr, fm, fetch_buffer, next_dispatch, fready, unit, qpos, queue, q0, q1, qend, h0, h1, h2,
+                    queue_depth, qfree, dispatch, blocked_from, stall0, ret0, busy0, dirty)
+            f_time, f_req = _fetch_event(n, f_next, fr, fm, fetch_buffer, last_req, fetch_free, burst_left,
+                                         next_dispatch, dispatch, unit, qpos, queue, q0, q1, qend, queue_depth, qfree)
+            if dirty != 0:
+                if dirty & 1:
+                    c0t = -1
+                    if ld_insn0 < 0:
+                        c0t, c0w = _candidate(h0, q0, 0, free0, queue, dispatch, pops, pp0, pp1, pp2, pp3, tk0, tk1,
+                                              tk2, tk3, pc0, pc1, pc2, pc3, push_t)
+                if dirty & 2:
+                    c1t = -1
+                    if lanes != 0:  # the compute unit of COMPUTE_OVERLAP
+                        if h1 < q1:
+                            i = queue[q0 + h1]
+                            if dispatch[i] >= 0:
+                                t0 = dispatch[i] + 1
+                                if free1 > t0:
+                                    t0 = free1
+                                t1 = _lanes_candidate(i, t0, t0, foot, last_lane, dcyc, qpos, queue, q0, end)
+                                t = _tokens_ready(t1, pops[i], pp0, pp1, pp2, pp3, tk0, tk1, tk2, tk3, pc0, pc1, pc2,
+                                                  pc3, push_t)
+                                if t >= 0:
+                                    c1t = t
+                                    c1w = t - t1
+                    elif ld_insn1 < 0:
+                        c1t, c1w = _candidate(h1, q1, q0, free1, queue, dispatch, pops, pp0, pp1, pp2, pp3, tk0, tk1,
+                                              tk2, tk3, pc0, pc1, pc2, pc3, push_t)
+                if dirty & 4:
+                    c2t, c2w = _candidate(h2, q2, q0 + q1, free2, queue, dispatch, pops, pp0, pp1, pp2, pp3, tk0, tk1,
+                                          tk2, tk3, pc0, pc1, pc2, pc3, push_t)
+                dirty = 0
+            # the earliest start (the lowest unit of a tie)
+            best = -1
+            best_t = 0
+            if c0t >= 0:
+                best = 0
+                best_t = c0t
+            if c1t >= 0 and (best < 0 or c1t < best_t):
+                best = 1
+                best_t = c1t
+            if c2t >= 0 and (best < 0 or c2t < best_t):
+                best = 2
+                best_t = c2t
+            # the load in flight whose next read request comes first: a request waits for a free
+            # request cycle, and in one cycle the lowest client wins (fixed priority)
+            lu = -1
+            lt = 0
+            if ld_insn0 >= 0:
+                lu = 0
+                lt = ld_req0 if ld_req0 > c_req else c_req
+            if ld_insn1 >= 0:
+                t = ld_req1 if ld_req1 > c_req else c_req
+                if lu < 0 or t < lt or (t == lt and client[ld_insn1] < client[ld_insn0]):
+                    lu = 1
+                    lt = t
+            f_key = _fetch_key(f_time, f_req, fetch_buffer, c_req)
+            # the earliest event: 1 fetch, 2 a unit's start, 3 a load's request
+            pick = 0
+            pt = 0
+            if best >= 0:
+                pick, pt = 2, best_t
+            if lu >= 0 and (pick == 0 or lt < pt):
+                pick, pt = 3, lt
+            if f_time >= 0 and (pick == 0 or f_key < pt or (f_key == pt and (pick != 3 or f_req))):
+                pick, pt = 1, f_key
         if pick == 0:
             return -1 - done
         if pick == 1:
@@ -881,6 +893,29 @@ def core(n, unit, pops, pushes, cost, finish, client, addr, row_bytes, stride, r
         if finish[_U(i)] and finish_end < 0:
             finish_end = e
         done += 1
+        # the unit's candidate now; a queue head of fixed cost that can start starts in the next
+        # turn, before the other events: nothing they do changes its start (its unit's end, its
+        # dispatch and the pushes it pops are known), and it changes nothing they read before it
+        # (its pushes and the queue entry it frees come at its end, after its start)
+        if u == 0:
+            c0t, c0w = _candidate(h0, q0, 0, free0, queue, dispatch, pops, pp0, pp1, pp2, pp3, tk0, tk1, tk2, tk3,
+                                  pc0, pc1, pc2, pc3, push_t)
+            t = c0t
+            j = h0
+        elif u == 1:
+            c1t, c1w = _candidate(h1, q1, q0, free1, queue, dispatch, pops, pp0, pp1, pp2, pp3, tk0, tk1, tk2, tk3,
+                                  pc0, pc1, pc2, pc3, push_t)
+            t = c1t
+            j = q0 + h1
+        else:
+            c2t, c2w = _candidate(h2, q2, q0 + q1, free2, queue, dispatch, pops, pp0, pp1, pp2, pp3, tk0, tk1, tk2,
+                                  tk3, pc0, pc1, pc2, pc3, push_t)
+            t = c2t
+            j = q0 + q1 + h2
+        dirty &= ~(1 << u)
+        if t >= 0 and cost[_U(queue[_U(j)])] >= 0:
+            run_u = u
+            run_t = t
     if finish_end < 0:  # no FINISH: the last retirement
         finish_end = free0
         if lanes != 0:
