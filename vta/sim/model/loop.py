@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["HELPERS", "QUEUE_DEPTH", "core", "work_size"]
+__all__ = ["HELPERS", "QUEUE_DEPTH", "burst_rows", "core", "work_size"]
 
 #: Index cast of the hot lookups (their indices are never negative: an unsigned one spares the
 #: compiled loop the wraparound of negative indices in chains of dependent loads).
@@ -66,9 +66,9 @@ LD_ROW, LD_OFF, LD_FIRST, LD_LAST, LD_NIV = range(5)
 
 
 #: The helpers numba inlines into :func:`core` (with :func:`work_size`).
-HELPERS = ("work_size", "_pad_end", "_fetch_burst", "_serve", "_setup", "_queue_older", "_queue_free_at", "_dispatch",
-           "_dispatch_arrived", "_fetch_event", "_fetch_key", "_token_at", "_tokens_ready", "_candidate", "_push",
-           "_request_buffered", "_request_burst", "_load_begins", "_load_requests", "_meets", "_conflict",
+HELPERS = ("work_size", "burst_rows", "_pad_end", "_fetch_burst", "_serve", "_setup", "_queue_older", "_queue_free_at",
+           "_dispatch", "_dispatch_arrived", "_fetch_event", "_fetch_key", "_token_at", "_tokens_ready", "_candidate",
+           "_push", "_request_buffered", "_request_burst", "_load_begins", "_load_requests", "_meets", "_conflict",
            "_lanes_candidate", "_lanes_retire")
 
 #: Columns of the footprint table of the option COMPUTE_OVERLAP (:mod:`vta.sim.model.lanes`): the
@@ -80,9 +80,16 @@ F_LANE, F_DV, F_DLO, F_DHI, F_SV, F_SLO, F_SHI, F_UF, F_ULO, F_UHI, F_SCAN = ran
 ROB_DEPTH = 32
 
 
+def burst_rows(n: int) -> int:
+    """Rows of :func:`core`'s ``bursts`` for a stream of ``n`` instructions: a fetch burst never
+    crosses a 128-byte block and at most two start in one (the second one instruction long, when
+    the stream is not 16-byte aligned), and ``n`` instructions span at most ``n / 8 + 2`` blocks."""
+    return n // 4 + 5
+
+
 def work_size(n: int) -> int:
     """Integers of scratch space :func:`core` needs for a stream of ``n`` instructions."""
-    return 9 * n + 4 + _STATE
+    return 7 * n + _STATE
 
 
 def _pad_end(t0, iv, niv, rows, xs, xp0, xp1, yp0, yp1):
@@ -170,14 +177,20 @@ def _serve(c_req, c_beat, c_n, c_cr, c_crt, ring, r, beats, latency, bytes_per_c
     return a, first, last, a + 1, last + 1, c_n + 1, c_cr, c_crt
 
 
-def _setup(n, unit, pops, pushes, start, end, dispatch, queue, qpos, dcyc, qend):
-    """Reset the per-instruction outputs and the loop's per-instruction state for a run and fill the
-    three queues; return the net tokens the stream pushes on each channel (pushes minus pops) and
-    the lengths of the load and compute queues."""
+def _setup(n, unit, pops, pushes, start, end, dispatch, queue, qpos, dcyc, qend, lanes):
+    """Reset the per-instruction state the loop reads before it writes it (``start``, ``end`` and
+    ``dcyc`` only with COMPUTE_OVERLAP, ``lanes``) and fill the three queues; return the net tokens
+    the stream pushes on each channel (pushes minus pops), the lengths of the load and compute
+    queues and where each channel's push cycles start in the loop's flat array of them (channel
+    after channel: at most two pushes per instruction, so ``2 n`` entries)."""
     # (the set-up passes count in scalars: an array entry updated at every instruction waits for
     # its previous store when compiled)
     q0 = 0
     q1 = 0
+    p0 = 0
+    p1 = 0
+    p2 = 0
+    p3 = 0
     net0 = 0
     net1 = 0
     net2 = 0
@@ -188,17 +201,23 @@ def _setup(n, unit, pops, pushes, start, end, dispatch, queue, qpos, dcyc, qend)
             q0 += 1
         elif u == 1:
             q1 += 1
-        start[i] = -1
-        end[i] = -1
         dispatch[i] = -1
-        dcyc[i] = -1
         qend[i] = -1
         pu = pushes[i]
         po = pops[i]
-        net0 += (pu & 1) - (po & 1)
-        net1 += ((pu >> 1) & 1) - ((po >> 1) & 1)
-        net2 += ((pu >> 2) & 1) - ((po >> 2) & 1)
-        net3 += (pu >> 3) - (po >> 3)
+        p0 += pu & 1
+        p1 += (pu >> 1) & 1
+        p2 += (pu >> 2) & 1
+        p3 += pu >> 3
+        net0 -= po & 1
+        net1 -= (po >> 1) & 1
+        net2 -= (po >> 2) & 1
+        net3 -= po >> 3
+    if lanes != 0:
+        for i in range(n):
+            start[i] = -1
+            end[i] = -1
+            dcyc[i] = -1
     f0 = 0
     f1 = q0
     f2 = q0 + q1
@@ -216,7 +235,7 @@ def _setup(n, unit, pops, pushes, start, end, dispatch, queue, qpos, dcyc, qend)
             qpos[i] = f2 - q0 - q1
             queue[f2] = i
             f2 += 1
-    return net0, net1, net2, net3, q0, q1
+    return net0 + p0, net1 + p1, net2 + p2, net3 + p3, q0, q1, (0, p0, p0 + p1, p0 + p1 + p2)
 
 
 def _queue_older(i, unit, qpos, queue, q0, q1, queue_depth):
@@ -333,35 +352,36 @@ def _fetch_key(f_time, f_req, fetch_buffer, c_req):
     return c_req if c_req > key else key
 
 
-def _token_at(t, k, tok, cnt, push_t, c):
-    """The cycle from ``t`` on at which channel ``c`` (``k`` pops made, ``tok`` tokens at the start,
-    ``cnt`` pushes made) has the token of its next pop, or :data:`_NOT_PUSHED`."""
+def _token_at(t, k, tok, cnt, push_t, off):
+    """The cycle from ``t`` on at which a channel (``k`` pops made, ``tok`` tokens at the start,
+    ``cnt`` pushes made, their cycles in ``push_t`` from ``off``) has the token of its next pop, or
+    :data:`_NOT_PUSHED`."""
     if k < tok:
         return t
     j = k - tok
     if j >= cnt:
         return _NOT_PUSHED
-    p = push_t[c, _U(j)]
+    p = push_t[_U(off + j)]
     return p if p > t else t
 
 
-def _tokens_ready(t, mask, pp0, pp1, pp2, pp3, tk0, tk1, tk2, tk3, pc0, pc1, pc2, pc3, push_t):
+def _tokens_ready(t, mask, pp0, pp1, pp2, pp3, tk0, tk1, tk2, tk3, pc0, pc1, pc2, pc3, push_t, po):
     """The cycle from ``t`` on at which every token in ``mask`` (a bit per channel) has been pushed,
     or -1 when one of them is not pushed yet (``pp*``: pops made, ``tk*``: tokens at the start,
-    ``pc*``: pushes made, per channel)."""
+    ``pc*``: pushes made, per channel; ``po``: where each channel's push cycles start in ``push_t``)."""
     if mask & 1:
-        t = _token_at(t, pp0, tk0, pc0, push_t, 0)
+        t = _token_at(t, pp0, tk0, pc0, push_t, po[0])
     if mask & 2 and t != _NOT_PUSHED:
-        t = _token_at(t, pp1, tk1, pc1, push_t, 1)
+        t = _token_at(t, pp1, tk1, pc1, push_t, po[1])
     if mask & 4 and t != _NOT_PUSHED:
-        t = _token_at(t, pp2, tk2, pc2, push_t, 2)
+        t = _token_at(t, pp2, tk2, pc2, push_t, po[2])
     if mask & 8 and t != _NOT_PUSHED:
-        t = _token_at(t, pp3, tk3, pc3, push_t, 3)
+        t = _token_at(t, pp3, tk3, pc3, push_t, po[3])
     return -1 if t == _NOT_PUSHED else t
 
 
 def _candidate(head, qlen, base, free_u, queue, dispatch, pops, pp0, pp1, pp2, pp3, tk0, tk1, tk2, tk3, pc0, pc1,
-               pc2, pc3, push_t):
+               pc2, pc3, push_t, po):
     """A unit's candidate: the cycle its queue head (entry ``head`` of ``qlen`` from ``base``) can
     start, -1 when it cannot yet (an empty queue, a head not dispatched or a pop without its push),
     and the cycles it waits for tokens."""
@@ -372,29 +392,29 @@ def _candidate(head, qlen, base, free_u, queue, dispatch, pops, pp0, pp1, pp2, p
     if d < 0:
         return -1, 0
     t0 = d + 1 if d + 1 > free_u else free_u
-    t = _tokens_ready(t0, pops[_U(i)], pp0, pp1, pp2, pp3, tk0, tk1, tk2, tk3, pc0, pc1, pc2, pc3, push_t)
+    t = _tokens_ready(t0, pops[_U(i)], pp0, pp1, pp2, pp3, tk0, tk1, tk2, tk3, pc0, pc1, pc2, pc3, push_t, po)
     if t < 0:
         return -1, 0
     return t, t - t0
 
 
-def _push(m, e, push_t, pc0, pc1, pc2, pc3, dirty):
+def _push(m, e, push_t, po, pc0, pc1, pc2, pc3, dirty):
     """Push the tokens of ``m`` (a bit per channel) at cycle ``e``; their consumers (:data:`CONSUMER`)
     become ``dirty``. Returns the pushes made per channel and ``dirty``."""
     if m & 1:
-        push_t[0, _U(pc0)] = e
+        push_t[_U(po[0] + pc0)] = e
         pc0 += 1
         dirty |= 1 << CONSUMER[0]
     if m & 2:
-        push_t[1, _U(pc1)] = e
+        push_t[_U(po[1] + pc1)] = e
         pc1 += 1
         dirty |= 1 << CONSUMER[1]
     if m & 4:
-        push_t[2, _U(pc2)] = e
+        push_t[_U(po[2] + pc2)] = e
         pc2 += 1
         dirty |= 1 << CONSUMER[2]
     if m & 8:
-        push_t[3, _U(pc3)] = e
+        push_t[_U(po[3] + pc3)] = e
         pc3 += 1
         dirty |= 1 << CONSUMER[3]
     return pc0, pc1, pc2, pc3, dirty
@@ -556,8 +576,8 @@ def _lanes_candidate(i, t0, take_free, foot, last_lane, dcyc, qpos, queue, q0, e
     return t
 
 
-def _lanes_retire(rp, last_r, h1, q0, queue, dcyc, start, end, busy2, ret2, pushes, push_t, pc0, pc1, pc2, pc3, dirty,
-                  finish, finish_end, done):
+def _lanes_retire(rp, last_r, h1, q0, queue, dcyc, start, end, busy2, ret2, pushes, push_t, po, pc0, pc1, pc2, pc3,
+                  dirty, finish, finish_end, done):
     """COMPUTE_OVERLAP: retire, in program order and one per cycle, the compute unit's taken
     instructions (``h1`` of them; its queue starts at ``q0``) whose done cycle is known (from its
     ``rp``-th, after a retirement at ``last_r``). Returns the new ``rp``, ``last_r``, the unit's
@@ -573,7 +593,7 @@ def _lanes_retire(rp, last_r, h1, q0, queue, dcyc, start, end, busy2, ret2, push
         end[i] = e
         busy2 += e - start[i]
         ret2 += 1
-        pc0, pc1, pc2, pc3, dirty = _push(pushes[i], e, push_t, pc0, pc1, pc2, pc3, dirty | 2)
+        pc0, pc1, pc2, pc3, dirty = _push(pushes[i], e, push_t, po, pc0, pc1, pc2, pc3, dirty | 2)
         if finish[i] and finish_end < 0:
             finish_end = e
         done += 1
@@ -595,7 +615,7 @@ def core(n, unit, pops, pushes, cost, finish, client, addr, row_bytes, stride, r
     cycles after it is taken (a LOAD when its data and pads are written) and retires, pushing its
     tokens, in program order, one per cycle, from the cycle it is done.
 
-    ``bursts`` (n x 3): per fetch burst its first instruction, request cycle and first dispatch
+    ``bursts`` (:func:`burst_rows` x 3): per fetch burst its first instruction, request cycle and first dispatch
     cycle; ``counters``: cycle_count, then busy, stall, retired (4 each, fetch load compute store),
     then the number of fetch bursts, then the net tokens the stream pushes on each channel (4);
     ``work``: at least :func:`work_size` integers of scratch space.
@@ -609,11 +629,12 @@ def core(n, unit, pops, pushes, cost, finish, client, addr, row_bytes, stride, r
     queue = work[:n]
     qpos = work[n:2 * n]
     fready = work[2 * n:3 * n]
-    push_t = work[3 * n:7 * n + 4].reshape(4, n + 1)
-    st = work[7 * n + 4:7 * n + 4 + _STATE]
-    dcyc = work[7 * n + 4 + _STATE:8 * n + 4 + _STATE]
-    qend = work[8 * n + 4 + _STATE:9 * n + 4 + _STATE]
-    net0, net1, net2, net3, q0, q1 = _setup(n, unit, pops, pushes, start, end, dispatch, queue, qpos, dcyc, qend)
+    push_t = work[3 * n:5 * n]
+    st = work[5 * n:5 * n + _STATE]
+    dcyc = work[5 * n + _STATE:6 * n + _STATE]
+    qend = work[6 * n + _STATE:7 * n + _STATE]
+    net0, net1, net2, net3, q0, q1, po = _setup(n, unit, pops, pushes, start, end, dispatch, queue, qpos, dcyc, qend,
+                                                lanes)
     q2 = n - q0 - q1
     # per unit (0 load, 1 compute, 2 store; fetch's counters are the 0th): the queue head, the cycle
     # it is free, its candidate (the cycle its queue head can start, -1 when it cannot yet, and the
@@ -693,7 +714,7 @@ def core(n, unit, pops, pushes, cost, finish, client, addr, row_bytes, stride, r
                     c0t = -1
                     if ld_insn0 < 0:
                         c0t, c0w = _candidate(h0, q0, 0, free0, queue, dispatch, pops, pp0, pp1, pp2, pp3, tk0, tk1,
-                                              tk2, tk3, pc0, pc1, pc2, pc3, push_t)
+                                              tk2, tk3, pc0, pc1, pc2, pc3, push_t, po)
                 if dirty & 2:
                     c1t = -1
                     if lanes != 0:  # the compute unit of COMPUTE_OVERLAP
@@ -705,16 +726,16 @@ def core(n, unit, pops, pushes, cost, finish, client, addr, row_bytes, stride, r
                                     t0 = free1
                                 t1 = _lanes_candidate(i, t0, t0, foot, last_lane, dcyc, qpos, queue, q0, end)
                                 t = _tokens_ready(t1, pops[i], pp0, pp1, pp2, pp3, tk0, tk1, tk2, tk3, pc0, pc1, pc2,
-                                                  pc3, push_t)
+                                                  pc3, push_t, po)
                                 if t >= 0:
                                     c1t = t
                                     c1w = t - t1
                     elif ld_insn1 < 0:
                         c1t, c1w = _candidate(h1, q1, q0, free1, queue, dispatch, pops, pp0, pp1, pp2, pp3, tk0, tk1,
-                                              tk2, tk3, pc0, pc1, pc2, pc3, push_t)
+                                              tk2, tk3, pc0, pc1, pc2, pc3, push_t, po)
                 if dirty & 4:
                     c2t, c2w = _candidate(h2, q2, q0 + q1, free2, queue, dispatch, pops, pp0, pp1, pp2, pp3, tk0, tk1,
-                                          tk2, tk3, pc0, pc1, pc2, pc3, push_t)
+                                          tk2, tk3, pc0, pc1, pc2, pc3, push_t, po)
                 dirty = 0
             # the earliest start (the lowest unit of a tie)
             best = -1
@@ -812,8 +833,8 @@ def core(n, unit, pops, pushes, cost, finish, client, addr, row_bytes, stride, r
                 if lanes != 0:  # done now; retires in program order
                     dcyc[i] = e - 1
                     rp, last_r, busy2, ret2, pc0, pc1, pc2, pc3, dirty, finish_end, done = _lanes_retire(
-                        rp, last_r, h1, q0, queue, dcyc, start, end, busy2, ret2, pushes, push_t, pc0, pc1, pc2, pc3,
-                        dirty | 2, finish, finish_end, done)
+                        rp, last_r, h1, q0, queue, dcyc, start, end, busy2, ret2, pushes, push_t, po, pc0, pc1, pc2,
+                        pc3, dirty | 2, finish, finish_end, done)
                     continue
         else:  # unit ``best`` starts its queue head at ``best_t`` (it pops its tokens)
             u = best
@@ -856,8 +877,8 @@ def core(n, unit, pops, pushes, cost, finish, client, addr, row_bytes, stride, r
                     ld_req1 = s + LOAD_REQUEST
                     _load_begins(ld, 1)
                 rp, last_r, busy2, ret2, pc0, pc1, pc2, pc3, dirty, finish_end, done = _lanes_retire(
-                    rp, last_r, h1, q0, queue, dcyc, start, end, busy2, ret2, pushes, push_t, pc0, pc1, pc2, pc3,
-                    dirty, finish, finish_end, done)
+                    rp, last_r, h1, q0, queue, dcyc, start, end, busy2, ret2, pushes, push_t, po, pc0, pc1, pc2,
+                    pc3, dirty, finish, finish_end, done)
                 continue
             if c >= 0:
                 e = s + c
@@ -888,7 +909,7 @@ def core(n, unit, pops, pushes, cost, finish, client, addr, row_bytes, stride, r
             busy3 += b
             ret3 += 1
             free2 = e
-        pc0, pc1, pc2, pc3, dirty = _push(pushes[_U(i)], e, push_t, pc0, pc1, pc2, pc3, dirty | (1 << u))
+        pc0, pc1, pc2, pc3, dirty = _push(pushes[_U(i)], e, push_t, po, pc0, pc1, pc2, pc3, dirty | (1 << u))
         qend[_U(i)] = e
         if finish[_U(i)] and finish_end < 0:
             finish_end = e
@@ -899,17 +920,17 @@ def core(n, unit, pops, pushes, cost, finish, client, addr, row_bytes, stride, r
         # (its pushes and the queue entry it frees come at its end, after its start)
         if u == 0:
             c0t, c0w = _candidate(h0, q0, 0, free0, queue, dispatch, pops, pp0, pp1, pp2, pp3, tk0, tk1, tk2, tk3,
-                                  pc0, pc1, pc2, pc3, push_t)
+                                  pc0, pc1, pc2, pc3, push_t, po)
             t = c0t
             j = h0
         elif u == 1:
             c1t, c1w = _candidate(h1, q1, q0, free1, queue, dispatch, pops, pp0, pp1, pp2, pp3, tk0, tk1, tk2, tk3,
-                                  pc0, pc1, pc2, pc3, push_t)
+                                  pc0, pc1, pc2, pc3, push_t, po)
             t = c1t
             j = q0 + h1
         else:
             c2t, c2w = _candidate(h2, q2, q0 + q1, free2, queue, dispatch, pops, pp0, pp1, pp2, pp3, tk0, tk1, tk2,
-                                  tk3, pc0, pc1, pc2, pc3, push_t)
+                                  tk3, pc0, pc1, pc2, pc3, push_t, po)
             t = c2t
             j = q0 + q1 + h2
         dirty &= ~(1 << u)

@@ -64,7 +64,7 @@ from ..stream import Columns, Program
 from ..fsim.kernels import _accepts_nrt_option
 from . import costs as mc
 from . import loop
-from .loop import QUEUE_DEPTH, core, work_size
+from .loop import QUEUE_DEPTH, burst_rows, core, work_size
 
 __all__ = ["prepare", "replay", "compiled"]
 
@@ -565,11 +565,12 @@ def _timing_run(words, consts, allocs, flat, io, acc):
     no = len(_OUTS)
     a = nr * n
     b = a + no * n
-    c = b + 3 * n
+    nb = burst_rows(n)
+    c = b + 3 * nb
     need = c + work_size(n)
     cols = flat[:a].reshape((nr, n))
     outs = flat[a:b].reshape((no, n))
-    bursts = flat[b:c].reshape((n, 3))
+    bursts = flat[b:c].reshape((nb, 3))
     work = flat[c:need]
     io[IO_COMMITTED] = 0
     kept = flat[need + n:need + 3 * n]  # the words of the last completed scan
@@ -638,7 +639,7 @@ def timing_entry(args: tuple, at: bool = False):
 
 def suspects_at(n: int) -> int:
     """Where :func:`_timing_run` writes the suspects of a stream of ``n`` instructions in its work space."""
-    return (len(_ROWS) + len(_OUTS) + 3) * n + work_size(n)
+    return (len(_ROWS) + len(_OUTS)) * n + 3 * burst_rows(n) + work_size(n)
 
 
 def _fixed_tuple(a, n):
@@ -693,6 +694,7 @@ def compiled():
     compile_into(lg, loop.HELPERS + ("core",), numba.njit, options)
     g["core"] = lg["core"]
     g["work_size"] = lg["work_size"]
+    g["burst_rows"] = lg["burst_rows"]
     compile_into(g, _INLINED + ("_scan", "_decode", "_drive", "_timing_run", "_timing_run_at"), numba.njit, options)
     _COMPILED, _DECODE, _DRIVE, _TIMING_RUN = g["core"], g["_decode"], g["_drive"], g["_timing_run"]
     _TIMING_RUN_AT = g["_timing_run_at"]
@@ -753,12 +755,12 @@ class Scratch:
         if self._views[0] == n:
             return self._views[1]
         a, b = len(_ROWS) * n, len(_OUTS) * n
-        c = a + b + 3 * max(n, 1)
+        c = a + b + 3 * burst_rows(n)
         need = c + work_size(n)
         if self.flat.size < need:
             self.flat = _work_space(max(need, 2 * self.flat.size))
         f = self.flat
-        views = (f[:a].reshape(len(_ROWS), n), f[a:a + b].reshape(len(_OUTS), n), f[a + b:c].reshape(max(n, 1), 3),
+        views = (f[:a].reshape(len(_ROWS), n), f[a:a + b].reshape(len(_OUTS), n), f[a + b:c].reshape(burst_rows(n), 3),
                  f[c:need])
         self._views = (n, views)
         return views
