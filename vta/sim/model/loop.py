@@ -19,11 +19,11 @@ unit:
 
 Each turn of the loop finds the earliest event (a fetch request or dispatch, a unit's start, a
 load's next read request) and handles it; a start of a fixed-cost instruction or the last read of
-a load leads to its retirement, which frees the unit and pushes its tokens. After a retirement, the
-unit's next queue head, when it has a fixed cost and its start is known (dispatched, its tokens
-pushed), starts in the next turn without a search for the earliest event: its start depends on
-nothing the other events change, and what it changes (its end, pushes, queue entry) comes after
-it (on the conv-like stream of ``benchmarks/model_loop.py``, 5 of 9 instructions start so).
+a load leads to its retirement, which frees the unit and pushes its tokens. After a retirement, a
+queue head of fixed cost whose start is known (its unit free, it dispatched, its tokens pushed)
+starts in the next turn without a search for the earliest event: its start depends on nothing the
+other events change, and what it changes (its end, pushes, queue entry) comes after it (on the
+conv-like stream of ``benchmarks/model_loop.py``, 8 of 9 instructions start so).
 """
 
 from __future__ import annotations
@@ -914,29 +914,35 @@ def core(n, unit, pops, pushes, cost, finish, client, addr, row_bytes, stride, r
         if finish[_U(i)] and finish_end < 0:
             finish_end = e
         done += 1
-        # the unit's candidate now; a queue head of fixed cost that can start starts in the next
-        # turn, before the other events: nothing they do changes its start (its unit's end, its
-        # dispatch and the pushes it pops are known), and it changes nothing they read before it
-        # (its pushes and the queue entry it frees come at its end, after its start)
-        if u == 0:
+        # the candidates of the units this changed (the unit, its pushes' consumers) now: the earliest
+        # queue head of fixed cost that can start starts in the next turn, before the other events:
+        # nothing they do changes its start (its unit's end, its dispatch and the pushes it pops are
+        # known), and it changes nothing they read before it (its pushes and the queue entry it
+        # frees come at its end, after its start). (A LOAD with data starts as an event: it uses the
+        # memory channel, whose requests are served in time order; so does the compute unit of
+        # COMPUTE_OVERLAP, whose takes depend on its lanes.)
+        if dirty & 1 and ld_insn0 < 0:
             c0t, c0w = _candidate(h0, q0, 0, free0, queue, dispatch, pops, pp0, pp1, pp2, pp3, tk0, tk1, tk2, tk3,
                                   pc0, pc1, pc2, pc3, push_t, po)
-            t = c0t
-            j = h0
-        elif u == 1:
+            dirty &= ~1
+        if dirty & 2 and ld_insn1 < 0 and lanes == 0:
             c1t, c1w = _candidate(h1, q1, q0, free1, queue, dispatch, pops, pp0, pp1, pp2, pp3, tk0, tk1, tk2, tk3,
                                   pc0, pc1, pc2, pc3, push_t, po)
-            t = c1t
-            j = q0 + h1
-        else:
+            dirty &= ~2
+        if dirty & 4:
             c2t, c2w = _candidate(h2, q2, q0 + q1, free2, queue, dispatch, pops, pp0, pp1, pp2, pp3, tk0, tk1, tk2,
                                   tk3, pc0, pc1, pc2, pc3, push_t, po)
-            t = c2t
-            j = q0 + q1 + h2
-        dirty &= ~(1 << u)
-        if t >= 0 and cost[_U(queue[_U(j)])] >= 0:
-            run_u = u
-            run_t = t
+            dirty &= ~4
+        if c0t >= 0 and (dirty & 1) == 0 and cost[_U(queue[_U(h0)])] >= 0:
+            run_u = 0
+            run_t = c0t
+        if (c1t >= 0 and (dirty & 2) == 0 and lanes == 0 and (run_u < 0 or c1t < run_t)
+                and cost[_U(queue[_U(q0 + h1)])] >= 0):
+            run_u = 1
+            run_t = c1t
+        if c2t >= 0 and (dirty & 4) == 0 and (run_u < 0 or c2t < run_t) and cost[_U(queue[_U(q0 + q1 + h2)])] >= 0:
+            run_u = 2
+            run_t = c2t
     if finish_end < 0:  # no FINISH: the last retirement
         finish_end = free0
         if lanes != 0:
