@@ -594,10 +594,13 @@ def _timing_run(words, consts, allocs, flat, io, acc):
             kept[2 * i] = words[i, 0]
             kept[2 * i + 1] = words[i, 1]
     t = _C_TIMING
+    # (the per-instruction ``end``, ``ready`` and ``blocked_from``, which the loop only writes without
+    # COMPUTE_OVERLAP, are written to one row: a timing-only run reads none of them; ``start`` is
+    # kept, for the debug dump)
     rc = core(n, cols[0], cols[1], cols[2], cols[3], cols[4], cols[5], cols[6], cols[7], cols[8], cols[9],
                cols[10], cols[11], cols[12], cols[13], cols[14], io[IO_TOKENS:IO_TOKENS + 4], io[IO_ADDR], consts[t],
-               consts[t + 1], consts[t + 2], consts[t + 3], consts[t + 4], consts[t + 5], outs[0], outs[1], outs[2],
-               outs[3], outs[4], bursts, io[IO_COUNTERS:IO_COUNTS], work, 0, _NO_FOOT)
+               consts[t + 1], consts[t + 2], consts[t + 3], consts[t + 4], consts[t + 5], outs[0], outs[2], outs[2],
+               outs[3], outs[2], bursts, io[IO_COUNTERS:IO_COUNTS], work, 0, _NO_FOOT)
     io[IO_RC] = rc
     if rc == 0 and io[IO_SUSPECTS] == 0:
         counts = io[IO_HW_ONLY] == 0
