@@ -63,3 +63,24 @@ def test_unaligned_streams_time_alike_in_both_engines(env, offset):
     assert out[0] == out[1]
     assert counters["fetch_retired"] == len(insns)
     assert len(out[0][1]) == _bursts(4096 + offset, len(insns))
+
+
+def test_a_replay_between_timing_only_runs_keeps_them_right(env, dram):
+    """The timing-only run keeps the words it scanned in two rows of the replay's arrays; a replay
+    with the probe on writes those rows, and the runs after it are timed as the full model's."""
+    from vta.sim.model import CycleModel
+    from vta.testing.programs import random_program
+
+    with CycleModel(env, dram) as full, CycleModel(env, dram, functional=False) as fast:
+        progs = [random_program(env, dram, seed, length=80) for seed in (3, 4)]
+        try:
+            for probe in (False, True, False, False):
+                fast.set_probe(probe)
+                for p in progs + progs[:1]:
+                    full.run(p.insn_addr, p.insn_count)
+                    fast.run(p.insn_addr, p.insn_count)
+                    assert fast.last_run == full.last_run
+            assert fast.stats() == full.stats()
+        finally:
+            for p in progs:
+                p.close()

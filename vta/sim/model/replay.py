@@ -554,7 +554,7 @@ def _timing_run(words, consts, allocs, flat, io, acc):
 
     ``consts``: :meth:`Scratch.packed`; ``allocs``: the live allocations (k x 2, start and end);
     ``flat``: the work space of :meth:`Scratch.flat_for` (the per-instruction arrays at the places
-    :meth:`Scratch.take` gives them, then the suspects, then a copy of the words last scanned);
+    :meth:`Scratch.take` gives them, a copy of the words last scanned in two of its rows, then the suspects);
     ``io``: the slots ``IO_*``; ``acc``: the
     counters of clean runs (timed, no suspect) are added to it, the 13 hardware counters of
     :data:`_COUNTER_KEYS` then fsim's of :data:`COUNT_KEYS`. Returns 1 for a clean run (its
@@ -573,11 +573,15 @@ def _timing_run(words, consts, allocs, flat, io, acc):
     bursts = flat[b:c].reshape((nb, 3))
     work = flat[c:need]
     io[IO_COMMITTED] = 0
-    kept = flat[need + n:need + 3 * n]  # the words of the last completed scan
+    # the words of the last completed scan: in the rows of ``end`` and ``blocked_from``, which this
+    # run's loop does not write (see below); a replay that does (:func:`replay`) makes the owner
+    # forget the scan
+    kept0 = outs[1]
+    kept1 = outs[4]
     reuse = io[IO_REUSE] != 0
     if reuse:
         for i in range(n):
-            if words[i, 0] != kept[2 * i] or words[i, 1] != kept[2 * i + 1]:
+            if words[i, 0] != kept0[i] or words[i, 1] != kept1[i]:
                 reuse = False
                 break
     io[IO_REUSED] = 1 if reuse else 0
@@ -591,12 +595,12 @@ def _timing_run(words, consts, allocs, flat, io, acc):
         if status != 0:
             return 0
         for i in range(n):
-            kept[2 * i] = words[i, 0]
-            kept[2 * i + 1] = words[i, 1]
+            kept0[i] = words[i, 0]
+            kept1[i] = words[i, 1]
     t = _C_TIMING
     # (the per-instruction ``end``, ``ready`` and ``blocked_from``, which the loop only writes without
-    # COMPUTE_OVERLAP, are written to one row: a timing-only run reads none of them; ``start`` is
-    # kept, for the debug dump)
+    # COMPUTE_OVERLAP, are written to the row of ``ready``: a timing-only run reads none of them, and
+    # the other two rows keep the words; ``start`` is kept, for the debug dump)
     rc = core(n, cols[0], cols[1], cols[2], cols[3], cols[4], cols[5], cols[6], cols[7], cols[8], cols[9],
                cols[10], cols[11], cols[12], cols[13], cols[14], io[IO_TOKENS:IO_TOKENS + 4], io[IO_ADDR], consts[t],
                consts[t + 1], consts[t + 2], consts[t + 3], consts[t + 4], consts[t + 5], outs[0], outs[2], outs[2],
@@ -781,9 +785,9 @@ class Scratch:
 
     def flat_for(self, n: int) -> np.ndarray:
         """The work space of :func:`_timing_run` for a stream of ``n`` instructions: the arrays of
-        :meth:`take` (at the same places), then ``n`` slots for the suspects and ``2 n`` for the
-        words last scanned."""
-        need = suspects_at(n) + 3 * n
+        :meth:`take` (at the same places; the words last scanned in the rows of ``end`` and
+        ``blocked_from``), then ``n`` slots for the suspects."""
+        need = suspects_at(n) + n
         if self.flat.size < need:
             self.flat = _work_space(max(need, 2 * self.flat.size))
             self._views = (-1, None)
