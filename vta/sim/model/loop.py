@@ -47,7 +47,8 @@ QUEUE_FREE_BUFFERED = 0
 #: Beat intervals kept per load for its pad writer (more are merged into the last one).
 PAD_INTERVALS = 256
 #: Entries of :func:`core`'s small state in its work space: the loads in flight (:data:`LD_ROW`
-#: ...) and the last instruction of each COMPUTE_OVERLAP lane (each set before it is read), then
+#: ...) and the last instruction of each COMPUTE_OVERLAP lane (each set before it is read), the
+#: counts of the set-up pass (kept for a run on the same stream), then
 #: the pad writers' intervals and the memory channel's ring of the last bursts (at most 1024).
 _STATE_SET = 64
 _STATE = _STATE_SET + 4 * PAD_INTERVALS + 1024
@@ -177,65 +178,81 @@ def _serve(c_req, c_beat, c_n, c_cr, c_crt, ring, r, beats, latency, bytes_per_c
     return a, first, last, a + 1, last + 1, c_n + 1, c_cr, c_crt
 
 
-def _setup(n, unit, pops, pushes, start, end, dispatch, queue, qpos, dcyc, qend, lanes):
+def _setup(n, unit, pops, pushes, start, end, dispatch, queue, qpos, dcyc, qend, lanes, kept, saved):
     """Reset the per-instruction state the loop reads before it writes it (``start``, ``end`` and
     ``dcyc`` only with COMPUTE_OVERLAP, ``lanes``) and fill the three queues; return the net tokens
     the stream pushes on each channel (pushes minus pops), the lengths of the load and compute
     queues and where each channel's push cycles start in the loop's flat array of them (channel
-    after channel: at most two pushes per instruction, so ``2 n`` entries)."""
+    after channel: at most two pushes per instruction, so ``2 n`` entries). The counts are kept in
+    ``saved``; with ``kept``, the queues and ``saved`` are those of an earlier run on the same
+    stream and are used as they are."""
     # (the set-up passes count in scalars: an array entry updated at every instruction waits for
     # its previous store when compiled)
-    q0 = 0
-    q1 = 0
-    p0 = 0
-    p1 = 0
-    p2 = 0
-    p3 = 0
-    net0 = 0
-    net1 = 0
-    net2 = 0
-    net3 = 0
     for i in range(n):
-        u = unit[i]
-        if u == 0:
-            q0 += 1
-        elif u == 1:
-            q1 += 1
         dispatch[i] = -1
         qend[i] = -1
-        pu = pushes[i]
-        po = pops[i]
-        p0 += pu & 1
-        p1 += (pu >> 1) & 1
-        p2 += (pu >> 2) & 1
-        p3 += pu >> 3
-        net0 -= po & 1
-        net1 -= (po >> 1) & 1
-        net2 -= (po >> 2) & 1
-        net3 -= po >> 3
     if lanes != 0:
         for i in range(n):
             start[i] = -1
             end[i] = -1
             dcyc[i] = -1
-    f0 = 0
-    f1 = q0
-    f2 = q0 + q1
-    for i in range(n):
-        u = unit[i]
-        if u == 0:
-            qpos[i] = f0
-            queue[f0] = i
-            f0 += 1
-        elif u == 1:
-            qpos[i] = f1 - q0
-            queue[f1] = i
-            f1 += 1
-        else:
-            qpos[i] = f2 - q0 - q1
-            queue[f2] = i
-            f2 += 1
-    return net0 + p0, net1 + p1, net2 + p2, net3 + p3, q0, q1, (0, p0, p0 + p1, p0 + p1 + p2)
+    if kept == 0:
+        q0 = 0
+        q1 = 0
+        p0 = 0
+        p1 = 0
+        p2 = 0
+        p3 = 0
+        net0 = 0
+        net1 = 0
+        net2 = 0
+        net3 = 0
+        for i in range(n):
+            u = unit[i]
+            if u == 0:
+                q0 += 1
+            elif u == 1:
+                q1 += 1
+            pu = pushes[i]
+            po = pops[i]
+            p0 += pu & 1
+            p1 += (pu >> 1) & 1
+            p2 += (pu >> 2) & 1
+            p3 += pu >> 3
+            net0 -= po & 1
+            net1 -= (po >> 1) & 1
+            net2 -= (po >> 2) & 1
+            net3 -= po >> 3
+        f0 = 0
+        f1 = q0
+        f2 = q0 + q1
+        for i in range(n):
+            u = unit[i]
+            if u == 0:
+                qpos[i] = f0
+                queue[f0] = i
+                f0 += 1
+            elif u == 1:
+                qpos[i] = f1 - q0
+                queue[f1] = i
+                f1 += 1
+            else:
+                qpos[i] = f2 - q0 - q1
+                queue[f2] = i
+                f2 += 1
+        saved[0] = net0 + p0
+        saved[1] = net1 + p1
+        saved[2] = net2 + p2
+        saved[3] = net3 + p3
+        saved[4] = q0
+        saved[5] = q1
+        saved[6] = p0
+        saved[7] = p1
+        saved[8] = p2
+    p0 = saved[6]
+    p1 = saved[7]
+    p2 = saved[8]
+    return saved[0], saved[1], saved[2], saved[3], saved[4], saved[5], (0, p0, p0 + p1, p0 + p1 + p2)
 
 
 def _queue_older(i, unit, qpos, queue, q0, q1, queue_depth):
@@ -608,7 +625,9 @@ def core(n, unit, pops, pushes, cost, finish, client, addr, row_bytes, stride, r
     """The replay loop (see the module docstrings); fills the output arrays, returns 0, or -1 - k
     when no unit can make progress after k instructions (an inconsistent stream).
 
-    ``lanes`` (0 or 1): the compute unit of the option COMPUTE_OVERLAP, with ``foot`` the
+    ``lanes`` (0 or 1, plus 2 when ``work`` holds the set-up of an earlier run on the same
+    per-instruction arrays, whose queues are then not made again): the compute unit of the option
+    COMPUTE_OVERLAP, with ``foot`` the
     footprint table (:mod:`vta.sim.model.lanes`; unread without the option). It takes its queue
     head (pops its tokens, frees its queue entry) in program order, at most one per cycle, into
     the GEMM lane or the other one (:func:`_lanes_candidate`); an instruction is done ``cost - 1``
@@ -633,8 +652,10 @@ def core(n, unit, pops, pushes, cost, finish, client, addr, row_bytes, stride, r
     st = work[5 * n:5 * n + _STATE]
     dcyc = work[5 * n + _STATE:6 * n + _STATE]
     qend = work[6 * n + _STATE:7 * n + _STATE]
+    kept = lanes >> 1
+    lanes = lanes & 1
     net0, net1, net2, net3, q0, q1, po = _setup(n, unit, pops, pushes, start, end, dispatch, queue, qpos, dcyc, qend,
-                                                lanes)
+                                                lanes, kept, st[16:25])
     q2 = n - q0 - q1
     # per unit (0 load, 1 compute, 2 store; fetch's counters are the 0th): the queue head, the cycle
     # it is free, its candidate (the cycle its queue head can start, -1 when it cannot yet, and the

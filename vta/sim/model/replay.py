@@ -598,13 +598,15 @@ def _timing_run(words, consts, allocs, flat, io, acc):
             kept0[i] = words[i, 0]
             kept1[i] = words[i, 1]
     t = _C_TIMING
+    again = 2 if reuse else 0
     # (the per-instruction ``end``, ``ready`` and ``blocked_from``, which the loop only writes without
     # COMPUTE_OVERLAP, are written to the row of ``ready``: a timing-only run reads none of them, and
-    # the other two rows keep the words; ``start`` is kept, for the debug dump)
+    # the other two rows keep the words; ``start`` is kept, for the debug dump); when the scan is
+    # reused, so are the queues the loop's set-up made from it in the last run
     rc = core(n, cols[0], cols[1], cols[2], cols[3], cols[4], cols[5], cols[6], cols[7], cols[8], cols[9],
                cols[10], cols[11], cols[12], cols[13], cols[14], io[IO_TOKENS:IO_TOKENS + 4], io[IO_ADDR], consts[t],
                consts[t + 1], consts[t + 2], consts[t + 3], consts[t + 4], consts[t + 5], outs[0], outs[2], outs[2],
-               outs[3], outs[2], bursts, io[IO_COUNTERS:IO_COUNTS], work, 0, _NO_FOOT)
+               outs[3], outs[2], bursts, io[IO_COUNTERS:IO_COUNTS], work, again, _NO_FOOT)
     io[IO_RC] = rc
     if rc == 0 and io[IO_SUSPECTS] == 0:
         counts = io[IO_HW_ONLY] == 0
