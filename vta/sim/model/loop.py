@@ -188,15 +188,16 @@ def _setup(n, unit, pops, pushes, start, end, dispatch, queue, qpos, dcyc, qend,
     stream and are used as they are."""
     # (the set-up passes count in scalars: an array entry updated at every instruction waits for
     # its previous store when compiled)
-    for i in range(n):
-        dispatch[i] = -1
-        qend[i] = -1
     if lanes != 0:
         for i in range(n):
             start[i] = -1
             end[i] = -1
             dcyc[i] = -1
-    if kept == 0:
+    if kept != 0:
+        for i in range(n):
+            dispatch[i] = -1
+            qend[i] = -1
+    else:
         q0 = 0
         q1 = 0
         p0 = 0
@@ -213,6 +214,8 @@ def _setup(n, unit, pops, pushes, start, end, dispatch, queue, qpos, dcyc, qend,
                 q0 += 1
             elif u == 1:
                 q1 += 1
+            dispatch[i] = -1
+            qend[i] = -1
             pu = pushes[i]
             po = pops[i]
             p0 += pu & 1
