@@ -19,14 +19,18 @@ unit:
 
 Each turn of the loop finds the earliest event (a fetch request or dispatch, a unit's start, a
 load's next read request) and handles it; a start of a fixed-cost instruction or the last read of
-a load leads to its retirement, which frees the unit and pushes its tokens.
+a load leads to its retirement, which frees the unit and pushes its tokens. After a retirement, a
+queue head of fixed cost whose start is known (its unit free, it dispatched, its tokens pushed)
+starts in the next turn without a search for the earliest event: its start depends on nothing the
+other events change, and what it changes (its end, pushes, queue entry) comes after it (on the
+conv-like stream of ``benchmarks/model_loop.py``, 8 of 9 instructions start so).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["HELPERS", "QUEUE_DEPTH", "core", "work_size"]
+__all__ = ["HELPERS", "QUEUE_DEPTH", "burst_rows", "core", "work_size"]
 
 #: Index cast of the hot lookups (their indices are never negative: an unsigned one spares the
 #: compiled loop the wraparound of negative indices in chains of dependent loads).
@@ -43,7 +47,8 @@ QUEUE_FREE_BUFFERED = 0
 #: Beat intervals kept per load for its pad writer (more are merged into the last one).
 PAD_INTERVALS = 256
 #: Entries of :func:`core`'s small state in its work space: the loads in flight (:data:`LD_ROW`
-#: ...) and the last instruction of each COMPUTE_OVERLAP lane (each set before it is read), then
+#: ...) and the last instruction of each COMPUTE_OVERLAP lane (each set before it is read), the
+#: counts of the set-up pass (kept for a run on the same stream), then
 #: the pad writers' intervals and the memory channel's ring of the last bursts (at most 1024).
 _STATE_SET = 64
 _STATE = _STATE_SET + 4 * PAD_INTERVALS + 1024
@@ -62,9 +67,9 @@ LD_ROW, LD_OFF, LD_FIRST, LD_LAST, LD_NIV = range(5)
 
 
 #: The helpers numba inlines into :func:`core` (with :func:`work_size`).
-HELPERS = ("work_size", "_pad_end", "_fetch_burst", "_serve", "_setup", "_queue_older", "_queue_free_at", "_dispatch",
-           "_dispatch_arrived", "_fetch_event", "_fetch_key", "_token_at", "_tokens_ready", "_candidate", "_push",
-           "_request_buffered", "_request_burst", "_load_begins", "_load_requests", "_meets", "_conflict",
+HELPERS = ("work_size", "burst_rows", "_pad_end", "_fetch_burst", "_serve", "_setup", "_queue_older", "_queue_free_at",
+           "_dispatch", "_dispatch_arrived", "_fetch_event", "_fetch_key", "_token_at", "_tokens_ready", "_candidate",
+           "_push", "_request_buffered", "_request_burst", "_load_begins", "_load_requests", "_meets", "_conflict",
            "_lanes_candidate", "_lanes_retire")
 
 #: Columns of the footprint table of the option COMPUTE_OVERLAP (:mod:`vta.sim.model.lanes`): the
@@ -76,9 +81,16 @@ F_LANE, F_DV, F_DLO, F_DHI, F_SV, F_SLO, F_SHI, F_UF, F_ULO, F_UHI, F_SCAN = ran
 ROB_DEPTH = 32
 
 
+def burst_rows(n: int) -> int:
+    """Rows of :func:`core`'s ``bursts`` for a stream of ``n`` instructions: a fetch burst never
+    crosses a 128-byte block and at most two start in one (the second one instruction long, when
+    the stream is not 16-byte aligned), and ``n`` instructions span at most ``n / 8 + 2`` blocks."""
+    return n // 4 + 5
+
+
 def work_size(n: int) -> int:
     """Integers of scratch space :func:`core` needs for a stream of ``n`` instructions."""
-    return 9 * n + 4 + _STATE
+    return 7 * n + _STATE
 
 
 def _pad_end(t0, iv, niv, rows, xs, xp0, xp1, yp0, yp1):
@@ -166,53 +178,84 @@ def _serve(c_req, c_beat, c_n, c_cr, c_crt, ring, r, beats, latency, bytes_per_c
     return a, first, last, a + 1, last + 1, c_n + 1, c_cr, c_crt
 
 
-def _setup(n, unit, pops, pushes, start, end, dispatch, queue, qpos, dcyc, qend):
-    """Reset the per-instruction outputs and the loop's per-instruction state for a run and fill the
-    three queues; return the net tokens the stream pushes on each channel (pushes minus pops) and
-    the lengths of the load and compute queues."""
+def _setup(n, unit, pops, pushes, start, end, dispatch, queue, qpos, dcyc, qend, lanes, kept, saved):
+    """Reset the per-instruction state the loop reads before it writes it (``start``, ``end`` and
+    ``dcyc`` only with COMPUTE_OVERLAP, ``lanes``) and fill the three queues; return the net tokens
+    the stream pushes on each channel (pushes minus pops), the lengths of the load and compute
+    queues and where each channel's push cycles start in the loop's flat array of them (channel
+    after channel: at most two pushes per instruction, so ``2 n`` entries). The counts are kept in
+    ``saved``; with ``kept``, the queues and ``saved`` are those of an earlier run on the same
+    stream and are used as they are."""
     # (the set-up passes count in scalars: an array entry updated at every instruction waits for
     # its previous store when compiled)
-    q0 = 0
-    q1 = 0
-    net0 = 0
-    net1 = 0
-    net2 = 0
-    net3 = 0
-    for i in range(n):
-        u = unit[i]
-        if u == 0:
-            q0 += 1
-        elif u == 1:
-            q1 += 1
-        start[i] = -1
-        end[i] = -1
-        dispatch[i] = -1
-        dcyc[i] = -1
-        qend[i] = -1
-        pu = pushes[i]
-        po = pops[i]
-        net0 += (pu & 1) - (po & 1)
-        net1 += ((pu >> 1) & 1) - ((po >> 1) & 1)
-        net2 += ((pu >> 2) & 1) - ((po >> 2) & 1)
-        net3 += (pu >> 3) - (po >> 3)
-    f0 = 0
-    f1 = q0
-    f2 = q0 + q1
-    for i in range(n):
-        u = unit[i]
-        if u == 0:
-            qpos[i] = f0
-            queue[f0] = i
-            f0 += 1
-        elif u == 1:
-            qpos[i] = f1 - q0
-            queue[f1] = i
-            f1 += 1
-        else:
-            qpos[i] = f2 - q0 - q1
-            queue[f2] = i
-            f2 += 1
-    return net0, net1, net2, net3, q0, q1
+    if lanes != 0:
+        for i in range(n):
+            start[i] = -1
+            end[i] = -1
+            dcyc[i] = -1
+    if kept != 0:
+        for i in range(n):
+            dispatch[i] = -1
+            qend[i] = -1
+    else:
+        q0 = 0
+        q1 = 0
+        p0 = 0
+        p1 = 0
+        p2 = 0
+        p3 = 0
+        net0 = 0
+        net1 = 0
+        net2 = 0
+        net3 = 0
+        for i in range(n):
+            u = unit[i]
+            if u == 0:
+                q0 += 1
+            elif u == 1:
+                q1 += 1
+            dispatch[i] = -1
+            qend[i] = -1
+            pu = pushes[i]
+            po = pops[i]
+            p0 += pu & 1
+            p1 += (pu >> 1) & 1
+            p2 += (pu >> 2) & 1
+            p3 += pu >> 3
+            net0 -= po & 1
+            net1 -= (po >> 1) & 1
+            net2 -= (po >> 2) & 1
+            net3 -= po >> 3
+        f0 = 0
+        f1 = q0
+        f2 = q0 + q1
+        for i in range(n):
+            u = unit[i]
+            if u == 0:
+                qpos[i] = f0
+                queue[f0] = i
+                f0 += 1
+            elif u == 1:
+                qpos[i] = f1 - q0
+                queue[f1] = i
+                f1 += 1
+            else:
+                qpos[i] = f2 - q0 - q1
+                queue[f2] = i
+                f2 += 1
+        saved[0] = net0 + p0
+        saved[1] = net1 + p1
+        saved[2] = net2 + p2
+        saved[3] = net3 + p3
+        saved[4] = q0
+        saved[5] = q1
+        saved[6] = p0
+        saved[7] = p1
+        saved[8] = p2
+    p0 = saved[6]
+    p1 = saved[7]
+    p2 = saved[8]
+    return saved[0], saved[1], saved[2], saved[3], saved[4], saved[5], (0, p0, p0 + p1, p0 + p1 + p2)
 
 
 def _queue_older(i, unit, qpos, queue, q0, q1, queue_depth):
@@ -329,35 +372,36 @@ def _fetch_key(f_time, f_req, fetch_buffer, c_req):
     return c_req if c_req > key else key
 
 
-def _token_at(t, k, tok, cnt, push_t, c):
-    """The cycle from ``t`` on at which channel ``c`` (``k`` pops made, ``tok`` tokens at the start,
-    ``cnt`` pushes made) has the token of its next pop, or :data:`_NOT_PUSHED`."""
+def _token_at(t, k, tok, cnt, push_t, off):
+    """The cycle from ``t`` on at which a channel (``k`` pops made, ``tok`` tokens at the start,
+    ``cnt`` pushes made, their cycles in ``push_t`` from ``off``) has the token of its next pop, or
+    :data:`_NOT_PUSHED`."""
     if k < tok:
         return t
     j = k - tok
     if j >= cnt:
         return _NOT_PUSHED
-    p = push_t[c, _U(j)]
+    p = push_t[_U(off + j)]
     return p if p > t else t
 
 
-def _tokens_ready(t, mask, pp0, pp1, pp2, pp3, tk0, tk1, tk2, tk3, pc0, pc1, pc2, pc3, push_t):
+def _tokens_ready(t, mask, pp0, pp1, pp2, pp3, tk0, tk1, tk2, tk3, pc0, pc1, pc2, pc3, push_t, po):
     """The cycle from ``t`` on at which every token in ``mask`` (a bit per channel) has been pushed,
     or -1 when one of them is not pushed yet (``pp*``: pops made, ``tk*``: tokens at the start,
-    ``pc*``: pushes made, per channel)."""
+    ``pc*``: pushes made, per channel; ``po``: where each channel's push cycles start in ``push_t``)."""
     if mask & 1:
-        t = _token_at(t, pp0, tk0, pc0, push_t, 0)
+        t = _token_at(t, pp0, tk0, pc0, push_t, po[0])
     if mask & 2 and t != _NOT_PUSHED:
-        t = _token_at(t, pp1, tk1, pc1, push_t, 1)
+        t = _token_at(t, pp1, tk1, pc1, push_t, po[1])
     if mask & 4 and t != _NOT_PUSHED:
-        t = _token_at(t, pp2, tk2, pc2, push_t, 2)
+        t = _token_at(t, pp2, tk2, pc2, push_t, po[2])
     if mask & 8 and t != _NOT_PUSHED:
-        t = _token_at(t, pp3, tk3, pc3, push_t, 3)
+        t = _token_at(t, pp3, tk3, pc3, push_t, po[3])
     return -1 if t == _NOT_PUSHED else t
 
 
 def _candidate(head, qlen, base, free_u, queue, dispatch, pops, pp0, pp1, pp2, pp3, tk0, tk1, tk2, tk3, pc0, pc1,
-               pc2, pc3, push_t):
+               pc2, pc3, push_t, po):
     """A unit's candidate: the cycle its queue head (entry ``head`` of ``qlen`` from ``base``) can
     start, -1 when it cannot yet (an empty queue, a head not dispatched or a pop without its push),
     and the cycles it waits for tokens."""
@@ -368,29 +412,29 @@ def _candidate(head, qlen, base, free_u, queue, dispatch, pops, pp0, pp1, pp2, p
     if d < 0:
         return -1, 0
     t0 = d + 1 if d + 1 > free_u else free_u
-    t = _tokens_ready(t0, pops[_U(i)], pp0, pp1, pp2, pp3, tk0, tk1, tk2, tk3, pc0, pc1, pc2, pc3, push_t)
+    t = _tokens_ready(t0, pops[_U(i)], pp0, pp1, pp2, pp3, tk0, tk1, tk2, tk3, pc0, pc1, pc2, pc3, push_t, po)
     if t < 0:
         return -1, 0
     return t, t - t0
 
 
-def _push(m, e, push_t, pc0, pc1, pc2, pc3, dirty):
+def _push(m, e, push_t, po, pc0, pc1, pc2, pc3, dirty):
     """Push the tokens of ``m`` (a bit per channel) at cycle ``e``; their consumers (:data:`CONSUMER`)
     become ``dirty``. Returns the pushes made per channel and ``dirty``."""
     if m & 1:
-        push_t[0, _U(pc0)] = e
+        push_t[_U(po[0] + pc0)] = e
         pc0 += 1
         dirty |= 1 << CONSUMER[0]
     if m & 2:
-        push_t[1, _U(pc1)] = e
+        push_t[_U(po[1] + pc1)] = e
         pc1 += 1
         dirty |= 1 << CONSUMER[1]
     if m & 4:
-        push_t[2, _U(pc2)] = e
+        push_t[_U(po[2] + pc2)] = e
         pc2 += 1
         dirty |= 1 << CONSUMER[2]
     if m & 8:
-        push_t[3, _U(pc3)] = e
+        push_t[_U(po[3] + pc3)] = e
         pc3 += 1
         dirty |= 1 << CONSUMER[3]
     return pc0, pc1, pc2, pc3, dirty
@@ -552,8 +596,8 @@ def _lanes_candidate(i, t0, take_free, foot, last_lane, dcyc, qpos, queue, q0, e
     return t
 
 
-def _lanes_retire(rp, last_r, h1, q0, queue, dcyc, start, end, busy2, ret2, pushes, push_t, pc0, pc1, pc2, pc3, dirty,
-                  finish, finish_end, done):
+def _lanes_retire(rp, last_r, h1, q0, queue, dcyc, start, end, busy2, ret2, pushes, push_t, po, pc0, pc1, pc2, pc3,
+                  dirty, finish, finish_end, done):
     """COMPUTE_OVERLAP: retire, in program order and one per cycle, the compute unit's taken
     instructions (``h1`` of them; its queue starts at ``q0``) whose done cycle is known (from its
     ``rp``-th, after a retirement at ``last_r``). Returns the new ``rp``, ``last_r``, the unit's
@@ -569,7 +613,7 @@ def _lanes_retire(rp, last_r, h1, q0, queue, dcyc, start, end, busy2, ret2, push
         end[i] = e
         busy2 += e - start[i]
         ret2 += 1
-        pc0, pc1, pc2, pc3, dirty = _push(pushes[i], e, push_t, pc0, pc1, pc2, pc3, dirty | 2)
+        pc0, pc1, pc2, pc3, dirty = _push(pushes[i], e, push_t, po, pc0, pc1, pc2, pc3, dirty | 2)
         if finish[i] and finish_end < 0:
             finish_end = e
         done += 1
@@ -584,14 +628,16 @@ def core(n, unit, pops, pushes, cost, finish, client, addr, row_bytes, stride, r
     """The replay loop (see the module docstrings); fills the output arrays, returns 0, or -1 - k
     when no unit can make progress after k instructions (an inconsistent stream).
 
-    ``lanes`` (0 or 1): the compute unit of the option COMPUTE_OVERLAP, with ``foot`` the
+    ``lanes`` (0 or 1, plus 2 when ``work`` holds the set-up of an earlier run on the same
+    per-instruction arrays, whose queues are then not made again): the compute unit of the option
+    COMPUTE_OVERLAP, with ``foot`` the
     footprint table (:mod:`vta.sim.model.lanes`; unread without the option). It takes its queue
     head (pops its tokens, frees its queue entry) in program order, at most one per cycle, into
     the GEMM lane or the other one (:func:`_lanes_candidate`); an instruction is done ``cost - 1``
     cycles after it is taken (a LOAD when its data and pads are written) and retires, pushing its
     tokens, in program order, one per cycle, from the cycle it is done.
 
-    ``bursts`` (n x 3): per fetch burst its first instruction, request cycle and first dispatch
+    ``bursts`` (:func:`burst_rows` x 3): per fetch burst its first instruction, request cycle and first dispatch
     cycle; ``counters``: cycle_count, then busy, stall, retired (4 each, fetch load compute store),
     then the number of fetch bursts, then the net tokens the stream pushes on each channel (4);
     ``work``: at least :func:`work_size` integers of scratch space.
@@ -605,11 +651,14 @@ def core(n, unit, pops, pushes, cost, finish, client, addr, row_bytes, stride, r
     queue = work[:n]
     qpos = work[n:2 * n]
     fready = work[2 * n:3 * n]
-    push_t = work[3 * n:7 * n + 4].reshape(4, n + 1)
-    st = work[7 * n + 4:7 * n + 4 + _STATE]
-    dcyc = work[7 * n + 4 + _STATE:8 * n + 4 + _STATE]
-    qend = work[8 * n + 4 + _STATE:9 * n + 4 + _STATE]
-    net0, net1, net2, net3, q0, q1 = _setup(n, unit, pops, pushes, start, end, dispatch, queue, qpos, dcyc, qend)
+    push_t = work[3 * n:5 * n]
+    st = work[5 * n:5 * n + _STATE]
+    dcyc = work[5 * n + _STATE:6 * n + _STATE]
+    qend = work[6 * n + _STATE:7 * n + _STATE]
+    kept = lanes >> 1
+    lanes = lanes & 1
+    net0, net1, net2, net3, q0, q1, po = _setup(n, unit, pops, pushes, start, end, dispatch, queue, qpos, dcyc, qend,
+                                                lanes, kept, st[16:25])
     q2 = n - q0 - q1
     # per unit (0 load, 1 compute, 2 store; fetch's counters are the 0th): the queue head, the cycle
     # it is free, its candidate (the cycle its queue head can start, -1 when it cannot yet, and the
@@ -669,75 +718,83 @@ def core(n, unit, pops, pushes, cost, finish, client, addr, row_bytes, stride, r
     wait = -1  # the buffered fetch waits for this instruction to leave its queue (-1: none)
     finish_end = -1
     done = 0
+    run_u = -1  # a unit whose queue head starts in the next turn, at run_t (-1: none)
+    run_t = 0
     while done < n:
-        if fetch_buffer > 0 and (wait < 0 or qend[_U(wait)] >= 0):
-            f_next, next_dispatch, stall0, ret0, busy0, dirty, wait = _dispatch_arrived(
-                n, f_next, fr, fm, fetch_buffer, next_dispatch, fready, unit, qpos, queue, q0, q1, qend, h0, h1, h2,
-                queue_depth, qfree, dispatch, blocked_from, stall0, ret0, busy0, dirty)
-        f_time, f_req = _fetch_event(n, f_next, fr, fm, fetch_buffer, last_req, fetch_free, burst_left,
-                                     next_dispatch, dispatch, unit, qpos, queue, q0, q1, qend, queue_depth, qfree)
-        if dirty != 0:
-            if dirty & 1:
-                c0t = -1
-                if ld_insn0 < 0:
-                    c0t, c0w = _candidate(h0, q0, 0, free0, queue, dispatch, pops, pp0, pp1, pp2, pp3, tk0, tk1, tk2,
-                                          tk3, pc0, pc1, pc2, pc3, push_t)
-            if dirty & 2:
-                c1t = -1
-                if lanes != 0:  # the compute unit of COMPUTE_OVERLAP
-                    if h1 < q1:
-                        i = queue[q0 + h1]
-                        if dispatch[i] >= 0:
-                            t0 = dispatch[i] + 1
-                            if free1 > t0:
-                                t0 = free1
-                            t1 = _lanes_candidate(i, t0, t0, foot, last_lane, dcyc, qpos, queue, q0, end)
-                            t = -1 if t1 < 0 else _tokens_ready(t1, pops[i], pp0, pp1, pp2, pp3, tk0, tk1, tk2, tk3,
-                                                                pc0, pc1, pc2, pc3, push_t)
-                            if t >= 0:
-                                c1t = t
-                                c1w = t - t1
-                elif ld_insn1 < 0:
-                    c1t, c1w = _candidate(h1, q1, q0, free1, queue, dispatch, pops, pp0, pp1, pp2, pp3, tk0, tk1, tk2,
-                                          tk3, pc0, pc1, pc2, pc3, push_t)
-            if dirty & 4:
-                c2t, c2w = _candidate(h2, q2, q0 + q1, free2, queue, dispatch, pops, pp0, pp1, pp2, pp3, tk0, tk1,
-                                      tk2, tk3, pc0, pc1, pc2, pc3, push_t)
-            dirty = 0
-        # the earliest start (the lowest unit of a tie)
-        best = -1
-        best_t = 0
-        if c0t >= 0:
-            best = 0
-            best_t = c0t
-        if c1t >= 0 and (best < 0 or c1t < best_t):
-            best = 1
-            best_t = c1t
-        if c2t >= 0 and (best < 0 or c2t < best_t):
-            best = 2
-            best_t = c2t
-        # the load in flight whose next read request comes first: a request waits for a free
-        # request cycle, and in one cycle the lowest client wins (fixed priority)
-        lu = -1
-        lt = 0
-        if ld_insn0 >= 0:
-            lu = 0
-            lt = ld_req0 if ld_req0 > c_req else c_req
-        if ld_insn1 >= 0:
-            t = ld_req1 if ld_req1 > c_req else c_req
-            if lu < 0 or t < lt or (t == lt and client[ld_insn1] < client[ld_insn0]):
-                lu = 1
-                lt = t
-        f_key = _fetch_key(f_time, f_req, fetch_buffer, c_req)
-        # the earliest event: 1 fetch, 2 a unit's start, 3 a load's request
-        pick = 0
-        pt = 0
-        if best >= 0:
-            pick, pt = 2, best_t
-        if lu >= 0 and (pick == 0 or lt < pt):
-            pick, pt = 3, lt
-        if f_time >= 0 and (pick == 0 or f_key < pt or (f_key == pt and (pick != 3 or f_req))):
-            pick, pt = 1, f_key
+        if run_u >= 0:  # the start found at the last retirement (see there)
+            pick = 2
+            best = run_u
+            best_t = run_t
+            run_u = -1
+        else:
+            if fetch_buffer > 0 and (wait < 0 or qend[_U(wait)] >= 0):
+                f_next, next_dispatch, stall0, ret0, busy0, dirty, wait = _dispatch_arrived(
+                    n, f_next, fr, fm, fetch_buffer, next_dispatch, fready, unit, qpos, queue, q0, q1, qend, h0, h1, h2,
+                    queue_depth, qfree, dispatch, blocked_from, stall0, ret0, busy0, dirty)
+            f_time, f_req = _fetch_event(n, f_next, fr, fm, fetch_buffer, last_req, fetch_free, burst_left,
+                                         next_dispatch, dispatch, unit, qpos, queue, q0, q1, qend, queue_depth, qfree)
+            if dirty != 0:
+                if dirty & 1:
+                    c0t = -1
+                    if ld_insn0 < 0:
+                        c0t, c0w = _candidate(h0, q0, 0, free0, queue, dispatch, pops, pp0, pp1, pp2, pp3, tk0, tk1,
+                                              tk2, tk3, pc0, pc1, pc2, pc3, push_t, po)
+                if dirty & 2:
+                    c1t = -1
+                    if lanes != 0:  # the compute unit of COMPUTE_OVERLAP
+                        if h1 < q1:
+                            i = queue[q0 + h1]
+                            if dispatch[i] >= 0:
+                                t0 = dispatch[i] + 1
+                                if free1 > t0:
+                                    t0 = free1
+                                t1 = _lanes_candidate(i, t0, t0, foot, last_lane, dcyc, qpos, queue, q0, end)
+                                t = -1 if t1 < 0 else _tokens_ready(t1, pops[i], pp0, pp1, pp2, pp3, tk0, tk1, tk2,
+                                                                    tk3, pc0, pc1, pc2, pc3, push_t, po)
+                                if t >= 0:
+                                    c1t = t
+                                    c1w = t - t1
+                    elif ld_insn1 < 0:
+                        c1t, c1w = _candidate(h1, q1, q0, free1, queue, dispatch, pops, pp0, pp1, pp2, pp3, tk0, tk1,
+                                              tk2, tk3, pc0, pc1, pc2, pc3, push_t, po)
+                if dirty & 4:
+                    c2t, c2w = _candidate(h2, q2, q0 + q1, free2, queue, dispatch, pops, pp0, pp1, pp2, pp3, tk0, tk1,
+                                          tk2, tk3, pc0, pc1, pc2, pc3, push_t, po)
+                dirty = 0
+            # the earliest start (the lowest unit of a tie)
+            best = -1
+            best_t = 0
+            if c0t >= 0:
+                best = 0
+                best_t = c0t
+            if c1t >= 0 and (best < 0 or c1t < best_t):
+                best = 1
+                best_t = c1t
+            if c2t >= 0 and (best < 0 or c2t < best_t):
+                best = 2
+                best_t = c2t
+            # the load in flight whose next read request comes first: a request waits for a free
+            # request cycle, and in one cycle the lowest client wins (fixed priority)
+            lu = -1
+            lt = 0
+            if ld_insn0 >= 0:
+                lu = 0
+                lt = ld_req0 if ld_req0 > c_req else c_req
+            if ld_insn1 >= 0:
+                t = ld_req1 if ld_req1 > c_req else c_req
+                if lu < 0 or t < lt or (t == lt and client[ld_insn1] < client[ld_insn0]):
+                    lu = 1
+                    lt = t
+            f_key = _fetch_key(f_time, f_req, fetch_buffer, c_req)
+            # the earliest event: 1 fetch, 2 a unit's start, 3 a load's request
+            pick = 0
+            pt = 0
+            if best >= 0:
+                pick, pt = 2, best_t
+            if lu >= 0 and (pick == 0 or lt < pt):
+                pick, pt = 3, lt
+            if f_time >= 0 and (pick == 0 or f_key < pt or (f_key == pt and (pick != 3 or f_req))):
+                pick, pt = 1, f_key
         if pick == 0:
             return -1 - done
         if pick == 1:
@@ -800,8 +857,8 @@ def core(n, unit, pops, pushes, cost, finish, client, addr, row_bytes, stride, r
                 if lanes != 0:  # done now; retires in program order
                     dcyc[i] = e - 1
                     rp, last_r, busy2, ret2, pc0, pc1, pc2, pc3, dirty, finish_end, done = _lanes_retire(
-                        rp, last_r, h1, q0, queue, dcyc, start, end, busy2, ret2, pushes, push_t, pc0, pc1, pc2, pc3,
-                        dirty | 2, finish, finish_end, done)
+                        rp, last_r, h1, q0, queue, dcyc, start, end, busy2, ret2, pushes, push_t, po, pc0, pc1, pc2,
+                        pc3, dirty | 2, finish, finish_end, done)
                     continue
         else:  # unit ``best`` starts its queue head at ``best_t`` (it pops its tokens)
             u = best
@@ -844,8 +901,8 @@ def core(n, unit, pops, pushes, cost, finish, client, addr, row_bytes, stride, r
                     ld_req1 = s + LOAD_REQUEST
                     _load_begins(ld, 1)
                 rp, last_r, busy2, ret2, pc0, pc1, pc2, pc3, dirty, finish_end, done = _lanes_retire(
-                    rp, last_r, h1, q0, queue, dcyc, start, end, busy2, ret2, pushes, push_t, pc0, pc1, pc2, pc3,
-                    dirty, finish, finish_end, done)
+                    rp, last_r, h1, q0, queue, dcyc, start, end, busy2, ret2, pushes, push_t, po, pc0, pc1, pc2,
+                    pc3, dirty, finish, finish_end, done)
                 continue
             if c >= 0:
                 e = s + c
@@ -876,11 +933,40 @@ def core(n, unit, pops, pushes, cost, finish, client, addr, row_bytes, stride, r
             busy3 += b
             ret3 += 1
             free2 = e
-        pc0, pc1, pc2, pc3, dirty = _push(pushes[_U(i)], e, push_t, pc0, pc1, pc2, pc3, dirty | (1 << u))
+        pc0, pc1, pc2, pc3, dirty = _push(pushes[_U(i)], e, push_t, po, pc0, pc1, pc2, pc3, dirty | (1 << u))
         qend[_U(i)] = e
         if finish[_U(i)] and finish_end < 0:
             finish_end = e
         done += 1
+        # the candidates of the units this changed (the unit, its pushes' consumers) now: the earliest
+        # queue head of fixed cost that can start starts in the next turn, before the other events:
+        # nothing they do changes its start (its unit's end, its dispatch and the pushes it pops are
+        # known), and it changes nothing they read before it (its pushes and the queue entry it
+        # frees come at its end, after its start). (A LOAD with data starts as an event: it uses the
+        # memory channel, whose requests are served in time order; so does the compute unit of
+        # COMPUTE_OVERLAP, whose takes depend on its lanes.)
+        if dirty & 1 and ld_insn0 < 0:
+            c0t, c0w = _candidate(h0, q0, 0, free0, queue, dispatch, pops, pp0, pp1, pp2, pp3, tk0, tk1, tk2, tk3,
+                                  pc0, pc1, pc2, pc3, push_t, po)
+            dirty &= ~1
+        if dirty & 2 and ld_insn1 < 0 and lanes == 0:
+            c1t, c1w = _candidate(h1, q1, q0, free1, queue, dispatch, pops, pp0, pp1, pp2, pp3, tk0, tk1, tk2, tk3,
+                                  pc0, pc1, pc2, pc3, push_t, po)
+            dirty &= ~2
+        if dirty & 4:
+            c2t, c2w = _candidate(h2, q2, q0 + q1, free2, queue, dispatch, pops, pp0, pp1, pp2, pp3, tk0, tk1, tk2,
+                                  tk3, pc0, pc1, pc2, pc3, push_t, po)
+            dirty &= ~4
+        if c0t >= 0 and (dirty & 1) == 0 and cost[_U(queue[_U(h0)])] >= 0:
+            run_u = 0
+            run_t = c0t
+        if (c1t >= 0 and (dirty & 2) == 0 and lanes == 0 and (run_u < 0 or c1t < run_t)
+                and cost[_U(queue[_U(q0 + h1)])] >= 0):
+            run_u = 1
+            run_t = c1t
+        if c2t >= 0 and (dirty & 4) == 0 and (run_u < 0 or c2t < run_t) and cost[_U(queue[_U(q0 + q1 + h2)])] >= 0:
+            run_u = 2
+            run_t = c2t
     if finish_end < 0:  # no FINISH: the last retirement
         finish_end = free0
         if lanes != 0:

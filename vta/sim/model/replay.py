@@ -64,7 +64,7 @@ from ..stream import Columns, Program
 from ..fsim.kernels import _accepts_nrt_option
 from . import costs as mc
 from . import loop
-from .loop import QUEUE_DEPTH, core, work_size
+from .loop import QUEUE_DEPTH, burst_rows, core, work_size
 
 __all__ = ["prepare", "replay", "compiled"]
 
@@ -577,7 +577,7 @@ def _timing_run(words, consts, allocs, flat, io, acc):
 
     ``consts``: :meth:`Scratch.packed`; ``allocs``: the live allocations (k x 2, start and end);
     ``flat``: the work space of :meth:`Scratch.flat_for` (the per-instruction arrays at the places
-    :meth:`Scratch.take` gives them, then the suspects, then a copy of the words last scanned);
+    :meth:`Scratch.take` gives them, a copy of the words last scanned in two of its rows, then the suspects);
     ``io``: the slots ``IO_*``; ``acc``: the
     counters of clean runs (timed, no suspect) are added to it, the 13 hardware counters of
     :data:`_COUNTER_KEYS` then fsim's of :data:`COUNT_KEYS`. Returns 1 for a clean run (its
@@ -588,18 +588,23 @@ def _timing_run(words, consts, allocs, flat, io, acc):
     no = len(_OUTS)
     a = nr * n
     b = a + no * n
-    c = b + 3 * n
+    nb = burst_rows(n)
+    c = b + 3 * nb
     need = c + work_size(n)
     cols = flat[:a].reshape((nr, n))
     outs = flat[a:b].reshape((no, n))
-    bursts = flat[b:c].reshape((n, 3))
+    bursts = flat[b:c].reshape((nb, 3))
     work = flat[c:need]
     io[IO_COMMITTED] = 0
-    kept = flat[need + n:need + 3 * n]  # the words of the last completed scan
+    # the words of the last completed scan: in the rows of ``end`` and ``blocked_from``, which this
+    # run's loop does not write (see below); a replay that does (:func:`replay`) makes the owner
+    # forget the scan
+    kept0 = outs[1]
+    kept1 = outs[4]
     reuse = io[IO_REUSE] != 0
     if reuse:
         for i in range(n):
-            if words[i, 0] != kept[2 * i] or words[i, 1] != kept[2 * i + 1]:
+            if words[i, 0] != kept0[i] or words[i, 1] != kept1[i]:
                 reuse = False
                 break
     io[IO_REUSED] = 1 if reuse else 0
@@ -613,13 +618,18 @@ def _timing_run(words, consts, allocs, flat, io, acc):
         if status != 0:
             return 0
         for i in range(n):
-            kept[2 * i] = words[i, 0]
-            kept[2 * i + 1] = words[i, 1]
+            kept0[i] = words[i, 0]
+            kept1[i] = words[i, 1]
     t = _C_TIMING
+    again = 2 if reuse else 0
+    # (the per-instruction ``end``, ``ready`` and ``blocked_from``, which the loop only writes without
+    # COMPUTE_OVERLAP, are written to the row of ``ready``: a timing-only run reads none of them, and
+    # the other two rows keep the words; ``start`` is kept, for the debug dump); when the scan is
+    # reused, so are the queues the loop's set-up made from it in the last run
     rc = core(n, cols[0], cols[1], cols[2], cols[3], cols[4], cols[5], cols[6], cols[7], cols[8], cols[9],
                cols[10], cols[11], cols[12], cols[13], cols[14], io[IO_TOKENS:IO_TOKENS + 4], io[IO_ADDR], consts[t],
-               consts[t + 1], consts[t + 2], consts[t + 3], consts[t + 4], consts[t + 5], outs[0], outs[1], outs[2],
-               outs[3], outs[4], bursts, io[IO_COUNTERS:IO_COUNTS], work, 0, _NO_FOOT)
+               consts[t + 1], consts[t + 2], consts[t + 3], consts[t + 4], consts[t + 5], outs[0], outs[2], outs[2],
+               outs[3], outs[2], bursts, io[IO_COUNTERS:IO_COUNTS], work, again, _NO_FOOT)
     io[IO_RC] = rc
     if rc == 0 and io[IO_SUSPECTS] == 0:
         counts = io[IO_HW_ONLY] == 0
@@ -661,7 +671,7 @@ def timing_entry(args: tuple, at: bool = False):
 
 def suspects_at(n: int) -> int:
     """Where :func:`_timing_run` writes the suspects of a stream of ``n`` instructions in its work space."""
-    return (len(_ROWS) + len(_OUTS) + 3) * n + work_size(n)
+    return (len(_ROWS) + len(_OUTS)) * n + 3 * burst_rows(n) + work_size(n)
 
 
 def _fixed_tuple(a, n):
@@ -722,6 +732,7 @@ def compiled():
     compile_into(lg, loop.HELPERS + ("core",), numba.njit, options)
     g["core"] = lg["core"]
     g["work_size"] = lg["work_size"]
+    g["burst_rows"] = lg["burst_rows"]
     compile_into(g, _INLINED + ("_scan", "_decode", "_drive", "_timing_run", "_timing_run_at"), numba.njit, options)
     _COMPILED, _DECODE, _DRIVE, _TIMING_RUN = g["core"], g["_decode"], g["_drive"], g["_timing_run"]
     _TIMING_RUN_AT = g["_timing_run_at"]
@@ -782,12 +793,12 @@ class Scratch:
         if self._views[0] == n:
             return self._views[1]
         a, b = len(_ROWS) * n, len(_OUTS) * n
-        c = a + b + 3 * max(n, 1)
+        c = a + b + 3 * burst_rows(n)
         need = c + work_size(n)
         if self.flat.size < need:
             self.flat = _work_space(max(need, 2 * self.flat.size))
         f = self.flat
-        views = (f[:a].reshape(len(_ROWS), n), f[a:a + b].reshape(len(_OUTS), n), f[a + b:c].reshape(max(n, 1), 3),
+        views = (f[:a].reshape(len(_ROWS), n), f[a:a + b].reshape(len(_OUTS), n), f[a + b:c].reshape(burst_rows(n), 3),
                  f[c:need])
         self._views = (n, views)
         return views
@@ -805,9 +816,9 @@ class Scratch:
 
     def flat_for(self, n: int) -> np.ndarray:
         """The work space of :func:`_timing_run` for a stream of ``n`` instructions: the arrays of
-        :meth:`take` (at the same places), then ``n`` slots for the suspects and ``2 n`` for the
-        words last scanned."""
-        need = suspects_at(n) + 3 * n
+        :meth:`take` (at the same places; the words last scanned in the rows of ``end`` and
+        ``blocked_from``), then ``n`` slots for the suspects."""
+        need = suspects_at(n) + n
         if self.flat.size < need:
             self.flat = _work_space(max(need, 2 * self.flat.size))
             self._views = (-1, None)
