@@ -63,13 +63,14 @@ sys.path.insert(0, str(_REPO))
 sys.path.insert(0, str(_REPO / "benchmarks"))
 
 
+from _configs import cfg_for, env_for
 from _reference_tsim import REFERENCE_COMMIT, reference_library
 from fsim_throughput import conv_stream, gemm_stream_tiled
 from model_accuracy import TeeBase
 from tests.e2e import gemm_program
 from vta.demo import build_demo_pack
 from vta.dram import DRAM
-from vta.env import Environment, load_config
+from vta.env import Environment
 from vta.errors import ScheduleError
 from vta.sim.fsim import FunctionalSimulator
 from vta.sim.model import CycleModel
@@ -82,20 +83,6 @@ WORKLOADS = tuple(f"resnet18.C{i}" for i in range(2, 12)) + ("gemm.blocked", "al
 #: How often each layer occurs in ResNet-18 (two basic blocks per stage, two 3x3 convolutions
 #: each; the first block of stages 2-4 has the strided 3x3 and the 1x1 downsample instead).
 RESNET18_REPEATS = {"C2": 4, "C3": 1, "C4": 1, "C5": 3, "C6": 1, "C7": 1, "C8": 3, "C9": 1, "C10": 1, "C11": 3}
-
-
-def cfg_for(config: str, memory: str) -> dict:
-    """The shipped configuration ``config`` with the DRAM preset ``memory`` (none for ideal)."""
-    cfg = load_config(_REPO / "configs" / f"{config}.json")
-    cfg.pop("DRAM", None)
-    if memory != "ideal":
-        cfg["DRAM"] = memory
-    return cfg
-
-
-def env_for(config: str, memory: str) -> Environment:
-    """:func:`cfg_for` as an Environment."""
-    return Environment(cfg_for(config, memory))
 
 
 #: The clock of the timed runs (``--clock``): wall time, or the process's CPU time.

@@ -37,21 +37,13 @@ import numpy as np
 
 _REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(_REPO))
+sys.path.insert(0, str(_REPO / "benchmarks"))
 
+from _configs import env_for  # noqa: E402
 from vta.dram import DRAM  # noqa: E402
-from vta.env import Environment, load_config  # noqa: E402
 from vta.sim.model import CycleModel  # noqa: E402
 from vta.sim.model import replay as rp  # noqa: E402
 from vta.testing.programs import random_program  # noqa: E402
-
-
-def env_for(memory: str) -> Environment:
-    """The default configuration with the DRAM preset ``memory`` (none for ideal)."""
-    cfg = load_config(_REPO / "configs" / "vta_config.json")
-    cfg.pop("DRAM", None)
-    if memory != "ideal":
-        cfg["DRAM"] = memory
-    return Environment(cfg)
 
 
 class Evictor:
@@ -91,7 +83,7 @@ def _compiled_call(dev: CycleModel):
 
 def measure(memory: str, rounds: int, evict: Evictor) -> dict:
     """The figures of one memory (see the module docstring): medians in microseconds."""
-    env = env_for(memory)
+    env = env_for("vta_config", memory)
     times: dict[str, list[int]] = {"built": [], "warm": [], "cold": [], "call": [], "repeat": []}
     cycles = set()
     with env, DRAM(1 << 26) as dram, CycleModel(env, dram, functional=False) as dev:

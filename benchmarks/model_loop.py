@@ -28,22 +28,15 @@ _REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(_REPO))
 sys.path.insert(0, str(_REPO / "benchmarks"))
 
+from _configs import env_for  # noqa: E402
 from fsim_throughput import conv_stream  # noqa: E402
 
 from vta import isa  # noqa: E402
 from vta.dram import DRAM  # noqa: E402
-from vta.env import Environment, load_config  # noqa: E402
+from vta.env import Environment  # noqa: E402
 from vta.sim.model import loop, replay  # noqa: E402
 from vta.sim.model.costs import Timing  # noqa: E402
 from vta.sim.numba_cache import compile_into  # noqa: E402
-
-
-def _env(memory: str) -> Environment:
-    cfg = load_config(_REPO / "configs" / "vta_config.json")
-    cfg.pop("DRAM", None)
-    if memory != "ideal":
-        cfg["DRAM"] = memory
-    return Environment(cfg)
 
 
 def _compile(module) -> object:
@@ -112,7 +105,7 @@ def main(argv=None) -> int:
         old = _old_module(args.vs)
         engines.insert(0, (args.vs, _compile(old), old.work_size))
     for memory, groups in ((m, g) for m in args.dram for g in args.groups):
-        env = _env(memory)
+        env = env_for("vta_config", memory)
         dram = DRAM(1 << 28)
         prog = conv_stream(env, dram, groups)
         words = isa.encode_program(prog.insns, env).astype(np.int64).reshape(-1, 2)
