@@ -127,7 +127,9 @@ def test_every_benchmark_has_a_smoke_run():
 #: regress`, the sweep, overlap and build scripts compile several networks: 6-20 s each).
 SLOW_SMOKE = {"network.py", "tune_resnet18.py", "tune_zoo.py", "model_accuracy.py", "model_accuracy_tsim.py",
               "zoo.py", "node_divergence.py", "regress_time.py", "dse_sweep.py", "compute_overlap.py",
-              "network_build.py"}
+              "network_build.py",
+              # (compiles its own copy of the model's loop: about 90 s in a fresh environment)
+              "model_loop.py"}
 
 
 @pytest.mark.parametrize("script", [pytest.param(s, marks=pytest.mark.slow) if s in SLOW_SMOKE else s
