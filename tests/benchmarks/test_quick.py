@@ -129,7 +129,9 @@ SLOW_SMOKE = {"network.py", "tune_resnet18.py", "tune_zoo.py", "model_accuracy.p
               "zoo.py", "node_divergence.py", "regress_time.py", "dse_sweep.py", "compute_overlap.py",
               "network_build.py",
               # (compiles its own copy of the model's loop: about 90 s in a fresh environment)
-              "model_loop.py"}
+              "model_loop.py",
+              # (tsim runs and their instruction counts: 13-16 s each)
+              "tsim_throughput.py", "trace_cost.py"}
 
 
 @pytest.mark.parametrize("script", [pytest.param(s, marks=pytest.mark.slow) if s in SLOW_SMOKE else s

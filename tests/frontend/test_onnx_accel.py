@@ -113,7 +113,7 @@ def resnet_int8():
     return quantize(resnet18(seed=0), rng.standard_normal((2, 3, 224, 224)).astype(np.float32))
 
 
-@pytest.mark.parametrize("target", ["sim", "model"])
+@pytest.mark.parametrize("target", [pytest.param("sim", marks=pytest.mark.slow), "model"])  # (sim: 10 s more)
 def test_resnet18_on_accelerator(resnet_int8, target):
     x = np.random.default_rng(1).standard_normal((1, 3, 224, 224)).astype(np.float32)
     built = runner.build(resnet_int8, _env(target))

@@ -100,7 +100,8 @@ def _add_graph(case):
 
 
 @pytest.mark.native
-@pytest.mark.parametrize("name", ["detector", "int8", "ties", "no_fit"])
+@pytest.mark.parametrize("name", ["detector", "int8", "ties",
+                                  pytest.param("no_fit", marks=pytest.mark.slow)])  # (the CPU path: 16 s)
 def test_a_graphs_add_equals_onnxruntime_on_every_pair(env, name):
     """The add runs on the accelerator with the fitted sum (or, with no integer form, on the CPU
     with its reason) and the graph's output is the float32 model's on all 65,536 pairs (fsim)."""

@@ -28,6 +28,7 @@ def _patched_copy(tmp_path, file: str, old: str, new: str):
     return hw
 
 
+@pytest.mark.slow  # (a cold tsim build of the planted RTL, then 40 programs twice: about 14 s)
 def test_a_wrong_alu_max_fails_the_differential_stage(tmp_path):
     hw = _patched_copy(tmp_path, "vta_alu.sv", "ALU_MAX: y = (a > b) ? a : b;", "ALU_MAX: y = (a < b) ? a : b;")
     opts = regress.Options(configs=[_DEFAULT], hw_dir=hw, stages=("differential",), programs=40)
